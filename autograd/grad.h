@@ -1,0 +1,68 @@
+/* The gradient side of a tensor: requires_grad, .grad, hooks, backward. */
+#ifndef TG_AUTOGRAD_GRAD_H
+#define TG_AUTOGRAD_GRAD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks a leaf as requiring grad (torch.Tensor.requires_grad_). Fails on non-leaf
+ * tensors being turned off and on non-floating dtypes. Returns t (no new reference). */
+tg_tensor *tg_requires_grad(tg_tensor *t, bool on);
+bool tg_get_requires_grad(const tg_tensor *t);
+/* True for tensors not produced by a recorded op. */
+bool tg_is_leaf(const tg_tensor *t);
+/* The accumulated gradient of a leaf, or NULL. Borrowed. */
+tg_tensor *tg_grad(const tg_tensor *t);
+/* Replaces t's gradient (NULL clears it); takes a new reference to grad. */
+void tg_set_grad(tg_tensor *t, tg_tensor *grad);
+/* Drops the gradient (PyTorch's zero_grad(set_to_none=True) default since 2.0). */
+void tg_zero_grad(tg_tensor *t);
+/* Name of the op that made t ("mul"), or NULL for leaves. */
+const char *tg_grad_fn_name(const tg_tensor *t);
+
+/* A hook gets the gradient flowing into t during backward and returns it or a
+ * replacement (a new reference made with ops, or `grad` itself). Hooks run in the
+ * order registered, before a leaf accumulates its gradient. */
+typedef tg_tensor *(*tg_grad_hook)(tg_tensor *grad, void *user);
+tg_status tg_register_hook(tg_tensor *t, tg_grad_hook hook, void *user);
+
+typedef struct {
+    tg_tensor *gradient;  /* d(loss)/d(t); NULL means 1 for a one-element t */
+    bool retain_graph;    /* keep saved tensors for another backward */
+    bool create_graph;    /* record the backward itself (second derivatives); implies retain_graph */
+} tg_backward_opts;
+
+/* Backpropagates from t, accumulating into the .grad of every leaf that requires
+ * grad (torch.Tensor.backward). Fails when t does not require grad, when t is not a
+ * single element and no gradient is given, on a second backward through a freed
+ * graph, on a tensor modified in place after it was saved, or when a backward
+ * returns a gradient of the wrong shape/dtype/device (the message names the op). */
+tg_status tg_backward(tg_tensor *t);
+tg_status tg_backward_opts_run(tg_tensor *t, tg_backward_opts opts);
+#define tg_backward_with(t, ...) tg_backward_opts_run((t), (tg_backward_opts){__VA_ARGS__})
+
+/* torch.autograd.grad: gradients of sum(outputs[i] * grad_outputs[i]) with respect
+ * to inputs, written to grads[j] as new references (NULL where an input is not
+ * reached), without touching any .grad. grad_outputs may be NULL (ones for
+ * one-element outputs). */
+tg_status tg_grad_of(tg_tensor *const *outputs, tg_tensor *const *grad_outputs, int num_outputs,
+                     tg_tensor *const *inputs, int num_inputs, tg_tensor **grads,
+                     tg_backward_opts opts);
+
+/* Writes the graph that produced t in Graphviz DOT: one box per op (name, sequence
+ * number, output shape), one ellipse per leaf (shape, requires_grad). */
+tg_status tg_graph_dot(tg_tensor *t, FILE *out);
+
+/* Live graph nodes (tests assert zero after a scope ends). */
+long tg_live_graph_nodes(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,80 @@
+/* Graph nodes, for autograd's own files. A node is one recorded application of a
+ * tg_function: its saved tensors and attributes, one edge per input, and the
+ * metadata of each input and output. Nodes are reference-counted: tensors hold
+ * their grad_fn, nodes hold the nodes (and leaf tensors) of their inputs. */
+#ifndef TG_AUTOGRAD_NODE_H
+#define TG_AUTOGRAD_NODE_H
+
+#include <stdint.h>
+
+#include "autograd/function.h"
+#include "core/tensor_impl.h"
+
+typedef struct tg_node tg_node;
+
+typedef struct {
+    tg_node *node;   /* producer of the input (owned), or NULL for a leaf / no grad */
+    int output_nr;   /* which output of node */
+    tg_tensor *leaf; /* the leaf tensor to accumulate into (owned), or NULL */
+} tg_edge;
+
+typedef struct {
+    tg_shape shape;
+    tg_dtype dtype;
+    tg_device device;
+} tg_tensor_meta;
+
+typedef struct {
+    tg_tensor *tensor;    /* owned; for a saved output, a graph-less alias */
+    uint64_t version;     /* storage version at save time */
+    int output_index;     /* >= 0 when this is output k of the node itself */
+} tg_saved;
+
+typedef struct tg_hook_entry {
+    tg_tensor *(*fn)(tg_tensor *grad, void *user);
+    void *user;
+    struct tg_hook_entry *next;
+} tg_hook_entry;
+
+struct tg_hook_list {
+    tg_hook_entry *first;
+};
+
+struct tg_ctx {
+    tg_node *node; /* NULL while a forward runs without recording */
+    const tg_function *fn;
+    const void *args; /* forward-time attributes when not recording */
+    tg_tensor *outputs[TG_MAX_OP_OUTPUTS];
+    bool non_differentiable[TG_MAX_OP_OUTPUTS];
+};
+
+struct tg_node {
+    long refcount;
+    const tg_function *fn;
+    uint64_t sequence_nr;
+    int num_inputs, num_outputs;
+    tg_edge edges[TG_MAX_OP_INPUTS];
+    tg_tensor_meta input_meta[TG_MAX_OP_INPUTS];
+    tg_tensor_meta output_meta[TG_MAX_OP_OUTPUTS];
+    bool output_differentiable[TG_MAX_OP_OUTPUTS];
+    tg_hook_entry *output_hooks[TG_MAX_OP_OUTPUTS]; /* hooks on non-leaf outputs (owned) */
+    tg_saved *saved;
+    int num_saved, saved_capacity;
+    bool saved_freed; /* released by a backward without retain_graph */
+    unsigned char attrs_inline[96];
+    void *attrs; /* attrs_inline or heap */
+    size_t attrs_size;
+    /* Engine bookkeeping for the backward in progress. */
+    int dependencies;
+    uint64_t visit_mark;
+    tg_tensor *grad_buffer[TG_MAX_OP_OUTPUTS]; /* summed incoming gradients */
+    bool needs_input_grad[TG_MAX_OP_INPUTS];
+    tg_ctx ctx; /* ctx.node == this node; what forward and backward are given */
+};
+
+void tg_node_retain(tg_node *n);
+/* Drops a reference; frees at zero, iteratively (a 100,000-node chain does not recurse). */
+void tg_node_release(tg_node *n);
+long tg_live_nodes(void);
+
+#endif

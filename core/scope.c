@@ -1,0 +1,115 @@
+#include "core/scope.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/tensor_impl.h"
+
+/* The scope stack is one growing array of owned references (like an autorelease
+ * pool); each open scope remembers where its part starts and which tensors it hands
+ * to its parent. */
+typedef struct {
+    tg_tensor **items;
+    long count, capacity;
+} tensor_list;
+
+typedef struct {
+    long start;          /* index into owned.items where this scope's part starts */
+    tensor_list returns; /* retained references to hand to the parent at the end */
+} scope_frame;
+
+static _Thread_local tensor_list owned;
+static _Thread_local scope_frame *frames;
+static _Thread_local int depth, frame_capacity;
+static atomic_long live_tensors;
+
+void (*tg_autograd_free_slots)(tg_tensor *t);
+
+long tg_live_tensors(void) { return atomic_load(&live_tensors); }
+int tg_scope_depth(void) { return depth; }
+
+static void list_push(tensor_list *l, tg_tensor *t) {
+    if (l->count == l->capacity) {
+        long cap = l->capacity ? 2 * l->capacity : 64;
+        tg_tensor **items = realloc(l->items, (size_t)cap * sizeof *items);
+        TG_ASSERT(items != NULL);
+        l->items = items;
+        l->capacity = cap;
+    }
+    l->items[l->count++] = t;
+}
+
+tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
+                          const int64_t *strides, int64_t offset) {
+    tg_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        tg_storage_release(storage);
+        tg_error("out of memory allocating a tensor");
+        return NULL;
+    }
+    t->refcount = 1;
+    t->storage = storage;
+    t->dtype = dtype;
+    t->shape = shape;
+    t->offset = offset;
+    if (strides)
+        for (int i = 0; i < shape.ndim; i++) t->strides[i] = strides[i];
+    else
+        tg_contiguous_strides(shape, t->strides);
+    atomic_fetch_add(&live_tensors, 1);
+    return tg_scope_track(t);
+}
+
+tg_tensor *tg_scope_track(tg_tensor *t) {
+    if (t && depth > 0) list_push(&owned, t);
+    return t;
+}
+
+tg_tensor *tg_retain(tg_tensor *t) {
+    if (t) t->refcount++;
+    return t;
+}
+
+void tg_release(tg_tensor *t) {
+    /* Freeing a tensor may free its grad, whose release may free more: a loop over a
+     * small local stack instead of recursion. (Long graph chains are unwound by
+     * autograd's node release, which is iterative too.) */
+    while (t) {
+        if (--t->refcount > 0) return;
+        if (t->grad_fn || t->hooks) tg_autograd_free_slots(t);
+        tg_storage_release(t->storage);
+        tg_tensor *grad = t->grad;
+        free(t);
+        atomic_fetch_sub(&live_tensors, 1);
+        t = grad;
+    }
+}
+
+void tg_scope_begin(void) {
+    if (depth == frame_capacity) {
+        int cap = frame_capacity ? 2 * frame_capacity : 16;
+        scope_frame *f = realloc(frames, (size_t)cap * sizeof *f);
+        TG_ASSERT(f != NULL);
+        frames = f;
+        frame_capacity = cap;
+    }
+    frames[depth] = (scope_frame){.start = owned.count};
+    depth++;
+}
+
+void tg_scope_end(void) {
+    TG_ASSERT(depth > 0);
+    scope_frame *f = &frames[--depth];
+    while (owned.count > f->start) tg_release(owned.items[--owned.count]);
+    /* The returned references now belong to the parent (or to the caller at depth 0). */
+    for (long i = 0; i < f->returns.count; i++)
+        if (depth > 0) list_push(&owned, f->returns.items[i]);
+    free(f->returns.items);
+    f->returns = (tensor_list){0};
+}
+
+tg_tensor *tg_scope_return(tg_tensor *t) {
+    if (!t || depth == 0) return t;
+    list_push(&frames[depth - 1].returns, tg_retain(t));
+    return t;
+}

@@ -1,0 +1,152 @@
+#include "core/storage.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_long live_storages;
+static atomic_long fail_after = -1;
+
+long tg_live_storages(void) { return atomic_load(&live_storages); }
+void tg_debug_fail_allocations_after(long n) { atomic_store(&fail_after, n); }
+
+static bool simulated_failure(void) {
+    long n = atomic_load(&fail_after);
+    while (n >= 0) {
+        if (n == 0) return true;
+        if (atomic_compare_exchange_weak(&fail_after, &n, n - 1)) return false;
+    }
+    return false;
+}
+
+/* ---- CPU caching allocator ----
+ * Size classes: four per power of two (at most 25% slack), from 64 bytes up.
+ * A freed block goes to its class's free list; blocks are returned to the system
+ * only by tg_cpu_empty_cache or when the cache would pass its cap. */
+#define NUM_CLASSES 200
+#define CACHE_CAP ((size_t)2 << 30)
+
+typedef struct block {
+    struct block *next;
+} block;
+
+static pthread_mutex_t cpu_lock = PTHREAD_MUTEX_INITIALIZER;
+static block *free_lists[NUM_CLASSES];
+static tg_memory_stats cpu_stats;
+
+static int size_class(size_t nbytes, size_t *rounded) {
+    size_t size = nbytes < 64 ? 64 : nbytes;
+    int log2 = 63 - __builtin_clzll((size - 1) | 1); /* floor(log2(size - 1)) */
+    if (size <= 64) log2 = 5;
+    size_t base = (size_t)1 << log2, step = base / 4;
+    size_t quarters = (size - base + step - 1) / step; /* 1..4 */
+    if (quarters == 0) quarters = 1;
+    *rounded = base + quarters * step;
+    return (log2 - 5) * 4 + (int)quarters - 1;
+}
+
+static void *cpu_alloc(size_t nbytes) {
+    size_t rounded;
+    int cls = size_class(nbytes, &rounded);
+    void *p = NULL;
+    pthread_mutex_lock(&cpu_lock);
+    if (cls < NUM_CLASSES && free_lists[cls]) {
+        p = free_lists[cls];
+        free_lists[cls] = free_lists[cls]->next;
+        cpu_stats.cached -= rounded;
+    }
+    pthread_mutex_unlock(&cpu_lock);
+    if (!p) p = aligned_alloc(64, rounded);
+    if (!p) return NULL;
+    pthread_mutex_lock(&cpu_lock);
+    cpu_stats.allocated += rounded;
+    if (cpu_stats.allocated > cpu_stats.peak) cpu_stats.peak = cpu_stats.allocated;
+    pthread_mutex_unlock(&cpu_lock);
+    return p;
+}
+
+static void cpu_free(void *p, size_t nbytes) {
+    size_t rounded;
+    int cls = size_class(nbytes, &rounded);
+    pthread_mutex_lock(&cpu_lock);
+    cpu_stats.allocated -= rounded;
+    bool keep = cls < NUM_CLASSES && cpu_stats.cached + rounded <= CACHE_CAP;
+    if (keep) {
+        block *b = p;
+        b->next = free_lists[cls];
+        free_lists[cls] = b;
+        cpu_stats.cached += rounded;
+    }
+    pthread_mutex_unlock(&cpu_lock);
+    if (!keep) free(p);
+}
+
+tg_memory_stats tg_cpu_memory_stats(void) {
+    pthread_mutex_lock(&cpu_lock);
+    tg_memory_stats s = cpu_stats;
+    pthread_mutex_unlock(&cpu_lock);
+    return s;
+}
+
+void tg_cpu_empty_cache(void) {
+    pthread_mutex_lock(&cpu_lock);
+    for (int c = 0; c < NUM_CLASSES; c++) {
+        while (free_lists[c]) {
+            block *b = free_lists[c];
+            free_lists[c] = b->next;
+            free(b);
+        }
+    }
+    cpu_stats.cached = 0;
+    pthread_mutex_unlock(&cpu_lock);
+}
+
+tg_storage *tg_storage_new(size_t nbytes, tg_device device, const char *op) {
+    char dev[16];
+    const tg_device_backend *backend = NULL;
+    if (device.kind != TG_DEVICE_CPU && !(backend = tg_backend_for(device, op))) return NULL;
+    tg_storage *s = malloc(sizeof *s);
+    if (!s || simulated_failure()) {
+        free(s);
+        tg_error("%s: out of memory allocating %zu bytes on %s", op, nbytes, tg_device_str(device, dev));
+        return NULL;
+    }
+    s->data = backend ? backend->alloc(device.index, nbytes) : cpu_alloc(nbytes);
+    if (!s->data) {
+        free(s);
+        if (!backend) /* the CUDA backend writes its own message with the free bytes */
+            tg_error("%s: out of memory allocating %zu bytes on cpu", op, nbytes);
+        return NULL;
+    }
+    s->nbytes = nbytes;
+    s->device = device;
+    s->refcount = 1;
+    s->version = 0;
+    atomic_fetch_add(&live_storages, 1);
+    return s;
+}
+
+void tg_storage_retain(tg_storage *s) { s->refcount++; }
+
+void tg_storage_release(tg_storage *s) {
+    if (!s || --s->refcount > 0) return;
+    if (s->device.kind == TG_DEVICE_CPU)
+        cpu_free(s->data, s->nbytes);
+    else
+        tg_cuda_backend()->free(s->device.index, s->data, s->nbytes);
+    free(s);
+    atomic_fetch_sub(&live_storages, 1);
+}
+
+tg_status tg_copy_bytes(void *dst, tg_device dst_device, const void *src, tg_device src_device,
+                        size_t nbytes, const char *op) {
+    if (nbytes == 0) return TG_OK;
+    if (dst_device.kind == TG_DEVICE_CPU && src_device.kind == TG_DEVICE_CPU) {
+        memcpy(dst, src, nbytes);
+        return TG_OK;
+    }
+    const tg_device_backend *b =
+        tg_backend_for(dst_device.kind == TG_DEVICE_CUDA ? dst_device : src_device, op);
+    return b ? b->copy(dst, dst_device, src, src_device, nbytes) : TG_ERROR;
+}

@@ -1,0 +1,349 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/convert.h"
+#include "core/iter.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+
+void tg_contiguous_strides(tg_shape shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = shape.ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape.dims[i] > 1 ? shape.dims[i] : 1;
+    }
+}
+
+tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
+    char buf[128], dev[16];
+    if (shape.ndim < 0 || shape.ndim > TG_MAX_DIMS)
+        return tg_error("%s: %d dims requested, at most %d are supported", op, shape.ndim, TG_MAX_DIMS);
+    for (int i = 0; i < shape.ndim; i++)
+        if (shape.dims[i] < 0)
+            return tg_error("%s: negative size %lld in shape %s", op, (long long)shape.dims[i],
+                            tg_shape_str(shape, buf, sizeof buf));
+    if (!tg_dtype_is_supported(opts.dtype))
+        return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(opts.dtype));
+    if (opts.requires_grad && !tg_dtype_is_floating(opts.dtype))
+        return tg_error("%s: only floating-point tensors can require grad, not %s", op,
+                        tg_dtype_name(opts.dtype));
+    if (opts.device.kind != TG_DEVICE_CPU && !tg_backend_for(opts.device, op)) return TG_ERROR;
+    (void)dev;
+    return TG_OK;
+}
+
+static tg_tensor *make(const char *op, tg_shape shape, tg_opts opts) {
+    if (tg_check_creation(op, shape, opts)) return NULL;
+    size_t nbytes = (size_t)tg_shape_numel(shape) * tg_dtype_size(opts.dtype);
+    tg_storage *s = tg_storage_new(nbytes, opts.device, op);
+    if (!s) return NULL;
+    tg_tensor *t = tg_tensor_wrap(s, opts.dtype, shape, NULL, 0);
+    if (t) t->requires_grad = opts.requires_grad;
+    return t;
+}
+
+tg_tensor *tg_empty(tg_shape shape, tg_opts opts) { return make("tg_empty", shape, opts); }
+
+/* Builds in a scope of its own so that a failure after allocation frees what was made. */
+static tg_tensor *make_filled(const char *op, tg_shape shape, tg_opts opts, double value) {
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *t = make(op, shape, opts);
+        if (t && !tg_fill_(t, value)) result = tg_scope_return(t);
+    }
+    return result;
+}
+
+tg_tensor *tg_zeros(tg_shape shape, tg_opts opts) { return make_filled("tg_zeros", shape, opts, 0); }
+tg_tensor *tg_ones(tg_shape shape, tg_opts opts) { return make_filled("tg_ones", shape, opts, 1); }
+tg_tensor *tg_full(tg_shape shape, double value, tg_opts opts) {
+    return make_filled("tg_full", shape, opts, value);
+}
+
+static tg_opts opts_like(const tg_tensor *t) {
+    return (tg_opts){.dtype = t->dtype, .device = t->storage->device};
+}
+tg_tensor *tg_empty_like(tg_tensor *like) {
+    if (!like) return tg_error_null_input("tg_empty_like", 0), NULL;
+    return make("tg_empty_like", like->shape, opts_like(like));
+}
+tg_tensor *tg_zeros_like(tg_tensor *like) {
+    if (!like) return tg_error_null_input("tg_zeros_like", 0), NULL;
+    return make_filled("tg_zeros_like", like->shape, opts_like(like), 0);
+}
+tg_tensor *tg_ones_like(tg_tensor *like) {
+    if (!like) return tg_error_null_input("tg_ones_like", 0), NULL;
+    return make_filled("tg_ones_like", like->shape, opts_like(like), 1);
+}
+
+tg_tensor *tg_arange(double start, double end, double step, tg_opts opts) {
+    if (step == 0 || !isfinite(start) || !isfinite(end) || !isfinite(step))
+        return tg_error("tg_arange: step must be non-zero and bounds finite (start %g, end %g, step %g)",
+                        start, end, step), NULL;
+    if ((end - start) * step < 0)
+        return tg_error("tg_arange: step %g goes away from end (start %g, end %g)", step, start, end), NULL;
+    int64_t n = (int64_t)ceil((end - start) / step);
+    if (tg_check_creation("tg_arange", TG_SHAPE(n), opts)) return NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *t = make("tg_arange", TG_SHAPE(n), (tg_opts){.dtype = opts.dtype});
+        if (t) {
+            size_t es = tg_dtype_size(t->dtype);
+            for (int64_t i = 0; i < n; i++)
+                tg_store_from_double((char *)t->storage->data + i * (int64_t)es, t->dtype,
+                                     start + (double)i * step);
+            result = tg_scope_return(tg_tensor_to(t, opts.device));
+            if (result) result->requires_grad = opts.requires_grad;
+        }
+    }
+    return result;
+}
+
+tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_opts opts) {
+    if (!data) return tg_error("tg_from_data: data is NULL"), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *t = make("tg_from_data", shape, opts);
+        if (t && !tg_copy_bytes(t->storage->data, t->storage->device, data, TG_CPU,
+                                t->storage->nbytes, "tg_from_data"))
+            result = tg_scope_return(t);
+    }
+    return result;
+}
+
+/* ---- element copies ---- */
+
+typedef struct {
+    tg_dtype dst, src;
+} cast_ctx;
+
+static void copy_row(char **p, const int64_t *s, int64_t n, void *vctx) {
+    const cast_ctx *c = vctx;
+    if (c->dst == c->src) {
+        size_t es = tg_dtype_size(c->dst);
+        if (s[0] == (int64_t)es && s[1] == (int64_t)es) {
+            memcpy(p[0], p[1], (size_t)n * es);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0], p[1] + i * s[1], es);
+        return;
+    }
+    if (c->dst == TG_FLOAT32 && c->src == TG_FLOAT64) {
+        for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(double *)(p[1] + i * s[1]);
+        return;
+    }
+    if (c->dst == TG_INT64 && c->src != TG_FLOAT32 && c->src != TG_FLOAT64) {
+        for (int64_t i = 0; i < n; i++) {
+            const char *q = p[1] + i * s[1];
+            int64_t v = c->src == TG_INT32 ? *(const int32_t *)q : c->src == TG_UINT8 ? *(const uint8_t *)q
+                                                                                     : *(const bool *)q;
+            *(int64_t *)(p[0] + i * s[0]) = v;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        tg_store_from_double(p[0] + i * s[0], c->dst, tg_load_as_double(p[1] + i * s[1], c->src));
+}
+
+static tg_status cpu_copy_strided(tg_tensor *dst, tg_tensor *src) {
+    tg_iter it;
+    tg_tensor *ops[2] = {dst, src};
+    tg_iter_init(&it, dst->shape, 2, ops);
+    cast_ctx c = {dst->dtype, src->dtype};
+    tg_iter_run(&it, copy_row, &c, true);
+    return TG_OK;
+}
+
+tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
+    if (!dst) return tg_error_null_input("tg_copy_", 0);
+    if (!src) return tg_error_null_input("tg_copy_", 1);
+    char a[128], b[128], out[128];
+    tg_shape bshape;
+    if (!tg_broadcast_shapes(dst->shape, src->shape, &bshape) || !tg_shape_equal(bshape, dst->shape))
+        return tg_error("tg_copy_: source of shape %s cannot be broadcast to destination shape %s",
+                        tg_shape_str(src->shape, a, sizeof a), tg_shape_str(dst->shape, b, sizeof b));
+    (void)out;
+    tg_device dd = dst->storage->device, sd = src->storage->device;
+    tg_status status;
+    if (tg_device_equal(dd, sd)) {
+        if (dd.kind == TG_DEVICE_CPU) {
+            status = cpu_copy_strided(dst, src);
+        } else {
+            const tg_device_backend *be = tg_backend_for(dd, "tg_copy_");
+            status = be ? be->copy_strided(dst, src) : TG_ERROR;
+        }
+    } else if (tg_is_contiguous(dst) && tg_is_contiguous(src) && dst->dtype == src->dtype &&
+               tg_shape_equal(dst->shape, src->shape)) {
+        status = tg_copy_bytes(tg_elem_ptr(dst), dd, tg_elem_ptr(src), sd,
+                               (size_t)tg_numel(dst) * tg_dtype_size(dst->dtype), "tg_copy_");
+    } else {
+        /* Across devices with a cast, broadcast or strides: stage a contiguous copy of
+         * src with dst's dtype and shape on src's device, move it, then copy in. */
+        TG_SCOPE {
+            tg_tensor *staged = make("tg_copy_", dst->shape, (tg_opts){.dtype = dst->dtype, .device = sd});
+            tg_tensor *moved = staged && !tg_copy_(staged, src) ? tg_tensor_to(staged, dd) : NULL;
+            status = moved ? tg_copy_(dst, moved) : TG_ERROR;
+        }
+        return status;
+    }
+    if (status == TG_OK) dst->storage->version++;
+    return status;
+}
+
+tg_status tg_fill_(tg_tensor *t, double value) {
+    if (!t) return tg_error_null_input("tg_fill_", 0);
+    if (t->storage->device.kind != TG_DEVICE_CPU) {
+        const tg_device_backend *be = tg_backend_for(t->storage->device, "tg_fill_");
+        if (!be || be->fill(t, value)) return TG_ERROR;
+        t->storage->version++;
+        return TG_OK;
+    }
+    /* One element converted, then copied everywhere through a broadcast view. */
+    tg_storage one = {0};
+    int64_t scalar_bits[1] = {0};
+    tg_store_from_double(scalar_bits, t->dtype, value);
+    one.data = scalar_bits;
+    one.device = TG_CPU;
+    tg_tensor src = {.storage = &one, .dtype = t->dtype, .refcount = 1};
+    int64_t n = tg_numel(t);
+    if (tg_is_contiguous(t) && t->dtype == TG_FLOAT32) {
+        float *d = tg_elem_ptr(t), v = (float)value;
+#pragma omp parallel for if (n >= TG_PARALLEL_GRAIN)
+        for (int64_t i = 0; i < n; i++) d[i] = v;
+    } else if (tg_is_contiguous(t) && value == 0) {
+        memset(tg_elem_ptr(t), 0, (size_t)n * tg_dtype_size(t->dtype));
+    } else {
+        cpu_copy_strided(t, &src);
+    }
+    t->storage->version++;
+    return TG_OK;
+}
+
+tg_status tg_copy_to_host(tg_tensor *t, void *dst, size_t nbytes) {
+    if (!t) return tg_error_null_input("tg_copy_to_host", 0);
+    size_t want = (size_t)tg_numel(t) * tg_dtype_size(t->dtype);
+    if (nbytes != want) {
+        char buf[128];
+        return tg_error("tg_copy_to_host: buffer of %zu bytes given for a %s tensor of shape %s (%zu bytes)",
+                        nbytes, tg_dtype_name(t->dtype), tg_shape_str(t->shape, buf, sizeof buf), want);
+    }
+    if (!dst && want) return tg_error("tg_copy_to_host: destination is NULL");
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        tg_tensor *c = tg_is_contiguous(t) ? t : tg_clone(t);
+        if (c)
+            status = tg_copy_bytes(dst, TG_CPU, tg_elem_ptr(c), c->storage->device, want,
+                                   "tg_copy_to_host");
+    }
+    return status;
+}
+
+double tg_item(tg_tensor *t) {
+    if (!t) return tg_error_null_input("tg_item", 0), NAN;
+    if (tg_numel(t) != 1) {
+        char buf[128];
+        tg_error("tg_item: a tensor with %lld elements (shape %s) cannot be converted to a scalar",
+                 (long long)tg_numel(t), tg_shape_str(t->shape, buf, sizeof buf));
+        return NAN;
+    }
+    int64_t bits = 0;
+    if (t->storage->device.kind == TG_DEVICE_CPU)
+        return tg_load_as_double(tg_elem_ptr(t), t->dtype);
+    if (tg_copy_bytes(&bits, TG_CPU, tg_elem_ptr(t), t->storage->device, tg_dtype_size(t->dtype), "tg_item"))
+        return NAN;
+    return tg_load_as_double(&bits, t->dtype);
+}
+
+tg_tensor *tg_clone(tg_tensor *t) {
+    if (!t) return tg_error_null_input("tg_clone", 0), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *c = make("tg_clone", t->shape, opts_like(t));
+        if (c && !tg_copy_(c, t)) result = tg_scope_return(c);
+    }
+    return result;
+}
+
+tg_tensor *tg_tensor_to(tg_tensor *t, tg_device device) {
+    if (!t) return tg_error_null_input("tg_to", 0), NULL;
+    if (tg_device_equal(t->storage->device, device)) return tg_scope_track(tg_retain(t));
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *c = make("tg_to", t->shape, (tg_opts){.dtype = t->dtype, .device = device});
+        if (c && !tg_copy_(c, t)) {
+            c->requires_grad = t->requires_grad && !t->grad_fn;
+            result = tg_scope_return(c);
+        }
+    }
+    return result;
+}
+
+/* ---- views ---- */
+
+tg_tensor *tg_as_strided(tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset) {
+    if (!t) return tg_error_null_input("tg_as_strided", 0), NULL;
+    if (tg_check_creation("tg_as_strided", shape, (tg_opts){.dtype = t->dtype})) return NULL;
+    /* The view must stay inside the storage. */
+    int64_t lo = offset, hi = offset, n = tg_shape_numel(shape);
+    for (int i = 0; i < shape.ndim; i++) {
+        int64_t span = (shape.dims[i] - 1) * strides[i];
+        if (span < 0) lo += span; else hi += span;
+    }
+    int64_t capacity = (int64_t)(t->storage->nbytes / tg_dtype_size(t->dtype));
+    if (n > 0 && (lo < 0 || hi >= capacity)) {
+        char buf[128];
+        return tg_error("tg_as_strided: view of shape %s at offset %lld reaches elements [%lld, %lld] "
+                        "outside the storage of %lld elements",
+                        tg_shape_str(shape, buf, sizeof buf), (long long)offset, (long long)lo,
+                        (long long)hi, (long long)capacity), NULL;
+    }
+    tg_storage_retain(t->storage);
+    return tg_tensor_wrap(t->storage, t->dtype, shape, strides, offset);
+}
+
+tg_tensor *tg_detach(tg_tensor *t) {
+    if (!t) return tg_error_null_input("tg_detach", 0), NULL;
+    tg_storage_retain(t->storage);
+    return tg_tensor_wrap(t->storage, t->dtype, t->shape, t->strides, t->offset);
+}
+
+/* ---- properties ---- */
+
+tg_shape tg_shape_of(const tg_tensor *t) { return t->shape; }
+int tg_ndim(const tg_tensor *t) { return t->shape.ndim; }
+int64_t tg_size(const tg_tensor *t, int dim) {
+    int d = tg_wrap_dim(dim, t->shape.ndim);
+    if (d < 0 || t->shape.ndim == 0) {
+        tg_error("tg_size: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim);
+        return -1;
+    }
+    return t->shape.dims[d];
+}
+int64_t tg_numel(const tg_tensor *t) { return tg_shape_numel(t->shape); }
+int64_t tg_stride(const tg_tensor *t, int dim) {
+    int d = tg_wrap_dim(dim, t->shape.ndim);
+    if (d < 0 || t->shape.ndim == 0) {
+        tg_error("tg_stride: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim);
+        return -1;
+    }
+    return t->strides[d];
+}
+const int64_t *tg_strides(const tg_tensor *t) { return t->strides; }
+int64_t tg_offset(const tg_tensor *t) { return t->offset; }
+tg_dtype tg_dtype_of(const tg_tensor *t) { return t->dtype; }
+tg_device tg_device_of(const tg_tensor *t) { return t->storage->device; }
+void *tg_data_ptr(tg_tensor *t) { return t ? tg_elem_ptr(t) : NULL; }
+uint64_t tg_version(const tg_tensor *t) { return t->storage->version; }
+void tg_bump_version(tg_tensor *t) { t->storage->version++; }
+bool tg_same_storage(const tg_tensor *a, const tg_tensor *b) { return a->storage == b->storage; }
+
+bool tg_is_contiguous(const tg_tensor *t) {
+    int64_t expected = 1;
+    for (int i = t->shape.ndim - 1; i >= 0; i--) {
+        if (t->shape.dims[i] == 1) continue;
+        if (t->strides[i] != expected) return false;
+        expected *= t->shape.dims[i];
+    }
+    return true;
+}

@@ -1,0 +1,680 @@
+/* Elementwise ops: definitions (checks, result shape and dtype, backward formulas)
+ * and CPU kernels. CUDA kernels: ops/cuda/elementwise.cu. */
+#include "ops/elementwise.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "core/convert.h"
+#include "core/iter.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/elementwise.h"
+#include "ops/dispatch.h"
+#include "ops/shape.h"
+
+/* ======================= CPU kernels ======================= */
+
+#define SQRT1_2 0.70710678118654752440
+#define SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+
+/* One expression per kind, in the element type T (x the input, a/b the parameters). */
+#define UNARY_CASES(T, EXP, LOG, SQRT, TANH, ERF, POW, FABS, SIN, COS)                          \
+    case TG_UNARY_NEG: UNARY_LOOP(T, -x); break;                                                \
+    case TG_UNARY_EXP: UNARY_LOOP(T, EXP(x)); break;                                            \
+    case TG_UNARY_LOG: UNARY_LOOP(T, LOG(x)); break;                                            \
+    case TG_UNARY_ADD_SCALAR: UNARY_LOOP(T, x + a); break;                                      \
+    case TG_UNARY_MUL_SCALAR: UNARY_LOOP(T, x * a); break;                                      \
+    case TG_UNARY_RSUB_SCALAR: UNARY_LOOP(T, a - x); break;                                     \
+    case TG_UNARY_POW_SCALAR:                                                                   \
+        if (a == 2) UNARY_LOOP(T, x * x);                                                       \
+        else UNARY_LOOP(T, POW(x, a));                                                          \
+        break;                                                                                  \
+    case TG_UNARY_SQRT: UNARY_LOOP(T, SQRT(x)); break;                                          \
+    case TG_UNARY_RSQRT: UNARY_LOOP(T, (T)1 / SQRT(x)); break;                                  \
+    case TG_UNARY_ABS: UNARY_LOOP(T, FABS(x)); break;                                           \
+    case TG_UNARY_SIGN: UNARY_LOOP(T, (T)((x > 0) - (x < 0))); break;                           \
+    case TG_UNARY_RELU: UNARY_LOOP(T, x > 0 ? x : (x != x ? x : (T)0)); break;                  \
+    case TG_UNARY_LEAKY_RELU: UNARY_LOOP(T, x > 0 ? x : x * a); break;                          \
+    case TG_UNARY_SIGMOID: UNARY_LOOP(T, (T)1 / ((T)1 + EXP(-x))); break;                       \
+    case TG_UNARY_TANH: UNARY_LOOP(T, TANH(x)); break;                                          \
+    case TG_UNARY_GELU: UNARY_LOOP(T, (T)0.5 * x * ((T)1 + ERF(x * (T)SQRT1_2))); break;        \
+    case TG_UNARY_GELU_TANH:                                                                    \
+        UNARY_LOOP(T, (T)0.5 * x * ((T)1 + TANH((T)SQRT2_PI * (x + (T)0.044715 * x * x * x)))); \
+        break;                                                                                  \
+    case TG_UNARY_SILU: UNARY_LOOP(T, x / ((T)1 + EXP(-x))); break;                             \
+    case TG_UNARY_SOFTPLUS: UNARY_LOOP(T, x * a > b ? x : LOG((T)1 + EXP(x * a)) / a); break;   \
+    case TG_UNARY_CLAMP:                                                                        \
+        UNARY_LOOP(T, x != x ? x : (a == a && x < a) ? a : (b == b && x > b) ? b : x);          \
+        break;                                                                                  \
+    case TG_UNARY_ERF: UNARY_LOOP(T, ERF(x)); break;                                            \
+    case TG_UNARY_RECIPROCAL: UNARY_LOOP(T, (T)1 / x); break;                                   \
+    case TG_UNARY_SQUARE: UNARY_LOOP(T, x * x); break;                                          \
+    case TG_UNARY_SIN: UNARY_LOOP(T, SIN(x)); break;                                            \
+    case TG_UNARY_COS: UNARY_LOOP(T, COS(x)); break;                                            \
+    case TG_UNARY_GT_SCALAR: UNARY_LOOP(T, (T)(x > a)); break;                                  \
+    default: break;
+
+#define UNARY_LOOP(T, expr)                                                 \
+    do {                                                                    \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                       \
+            T *restrict o = (T *)p[0];                                      \
+            const T *restrict in = (const T *)p[1];                         \
+            for (int64_t i = 0; i < n; i++) {                               \
+                T x = in[i];                                                \
+                o[i] = (expr);                                              \
+            }                                                               \
+        } else {                                                            \
+            for (int64_t i = 0; i < n; i++) {                               \
+                T x = *(const T *)(p[1] + i * s[1]);                        \
+                *(T *)(p[0] + i * s[0]) = (expr);                           \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+typedef struct {
+    tg_unary_kind kind;
+    double a, b;
+} unary_ctx;
+
+static void unary_row_f32(char **p, const int64_t *s, int64_t n, void *vctx) {
+    const unary_ctx *c = vctx;
+    const float a = (float)c->a, b = (float)c->b;
+    switch (c->kind) { UNARY_CASES(float, expf, logf, sqrtf, tanhf, erff, powf, fabsf, sinf, cosf) }
+}
+
+static void unary_row_f64(char **p, const int64_t *s, int64_t n, void *vctx) {
+    const unary_ctx *c = vctx;
+    const double a = c->a, b = c->b;
+    switch (c->kind) { UNARY_CASES(double, exp, log, sqrt, tanh, erf, pow, fabs, sin, cos) }
+}
+
+#define IABS(x) ((x) < 0 ? -(x) : (x))
+#define IPOW(T, x, e) ((T)pow((double)(x), (double)(e)))
+
+/* Integers: the kinds that make sense for them. */
+#define INT_UNARY_ROW(NAME, T)                                                  \
+    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {       \
+        const unary_ctx *c = vctx;                                              \
+        const T a = (T)c->a, b = (T)c->b;                                       \
+        (void)b;                                                                \
+        switch (c->kind) {                                                      \
+        case TG_UNARY_NEG: UNARY_LOOP(T, -x); break;                            \
+        case TG_UNARY_ADD_SCALAR: UNARY_LOOP(T, x + a); break;                  \
+        case TG_UNARY_MUL_SCALAR: UNARY_LOOP(T, x * a); break;                  \
+        case TG_UNARY_RSUB_SCALAR: UNARY_LOOP(T, a - x); break;                 \
+        case TG_UNARY_ABS: UNARY_LOOP(T, IABS(x)); break;                       \
+        case TG_UNARY_SIGN: UNARY_LOOP(T, (T)((x > 0) - (x < 0))); break;       \
+        case TG_UNARY_RELU: UNARY_LOOP(T, x > 0 ? x : 0); break;                \
+        case TG_UNARY_SQUARE: UNARY_LOOP(T, x * x); break;                      \
+        case TG_UNARY_POW_SCALAR: UNARY_LOOP(T, IPOW(T, x, a)); break;             \
+        case TG_UNARY_CLAMP:                                                    \
+            UNARY_LOOP(T, (c->a == c->a && x < a) ? a : (c->b == c->b && x > b) ? b : x); \
+            break;                                                              \
+        default: break;                                                         \
+        }                                                                       \
+    }
+INT_UNARY_ROW(unary_row_i64, int64_t)
+INT_UNARY_ROW(unary_row_i32, int32_t)
+
+static bool int_kind_ok(tg_unary_kind k) {
+    switch (k) {
+    case TG_UNARY_NEG: case TG_UNARY_ADD_SCALAR: case TG_UNARY_MUL_SCALAR: case TG_UNARY_RSUB_SCALAR:
+    case TG_UNARY_ABS: case TG_UNARY_SIGN: case TG_UNARY_RELU: case TG_UNARY_SQUARE:
+    case TG_UNARY_POW_SCALAR: case TG_UNARY_CLAMP:
+        return true;
+    default:
+        return false;
+    }
+}
+
+#define BINARY_CASES(T, POW, FMAX, FMIN)                                         \
+    case TG_BINARY_ADD: BINARY_LOOP(T, T, x + y); break;                         \
+    case TG_BINARY_SUB: BINARY_LOOP(T, T, x - y); break;                         \
+    case TG_BINARY_MUL: BINARY_LOOP(T, T, x * y); break;                         \
+    case TG_BINARY_DIV: BINARY_LOOP(T, T, x / y); break;                         \
+    case TG_BINARY_MAXIMUM: BINARY_LOOP(T, T, (x != x || x > y) ? x : y); break; \
+    case TG_BINARY_MINIMUM: BINARY_LOOP(T, T, (x != x || x < y) ? x : y); break; \
+    case TG_BINARY_POW: BINARY_LOOP(T, T, POW(x, y)); break;                     \
+    case TG_BINARY_EQ: BINARY_LOOP(T, bool, x == y); break;                      \
+    case TG_BINARY_NE: BINARY_LOOP(T, bool, x != y); break;                      \
+    case TG_BINARY_LT: BINARY_LOOP(T, bool, x < y); break;                       \
+    case TG_BINARY_LE: BINARY_LOOP(T, bool, x <= y); break;                      \
+    case TG_BINARY_GT: BINARY_LOOP(T, bool, x > y); break;                       \
+    case TG_BINARY_GE: BINARY_LOOP(T, bool, x >= y); break;                      \
+    default: break;
+
+/* Fast paths: all contiguous, or b (or a) a broadcast scalar; then the general one. */
+#define BINARY_LOOP(T, OUT, expr)                                                          \
+    do {                                                                                   \
+        const int64_t es = sizeof(T), os = sizeof(OUT);                                    \
+        if (s[0] == os && s[1] == es && s[2] == es) {                                      \
+            OUT *restrict o = (OUT *)p[0];                                                 \
+            const T *restrict pa = (const T *)p[1], *restrict pb = (const T *)p[2];        \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = pa[i], y = pb[i];                                                    \
+                o[i] = (expr);                                                             \
+            }                                                                              \
+        } else if (s[0] == os && s[1] == es && s[2] == 0) {                                \
+            OUT *restrict o = (OUT *)p[0];                                                 \
+            const T *restrict pa = (const T *)p[1];                                        \
+            const T y = *(const T *)p[2];                                                  \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = pa[i];                                                               \
+                o[i] = (expr);                                                             \
+            }                                                                              \
+        } else if (s[0] == os && s[1] == 0 && s[2] == es) {                                \
+            OUT *restrict o = (OUT *)p[0];                                                 \
+            const T *restrict pb = (const T *)p[2];                                        \
+            const T x = *(const T *)p[1];                                                  \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T y = pb[i];                                                               \
+                o[i] = (expr);                                                             \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);    \
+                *(OUT *)(p[0] + i * s[0]) = (expr);                                        \
+            }                                                                              \
+        }                                                                                  \
+    } while (0)
+
+#define BINARY_ROW(NAME, T, POW, FMAX, FMIN)                                \
+    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {   \
+        switch (*(const tg_binary_kind *)vctx) { BINARY_CASES(T, POW, FMAX, FMIN) } \
+    }
+#define IPOW2(x, y) ((int64_t)pow((double)(x), (double)(y)))
+BINARY_ROW(binary_row_f32, float, powf, fmaxf, fminf)
+BINARY_ROW(binary_row_f64, double, pow, fmax, fmin)
+BINARY_ROW(binary_row_i64, int64_t, IPOW2, fmax, fmin)
+BINARY_ROW(binary_row_i32, int32_t, IPOW2, fmax, fmin)
+BINARY_ROW(binary_row_u8, uint8_t, IPOW2, fmax, fmin)
+/* bool arithmetic follows C's (true * true == true); only comparisons matter in practice. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wint-in-bool-context"
+BINARY_ROW(binary_row_bool, bool, IPOW2, fmax, fmin)
+#pragma GCC diagnostic pop
+
+static tg_iter_row_fn binary_row_for(tg_dtype d) {
+    switch (d) {
+    case TG_FLOAT32: return binary_row_f32;
+    case TG_FLOAT64: return binary_row_f64;
+    case TG_INT64: return binary_row_i64;
+    case TG_INT32: return binary_row_i32;
+    case TG_UINT8: return binary_row_u8;
+    case TG_BOOL: return binary_row_bool;
+    default: return NULL;
+    }
+}
+
+/* ======================= kernel entries ======================= */
+
+static tg_status check_same_device(const char *op, tg_tensor *a, tg_tensor *b) {
+    if (tg_device_equal(a->storage->device, b->storage->device)) return TG_OK;
+    char da[16], db[16];
+    return tg_error("%s: expected all tensors on the same device, got %s and %s", op,
+                    tg_device_str(a->storage->device, da), tg_device_str(b->storage->device, db));
+}
+
+tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b) {
+    if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
+    tg_iter_row_fn row = NULL;
+    switch (x->dtype) {
+    case TG_FLOAT32: row = unary_row_f32; break;
+    case TG_FLOAT64: row = unary_row_f64; break;
+    case TG_INT64: row = int_kind_ok(kind) ? unary_row_i64 : NULL; break;
+    case TG_INT32: row = int_kind_ok(kind) ? unary_row_i32 : NULL; break;
+    default: break;
+    }
+    if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(x->dtype));
+    tg_iter it;
+    tg_tensor *ops[2] = {out, x};
+    tg_iter_init(&it, out->shape, 2, ops);
+    unary_ctx c = {kind, a, b};
+    tg_iter_run(&it, row, &c, true);
+    return TG_OK;
+}
+
+tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b) {
+    if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
+    tg_iter_row_fn row = binary_row_for(a->dtype);
+    if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(a->dtype));
+    tg_iter it;
+    tg_tensor *ops[3] = {out, a, b};
+    tg_iter_init(&it, out->shape, 3, ops);
+    tg_iter_run(&it, row, &kind, true);
+    return TG_OK;
+}
+
+/* ======================= unary ops ======================= */
+
+typedef struct {
+    tg_function fn; /* first, so tg_ctx_function gives back the whole struct */
+    tg_unary_kind kind;
+    bool integers_ok;
+} unary_op;
+
+typedef struct {
+    double a, b;
+} scalar_args;
+
+static tg_tensor *unary_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const unary_op *op = (const unary_op *)tg_ctx_function(ctx);
+    const scalar_args *args = tg_ctx_attrs(ctx);
+    tg_tensor *x = in[0];
+    if (!tg_dtype_is_floating(x->dtype) && !(op->integers_ok && int_kind_ok(op->kind)))
+        return tg_error("%s: expected a floating-point tensor, got %s", op->fn.name, tg_dtype_name(x->dtype)), NULL;
+    tg_tensor *out = tg_empty_like(x);
+    if (!out || tg_unary_into(op->fn.name, op->kind, out, x, args->a, args->b)) return NULL;
+    switch (op->kind) { /* the ones whose backward is cheapest from the output */
+    case TG_UNARY_EXP: case TG_UNARY_SQRT: case TG_UNARY_RSQRT: case TG_UNARY_SIGMOID:
+    case TG_UNARY_TANH: case TG_UNARY_RECIPROCAL:
+        tg_ctx_save(ctx, out);
+        break;
+    default:
+        tg_ctx_save(ctx, x);
+    }
+    return out;
+}
+
+/* d/dx of each kind, as ops on x (or on the saved output y). */
+static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const unary_op *op = (const unary_op *)tg_ctx_function(ctx);
+    const scalar_args *args = tg_ctx_attrs(ctx);
+    tg_tensor *v = tg_ctx_saved(ctx, 0); /* x, or y for the kinds saved above */
+    if (!v) return;
+    double a = args->a, b = args->b;
+    tg_tensor *d = NULL;
+    switch (op->kind) {
+    case TG_UNARY_NEG: grad_in[0] = tg_neg(g); return;
+    case TG_UNARY_ADD_SCALAR: grad_in[0] = g; return;
+    case TG_UNARY_MUL_SCALAR: grad_in[0] = tg_mul_scalar(g, a); return;
+    case TG_UNARY_RSUB_SCALAR: grad_in[0] = tg_neg(g); return;
+    case TG_UNARY_EXP: d = v; break;
+    case TG_UNARY_LOG: grad_in[0] = tg_div(g, v); return;
+    case TG_UNARY_POW_SCALAR:
+        d = a == 0 ? tg_zeros_like(v) : tg_mul_scalar(tg_pow_scalar(v, a - 1), a);
+        break;
+    case TG_UNARY_SQRT: grad_in[0] = tg_div(g, tg_mul_scalar(v, 2)); return;
+    case TG_UNARY_RSQRT: d = tg_mul_scalar(tg_pow_scalar(v, 3), -0.5); break;
+    case TG_UNARY_ABS: case TG_UNARY_SIGN:
+        d = op->kind == TG_UNARY_ABS ? tg_sign(v) : tg_zeros_like(v);
+        break;
+    case TG_UNARY_RELU: d = tg_gt_mask(v, 0); break;
+    case TG_UNARY_LEAKY_RELU: d = tg_add_scalar(tg_mul_scalar(tg_gt_mask(v, 0), 1 - a), a); break;
+    case TG_UNARY_SIGMOID: d = tg_mul(v, tg_rsub_scalar(v, 1)); break;
+    case TG_UNARY_TANH: d = tg_rsub_scalar(tg_mul(v, v), 1); break;
+    case TG_UNARY_GELU: { /* Phi(x) + x phi(x) */
+        tg_tensor *cdf = tg_mul_scalar(tg_add_scalar(tg_erf(tg_mul_scalar(v, SQRT1_2)), 1), 0.5);
+        tg_tensor *pdf = tg_mul_scalar(tg_exp(tg_mul_scalar(tg_mul(v, v), -0.5)), 0.39894228040143267794);
+        d = tg_add(cdf, tg_mul(v, pdf));
+        break;
+    }
+    case TG_UNARY_GELU_TANH: { /* 0.5(1+t) + 0.5x(1-t^2) k (1 + 3c x^2), t = tanh(k(x + c x^3)) */
+        tg_tensor *x2 = tg_mul(v, v);
+        tg_tensor *t = tg_tanh(tg_mul_scalar(tg_add(v, tg_mul_scalar(tg_mul(x2, v), 0.044715)), SQRT2_PI));
+        tg_tensor *left = tg_mul_scalar(tg_add_scalar(t, 1), 0.5);
+        tg_tensor *inner = tg_mul_scalar(tg_add_scalar(tg_mul_scalar(x2, 3 * 0.044715), 1), SQRT2_PI);
+        d = tg_add(left, tg_mul(tg_mul_scalar(v, 0.5), tg_mul(tg_rsub_scalar(tg_mul(t, t), 1), inner)));
+        break;
+    }
+    case TG_UNARY_SILU: {
+        tg_tensor *s = tg_sigmoid(v);
+        d = tg_mul(s, tg_add_scalar(tg_mul(v, tg_rsub_scalar(s, 1)), 1));
+        break;
+    }
+    case TG_UNARY_SOFTPLUS: { /* sigmoid(beta x) below the threshold, 1 above */
+        tg_tensor *bx = tg_mul_scalar(v, a);
+        tg_tensor *above = tg_gt_mask(bx, b);
+        d = tg_add(above, tg_mul(tg_rsub_scalar(above, 1), tg_sigmoid(bx)));
+        break;
+    }
+    case TG_UNARY_CLAMP: { /* 1 where min <= x <= max */
+        tg_tensor *below = isnan(a) ? tg_zeros_like(v) : tg_gt_mask(tg_rsub_scalar(v, a), 0);
+        tg_tensor *over = isnan(b) ? tg_zeros_like(v) : tg_gt_mask(v, b);
+        d = tg_rsub_scalar(tg_add(below, over), 1);
+        break;
+    }
+    case TG_UNARY_ERF:
+        d = tg_mul_scalar(tg_exp(tg_neg(tg_mul(v, v))), 1.12837916709551257390);
+        break;
+    case TG_UNARY_RECIPROCAL: d = tg_neg(tg_mul(v, v)); break;
+    case TG_UNARY_SQUARE: d = tg_mul_scalar(v, 2); break;
+    case TG_UNARY_SIN: d = tg_cos(v); break;
+    case TG_UNARY_COS: d = tg_neg(tg_sin(v)); break;
+    default: d = tg_zeros_like(v); break;
+    }
+    grad_in[0] = tg_mul(g, d);
+}
+
+#define UNARY_OP(NAME, KIND, INTS) \
+    static const unary_op NAME##_op = {{#NAME, 1, unary_forward, unary_backward, 0}, KIND, INTS}
+UNARY_OP(neg, TG_UNARY_NEG, true);
+UNARY_OP(exp, TG_UNARY_EXP, false);
+UNARY_OP(log, TG_UNARY_LOG, false);
+UNARY_OP(add_scalar, TG_UNARY_ADD_SCALAR, true);
+UNARY_OP(mul_scalar, TG_UNARY_MUL_SCALAR, true);
+UNARY_OP(rsub_scalar, TG_UNARY_RSUB_SCALAR, true);
+UNARY_OP(pow_scalar, TG_UNARY_POW_SCALAR, true);
+UNARY_OP(sqrt, TG_UNARY_SQRT, false);
+UNARY_OP(rsqrt, TG_UNARY_RSQRT, false);
+UNARY_OP(abs, TG_UNARY_ABS, true);
+UNARY_OP(sign, TG_UNARY_SIGN, true);
+UNARY_OP(relu, TG_UNARY_RELU, true);
+UNARY_OP(leaky_relu, TG_UNARY_LEAKY_RELU, false);
+UNARY_OP(sigmoid, TG_UNARY_SIGMOID, false);
+UNARY_OP(tanh, TG_UNARY_TANH, false);
+UNARY_OP(gelu, TG_UNARY_GELU, false);
+UNARY_OP(gelu_tanh, TG_UNARY_GELU_TANH, false);
+UNARY_OP(silu, TG_UNARY_SILU, false);
+UNARY_OP(softplus, TG_UNARY_SOFTPLUS, false);
+UNARY_OP(clamp, TG_UNARY_CLAMP, true);
+UNARY_OP(erf, TG_UNARY_ERF, false);
+UNARY_OP(reciprocal, TG_UNARY_RECIPROCAL, false);
+UNARY_OP(square, TG_UNARY_SQUARE, true);
+UNARY_OP(sin, TG_UNARY_SIN, false);
+UNARY_OP(cos, TG_UNARY_COS, false);
+
+static tg_tensor *apply_unary(const unary_op *op, tg_tensor *x, double a, double b) {
+    scalar_args args = {a, b};
+    return tg_apply_args(&op->fn, &x, &args, sizeof args);
+}
+
+tg_tensor *tg_neg(tg_tensor *x) { return apply_unary(&neg_op, x, 0, 0); }
+tg_tensor *tg_exp(tg_tensor *x) { return apply_unary(&exp_op, x, 0, 0); }
+tg_tensor *tg_log(tg_tensor *x) { return apply_unary(&log_op, x, 0, 0); }
+tg_tensor *tg_add_scalar(tg_tensor *x, double s) { return apply_unary(&add_scalar_op, x, s, 0); }
+tg_tensor *tg_sub_scalar(tg_tensor *x, double s) { return apply_unary(&add_scalar_op, x, -s, 0); }
+tg_tensor *tg_mul_scalar(tg_tensor *x, double s) { return apply_unary(&mul_scalar_op, x, s, 0); }
+tg_tensor *tg_div_scalar(tg_tensor *x, double s) { return apply_unary(&mul_scalar_op, x, 1.0 / s, 0); }
+tg_tensor *tg_rsub_scalar(tg_tensor *x, double s) { return apply_unary(&rsub_scalar_op, x, s, 0); }
+tg_tensor *tg_pow_scalar(tg_tensor *x, double e) { return apply_unary(&pow_scalar_op, x, e, 0); }
+tg_tensor *tg_sqrt(tg_tensor *x) { return apply_unary(&sqrt_op, x, 0, 0); }
+tg_tensor *tg_rsqrt(tg_tensor *x) { return apply_unary(&rsqrt_op, x, 0, 0); }
+tg_tensor *tg_abs(tg_tensor *x) { return apply_unary(&abs_op, x, 0, 0); }
+tg_tensor *tg_sign(tg_tensor *x) { return apply_unary(&sign_op, x, 0, 0); }
+tg_tensor *tg_relu(tg_tensor *x) { return apply_unary(&relu_op, x, 0, 0); }
+tg_tensor *tg_leaky_relu(tg_tensor *x, double slope) { return apply_unary(&leaky_relu_op, x, slope, 0); }
+tg_tensor *tg_sigmoid(tg_tensor *x) { return apply_unary(&sigmoid_op, x, 0, 0); }
+tg_tensor *tg_tanh(tg_tensor *x) { return apply_unary(&tanh_op, x, 0, 0); }
+tg_tensor *tg_gelu(tg_tensor *x) { return apply_unary(&gelu_op, x, 0, 0); }
+tg_tensor *tg_gelu_tanh(tg_tensor *x) { return apply_unary(&gelu_tanh_op, x, 0, 0); }
+tg_tensor *tg_silu(tg_tensor *x) { return apply_unary(&silu_op, x, 0, 0); }
+tg_tensor *tg_erf(tg_tensor *x) { return apply_unary(&erf_op, x, 0, 0); }
+tg_tensor *tg_reciprocal(tg_tensor *x) { return apply_unary(&reciprocal_op, x, 0, 0); }
+tg_tensor *tg_square(tg_tensor *x) { return apply_unary(&square_op, x, 0, 0); }
+tg_tensor *tg_sin(tg_tensor *x) { return apply_unary(&sin_op, x, 0, 0); }
+tg_tensor *tg_cos(tg_tensor *x) { return apply_unary(&cos_op, x, 0, 0); }
+
+tg_tensor *tg_softplus(tg_tensor *x, double beta, double threshold) {
+    if (beta == 0) return tg_error("tg_softplus: beta must be non-zero"), NULL;
+    return apply_unary(&softplus_op, x, beta, threshold);
+}
+
+tg_tensor *tg_clamp(tg_tensor *x, double min, double max) {
+    if (isnan(min) && isnan(max))
+        return tg_error("tg_clamp: at least one of min and max must be given (not NaN)"), NULL;
+    return apply_unary(&clamp_op, x, min, max);
+}
+
+/* (x > a) as 0/1 in x's dtype, never recorded: masks inside backward formulas. */
+tg_tensor *tg_gt_mask(tg_tensor *x, double a) {
+    if (!x) return tg_error_null_input("tg_gt_mask", 0), NULL;
+    tg_tensor *out = tg_empty_like(x);
+    if (!out || tg_unary_into("tg_gt_mask", TG_UNARY_GT_SCALAR, out, x, a, 0)) return NULL;
+    return out;
+}
+
+/* ======================= binary ops ======================= */
+
+typedef struct {
+    tg_function fn;
+    tg_binary_kind kind;
+} binary_op;
+
+/* Checks, promotes and broadcasts; fills *out_shape and *dtype (of the computation). */
+static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_shape *out_shape, tg_dtype *dtype) {
+    if (check_same_device(op, a, b)) return TG_ERROR;
+    if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
+        char sa[128], sb[128];
+        return tg_error("%s: shapes %s and %s cannot be broadcast together", op,
+                        tg_shape_str(a->shape, sa, sizeof sa), tg_shape_str(b->shape, sb, sizeof sb));
+    }
+    *dtype = tg_promote_types(a->dtype, b->dtype);
+    return TG_OK;
+}
+
+static tg_tensor *binary_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const binary_op *op = (const binary_op *)tg_ctx_function(ctx);
+    tg_tensor *a = in[0], *b = in[1];
+    tg_shape shape;
+    tg_dtype dtype;
+    if (binary_prepare(op->fn.name, a, b, &shape, &dtype)) return NULL;
+    if (op->kind == TG_BINARY_DIV && !tg_dtype_is_floating(dtype)) dtype = TG_FLOAT32;
+    if (a->dtype != dtype) a = tg_cast(a, dtype);
+    if (b->dtype != dtype) b = tg_cast(b, dtype);
+    if (!a || !b) return NULL;
+    tg_dtype out_dtype = TG_BINARY_IS_COMPARISON(op->kind) ? TG_BOOL : dtype;
+    tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = out_dtype, .device = a->storage->device});
+    if (!out || tg_binary_into(op->fn.name, op->kind, out, a, b)) return NULL;
+    if (op->kind == TG_BINARY_MUL || op->kind == TG_BINARY_DIV || op->kind == TG_BINARY_MAXIMUM ||
+        op->kind == TG_BINARY_MINIMUM || op->kind == TG_BINARY_POW) {
+        tg_ctx_save(ctx, in[0]);
+        tg_ctx_save(ctx, in[1]);
+    }
+    return out;
+}
+
+static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const binary_op *op = (const binary_op *)tg_ctx_function(ctx);
+    tg_tensor *a = NULL, *b = NULL;
+    if (op->kind != TG_BINARY_ADD && op->kind != TG_BINARY_SUB) {
+        a = tg_ctx_saved(ctx, 0);
+        b = tg_ctx_saved(ctx, 1);
+        if (!a || !b) return;
+    }
+    bool need_a = tg_ctx_needs_input_grad(ctx, 0), need_b = tg_ctx_needs_input_grad(ctx, 1);
+    switch (op->kind) {
+    case TG_BINARY_ADD:
+        grad_in[0] = g;
+        grad_in[1] = g;
+        break;
+    case TG_BINARY_SUB:
+        grad_in[0] = g;
+        if (need_b) grad_in[1] = tg_neg(g);
+        break;
+    case TG_BINARY_MUL:
+        if (need_a) grad_in[0] = tg_mul(g, b);
+        if (need_b) grad_in[1] = tg_mul(g, a);
+        break;
+    case TG_BINARY_DIV: {
+        tg_tensor *ga = tg_div(g, b);
+        if (need_a) grad_in[0] = ga;
+        if (need_b) grad_in[1] = tg_neg(tg_mul(ga, tg_div(a, b)));
+        break;
+    }
+    case TG_BINARY_MAXIMUM:
+    case TG_BINARY_MINIMUM: { /* the winner takes the gradient; ties split it */
+        tg_tensor *diff = op->kind == TG_BINARY_MAXIMUM ? tg_sub(a, b) : tg_sub(b, a);
+        tg_tensor *wins_a = tg_gt_mask(diff, 0), *wins_b = tg_gt_mask(tg_neg(diff), 0);
+        tg_tensor *tie = tg_mul_scalar(tg_rsub_scalar(tg_add(wins_a, wins_b), 1), 0.5);
+        if (need_a) grad_in[0] = tg_mul(g, tg_add(wins_a, tie));
+        if (need_b) grad_in[1] = tg_mul(g, tg_add(wins_b, tie));
+        break;
+    }
+    case TG_BINARY_POW: { /* a^b: b a^(b-1) and a^b log(a) */
+        if (need_a) grad_in[0] = tg_mul(g, tg_mul(b, tg_pow(a, tg_sub_scalar(b, 1))));
+        if (need_b) grad_in[1] = tg_mul(g, tg_mul(tg_pow(a, b), tg_log(a)));
+        break;
+    }
+    default: break;
+    }
+}
+
+#define BINARY_OP(NAME, KIND, BACKWARD) \
+    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0}, KIND}
+BINARY_OP(add, TG_BINARY_ADD, binary_backward);
+BINARY_OP(sub, TG_BINARY_SUB, binary_backward);
+BINARY_OP(mul, TG_BINARY_MUL, binary_backward);
+BINARY_OP(div, TG_BINARY_DIV, binary_backward);
+BINARY_OP(maximum, TG_BINARY_MAXIMUM, binary_backward);
+BINARY_OP(minimum, TG_BINARY_MINIMUM, binary_backward);
+BINARY_OP(pow, TG_BINARY_POW, binary_backward);
+BINARY_OP(eq, TG_BINARY_EQ, NULL);
+BINARY_OP(ne, TG_BINARY_NE, NULL);
+BINARY_OP(lt, TG_BINARY_LT, NULL);
+BINARY_OP(le, TG_BINARY_LE, NULL);
+BINARY_OP(gt, TG_BINARY_GT, NULL);
+BINARY_OP(ge, TG_BINARY_GE, NULL);
+
+#define BINARY_API(NAME) \
+    tg_tensor *tg_##NAME(tg_tensor *a, tg_tensor *b) { return tg_apply(&NAME##_op.fn, (tg_tensor *[]){a, b}); }
+BINARY_API(add)
+BINARY_API(sub)
+BINARY_API(mul)
+BINARY_API(div)
+BINARY_API(maximum)
+BINARY_API(minimum)
+BINARY_API(pow)
+BINARY_API(eq)
+BINARY_API(ne)
+BINARY_API(lt)
+BINARY_API(le)
+BINARY_API(gt)
+BINARY_API(ge)
+
+/* ======================= where ======================= */
+
+typedef struct {
+    tg_tensor *cond; /* borrowed by the typed rows below */
+} where_ctx;
+
+#define WHERE_ROW(NAME, T)                                                                      \
+    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {                       \
+        for (int64_t i = 0; i < n; i++)                                                         \
+            *(T *)(p[0] + i * s[0]) = *(const bool *)(p[1] + i * s[1]) ? *(const T *)(p[2] + i * s[2]) \
+                                                                       : *(const T *)(p[3] + i * s[3]); \
+    }
+WHERE_ROW(where_row_1, uint8_t)
+WHERE_ROW(where_row_4, uint32_t)
+WHERE_ROW(where_row_8, uint64_t)
+
+static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    tg_tensor *cond = in[0], *a = in[1], *b = in[2];
+    char s1[128], s2[128], s3[128];
+    if (cond->dtype != TG_BOOL)
+        return tg_error("tg_where: condition must be bool, got %s", tg_dtype_name(cond->dtype)), NULL;
+    if (check_same_device("tg_where", cond, a) || check_same_device("tg_where", a, b)) return NULL;
+    tg_shape ab, shape;
+    if (!tg_broadcast_shapes(a->shape, b->shape, &ab) || !tg_broadcast_shapes(cond->shape, ab, &shape))
+        return tg_error("tg_where: shapes %s (condition), %s and %s cannot be broadcast together",
+                        tg_shape_str(cond->shape, s1, sizeof s1), tg_shape_str(a->shape, s2, sizeof s2),
+                        tg_shape_str(b->shape, s3, sizeof s3)), NULL;
+    tg_dtype dtype = tg_promote_types(a->dtype, b->dtype);
+    if (a->dtype != dtype) a = tg_cast(a, dtype);
+    if (b->dtype != dtype) b = tg_cast(b, dtype);
+    tg_tensor *out = a && b ? tg_empty(shape, (tg_opts){.dtype = dtype, .device = a->storage->device}) : NULL;
+    if (!out) return NULL;
+    if (out->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_where", tg_cuda_where, out, cond, a, b)) return NULL;
+    } else {
+        size_t es = tg_dtype_size(dtype);
+        tg_iter it;
+        tg_tensor *ops[4] = {out, cond, a, b};
+        tg_iter_init(&it, shape, 4, ops);
+        tg_iter_run(&it, es == 1 ? where_row_1 : es == 4 ? where_row_4 : where_row_8, NULL, true);
+    }
+    tg_ctx_save(ctx, cond);
+    return out;
+}
+
+static void where_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *cond = tg_ctx_saved(ctx, 0);
+    if (!cond) return;
+    tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = tg_dtype_of(g), .device = tg_device_of(g)});
+    if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_where(cond, g, zero);
+    if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = tg_where(cond, zero, g);
+}
+
+static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0};
+
+tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
+    return tg_apply(&where_fn, (tg_tensor *[]){cond, a, b});
+}
+
+/* ======================= cast ======================= */
+
+static tg_tensor *cast_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const tg_dtype *dtype = tg_ctx_attrs(ctx);
+    if (!tg_dtype_is_supported(*dtype))
+        return tg_error("tg_cast: dtype %s is not supported", tg_dtype_name(*dtype)), NULL;
+    tg_tensor *out = tg_empty(in[0]->shape, (tg_opts){.dtype = *dtype, .device = in[0]->storage->device});
+    if (!out || tg_copy_(out, in[0])) return NULL;
+    return out;
+}
+
+static void cast_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    grad_in[0] = tg_cast(g, tg_ctx_input_dtype(ctx, 0));
+}
+
+static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0};
+
+tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
+    if (x && x->dtype == dtype) return tg_scope_track(tg_retain(x));
+    return tg_apply_args(&cast_fn, &x, &dtype, sizeof dtype);
+}
+
+/* ======================= in place ======================= */
+
+static tg_status check_inplace(const char *op, tg_tensor *a) {
+    if (a->requires_grad && tg_is_grad_enabled())
+        return tg_error("%s: a tensor that requires grad cannot be modified in place while grad mode "
+                        "is on (use TG_NO_GRAD)", op);
+    return TG_OK;
+}
+
+static tg_status binary_inplace(const char *op, tg_binary_kind kind, tg_tensor *a, tg_tensor *b) {
+    if (!a) return tg_error_null_input(op, 0);
+    if (!b) return tg_error_null_input(op, 1);
+    tg_shape shape;
+    tg_dtype dtype;
+    if (check_inplace(op, a) || binary_prepare(op, a, b, &shape, &dtype)) return TG_ERROR;
+    if (!tg_shape_equal(shape, a->shape)) {
+        char sa[128], sb[128];
+        return tg_error("%s: shape %s cannot be broadcast to the in-place target's shape %s", op,
+                        tg_shape_str(b->shape, sb, sizeof sb), tg_shape_str(a->shape, sa, sizeof sa));
+    }
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        tg_tensor *bc = tg_cast(b, a->dtype);
+        if (bc) status = tg_binary_into(op, kind, a, a, bc);
+    }
+    if (status == TG_OK) a->storage->version++;
+    return status;
+}
+
+tg_status tg_add_(tg_tensor *a, tg_tensor *b) { return binary_inplace("tg_add_", TG_BINARY_ADD, a, b); }
+tg_status tg_mul_(tg_tensor *a, tg_tensor *b) { return binary_inplace("tg_mul_", TG_BINARY_MUL, a, b); }
+
+tg_status tg_mul_scalar_(tg_tensor *a, double s) {
+    if (!a) return tg_error_null_input("tg_mul_scalar_", 0);
+    if (check_inplace("tg_mul_scalar_", a)) return TG_ERROR;
+    if (tg_unary_into("tg_mul_scalar_", TG_UNARY_MUL_SCALAR, a, a, s, 0)) return TG_ERROR;
+    a->storage->version++;
+    return TG_OK;
+}
+
+tg_status tg_add_scaled_(tg_tensor *a, tg_tensor *b, double alpha) {
+    if (!a) return tg_error_null_input("tg_add_scaled_", 0);
+    if (!b) return tg_error_null_input("tg_add_scaled_", 1);
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        bool was = tg_set_grad_enabled(false);
+        tg_tensor *scaled = tg_mul_scalar(b, alpha);
+        tg_set_grad_enabled(was);
+        if (scaled) status = tg_add_(a, scaled);
+    }
+    return status;
+}

@@ -1,0 +1,94 @@
+/* Elementwise ops: arithmetic with broadcasting, activations, comparisons, casts.
+ *
+ * Every function returns a NEW reference (see core/scope.h), or NULL with a message
+ * naming the op and the shapes/dtypes/devices (core/error.h). Binary ops broadcast
+ * as NumPy/PyTorch do and promote dtypes as torch.result_type does (division of
+ * integers gives float32). Inputs must be on the same device. All are
+ * differentiable in their floating inputs, to any order, unless said otherwise. */
+#ifndef TG_OPS_ELEMENTWISE_H
+#define TG_OPS_ELEMENTWISE_H
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* torch.add / sub / mul / div (true division) / maximum / minimum / pow. */
+tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_sub(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_div(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b); /* ties split the gradient in half, as PyTorch */
+tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b);
+
+/* Comparisons -> bool tensors (not differentiable). */
+tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ne(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_le(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);
+
+/* torch.where(cond, a, b): cond is bool; a and b broadcast with it. */
+tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+
+/* With a scalar: x + s, x * s, s - x, x ^ s, x / s, x - s. Keep x's dtype. */
+tg_tensor *tg_add_scalar(tg_tensor *x, double s);
+tg_tensor *tg_sub_scalar(tg_tensor *x, double s);
+tg_tensor *tg_mul_scalar(tg_tensor *x, double s);
+tg_tensor *tg_div_scalar(tg_tensor *x, double s);
+tg_tensor *tg_rsub_scalar(tg_tensor *x, double s);
+tg_tensor *tg_pow_scalar(tg_tensor *x, double exponent);
+
+/* Unary maths (floating dtypes; neg and abs also for integers). */
+tg_tensor *tg_neg(tg_tensor *x);
+tg_tensor *tg_exp(tg_tensor *x);
+tg_tensor *tg_log(tg_tensor *x);
+tg_tensor *tg_sqrt(tg_tensor *x);
+tg_tensor *tg_rsqrt(tg_tensor *x);
+tg_tensor *tg_abs(tg_tensor *x);
+tg_tensor *tg_sign(tg_tensor *x);        /* gradient zero */
+tg_tensor *tg_erf(tg_tensor *x);
+tg_tensor *tg_reciprocal(tg_tensor *x);
+tg_tensor *tg_square(tg_tensor *x);
+tg_tensor *tg_sin(tg_tensor *x);
+tg_tensor *tg_cos(tg_tensor *x);
+
+/* Activations (torch.nn.functional names). */
+tg_tensor *tg_relu(tg_tensor *x);
+tg_tensor *tg_leaky_relu(tg_tensor *x, double negative_slope); /* PyTorch default 0.01 */
+tg_tensor *tg_sigmoid(tg_tensor *x);
+tg_tensor *tg_tanh(tg_tensor *x);
+tg_tensor *tg_gelu(tg_tensor *x);      /* approximate='none' */
+tg_tensor *tg_gelu_tanh(tg_tensor *x); /* approximate='tanh' */
+tg_tensor *tg_silu(tg_tensor *x);
+tg_tensor *tg_softplus(tg_tensor *x, double beta, double threshold); /* PyTorch: 1, 20 */
+/* torch.clamp; pass NAN for a missing bound. */
+tg_tensor *tg_clamp(tg_tensor *x, double min, double max);
+
+/* Casts to another dtype (torch.Tensor.to(dtype)); differentiable between floating dtypes. */
+tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype);
+
+/* ---- in place, never recorded (optimizer updates, gradient accumulation) ----
+ * They fail when grad mode is on and the target requires grad (as PyTorch's "a leaf
+ * Variable that requires grad is being used in an in-place operation"). Bump the
+ * target's version. Return TG_OK or TG_ERROR. */
+tg_status tg_add_(tg_tensor *a, tg_tensor *b);       /* a += b (b broadcast to a) */
+tg_status tg_mul_(tg_tensor *a, tg_tensor *b);       /* a *= b */
+tg_status tg_mul_scalar_(tg_tensor *a, double s);    /* a *= s */
+tg_status tg_add_scaled_(tg_tensor *a, tg_tensor *b, double alpha); /* a += alpha * b */
+
+/* ---- kernel entry for the library (no graph): out = f(x) / f(a, b) into a
+ * preallocated out of the result's shape and dtype. ---- */
+#include "ops/elementwise_kinds.h"
+tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b);
+tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b);
+/* (x > a) as 0/1 in x's dtype; never recorded (masks in backward formulas). New reference. */
+tg_tensor *tg_gt_mask(tg_tensor *x, double a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,155 @@
+/* Reductions: sum and mean (definitions, gradients and CPU kernels).
+ * CUDA kernels: ops/cuda/reduce.cu. */
+#include "ops/reduce.h"
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "ops/cuda/reduce.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/reduce_plan.h"
+#include "ops/shape.h"
+
+typedef struct {
+    bool reduce[TG_MAX_DIMS];
+    bool keepdim;
+} reduce_args;
+
+/* Parses dims into a mask; all dims when num_dims == 0. */
+static tg_status dims_mask(const char *op, const tg_tensor *t, const int *dims, int num_dims, bool *mask) {
+    int nd = t->shape.ndim;
+    for (int d = 0; d < TG_MAX_DIMS; d++) mask[d] = num_dims == 0 && d < nd;
+    for (int i = 0; i < num_dims; i++) {
+        int d = tg_wrap_dim(dims[i], nd);
+        if (d < 0) return tg_error("%s: dim %d out of range for a tensor with %d dims", op, dims[i], nd);
+        if (nd == 0) continue;
+        if (mask[d]) return tg_error("%s: dim %d appears twice in the dims list", op, d);
+        mask[d] = true;
+    }
+    return TG_OK;
+}
+
+static tg_shape reduced_shape(tg_shape s, const bool *mask, bool keepdim) {
+    tg_shape r = {0};
+    for (int d = 0; d < s.ndim; d++) {
+        if (!mask[d]) r.dims[r.ndim++] = s.dims[d];
+        else if (keepdim) r.dims[r.ndim++] = 1;
+    }
+    return r;
+}
+
+/* out[o] = sum over the reduced dims, accumulated in double. */
+#define SUM_KERNEL(NAME, T, ACC)                                                            \
+    static void NAME(const tg_reduce_plan *p, const T *x, T *out) {                         \
+        int64_t inner = p->inner_numel;                                                     \
+        bool unit = p->inner_ndim == 1 && p->inner_strides[0] == 1;                         \
+        _Pragma("omp parallel for if (p->outer_numel * inner >= TG_REDUCE_GRAIN && p->outer_numel > 1)") \
+        for (int64_t o = 0; o < p->outer_numel; o++) {                                      \
+            const T *base = x + tg_reduce_outer_offset(p, o);                               \
+            ACC acc = 0;                                                                    \
+            if (unit) {                                                                     \
+                for (int64_t k = 0; k < inner; k++) acc += base[k];                         \
+            } else if (p->inner_ndim == 1) {                                                \
+                int64_t st = p->inner_strides[0];                                           \
+                for (int64_t k = 0; k < inner; k++) acc += base[k * st];                    \
+            } else {                                                                        \
+                for (int64_t k = 0; k < inner; k++) acc += base[tg_reduce_inner_offset(p, k)]; \
+            }                                                                               \
+            out[o] = (T)acc;                                                                \
+        }                                                                                   \
+    }
+#define TG_REDUCE_GRAIN 32768
+SUM_KERNEL(sum_f32, float, double)
+SUM_KERNEL(sum_f64, double, double)
+SUM_KERNEL(sum_i64, int64_t, int64_t)
+
+/* A full sum of a long contiguous float32 run: split across threads. */
+static double sum_f32_all(const float *x, int64_t n) {
+    double total = 0;
+#pragma omp parallel for reduction(+ : total) if (n >= TG_REDUCE_GRAIN)
+    for (int64_t i = 0; i < n; i++) total += x[i];
+    return total;
+}
+
+static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const reduce_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = in[0];
+    tg_dtype dtype = tg_dtype_is_floating(x->dtype) ? x->dtype : TG_INT64;
+    if (x->dtype != dtype && !(x = tg_cast(x, dtype))) return NULL;
+    tg_shape shape = reduced_shape(x->shape, a->reduce, a->keepdim);
+    tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = dtype, .device = x->storage->device});
+    if (!out) return NULL;
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_sum", tg_cuda_sum, out, x, a->reduce)) return NULL;
+        return out;
+    }
+    tg_reduce_plan p;
+    tg_reduce_plan_init(&p, x, a->reduce);
+    if (dtype == TG_FLOAT32 && p.outer_numel == 1 && p.inner_ndim == 1 && p.inner_strides[0] == 1)
+        *(float *)tg_data_ptr(out) = (float)sum_f32_all(tg_data_ptr(x), p.inner_numel);
+    else if (dtype == TG_FLOAT32)
+        sum_f32(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else if (dtype == TG_FLOAT64)
+        sum_f64(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else
+        sum_i64(&p, tg_data_ptr(x), tg_data_ptr(out));
+    return out;
+}
+
+/* The gradient of a sum: g with the reduced dims put back (size 1), expanded. */
+static tg_tensor *unreduce(tg_tensor *g, tg_shape input_shape, const reduce_args *a) {
+    tg_tensor *k = a->keepdim ? g : tg_reshape(g, reduced_shape(input_shape, a->reduce, true));
+    return tg_expand(k, input_shape);
+}
+
+static void sum_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    grad_in[0] = unreduce(g, tg_ctx_input_shape(ctx, 0), tg_ctx_attrs(ctx));
+}
+
+static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0};
+
+tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
+    if (!t) return tg_error_null_input("tg_sum", 0), NULL;
+    reduce_args a = {.keepdim = keepdim};
+    if (dims_mask("tg_sum", t, dims, num_dims, a.reduce)) return NULL;
+    return tg_apply_args(&sum_fn, &t, &a, sizeof a);
+}
+
+tg_tensor *tg_sum(tg_tensor *t) { return tg_sum_dims(t, NULL, 0, false); }
+tg_tensor *tg_sum_dim(tg_tensor *t, int dim, bool keepdim) { return tg_sum_dims(t, &dim, 1, keepdim); }
+
+tg_tensor *tg_mean_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
+    if (!t) return tg_error_null_input("tg_mean", 0), NULL;
+    if (!tg_dtype_is_floating(t->dtype))
+        return tg_error("tg_mean: expected a floating-point tensor, got %s", tg_dtype_name(t->dtype)), NULL;
+    bool mask[TG_MAX_DIMS];
+    if (dims_mask("tg_mean", t, dims, num_dims, mask)) return NULL;
+    int64_t count = 1;
+    for (int d = 0; d < t->shape.ndim; d++)
+        if (mask[d]) count *= t->shape.dims[d];
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_div_scalar(tg_sum_dims(t, dims, num_dims, keepdim), (double)count)); }
+    return result;
+}
+
+tg_tensor *tg_mean(tg_tensor *t) { return tg_mean_dims(t, NULL, 0, false); }
+tg_tensor *tg_mean_dim(tg_tensor *t, int dim, bool keepdim) { return tg_mean_dims(t, &dim, 1, keepdim); }
+
+tg_tensor *tg_sum_to(tg_tensor *t, tg_shape shape) {
+    if (!t) return tg_error_null_input("tg_sum_to", 0), NULL;
+    tg_shape b;
+    char s1[128], s2[128];
+    if (!tg_broadcast_shapes(shape, t->shape, &b) || !tg_shape_equal(b, t->shape))
+        return tg_error("tg_sum_to: shape %s does not broadcast to %s", tg_shape_str(shape, s1, sizeof s1),
+                        tg_shape_str(t->shape, s2, sizeof s2)), NULL;
+    if (tg_shape_equal(shape, t->shape)) return tg_scope_track(tg_retain(t));
+    int lead = t->shape.ndim - shape.ndim, dims[TG_MAX_DIMS], n = 0;
+    for (int d = 0; d < t->shape.ndim; d++)
+        if (d < lead || (shape.dims[d - lead] == 1 && t->shape.dims[d] != 1)) dims[n++] = d;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *s = n ? tg_sum_dims(t, dims, n, true) : t;
+        result = tg_scope_return(tg_reshape(s, shape));
+    }
+    return result;
+}

@@ -1,0 +1,39 @@
+/* tapegrad: a small PyTorch in C. Tensors on the CPU or a CUDA GPU, operations
+ * recorded as they run, reverse-mode backprop, nn modules and optimizers.
+ *
+ *     #include "tapegrad.h"
+ *
+ *     int main(void) {
+ *         TG_SCOPE {
+ *             tg_tensor *x = tg_requires_grad(tg_from_data((float[]){1, 2, 3}, TG_SHAPE(3), (tg_opts){0}), true);
+ *             tg_tensor *y = tg_sum(tg_mul(x, x));   // y = sum(x^2)
+ *             tg_backward(y);
+ *             tg_print(tg_grad(x));                   // tensor([2.0000, 4.0000, 6.0000], ...)
+ *         }                                           // every tensor made above is freed here
+ *         return 0;
+ *     }
+ *
+ * Ownership, errors and the op API are described in core/scope.h, core/error.h and
+ * autograd/function.h; docs/ and tutorials/ walk through the rest. */
+#ifndef TAPEGRAD_H
+#define TAPEGRAD_H
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/scope.h"
+#include "core/shape.h"
+#include "core/storage.h"
+#include "core/tensor.h"
+
+#include "autograd/function.h"
+#include "autograd/grad.h"
+#include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"
+
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+#endif
