@@ -32,8 +32,22 @@
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 
+#include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "ops/loss.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/pool.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+
+#include "nn/module.h"
+#include "nn/layers.h"
+#include "optim/optim.h"
+
+#include "data/mnist.h"
+#include "data/loader.h"
+#include "io/safetensors.h"
 
 #endif

@@ -47,6 +47,10 @@ tg_tensor *tg_gather(tg_tensor *t, int dim, tg_tensor *index);
  * num_classes -1 means max(index) + 1. Not differentiable. */
 tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes);
 
+/* torch.nn.functional.embedding: rows of weight [num, dim] picked by int64 indices
+ * [...] -> [..., dim]. Gradient accumulates into the picked rows. */
+tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,26 @@
+/* 2-D convolution (im2col + GEMM on the CPU, im2col + cuBLAS on CUDA). */
+#ifndef TG_OPS_CONV_H
+#define TG_OPS_CONV_H
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Zero fields mean PyTorch's defaults: stride 1, padding 0, dilation 1, groups 1.
+ * Square kernels' parameters apply to both spatial dims. no_bias is for the module. */
+typedef struct {
+    int stride, padding, dilation, groups;
+    bool no_bias;
+} tg_conv_opts;
+
+/* torch.nn.functional.conv2d: x [N, C_in, H, W], weight [C_out, C_in / groups, kH, kW],
+ * bias [C_out] or NULL -> [N, C_out, H_out, W_out]. Fails on wrong ranks, channel
+ * counts that do not match the groups, or an empty output. */
+tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

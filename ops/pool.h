@@ -1,0 +1,32 @@
+/* 2-D pooling on [N, C, H, W] (or [C, H, W]) tensors. */
+#ifndef TG_OPS_POOL_H
+#define TG_OPS_POOL_H
+
+#include <stdbool.h>
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kernel_size is required; stride 0 means kernel_size (PyTorch's default), padding
+ * 0, ceil_mode false; avg pooling counts padding unless count_exclude_pad. */
+typedef struct {
+    int kernel_size, stride, padding;
+    bool ceil_mode;
+    bool count_exclude_pad; /* avg only: PyTorch's count_include_pad=False */
+} tg_pool_opts;
+
+/* torch.nn.functional.max_pool2d. The argmax indices are saved for backward.
+ * If indices is not NULL, *indices receives them (int64, flat in H*W, a new reference). */
+tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts opts, tg_tensor **indices);
+/* torch.nn.functional.avg_pool2d. */
+tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts opts);
+/* torch.nn.functional.adaptive_avg_pool2d. */
+tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

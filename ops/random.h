@@ -1,0 +1,44 @@
+/* Random tensors, dropout and initialisers, from the default generator (core/rng.h:
+ * Philox, seeded by tg_manual_seed; the same seed gives the same numbers on the CPU
+ * and on CUDA). The numbers differ from PyTorch's (which uses mt19937 on the CPU). */
+#ifndef TG_OPS_RANDOM_H
+#define TG_OPS_RANDOM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* torch.rand: uniform [0, 1). torch.randn: standard normal. New references. */
+tg_tensor *tg_rand(tg_shape shape, tg_opts opts);
+tg_tensor *tg_randn(tg_shape shape, tg_opts opts);
+/* torch.randint: integers in [low, high); int64 unless opts.dtype is another integer type. */
+tg_tensor *tg_randint(int64_t low, int64_t high, tg_shape shape, tg_opts opts);
+/* torch.bernoulli: 1 with probability p (elementwise), same dtype as p. */
+tg_tensor *tg_bernoulli(tg_tensor *p);
+
+/* In place (no graph; bump the version). */
+tg_status tg_uniform_(tg_tensor *t, double low, double high);
+tg_status tg_normal_(tg_tensor *t, double mean, double std);
+
+/* torch.nn.functional.dropout: in training, zeroes elements with probability p and
+ * scales the rest by 1/(1-p); identity in eval. Fails when p is outside [0, 1]. */
+tg_tensor *tg_dropout(tg_tensor *x, double p, bool training);
+
+/* torch.nn.init (fan_in/fan_out from dims 0 and 1 and the receptive field). */
+typedef enum { TG_FAN_IN = 0, TG_FAN_OUT } tg_fan_mode;
+tg_status tg_kaiming_uniform_(tg_tensor *t, double a, tg_fan_mode mode); /* leaky_relu gain */
+tg_status tg_kaiming_normal_(tg_tensor *t, double a, tg_fan_mode mode);
+tg_status tg_xavier_uniform_(tg_tensor *t, double gain);
+tg_status tg_xavier_normal_(tg_tensor *t, double gain);
+/* fan_in and fan_out of a weight shape, as torch.nn.init._calculate_fan_in_and_fan_out. */
+tg_status tg_calculate_fans(tg_shape shape, int64_t *fan_in, int64_t *fan_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

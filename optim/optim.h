@@ -1,0 +1,4 @@
+/* placeholder: filled by its issue */
+#ifndef TG_OPTIM_OPTIM_H
+#define TG_OPTIM_OPTIM_H
+#endif

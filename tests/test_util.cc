@@ -1,0 +1,39 @@
+#include "test_util.h"
+
+#include <fstream>
+#include <sstream>
+
+std::map<std::string, FixtureTensor> load_fixtures(const std::string &path) {
+    std::map<std::string, FixtureTensor> out;
+    std::ifstream in(path);
+    if (!in) {
+        ADD_FAILURE() << "cannot open fixture file " << path;
+        return out;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("tensor ", 0) != 0) continue;
+        std::istringstream head(line.substr(7));
+        std::string name;
+        FixtureTensor t;
+        int ndim = 0;
+        head >> name >> t.dtype >> ndim;
+        int64_t numel = 1;
+        for (int i = 0; i < ndim; i++) {
+            int64_t d;
+            head >> d;
+            t.shape.push_back(d);
+            numel *= d;
+        }
+        std::getline(in, line);
+        std::istringstream body(line);
+        t.data.resize((size_t)numel);
+        for (int64_t i = 0; i < numel; i++) {
+            std::string tok;
+            body >> tok;
+            t.data[(size_t)i] = tok == "nan" ? NAN : tok == "inf" ? INFINITY : tok == "-inf" ? -INFINITY : std::stod(tok);
+        }
+        out[name] = t;
+    }
+    return out;
+}

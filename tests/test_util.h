@@ -1,0 +1,107 @@
+// Helpers shared by the GoogleTest suites: a base fixture that checks for leaks,
+// tensors from/to std::vector, and the PyTorch fixture reader (tests/fixtures/).
+#ifndef TG_TESTS_TEST_UTIL_H
+#define TG_TESTS_TEST_UTIL_H
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tapegrad.h"
+
+// Every test runs inside a scope and must leave no tensor, storage or graph node alive.
+class TgTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        tg_clear_error();
+        live_tensors_ = tg_live_tensors();
+        live_storages_ = tg_live_storages();
+        live_nodes_ = tg_live_graph_nodes();
+        tg_scope_begin();
+    }
+    void TearDown() override {
+        tg_scope_end();
+        EXPECT_EQ(tg_scope_depth(), 0) << "a scope was left open";
+        EXPECT_EQ(tg_live_tensors(), live_tensors_) << "tensors leaked";
+        EXPECT_EQ(tg_live_storages(), live_storages_) << "storages leaked";
+        EXPECT_EQ(tg_live_graph_nodes(), live_nodes_) << "graph nodes leaked";
+    }
+    long live_tensors_ = 0, live_storages_ = 0, live_nodes_ = 0;
+};
+
+inline tg_tensor *tensor_f32(std::vector<float> v, tg_shape shape, bool requires_grad = false) {
+    return tg_from_data(v.data(), shape, tg_opts{TG_FLOAT32, TG_CPU, requires_grad});
+}
+inline tg_tensor *tensor_f64(std::vector<double> v, tg_shape shape, bool requires_grad = false) {
+    return tg_from_data(v.data(), shape, tg_opts{TG_FLOAT64, TG_CPU, requires_grad});
+}
+inline tg_tensor *tensor_i64(std::vector<int64_t> v, tg_shape shape) {
+    return tg_from_data(v.data(), shape, tg_opts{TG_INT64, TG_CPU, false});
+}
+
+// The elements in logical order, as doubles (any dtype, device or strides).
+inline std::vector<double> values(tg_tensor *t) {
+    std::vector<double> out;
+    if (!t) return out;
+    tg_scope_begin();
+    tg_tensor *d = tg_cast(t, TG_FLOAT64);
+    out.resize((size_t)tg_numel(t));
+    if (d) tg_copy_to_host(d, out.data(), out.size() * sizeof(double));
+    tg_scope_end();
+    return out;
+}
+
+inline ::testing::AssertionResult tensor_near(tg_tensor *t, const std::vector<double> &expected, double atol,
+                                              double rtol = 0) {
+    if (!t) return ::testing::AssertionFailure() << "tensor is NULL: " << tg_last_error();
+    std::vector<double> v = values(t);
+    if (v.size() != expected.size())
+        return ::testing::AssertionFailure() << "size " << v.size() << " != expected " << expected.size();
+    for (size_t i = 0; i < v.size(); i++) {
+        double tol = atol + rtol * std::fabs(expected[i]);
+        bool both_nan = std::isnan(v[i]) && std::isnan(expected[i]);
+        if (!both_nan && !(std::fabs(v[i] - expected[i]) <= tol))
+            return ::testing::AssertionFailure()
+                   << "element " << i << ": " << v[i] << " != expected " << expected[i] << " (tol " << tol << ")";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+inline std::vector<int64_t> dims(tg_tensor *t) {
+    tg_shape s = tg_shape_of(t);
+    return std::vector<int64_t>(s.dims, s.dims + s.ndim);
+}
+
+// Asserts that the last call failed with a message containing `part`.
+#define EXPECT_ERROR_CONTAINS(part)                                                        \
+    EXPECT_NE(std::string(tg_last_error()).find(part), std::string::npos)                  \
+        << "error message was: \"" << tg_last_error() << "\"; expected it to contain \"" << (part) << "\""
+
+// PyTorch fixtures: text files written by tests/fixtures/fixture_io.py.
+//   tensor <name> <dtype> <ndim> <d0> ... <dn-1>
+//   <values separated by spaces, %.17g>
+struct FixtureTensor {
+    std::string dtype;
+    std::vector<int64_t> shape;
+    std::vector<double> data;
+    tg_shape tg() const {
+        tg_shape s = {};
+        for (int64_t d : shape) s.dims[s.ndim++] = d;
+        return s;
+    }
+    // A tensor of this fixture's values in `dtype` (new reference in the current scope).
+    tg_tensor *make(tg_dtype dt, bool requires_grad = false) const {
+        tg_scope_begin();
+        tg_tensor *d = tg_from_data(data.data(), tg(), tg_opts{TG_FLOAT64, TG_CPU, false});
+        tg_tensor *c = tg_scope_return(tg_cast(d, dt));
+        tg_scope_end();
+        if (requires_grad) tg_requires_grad(c, true);
+        return c;
+    }
+};
+std::map<std::string, FixtureTensor> load_fixtures(const std::string &path);
+
+#endif
