@@ -131,21 +131,25 @@ typedef struct {
 
 static tg_tensor *projected_gradient(tg_tensor *const *args, void *vctx) {
     projection *p = vctx;
+    /* The first-order gradients need a graph even when the caller evaluates this
+     * under no-grad (the finite differences do). */
+    bool grad_was = tg_set_grad_enabled(true);
     tg_tensor *y = p->fn(args, p->user);
-    if (!y) return NULL;
+    if (!y) {
+        tg_set_grad_enabled(grad_was);
+        return NULL;
+    }
     tg_tensor *checked[MAX_INPUTS], *grads[MAX_INPUTS] = {0};
     int idx[MAX_INPUTS], m = 0;
     for (int i = 0; i < p->n; i++)
         if (args[i]->requires_grad) checked[m] = args[i], idx[m++] = i;
     tg_tensor *grad_output = args[p->n];
-    bool grad_was = tg_set_grad_enabled(true);
     tg_status s = tg_grad_of(&y, &grad_output, 1, checked, m, grads,
                              (tg_backward_opts){.create_graph = true});
-    tg_set_grad_enabled(grad_was);
-    if (s) return NULL;
-    tg_tensor *total = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT64});
-    for (int k = 0; k < m; k++)
+    tg_tensor *total = s ? NULL : tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT64});
+    for (int k = 0; total && k < m; k++)
         if (grads[k]) total = tg_add(total, tg_sum(tg_mul(grads[k], p->weights[idx[k]])));
+    tg_set_grad_enabled(grad_was);
     return total;
 }
 

@@ -1,0 +1,163 @@
+// core/: creation, access, copies, views (strides and shared storage), printing.
+#include <cstdio>
+#include <cstring>
+
+#include "test_util.h"
+
+TEST_F(TgTest, CreationFillsValues) {
+    EXPECT_TRUE(tensor_near(tg_zeros(TG_SHAPE(2, 2), tg_opts{}), {0, 0, 0, 0}, 0));
+    EXPECT_TRUE(tensor_near(tg_ones(TG_SHAPE(3), tg_opts{TG_FLOAT64}), {1, 1, 1}, 0));
+    EXPECT_TRUE(tensor_near(tg_full(TG_SHAPE(2), 2.5, tg_opts{}), {2.5, 2.5}, 0));
+    EXPECT_TRUE(tensor_near(tg_arange(0, 5, 1, tg_opts{TG_INT64}), {0, 1, 2, 3, 4}, 0));
+    EXPECT_TRUE(tensor_near(tg_arange(1, 2, 0.25, tg_opts{}), {1, 1.25, 1.5, 1.75}, 0));
+    tg_tensor *t = tg_full(TG_SHAPE(2, 3), 7, tg_opts{TG_INT32});
+    EXPECT_EQ(tg_dtype_of(t), TG_INT32);
+    EXPECT_EQ(dims(t), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(tg_numel(t), 6);
+    EXPECT_TRUE(tg_is_contiguous(t));
+    EXPECT_EQ(tg_stride(t, 0), 3);
+    EXPECT_EQ(tg_stride(t, -1), 1);
+}
+
+TEST_F(TgTest, ScalarShapeAndItem) {
+    tg_tensor *s = tg_full(TG_SCALAR_SHAPE, 3.0, tg_opts{});
+    EXPECT_EQ(tg_ndim(s), 0);
+    EXPECT_EQ(tg_numel(s), 1);
+    EXPECT_DOUBLE_EQ(tg_item(s), 3.0);
+}
+
+TEST_F(TgTest, FromDataAndCopyToHostRoundTrip) {
+    int64_t in[6] = {1, -2, 3, -4, 5, -6};
+    tg_tensor *t = tg_from_data(in, TG_SHAPE(2, 3), tg_opts{TG_INT64});
+    int64_t out[6] = {0};
+    ASSERT_EQ(tg_copy_to_host(t, out, sizeof out), TG_OK);
+    EXPECT_EQ(0, memcmp(in, out, sizeof in));
+}
+
+TEST_F(TgTest, StorageIsSixtyFourByteAligned) {
+    for (int n : {1, 3, 17, 1000}) {
+        tg_tensor *t = tg_empty(TG_SHAPE(n), tg_opts{});
+        EXPECT_EQ((uintptr_t)tg_data_ptr(t) % 64, 0u);
+    }
+}
+
+TEST_F(TgTest, TransposeIsAViewWithSwappedStrides) {
+    tg_tensor *m = tensor_f32({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
+    tg_tensor *t = tg_transpose(m, 0, 1);
+    EXPECT_EQ(dims(t), (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(tg_stride(t, 0), 1);
+    EXPECT_EQ(tg_stride(t, 1), 3);
+    EXPECT_FALSE(tg_is_contiguous(t));
+    EXPECT_TRUE(tg_same_storage(m, t));
+    EXPECT_TRUE(tensor_near(t, {1, 4, 2, 5, 3, 6}, 0));
+    // Writing through the base shows in the view.
+    ((float *)tg_data_ptr(m))[1] = 20;
+    EXPECT_TRUE(tensor_near(t, {1, 4, 20, 5, 3, 6}, 0));
+}
+
+TEST_F(TgTest, ContiguousCopiesOnlyWhenNeeded) {
+    tg_tensor *m = tensor_f32({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
+    tg_tensor *same = tg_contiguous(m);
+    EXPECT_EQ(same, m);
+    tg_tensor *c = tg_contiguous(tg_transpose(m, 0, 1));
+    EXPECT_TRUE(tg_is_contiguous(c));
+    EXPECT_FALSE(tg_same_storage(c, m));
+    EXPECT_EQ(tg_stride(c, 0), 2);
+    EXPECT_TRUE(tensor_near(c, {1, 4, 2, 5, 3, 6}, 0));
+}
+
+TEST_F(TgTest, ViewReshapeNarrowPermute) {
+    tg_tensor *x = tg_arange(0, 24, 1, tg_opts{});
+    tg_tensor *v = tg_view(x, TG_SHAPE(2, -1, 4));
+    EXPECT_EQ(dims(v), (std::vector<int64_t>{2, 3, 4}));
+    EXPECT_TRUE(tg_same_storage(x, v));
+    tg_tensor *p = tg_permute(v, (const int[]){2, 0, 1});
+    EXPECT_EQ(dims(p), (std::vector<int64_t>{4, 2, 3}));
+    EXPECT_EQ(tg_stride(p, 0), 1);
+    EXPECT_EQ(tg_stride(p, 1), 12);
+    EXPECT_EQ(tg_stride(p, 2), 4);
+    // A view of a permuted tensor is refused, reshape copies.
+    tg_clear_error();
+    EXPECT_EQ(tg_view(p, TG_SHAPE(24)), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_view: a tensor of shape [4, 2, 3]");
+    tg_tensor *r = tg_reshape(p, TG_SHAPE(24));
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(tg_same_storage(r, x));
+    EXPECT_EQ(values(r)[1], 4.0);
+    // narrow shares storage, offset moves.
+    tg_tensor *n = tg_narrow(v, 1, 1, 2);
+    EXPECT_EQ(dims(n), (std::vector<int64_t>{2, 2, 4}));
+    EXPECT_EQ(tg_offset(n), 4);
+    EXPECT_TRUE(tg_same_storage(n, x));
+    EXPECT_EQ(values(n)[0], 4.0);
+    EXPECT_EQ(values(n)[8], 16.0);
+    // Reshape of a contiguous tensor is a view.
+    EXPECT_TRUE(tg_same_storage(tg_reshape(x, TG_SHAPE(4, 6)), x));
+    // unsqueeze / squeeze / flatten / expand.
+    EXPECT_EQ(dims(tg_unsqueeze(x, 0)), (std::vector<int64_t>{1, 24}));
+    EXPECT_EQ(dims(tg_squeeze(tg_unsqueeze(x, -1), -1)), (std::vector<int64_t>{24}));
+    EXPECT_EQ(dims(tg_flatten(v, 1, 2)), (std::vector<int64_t>{2, 12}));
+    tg_tensor *e = tg_expand(tensor_f32({1, 2}, TG_SHAPE(2, 1)), TG_SHAPE(2, 3));
+    EXPECT_EQ(tg_stride(e, 1), 0);
+    EXPECT_TRUE(tensor_near(e, {1, 1, 1, 2, 2, 2}, 0));
+}
+
+TEST_F(TgTest, CopyBroadcastsAndCasts) {
+    tg_tensor *dst = tg_zeros(TG_SHAPE(2, 3), tg_opts{TG_FLOAT64});
+    ASSERT_EQ(tg_copy_(dst, tensor_i64({1, 2, 3}, TG_SHAPE(3))), TG_OK);
+    EXPECT_TRUE(tensor_near(dst, {1, 2, 3, 1, 2, 3}, 0));
+    uint64_t v = tg_version(dst);
+    tg_fill_(tg_narrow(dst, 0, 1, 1), -1);
+    EXPECT_EQ(tg_version(dst), v + 1);  // views share the version counter
+    EXPECT_TRUE(tensor_near(dst, {1, 2, 3, -1, -1, -1}, 0));
+    tg_tensor *b = tg_cast(tensor_f32({0, 2.5f, -1}, TG_SHAPE(3)), TG_BOOL);
+    EXPECT_TRUE(tensor_near(b, {0, 1, 1}, 0));
+    tg_tensor *i = tg_cast(tensor_f32({1.9f, -1.9f}, TG_SHAPE(2)), TG_INT32);
+    EXPECT_TRUE(tensor_near(i, {1, -1}, 0));  // truncation toward zero, as PyTorch
+}
+
+TEST_F(TgTest, ClonesAreIndependent) {
+    tg_tensor *a = tensor_f32({1, 2}, TG_SHAPE(2));
+    tg_tensor *c = tg_clone(a);
+    ((float *)tg_data_ptr(a))[0] = 9;
+    EXPECT_TRUE(tensor_near(c, {1, 2}, 0));
+}
+
+TEST_F(TgTest, PrintLooksLikePyTorch) {
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    tg_fprint(f, tensor_f32({1, 2, 3, 4}, TG_SHAPE(2, 2)));
+    tg_fprint(f, tensor_i64({7}, TG_SHAPE(1)));
+    fclose(f);
+    EXPECT_STREQ(buf,
+                 "tensor([[1.0000, 2.0000],\n"
+                 "        [3.0000, 4.0000]], shape=[2, 2], dtype=float32, device=cpu)\n"
+                 "tensor([7], shape=[1], dtype=int64, device=cpu)\n");
+    free(buf);
+}
+
+TEST_F(TgTest, PrintSummarisesLargeTensors) {
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    tg_fprint(f, tg_arange(0, 2000, 1, tg_opts{TG_INT64}));
+    fclose(f);
+    EXPECT_STREQ(buf, "tensor([0, 1, 2, ..., 1997, 1998, 1999], shape=[2000], dtype=int64, device=cpu)\n");
+    free(buf);
+}
+
+TEST_F(TgTest, ToSameDeviceReturnsSameTensor) {
+    tg_tensor *a = tensor_f32({1}, TG_SHAPE(1));
+    EXPECT_EQ(tg_tensor_to(a, TG_CPU), a);
+}
+
+TEST_F(TgTest, CpuCachingAllocatorReusesBlocks) {
+    TG_SCOPE { tg_empty(TG_SHAPE(1 << 20), tg_opts{}); }
+    tg_memory_stats before = tg_cpu_memory_stats();
+    TG_SCOPE { tg_empty(TG_SHAPE(1 << 20), tg_opts{}); }
+    tg_memory_stats after = tg_cpu_memory_stats();
+    EXPECT_GE(before.cached, (size_t)4 << 20);
+    EXPECT_EQ(after.cached, before.cached);
+    EXPECT_EQ(after.allocated, before.allocated);
+}
