@@ -1,0 +1,384 @@
+/* 2-D convolution: definition, backward and CPU kernels (im2col + OpenBLAS GEMM).
+ * CUDA kernels: ops/cuda/conv.cu.
+ *
+ * The op is three tg_functions, each a GEMM around im2col/col2im:
+ *   conv2d            (x, w[, b])  -> y
+ *   conv2d_input_grad (g, w)       -> dL/dx   (a transposed conv of g)
+ *   conv2d_weight_grad(x, g)       -> dL/dw   (a conv between x and g)
+ * and each one's backward is written with the other two, so the op is
+ * differentiable to any order. Why that closes: y = conv(x, w) is bilinear, so
+ * <gg_x, input_grad(g, w)> = <conv(gg_x, w), g> = <w, weight_grad(gg_x, g)> and
+ * <gg_w, weight_grad(x, g)> = <conv(x, gg_w), g> = <x, input_grad(g, gg_w)>
+ * (the adjoint identities behind PyTorch's convolution_backward double-backward,
+ * aten/src/ATen/native/Convolution.cpp, _convolution_double_backward).
+ *
+ * CPU layout (note "conv chunks"): images are processed in chunks of B so that the
+ * im2col buffer col [C*kH*kW, B*Ho*Wo] stays near L2 size (1 MiB); one GEMM per
+ * group then covers the whole chunk, which keeps OpenBLAS efficient for small
+ * images. The columns of image b are b*L .. b*L+L-1 (L = Ho*Wo). Workspaces are
+ * allocated once per call, never in the loops. */
+#include "ops/conv.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/conv.h"
+#include "ops/dispatch.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+typedef struct {
+    int sh, sw, ph, pw, dh, dw, groups;
+    int64_t kh, kw; /* weight's spatial size (weight_grad makes the weight) */
+    int64_t h, w;   /* input's spatial size (input_grad makes the input) */
+} conv_params;
+
+typedef struct {
+    int64_t n, c, h, w;   /* input */
+    int64_t co, kh, kw;   /* weight [co, c / groups, kh, kw] */
+    int64_t ho, wo;       /* output */
+    int sh, sw, ph, pw, dh, dw, groups;
+} conv_geom;
+
+static int64_t out_size(int64_t in, int64_t k, int s, int p, int d) {
+    int64_t span = in + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1;
+    return span < 0 ? 0 : span / s + 1;
+}
+
+static conv_geom make_geom(int64_t n, int64_t c, int64_t co, const conv_params *p) {
+    conv_geom g = {n, c, p->h, p->w, co, p->kh, p->kw, 0, 0, p->sh, p->sw, p->ph, p->pw, p->dh, p->dw, p->groups};
+    g.ho = out_size(p->h, p->kh, p->sh, p->ph, p->dh);
+    g.wo = out_size(p->w, p->kw, p->sw, p->pw, p->dw);
+    return g;
+}
+
+/* Images per chunk (see "conv chunks"). */
+static int64_t chunk_images(const conv_geom *g, size_t elem) {
+    int64_t per_image = g->c * g->kh * g->kw * g->ho * g->wo * (int64_t)elem;
+    int64_t b = per_image > 0 ? ((int64_t)1 << 20) / per_image : g->n;
+    if (b < 1) b = 1;
+    return b < g->n ? b : g->n;
+}
+
+/* The output columns [lo, hi) whose input column ow*s - p + k*d lies in [0, in). */
+static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64_t *lo, int64_t *hi) {
+    int64_t first = p - kd; /* need ow*s >= first */
+    *lo = first <= 0 ? 0 : (first + s - 1) / s;
+    int64_t last = in - 1 + p - kd; /* need ow*s <= last */
+    *hi = last < 0 ? 0 : last / s + 1;
+    if (*hi > out) *hi = out;
+    if (*lo > *hi) *lo = *hi;
+}
+
+#define CONV_GRAIN 32768
+
+#define CONV_KERNELS(SFX, T, GEMM)                                                                       \
+    /* col [C*kH*kW, B*L] from x [B, C, H, W]. */                                                      \
+    static void im2col_##SFX(const conv_geom *g, const T *x, int64_t b_count, T *col) {                \
+        int64_t rows = g->c * g->kh * g->kw, L = g->ho * g->wo, BL = b_count * L;                      \
+        _Pragma("omp parallel for if (rows * BL >= CONV_GRAIN)")                                       \
+        for (int64_t r = 0; r < rows; r++) {                                                           \
+            int64_t c = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;                 \
+            int64_t lo, hi;                                                                            \
+            valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                              \
+            for (int64_t b = 0; b < b_count; b++) {                                                    \
+                const T *src = x + (b * g->c + c) * g->h * g->w;                                       \
+                T *dst = col + r * BL + b * L;                                                         \
+                for (int64_t oh = 0; oh < g->ho; oh++, dst += g->wo) {                                 \
+                    int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                      \
+                    if (ih < 0 || ih >= g->h) {                                                        \
+                        memset(dst, 0, (size_t)g->wo * sizeof(T));                                     \
+                        continue;                                                                      \
+                    }                                                                                  \
+                    const T *row = src + ih * g->w - g->pw + kj * g->dw;                               \
+                    for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                                   \
+                    if (g->sw == 1) memcpy(dst + lo, row + lo, (size_t)(hi - lo) * sizeof(T));         \
+                    else for (int64_t ow = lo; ow < hi; ow++) dst[ow] = row[ow * g->sw];               \
+                    for (int64_t ow = hi; ow < g->wo; ow++) dst[ow] = 0;                               \
+                }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
+    }                                                                                                  \
+    /* gx [B, C, H, W] += col2im(col [C*kH*kW, B*L]); each (b, c) plane by one thread. */               \
+    static void col2im_##SFX(const conv_geom *g, const T *col, int64_t b_count, T *gx) {               \
+        int64_t L = g->ho * g->wo, BL = b_count * L, planes = b_count * g->c;                          \
+        _Pragma("omp parallel for if (planes * g->kh * g->kw * L >= CONV_GRAIN)")                      \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                      \
+            int64_t b = pl / g->c, c = pl % g->c;                                                      \
+            T *dst = gx + pl * g->h * g->w;                                                            \
+            for (int64_t ki = 0; ki < g->kh; ki++)                                                     \
+                for (int64_t kj = 0; kj < g->kw; kj++) {                                               \
+                    int64_t lo, hi;                                                                    \
+                    valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                      \
+                    const T *src = col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                 \
+                    for (int64_t oh = 0; oh < g->ho; oh++) {                                           \
+                        int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                  \
+                        if (ih < 0 || ih >= g->h) continue;                                            \
+                        T *row = dst + ih * g->w - g->pw + kj * g->dw;                                 \
+                        const T *s = src + oh * g->wo;                                                 \
+                        for (int64_t ow = lo; ow < hi; ow++) row[ow * g->sw] += s[ow];                 \
+                    }                                                                                  \
+                }                                                                                      \
+        }                                                                                              \
+    }                                                                                                  \
+    /* y [N, Co, Ho, Wo] = w [Co, C/G, kH, kW] * x [N, C, H, W] + bias [Co] (bias may be NULL). */      \
+    static void conv_forward_##SFX(const conv_geom *g, const T *x, const T *w, const T *bias, T *y,    \
+                                   T *col, T *tmp) {                                                   \
+        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
+        int64_t chunk = chunk_images(g, sizeof(T));                                                    \
+        for (int64_t n0 = 0; n0 < g->n; n0 += chunk) {                                                 \
+            int64_t B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                             \
+            im2col_##SFX(g, x + n0 * g->c * g->h * g->w, B, col);                                      \
+            for (int64_t gr = 0; gr < G; gr++)                                                         \
+                GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)cog, (int)BL, (int)kg, 1,         \
+                     w + gr * cog * kg, (int)kg, col + gr * kg * BL, (int)BL, 0, tmp + gr * cog * BL,  \
+                     (int)BL);                                                                         \
+            /* tmp [Co, B*L] -> y [B, Co, L], adding the bias. */                                      \
+            _Pragma("omp parallel for if (B * g->co * L >= CONV_GRAIN)")                               \
+            for (int64_t p = 0; p < B * g->co; p++) {                                                  \
+                int64_t b = p / g->co, o = p % g->co;                                                  \
+                T *dst = y + ((n0 + b) * g->co + o) * L;                                               \
+                const T *src = tmp + o * BL + b * L;                                                   \
+                T add = bias ? bias[o] : 0;                                                            \
+                for (int64_t l = 0; l < L; l++) dst[l] = src[l] + add;                                 \
+            }                                                                                          \
+        }                                                                                              \
+    }                                                                                                  \
+    /* grad [B, Co, L] (images n0..) -> gmat [Co, B*L]. */                                             \
+    static void gather_grad_##SFX(const conv_geom *g, const T *grad, int64_t n0, int64_t B, T *gmat) { \
+        int64_t L = g->ho * g->wo, BL = B * L;                                                         \
+        _Pragma("omp parallel for if (B * g->co * L >= CONV_GRAIN)")                                   \
+        for (int64_t p = 0; p < B * g->co; p++) {                                                      \
+            int64_t b = p / g->co, o = p % g->co;                                                      \
+            memcpy(gmat + o * BL + b * L, grad + ((n0 + b) * g->co + o) * L, (size_t)L * sizeof(T));   \
+        }                                                                                              \
+    }                                                                                                  \
+    /* gx [N, C, H, W] = col2im(w^T grad). */                                                          \
+    static void conv_input_grad_##SFX(const conv_geom *g, const T *grad, const T *w, T *gx, T *col,    \
+                                      T *gmat) {                                                       \
+        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
+        int64_t chunk = chunk_images(g, sizeof(T));                                                    \
+        memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(T));                                \
+        for (int64_t n0 = 0; n0 < g->n; n0 += chunk) {                                                 \
+            int64_t B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                             \
+            gather_grad_##SFX(g, grad, n0, B, gmat);                                                   \
+            for (int64_t gr = 0; gr < G; gr++)                                                         \
+                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kg, (int)BL, (int)cog, 1,           \
+                     w + gr * cog * kg, (int)kg, gmat + gr * cog * BL, (int)BL, 0, col + gr * kg * BL, \
+                     (int)BL);                                                                         \
+            col2im_##SFX(g, col, B, gx + n0 * g->c * g->h * g->w);                                     \
+        }                                                                                              \
+    }                                                                                                  \
+    /* gw [Co, C/G, kH, kW] = sum over images of grad * im2col(x)^T. */                                \
+    static void conv_weight_grad_##SFX(const conv_geom *g, const T *x, const T *grad, T *gw, T *col,   \
+                                       T *gmat) {                                                      \
+        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
+        int64_t chunk = chunk_images(g, sizeof(T));                                                    \
+        if (g->n == 0) memset(gw, 0, (size_t)(g->co * kg) * sizeof(T));                                \
+        for (int64_t n0 = 0; n0 < g->n; n0 += chunk) {                                                 \
+            int64_t B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                             \
+            im2col_##SFX(g, x + n0 * g->c * g->h * g->w, B, col);                                      \
+            gather_grad_##SFX(g, grad, n0, B, gmat);                                                   \
+            for (int64_t gr = 0; gr < G; gr++)                                                         \
+                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)cog, (int)kg, (int)BL, 1,           \
+                     gmat + gr * cog * BL, (int)BL, col + gr * kg * BL, (int)BL, n0 == 0 ? 0 : 1,      \
+                     gw + gr * cog * kg, (int)kg);                                                     \
+        }                                                                                              \
+    }
+
+CONV_KERNELS(f32, float, cblas_sgemm)
+CONV_KERNELS(f64, double, cblas_dgemm)
+
+/* ======================= the three functions ======================= */
+
+static tg_status workspaces(const conv_geom *g, tg_dtype dtype, void **col, void **mat) {
+    int64_t chunk = chunk_images(g, tg_dtype_size(dtype)), L = g->ho * g->wo;
+    tg_opts o = {.dtype = dtype};
+    tg_tensor *c = tg_empty(TG_SHAPE(g->c * g->kh * g->kw * chunk * L + 1), o);
+    tg_tensor *m = tg_empty(TG_SHAPE(g->co * chunk * L + 1), o);
+    if (!c || !m) return TG_ERROR;
+    *col = tg_data_ptr(c);
+    *mat = tg_data_ptr(m);
+    return TG_OK;
+}
+
+static tg_tensor *conv_apply(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p);
+static tg_tensor *input_grad_apply(tg_tensor *g, tg_tensor *w, const conv_params *p);
+static tg_tensor *weight_grad_apply(tg_tensor *x, tg_tensor *g, const conv_params *p);
+
+static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const conv_params *p = tg_ctx_attrs(ctx);
+    bool has_bias = tg_ctx_function(ctx)->num_inputs == 3;
+    tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = has_bias ? tg_contiguous(in[2]) : NULL;
+    if (!x || !w || (has_bias && !b)) return NULL;
+    tg_ctx_save(ctx, in[0]);
+    tg_ctx_save(ctx, in[1]);
+    conv_geom g = make_geom(x->shape.dims[0], x->shape.dims[1], w->shape.dims[0], p);
+    tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    if (!y) return NULL;
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_conv2d", tg_cuda_conv2d_forward, y, x, w, b, p->sh, p->sw, p->ph, p->pw, p->dh, p->dw,
+                         p->groups))
+            return NULL;
+        return y;
+    }
+    void *col, *tmp;
+    if (workspaces(&g, x->dtype, &col, &tmp)) return NULL;
+    if (x->dtype == TG_FLOAT32)
+        conv_forward_f32(&g, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
+    else
+        conv_forward_f64(&g, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
+    return y;
+}
+
+static void conv_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
+    const conv_params *p = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
+    if (!x || !w) return;
+    if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = input_grad_apply(grad, w, p);
+    if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = weight_grad_apply(x, grad, p);
+    if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2))
+        grad_in[2] = tg_sum_dims(grad, (int[]){0, 2, 3}, 3, false);
+}
+
+/* grad_x from (g, w); x's shape comes from g, w and the params. */
+static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const conv_params *p = tg_ctx_attrs(ctx);
+    tg_tensor *g = tg_contiguous(in[0]), *w = tg_contiguous(in[1]);
+    if (!g || !w) return NULL;
+    tg_ctx_save(ctx, in[0]);
+    tg_ctx_save(ctx, in[1]);
+    conv_geom geom = make_geom(g->shape.dims[0], w->shape.dims[1] * p->groups, w->shape.dims[0], p);
+    tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w),
+                             (tg_opts){.dtype = g->dtype, .device = g->storage->device});
+    if (!gx) return NULL;
+    if (g->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_input_grad, gx, g, w, p->sh, p->sw, p->ph, p->pw,
+                         p->dh, p->dw, p->groups))
+            return NULL;
+        return gx;
+    }
+    void *col, *mat;
+    if (workspaces(&geom, g->dtype, &col, &mat)) return NULL;
+    if (g->dtype == TG_FLOAT32) conv_input_grad_f32(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+    else conv_input_grad_f64(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+    return gx;
+}
+
+/* input_grad(g, w) is linear in each: see the adjoint identities at the top. */
+static void input_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
+    const conv_params *p = tg_ctx_attrs(ctx);
+    tg_tensor *g = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
+    if (!g || !w) return;
+    if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = conv_apply(gg, w, NULL, p);
+    if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = weight_grad_apply(gg, g, p);
+}
+
+/* grad_w from (x, g); the kernel size comes from the params. */
+static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const conv_params *p = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_contiguous(in[0]), *g = tg_contiguous(in[1]);
+    if (!x || !g) return NULL;
+    tg_ctx_save(ctx, in[0]);
+    tg_ctx_save(ctx, in[1]);
+    conv_geom geom = make_geom(x->shape.dims[0], x->shape.dims[1], g->shape.dims[1], p);
+    tg_tensor *gw = tg_empty(TG_SHAPE(geom.co, geom.c / p->groups, geom.kh, geom.kw),
+                             (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    if (!gw) return NULL;
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_weight_grad, gw, x, g, p->sh, p->sw, p->ph, p->pw,
+                         p->dh, p->dw, p->groups))
+            return NULL;
+        return gw;
+    }
+    void *col, *mat;
+    if (workspaces(&geom, x->dtype, &col, &mat)) return NULL;
+    if (x->dtype == TG_FLOAT32) conv_weight_grad_f32(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat);
+    else conv_weight_grad_f64(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat);
+    return gw;
+}
+
+static void weight_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
+    const conv_params *p = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *g = tg_ctx_saved(ctx, 1);
+    if (!x || !g) return;
+    if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = input_grad_apply(g, gg, p);
+    if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = conv_apply(x, gg, NULL, p);
+}
+
+static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0};
+static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0};
+static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0};
+static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0};
+
+static tg_tensor *conv_apply(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p) {
+    conv_params q = *p;
+    q.h = x->shape.dims[2];
+    q.w = x->shape.dims[3];
+    if (b) return tg_apply_args(&conv2d_bias_fn, (tg_tensor *[]){x, w, b}, &q, sizeof q);
+    return tg_apply_args(&conv2d_fn, (tg_tensor *[]){x, w}, &q, sizeof q);
+}
+static tg_tensor *input_grad_apply(tg_tensor *g, tg_tensor *w, const conv_params *p) {
+    return tg_apply_args(&input_grad_fn, (tg_tensor *[]){g, w}, p, sizeof *p);
+}
+static tg_tensor *weight_grad_apply(tg_tensor *x, tg_tensor *g, const conv_params *p) {
+    return tg_apply_args(&weight_grad_fn, (tg_tensor *[]){x, g}, p, sizeof *p);
+}
+
+/* ======================= public entry ======================= */
+
+tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts) {
+    const char *op = "tg_conv2d";
+    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (!weight) return tg_error_null_input(op, 1), NULL;
+    char xs[128], ws[128], bs[128], d1[16], d2[16];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    tg_shape_str(weight->shape, ws, sizeof ws);
+    if (x->shape.ndim == 3) { /* unbatched [C, H, W], as PyTorch allows */
+        tg_tensor *y = NULL;
+        TG_SCOPE {
+            tg_tensor *x4 = tg_unsqueeze(x, 0);
+            y = tg_scope_return(tg_squeeze(tg_conv2d(x4, weight, bias, opts), 0));
+        }
+        return y;
+    }
+    if (x->shape.ndim != 4)
+        return tg_error("%s: expected input [N, C, H, W] (4-D, or 3-D unbatched), got %s", op, xs), NULL;
+    if (weight->shape.ndim != 4)
+        return tg_error("%s: expected weight [C_out, C_in / groups, kH, kW] (4-D), got %s", op, ws), NULL;
+    if (!tg_dtype_is_floating(x->dtype) || x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
+        return tg_error("%s: expected input, weight and bias of one floating dtype (float32 or float64), got "
+                        "input %s, weight %s%s%s", op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype),
+                        bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), NULL;
+    if (!tg_device_equal(x->storage->device, weight->storage->device) ||
+        (bias && !tg_device_equal(x->storage->device, bias->storage->device)))
+        return tg_error("%s: expected all tensors on one device, got input on %s and weight on %s", op,
+                        tg_device_str(x->storage->device, d1), tg_device_str(weight->storage->device, d2)), NULL;
+    int stride = opts.stride ? opts.stride : 1, dilation = opts.dilation ? opts.dilation : 1;
+    int groups = opts.groups ? opts.groups : 1, padding = opts.padding;
+    if (stride < 0 || dilation < 0 || groups < 0 || padding < 0)
+        return tg_error("%s: stride (%d), padding (%d), dilation (%d) and groups (%d) must not be negative", op,
+                        opts.stride, opts.padding, opts.dilation, opts.groups), NULL;
+    int64_t co = weight->shape.dims[0], cg = weight->shape.dims[1];
+    if (co % groups != 0)
+        return tg_error("%s: weight %s has %lld output channels, not divisible by groups %d", op, ws, (long long)co,
+                        groups), NULL;
+    if (x->shape.dims[1] != cg * groups)
+        return tg_error("%s: expected input [N, C, H, W] with C == %lld (weight %s, groups %d), got %s", op,
+                        (long long)(cg * groups), ws, groups, xs), NULL;
+    if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != co))
+        return tg_error("%s: expected bias [%lld] (weight %s), got %s", op, (long long)co, ws,
+                        tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
+    conv_params p = {stride, stride, padding, padding, dilation, dilation, groups,
+                     weight->shape.dims[2], weight->shape.dims[3], x->shape.dims[2], x->shape.dims[3]};
+    int64_t ho = out_size(p.h, p.kh, stride, padding, dilation), wo = out_size(p.w, p.kw, stride, padding, dilation);
+    if (ho <= 0 || wo <= 0 || p.kh <= 0 || p.kw <= 0)
+        return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
+                        "dilation %d gives %lldx%lld",
+                        op, xs, (long long)p.kh, (long long)p.kw, stride, padding, dilation,
+                        (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
+    return conv_apply(x, weight, bias, &p);
+}
