@@ -1,4 +1,109 @@
-/* placeholder: filled by its issue */
+/* An in-memory data set and a shuffling batch loader (torch.utils.data.TensorDataset +
+ * DataLoader, single process).
+ *
+ * The data set is a pair of tensors whose first dimension indexes samples: x [N, ...]
+ * and, optionally, y [N, ...] (labels; NULL for unlabelled data). Each epoch visits
+ * every sample exactly once, in order or in a shuffled order that depends only on
+ * (seed, epoch): the permutation is drawn with core/rng.h's Philox counter generator
+ * and integer arithmetic, so the same seed gives the same batches on every machine,
+ * and a run resumed at epoch e sees the batches it would have seen.
+ *
+ *     tg_loader *ld = tg_loader_new(x, y, (tg_loader_opts){.batch_size = 64,
+ *                                                         .shuffle = true, .seed = 1});
+ *     tg_tensor *bx, *by;
+ *     for (int epoch = 0; epoch < 10; epoch++) {
+ *         tg_loader_reset(ld, epoch);
+ *         TG_FOR_EACH_BATCH(ld, bx, by) {     // one scope per batch: the batch and
+ *             ...                             // every temporary of the step are freed
+ *         }                                   // at the end of each iteration
+ *     }
+ *     tg_loader_free(ld);
+ *
+ * Ownership: the loader holds its own references to x and y (released by
+ * tg_loader_free), so the caller may release its references right after
+ * tg_loader_new. Batches are NEW references owned by the innermost open scope (else
+ * by the caller): call tg_loader_next inside a per-batch scope (TG_FOR_EACH_BATCH does
+ * that), or the batches of a whole epoch pile up in the outer scope.
+ *
+ * Batches are copies (PyTorch's collate also copies): writing to a batch never
+ * changes the data set. Only core/ is used. */
 #ifndef TG_DATA_LOADER_H
 #define TG_DATA_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/scope.h"
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_loader tg_loader;
+
+/* Zero fields mean the default. */
+typedef struct {
+    int64_t batch_size; /* 0 means 1 (DataLoader's default); negative is an error */
+    bool shuffle;       /* a fresh permutation each epoch, from (seed, epoch) */
+    uint64_t seed;
+    bool drop_last;     /* skip the last batch when it is smaller than batch_size */
+    /* Where batches are delivered (tg_tensor_to). The zero value (CPU) means "where the
+     * data set is", so a data set kept on the GPU is never copied back. Keeping the
+     * data set on the CPU and setting .device = tg_cuda(0) moves one batch at a time. */
+    tg_device device;
+} tg_loader_opts;
+
+/* A loader over x [N, ...] and y [N, ...] (y may be NULL). Retains both (a
+ * non-contiguous x or y is copied once, contiguous, instead). Positioned at the start
+ * of epoch 0. Returns NULL + error when x is NULL or 0-dim, y is 0-dim, x and y have
+ * different first sizes, batch_size < 0, or out of memory. Free with tg_loader_free. */
+tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts);
+
+/* Releases the loader's references to the data set and frees it. NULL-safe. */
+void tg_loader_free(tg_loader *ld);
+
+/* Starts epoch `epoch` from its first batch; with shuffle on, draws that epoch's
+ * permutation (a function of seed and epoch only). */
+void tg_loader_reset(tg_loader *ld, int64_t epoch);
+
+/* The next batch of the current epoch: *x = [B, ...] (same dtype as the data set), *y
+ * likewise (NULL when the loader has no y); B = batch_size except for a last partial
+ * batch. New references (see Ownership above). Returns false with *x = *y = NULL at
+ * the end of the epoch (and on every later call until tg_loader_reset), or on failure
+ * (out of memory, device copy): then an error is recorded (tg_error_count changes). */
+bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y);
+
+/* Batches per epoch: ceil(N / B), or floor(N / B) with drop_last. */
+int64_t tg_loader_num_batches(const tg_loader *ld);
+/* Samples in the data set (N). */
+int64_t tg_loader_num_samples(const tg_loader *ld);
+/* The epoch set by the last tg_loader_reset (0 for a new loader). */
+int64_t tg_loader_epoch(const tg_loader *ld);
+
+/* Iterates over the rest of the current epoch with one scope per batch:
+ *     TG_FOR_EACH_BATCH(ld, bx, by) { ... }
+ * bx and by are tg_tensor * variables declared by the caller. `continue` works; as in
+ * TG_SCOPE, do not `break`, `return` or `goto` out of the body (the scope would stay
+ * open). A failing tg_loader_next ends the loop like the end of the epoch. */
+#define TG_FOR_EACH_BATCH(ld, bx, by)                                                     \
+    for (bool TG_CONCAT(tg_more_, __LINE__) =                                             \
+             (tg_scope_begin(), tg_loader_next((ld), &(bx), &(by)));                      \
+         TG_CONCAT(tg_more_, __LINE__) || (tg_scope_end(), false);                        \
+         tg_scope_end(), tg_scope_begin(),                                                \
+                    TG_CONCAT(tg_more_, __LINE__) = tg_loader_next((ld), &(bx), &(by)))
+
+/* The samples of t [N, ...] at `indices` (each in [0, N)), stacked in that order:
+ * [count, ...], a new contiguous tensor on t's device (t[indices] in PyTorch, without
+ * autograd). For train/validation splits and the loader itself. Fails on an index out
+ * of range or a 0-dim t. */
+tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count);
+
+/* Writes a permutation of 0..n-1 into perm, drawn from Philox under (seed, stream):
+ * the loader's shuffle (stream = epoch), usable on its own for random splits. */
+void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t stream);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,0 +1,223 @@
+/* The batch loader (see data/loader.h). */
+#include "data/loader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/storage.h"
+
+struct tg_loader {
+    tg_tensor *x;   /* owned reference, contiguous, [N, ...] */
+    tg_tensor *y;   /* owned reference, contiguous, [N, ...], or NULL */
+    int64_t n;      /* samples */
+    tg_loader_opts opts;
+    int64_t *order; /* [N] this epoch's sample order */
+    int64_t pos;    /* next position in order */
+    int64_t epoch;
+};
+
+/* ---- shuffling ---- */
+
+/* Random 64-bit words from Philox under a key: two per 128-bit block. */
+typedef struct {
+    uint64_t key, counter;
+    uint32_t words[4];
+    int used; /* 64-bit halves of `words` consumed (0..2) */
+} philox_stream;
+
+static uint64_t next_u64(philox_stream *s) {
+    if (s->used == 2) {
+        tg_philox(s->key, s->counter++, s->words);
+        s->used = 0;
+    }
+    int i = 2 * s->used++;
+    return (uint64_t)s->words[i] << 32 | s->words[i + 1];
+}
+
+/* Uniform in [0, bound) without modulo bias: reject the few draws below 2^64 mod bound.
+ * Integer-only, hence identical on every machine. */
+static uint64_t next_below(philox_stream *s, uint64_t bound) {
+    uint64_t threshold = (0 - bound) % bound;
+    for (;;) {
+        uint64_t r = next_u64(s);
+        if (r >= threshold) return r % bound;
+    }
+}
+
+void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t stream) {
+    if (!perm || n <= 0) return;
+    /* Each (seed, stream) gets its own Philox key, itself a Philox draw, so streams do
+     * not share counters however many epochs or samples there are. */
+    uint32_t k[4];
+    tg_philox(seed, stream, k);
+    /* used = 2: the first next_u64 draws block 0. */
+    philox_stream s = {.key = (uint64_t)k[0] << 32 | k[1], .counter = 0, .used = 2};
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    /* Fisher-Yates (Knuth, TAOCP vol. 2, Algorithm P), from the top. */
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)next_below(&s, (uint64_t)i + 1);
+        int64_t tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+}
+
+/* ---- gathering samples ---- */
+
+tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count) {
+    if (!t) return tg_error_null_input("tg_take_samples", 0), NULL;
+    if (tg_ndim(t) == 0)
+        return tg_error("tg_take_samples: the tensor is 0-dim; samples are indexed by dim 0"),
+               NULL;
+    if (count < 0 || (count > 0 && !indices))
+        return tg_error("tg_take_samples: bad index list (count %lld)", (long long)count), NULL;
+    int64_t n = tg_size(t, 0);
+    for (int64_t i = 0; i < count; i++)
+        if (indices[i] < 0 || indices[i] >= n)
+            return tg_error("tg_take_samples: index %lld is out of range for %lld samples",
+                            (long long)indices[i], (long long)n), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *src = tg_is_contiguous(t) ? t : tg_clone(t);
+        tg_shape shape = tg_shape_of(t);
+        shape.dims[0] = count;
+        tg_device device = tg_device_of(t);
+        tg_tensor *out = src ? tg_empty(shape, (tg_opts){.dtype = tg_dtype_of(t), .device = device})
+                             : NULL;
+        if (out) {
+            size_t row = n ? (size_t)(tg_numel(t) / n) * tg_dtype_size(tg_dtype_of(t)) : 0;
+            const char *from = tg_data_ptr(src);
+            char *to = tg_data_ptr(out);
+            bool ok = true;
+            /* Runs of consecutive indices are copied at once: an unshuffled batch is a
+             * single copy, which matters for device memory. */
+            for (int64_t i = 0; i < count && ok;) {
+                int64_t run = 1;
+                while (i + run < count && indices[i + run] == indices[i] + run) run++;
+                size_t bytes = (size_t)run * row;
+                if (device.kind == TG_DEVICE_CPU)
+                    memcpy(to + (size_t)i * row, from + (size_t)indices[i] * row, bytes);
+                else
+                    ok = !tg_copy_bytes(to + (size_t)i * row, device,
+                                        from + (size_t)indices[i] * row, device, bytes,
+                                        "tg_take_samples");
+                i += run;
+            }
+            if (ok) result = tg_scope_return(out);
+        }
+    }
+    return result;
+}
+
+/* ---- the loader ---- */
+
+/* An owned (untracked) contiguous reference to t. */
+static tg_tensor *own_contiguous(tg_tensor *t) {
+    if (tg_is_contiguous(t)) return tg_retain(t);
+    tg_tensor *c = NULL;
+    TG_SCOPE {
+        c = tg_clone(t);
+        if (c) tg_retain(c); /* the scope's reference goes at the brace; ours stays */
+    }
+    return c;
+}
+
+tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts) {
+    if (!x) return tg_error_null_input("tg_loader_new", 0), NULL;
+    if (tg_ndim(x) == 0 || (y && tg_ndim(y) == 0))
+        return tg_error("tg_loader_new: x and y need a first dimension indexing samples "
+                        "(got a 0-dim %s)", tg_ndim(x) == 0 ? "x" : "y"), NULL;
+    if (y && tg_size(x, 0) != tg_size(y, 0))
+        return tg_error("tg_loader_new: x has %lld samples but y has %lld (first dims differ)",
+                        (long long)tg_size(x, 0), (long long)tg_size(y, 0)), NULL;
+    if (opts.batch_size < 0)
+        return tg_error("tg_loader_new: batch_size %lld is negative", (long long)opts.batch_size),
+               NULL;
+    if (opts.batch_size == 0) opts.batch_size = 1;
+    int64_t n = tg_size(x, 0);
+    tg_loader *ld = calloc(1, sizeof *ld);
+    int64_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!ld || !order) {
+        free(ld);
+        free(order);
+        return tg_error("tg_loader_new: out of memory for %lld sample indices", (long long)n),
+               NULL;
+    }
+    ld->x = own_contiguous(x);
+    ld->y = y ? own_contiguous(y) : NULL;
+    if (!ld->x || (y && !ld->y)) {
+        tg_release(ld->x);
+        tg_release(ld->y);
+        free(order);
+        free(ld);
+        return NULL;
+    }
+    ld->n = n;
+    ld->opts = opts;
+    ld->order = order;
+    tg_loader_reset(ld, 0);
+    return ld;
+}
+
+void tg_loader_free(tg_loader *ld) {
+    if (!ld) return;
+    tg_release(ld->x);
+    tg_release(ld->y);
+    free(ld->order);
+    free(ld);
+}
+
+void tg_loader_reset(tg_loader *ld, int64_t epoch) {
+    if (!ld) return;
+    ld->epoch = epoch;
+    ld->pos = 0;
+    if (ld->opts.shuffle) {
+        tg_random_permutation(ld->order, ld->n, ld->opts.seed, (uint64_t)epoch);
+    } else {
+        for (int64_t i = 0; i < ld->n; i++) ld->order[i] = i;
+    }
+}
+
+static tg_tensor *deliver(const tg_loader *ld, tg_tensor *batch) {
+    if (!batch || ld->opts.device.kind == TG_DEVICE_CPU) return batch;
+    return tg_tensor_to(batch, ld->opts.device);
+}
+
+bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y) {
+    if (x) *x = NULL;
+    if (y) *y = NULL;
+    if (!ld || !x) {
+        tg_error("tg_loader_next: %s is NULL", ld ? "the x output pointer" : "the loader");
+        return false;
+    }
+    int64_t left = ld->n - ld->pos;
+    int64_t count = left < ld->opts.batch_size ? left : ld->opts.batch_size;
+    if (count <= 0 || (ld->opts.drop_last && count < ld->opts.batch_size)) return false;
+    const int64_t *idx = ld->order + ld->pos;
+    tg_tensor *bx = NULL, *by = NULL;
+    bool ok = false;
+    TG_SCOPE {
+        bx = deliver(ld, tg_take_samples(ld->x, idx, count));
+        by = ld->y ? deliver(ld, tg_take_samples(ld->y, idx, count)) : NULL;
+        ok = bx && (!ld->y || by);
+        if (ok) {
+            tg_scope_return(bx);
+            tg_scope_return(by);
+        }
+    }
+    if (!ok) return false;
+    ld->pos += count;
+    *x = bx;
+    if (y) *y = by;
+    return true;
+}
+
+int64_t tg_loader_num_batches(const tg_loader *ld) {
+    if (!ld) return 0;
+    int64_t b = ld->opts.batch_size;
+    return ld->opts.drop_last ? ld->n / b : (ld->n + b - 1) / b;
+}
+
+int64_t tg_loader_num_samples(const tg_loader *ld) { return ld ? ld->n : 0; }
+int64_t tg_loader_epoch(const tg_loader *ld) { return ld ? ld->epoch : 0; }
