@@ -7,6 +7,7 @@
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/reduce_dims.h"
 #include "ops/reduce_plan.h"
 #include "ops/shape.h"
 
@@ -15,28 +16,8 @@ typedef struct {
     bool keepdim;
 } reduce_args;
 
-/* Parses dims into a mask; all dims when num_dims == 0. */
-static tg_status dims_mask(const char *op, const tg_tensor *t, const int *dims, int num_dims, bool *mask) {
-    int nd = t->shape.ndim;
-    for (int d = 0; d < TG_MAX_DIMS; d++) mask[d] = num_dims == 0 && d < nd;
-    for (int i = 0; i < num_dims; i++) {
-        int d = tg_wrap_dim(dims[i], nd);
-        if (d < 0) return tg_error("%s: dim %d out of range for a tensor with %d dims", op, dims[i], nd);
-        if (nd == 0) continue;
-        if (mask[d]) return tg_error("%s: dim %d appears twice in the dims list", op, d);
-        mask[d] = true;
-    }
-    return TG_OK;
-}
-
-static tg_shape reduced_shape(tg_shape s, const bool *mask, bool keepdim) {
-    tg_shape r = {0};
-    for (int d = 0; d < s.ndim; d++) {
-        if (!mask[d]) r.dims[r.ndim++] = s.dims[d];
-        else if (keepdim) r.dims[r.ndim++] = 1;
-    }
-    return r;
-}
+#define dims_mask tg_reduce_dims_mask
+#define reduced_shape tg_reduced_shape
 
 /* out[o] = sum over the reduced dims, accumulated in double. */
 #define SUM_KERNEL(NAME, T, ACC)                                                            \

@@ -43,6 +43,15 @@ tg_tensor *tg_stack(tg_tensor *const *tensors, int count, int dim);
 tg_tensor *tg_index_select(tg_tensor *t, int dim, tg_tensor *index);
 /* torch.gather(t, dim, index): index int64 with t's ndim. */
 tg_tensor *tg_gather(tg_tensor *t, int dim, tg_tensor *index);
+/* torch.scatter_add(t, dim, index, src): t with src[i][j][k] added at
+ * [i][index[i][j][k]][k] (dim 1; likewise for any dim). index int64 with t's ndim and
+ * src's shape (tapegrad requires src and index to have the same shape; PyTorch allows
+ * a larger src). Differentiable in t and src (the gradient of the latter is a gather). */
+tg_tensor *tg_scatter_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src);
+/* torch.index_add(t, dim, index, src): t with the slices of src along dim added at
+ * the positions index (1-D int64/int32; repeated indices accumulate). Differentiable
+ * in t and src (the gradient of the latter is an index_select). */
+tg_tensor *tg_index_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src);
 /* torch.nn.functional.one_hot(index, num_classes) -> int64 [..., num_classes];
  * num_classes -1 means max(index) + 1. Not differentiable. */
 tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes);

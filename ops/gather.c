@@ -1,0 +1,536 @@
+/* Copying shape ops: cat, stack, index_select, gather, one_hot, embedding, and the
+ * scatter-style ops that are their gradients (index_add, scatter_add), each a
+ * tg_function of its own so that double backward works (the gradient of a gather is
+ * a scatter_add, whose gradient is a gather again). CUDA: ops/cuda/gather.cu. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/gather.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+/* ======================= helpers ======================= */
+
+static bool is_cuda(const tg_tensor *t) { return t->storage->device.kind == TG_DEVICE_CUDA; }
+
+static tg_status check_same_device(const char *op, tg_tensor *a, tg_tensor *b, const char *what) {
+    if (tg_device_equal(a->storage->device, b->storage->device)) return TG_OK;
+    char da[16], db[16];
+    return tg_error("%s: expected %s on the same device, got %s and %s", op, what,
+                    tg_device_str(a->storage->device, da), tg_device_str(b->storage->device, db));
+}
+
+static tg_status check_index_dtype(const char *op, tg_tensor *index, bool int32_ok) {
+    if (index->dtype == TG_INT64 || (int32_ok && index->dtype == TG_INT32)) return TG_OK;
+    return tg_error("%s: index must be %s, got %s", op, int32_ok ? "int64 or int32" : "int64",
+                    tg_dtype_name(index->dtype));
+}
+
+/* Contiguous int64 (a new reference in the current scope). */
+static tg_tensor *index_int64(tg_tensor *index) { return tg_contiguous(tg_cast(index, TG_INT64)); }
+
+/* t viewed as [outer, size, inner] around dim (t contiguous). */
+static void split_at(tg_shape s, int dim, int64_t *outer, int64_t *size, int64_t *inner) {
+    *outer = *inner = 1;
+    *size = s.ndim > 0 ? s.dims[dim] : 1;
+    for (int d = 0; d < s.ndim; d++) {
+        if (d < dim) *outer *= s.dims[d];
+        if (d > dim) *inner *= s.dims[d];
+    }
+}
+
+/* *dst += *src for one element. */
+static void add_element(tg_dtype dtype, void *dst, const void *src) {
+    switch (dtype) {
+    case TG_FLOAT32: *(float *)dst += *(const float *)src; break;
+    case TG_FLOAT64: *(double *)dst += *(const double *)src; break;
+    case TG_INT64: *(int64_t *)dst += *(const int64_t *)src; break;
+    case TG_INT32: *(int32_t *)dst += *(const int32_t *)src; break;
+    case TG_UINT8: *(uint8_t *)dst += *(const uint8_t *)src; break;
+    case TG_BOOL: *(bool *)dst = *(bool *)dst || *(const bool *)src; break;
+    default: break;
+    }
+}
+
+static tg_status index_error(const char *op, int64_t value, int dim, tg_shape shape) {
+    char s[128];
+    return tg_error("%s: index %lld is out of range for dim %d of size %lld (shape %s)", op, (long long)value, dim,
+                    (long long)(shape.ndim ? shape.dims[dim] : 1), tg_shape_str(shape, s, sizeof s));
+}
+
+/* ======================= cat / stack ======================= */
+
+#define CAT_MAX TG_MAX_OP_INPUTS
+
+typedef struct {
+    int dim, count;
+    int64_t sizes[CAT_MAX]; /* each input's size along dim */
+} cat_args;
+
+static tg_tensor *cat_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const cat_args *a = tg_ctx_attrs(ctx);
+    tg_shape shape = in[0]->shape;
+    shape.dims[a->dim] = 0;
+    for (int i = 0; i < a->count; i++) shape.dims[a->dim] += a->sizes[i];
+    tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = in[0]->dtype, .device = in[0]->storage->device});
+    if (!out) return NULL;
+    int64_t offset = 0;
+    for (int i = 0; i < a->count; i++) { /* copy into a window of out: works on any device */
+        tg_tensor *window = tg_as_strided(out, in[i]->shape, out->strides, offset * out->strides[a->dim]);
+        if (!window || tg_copy_(window, in[i])) return NULL;
+        offset += a->sizes[i];
+    }
+    return out;
+}
+
+static void cat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const cat_args *a = tg_ctx_attrs(ctx);
+    int64_t offset = 0;
+    for (int i = 0; i < a->count; i++) {
+        if (tg_ctx_needs_input_grad(ctx, i)) grad_in[i] = tg_narrow(g, a->dim, offset, a->sizes[i]);
+        offset += a->sizes[i];
+    }
+}
+
+/* tg_function has a fixed input count: one per count (longer lists are cat'ed in groups). */
+#define CAT_FN(N) {"cat", N, cat_forward, cat_backward, 0}
+static const tg_function cat_fns[CAT_MAX + 1] = {CAT_FN(0), CAT_FN(1), CAT_FN(2), CAT_FN(3), CAT_FN(4),
+                                                 CAT_FN(5), CAT_FN(6), CAT_FN(7), CAT_FN(8)};
+
+static tg_tensor *cat_checked(const char *op, tg_tensor *const *tensors, int count, int dim) {
+    if (count <= CAT_MAX) {
+        cat_args a = {dim, count, {0}};
+        for (int i = 0; i < count; i++) a.sizes[i] = tensors[i]->shape.dims[dim];
+        return tg_apply_args(&cat_fns[count], tensors, &a, sizeof a);
+    }
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *parts[CAT_MAX];
+        int n = 0, per = (count + CAT_MAX - 1) / CAT_MAX;
+        for (int i = 0; i < count; i += per) parts[n++] = cat_checked(op, tensors + i, count - i < per ? count - i : per, dim);
+        bool ok = true;
+        for (int i = 0; i < n; i++) ok &= parts[i] != NULL;
+        if (ok) result = tg_scope_return(cat_checked(op, parts, n, dim));
+    }
+    return result;
+}
+
+static tg_status check_cat(const char *op, tg_tensor *const *tensors, int count, int dim, int *wrapped) {
+    if (!tensors || count <= 0) return tg_error("%s: expected a non-empty list of tensors", op);
+    for (int i = 0; i < count; i++)
+        if (!tensors[i]) return tg_error_null_input(op, i);
+    tg_tensor *first = tensors[0];
+    int nd = first->shape.ndim;
+    if (nd == 0) return tg_error("%s: zero-dimensional tensor (at position 0) cannot be concatenated", op);
+    int d = tg_wrap_dim(dim, nd);
+    if (d < 0) return tg_error("%s: dim %d out of range for tensors with %d dims", op, dim, nd);
+    char s0[128], si[128];
+    tg_shape_str(first->shape, s0, sizeof s0);
+    for (int i = 1; i < count; i++) {
+        tg_tensor *t = tensors[i];
+        tg_shape_str(t->shape, si, sizeof si);
+        if (t->dtype != first->dtype)
+            return tg_error("%s: expected tensors of one dtype, got %s (position 0) and %s (position %d)", op,
+                            tg_dtype_name(first->dtype), tg_dtype_name(t->dtype), i);
+        if (check_same_device(op, first, t, "all tensors")) return TG_ERROR;
+        bool ok = t->shape.ndim == nd;
+        for (int k = 0; ok && k < nd; k++) ok = k == d || t->shape.dims[k] == first->shape.dims[k];
+        if (!ok)
+            return tg_error("%s: sizes of tensors must match except in dim %d: %s (position 0) and %s (position %d)",
+                            op, d, s0, si, i);
+    }
+    *wrapped = d;
+    return TG_OK;
+}
+
+tg_tensor *tg_cat(tg_tensor *const *tensors, int count, int dim) {
+    int d;
+    if (check_cat("tg_cat", tensors, count, dim, &d)) return NULL;
+    return cat_checked("tg_cat", tensors, count, d);
+}
+
+tg_tensor *tg_stack(tg_tensor *const *tensors, int count, int dim) {
+    if (!tensors || count <= 0) return tg_error("tg_stack: expected a non-empty list of tensors"), NULL;
+    for (int i = 0; i < count; i++)
+        if (!tensors[i]) return tg_error_null_input("tg_stack", i), NULL;
+    int nd = tensors[0]->shape.ndim, d = tg_wrap_dim(dim, nd + 1);
+    if (d < 0 || nd + 1 > TG_MAX_DIMS)
+        return tg_error("tg_stack: dim %d out of range for tensors with %d dims", dim, nd), NULL;
+    char s0[128], si[128];
+    for (int i = 1; i < count; i++)
+        if (!tg_shape_equal(tensors[i]->shape, tensors[0]->shape))
+            return tg_error("tg_stack: expected tensors of equal shape, got %s (position 0) and %s (position %d)",
+                            tg_shape_str(tensors[0]->shape, s0, sizeof s0),
+                            tg_shape_str(tensors[i]->shape, si, sizeof si), i), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor **parts = malloc(sizeof(tg_tensor *) * (size_t)count);
+        bool ok = parts != NULL;
+        for (int i = 0; ok && i < count; i++) ok = (parts[i] = tg_unsqueeze(tensors[i], d)) != NULL;
+        int wrapped;
+        if (ok && check_cat("tg_stack", parts, count, d, &wrapped) == TG_OK)
+            result = tg_scope_return(cat_checked("tg_stack", parts, count, wrapped));
+        free(parts);
+    }
+    return result;
+}
+
+/* ======================= index_select / index_add ======================= */
+
+typedef struct {
+    int dim;        /* wrapped */
+    const char *op; /* for messages: tg_index_select, tg_embedding, ... (a static string) */
+    tg_shape full;  /* index_add: the shape of the result */
+} index_args;
+
+static tg_tensor *index_add_zeros(tg_tensor *src, tg_tensor *index, const index_args *a);
+
+/* out [outer, n, inner] = x [outer, size, inner] at index [n]. */
+static tg_tensor *index_select_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const index_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_contiguous(in[0]), *index = index_int64(in[1]);
+    if (!x || !index) return NULL;
+    int64_t n = tg_numel(index), outer, size, inner;
+    split_at(x->shape, a->dim, &outer, &size, &inner);
+    tg_shape shape = x->shape;
+    if (shape.ndim > 0) shape.dims[a->dim] = n;
+    tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    if (!out) return NULL;
+    if (is_cuda(x)) {
+        if (TG_CUDA_CALL(a->op, tg_cuda_index_select, out, x, a->dim, index)) return NULL;
+    } else {
+        const int64_t *idx = tg_data_ptr(index);
+        size_t row = (size_t)inner * tg_dtype_size(x->dtype);
+        const char *src = tg_elem_ptr(x);
+        char *dst = tg_data_ptr(out);
+        for (int64_t i = 0; i < n; i++)
+            if (idx[i] < 0 || idx[i] >= size) return index_error(a->op, idx[i], a->dim, x->shape), NULL;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < n; i++)
+                memcpy(dst + (size_t)(o * n + i) * row, src + (size_t)(o * size + idx[i]) * row, row);
+    }
+    tg_ctx_save(ctx, index);
+    return out;
+}
+
+static void index_select_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    index_args a = *(const index_args *)tg_ctx_attrs(ctx);
+    tg_tensor *index = tg_ctx_saved(ctx, 0);
+    if (!index) return;
+    a.full = tg_ctx_input_shape(ctx, 0);
+    grad_in[0] = index_add_zeros(g, index, &a);
+}
+
+static const tg_function index_select_fn = {"index_select", 2, index_select_forward, index_select_backward, 0};
+
+/* zeros(full) with src [outer, n, inner] added at index [n] along dim. */
+static tg_tensor *index_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const index_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *src = tg_contiguous(in[0]), *index = index_int64(in[1]);
+    tg_tensor *out = tg_zeros(a->full, (tg_opts){.dtype = in[0]->dtype, .device = in[0]->storage->device});
+    if (!src || !index || !out) return NULL;
+    if (is_cuda(out)) {
+        if (TG_CUDA_CALL(a->op, tg_cuda_index_add, out, a->dim, index, src)) return NULL;
+    } else {
+        int64_t n = tg_numel(index), outer, size, inner;
+        split_at(a->full, a->dim, &outer, &size, &inner);
+        const int64_t *idx = tg_data_ptr(index);
+        for (int64_t i = 0; i < n; i++)
+            if (idx[i] < 0 || idx[i] >= size) return index_error(a->op, idx[i], a->dim, a->full), NULL;
+        size_t es = tg_dtype_size(out->dtype);
+        const char *s = tg_elem_ptr(src);
+        char *d = tg_data_ptr(out);
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t r = 0; r < inner; r++)
+                    add_element(out->dtype, d + (size_t)((o * size + idx[i]) * inner + r) * es,
+                                s + (size_t)((o * n + i) * inner + r) * es);
+    }
+    tg_ctx_save(ctx, index);
+    return out;
+}
+
+static void index_add_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const index_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *index = tg_ctx_saved(ctx, 0);
+    if (index) grad_in[0] = tg_apply_args(&index_select_fn, (tg_tensor *[]){g, index}, a, sizeof *a);
+}
+
+static const tg_function index_add_fn = {"index_add", 2, index_add_forward, index_add_backward, 0};
+
+static tg_tensor *index_add_zeros(tg_tensor *src, tg_tensor *index, const index_args *a) {
+    return tg_apply_args(&index_add_fn, (tg_tensor *[]){src, index}, a, sizeof *a);
+}
+
+static tg_status check_index_vector(const char *op, tg_tensor *t, int dim, tg_tensor *index, int *wrapped) {
+    if (check_index_dtype(op, index, true) || check_same_device(op, t, index, "the input and the index"))
+        return TG_ERROR;
+    if (index->shape.ndim > 1) {
+        char s[128];
+        return tg_error("%s: index must be 1-D, got shape %s", op, tg_shape_str(index->shape, s, sizeof s));
+    }
+    int d = tg_wrap_dim(dim, t->shape.ndim);
+    if (d < 0) {
+        char s[128];
+        return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim, tg_shape_str(t->shape, s, sizeof s));
+    }
+    *wrapped = t->shape.ndim > 0 ? d : 0;
+    return TG_OK;
+}
+
+tg_tensor *tg_index_select(tg_tensor *t, int dim, tg_tensor *index) {
+    if (!t) return tg_error_null_input("tg_index_select", 0), NULL;
+    if (!index) return tg_error_null_input("tg_index_select", 1), NULL;
+    index_args a = {0, "tg_index_select", {0}};
+    if (check_index_vector("tg_index_select", t, dim, index, &a.dim)) return NULL;
+    if (t->shape.ndim == 0 && tg_numel(index) != 1)
+        return tg_error("tg_index_select: a 0-dim input takes exactly one index, got %lld", (long long)tg_numel(index)), NULL;
+    return tg_apply_args(&index_select_fn, (tg_tensor *[]){t, index}, &a, sizeof a);
+}
+
+tg_tensor *tg_index_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src) {
+    const char *op = "tg_index_add";
+    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (!index) return tg_error_null_input(op, 2), NULL;
+    if (!src) return tg_error_null_input(op, 3), NULL;
+    index_args a = {0, "tg_index_add", t->shape};
+    if (check_index_vector(op, t, dim, index, &a.dim) || check_same_device(op, t, src, "the input and src"))
+        return NULL;
+    if (t->dtype != src->dtype)
+        return tg_error("%s: src dtype %s differs from the input's %s", op, tg_dtype_name(src->dtype),
+                        tg_dtype_name(t->dtype)), NULL;
+    tg_shape want = t->shape;
+    if (want.ndim > 0) want.dims[a.dim] = tg_numel(index);
+    if (!tg_shape_equal(want, src->shape)) {
+        char s1[128], s2[128];
+        return tg_error("%s: src must have shape %s (the input's with dim %d of the index's length), got %s", op,
+                        tg_shape_str(want, s1, sizeof s1), a.dim, tg_shape_str(src->shape, s2, sizeof s2)), NULL;
+    }
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_add(t, index_add_zeros(src, index, &a))); }
+    return result;
+}
+
+/* ======================= gather / scatter_add ======================= */
+
+/* For each element of index (shape ishape, contiguous): the offsets (elements) of the
+ * matching element of x (contiguous, shape xshape: the index value replaces the
+ * coordinate along dim) and of index itself. Returns the first bad index value via
+ * *bad (and false) when one is out of range. */
+typedef void (*gather_visit)(int64_t x_offset, int64_t i_offset, void *user);
+
+static bool walk_index(tg_shape xshape, tg_shape ishape, int dim, const int64_t *idx, gather_visit visit,
+                       void *user, int64_t *bad) {
+    int nd = ishape.ndim;
+    int64_t xstrides[TG_MAX_DIMS], coord[TG_MAX_DIMS] = {0}, n = tg_shape_numel(ishape);
+    tg_contiguous_strides(xshape, xstrides);
+    int64_t size = nd > 0 ? xshape.dims[dim] : 1;
+    for (int64_t p = 0; p < n; p++) {
+        int64_t v = idx[p];
+        if (v < 0 || v >= size) {
+            *bad = v;
+            return false;
+        }
+        int64_t off = 0;
+        for (int d = 0; d < nd; d++) off += (d == dim ? v : coord[d]) * xstrides[d];
+        visit(off, p, user);
+        for (int d = nd - 1; d >= 0; d--) { /* next coordinate, row-major */
+            if (++coord[d] < ishape.dims[d]) break;
+            coord[d] = 0;
+        }
+    }
+    return true;
+}
+
+typedef struct {
+    char *x, *other; /* x: the gathered-from / scattered-into tensor; other: out / src */
+    size_t es;
+    tg_dtype dtype;
+} walk_data;
+
+static void visit_gather(int64_t xo, int64_t io, void *u) {
+    walk_data *w = u;
+    memcpy(w->other + (size_t)io * w->es, w->x + (size_t)xo * w->es, w->es);
+}
+
+static void visit_scatter_add(int64_t xo, int64_t io, void *u) {
+    walk_data *w = u;
+    add_element(w->dtype, w->x + (size_t)xo * w->es, w->other + (size_t)io * w->es);
+}
+
+typedef struct {
+    int dim;
+    const char *op;
+    tg_shape full; /* scatter_add: the result's shape */
+} gather_args;
+
+static tg_tensor *scatter_add_zeros(tg_tensor *src, tg_tensor *index, const gather_args *a);
+
+static tg_tensor *gather_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const gather_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_contiguous(in[0]), *index = tg_contiguous(in[1]);
+    if (!x || !index) return NULL;
+    tg_tensor *out = tg_empty(index->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    if (!out) return NULL;
+    if (is_cuda(x)) {
+        if (TG_CUDA_CALL(a->op, tg_cuda_gather, out, x, a->dim, index)) return NULL;
+    } else {
+        walk_data w = {tg_elem_ptr(x), tg_data_ptr(out), tg_dtype_size(x->dtype), x->dtype};
+        int64_t bad;
+        if (!walk_index(x->shape, index->shape, a->dim, tg_elem_ptr(index), visit_gather, &w, &bad))
+            return index_error(a->op, bad, a->dim, x->shape), NULL;
+    }
+    tg_ctx_save(ctx, index);
+    return out;
+}
+
+static void gather_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    gather_args a = *(const gather_args *)tg_ctx_attrs(ctx);
+    tg_tensor *index = tg_ctx_saved(ctx, 0);
+    if (!index) return;
+    a.full = tg_ctx_input_shape(ctx, 0);
+    grad_in[0] = scatter_add_zeros(g, index, &a);
+}
+
+static const tg_function gather_fn = {"gather", 2, gather_forward, gather_backward, 0};
+
+static tg_tensor *scatter_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const gather_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *src = tg_contiguous(in[0]), *index = tg_contiguous(in[1]);
+    tg_tensor *out = tg_zeros(a->full, (tg_opts){.dtype = in[0]->dtype, .device = in[0]->storage->device});
+    if (!src || !index || !out) return NULL;
+    if (is_cuda(out)) {
+        if (TG_CUDA_CALL(a->op, tg_cuda_scatter_add, out, a->dim, index, src)) return NULL;
+    } else {
+        walk_data w = {tg_data_ptr(out), tg_elem_ptr(src), tg_dtype_size(out->dtype), out->dtype};
+        int64_t bad;
+        if (!walk_index(a->full, index->shape, a->dim, tg_elem_ptr(index), visit_scatter_add, &w, &bad))
+            return index_error(a->op, bad, a->dim, a->full), NULL;
+    }
+    tg_ctx_save(ctx, index);
+    return out;
+}
+
+static void scatter_add_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const gather_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *index = tg_ctx_saved(ctx, 0);
+    if (index) grad_in[0] = tg_apply_args(&gather_fn, (tg_tensor *[]){g, index}, a, sizeof *a);
+}
+
+static const tg_function scatter_add_fn = {"scatter_add", 2, scatter_add_forward, scatter_add_backward, 0};
+
+static tg_tensor *scatter_add_zeros(tg_tensor *src, tg_tensor *index, const gather_args *a) {
+    return tg_apply_args(&scatter_add_fn, (tg_tensor *[]){src, index}, a, sizeof *a);
+}
+
+/* index int64, t's ndim, index.size(d) <= t.size(d) for d != dim (PyTorch's rule). */
+static tg_status check_gather_index(const char *op, tg_tensor *t, int dim, tg_tensor *index, int *wrapped) {
+    if (check_index_dtype(op, index, false) || check_same_device(op, t, index, "the input and the index"))
+        return TG_ERROR;
+    char st[128], si[128];
+    tg_shape_str(t->shape, st, sizeof st);
+    tg_shape_str(index->shape, si, sizeof si);
+    int d = tg_wrap_dim(dim, t->shape.ndim);
+    if (d < 0) return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim, st);
+    if (index->shape.ndim != t->shape.ndim)
+        return tg_error("%s: index %s must have as many dims as the input %s", op, si, st);
+    for (int k = 0; k < t->shape.ndim; k++)
+        if (k != d && index->shape.dims[k] > t->shape.dims[k])
+            return tg_error("%s: index %s is larger than the input %s in dim %d", op, si, st, k);
+    *wrapped = t->shape.ndim > 0 ? d : 0;
+    return TG_OK;
+}
+
+tg_tensor *tg_gather(tg_tensor *t, int dim, tg_tensor *index) {
+    if (!t) return tg_error_null_input("tg_gather", 0), NULL;
+    if (!index) return tg_error_null_input("tg_gather", 1), NULL;
+    gather_args a = {0, "tg_gather", {0}};
+    if (check_gather_index("tg_gather", t, dim, index, &a.dim)) return NULL;
+    return tg_apply_args(&gather_fn, (tg_tensor *[]){t, index}, &a, sizeof a);
+}
+
+tg_tensor *tg_scatter_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src) {
+    const char *op = "tg_scatter_add";
+    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (!index) return tg_error_null_input(op, 2), NULL;
+    if (!src) return tg_error_null_input(op, 3), NULL;
+    gather_args a = {0, op, t->shape};
+    if (check_gather_index(op, t, dim, index, &a.dim) || check_same_device(op, t, src, "the input and src"))
+        return NULL;
+    if (t->dtype != src->dtype)
+        return tg_error("%s: src dtype %s differs from the input's %s", op, tg_dtype_name(src->dtype),
+                        tg_dtype_name(t->dtype)), NULL;
+    if (!tg_shape_equal(index->shape, src->shape)) {
+        char s1[128], s2[128];
+        return tg_error("%s: src %s must have the index's shape %s", op, tg_shape_str(src->shape, s1, sizeof s1),
+                        tg_shape_str(index->shape, s2, sizeof s2)), NULL;
+    }
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_add(t, scatter_add_zeros(src, index, &a))); }
+    return result;
+}
+
+/* ======================= one_hot / embedding ======================= */
+
+tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
+    const char *op = "tg_one_hot";
+    if (!index) return tg_error_null_input(op, 0), NULL;
+    if (check_index_dtype(op, index, false)) return NULL;
+    if (num_classes < -1 || (num_classes == 0 && tg_numel(index) > 0))
+        return tg_error("%s: num_classes must be positive or -1, got %lld", op, (long long)num_classes), NULL;
+    if (index->shape.ndim + 1 > TG_MAX_DIMS) return tg_error("%s: too many dims", op), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        /* Values are checked on the host (PyTorch's one_hot synchronises the same way). */
+        tg_tensor *host = tg_contiguous(tg_tensor_to(index, TG_CPU));
+        const int64_t *idx = host ? tg_data_ptr(host) : NULL;
+        int64_t n = tg_numel(index), classes = num_classes, bad = 0;
+        bool ok = host != NULL;
+        if (ok && classes == -1) {
+            if (n == 0) ok = !tg_error("%s: cannot infer num_classes (-1) from an empty tensor", op);
+            for (int64_t i = 0; i < n; i++) classes = idx[i] + 1 > classes ? idx[i] + 1 : classes;
+        }
+        for (int64_t i = 0; ok && i < n; i++)
+            if (idx[i] < 0 || idx[i] >= classes) ok = false, bad = idx[i];
+        if (host && !ok && !tg_has_error())
+            tg_error("%s: class value %lld is out of range [0, %lld)", op, (long long)bad, (long long)classes);
+        tg_shape shape = index->shape;
+        shape.dims[shape.ndim++] = classes;
+        tg_tensor *out = ok ? tg_zeros(shape, (tg_opts){.dtype = TG_INT64}) : NULL;
+        if (out) {
+            int64_t *o = tg_data_ptr(out);
+            for (int64_t i = 0; i < n; i++) o[i * classes + idx[i]] = 1;
+            result = tg_scope_return(tg_tensor_to(out, index->storage->device));
+        }
+    }
+    return result;
+}
+
+tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices) {
+    const char *op = "tg_embedding";
+    if (!weight) return tg_error_null_input(op, 0), NULL;
+    if (!indices) return tg_error_null_input(op, 1), NULL;
+    if (weight->shape.ndim != 2) {
+        char s[128];
+        return tg_error("%s: weight must be 2-D [num_embeddings, embedding_dim], got %s", op,
+                        tg_shape_str(weight->shape, s, sizeof s)), NULL;
+    }
+    if (check_index_dtype(op, indices, true) || check_same_device(op, weight, indices, "the weight and the indices"))
+        return NULL;
+    if (indices->shape.ndim + 1 > TG_MAX_DIMS) return tg_error("%s: too many dims", op), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        index_args a = {0, op, {0}};
+        tg_tensor *flat = tg_reshape(indices, TG_SHAPE(-1));
+        tg_tensor *rows = flat ? tg_apply_args(&index_select_fn, (tg_tensor *[]){weight, flat}, &a, sizeof a) : NULL;
+        tg_shape shape = indices->shape;
+        shape.dims[shape.ndim++] = weight->shape.dims[1];
+        if (rows) result = tg_scope_return(tg_reshape(rows, shape));
+    }
+    return result;
+}

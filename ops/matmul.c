@@ -1,0 +1,292 @@
+/* Matrix products: matmul (torch.matmul) and linear (torch.nn.functional.linear).
+ * CPU through OpenBLAS, CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
+ * one strided-batched GEMM description (gemm_desc below), so a transposed view is
+ * passed as a transpose flag instead of being copied. */
+#include "ops/matmul.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/matmul.h"
+#include "ops/dispatch.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+/* ======================= GEMM on any device ======================= */
+
+/* How one operand matrix [rows, cols] (with element strides rs, cs) reaches BLAS:
+ * row-major as is, or the row-major transpose of a row-major matrix. */
+typedef struct {
+    bool trans;
+    int64_t ld;
+} blas_layout;
+
+/* False when neither layout fits (the caller then makes the operand contiguous). */
+static bool layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs, blas_layout *l) {
+    int64_t min_ld_rows = cols > 1 ? cols : 1, min_ld_cols = rows > 1 ? rows : 1;
+    /* A size-1 dim's stride is meaningless: BLAS only needs a valid leading dim. */
+    if (rows == 1) rs = min_ld_rows;
+    if (cols == 1) cs = min_ld_cols;
+    if (cs == 1 && rs >= min_ld_rows) {
+        *l = (blas_layout){false, rs};
+        return true;
+    }
+    if (rs == 1 && cs >= min_ld_cols) {
+        *l = (blas_layout){true, cs};
+        return true;
+    }
+    if (rows == 1 && cols == 1) {
+        *l = (blas_layout){false, 1};
+        return true;
+    }
+    return false;
+}
+
+/* C_i [m, n] = alpha * op(A_i) op(B_i) + beta * C_i for i < batch (row-major). */
+typedef struct {
+    tg_dtype dtype;
+    tg_device device;
+    int64_t m, n, k;
+    blas_layout la, lb;
+    int64_t ldc;
+    double alpha, beta;
+} gemm_desc;
+
+static tg_status gemm_run(const char *op, const gemm_desc *g, const void *a, int64_t stride_a, const void *b,
+                          int64_t stride_b, void *c, int64_t stride_c, int64_t batch) {
+    if (g->m == 0 || g->n == 0 || batch == 0) return TG_OK;
+    if (g->device.kind == TG_DEVICE_CUDA)
+        return TG_CUDA_CALL(op, tg_cuda_gemm, g->dtype, g->device.index, g->la.trans, g->lb.trans, g->m, g->n,
+                            g->k, g->alpha, a, g->la.ld, stride_a, b, g->lb.ld, stride_b, g->beta, c, g->ldc,
+                            stride_c, batch);
+    CBLAS_TRANSPOSE ta = g->la.trans ? CblasTrans : CblasNoTrans, tb = g->lb.trans ? CblasTrans : CblasNoTrans;
+    for (int64_t i = 0; i < batch; i++) {
+        if (g->dtype == TG_FLOAT32)
+            cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, (float)g->alpha,
+                        (const float *)a + i * stride_a, (int)g->la.ld, (const float *)b + i * stride_b,
+                        (int)g->lb.ld, (float)g->beta, (float *)c + i * stride_c, (int)g->ldc);
+        else
+            cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, g->alpha,
+                        (const double *)a + i * stride_a, (int)g->la.ld, (const double *)b + i * stride_b,
+                        (int)g->lb.ld, g->beta, (double *)c + i * stride_c, (int)g->ldc);
+    }
+    return TG_OK;
+}
+
+/* The operand as BLAS can read it: t itself when its last two dims fit a layout,
+ * else a contiguous copy (owned by the current scope). */
+static tg_tensor *blas_operand(tg_tensor *t, blas_layout *l) {
+    int nd = t->shape.ndim;
+    int64_t rows = t->shape.dims[nd - 2], cols = t->shape.dims[nd - 1];
+    if (layout_of(rows, cols, t->strides[nd - 2], t->strides[nd - 1], l)) return t;
+    tg_tensor *c = tg_contiguous(t);
+    if (c) layout_of(rows, cols, c->strides[nd - 2], c->strides[nd - 1], l);
+    return c;
+}
+
+/* True when dims [0, ndim) of t (rows; its last dim, k wide, is the columns) are one
+ * run of rows at a uniform stride that BLAS accepts as a leading dim. */
+static bool uniform_rows(const tg_tensor *t, int ndim, int64_t k, int64_t *row_stride) {
+    if (k > 1 && t->strides[ndim] != 1) return false;
+    int64_t stride = -1, expected = -1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (t->shape.dims[d] == 1) continue;
+        if (stride < 0) stride = t->strides[d];
+        else if (t->strides[d] != expected) return false;
+        expected = t->strides[d] * t->shape.dims[d];
+    }
+    if (stride < 0) stride = k > 1 ? k : 1; /* a single row */
+    *row_stride = stride;
+    return stride >= (k > 1 ? k : 1);
+}
+
+static tg_status check_pair(const char *op, tg_tensor *a, tg_tensor *b, const char *what_b) {
+    char da[16], db[16];
+    if (a->dtype != TG_FLOAT32 && a->dtype != TG_FLOAT64)
+        return tg_error("%s: expected float32 or float64 tensors, got %s", op, tg_dtype_name(a->dtype));
+    if (a->dtype != b->dtype)
+        return tg_error("%s: expected tensors of one dtype, got %s and %s (%s)", op, tg_dtype_name(a->dtype),
+                        tg_dtype_name(b->dtype), what_b);
+    if (!tg_device_equal(a->storage->device, b->storage->device))
+        return tg_error("%s: expected tensors on one device, got %s and %s (%s)", op,
+                        tg_device_str(a->storage->device, da), tg_device_str(b->storage->device, db), what_b);
+    return TG_OK;
+}
+
+/* ======================= batched matmul (both operands >= 2-D) ======================= */
+
+/* a [..., n, k] x b [..., k, m] -> [batch..., n, m]; the checks are done by tg_matmul. */
+static tg_tensor *bmm_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    tg_tensor *a = in[0], *b = in[1];
+    int na = a->shape.ndim, nb = b->shape.ndim;
+    int64_t n = a->shape.dims[na - 2], k = a->shape.dims[na - 1], m = b->shape.dims[nb - 1];
+    tg_shape batch_a = {.ndim = na - 2}, batch_b = {.ndim = nb - 2}, batch;
+    memcpy(batch_a.dims, a->shape.dims, sizeof(int64_t) * (size_t)(na - 2));
+    memcpy(batch_b.dims, b->shape.dims, sizeof(int64_t) * (size_t)(nb - 2));
+    tg_broadcast_shapes(batch_a, batch_b, &batch); /* checked by tg_matmul */
+    tg_shape out_shape = batch, full_a = batch, full_b = batch;
+    out_shape.dims[out_shape.ndim++] = n;
+    out_shape.dims[out_shape.ndim++] = m;
+    full_a.dims[full_a.ndim++] = n;
+    full_a.dims[full_a.ndim++] = k;
+    full_b.dims[full_b.ndim++] = k;
+    full_b.dims[full_b.ndim++] = m;
+    tg_opts opts = {.dtype = a->dtype, .device = a->storage->device};
+    tg_tensor *out = k == 0 ? tg_zeros(out_shape, opts) : tg_empty(out_shape, opts);
+    if (!out) return NULL;
+    tg_ctx_save(ctx, a);
+    tg_ctx_save(ctx, b);
+    if (k == 0 || tg_shape_numel(out_shape) == 0) return out;
+
+    gemm_desc g = {.dtype = a->dtype, .device = a->storage->device, .m = n, .n = m, .k = k, .ldc = m,
+                   .alpha = 1, .beta = 0};
+    /* Views broadcast to the full batch (stride 0 on broadcast dims), no copies. */
+    tg_tensor *ea = tg_expand(a, full_a), *eb = tg_expand(b, full_b);
+    if (!ea || !eb || !(ea = blas_operand(ea, &g.la)) || !(eb = blas_operand(eb, &g.lb))) return NULL;
+    int nbatch = batch.ndim;
+    char *pa = tg_elem_ptr(ea), *pb = tg_elem_ptr(eb), *pc = tg_elem_ptr(out);
+    size_t es = tg_dtype_size(a->dtype);
+
+    /* One GEMM for all of a's rows when b is shared by the whole batch and a's batch
+     * and row dims form one uniform run of rows (the common x [B, T, k] @ w [k, m]). */
+    bool b_shared = true;
+    for (int d = 0; d < nbatch; d++) b_shared &= eb->strides[d] == 0 || batch.dims[d] == 1;
+    int64_t row_stride;
+    if (nbatch == 0 || (b_shared && uniform_rows(ea, nbatch + 1, k, &row_stride))) {
+        gemm_desc whole = g;
+        whole.m = n * tg_shape_numel(batch);
+        if (nbatch > 0) whole.la = (blas_layout){false, row_stride};
+        return gemm_run("tg_matmul", &whole, pa, 0, pb, 0, pc, 0, 1) ? NULL : out;
+    }
+    /* Otherwise: one strided-batched call per index of the outer batch dims, over the last one. */
+    int64_t last = batch.dims[nbatch - 1], outer = tg_shape_numel(batch) / (last ? last : 1);
+    for (int64_t o = 0; o < outer && last > 0; o++) {
+        int64_t off_a = 0, off_b = 0, rest = o;
+        for (int d = nbatch - 2; d >= 0; d--) {
+            int64_t i = rest % batch.dims[d];
+            rest /= batch.dims[d];
+            off_a += i * ea->strides[d];
+            off_b += i * eb->strides[d];
+        }
+        if (gemm_run("tg_matmul", &g, pa + off_a * (int64_t)es, ea->strides[nbatch - 1], pb + off_b * (int64_t)es,
+                     eb->strides[nbatch - 1], pc + o * last * n * m * (int64_t)es, n * m, last))
+            return NULL;
+    }
+    return out;
+}
+
+/* d(a @ b): grad_a = g @ b^T, grad_b = a^T @ g; both have the broadcast batch shape
+ * and the engine sums them back to the inputs' shapes. */
+static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *a = tg_ctx_saved(ctx, 0), *b = tg_ctx_saved(ctx, 1);
+    if (!a || !b) return;
+    if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = tg_matmul(g, tg_transpose(b, -1, -2));
+    if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_matmul(tg_transpose(a, -1, -2), g);
+}
+
+static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0};
+
+tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
+    if (!a) return tg_error_null_input("tg_matmul", 0), NULL;
+    if (!b) return tg_error_null_input("tg_matmul", 1), NULL;
+    char sa[128], sb[128];
+    tg_shape_str(a->shape, sa, sizeof sa);
+    tg_shape_str(b->shape, sb, sizeof sb);
+    if (a->shape.ndim == 0 || b->shape.ndim == 0)
+        return tg_error("tg_matmul: both arguments need at least 1 dim, got %s and %s", sa, sb), NULL;
+    if (check_pair("tg_matmul", a, b, "second argument")) return NULL;
+    int na = a->shape.ndim, nb = b->shape.ndim;
+    int64_t ka = a->shape.dims[na - 1], kb = b->shape.dims[nb > 1 ? nb - 2 : 0];
+    if (ka != kb)
+        return tg_error("tg_matmul: cannot multiply %s by %s: inner sizes %lld != %lld", sa, sb, (long long)ka,
+                        (long long)kb), NULL;
+    tg_shape batch_a = {.ndim = na > 2 ? na - 2 : 0}, batch_b = {.ndim = nb > 2 ? nb - 2 : 0}, batch;
+    memcpy(batch_a.dims, a->shape.dims, sizeof(int64_t) * (size_t)batch_a.ndim);
+    memcpy(batch_b.dims, b->shape.dims, sizeof(int64_t) * (size_t)batch_b.ndim);
+    if (!tg_broadcast_shapes(batch_a, batch_b, &batch))
+        return tg_error("tg_matmul: batch dims of %s and %s cannot be broadcast together", sa, sb), NULL;
+    if (batch.ndim + 2 > TG_MAX_DIMS)
+        return tg_error("tg_matmul: result of %s by %s would exceed %d dims", sa, sb, TG_MAX_DIMS), NULL;
+    if (na >= 2 && nb >= 2) return tg_apply(&bmm_fn, (tg_tensor *[]){a, b});
+    /* A 1-D operand becomes a one-row (a) or one-column (b) matrix; that dim is
+     * removed from the result, as in PyTorch. */
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *a2 = na == 1 ? tg_unsqueeze(a, 0) : a, *b2 = nb == 1 ? tg_unsqueeze(b, 1) : b;
+        tg_tensor *r = tg_apply(&bmm_fn, (tg_tensor *[]){a2, b2});
+        if (r && nb == 1) r = tg_squeeze(r, -1);
+        if (r && na == 1) r = tg_squeeze(r, -2 + (nb == 1));
+        result = tg_scope_return(r);
+    }
+    return result;
+}
+
+/* ======================= linear ======================= */
+
+/* x [N..., in] * w [out, in]^T + b [out]; inputs: x, w[, b]. */
+static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    tg_tensor *x = in[0], *w = in[1], *bias = tg_ctx_function(ctx)->num_inputs == 3 ? in[2] : NULL;
+    int64_t in_features = w->shape.dims[1], out_features = w->shape.dims[0];
+    int64_t rows = 1; /* x's leading dims, flattened */
+    for (int d = 0; d < x->shape.ndim - 1; d++) rows *= x->shape.dims[d];
+    tg_shape out_shape = x->shape;
+    out_shape.dims[out_shape.ndim - 1] = out_features;
+    tg_opts opts = {.dtype = x->dtype, .device = x->storage->device};
+    tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), opts);
+    tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features)); /* a view unless x is scattered */
+    if (!out || !x2) return NULL;
+    if (bias ? tg_copy_(out, bias) : tg_fill_(out, 0)) return NULL; /* bias broadcast over the rows */
+    gemm_desc g = {.dtype = x->dtype, .device = x->storage->device, .m = rows, .n = out_features,
+                   .k = in_features, .ldc = out_features, .alpha = 1, .beta = 1};
+    tg_tensor *wt = tg_transpose(w, 0, 1); /* [in, out]: a transposed view, no copy */
+    if (!wt || !(x2 = blas_operand(x2, &g.la)) || !(wt = blas_operand(wt, &g.lb))) return NULL;
+    if (in_features > 0 && gemm_run("tg_linear", &g, tg_elem_ptr(x2), 0, tg_elem_ptr(wt), 0, tg_elem_ptr(out), 0, 1))
+        return NULL;
+    tg_ctx_save(ctx, x);
+    tg_ctx_save(ctx, w);
+    return tg_reshape(out, out_shape);
+}
+
+static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
+    if (!x || !w) return;
+    if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = tg_matmul(g, w); /* [..., out] @ [out, in] */
+    if (tg_ctx_needs_input_grad(ctx, 1)) {                             /* sum over rows of g^T x */
+        tg_shape xs = tg_ctx_input_shape(ctx, 0);
+        int64_t rows = 1, in_features = tg_size(w, 1), out_features = tg_size(w, 0);
+        for (int d = 0; d < xs.ndim - 1; d++) rows *= xs.dims[d];
+        tg_tensor *g2 = tg_reshape(g, TG_SHAPE(rows, out_features));
+        tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
+        grad_in[1] = tg_matmul(tg_transpose(g2, 0, 1), x2);
+    }
+    if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2))
+        grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
+}
+
+static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0};
+static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0};
+
+tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
+    if (!x) return tg_error_null_input("tg_linear", 0), NULL;
+    if (!weight) return tg_error_null_input("tg_linear", 1), NULL;
+    char sx[128], sw[128], sb[128];
+    tg_shape_str(x->shape, sx, sizeof sx);
+    tg_shape_str(weight->shape, sw, sizeof sw);
+    if (weight->shape.ndim != 2)
+        return tg_error("tg_linear: weight must be 2-D [out_features, in_features], got %s", sw), NULL;
+    if (x->shape.ndim == 0) return tg_error("tg_linear: input must have at least 1 dim, got %s", sx), NULL;
+    if (check_pair("tg_linear", x, weight, "input and weight")) return NULL;
+    if (x->shape.dims[x->shape.ndim - 1] != weight->shape.dims[1])
+        return tg_error("tg_linear: cannot multiply input %s by weight %s transposed: in_features %lld != %lld", sx,
+                        sw, (long long)x->shape.dims[x->shape.ndim - 1], (long long)weight->shape.dims[1]), NULL;
+    if (!bias) return tg_apply(&linear_no_bias_fn, (tg_tensor *[]){x, weight});
+    tg_shape_str(bias->shape, sb, sizeof sb);
+    if (check_pair("tg_linear", x, bias, "input and bias")) return NULL;
+    if (bias->shape.ndim != 1 || bias->shape.dims[0] != weight->shape.dims[0])
+        return tg_error("tg_linear: bias must be [%lld] for weight %s, got %s", (long long)weight->shape.dims[0], sw,
+                        sb), NULL;
+    return tg_apply(&linear_fn, (tg_tensor *[]){x, weight, bias});
+}

@@ -1,0 +1,198 @@
+/* Statistical reductions: var, std, logsumexp, vector norm (torch.var, torch.std,
+ * torch.logsumexp, torch.linalg.vector_norm). CPU kernels accumulate in double;
+ * backward formulas (after PyTorch's FunctionsManual.cpp) are written with ops, so
+ * they are differentiable again. CUDA: ops/cuda/reduce.cu. */
+#include <math.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/reduce.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/reduce_dims.h"
+#include "ops/reduce_plan.h"
+#include "ops/shape.h"
+
+#define STATS_GRAIN 32768
+
+typedef enum { STAT_VAR, STAT_STD, STAT_LOGSUMEXP, STAT_NORM } stat_kind;
+
+typedef struct {
+    bool reduce[TG_MAX_DIMS];
+    bool keepdim;
+    double param; /* var/std: the correction (1 unbiased, 0 not); norm: p */
+} stat_args;
+
+typedef struct {
+    tg_function fn; /* first, so tg_ctx_function gives back the whole struct */
+    stat_kind kind;
+    const char *op;
+} stat_op;
+
+/* One output element from the reduced elements of `base` (n of them, k-th at AT(k)). */
+#define STATS_KERNEL(NAME, T)                                                                          \
+    static void NAME(const tg_reduce_plan *p, const T *x, T *out, stat_kind kind, double param) {      \
+        int64_t n = p->inner_numel, st = p->inner_ndim == 1 ? p->inner_strides[0] : 0;                 \
+        bool flat = p->inner_ndim <= 1;                                                                \
+        _Pragma("omp parallel for if (p->outer_numel * n >= STATS_GRAIN && p->outer_numel > 1)")       \
+        for (int64_t o = 0; o < p->outer_numel; o++) {                                                 \
+            const T *base = x + tg_reduce_outer_offset(p, o);                                          \
+            double r = 0;                                                                              \
+            switch (kind) {                                                                            \
+            case STAT_VAR: case STAT_STD: { /* two passes: mean, then squared deviations */           \
+                double sum = 0, ss = 0;                                                                \
+                for (int64_t k = 0; k < n; k++) sum += AT(k);                                          \
+                double mean = sum / (double)n;                                                         \
+                for (int64_t k = 0; k < n; k++) ss += (AT(k) - mean) * (AT(k) - mean);                 \
+                r = ss / ((double)n - param);                                                          \
+                if (kind == STAT_STD) r = sqrt(r);                                                     \
+                break;                                                                                 \
+            }                                                                                          \
+            case STAT_LOGSUMEXP: { /* max shift; an infinite max shifts by 0 (as PyTorch) */          \
+                double m = -INFINITY, sum = 0;                                                         \
+                for (int64_t k = 0; k < n; k++) m = AT(k) > m ? AT(k) : m;                             \
+                if (isinf(m)) m = 0;                                                                   \
+                for (int64_t k = 0; k < n; k++) sum += exp(AT(k) - m);                                 \
+                r = log(sum) + m;                                                                      \
+                break;                                                                                 \
+            }                                                                                          \
+            case STAT_NORM:                                                                            \
+                for (int64_t k = 0; k < n; k++) {                                                      \
+                    double a = fabs((double)AT(k));                                                    \
+                    if (isinf(param)) r = a > r || a != a ? a : r;                                     \
+                    else if (param == 1) r += a;                                               \
+                    else if (param == 2) r += a * a;                                                   \
+                    else r += pow(a, param);                                                           \
+                }                                                                                      \
+                if (param == 2) r = sqrt(r);                                                           \
+                else if (!isinf(param) && param != 1) r = pow(r, 1 / param);                           \
+                break;                                                                                 \
+            }                                                                                          \
+            out[o] = (T)r;                                                                             \
+        }                                                                                              \
+    }
+#define AT(k) ((double)(flat ? base[(k) * st] : base[tg_reduce_inner_offset(p, (k))]))
+STATS_KERNEL(stats_f32, float)
+STATS_KERNEL(stats_f64, double)
+#undef AT
+
+static tg_tensor *stat_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const stat_op *op = (const stat_op *)tg_ctx_function(ctx);
+    const stat_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = in[0];
+    tg_tensor *out = tg_empty(tg_reduced_shape(x->shape, a->reduce, a->keepdim),
+                              (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    if (!out) return NULL;
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        tg_status s = TG_OK;
+        switch (op->kind) {
+        case STAT_VAR: s = TG_CUDA_CALL(op->op, tg_cuda_var, out, x, a->reduce, a->param); break;
+        case STAT_STD: /* sqrt of the variance: no kernel of its own */
+            s = TG_CUDA_CALL(op->op, tg_cuda_var, out, x, a->reduce, a->param);
+            if (!s) s = tg_unary_into(op->op, TG_UNARY_SQRT, out, out, 0, 0);
+            break;
+        case STAT_LOGSUMEXP: s = TG_CUDA_CALL(op->op, tg_cuda_logsumexp, out, x, a->reduce); break;
+        case STAT_NORM: s = TG_CUDA_CALL(op->op, tg_cuda_norm, out, x, a->reduce, a->param); break;
+        }
+        if (s) return NULL;
+    } else {
+        tg_reduce_plan p;
+        tg_reduce_plan_init(&p, x, a->reduce);
+        if (x->dtype == TG_FLOAT32)
+            stats_f32(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
+        else
+            stats_f64(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
+    }
+    tg_ctx_save(ctx, x);
+    tg_ctx_save(ctx, out);
+    return out;
+}
+
+/* t with the reduced dims put back as size 1 (broadcasts against the input). */
+static tg_tensor *keep(tg_tensor *t, tg_shape input_shape, const stat_args *a) {
+    return a->keepdim ? t : tg_reshape(t, tg_reduced_shape(input_shape, a->reduce, true));
+}
+
+/* where(cond_zero, 0, v): PyTorch's masked_fill_(norm == 0, 0) in the formulas below. */
+static tg_tensor *zero_where_zero(tg_tensor *denominator, tg_tensor *v) {
+    tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = tg_dtype_of(v), .device = tg_device_of(v)});
+    return tg_where(tg_eq(denominator, zero), zero, v);
+}
+
+static void stat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const stat_op *op = (const stat_op *)tg_ctx_function(ctx);
+    const stat_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *y = tg_ctx_saved(ctx, 1);
+    if (!x || !y) return;
+    tg_shape shape = tg_ctx_input_shape(ctx, 0);
+    tg_tensor *gk = keep(g, shape, a), *yk = keep(y, shape, a);
+    int dims[TG_MAX_DIMS], nd = 0;
+    for (int d = 0; d < shape.ndim; d++)
+        if (a->reduce[d]) dims[nd++] = d;
+    switch (op->kind) {
+    case STAT_STD: /* var's gradient of g / (2 std), zero where std is zero */
+        gk = zero_where_zero(yk, tg_div(gk, tg_mul_scalar(yk, 2)));
+        /* fall through */
+    case STAT_VAR: { /* 2 (x - mean) g / (N - correction) */
+        double n = (double)tg_reduced_count(shape, a->reduce);
+        tg_tensor *centered = nd ? tg_sub(x, tg_mean_dims(x, dims, nd, true)) : tg_zeros_like(x);
+        grad_in[0] = tg_mul(tg_mul_scalar(centered, 2 / (n - a->param)), gk);
+        break;
+    }
+    case STAT_LOGSUMEXP: /* g exp(x - lse) */
+        grad_in[0] = tg_mul(gk, tg_exp(tg_sub(x, yk)));
+        break;
+    case STAT_NORM: {
+        double p = a->param;
+        if (p == 1) {
+            grad_in[0] = tg_mul(tg_sign(x), gk);
+        } else if (p == 2) {
+            grad_in[0] = tg_mul(x, zero_where_zero(yk, tg_div(gk, yk)));
+        } else if (isinf(p)) { /* shared evenly by the elements of largest magnitude */
+            tg_tensor *mask = tg_cast(tg_eq(tg_abs(x), tg_detach(yk)), tg_dtype_of(x));
+            tg_tensor *count = nd ? tg_sum_dims(mask, dims, nd, true) : mask;
+            grad_in[0] = tg_mul(tg_mul(tg_sign(x), mask), tg_div(gk, count));
+        } else { /* x |x|^(p-2) g / norm^(p-1) */
+            tg_tensor *scale = zero_where_zero(yk, tg_div(gk, tg_pow_scalar(yk, p - 1)));
+            grad_in[0] = tg_mul(tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2)), scale);
+        }
+        break;
+    }
+    }
+}
+
+static const stat_op var_op = {{"var", 1, stat_forward, stat_backward, 0}, STAT_VAR, "tg_var"};
+static const stat_op std_op = {{"std", 1, stat_forward, stat_backward, 0}, STAT_STD, "tg_std"};
+static const stat_op logsumexp_op = {{"logsumexp", 1, stat_forward, stat_backward, 0}, STAT_LOGSUMEXP, "tg_logsumexp"};
+static const stat_op norm_op = {{"norm", 1, stat_forward, stat_backward, 0}, STAT_NORM, "tg_norm"};
+
+static tg_tensor *apply_stat(const stat_op *op, tg_tensor *t, const int *dims, int num_dims, bool keepdim,
+                             double param) {
+    if (!t) return tg_error_null_input(op->op, 0), NULL;
+    if (t->dtype != TG_FLOAT32 && t->dtype != TG_FLOAT64)
+        return tg_error("%s: expected a float32 or float64 tensor, got %s", op->op, tg_dtype_name(t->dtype)), NULL;
+    if (num_dims < 0 || num_dims > TG_MAX_DIMS || (num_dims > 0 && !dims))
+        return tg_error("%s: invalid dims list (%d entries)", op->op, num_dims), NULL;
+    stat_args a = {.keepdim = keepdim, .param = param};
+    if (tg_reduce_dims_mask(op->op, t, dims, num_dims, a.reduce)) return NULL;
+    return tg_apply_args(&op->fn, &t, &a, sizeof a);
+}
+
+tg_tensor *tg_var(tg_tensor *t, const int *dims, int num_dims, bool unbiased, bool keepdim) {
+    return apply_stat(&var_op, t, dims, num_dims, keepdim, unbiased ? 1 : 0);
+}
+
+tg_tensor *tg_std(tg_tensor *t, const int *dims, int num_dims, bool unbiased, bool keepdim) {
+    return apply_stat(&std_op, t, dims, num_dims, keepdim, unbiased ? 1 : 0);
+}
+
+tg_tensor *tg_logsumexp(tg_tensor *t, int dim, bool keepdim) {
+    return apply_stat(&logsumexp_op, t, &dim, 1, keepdim, 0);
+}
+
+tg_tensor *tg_norm(tg_tensor *t, double p, const int *dims, int num_dims, bool keepdim) {
+    if (!(p > 0)) return tg_error("tg_norm: p must be positive (or INFINITY), got %g", p), NULL;
+    return apply_stat(&norm_op, t, dims, num_dims, keepdim, p);
+}

@@ -1,0 +1,122 @@
+/* softmax and log_softmax along one dim (torch.softmax / torch.log_softmax): own
+ * CPU kernels, backward formulas written with ops (so they are differentiable again).
+ * CUDA kernels: ops/cuda/softmax.cu. */
+#include <math.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/softmax.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/reduce_plan.h"
+
+#define SOFTMAX_GRAIN 32768 /* elements above which rows are split across threads */
+
+/* One row of `len` elements at stride xs (input) / os (output). Stable: exp(x - max).
+ * A row whose max is -inf (all -inf) gives NaN, as PyTorch's. */
+#define SOFTMAX_KERNEL(NAME, T, EXP, LOG)                                                            \
+    static void NAME(const tg_reduce_plan *px, const tg_reduce_plan *po, const T *x, T *out, bool log_out) { \
+        int64_t len = px->inner_numel;                                                               \
+        int64_t xs = px->inner_ndim ? px->inner_strides[0] : 1, os = po->inner_ndim ? po->inner_strides[0] : 1; \
+        _Pragma("omp parallel for if (px->outer_numel * len >= SOFTMAX_GRAIN && px->outer_numel > 1)") \
+        for (int64_t o = 0; o < px->outer_numel; o++) {                                              \
+            const T *row = x + tg_reduce_outer_offset(px, o);                                        \
+            T *dst = out + tg_reduce_outer_offset(po, o);                                            \
+            T max = -INFINITY;                                                                       \
+            for (int64_t k = 0; k < len; k++) {                                                      \
+                T v = row[k * xs];                                                                   \
+                if (v > max || v != v) max = v;                                                      \
+                if (v != v) break;                                                                   \
+            }                                                                                        \
+            double sum = 0;                                                                          \
+            if (log_out) {                                                                           \
+                for (int64_t k = 0; k < len; k++) sum += EXP(row[k * xs] - max);                    \
+                T shift = max + (T)LOG(sum);                                                        \
+                for (int64_t k = 0; k < len; k++) dst[k * os] = row[k * xs] - shift;               \
+            } else {                                                                                 \
+                for (int64_t k = 0; k < len; k++) {                                                  \
+                    T e = EXP(row[k * xs] - max);                                                    \
+                    dst[k * os] = e;                                                                 \
+                    sum += e;                                                                        \
+                }                                                                                    \
+                T inv = (T)(1.0 / sum);                                                              \
+                for (int64_t k = 0; k < len; k++) dst[k * os] *= inv;                               \
+            }                                                                                        \
+        }                                                                                            \
+    }
+SOFTMAX_KERNEL(softmax_f32, float, expf, log)
+SOFTMAX_KERNEL(softmax_f64, double, exp, log)
+
+typedef struct {
+    int dim;  /* wrapped; 0 for a 0-dim tensor */
+    bool log; /* log_softmax */
+} softmax_args;
+
+static tg_tensor *softmax_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const softmax_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = in[0];
+    tg_tensor *out = tg_empty(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    if (!out) return NULL;
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (x->shape.ndim > 0 && TG_CUDA_CALL(a->log ? "tg_log_softmax" : "tg_softmax", tg_cuda_softmax, out, x,
+                                              a->dim, a->log))
+            return NULL;
+        if (x->shape.ndim == 0 && tg_fill_(out, a->log ? 0.0 : 1.0)) return NULL;
+    } else {
+        /* One "row" per position of the other dims; the reduce plan walks the strides
+         * (a contiguous last dim is the unit-stride fast case of the same loop). */
+        bool mask[TG_MAX_DIMS] = {false};
+        if (x->shape.ndim > 0) mask[a->dim] = true;
+        tg_reduce_plan px, po;
+        tg_reduce_plan_init(&px, x, mask);
+        tg_reduce_plan_init(&po, out, mask);
+        if (x->dtype == TG_FLOAT32)
+            softmax_f32(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
+        else
+            softmax_f64(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
+    }
+    tg_ctx_save(ctx, out);
+    return out;
+}
+
+/* With y the output (PyTorch's _softmax_backward_data / _log_softmax_backward_data):
+ *   softmax:     grad_x = y * (g - sum(g * y, dim))
+ *   log_softmax: grad_x = g - exp(y) * sum(g, dim) */
+static void softmax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const softmax_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *y = tg_ctx_saved(ctx, 0);
+    if (!y) return;
+    int dim = tg_ndim(y) > 0 ? a->dim : 0;
+    if (tg_ndim(y) == 0) { /* a single element: the output is constant */
+        grad_in[0] = tg_zeros_like(g);
+        return;
+    }
+    if (a->log)
+        grad_in[0] = tg_sub(g, tg_mul(tg_exp(y), tg_sum_dim(g, dim, true)));
+    else
+        grad_in[0] = tg_mul(y, tg_sub(g, tg_sum_dim(tg_mul(g, y), dim, true)));
+}
+
+static const tg_function softmax_fn = {"softmax", 1, softmax_forward, softmax_backward, 0};
+static const tg_function log_softmax_fn = {"log_softmax", 1, softmax_forward, softmax_backward, 0};
+
+static tg_tensor *apply_softmax(const char *op, const tg_function *fn, tg_tensor *t, int dim, bool log) {
+    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (t->dtype != TG_FLOAT32 && t->dtype != TG_FLOAT64)
+        return tg_error("%s: expected a float32 or float64 tensor, got %s", op, tg_dtype_name(t->dtype)), NULL;
+    int d = tg_wrap_dim(dim, t->shape.ndim);
+    if (d < 0) {
+        char s[128];
+        return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim,
+                        tg_shape_str(t->shape, s, sizeof s)), NULL;
+    }
+    softmax_args a = {d, log};
+    return tg_apply_args(fn, &t, &a, sizeof a);
+}
+
+tg_tensor *tg_softmax(tg_tensor *t, int dim) { return apply_softmax("tg_softmax", &softmax_fn, t, dim, false); }
+tg_tensor *tg_log_softmax(tg_tensor *t, int dim) {
+    return apply_softmax("tg_log_softmax", &log_softmax_fn, t, dim, true);
+}
