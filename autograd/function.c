@@ -6,6 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "core/scope.h"
+#include "core/thread_exit.h"
 
 static atomic_long live_nodes;
 static _Thread_local uint64_t next_sequence_nr;
@@ -29,6 +30,41 @@ static void free_hooks(tg_hook_entry *h) {
     }
 }
 
+/* Node structs are recycled per thread (a node is ~1.5 KB; calloc/free of one per op
+ * showed in the per-op profile). */
+#define FREE_NODES_MAX 1024
+static _Thread_local tg_node *free_nodes[FREE_NODES_MAX];
+static _Thread_local int free_node_count;
+
+static _Thread_local bool cache_registered;
+
+static void free_node_cache(void) {
+    while (free_node_count > 0) free(free_nodes[--free_node_count]);
+    free(release_queue);
+    release_queue = NULL;
+    queue_capacity = 0;
+}
+
+static tg_node *node_alloc(void) {
+    if (!cache_registered) {
+        cache_registered = true;
+        tg_at_thread_exit(free_node_cache);
+    }
+    if (free_node_count > 0) {
+        tg_node *n = free_nodes[--free_node_count];
+        memset(n, 0, sizeof *n);
+        return n;
+    }
+    return calloc(1, sizeof(tg_node));
+}
+
+static void node_free(tg_node *n) {
+    if (free_node_count < FREE_NODES_MAX)
+        free_nodes[free_node_count++] = n;
+    else
+        free(n);
+}
+
 static void free_node_contents(tg_node *n) {
     for (int i = 0; i < n->num_saved; i++) tg_release(n->saved[i].tensor);
     free(n->saved);
@@ -41,7 +77,7 @@ static void free_node_contents(tg_node *n) {
         tg_release(n->grad_buffer[i]);
     }
     if (n->attrs != n->attrs_inline) free(n->attrs);
-    free(n);
+    node_free(n);
     atomic_fetch_sub(&live_nodes, 1);
 }
 
@@ -164,7 +200,7 @@ tg_tensor *tg_ctx_grad_output(tg_ctx *ctx, int i) {
 /* ---- tg_apply ---- */
 
 static tg_node *new_node(const tg_function *fn, int num_outputs) {
-    tg_node *n = calloc(1, sizeof *n);
+    tg_node *n = node_alloc();
     TG_ASSERT(n != NULL);
     n->refcount = 1;
     n->fn = fn;

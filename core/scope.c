@@ -2,8 +2,10 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/tensor_impl.h"
+#include "core/thread_exit.h"
 
 /* The scope stack is one growing array of owned references (like an autorelease
  * pool); each open scope remembers where its part starts and which tensors it hands
@@ -39,9 +41,46 @@ static void list_push(tensor_list *l, tg_tensor *t) {
     l->items[l->count++] = t;
 }
 
+/* Freed tensor structs are kept per thread and reused: a training step makes
+ * thousands, and malloc/free were a quarter of the per-op cost. */
+#define FREE_TENSORS_MAX 4096
+static _Thread_local tg_tensor *free_tensors[FREE_TENSORS_MAX];
+static _Thread_local int free_tensor_count;
+
+static _Thread_local bool cache_registered;
+
+static void free_tensor_cache(void) {
+    while (free_tensor_count > 0) free(free_tensors[--free_tensor_count]);
+    free(owned.items);
+    owned = (tensor_list){0};
+    free(frames);
+    frames = NULL;
+    frame_capacity = 0;
+}
+
+static tg_tensor *tensor_alloc(void) {
+    if (!cache_registered) {
+        cache_registered = true;
+        tg_at_thread_exit(free_tensor_cache);
+    }
+    if (free_tensor_count > 0) {
+        tg_tensor *t = free_tensors[--free_tensor_count];
+        memset(t, 0, sizeof *t);
+        return t;
+    }
+    return calloc(1, sizeof(tg_tensor));
+}
+
+static void tensor_free(tg_tensor *t) {
+    if (free_tensor_count < FREE_TENSORS_MAX)
+        free_tensors[free_tensor_count++] = t;
+    else
+        free(t);
+}
+
 tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
                           const int64_t *strides, int64_t offset) {
-    tg_tensor *t = calloc(1, sizeof *t);
+    tg_tensor *t = tensor_alloc();
     if (!t) {
         tg_storage_release(storage);
         tg_error("out of memory allocating a tensor");
@@ -79,7 +118,7 @@ void tg_release(tg_tensor *t) {
         if (t->grad_fn || t->hooks) tg_autograd_free_slots(t);
         tg_storage_release(t->storage);
         tg_tensor *grad = t->grad;
-        free(t);
+        tensor_free(t);
         atomic_fetch_sub(&live_tensors, 1);
         t = grad;
     }

@@ -1,5 +1,9 @@
 #include "core/storage.h"
 
+#include <stdbool.h>
+
+#include "core/thread_exit.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -102,19 +106,46 @@ void tg_cpu_empty_cache(void) {
     pthread_mutex_unlock(&cpu_lock);
 }
 
+/* Storage structs are recycled per thread, like tensor structs (core/scope.c). */
+#define FREE_STORAGES_MAX 4096
+static _Thread_local tg_storage *free_storages[FREE_STORAGES_MAX];
+static _Thread_local int free_storage_count;
+
+static _Thread_local bool cache_registered;
+
+static void free_storage_cache(void) {
+    while (free_storage_count > 0) free(free_storages[--free_storage_count]);
+}
+
+static tg_storage *storage_struct_alloc(void) {
+    if (!cache_registered) {
+        cache_registered = true;
+        tg_at_thread_exit(free_storage_cache);
+    }
+    return free_storage_count > 0 ? free_storages[--free_storage_count] : malloc(sizeof(tg_storage));
+}
+
+static void storage_struct_free(tg_storage *s) {
+    if (!s) return;
+    if (free_storage_count < FREE_STORAGES_MAX)
+        free_storages[free_storage_count++] = s;
+    else
+        free(s);
+}
+
 tg_storage *tg_storage_new(size_t nbytes, tg_device device, const char *op) {
     char dev[16];
     const tg_device_backend *backend = NULL;
     if (device.kind != TG_DEVICE_CPU && !(backend = tg_backend_for(device, op))) return NULL;
-    tg_storage *s = malloc(sizeof *s);
+    tg_storage *s = storage_struct_alloc();
     if (!s || simulated_failure()) {
-        free(s);
+        storage_struct_free(s);
         tg_error("%s: out of memory allocating %zu bytes on %s", op, nbytes, tg_device_str(device, dev));
         return NULL;
     }
     s->data = backend ? backend->alloc(device.index, nbytes) : cpu_alloc(nbytes);
     if (!s->data) {
-        free(s);
+        storage_struct_free(s);
         if (!backend) /* the CUDA backend writes its own message with the free bytes */
             tg_error("%s: out of memory allocating %zu bytes on cpu", op, nbytes);
         return NULL;
@@ -135,7 +166,7 @@ void tg_storage_release(tg_storage *s) {
         cpu_free(s->data, s->nbytes);
     else
         tg_cuda_backend()->free(s->device.index, s->data, s->nbytes);
-    free(s);
+    storage_struct_free(s);
     atomic_fetch_sub(&live_storages, 1);
 }
 
