@@ -1,4 +1,109 @@
-/* placeholder: filled by its issue */
+/* Built-in modules (torch.nn.*). Functional ops own PyTorch's functional names
+ * (tg_linear, tg_conv2d, tg_relu in ops/), so module constructors are tg_nn_*.
+ *
+ * Every constructor returns a NEW module owned by the caller (tg_module_free, or
+ * hand it to tg_nn_sequential / tg_register_module), or NULL + error on bad
+ * arguments. Modules are made float32 on the CPU; tg_module_to / tg_module_cast
+ * move them. Parameters are initialised exactly as PyTorch's reset_parameters()
+ * does, drawing from the default generator (core/rng.h) in the same order (weight,
+ * then bias); the numbers differ from PyTorch's because the generators differ.
+ * Options structs: zero fields mean PyTorch's defaults; where 0 is a meaningful
+ * value that differs from the default, pass TG_ZERO (-0.0) to mean "really zero". */
 #ifndef TG_NN_LAYERS_H
 #define TG_NN_LAYERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "nn/module.h"
+#include "ops/conv.h"
+#include "ops/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    bool no_bias; /* PyTorch's bias=False */
+} tg_linear_opts;
+
+/* torch.nn.Linear(in_features, out_features): weight [out, in] ~ kaiming_uniform_(a=sqrt(5))
+ * (= U(-1/sqrt(in), 1/sqrt(in))), bias [out] ~ U(-1/sqrt(in), 1/sqrt(in)).
+ * Parameters "weight", "bias". Input [..., in] -> [..., out]. */
+tg_module *tg_nn_linear(int64_t in_features, int64_t out_features, tg_linear_opts opts);
+
+/* torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, dilation,
+ * groups, bias=!no_bias): weight [out, in/groups, k, k] ~ kaiming_uniform_(a=sqrt(5)),
+ * bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in/groups * k * k. */
+tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts);
+
+/* torch.nn.MaxPool2d / AvgPool2d (opts.kernel_size required; stride 0 = kernel_size). */
+tg_module *tg_nn_max_pool2d(tg_pool_opts opts);
+tg_module *tg_nn_avg_pool2d(tg_pool_opts opts);
+
+typedef struct {
+    double eps;                 /* 0: 1e-5 */
+    double momentum;            /* 0: 0.1; TG_ZERO: 0 (running stats frozen) */
+    bool cumulative;            /* PyTorch's momentum=None: cumulative moving average */
+    bool no_affine;             /* affine=False */
+    bool no_track_running_stats;/* track_running_stats=False */
+} tg_batch_norm_opts;
+
+/* torch.nn.BatchNorm1d ([N, C] or [N, C, L]) / BatchNorm2d ([N, C, H, W]): parameters
+ * "weight" (ones) and "bias" (zeros) unless no_affine; buffers "running_mean" (zeros),
+ * "running_var" (ones), "num_batches_tracked" (int64 0) unless no_track_running_stats.
+ * Training normalises with batch statistics and updates the running ones (unbiased
+ * variance); eval uses the running ones. */
+tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts);
+tg_module *tg_nn_batch_norm2d(int64_t num_features, tg_batch_norm_opts opts);
+
+typedef struct {
+    double eps;     /* 0: 1e-5 */
+    bool no_affine; /* elementwise_affine=False */
+} tg_layer_norm_opts;
+
+/* torch.nn.LayerNorm(normalized_shape): over the last normalized_shape.ndim dims;
+ * "weight" ones, "bias" zeros of normalized_shape. */
+tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts);
+
+/* torch.nn.Dropout(p): zeroes with probability p in training, identity in eval. */
+tg_module *tg_nn_dropout(double p);
+
+/* torch.nn.Embedding(num_embeddings, embedding_dim): "weight" [num, dim] ~ N(0, 1);
+ * input int64 indices [...] -> [..., dim]. */
+tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim);
+
+/* Activations (no parameters). leaky_relu: slope 0 means PyTorch's 0.01. */
+tg_module *tg_nn_relu(void);
+tg_module *tg_nn_leaky_relu(double negative_slope);
+tg_module *tg_nn_sigmoid(void);
+tg_module *tg_nn_tanh(void);
+tg_module *tg_nn_gelu(void);
+
+/* torch.nn.Flatten(start_dim, end_dim); PyTorch's defaults are (1, -1). */
+tg_module *tg_nn_flatten(int start_dim, int end_dim);
+
+/* torch.nn.Sequential: children named "0", "1", ... run in order. Takes ownership of
+ * the `count` modules, also when it fails (a NULL entry, e.g. a constructor that
+ * failed: the others are freed and NULL returned, the first error kept). */
+tg_module *tg_nn_sequential(int count, tg_module *const *modules);
+/* Appends m as the next child (Sequential.append); takes ownership of m. */
+tg_status tg_nn_sequential_append(tg_module *sequential, tg_module *m);
+
+#ifdef __cplusplus
+}
+#include <initializer_list>
+/* TG_NN_SEQUENTIAL(a, b, c): tg_nn_sequential over the listed modules. */
+static inline tg_module *tg_nn_sequential_list(std::initializer_list<tg_module *> modules) {
+    return tg_nn_sequential((int)modules.size(), modules.begin());
+}
+#define TG_NN_SEQUENTIAL(...) tg_nn_sequential_list({__VA_ARGS__})
+#else
+/* TG_NN_SEQUENTIAL(a, b, c): tg_nn_sequential over the listed modules. */
+#define TG_NN_SEQUENTIAL(...)                                                              \
+    tg_nn_sequential((int)(sizeof((tg_module *[]){__VA_ARGS__}) / sizeof(tg_module *)),    \
+                     (tg_module *[]){__VA_ARGS__})
+#endif
+
 #endif

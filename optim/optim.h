@@ -1,4 +1,123 @@
-/* placeholder: filled by its issue */
+/* Optimizers (torch.optim): SGD, Adam, AdamW, RMSprop, with PyTorch 1.13's update
+ * formulas (the single-tensor implementations in torch/optim/{sgd,adam,adamw,rmsprop}.py),
+ * per-parameter state, and the state access that checkpoints need. LR schedules are
+ * in optim/schedule.h, gradient clipping at the end of this file.
+ *
+ *     tg_optim *opt = tg_adam(model, (tg_adam_opts){.lr = 1e-3});
+ *     for (...) TG_SCOPE {
+ *         tg_tensor *loss = tg_cross_entropy(tg_forward(model, x), y);
+ *         tg_backward(loss);
+ *         tg_optim_step(opt);
+ *         tg_optim_zero_grad(opt);
+ *     }
+ *     tg_optim_free(opt);
+ *
+ * An optimizer holds a reference to each of its parameters (so it may be freed
+ * before or after the model) and owns its state tensors. One parameter group: one
+ * learning rate and set of hyper-parameters for all parameters.
+ * Updates run without recording (no grad) and in place: on the CPU one fused loop
+ * per parameter (OpenMP for large ones), on CUDA one fused kernel per parameter
+ * (ops/cuda/optim.h). Parameters without a gradient are skipped, as in PyTorch.
+ * Options: zero fields mean PyTorch's defaults; pass TG_ZERO (-0.0, nn/layers.h)
+ * for a real zero where the default is not zero (e.g. AdamW's weight_decay). */
 #ifndef TG_OPTIM_OPTIM_H
 #define TG_OPTIM_OPTIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "nn/module.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_optim tg_optim;
+
+/* torch.optim.SGD: lr is required (no default, as in PyTorch); momentum, dampening,
+ * weight_decay default 0. Nesterov needs momentum > 0 and dampening 0. */
+typedef struct {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov, maximize;
+} tg_sgd_opts;
+
+/* torch.optim.Adam / AdamW: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0
+ * for Adam and 1e-2 for AdamW. */
+typedef struct {
+    double lr;
+    double betas[2];
+    double eps, weight_decay;
+    bool amsgrad, maximize;
+} tg_adam_opts;
+typedef tg_adam_opts tg_adamw_opts;
+
+/* torch.optim.RMSprop: lr 1e-2, alpha 0.99, eps 1e-8, weight_decay 0, momentum 0. */
+typedef struct {
+    double lr, alpha, eps, weight_decay, momentum;
+    bool centered, maximize;
+} tg_rmsprop_opts;
+
+/* Constructors: over tg_parameters(model) (in that order), or over an explicit array
+ * of `count` leaf tensors requiring grad. Return a NEW optimizer (tg_optim_free), or
+ * NULL + error (names the optimizer and the bad option or parameter). */
+tg_optim *tg_sgd(tg_module *model, tg_sgd_opts opts);
+tg_optim *tg_sgd_params(tg_tensor *const *params, int count, tg_sgd_opts opts);
+tg_optim *tg_adam(tg_module *model, tg_adam_opts opts);
+tg_optim *tg_adam_params(tg_tensor *const *params, int count, tg_adam_opts opts);
+tg_optim *tg_adamw(tg_module *model, tg_adamw_opts opts);
+tg_optim *tg_adamw_params(tg_tensor *const *params, int count, tg_adamw_opts opts);
+tg_optim *tg_rmsprop(tg_module *model, tg_rmsprop_opts opts);
+tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts opts);
+
+/* optimizer.step(): updates every parameter that has a gradient. Fails (naming the
+ * optimizer and the parameter index) when a gradient's shape, dtype or device differs
+ * from its parameter's, on non-floating parameters, or when a CUDA kernel is missing. */
+tg_status tg_optim_step(tg_optim *opt);
+/* optimizer.zero_grad(set_to_none=True): drops every parameter's .grad. */
+void tg_optim_zero_grad(tg_optim *opt);
+/* The (single) group's learning rate: optimizer.param_groups[0]["lr"]. */
+void tg_optim_set_lr(tg_optim *opt, double lr);
+double tg_optim_get_lr(const tg_optim *opt);
+/* "SGD", "Adam", "AdamW", "RMSprop". */
+const char *tg_optim_name(const tg_optim *opt);
+/* The parameters, in the order given at construction (borrowed). */
+int tg_optim_num_params(const tg_optim *opt);
+tg_tensor *tg_optim_param(const tg_optim *opt, int i);
+/* Releases the optimizer's parameter references and its state. NULL-safe. */
+void tg_optim_free(tg_optim *opt);
+
+/* ---- state, for checkpoints (optimizer.state_dict()["state"]) ----
+ * Entries are named as PyTorch's state_dict flattened: "state.<param index>.<key>",
+ * keys "step" (a 0-dim float32 CPU tensor, as Adam's in 1.13; RMSprop's too, where
+ * PyTorch keeps an int), "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (Adam/AdamW,
+ * amsgrad), "momentum_buffer" (SGD with momentum, RMSprop with momentum),
+ * "square_avg", "grad_avg" (RMSprop, centered). As in PyTorch, a parameter's state
+ * appears at its first step; entries go by parameter index, then in the order
+ * PyTorch creates the keys. */
+int tg_optim_state_count(tg_optim *opt);
+/* Entry i: *name (borrowed, valid until the next step/set/free) and *tensor
+ * (borrowed; the optimizer's own tensor, so tg_copy_ into it restores it). */
+tg_status tg_optim_state_get(tg_optim *opt, int i, const char **name, tg_tensor **tensor);
+/* Sets the entry `name` ("state.3.exp_avg") to a copy of value (cast and moved to the
+ * parameter's dtype/device; "step" stays float32 CPU), creating the parameter's state
+ * when it has none. Fails on an unknown key, a bad index or a shape that differs. */
+tg_status tg_optim_state_set(tg_optim *opt, const char *name, tg_tensor *value);
+
+/* ---- gradient clipping ---- */
+
+/* torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type): the norm of all
+ * gradients together (norm_type p > 0, or INFINITY for the max), then every gradient
+ * is multiplied in place by min(1, max_norm / (total + 1e-6)). Returns the total
+ * norm (computed in the gradients' dtype, as PyTorch), 0 when no parameter has a
+ * gradient, NAN + error on failure. norm_type 0 means 2. */
+double tg_clip_grad_norm(tg_module *model, double max_norm, double norm_type);
+double tg_clip_grad_norm_params(tg_tensor *const *params, int count, double max_norm, double norm_type);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "optim/schedule.h"
+
 #endif

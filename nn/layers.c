@@ -1,0 +1,429 @@
+/* Built-in modules: thin wrappers that own parameters and call the functional ops.
+ * Initialisation mirrors torch/nn/modules/{linear,conv,batchnorm,normalization,
+ * sparse}.py reset_parameters(). See nn/layers.h. */
+#include "nn/layers.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "autograd/grad_mode.h"
+#include "core/scope.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/random.h"
+#include "ops/shape.h"
+
+/* Resolves an option whose zero means "default": TG_ZERO (-0.0) means a real 0. */
+static double or_default(double v, double dflt) {
+    if (v == 0) return signbit(v) ? 0.0 : dflt;
+    return v;
+}
+
+static const char *shape_text(tg_tensor *t, char *buf, size_t size) { return tg_shape_str(tg_shape_of(t), buf, size); }
+
+/* Constructors make their tensors inside a TG_SCOPE of their own, so that the
+ * module's reference (taken by tg_register_*) is the only one left. */
+static tg_module *finish(tg_module *m, tg_status status) {
+    if (status != TG_OK) {
+        tg_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- Linear ---- */
+
+typedef struct {
+    int64_t in_features, out_features;
+} linear_state;
+
+static void linear_repr(tg_module *self, char *buf, size_t size) {
+    linear_state *s = tg_module_state(self);
+    snprintf(buf, size, "in_features=%lld, out_features=%lld, bias=%s", (long long)s->in_features,
+             (long long)s->out_features, tg_module_param(self, "bias") ? "True" : "False");
+}
+
+static tg_tensor *linear_forward(tg_module *self, tg_tensor *x) {
+    linear_state *s = tg_module_state(self);
+    if (tg_ndim(x) < 1 || tg_size(x, -1) != s->in_features) {
+        char buf[96];
+        tg_error("Linear(in_features=%lld, out_features=%lld): input %s must end in %lld features",
+                 (long long)s->in_features, (long long)s->out_features, shape_text(x, buf, sizeof buf),
+                 (long long)s->in_features);
+        return NULL;
+    }
+    return tg_linear(x, tg_module_param(self, "weight"), tg_module_param(self, "bias"));
+}
+
+static const tg_module_type linear_type = {"Linear", linear_forward, NULL, linear_repr};
+
+/* kaiming_uniform_(weight, a=sqrt(5)); bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (torch.nn.Linear /
+ * _ConvNd reset_parameters). */
+static tg_status init_weight_and_bias(tg_module *m, tg_shape weight_shape, int64_t bias_size, bool bias) {
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        tg_tensor *w = tg_empty(weight_shape, (tg_opts){0});
+        status = w ? tg_kaiming_uniform_(w, sqrt(5.0), TG_FAN_IN) : TG_ERROR;
+        if (!status) status = tg_register_parameter(m, "weight", w);
+        if (!status && bias) {
+            int64_t fan_in = 0, fan_out = 0;
+            status = tg_calculate_fans(weight_shape, &fan_in, &fan_out);
+            double bound = fan_in > 0 ? 1.0 / sqrt((double)fan_in) : 0.0;
+            tg_tensor *b = status ? NULL : tg_empty(TG_SHAPE(bias_size), (tg_opts){0});
+            if (!status) status = b ? tg_uniform_(b, -bound, bound) : TG_ERROR;
+            if (!status) status = tg_register_parameter(m, "bias", b);
+        }
+    }
+    return status;
+}
+
+tg_module *tg_nn_linear(int64_t in_features, int64_t out_features, tg_linear_opts opts) {
+    if (in_features < 0 || out_features < 0) {
+        tg_error("tg_nn_linear: negative sizes (in_features=%lld, out_features=%lld)", (long long)in_features,
+                 (long long)out_features);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&linear_type, sizeof(linear_state));
+    *(linear_state *)tg_module_state(m) = (linear_state){in_features, out_features};
+    return finish(m, init_weight_and_bias(m, TG_SHAPE(out_features, in_features), out_features, !opts.no_bias));
+}
+
+/* ---- Conv2d ---- */
+
+typedef struct {
+    int64_t in_channels, out_channels;
+    int kernel_size;
+    tg_conv_opts opts;
+} conv_state;
+
+static void conv_repr(tg_module *self, char *buf, size_t size) {
+    conv_state *s = tg_module_state(self);
+    snprintf(buf, size, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d), padding=(%d, %d)",
+             (long long)s->in_channels, (long long)s->out_channels, s->kernel_size, s->kernel_size,
+             s->opts.stride ? s->opts.stride : 1, s->opts.stride ? s->opts.stride : 1, s->opts.padding,
+             s->opts.padding);
+}
+
+static tg_tensor *conv_forward(tg_module *self, tg_tensor *x) {
+    conv_state *s = tg_module_state(self);
+    int nd = tg_ndim(x);
+    if ((nd != 4 && nd != 3) || tg_size(x, nd - 3) != s->in_channels) {
+        char buf[96];
+        tg_error("Conv2d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, H, W] or [%lld, H, W]",
+                 (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
+                 shape_text(x, buf, sizeof buf), (long long)s->in_channels, (long long)s->in_channels);
+        return NULL;
+    }
+    return tg_conv2d(x, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->opts);
+}
+
+static const tg_module_type conv_type = {"Conv2d", conv_forward, NULL, conv_repr};
+
+tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts) {
+    int groups = opts.groups ? opts.groups : 1;
+    if (in_channels <= 0 || out_channels <= 0 || kernel_size <= 0 || groups <= 0 || in_channels % groups ||
+        out_channels % groups || opts.stride < 0 || opts.padding < 0 || opts.dilation < 0) {
+        tg_error("tg_nn_conv2d: invalid arguments (in_channels=%lld, out_channels=%lld, kernel_size=%d, "
+                 "stride=%d, padding=%d, dilation=%d, groups=%d): sizes must be positive and channels "
+                 "divisible by groups",
+                 (long long)in_channels, (long long)out_channels, kernel_size, opts.stride, opts.padding,
+                 opts.dilation, opts.groups);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&conv_type, sizeof(conv_state));
+    *(conv_state *)tg_module_state(m) = (conv_state){in_channels, out_channels, kernel_size, opts};
+    return finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size),
+                                          out_channels, !opts.no_bias));
+}
+
+/* ---- pooling ---- */
+
+static void pool_repr(tg_module *self, char *buf, size_t size) {
+    tg_pool_opts *o = tg_module_state(self);
+    snprintf(buf, size, "kernel_size=%d, stride=%d, padding=%d", o->kernel_size,
+             o->stride ? o->stride : o->kernel_size, o->padding);
+}
+static tg_tensor *max_pool_forward(tg_module *self, tg_tensor *x) {
+    return tg_max_pool2d(x, *(tg_pool_opts *)tg_module_state(self), NULL);
+}
+static tg_tensor *avg_pool_forward(tg_module *self, tg_tensor *x) {
+    return tg_avg_pool2d(x, *(tg_pool_opts *)tg_module_state(self));
+}
+static const tg_module_type max_pool_type = {"MaxPool2d", max_pool_forward, NULL, pool_repr};
+static const tg_module_type avg_pool_type = {"AvgPool2d", avg_pool_forward, NULL, pool_repr};
+
+static tg_module *make_pool(const tg_module_type *type, const char *ctor, tg_pool_opts opts) {
+    if (opts.kernel_size <= 0 || opts.stride < 0 || opts.padding < 0 || 2 * opts.padding > opts.kernel_size) {
+        tg_error("%s: kernel_size=%d must be positive, stride=%d non-negative and padding=%d at most half the "
+                 "kernel", ctor, opts.kernel_size, opts.stride, opts.padding);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(type, sizeof(tg_pool_opts));
+    *(tg_pool_opts *)tg_module_state(m) = opts;
+    return m;
+}
+
+tg_module *tg_nn_max_pool2d(tg_pool_opts opts) { return make_pool(&max_pool_type, "tg_nn_max_pool2d", opts); }
+tg_module *tg_nn_avg_pool2d(tg_pool_opts opts) { return make_pool(&avg_pool_type, "tg_nn_avg_pool2d", opts); }
+
+/* ---- BatchNorm1d / 2d ---- */
+
+typedef struct {
+    int64_t num_features;
+    double eps, momentum;
+    bool cumulative, affine, track;
+} batch_norm_state;
+
+static void batch_norm_repr(tg_module *self, char *buf, size_t size) {
+    batch_norm_state *s = tg_module_state(self);
+    snprintf(buf, size, "%lld, eps=%g, momentum=%g, affine=%s, track_running_stats=%s", (long long)s->num_features,
+             s->eps, s->momentum, s->affine ? "True" : "False", s->track ? "True" : "False");
+}
+
+/* torch/nn/modules/batchnorm.py _BatchNorm.forward. */
+static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
+    batch_norm_state *s = tg_module_state(self);
+    const char *type = tg_module_type_of(self)->name;
+    bool is2d = type[9] == '2'; /* "BatchNorm2d" */
+    int nd = tg_ndim(x);
+    bool rank_ok = is2d ? nd == 4 : (nd == 2 || nd == 3);
+    if (!rank_ok || tg_size(x, 1) != s->num_features) {
+        char buf[96];
+        tg_error("%s(%lld): input %s must be %s with %lld channels in dim 1", type, (long long)s->num_features,
+                 shape_text(x, buf, sizeof buf), is2d ? "[N, C, H, W]" : "[N, C] or [N, C, L]",
+                 (long long)s->num_features);
+        return NULL;
+    }
+    bool training = tg_is_training(self);
+    double factor = s->momentum;
+    tg_tensor *running_mean = tg_module_buffer(self, "running_mean");
+    tg_tensor *running_var = tg_module_buffer(self, "running_var");
+    if (training && s->track) {
+        tg_tensor *tracked = tg_module_buffer(self, "num_batches_tracked");
+        tg_tensor *one = tg_full(TG_SCALAR_SHAPE, 1, (tg_opts){.dtype = TG_INT64, .device = tg_device_of(tracked)});
+        if (!one || tg_add_(tracked, one)) return NULL;
+        if (s->cumulative) factor = 1.0 / tg_item(tracked);
+    }
+    bool use_batch_stats = training || !s->track;
+    return tg_batch_norm(x, running_mean, running_var, tg_module_param(self, "weight"), tg_module_param(self, "bias"),
+                         use_batch_stats, factor, s->eps);
+}
+
+static const tg_module_type batch_norm1d_type = {"BatchNorm1d", batch_norm_forward, NULL, batch_norm_repr};
+static const tg_module_type batch_norm2d_type = {"BatchNorm2d", batch_norm_forward, NULL, batch_norm_repr};
+
+static tg_module *make_batch_norm(const tg_module_type *type, int64_t c, tg_batch_norm_opts opts) {
+    if (c <= 0) {
+        tg_error("tg_nn_%s: num_features must be positive, got %lld", type == &batch_norm1d_type ? "batch_norm1d" : "batch_norm2d",
+                 (long long)c);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(type, sizeof(batch_norm_state));
+    batch_norm_state *s = tg_module_state(m);
+    *s = (batch_norm_state){c, or_default(opts.eps, 1e-5), or_default(opts.momentum, 0.1), opts.cumulative,
+                            !opts.no_affine, !opts.no_track_running_stats};
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        if (s->affine) {
+            status = tg_register_parameter(m, "weight", tg_ones(TG_SHAPE(c), (tg_opts){0}));
+            if (!status) status = tg_register_parameter(m, "bias", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
+        }
+        if (!status && s->track) {
+            status = tg_register_buffer(m, "running_mean", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
+            if (!status) status = tg_register_buffer(m, "running_var", tg_ones(TG_SHAPE(c), (tg_opts){0}));
+            if (!status)
+                status = tg_register_buffer(m, "num_batches_tracked",
+                                            tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT64}));
+        }
+    }
+    return finish(m, status);
+}
+
+tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts) {
+    return make_batch_norm(&batch_norm1d_type, num_features, opts);
+}
+tg_module *tg_nn_batch_norm2d(int64_t num_features, tg_batch_norm_opts opts) {
+    return make_batch_norm(&batch_norm2d_type, num_features, opts);
+}
+
+/* ---- LayerNorm ---- */
+
+typedef struct {
+    tg_shape normalized_shape;
+    double eps;
+} layer_norm_state;
+
+static void layer_norm_repr(tg_module *self, char *buf, size_t size) {
+    layer_norm_state *s = tg_module_state(self);
+    char shape[96];
+    snprintf(buf, size, "%s, eps=%g", tg_shape_str(s->normalized_shape, shape, sizeof shape), s->eps);
+}
+
+static tg_tensor *layer_norm_forward(tg_module *self, tg_tensor *x) {
+    layer_norm_state *s = tg_module_state(self);
+    int k = s->normalized_shape.ndim, nd = tg_ndim(x);
+    bool ok = nd >= k;
+    for (int i = 0; ok && i < k; i++) ok = tg_size(x, nd - k + i) == s->normalized_shape.dims[i];
+    if (!ok) {
+        char a[96], b[96];
+        tg_error("LayerNorm(%s): input %s must end in the normalized shape",
+                 tg_shape_str(s->normalized_shape, a, sizeof a), shape_text(x, b, sizeof b));
+        return NULL;
+    }
+    return tg_layer_norm(x, k, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->eps);
+}
+
+static const tg_module_type layer_norm_type = {"LayerNorm", layer_norm_forward, NULL, layer_norm_repr};
+
+tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts) {
+    if (normalized_shape.ndim < 1 || tg_shape_numel(normalized_shape) <= 0) {
+        tg_error("tg_nn_layer_norm: normalized_shape must have at least one dim and positive sizes");
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&layer_norm_type, sizeof(layer_norm_state));
+    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, or_default(opts.eps, 1e-5)};
+    tg_status status = TG_OK;
+    if (!opts.no_affine) TG_SCOPE {
+            status = tg_register_parameter(m, "weight", tg_ones(normalized_shape, (tg_opts){0}));
+            if (!status) status = tg_register_parameter(m, "bias", tg_zeros(normalized_shape, (tg_opts){0}));
+        }
+    return finish(m, status);
+}
+
+/* ---- Dropout, Embedding ---- */
+
+static void dropout_repr(tg_module *self, char *buf, size_t size) {
+    snprintf(buf, size, "p=%g", *(double *)tg_module_state(self));
+}
+static tg_tensor *dropout_forward(tg_module *self, tg_tensor *x) {
+    return tg_dropout(x, *(double *)tg_module_state(self), tg_is_training(self));
+}
+static const tg_module_type dropout_type = {"Dropout", dropout_forward, NULL, dropout_repr};
+
+tg_module *tg_nn_dropout(double p) {
+    if (!(p >= 0 && p <= 1)) {
+        tg_error("tg_nn_dropout: p must be in [0, 1], got %g", p);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&dropout_type, sizeof(double));
+    *(double *)tg_module_state(m) = p;
+    return m;
+}
+
+static tg_tensor *embedding_forward(tg_module *self, tg_tensor *x) {
+    return tg_embedding(tg_module_param(self, "weight"), x);
+}
+static void embedding_repr(tg_module *self, char *buf, size_t size) {
+    tg_tensor *w = tg_module_param(self, "weight");
+    snprintf(buf, size, "%lld, %lld", (long long)tg_size(w, 0), (long long)tg_size(w, 1));
+}
+static const tg_module_type embedding_type = {"Embedding", embedding_forward, NULL, embedding_repr};
+
+tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim) {
+    if (num_embeddings <= 0 || embedding_dim <= 0) {
+        tg_error("tg_nn_embedding: sizes must be positive (num_embeddings=%lld, embedding_dim=%lld)",
+                 (long long)num_embeddings, (long long)embedding_dim);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&embedding_type, 0);
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        tg_tensor *w = tg_empty(TG_SHAPE(num_embeddings, embedding_dim), (tg_opts){0});
+        status = w ? tg_normal_(w, 0.0, 1.0) : TG_ERROR;
+        if (!status) status = tg_register_parameter(m, "weight", w);
+    }
+    return finish(m, status);
+}
+
+/* ---- activations, Flatten ---- */
+
+static tg_tensor *relu_forward(tg_module *self, tg_tensor *x) { return tg_relu(x); }
+static tg_tensor *sigmoid_forward(tg_module *self, tg_tensor *x) { return tg_sigmoid(x); }
+static tg_tensor *tanh_forward(tg_module *self, tg_tensor *x) { return tg_tanh(x); }
+static tg_tensor *gelu_forward(tg_module *self, tg_tensor *x) { return tg_gelu(x); }
+static tg_tensor *leaky_relu_forward(tg_module *self, tg_tensor *x) {
+    return tg_leaky_relu(x, *(double *)tg_module_state(self));
+}
+static void leaky_relu_repr(tg_module *self, char *buf, size_t size) {
+    snprintf(buf, size, "negative_slope=%g", *(double *)tg_module_state(self));
+}
+static const tg_module_type relu_type = {"ReLU", relu_forward, NULL, NULL};
+static const tg_module_type sigmoid_type = {"Sigmoid", sigmoid_forward, NULL, NULL};
+static const tg_module_type tanh_type = {"Tanh", tanh_forward, NULL, NULL};
+static const tg_module_type gelu_type = {"GELU", gelu_forward, NULL, NULL};
+static const tg_module_type leaky_relu_type = {"LeakyReLU", leaky_relu_forward, NULL, leaky_relu_repr};
+
+tg_module *tg_nn_relu(void) { return tg_module_new(&relu_type, 0); }
+tg_module *tg_nn_sigmoid(void) { return tg_module_new(&sigmoid_type, 0); }
+tg_module *tg_nn_tanh(void) { return tg_module_new(&tanh_type, 0); }
+tg_module *tg_nn_gelu(void) { return tg_module_new(&gelu_type, 0); }
+tg_module *tg_nn_leaky_relu(double negative_slope) {
+    tg_module *m = tg_module_new(&leaky_relu_type, sizeof(double));
+    *(double *)tg_module_state(m) = or_default(negative_slope, 0.01);
+    return m;
+}
+
+typedef struct {
+    int start_dim, end_dim;
+} flatten_state;
+static tg_tensor *flatten_forward(tg_module *self, tg_tensor *x) {
+    flatten_state *s = tg_module_state(self);
+    return tg_flatten(x, s->start_dim, s->end_dim);
+}
+static void flatten_repr(tg_module *self, char *buf, size_t size) {
+    flatten_state *s = tg_module_state(self);
+    snprintf(buf, size, "start_dim=%d, end_dim=%d", s->start_dim, s->end_dim);
+}
+static const tg_module_type flatten_type = {"Flatten", flatten_forward, NULL, flatten_repr};
+
+tg_module *tg_nn_flatten(int start_dim, int end_dim) {
+    tg_module *m = tg_module_new(&flatten_type, sizeof(flatten_state));
+    *(flatten_state *)tg_module_state(m) = (flatten_state){start_dim, end_dim};
+    return m;
+}
+
+/* ---- Sequential ---- */
+
+static tg_tensor *sequential_forward(tg_module *self, tg_tensor *x) {
+    int n = tg_module_num_children(self);
+    if (n == 0) return tg_scope_track(tg_retain(x));
+    tg_tensor *y = x;
+    for (int i = 0; i < n && y; i++) y = tg_forward(tg_module_child_at(self, i, NULL), y);
+    return y;
+}
+static const tg_module_type sequential_type = {"Sequential", sequential_forward, NULL, NULL};
+
+tg_status tg_nn_sequential_append(tg_module *sequential, tg_module *m) {
+    if (!sequential || tg_module_type_of(sequential) != &sequential_type) {
+        tg_module_free(m);
+        return tg_error("tg_nn_sequential_append: the first argument is not a Sequential");
+    }
+    char name[24];
+    snprintf(name, sizeof name, "%d", tg_module_num_children(sequential));
+    return tg_register_module(sequential, name, m);
+}
+
+tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
+    bool ok = count >= 0 && (count == 0 || modules);
+    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
+    if (!ok) {
+        int missing = -1;
+        for (int i = 0; modules && i < count; i++) {
+            if (!modules[i] && missing < 0) missing = i;
+            tg_module_free(modules[i]);
+        }
+        if (!tg_has_error() || missing < 0)
+            tg_error("tg_nn_sequential: module %d of %d is NULL (did its constructor fail?)", missing, count);
+        return NULL;
+    }
+    tg_module *seq = tg_module_new(&sequential_type, 0);
+    tg_status status = TG_OK;
+    for (int i = 0; i < count; i++) {
+        if (status == TG_OK)
+            status = tg_nn_sequential_append(seq, modules[i]);
+        else
+            tg_module_free(modules[i]);
+    }
+    return finish(seq, status);
+}

@@ -1,0 +1,111 @@
+/* torch.nn.utils.clip_grad_norm_ (PyTorch 1.13, torch/nn/utils/clip_grad.py):
+ *     norms = [torch.norm(g, p) for g in grads]; total = torch.norm(torch.stack(norms), p)
+ *     clip_coef = max_norm / (total + 1e-6); g.mul_(clamp(clip_coef, max=1))
+ * The norms are accumulated in double and rounded to the gradients' dtype where
+ * PyTorch's results are tensors of that dtype. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "autograd/grad.h"
+#include "autograd/grad_mode.h"
+#include "core/scope.h"
+#include "ops/elementwise.h"
+#include "optim/optim.h"
+
+static double round_to(tg_dtype dtype, double v) { return dtype == TG_FLOAT32 ? (double)(float)v : v; }
+
+/* p-norm of one gradient (host copy in double), rounded to its dtype. */
+static tg_status grad_norm(tg_tensor *g, double p, double *out) {
+    int64_t n = tg_numel(g);
+    double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    if (!h) return tg_error("tg_clip_grad_norm: out of memory");
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        tg_tensor *d = tg_cast(tg_detach(g), TG_FLOAT64);
+        if (d) status = tg_copy_to_host(d, h, (size_t)n * sizeof *h);
+    }
+    if (status == TG_OK) {
+        double acc = 0;
+        if (isinf(p)) {
+            for (int64_t i = 0; i < n; i++) acc = fabs(h[i]) > acc || isnan(h[i]) ? fabs(h[i]) : acc;
+        } else if (p == 2) {
+            for (int64_t i = 0; i < n; i++) acc += h[i] * h[i];
+            acc = sqrt(acc);
+        } else if (p == 1) {
+            for (int64_t i = 0; i < n; i++) acc += fabs(h[i]);
+        } else {
+            for (int64_t i = 0; i < n; i++) acc += pow(fabs(h[i]), p);
+            acc = pow(acc, 1.0 / p);
+        }
+        *out = round_to(tg_dtype_of(g), acc);
+    }
+    free(h);
+    return status;
+}
+
+double tg_clip_grad_norm_params(tg_tensor *const *params, int count, double max_norm, double norm_type) {
+    double p = norm_type == 0 ? 2.0 : norm_type;
+    if (!(p > 0)) {
+        tg_error("tg_clip_grad_norm: norm_type must be positive or INFINITY, got %g", norm_type);
+        return NAN;
+    }
+    if (count > 0 && !params) {
+        tg_error("tg_clip_grad_norm: parameter array is NULL");
+        return NAN;
+    }
+    double *norms = malloc((size_t)(count ? count : 1) * sizeof *norms);
+    if (!norms) {
+        tg_error("tg_clip_grad_norm: out of memory");
+        return NAN;
+    }
+    int k = 0;
+    tg_dtype dtype = TG_FLOAT32;
+    for (int i = 0; i < count; i++) {
+        tg_tensor *g = params[i] ? tg_grad(params[i]) : NULL;
+        if (!g) continue;
+        if (k == 0) dtype = tg_dtype_of(g);
+        if (grad_norm(g, p, &norms[k++])) {
+            free(norms);
+            return NAN;
+        }
+    }
+    if (k == 0) {
+        free(norms);
+        return 0.0;
+    }
+    double total = 0;
+    if (isinf(p)) {
+        for (int i = 0; i < k; i++) total = norms[i] > total || isnan(norms[i]) ? norms[i] : total;
+    } else {
+        for (int i = 0; i < k; i++) total += pow(fabs(norms[i]), p);
+        total = p == 2 ? sqrt(total) : pow(total, 1.0 / p);
+    }
+    free(norms);
+    total = round_to(dtype, total);
+    double coef;
+    if (dtype == TG_FLOAT32) {
+        float c = (float)max_norm / ((float)total + 1e-6f);
+        coef = c < 1.0f ? c : 1.0f;
+    } else {
+        double c = max_norm / (total + 1e-6);
+        coef = c < 1.0 ? c : 1.0;
+    }
+    tg_status status = TG_OK;
+    bool prev = tg_set_grad_enabled(false);
+    for (int i = 0; i < count && !status; i++) {
+        tg_tensor *g = params[i] ? tg_grad(params[i]) : NULL;
+        if (g) status = tg_mul_scalar_(g, coef);
+    }
+    tg_set_grad_enabled(prev);
+    return status ? NAN : total;
+}
+
+double tg_clip_grad_norm(tg_module *model, double max_norm, double norm_type) {
+    if (!model) {
+        tg_error("tg_clip_grad_norm: model is NULL");
+        return NAN;
+    }
+    int n = 0;
+    tg_tensor *const *params = tg_parameters(model, &n);
+    return tg_clip_grad_norm_params(params, n, max_norm, norm_type);
+}

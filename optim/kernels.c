@@ -1,0 +1,102 @@
+/* Fused CPU optimizer updates (see optim/kernels.h). Each loop body is the per-element
+ * form of PyTorch 1.13's _single_tensor_* function, statement by statement; the
+ * comments quote the tensor op each line stands for. */
+#include "optim/kernels.h"
+
+#include <math.h>
+
+/* Parallel only when a parameter is large enough to pay for the threads. */
+#define TG_OPTIM_PARALLEL_MIN 32768
+
+/* torch/optim/sgd.py _single_tensor_sgd. */
+#define DEFINE_SGD(T, SUFFIX)                                                                   \
+    void tg_sgd_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
+                                tg_sgd_args a) {                                                \
+        const T wd = (T)a.weight_decay, mom = (T)a.momentum, keep = (T)(1 - a.dampening);       \
+        const T neg_lr = (T)(-a.lr);                                                            \
+        _Pragma("omp parallel for if (n >= TG_OPTIM_PARALLEL_MIN) schedule(static)")            \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T d_p = a.maximize ? -grad[i] : grad[i];                                            \
+            if (a.weight_decay != 0) d_p = d_p + wd * param[i]; /* d_p.add(param, alpha=wd) */  \
+            if (a.momentum != 0) {                                                              \
+                T b = a.first_step ? d_p                     /* buf = clone(d_p) */             \
+                                   : buf[i] * mom + keep * d_p; /* buf.mul_(m).add_(d_p, alpha=1-damp) */ \
+                buf[i] = b;                                                                     \
+                d_p = a.nesterov ? d_p + mom * b : b; /* d_p.add(buf, alpha=momentum) */        \
+            }                                                                                   \
+            param[i] = param[i] + neg_lr * d_p; /* param.add_(d_p, alpha=-lr) */                \
+        }                                                                                       \
+    }
+
+/* torch/optim/adam.py _single_tensor_adam and adamw.py _single_tensor_adamw
+ * (capturable=False): AdamW decays the parameter itself (param.mul_(1 - lr * wd))
+ * instead of adding wd * param to the gradient. */
+#define DEFINE_ADAM(T, SUFFIX)                                                                  \
+    void tg_adam_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
+                                 T *restrict vmax, int64_t n, tg_adam_args a) {                 \
+        const T decay = (T)(1 - a.lr * a.weight_decay), wd = (T)a.weight_decay;                 \
+        const T b1 = (T)a.beta1, one_b1 = (T)(1 - a.beta1);                                     \
+        const T b2 = (T)a.beta2, one_b2 = (T)(1 - a.beta2);                                     \
+        const T bc2_sqrt = (T)a.bias_correction2_sqrt, eps = (T)a.eps;                          \
+        const T neg_step_size = (T)(-(a.lr / a.bias_correction1));                              \
+        _Pragma("omp parallel for if (n >= TG_OPTIM_PARALLEL_MIN) schedule(static)")            \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T g = a.maximize ? -grad[i] : grad[i];                                              \
+            T p = param[i];                                                                     \
+            if (a.decoupled) p = p * decay;                         /* param.mul_(1 - lr*wd) */ \
+            else if (a.weight_decay != 0) g = g + wd * p;           /* grad.add(param, alpha=wd) */ \
+            T mi = m[i] * b1 + one_b1 * g;                 /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */ \
+            T vi = v[i] * b2 + one_b2 * g * g;    /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */ \
+            m[i] = mi;                                                                          \
+            v[i] = vi;                                                                          \
+            if (a.amsgrad) {                                                                    \
+                T mx = vmax[i] > vi ? vmax[i] : vi; /* torch.maximum(max_exp_avg_sq, exp_avg_sq) */ \
+                if (vi != vi) mx = vi;              /* maximum propagates NaN */               \
+                vmax[i] = mx;                                                                   \
+                vi = mx;                                                                        \
+            }                                                                                   \
+            T denom = SQRT_##SUFFIX(vi) / bc2_sqrt + eps;  /* (v.sqrt() / bc2_sqrt).add_(eps) */ \
+            param[i] = p + neg_step_size * mi / denom; /* param.addcdiv_(m, denom, value=-step_size) */ \
+        }                                                                                       \
+    }
+
+/* torch/optim/rmsprop.py _single_tensor_rmsprop. */
+#define DEFINE_RMSPROP(T, SUFFIX)                                                               \
+    void tg_rmsprop_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
+                                    T *restrict gavg, T *restrict buf, int64_t n, tg_rmsprop_args a) { \
+        const T wd = (T)a.weight_decay, alpha = (T)a.alpha, one_alpha = (T)(1 - a.alpha);       \
+        const T eps = (T)a.eps, mom = (T)a.momentum, neg_lr = (T)(-a.lr);                       \
+        _Pragma("omp parallel for if (n >= TG_OPTIM_PARALLEL_MIN) schedule(static)")            \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T g = a.maximize ? -grad[i] : grad[i];                                              \
+            if (a.weight_decay != 0) g = g + wd * param[i]; /* grad.add(param, alpha=wd) */     \
+            T s = sq[i] * alpha + one_alpha * g * g; /* square_avg.mul_(a).addcmul_(g, g, value=1-a) */ \
+            sq[i] = s;                                                                          \
+            T avg;                                                                              \
+            if (a.centered) {                                                                   \
+                T ga = gavg[i] * alpha + one_alpha * g; /* grad_avg.mul_(a).add_(g, alpha=1-a) */ \
+                gavg[i] = ga;                                                                   \
+                avg = SQRT_##SUFFIX(s + (T)(-1) * ga * ga); /* square_avg.addcmul(ga, ga, value=-1).sqrt_() */ \
+            } else {                                                                            \
+                avg = SQRT_##SUFFIX(s);                                                         \
+            }                                                                                   \
+            avg = avg + eps;                                                /* avg.add_(eps) */ \
+            if (a.momentum > 0) {                                                               \
+                T b = buf[i] * mom + g / avg;      /* buf.mul_(momentum).addcdiv_(grad, avg) */ \
+                buf[i] = b;                                                                     \
+                param[i] = param[i] + neg_lr * b;  /* param.add_(buf, alpha=-lr) */             \
+            } else {                                                                            \
+                param[i] = param[i] + neg_lr * g / avg; /* param.addcdiv_(grad, avg, value=-lr) */ \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+#define SQRT_f32 sqrtf
+#define SQRT_f64 sqrt
+
+DEFINE_SGD(float, f32)
+DEFINE_SGD(double, f64)
+DEFINE_ADAM(float, f32)
+DEFINE_ADAM(double, f64)
+DEFINE_RMSPROP(float, f32)
+DEFINE_RMSPROP(double, f64)
