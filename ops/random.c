@@ -19,6 +19,7 @@
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"
+#include "ops/shape.h"
 
 #define RANDOM_GRAIN 16384
 

@@ -1,0 +1,393 @@
+/* 2-D pooling: max, avg, adaptive avg. Definitions, backward and CPU kernels
+ * (CUDA: ops/cuda/pool.cu). Tensors are [N, C, H, W] (a [C, H, W] input is
+ * unsqueezed); kernels walk contiguous [planes, H, W] with OpenMP over the N*C planes.
+ *
+ * Each backward is itself a tg_function whose backward is the forward's linear
+ * part, so pooling is differentiable to any order:
+ *   max:  y = gather(x, argmax)      dx = scatter_add(g, argmax)   ddg = gather(gg, argmax)
+ *   avg:  y = A x  (A: window sums / divisor)   dx = A^T g         ddg = A gg
+ * Windows and divisors follow ATen's AvgPool2d.cpp / AdaptiveAveragePooling.cpp. */
+#include "ops/pool.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/pool.h"
+#include "ops/dispatch.h"
+#include "ops/shape.h"
+
+#define POOL_GRAIN 16384
+
+typedef struct {
+    bool adaptive;
+    int k, s, p;            /* pooling (unused when adaptive) */
+    bool include_pad;
+    int64_t h, w, ho, wo;   /* input and output spatial sizes */
+} pool_params;
+
+/* Window [*start, *end) of output index o along one dim, and its divisor factor. */
+static inline void window(const pool_params *q, int64_t o, int64_t in, int64_t out, int64_t *start, int64_t *end,
+                          int64_t *div) {
+    if (q->adaptive) { /* floor(o*in/out) .. ceil((o+1)*in/out) */
+        *start = (o * in) / out;
+        *end = ((o + 1) * in + out - 1) / out;
+        *div = *end - *start;
+        return;
+    }
+    int64_t s = o * q->s - q->p, e = s + q->k;
+    if (e > in + q->p) e = in + q->p;
+    int64_t padded = e - s;
+    if (s < 0) s = 0;
+    if (e > in) e = in;
+    *start = s;
+    *end = e;
+    *div = q->include_pad ? padded : e - s;
+}
+
+/* PyTorch's pooling_output_shape (aten/src/ATen/native/Pool.h). */
+static int64_t pool_out_size(int64_t in, int k, int s, int p, bool ceil_mode) {
+    int64_t num = in + 2 * (int64_t)p - (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    int64_t out = (num < 0 ? -((-num + s - 1) / s) : num / s) + 1;
+    if (ceil_mode && (out - 1) * s >= in + p) out--;
+    return out;
+}
+
+static tg_tensor *contig(tg_tensor *t) { return tg_is_contiguous(t) ? t : tg_contiguous(t); }
+
+static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype dtype) {
+    return tg_empty(TG_SHAPE(t->shape.dims[0], t->shape.dims[1], h, w),
+                    (tg_opts){.dtype = dtype, .device = t->storage->device});
+}
+
+/* ======================= max pooling ======================= */
+
+#define MAX_KERNELS(SFX, T)                                                                              \
+    static void max_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y, int64_t *idx) { \
+        int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
+        _Pragma("omp parallel for if (planes * Ho * Wo * q->k * q->k >= POOL_GRAIN)")                   \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
+            const T *src = x + pl * H * W;                                                              \
+            for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
+                int64_t hs = oh * q->s - q->p, he = hs + q->k;                                          \
+                if (hs < 0) hs = 0;                                                                     \
+                if (he > H) he = H;                                                                     \
+                for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
+                    int64_t ws = ow * q->s - q->p, we = ws + q->k;                                      \
+                    if (ws < 0) ws = 0;                                                                 \
+                    if (we > W) we = W;                                                                 \
+                    int64_t best = hs * W + ws;                                                         \
+                    T m = -INFINITY;                                                                    \
+                    for (int64_t ih = hs; ih < he; ih++)                                                \
+                        for (int64_t iw = ws; iw < we; iw++) {                                          \
+                            T v = src[ih * W + iw];                                                     \
+                            if (v > m || isnan(v)) { /* NaN wins, as in ATen */                         \
+                                m = v;                                                                  \
+                                best = ih * W + iw;                                                     \
+                                if (isnan(v)) goto done_##SFX;                                          \
+                            }                                                                           \
+                        }                                                                               \
+                done_##SFX:                                                                             \
+                    y[(pl * Ho + oh) * Wo + ow] = m;                                                    \
+                    idx[(pl * Ho + oh) * Wo + ow] = best;                                               \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }                                                                                                   \
+    /* gx [planes, H*W] = scatter-add of g [planes, Ho*Wo] at idx (per plane: no races). */            \
+    static void max_scatter_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,           \
+                                  const int64_t *idx, T *gx) {                                          \
+        memset(gx, 0, (size_t)(planes * in_hw) * sizeof(T));                                            \
+        _Pragma("omp parallel for if (planes * out_hw >= POOL_GRAIN)")                                  \
+        for (int64_t pl = 0; pl < planes; pl++)                                                         \
+            for (int64_t o = 0; o < out_hw; o++) gx[pl * in_hw + idx[pl * out_hw + o]] += g[pl * out_hw + o]; \
+    }                                                                                                   \
+    static void max_gather_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,            \
+                                 const int64_t *idx, T *y) {                                            \
+        _Pragma("omp parallel for if (planes * out_hw >= POOL_GRAIN)")                                  \
+        for (int64_t pl = 0; pl < planes; pl++)                                                         \
+            for (int64_t o = 0; o < out_hw; o++) y[pl * out_hw + o] = g[pl * in_hw + idx[pl * out_hw + o]]; \
+    }
+
+MAX_KERNELS(f32, float)
+MAX_KERNELS(f64, double)
+
+static tg_tensor *max_scatter_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
+static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
+
+static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const pool_params *q = tg_ctx_attrs(ctx);
+    tg_tensor *x = contig(in[0]);
+    if (!x) return NULL;
+    tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype), *idx = new_like_planes(x, q->ho, q->wo, TG_INT64);
+    if (!y || !idx) return NULL;
+    int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q->k, q->s, q->p)) return NULL;
+    } else if (x->dtype == TG_FLOAT32) {
+        max_forward_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
+    } else {
+        max_forward_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
+    }
+    tg_ctx_save(ctx, tg_detach(idx)); /* not the output itself: saved outputs get a graph link */
+    tg_ctx_set_output(ctx, 1, idx);
+    tg_ctx_mark_non_differentiable(ctx, 1);
+    return y;
+}
+
+static void max_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *idx = tg_ctx_saved(ctx, 0);
+    if (idx) grad_in[0] = max_scatter_apply(g, idx, tg_ctx_attrs(ctx));
+}
+
+/* in[0]: g [N, C, Ho, Wo] -> [N, C, H, W]; in[1]: indices. */
+static tg_tensor *max_scatter_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const pool_params *q = tg_ctx_attrs(ctx);
+    tg_tensor *g = contig(in[0]), *idx = contig(in[1]);
+    if (!g || !idx) return NULL;
+    tg_ctx_save(ctx, in[1]);
+    tg_tensor *gx = new_like_planes(g, q->h, q->w, g->dtype);
+    if (!gx) return NULL;
+    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
+    if (g->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_max_pool2d backward", tg_cuda_max_pool2d_backward, gx, g, idx)) return NULL;
+    } else if (g->dtype == TG_FLOAT32) {
+        max_scatter_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
+    } else {
+        max_scatter_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
+    }
+    return gx;
+}
+
+static void max_scatter_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
+    tg_tensor *idx = tg_ctx_saved(ctx, 0);
+    if (idx) grad_in[0] = max_gather_apply(gg, idx, tg_ctx_attrs(ctx));
+}
+
+/* in[0]: [N, C, H, W] -> [N, C, Ho, Wo] picked at the indices. */
+static tg_tensor *max_gather_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const pool_params *q = tg_ctx_attrs(ctx);
+    tg_tensor *g = contig(in[0]), *idx = contig(in[1]);
+    if (!g || !idx) return NULL;
+    tg_ctx_save(ctx, in[1]);
+    tg_tensor *y = new_like_planes(g, q->ho, q->wo, g->dtype);
+    if (!y) return NULL;
+    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
+    if (g->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_max_pool2d double backward", tg_cuda_max_pool2d_gather, y, g, idx)) return NULL;
+    } else if (g->dtype == TG_FLOAT32) {
+        max_gather_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
+    } else {
+        max_gather_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
+    }
+    return y;
+}
+
+static void max_gather_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
+    tg_tensor *idx = tg_ctx_saved(ctx, 0);
+    if (idx) grad_in[0] = max_scatter_apply(gg, idx, tg_ctx_attrs(ctx));
+}
+
+static const tg_function max_pool_fn = {"max_pool2d", 1, max_forward, max_backward, 2};
+static const tg_function max_scatter_fn = {"max_pool2d_backward", 2, max_scatter_forward, max_scatter_backward, 0};
+static const tg_function max_gather_fn = {"max_pool2d_gather", 2, max_gather_forward, max_gather_backward, 0};
+
+static tg_tensor *max_scatter_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
+    return tg_apply_args(&max_scatter_fn, (tg_tensor *[]){g, idx}, q, sizeof *q);
+}
+static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
+    return tg_apply_args(&max_gather_fn, (tg_tensor *[]){g, idx}, q, sizeof *q);
+}
+
+/* ======================= average pooling ======================= */
+
+#define AVG_KERNELS(SFX, T)                                                                              \
+    static void avg_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y) {             \
+        int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
+        _Pragma("omp parallel for if (planes * H * W >= POOL_GRAIN)")                                   \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
+            const T *src = x + pl * H * W;                                                              \
+            for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
+                int64_t hs, he, hd;                                                                     \
+                window(q, oh, H, Ho, &hs, &he, &hd);                                                    \
+                for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
+                    int64_t ws, we, wd;                                                                 \
+                    window(q, ow, W, Wo, &ws, &we, &wd);                                                \
+                    T acc = 0;                                                                          \
+                    for (int64_t ih = hs; ih < he; ih++)                                                \
+                        for (int64_t iw = ws; iw < we; iw++) acc += src[ih * W + iw];                   \
+                    y[(pl * Ho + oh) * Wo + ow] = acc / (T)(hd * wd);                                   \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }                                                                                                   \
+    static void avg_backward_##SFX(const pool_params *q, int64_t planes, const T *g, T *gx) {           \
+        int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
+        memset(gx, 0, (size_t)(planes * H * W) * sizeof(T));                                            \
+        _Pragma("omp parallel for if (planes * H * W >= POOL_GRAIN)")                                   \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
+            T *dst = gx + pl * H * W;                                                                   \
+            for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
+                int64_t hs, he, hd;                                                                     \
+                window(q, oh, H, Ho, &hs, &he, &hd);                                                    \
+                for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
+                    int64_t ws, we, wd;                                                                 \
+                    window(q, ow, W, Wo, &ws, &we, &wd);                                                \
+                    T v = g[(pl * Ho + oh) * Wo + ow] / (T)(hd * wd);                                   \
+                    for (int64_t ih = hs; ih < he; ih++)                                                \
+                        for (int64_t iw = ws; iw < we; iw++) dst[ih * W + iw] += v;                     \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }
+
+AVG_KERNELS(f32, float)
+AVG_KERNELS(f64, double)
+
+static tg_tensor *avg_apply(tg_tensor *x, const pool_params *q);
+static tg_tensor *avg_backward_apply(tg_tensor *g, const pool_params *q);
+
+static tg_tensor *avg_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const pool_params *q = tg_ctx_attrs(ctx);
+    tg_tensor *x = contig(in[0]);
+    if (!x) return NULL;
+    tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype);
+    if (!y) return NULL;
+    int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q->adaptive, q->k, q->s, q->p,
+                         q->include_pad))
+            return NULL;
+    } else if (x->dtype == TG_FLOAT32) {
+        avg_forward_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y));
+    } else {
+        avg_forward_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y));
+    }
+    return y;
+}
+
+static void avg_forward_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    grad_in[0] = avg_backward_apply(g, tg_ctx_attrs(ctx));
+}
+
+static tg_tensor *avg_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const pool_params *q = tg_ctx_attrs(ctx);
+    tg_tensor *g = contig(in[0]);
+    if (!g) return NULL;
+    tg_tensor *gx = new_like_planes(g, q->h, q->w, g->dtype);
+    if (!gx) return NULL;
+    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
+    if (g->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, gx, g, q->adaptive, q->k, q->s, q->p,
+                         q->include_pad))
+            return NULL;
+    } else if (g->dtype == TG_FLOAT32) {
+        avg_backward_f32(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
+    } else {
+        avg_backward_f64(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
+    }
+    return gx;
+}
+
+static void avg_backward_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
+    grad_in[0] = avg_apply(gg, tg_ctx_attrs(ctx));
+}
+
+static const tg_function avg_pool_fn = {"avg_pool2d", 1, avg_forward, avg_forward_backward, 0};
+static const tg_function adaptive_pool_fn = {"adaptive_avg_pool2d", 1, avg_forward, avg_forward_backward, 0};
+static const tg_function avg_pool_backward_fn = {"avg_pool2d_backward", 1, avg_backward_forward,
+                                                 avg_backward_backward, 0};
+
+static tg_tensor *avg_apply(tg_tensor *x, const pool_params *q) {
+    return tg_apply_args(q->adaptive ? &adaptive_pool_fn : &avg_pool_fn, &x, q, sizeof *q);
+}
+static tg_tensor *avg_backward_apply(tg_tensor *g, const pool_params *q) {
+    return tg_apply_args(&avg_pool_backward_fn, &g, q, sizeof *q);
+}
+
+/* ======================= public entries ======================= */
+
+static tg_status check_input(const char *op, tg_tensor *x) {
+    char buf[128];
+    if (x->shape.ndim != 3 && x->shape.ndim != 4)
+        return tg_error("%s: expected input [N, C, H, W] or [C, H, W], got %s", op,
+                        tg_shape_str(x->shape, buf, sizeof buf));
+    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
+        return tg_error("%s: expected a float32 or float64 input, got %s", op, tg_dtype_name(x->dtype));
+    for (int d = 1; d < x->shape.ndim; d++)
+        if (x->shape.dims[d] == 0)
+            return tg_error("%s: expected non-empty C, H and W, got input %s", op,
+                            tg_shape_str(x->shape, buf, sizeof buf));
+    return TG_OK;
+}
+
+static tg_status pool_params_from(const char *op, tg_tensor *x, tg_pool_opts o, pool_params *q) {
+    int stride = o.stride ? o.stride : o.kernel_size;
+    if (o.kernel_size <= 0 || stride <= 0 || o.padding < 0)
+        return tg_error("%s: expected kernel_size > 0, stride > 0 and padding >= 0, got kernel_size %d, stride %d, "
+                        "padding %d", op, o.kernel_size, o.stride, o.padding);
+    if (o.padding > o.kernel_size / 2)
+        return tg_error("%s: padding %d should be at most half of kernel_size %d", op, o.padding, o.kernel_size);
+    int nd = x->shape.ndim;
+    int64_t h = x->shape.dims[nd - 2], w = x->shape.dims[nd - 1];
+    int64_t ho = pool_out_size(h, o.kernel_size, stride, o.padding, o.ceil_mode);
+    int64_t wo = pool_out_size(w, o.kernel_size, stride, o.padding, o.ceil_mode);
+    if (ho < 1 || wo < 1) {
+        char buf[128];
+        return tg_error("%s: output would be empty: input %s with kernel_size %d, stride %d, padding %d gives %lldx%lld",
+                        op, tg_shape_str(x->shape, buf, sizeof buf), o.kernel_size, stride, o.padding,
+                        (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0));
+    }
+    *q = (pool_params){false, o.kernel_size, stride, o.padding, !o.count_exclude_pad, h, w, ho, wo};
+    return TG_OK;
+}
+
+tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts opts, tg_tensor **indices) {
+    if (indices) *indices = NULL;
+    if (!x) return tg_error_null_input("tg_max_pool2d", 0), NULL;
+    pool_params q;
+    if (check_input("tg_max_pool2d", x) || pool_params_from("tg_max_pool2d", x, opts, &q)) return NULL;
+    tg_tensor *out[2] = {NULL, NULL};
+    TG_SCOPE {
+        bool batched = x->shape.ndim == 4;
+        tg_tensor *x4 = batched ? x : tg_unsqueeze(x, 0);
+        if (!tg_apply_multi_args(&max_pool_fn, &x4, &q, sizeof q, out)) {
+            out[0] = tg_scope_return(batched ? out[0] : tg_squeeze(out[0], 0));
+            /* Unwanted indices stay in this scope and are freed with it. */
+            if (indices) *indices = tg_scope_return(batched ? out[1] : tg_squeeze(out[1], 0));
+        } else {
+            out[0] = NULL;
+        }
+    }
+    return out[0];
+}
+
+static tg_tensor *avg_public(tg_tensor *x, const pool_params *q) {
+    tg_tensor *y = NULL;
+    TG_SCOPE {
+        bool batched = x->shape.ndim == 4;
+        tg_tensor *out = avg_apply(batched ? x : tg_unsqueeze(x, 0), q);
+        y = tg_scope_return(batched ? out : tg_squeeze(out, 0));
+    }
+    return y;
+}
+
+tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts opts) {
+    if (!x) return tg_error_null_input("tg_avg_pool2d", 0), NULL;
+    pool_params q;
+    if (check_input("tg_avg_pool2d", x) || pool_params_from("tg_avg_pool2d", x, opts, &q)) return NULL;
+    return avg_public(x, &q);
+}
+
+tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w) {
+    if (!x) return tg_error_null_input("tg_adaptive_avg_pool2d", 0), NULL;
+    if (check_input("tg_adaptive_avg_pool2d", x)) return NULL;
+    if (out_h <= 0 || out_w <= 0)
+        return tg_error("tg_adaptive_avg_pool2d: expected an output size > 0, got %lldx%lld", (long long)out_h,
+                        (long long)out_w), NULL;
+    int nd = x->shape.ndim;
+    pool_params q = {true, 0, 0, 0, true, x->shape.dims[nd - 2], x->shape.dims[nd - 1], out_h, out_w};
+    return avg_public(x, &q);
+}

@@ -1,0 +1,134 @@
+// Pooling: PyTorch fixtures, gradcheck / gradgradcheck, bad inputs.
+#include "nn_fixture_util.h"
+
+namespace {
+
+class PoolTest : public TgTest, public ::testing::WithParamInterface<tg_dtype> {};
+
+tg_tensor *max_with_indices(std::vector<tg_tensor *> &in, tg_pool_opts o, const std::string &name) {
+    tg_tensor *idx = nullptr;
+    tg_tensor *y = tg_max_pool2d(in[0], o, &idx);
+    EXPECT_TRUE(idx != nullptr);
+    if (idx) {
+        EXPECT_EQ(tg_dtype_of(idx), TG_INT64);
+        EXPECT_TRUE(tensor_near(idx, nn_fixture(name + ".indices").data, 0)) << "indices";
+    }
+    return y;
+}
+
+TEST_P(PoolTest, MaxMatchesPyTorch) {
+    tg_dtype dt = GetParam();
+    check_nn_case("maxpool_pad", {"x"}, dt, [](auto &in) {
+        return max_with_indices(in, tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1}, "maxpool_pad");
+    });
+    check_nn_case("maxpool_default", {"x"}, dt,
+                  [](auto &in) { return max_with_indices(in, tg_pool_opts{.kernel_size = 2}, "maxpool_default"); });
+    check_nn_case("maxpool_ceil", {"x"}, dt, [](auto &in) {
+        return max_with_indices(in, tg_pool_opts{.kernel_size = 3, .stride = 2, .ceil_mode = true}, "maxpool_ceil");
+    });
+}
+
+TEST_P(PoolTest, AvgMatchesPyTorch) {
+    tg_dtype dt = GetParam();
+    check_nn_case("avgpool_pad", {"x"}, dt, [](auto &in) {
+        return tg_avg_pool2d(in[0], tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1});
+    });
+    check_nn_case("avgpool_exclude", {"x"}, dt, [](auto &in) {
+        return tg_avg_pool2d(in[0], tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1, .count_exclude_pad = true});
+    });
+    check_nn_case("avgpool_ceil", {"x"}, dt, [](auto &in) {
+        return tg_avg_pool2d(in[0], tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true});
+    });
+    check_nn_case("adaptive_34", {"x"}, dt, [](auto &in) { return tg_adaptive_avg_pool2d(in[0], 3, 4); });
+    check_nn_case("adaptive_11", {"x"}, dt, [](auto &in) { return tg_adaptive_avg_pool2d(in[0], 1, 1); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, PoolTest, ::testing::Values(TG_FLOAT32, TG_FLOAT64));
+
+enum Kind { MAX, AVG, AVG_EXCLUDE, ADAPTIVE };
+struct PoolCase {
+    Kind kind;
+    bool transpose;
+};
+
+tg_tensor *pool_gc(tg_tensor *const *in, void *user) {
+    const PoolCase *c = static_cast<const PoolCase *>(user);
+    tg_tensor *x = c->transpose ? tg_transpose(in[0], 2, 3) : in[0];
+    tg_pool_opts o = {.kernel_size = 3, .stride = 2, .padding = 1};
+    switch (c->kind) {
+    case MAX: return tg_max_pool2d(x, o, nullptr);
+    case AVG: return tg_avg_pool2d(x, o);
+    case AVG_EXCLUDE: o.count_exclude_pad = true; return tg_avg_pool2d(x, o);
+    default: return tg_adaptive_avg_pool2d(x, 2, 3);
+    }
+}
+
+TEST_F(TgTest, PoolGradcheck) {
+    tg_manual_seed(3);
+    for (Kind k : {MAX, AVG, AVG_EXCLUDE, ADAPTIVE}) {
+        for (bool transpose : {false, true}) {
+            SCOPED_TRACE(std::to_string(k) + (transpose ? " transposed" : ""));
+            PoolCase c = {k, transpose};
+            // Distinct values (a permutation) so max pooling has no ties for finite differences.
+            tg_tensor *x = transpose ? tg_randn(TG_SHAPE(2, 2, 6, 5), tg_opts{TG_FLOAT64, TG_CPU, false})
+                                     : tg_randn(TG_SHAPE(1, 3, 5, 7), tg_opts{TG_FLOAT64, TG_CPU, false});
+            tg_requires_grad(x, true);
+            tg_gradcheck_opts o = {};
+            o.user = &c;
+            EXPECT_EQ(tg_gradcheck(pool_gc, 1, &x, &o), TG_OK) << tg_last_error();
+            EXPECT_EQ(tg_gradgradcheck(pool_gc, 1, &x, &o), TG_OK) << tg_last_error();
+        }
+    }
+}
+
+TEST_F(TgTest, PoolUnbatched) {
+    tg_tensor *x = tg_arange(0, 16, 1, tg_opts{});
+    tg_tensor *x3 = tg_reshape(x, TG_SHAPE(1, 4, 4));
+    tg_tensor *idx = nullptr;
+    tg_tensor *y = tg_max_pool2d(x3, tg_pool_opts{.kernel_size = 2}, &idx);
+    ASSERT_TRUE(y) << tg_last_error();
+    EXPECT_EQ(dims(y), (std::vector<int64_t>{1, 2, 2}));
+    EXPECT_TRUE(tensor_near(y, {5, 7, 13, 15}, 0));
+    EXPECT_TRUE(tensor_near(idx, {5, 7, 13, 15}, 0));
+    EXPECT_TRUE(tensor_near(tg_avg_pool2d(x3, tg_pool_opts{.kernel_size = 2}), {2.5, 4.5, 10.5, 12.5}, 1e-6));
+    EXPECT_TRUE(tensor_near(tg_adaptive_avg_pool2d(x3, 1, 1), {7.5}, 1e-6));
+}
+
+TEST_F(TgTest, PoolErrors) {
+    tg_tensor *x = tg_zeros(TG_SHAPE(2, 3, 4, 4), tg_opts{});
+    tg_tensor *idx = (tg_tensor *)0x1;
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(nullptr, tg_pool_opts{.kernel_size = 2}, &idx), nullptr);
+    EXPECT_EQ(idx, nullptr);
+    EXPECT_ERROR_CONTAINS("tg_max_pool2d: input 0 is NULL");
+    tg_clear_error();
+    EXPECT_EQ(tg_avg_pool2d(nullptr, tg_pool_opts{.kernel_size = 2}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_avg_pool2d: input 0 is NULL");
+    tg_clear_error();
+    EXPECT_EQ(tg_adaptive_avg_pool2d(nullptr, 1, 1), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_adaptive_avg_pool2d: input 0 is NULL");
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(tg_zeros(TG_SHAPE(4, 4), tg_opts{}), tg_pool_opts{.kernel_size = 2}, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_max_pool2d: expected input [N, C, H, W] or [C, H, W], got [4, 4]");
+    tg_clear_error();
+    EXPECT_EQ(tg_avg_pool2d(tg_zeros(TG_SHAPE(1, 1, 4, 4), tg_opts{TG_INT64, TG_CPU, false}), tg_pool_opts{.kernel_size = 2}),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_avg_pool2d: expected a float32 or float64 input, got int64");
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(x, tg_pool_opts{}, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("expected kernel_size > 0, stride > 0 and padding >= 0, got kernel_size 0");
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(x, tg_pool_opts{.kernel_size = 2, .stride = -1}, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("stride -1");
+    tg_clear_error();
+    EXPECT_EQ(tg_avg_pool2d(x, tg_pool_opts{.kernel_size = 2, .stride = 1, .padding = 2}), nullptr);
+    EXPECT_ERROR_CONTAINS("padding 2 should be at most half of kernel_size 2");
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(x, tg_pool_opts{.kernel_size = 5}, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_max_pool2d: output would be empty: input [2, 3, 4, 4] with kernel_size 5, stride 5, padding 0 gives 0x0");
+    tg_clear_error();
+    EXPECT_EQ(tg_adaptive_avg_pool2d(x, 0, 2), nullptr);
+    EXPECT_ERROR_CONTAINS("expected an output size > 0, got 0x2");
+}
+
+} // namespace
