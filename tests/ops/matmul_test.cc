@@ -1,0 +1,133 @@
+// tg_matmul and tg_linear: PyTorch fixture values and gradients, gradcheck (first and
+// second order) on plain, broadcast and non-contiguous operands, and the error paths.
+#include "tests/ops/op_fixture.h"
+
+namespace {
+
+tg_tensor *matmul2(const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_matmul(in[0], in[1]); }
+
+tg_tensor *gc_matmul(tg_tensor *const *in, void *) { return tg_matmul(in[0], in[1]); }
+// a stored as [k, n], b as [m, k]: both operands are transposed views.
+tg_tensor *gc_matmul_transposed(tg_tensor *const *in, void *) {
+    return tg_matmul(tg_transpose(in[0], 0, 1), tg_transpose(in[1], 0, 1));
+}
+// b narrowed along its rows and columns: a strided view BLAS cannot take directly.
+tg_tensor *gc_matmul_narrowed(tg_tensor *const *in, void *) {
+    return tg_matmul(in[0], tg_narrow(tg_narrow(in[1], 1, 1, 3), 0, 0, 4));
+}
+tg_tensor *gc_linear(tg_tensor *const *in, void *) { return tg_linear(in[0], in[1], in[2]); }
+tg_tensor *gc_linear_no_bias(tg_tensor *const *in, void *) { return tg_linear(in[0], in[1], nullptr); }
+
+}  // namespace
+
+TEST_F(TgTest, MatmulMatchesPyTorch) {
+    for (const char *name : {"mm", "bmm_broadcast", "bmm_broadcast2", "mv", "vm", "dot", "vbm", "bmv"})
+        check_fixture_both(name, matmul2);
+}
+
+TEST_F(TgTest, MatmulTransposedViewsMatchPyTorch) {
+    check_fixture_both("mm_transposed", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
+        return tg_matmul(tg_transpose(in[0], 0, 1), tg_transpose(in[1], 0, 1));
+    });
+}
+
+TEST_F(TgTest, LinearMatchesPyTorch) {
+    auto with_bias = [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_linear(in[0], in[1], in[2]); };
+    check_fixture_both("linear", with_bias);
+    check_fixture_both("linear_1d", with_bias);
+    check_fixture_both("linear_nobias",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_linear(in[0], in[1], nullptr); });
+}
+
+TEST_F(TgTest, MatmulShapes) {
+    tg_tensor *a = tg_ones(TG_SHAPE(2, 1, 3, 4), tg_opts{}), *b = tg_ones(TG_SHAPE(5, 4, 6), tg_opts{});
+    EXPECT_EQ(dims(tg_matmul(a, b)), (std::vector<int64_t>{2, 5, 3, 6}));
+    EXPECT_EQ(dims(tg_matmul(tg_ones(TG_SHAPE(4), tg_opts{}), b)), (std::vector<int64_t>{5, 6}));
+    EXPECT_EQ(dims(tg_matmul(a, tg_ones(TG_SHAPE(4), tg_opts{}))), (std::vector<int64_t>{2, 1, 3}));
+    // k == 0 gives zeros, as in PyTorch.
+    tg_tensor *z = tg_matmul(tg_ones(TG_SHAPE(2, 0), tg_opts{}), tg_ones(TG_SHAPE(0, 3), tg_opts{}));
+    EXPECT_TRUE(tensor_near(z, std::vector<double>(6, 0.0), 0));
+}
+
+TEST_F(TgTest, MatmulGradcheck) {
+    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(3, 4), 1), rand64(TG_SHAPE(4, 2), 2));
+    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(2, 1, 3, 4), 3), rand64(TG_SHAPE(3, 4, 2), 4));  // broadcast batch
+    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(4), 5), rand64(TG_SHAPE(2, 4, 3), 6));           // 1-D left
+    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(2, 3, 4), 7), rand64(TG_SHAPE(4), 8));           // 1-D right
+    EXPECT_GRADCHECK(gc_matmul_transposed, rand64(TG_SHAPE(4, 3), 9), rand64(TG_SHAPE(2, 4), 10));
+    EXPECT_GRADCHECK(gc_matmul_narrowed, rand64(TG_SHAPE(2, 4), 11), rand64(TG_SHAPE(5, 5), 12));
+}
+
+TEST_F(TgTest, MatmulGradgradcheck) {
+    EXPECT_GRADGRADCHECK(gc_matmul, rand64(TG_SHAPE(3, 4), 1), rand64(TG_SHAPE(4, 2), 2));
+    EXPECT_GRADGRADCHECK(gc_matmul, rand64(TG_SHAPE(2, 3, 4), 3), rand64(TG_SHAPE(4, 2), 4));
+    EXPECT_GRADGRADCHECK(gc_matmul_transposed, rand64(TG_SHAPE(4, 3), 9), rand64(TG_SHAPE(2, 4), 10));
+}
+
+TEST_F(TgTest, LinearGradcheck) {
+    EXPECT_GRADCHECK(gc_linear, rand64(TG_SHAPE(2, 3, 4), 1), rand64(TG_SHAPE(5, 4), 2), rand64(TG_SHAPE(5), 3));
+    // A transposed (non-contiguous) input.
+    EXPECT_GRADCHECK([](tg_tensor *const *in, void *) -> tg_tensor * {
+        return tg_linear(tg_transpose(in[0], 0, 1), in[1], in[2]);
+    }, rand64(TG_SHAPE(4, 3), 4), rand64(TG_SHAPE(2, 4), 5), rand64(TG_SHAPE(2), 6));
+    EXPECT_GRADCHECK(gc_linear_no_bias, rand64(TG_SHAPE(4), 7), rand64(TG_SHAPE(3, 4), 8));
+    EXPECT_GRADGRADCHECK(gc_linear, rand64(TG_SHAPE(2, 3), 1), rand64(TG_SHAPE(4, 3), 2), rand64(TG_SHAPE(4), 3));
+}
+
+TEST_F(TgTest, MatmulLargeBatchedMatchesLoop) {
+    // The folded single-GEMM path (b shared by the batch) and the per-batch path agree.
+    tg_tensor *a = rand64(TG_SHAPE(3, 5, 7), 1, false), *b = rand64(TG_SHAPE(7, 2), 2, false);
+    tg_tensor *folded = tg_matmul(a, b);
+    tg_tensor *per_batch = tg_matmul(a, tg_expand(b, TG_SHAPE(3, 7, 2)));
+    EXPECT_TRUE(tensor_near(folded, values(per_batch), 1e-12));
+}
+
+TEST_F(TgTest, MatmulErrors) {
+    tg_tensor *a = tg_ones(TG_SHAPE(64, 784), tg_opts{}), *b = tg_ones(TG_SHAPE(512, 10), tg_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_matmul(a, b), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_matmul: cannot multiply [64, 784] by [512, 10]: inner sizes 784 != 512");
+    tg_clear_error();
+    EXPECT_EQ(tg_matmul(tg_ones(TG_SCALAR_SHAPE, tg_opts{}), b), nullptr);
+    EXPECT_ERROR_CONTAINS("at least 1 dim");
+    tg_clear_error();
+    EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 3), tg_opts{}), tg_ones(TG_SHAPE(3, 2), tg_opts{TG_FLOAT64})), nullptr);
+    EXPECT_ERROR_CONTAINS("float32 and float64");
+    tg_clear_error();
+    EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 3), tg_opts{TG_INT64}), tg_ones(TG_SHAPE(3, 2), tg_opts{TG_INT64})), nullptr);
+    EXPECT_ERROR_CONTAINS("expected float32 or float64 tensors, got int64");
+    tg_clear_error();
+    EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 2, 3), tg_opts{}), tg_ones(TG_SHAPE(3, 3, 2), tg_opts{})), nullptr);
+    EXPECT_ERROR_CONTAINS("batch dims of [2, 2, 3] and [3, 3, 2] cannot be broadcast");
+    tg_clear_error();
+    EXPECT_EQ(tg_matmul(nullptr, b), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_matmul: input 0 is NULL");
+    tg_clear_error();
+    EXPECT_EQ(tg_matmul(a, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_matmul: input 1 is NULL");
+}
+
+TEST_F(TgTest, LinearErrors) {
+    tg_tensor *x = tg_ones(TG_SHAPE(8, 4), tg_opts{}), *w = tg_ones(TG_SHAPE(3, 4), tg_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_linear(x, tg_ones(TG_SHAPE(4), tg_opts{}), nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_linear: weight must be 2-D");
+    tg_clear_error();
+    EXPECT_EQ(tg_linear(x, tg_ones(TG_SHAPE(3, 5), tg_opts{}), nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("in_features 4 != 5");
+    tg_clear_error();
+    EXPECT_EQ(tg_linear(x, w, tg_ones(TG_SHAPE(4), tg_opts{})), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_linear: bias must be [3] for weight [3, 4], got [4]");
+    tg_clear_error();
+    EXPECT_EQ(tg_linear(x, w, tg_ones(TG_SHAPE(3), tg_opts{TG_FLOAT64})), nullptr);
+    EXPECT_ERROR_CONTAINS("float32 and float64");
+    tg_clear_error();
+    EXPECT_EQ(tg_linear(tg_ones(TG_SCALAR_SHAPE, tg_opts{}), w, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("at least 1 dim");
+    tg_clear_error();
+    EXPECT_EQ(tg_linear(nullptr, w, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_linear: input 0 is NULL");
+    tg_clear_error();
+    EXPECT_EQ(tg_linear(x, nullptr, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_linear: input 1 is NULL");
+}
