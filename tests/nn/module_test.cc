@@ -1,0 +1,293 @@
+// The module system: names and order as PyTorch's named_parameters/state_dict,
+// train/eval, moves and casts, freeing without leaks, the printed summary, and a
+// user-defined module written against the public header only.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tapegrad.h"
+#include "test_util.h"
+
+namespace {
+
+std::vector<std::string> names_of(const tg_named_tensor *items, int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; i++) out.push_back(items[i].name);
+    return out;
+}
+
+std::string summary_of(tg_module *m, tg_shape input) {
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    tg_status status = tg_module_print(m, input, f);
+    fclose(f);
+    std::string s = buf ? buf : "";
+    free(buf);
+    EXPECT_EQ(status, TG_OK) << tg_last_error();
+    return s;
+}
+
+// ---- a user module: y = fc2(tanh(fc1(x))) * scale, with its own parameter and state ----
+struct UserState {
+    int calls;
+};
+
+tg_tensor *user_forward(tg_module *self, tg_tensor *x) {
+    UserState *s = (UserState *)tg_module_state(self);
+    s->calls++;
+    tg_tensor *h = tg_tanh(tg_forward(tg_module_child(self, "fc1"), x));
+    return tg_mul(tg_forward(tg_module_child(self, "fc2"), h), tg_module_param(self, "scale"));
+}
+
+int user_frees = 0;
+void user_free(tg_module *) { user_frees++; }
+void user_repr(tg_module *, char *buf, size_t size) { snprintf(buf, size, "custom"); }
+
+const tg_module_type user_type = {"TwoLayer", user_forward, user_free, user_repr};
+
+tg_module *make_user_module() {
+    tg_module *m = tg_module_new(&user_type, sizeof(UserState));
+    tg_register_parameter(m, "scale", tg_full(TG_SHAPE(2), 2.0, tg_opts{}));
+    tg_register_module(m, "fc1", tg_nn_linear(3, 4, tg_linear_opts{}));
+    tg_register_module(m, "fc2", tg_nn_linear(4, 2, tg_linear_opts{}));
+    tg_register_buffer(m, "calls_seen", tg_zeros(TG_SHAPE(1), tg_opts{}));
+    return m;
+}
+
+tg_module *make_convnet() {
+    tg_module *features = TG_NN_SEQUENTIAL(tg_nn_conv2d(1, 4, 3, tg_conv_opts{.padding = 1}),
+                                           tg_nn_batch_norm2d(4, tg_batch_norm_opts{}), tg_nn_relu(),
+                                           tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2}));
+    tg_module *classifier = TG_NN_SEQUENTIAL(tg_nn_flatten(1, -1), tg_nn_linear(4 * 3 * 3, 5, tg_linear_opts{}));
+    tg_module *net = TG_NN_SEQUENTIAL(features, classifier);
+    return net;
+}
+
+}  // namespace
+
+class ModuleTest : public TgTest {};
+
+TEST_F(ModuleTest, SequentialNamesMatchPyTorch) {
+    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(4, 3, tg_linear_opts{}), tg_nn_relu(),
+                                      tg_nn_linear(3, 2, tg_linear_opts{.no_bias = true}));
+    ASSERT_NE(net, nullptr) << tg_last_error();
+    int n = 0;
+    const tg_named_tensor *params = tg_named_parameters(net, &n);
+    EXPECT_EQ(names_of(params, n), (std::vector<std::string>{"0.weight", "0.bias", "2.weight"}));
+    EXPECT_EQ(dims(params[0].tensor), (std::vector<int64_t>{3, 4}));
+    EXPECT_EQ(dims(params[1].tensor), (std::vector<int64_t>{3}));
+    EXPECT_EQ(dims(params[2].tensor), (std::vector<int64_t>{2, 3}));
+    for (int i = 0; i < n; i++) {
+        EXPECT_TRUE(tg_get_requires_grad(params[i].tensor));
+        EXPECT_TRUE(tg_is_leaf(params[i].tensor));
+    }
+    int np = 0;
+    tg_tensor *const *plain = tg_parameters(net, &np);
+    ASSERT_EQ(np, 3);
+    for (int i = 0; i < np; i++) EXPECT_EQ(plain[i], params[i].tensor);
+    EXPECT_EQ(tg_module_num_params(net), 12 + 3 + 6);
+    EXPECT_EQ(tg_module_get(net, "2.weight"), params[2].tensor);
+    EXPECT_EQ(tg_module_get(net, "2.bias"), nullptr);
+    EXPECT_EQ(tg_module_num_children(net), 3);
+    const char *name = nullptr;
+    EXPECT_NE(tg_module_child_at(net, 1, &name), nullptr);
+    EXPECT_STREQ(name, "1");
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(net, "1"))->name, "ReLU");
+    tg_module_free(net);
+}
+
+TEST_F(ModuleTest, NestedStateDictOrderMatchesPyTorch) {
+    // nn.Sequential(nn.Sequential(Conv2d, BatchNorm2d, ReLU, MaxPool2d), nn.Sequential(Flatten, Linear))
+    tg_module *net = make_convnet();
+    ASSERT_NE(net, nullptr) << tg_last_error();
+    int n = 0;
+    const tg_named_tensor *params = tg_named_parameters(net, &n);
+    EXPECT_EQ(names_of(params, n), (std::vector<std::string>{"0.0.weight", "0.0.bias", "0.1.weight", "0.1.bias",
+                                                             "1.1.weight", "1.1.bias"}));
+    const tg_named_tensor *buffers = tg_named_buffers(net, &n);
+    EXPECT_EQ(names_of(buffers, n),
+              (std::vector<std::string>{"0.1.running_mean", "0.1.running_var", "0.1.num_batches_tracked"}));
+    const tg_named_tensor *state = tg_state_dict(net, &n);
+    EXPECT_EQ(names_of(state, n),
+              (std::vector<std::string>{"0.0.weight", "0.0.bias", "0.1.weight", "0.1.bias", "0.1.running_mean",
+                                        "0.1.running_var", "0.1.num_batches_tracked", "1.1.weight", "1.1.bias"}));
+    tg_tensor *tracked = tg_module_get(net, "0.1.num_batches_tracked");
+    ASSERT_NE(tracked, nullptr);
+    EXPECT_EQ(tg_dtype_of(tracked), TG_INT64);
+    EXPECT_EQ(tg_ndim(tracked), 0);
+    EXPECT_FALSE(tg_get_requires_grad(tracked));
+    EXPECT_TRUE(tensor_near(tg_module_get(net, "0.1.running_var"), {1, 1, 1, 1}, 0));
+    EXPECT_TRUE(tensor_near(tg_module_get(net, "0.1.running_mean"), {0, 0, 0, 0}, 0));
+    EXPECT_TRUE(tensor_near(tg_module_get(net, "0.1.weight"), {1, 1, 1, 1}, 0));
+    EXPECT_TRUE(tensor_near(tg_module_get(net, "0.1.bias"), {0, 0, 0, 0}, 0));
+    tg_module_free(net);
+}
+
+TEST_F(ModuleTest, UserModuleNamesForwardAndFree) {
+    user_frees = 0;
+    tg_module *m = make_user_module();
+    ASSERT_FALSE(tg_has_error()) << tg_last_error();
+    int n = 0;
+    const tg_named_tensor *state = tg_state_dict(m, &n);
+    EXPECT_EQ(names_of(state, n), (std::vector<std::string>{"scale", "calls_seen", "fc1.weight", "fc1.bias",
+                                                            "fc2.weight", "fc2.bias"}));
+    tg_tensor *x = tensor_f32({1, 2, 3, -1, 0, 1}, TG_SHAPE(2, 3));
+    tg_tensor *y = tg_forward(m, x);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    EXPECT_EQ(dims(y), (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(((UserState *)tg_module_state(m))->calls, 1);
+    // Same as composing the functional ops by hand.
+    tg_tensor *fc1w = tg_module_get(m, "fc1.weight"), *fc1b = tg_module_get(m, "fc1.bias");
+    tg_tensor *fc2w = tg_module_get(m, "fc2.weight"), *fc2b = tg_module_get(m, "fc2.bias");
+    tg_tensor *expected = tg_mul_scalar(tg_linear(tg_tanh(tg_linear(x, fc1w, fc1b)), fc2w, fc2b), 2.0);
+    EXPECT_TRUE(tensor_near(y, values(expected), 1e-6));
+    // Backward reaches every parameter.
+    ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
+    const tg_named_tensor *params = tg_named_parameters(m, &n);
+    EXPECT_EQ(n, 5);
+    for (int i = 0; i < n; i++) EXPECT_NE(tg_grad(params[i].tensor), nullptr) << params[i].name;
+    tg_module_zero_grad(m);
+    for (int i = 0; i < n; i++) EXPECT_EQ(tg_grad(params[i].tensor), nullptr) << params[i].name;
+    // Registration errors name the module and the member.
+    EXPECT_EQ(tg_register_parameter(m, "scale", tg_zeros(TG_SHAPE(1), tg_opts{})), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("TwoLayer: a member named \"scale\" already exists");
+    EXPECT_EQ(tg_register_buffer(m, "a.b", tg_zeros(TG_SHAPE(1), tg_opts{})), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("contain no '.'");
+    tg_module_free(m);
+    EXPECT_EQ(user_frees, 1);
+}
+
+TEST_F(ModuleTest, ForwardResultBelongsToCallersScope) {
+    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(3, 8, tg_linear_opts{}), tg_nn_relu(),
+                                      tg_nn_linear(8, 2, tg_linear_opts{}));
+    tg_tensor *x = tg_retain(tensor_f32({1, 2, 3}, TG_SHAPE(1, 3)));
+    long before = tg_live_tensors();
+    TG_SCOPE {
+        tg_tensor *y = tg_forward(net, x);
+        EXPECT_NE(y, nullptr);
+    }
+    EXPECT_EQ(tg_live_tensors(), before) << "the scope must free the forward's result and temporaries";
+    // Outside any scope the caller owns the result.
+    tg_scope_end();
+    tg_tensor *y = tg_forward(net, x);
+    tg_scope_begin();
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    tg_release(y);
+    tg_release(x);
+    tg_module_free(net);
+}
+
+TEST_F(ModuleTest, TrainEvalIsRecursive) {
+    tg_module *net = make_convnet();
+    EXPECT_TRUE(tg_is_training(net));
+    tg_eval(net);
+    EXPECT_FALSE(tg_is_training(net));
+    EXPECT_FALSE(tg_is_training(tg_module_child(tg_module_child(net, "0"), "1")));
+    tg_train(net, true);
+    EXPECT_TRUE(tg_is_training(tg_module_child(tg_module_child(net, "0"), "1")));
+    // A child added to an eval-mode parent takes its mode.
+    tg_module *seq = TG_NN_SEQUENTIAL(tg_nn_relu());
+    tg_eval(seq);
+    tg_nn_sequential_append(seq, tg_nn_dropout(0.5));
+    EXPECT_FALSE(tg_is_training(tg_module_child(seq, "1")));
+    tg_module_free(seq);
+    tg_module_free(net);
+}
+
+TEST_F(ModuleTest, DropoutIsIdentityInEval) {
+    tg_module *drop = tg_nn_dropout(0.5);
+    tg_eval(drop);
+    tg_tensor *x = tensor_f32({1, 2, 3, 4}, TG_SHAPE(4));
+    tg_tensor *y = tg_forward(drop, x);
+    EXPECT_TRUE(tensor_near(y, {1, 2, 3, 4}, 0)) << tg_last_error();
+    tg_module_free(drop);
+}
+
+TEST_F(ModuleTest, CastAndMoveKeepTensorIdentity) {
+    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(3, 2, tg_linear_opts{}), tg_nn_batch_norm1d(2, tg_batch_norm_opts{}));
+    tg_tensor *w = tg_module_get(net, "0.weight");
+    std::vector<double> before = values(w);
+    ASSERT_EQ(tg_module_cast(net, TG_FLOAT64), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_module_get(net, "0.weight"), w);
+    EXPECT_EQ(tg_dtype_of(w), TG_FLOAT64);
+    EXPECT_TRUE(tg_get_requires_grad(w));
+    EXPECT_TRUE(tensor_near(w, before, 0));
+    EXPECT_EQ(tg_dtype_of(tg_module_get(net, "1.running_var")), TG_FLOAT64);
+    EXPECT_EQ(tg_dtype_of(tg_module_get(net, "1.num_batches_tracked")), TG_INT64);
+    // tg_to dispatches on the argument type.
+    EXPECT_EQ(tg_to(net, TG_CPU), TG_OK);
+    tg_tensor *moved = tg_to(w, TG_CPU);
+    EXPECT_NE(moved, nullptr);
+    // A float64 model runs on float64 input.
+    tg_tensor *x = tensor_f64({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
+    tg_tensor *y = tg_forward(tg_module_child(net, "0"), x);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    EXPECT_EQ(tg_dtype_of(y), TG_FLOAT64);
+    tg_module_free(net);
+}
+
+TEST_F(ModuleTest, ErrorsNameTheLayerAndShapes) {
+    tg_module *lin = tg_nn_linear(4, 2, tg_linear_opts{});
+    tg_tensor *x = tensor_f32({1, 2, 3}, TG_SHAPE(1, 3));
+    EXPECT_EQ(tg_forward(lin, x), nullptr);
+    EXPECT_ERROR_CONTAINS("Linear(in_features=4, out_features=2): input [1, 3]");
+    tg_clear_error();
+    EXPECT_EQ(tg_forward(lin, nullptr), nullptr);
+    EXPECT_TRUE(tg_has_error());
+    tg_module_free(lin);
+
+    tg_clear_error();
+    tg_module *bad = TG_NN_SEQUENTIAL(tg_nn_relu(), tg_nn_dropout(2.0), tg_nn_tanh());
+    EXPECT_EQ(bad, nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_dropout: p must be in [0, 1]");
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_conv2d(3, 4, 3, tg_conv_opts{.groups = 2}), nullptr);
+    EXPECT_ERROR_CONTAINS("divisible by groups");
+}
+
+TEST_F(ModuleTest, PrintSummary) {
+    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_flatten(1, -1), tg_nn_linear(784, 128, tg_linear_opts{}), tg_nn_relu(),
+                                      tg_nn_linear(128, 10, tg_linear_opts{}));
+    std::string s = summary_of(net, TG_SHAPE(1, 1, 28, 28));
+    EXPECT_NE(s.find("Sequential (input [1, 1, 28, 28])"), std::string::npos) << s;
+    EXPECT_NE(s.find("0 (Flatten)"), std::string::npos) << s;
+    EXPECT_NE(s.find("[1, 784]"), std::string::npos) << s;
+    EXPECT_NE(s.find("1 (Linear)"), std::string::npos) << s;
+    EXPECT_NE(s.find("100480"), std::string::npos) << s;
+    EXPECT_NE(s.find("3 (Linear)"), std::string::npos) << s;
+    EXPECT_NE(s.find("1290"), std::string::npos) << s;
+    EXPECT_NE(s.find("Output: [1, 10]"), std::string::npos) << s;
+    EXPECT_NE(s.find("Total params: 101770"), std::string::npos) << s;
+    EXPECT_NE(s.find("Trainable params: 101770"), std::string::npos) << s;
+    // A failing layer shows "?" and the summary still prints.
+    std::string bad = summary_of(net, TG_SHAPE(1, 5));
+    EXPECT_NE(bad.find("1 (Linear)"), std::string::npos);
+    EXPECT_NE(bad.find("?"), std::string::npos) << bad;
+    tg_clear_error();
+    tg_module_free(net);
+}
+
+TEST_F(ModuleTest, PrintNestedAndUserModules) {
+    tg_module *m = make_user_module();
+    std::string s = summary_of(m, TG_SHAPE(5, 3));
+    EXPECT_NE(s.find("TwoLayer (input [5, 3])"), std::string::npos) << s;
+    EXPECT_NE(s.find("fc1 (Linear)"), std::string::npos) << s;
+    EXPECT_NE(s.find("[5, 4]"), std::string::npos) << s;
+    EXPECT_NE(s.find("(own parameters)"), std::string::npos) << s;
+    EXPECT_NE(s.find("Total params: 28"), std::string::npos) << s;  // 2 + 16 + 10
+    tg_module_free(m);
+}
+
+TEST_F(ModuleTest, FreeingReleasesEverything) {
+    long before = tg_live_tensors();
+    tg_scope_end();  // outside any scope: nothing is kept by a scope
+    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(8, 8, tg_linear_opts{}), tg_nn_layer_norm(TG_SHAPE(8), tg_layer_norm_opts{}),
+                                      tg_nn_embedding(10, 4), tg_nn_leaky_relu(0), tg_nn_gelu(), tg_nn_sigmoid());
+    tg_scope_begin();
+    ASSERT_NE(net, nullptr) << tg_last_error();
+    EXPECT_GT(tg_live_tensors(), before);
+    tg_module_free(net);
+    EXPECT_EQ(tg_live_tensors(), before);
+}
