@@ -1,0 +1,28 @@
+/* CUDA entry points of ops/cuda/loss.cu, called by ops/loss.c (weak: NULL without
+ * CUDA). Only cross entropy's fused forward needs a kernel of its own; its backward,
+ * nll, mse, l1 and bce-with-logits are built from elementwise/reduction ops. */
+#ifndef TG_OPS_CUDA_LOSS_H
+#define TG_OPS_CUDA_LOSS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* x: contiguous logits viewed as [n, c, d] (float32/float64); target: contiguous int64
+ * [n * d], already checked to lie in [0, c) or equal ignore_index (when use_ignore).
+ * Writes, per element r = (n, d): lse[r] = logsumexp over c of x[n, :, d] and
+ * loss[r] = (1 - eps)(lse - x[n, t, d]) + (eps / c)(c * lse - sum_c x[n, :, d]),
+ * or 0 when the target is ignored. loss and lse are preallocated, x's dtype, n*d elements. */
+tg_status tg_cuda_cross_entropy_forward(tg_tensor *loss, tg_tensor *lse, tg_tensor *x, tg_tensor *target, int64_t n,
+                                        int64_t c, int64_t d, bool use_ignore, int64_t ignore_index, double eps)
+    __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,316 @@
+/* Loss functions (CUDA kernels: ops/cuda/loss.cu).
+ *
+ * cross_entropy is a fused log_softmax + nll kernel; its backward (and nll's) is
+ * written with ops on constants built from the targets, so both are
+ * differentiable to any order. With eps = label_smoothing, a non-ignored
+ * element's loss and gradient are (PyTorch's cross_entropy_loss_label_smoothing,
+ * aten/src/ATen/native/LossNLL.cpp):
+ *   loss = -(1 - eps) log p_t - (eps / C) sum_c log p_c
+ *   dloss/dx_c = p_c - (1 - eps) [c == t] - eps / C
+ * and the mean divides by the number of non-ignored targets (both parts).
+ * mse/l1/bce-with-logits are compositions of differentiable ops. */
+#include "ops/loss.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/loss.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+typedef struct {
+    tg_reduction reduction;
+    bool use_ignore;
+    int64_t ignore_index;
+    double smoothing;
+    int64_t count; /* non-ignored targets (the mean's divisor) */
+    int64_t n, c, d; /* logits viewed as [n, c, d] */
+} ce_args;
+
+static bool ignored(const ce_args *a, int64_t t) { return a->use_ignore && t == a->ignore_index; }
+
+/* Checks logits [N, C, d...] (or [C]) against int64 target [N, d...] (or []) and
+ * counts the non-ignored targets; reads the targets on the host. */
+static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, ce_args *a) {
+    char xs[128], ts[128];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    tg_shape_str(target->shape, ts, sizeof ts);
+    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
+        return tg_error("%s: expected float32 or float64 input, got %s", op, tg_dtype_name(x->dtype));
+    if (target->dtype != TG_INT64)
+        return tg_error("%s: expected int64 class indices as target, got %s", op, tg_dtype_name(target->dtype));
+    if (!tg_device_equal(x->storage->device, target->storage->device)) {
+        char d1[16], d2[16];
+        return tg_error("%s: expected input and target on one device, got %s and %s", op,
+                        tg_device_str(x->storage->device, d1), tg_device_str(target->storage->device, d2));
+    }
+    if (x->shape.ndim == 0) return tg_error("%s: expected input [N, C] or [N, C, d...], got a 0-dim tensor", op);
+    bool unbatched = x->shape.ndim == 1;
+    bool shape_ok = target->shape.ndim == (unbatched ? 0 : x->shape.ndim - 1);
+    for (int i = 0; shape_ok && !unbatched && i < target->shape.ndim; i++)
+        shape_ok = target->shape.dims[i] == x->shape.dims[i == 0 ? 0 : i + 1];
+    if (!shape_ok)
+        return tg_error("%s: expected target %s for input %s (input [N, C, d...] needs target [N, d...]), got %s",
+                        op, unbatched ? "[]" : "of the input's shape without dim 1", xs, ts);
+    a->n = unbatched ? 1 : x->shape.dims[0];
+    a->c = unbatched ? x->shape.dims[0] : x->shape.dims[1];
+    a->d = 1;
+    for (int i = 2; i < x->shape.ndim; i++) a->d *= x->shape.dims[i];
+    if (a->c == 0) return tg_error("%s: expected at least one class, got input %s", op, xs);
+    tg_status status = TG_OK;
+    a->count = 0;
+    TG_SCOPE {
+        tg_tensor *host = tg_contiguous(tg_tensor_to(target, TG_CPU));
+        if (!host) {
+            status = TG_ERROR;
+        } else {
+            const int64_t *t = tg_data_ptr(host);
+            int64_t n = tg_numel(host);
+            for (int64_t i = 0; i < n; i++) {
+                if (ignored(a, t[i])) continue;
+                if (t[i] < 0 || t[i] >= a->c) {
+                    status = tg_error("%s: target %lld is out of bounds for %lld classes (expected 0 <= target < %lld%s)",
+                                      op, (long long)t[i], (long long)a->c, (long long)a->c,
+                                      a->use_ignore ? " or the ignore_index" : "");
+                    break;
+                }
+                a->count++;
+            }
+        }
+    }
+    return status;
+}
+
+/* ======================= fused cross entropy ======================= */
+
+#define CE_KERNEL(SFX, T)                                                                                \
+    /* loss [n*d] and lse [n*d] from x [n, c, d]; ignored elements give loss 0. */                     \
+    static void ce_forward_##SFX(const ce_args *a, const T *x, const int64_t *target, T *loss, T *lse) { \
+        int64_t C = a->c, D = a->d;                                                                    \
+        double eps = a->smoothing;                                                                     \
+        _Pragma("omp parallel for if (a->n * C * D >= 32768)")                                         \
+        for (int64_t r = 0; r < a->n * D; r++) {                                                       \
+            int64_t n = r / D, d = r % D;                                                              \
+            const T *row = x + n * C * D + d;                                                          \
+            double m = -INFINITY, s = 0, total = 0;                                                    \
+            for (int64_t c = 0; c < C; c++) m = row[c * D] > m ? row[c * D] : m;                       \
+            if (isinf(m) && m < 0) m = 0;                                                              \
+            for (int64_t c = 0; c < C; c++) {                                                          \
+                s += exp(row[c * D] - m);                                                              \
+                total += row[c * D];                                                                   \
+            }                                                                                          \
+            double l = m + log(s);                                                                     \
+            lse[r] = (T)l;                                                                             \
+            int64_t t = target[r];                                                                     \
+            if (ignored(a, t)) {                                                                       \
+                loss[r] = 0;                                                                           \
+                continue;                                                                              \
+            }                                                                                          \
+            double nll = l - row[t * D], smooth = (double)C * l - total;                               \
+            loss[r] = (T)((1 - eps) * nll + eps / (double)C * smooth);                                 \
+        }                                                                                              \
+    }
+CE_KERNEL(f32, float)
+CE_KERNEL(f64, double)
+
+/* [N, 1, d...] (or [1]) shape for per-element constants broadcast against the logits. */
+static tg_shape keep_class_dim(tg_shape x) {
+    tg_shape s = x;
+    if (s.ndim == 1) s.dims[0] = 1;
+    else s.dims[1] = 1;
+    return s;
+}
+
+/* The reduction of per-element losses [N, d...]. */
+static tg_tensor *reduce_losses(tg_tensor *losses, const ce_args *a) {
+    switch (a->reduction) {
+    case TG_REDUCTION_NONE: return losses;
+    case TG_REDUCTION_SUM: return tg_sum(losses);
+    default: return tg_div_scalar(tg_sum(losses), (double)a->count);
+    }
+}
+
+static tg_tensor *ce_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const ce_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_contiguous(in[0]), *target = tg_contiguous(in[1]);
+    if (!x || !target) return NULL;
+    tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
+    tg_tensor *losses = tg_empty(target->shape, o), *lse = tg_empty(keep_class_dim(x->shape), o);
+    if (!losses || !lse) return NULL;
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL("tg_cross_entropy", tg_cuda_cross_entropy_forward, losses, lse, x, target, a->n, a->c, a->d,
+                         a->use_ignore, a->ignore_index, a->smoothing))
+            return NULL;
+    } else if (x->dtype == TG_FLOAT32) {
+        ce_forward_f32(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
+    } else {
+        ce_forward_f64(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
+    }
+    tg_ctx_save(ctx, in[0]);
+    tg_ctx_save(ctx, in[1]);
+    tg_ctx_save(ctx, lse);
+    return reduce_losses(losses, a);
+}
+
+/* Host-built constants of the backward, moved to x's device:
+ *   *weight [N, 1, d...]: the reduction's factor per element (0 when ignored)
+ *   *dist   [N, C, d...]: the target distribution (1 - eps) onehot + eps / C
+ *                         (nll: just the onehot), times -1 when `negate`. */
+static tg_status target_constants(tg_tensor *x, tg_tensor *target, const ce_args *a, double eps, tg_tensor **weight,
+                                  tg_tensor **dist) {
+    tg_tensor *host_t = tg_contiguous(tg_tensor_to(target, TG_CPU));
+    tg_tensor *w = tg_empty(keep_class_dim(x->shape), (tg_opts){.dtype = TG_FLOAT64});
+    tg_tensor *p = tg_empty(x->shape, (tg_opts){.dtype = TG_FLOAT64});
+    if (!host_t || !w || !p) return TG_ERROR;
+    const int64_t *t = tg_data_ptr(host_t);
+    double *wd = tg_data_ptr(w), *pd = tg_data_ptr(p);
+    double factor = a->reduction == TG_REDUCTION_MEAN ? 1.0 / (double)a->count : 1.0;
+    int64_t C = a->c, D = a->d;
+    for (int64_t r = 0; r < a->n * D; r++) {
+        int64_t n = r / D, d = r % D;
+        bool skip = ignored(a, t[r]);
+        wd[r] = skip ? 0 : factor;
+        for (int64_t c = 0; c < C; c++)
+            pd[n * C * D + c * D + d] = skip ? 0 : (1 - eps) * (c == t[r]) + eps / (double)C;
+    }
+    *weight = tg_tensor_to(tg_cast(w, x->dtype), x->storage->device);
+    *dist = tg_tensor_to(tg_cast(p, x->dtype), x->storage->device);
+    return *weight && *dist ? TG_OK : TG_ERROR;
+}
+
+/* The upstream gradient broadcast against [N, 1, d...]. */
+static tg_tensor *broadcast_grad(tg_tensor *g, const ce_args *a, tg_shape x_shape) {
+    if (a->reduction != TG_REDUCTION_NONE) return g;
+    return tg_reshape(g, keep_class_dim(x_shape));
+}
+
+static void ce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const ce_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *target = tg_ctx_saved(ctx, 1), *lse = tg_ctx_saved(ctx, 2);
+    tg_tensor *weight, *dist;
+    if (!x || !target || !lse || target_constants(x, target, a, a->smoothing, &weight, &dist)) return;
+    /* softmax as e / sum(e) with e = exp(x - lse): lse is only a constant shift here,
+     * so the expression stays exact for higher derivatives. */
+    tg_tensor *e = tg_exp(tg_sub(x, tg_detach(lse)));
+    tg_tensor *p = tg_div(e, tg_sum_dim(e, x->shape.ndim == 1 ? 0 : 1, true));
+    grad_in[0] = tg_mul(tg_sub(p, dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
+}
+
+static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0};
+
+tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
+    const char *op = "tg_cross_entropy";
+    if (!logits) return tg_error_null_input(op, 0), NULL;
+    if (!target) return tg_error_null_input(op, 1), NULL;
+    if (!(opts.label_smoothing >= 0 && opts.label_smoothing <= 1))
+        return tg_error("%s: label_smoothing must be in [0, 1], got %g", op, opts.label_smoothing), NULL;
+    if (opts.reduction < TG_REDUCTION_MEAN || opts.reduction > TG_REDUCTION_NONE)
+        return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
+    ce_args a = {opts.reduction, opts.use_ignore_index, opts.ignore_index, opts.label_smoothing, 0, 0, 0, 0};
+    if (check_targets(op, logits, target, &a)) return NULL;
+    return tg_apply_args(&ce_fn, (tg_tensor *[]){logits, target}, &a, sizeof a);
+}
+
+tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target) {
+    return tg_cross_entropy_opts(logits, target, (tg_loss_opts){0});
+}
+
+/* ======================= nll ======================= */
+
+static tg_tensor *nll_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const ce_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = in[0], *target = in[1];
+    /* loss = -x[target] per element, picked with the backward's onehot constants
+     * (where, not a product, so that a -inf log-probability elsewhere stays out). */
+    tg_tensor *weight, *dist;
+    if (target_constants(x, target, a, 0, &weight, &dist)) return NULL;
+    int class_dim = x->shape.ndim == 1 ? 0 : 1;
+    tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    tg_tensor *picked = tg_where(tg_ne(dist, zero), x, zero);
+    tg_tensor *losses = tg_neg(tg_sum_dim(picked, class_dim, false));
+    tg_ctx_save(ctx, in[0]);
+    tg_ctx_save(ctx, in[1]);
+    return losses ? reduce_losses(losses, a) : NULL;
+}
+
+static void nll_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const ce_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *target = tg_ctx_saved(ctx, 1);
+    tg_tensor *weight, *dist;
+    if (!x || !target || target_constants(x, target, a, 0, &weight, &dist)) return;
+    grad_in[0] = tg_mul(tg_neg(dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
+}
+
+static const tg_function nll_fn = {"nll_loss", 2, nll_forward, nll_backward, 0};
+
+tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
+    const char *op = "tg_nll_loss";
+    if (!log_probs) return tg_error_null_input(op, 0), NULL;
+    if (!target) return tg_error_null_input(op, 1), NULL;
+    if (opts.reduction < TG_REDUCTION_MEAN || opts.reduction > TG_REDUCTION_NONE)
+        return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
+    if (opts.label_smoothing != 0)
+        return tg_error("%s: label_smoothing is a cross_entropy option, got %g", op, opts.label_smoothing), NULL;
+    ce_args a = {opts.reduction, opts.use_ignore_index, opts.ignore_index, 0, 0, 0, 0, 0};
+    if (check_targets(op, log_probs, target, &a)) return NULL;
+    return tg_apply_args(&nll_fn, (tg_tensor *[]){log_probs, target}, &a, sizeof a);
+}
+
+/* ======================= elementwise losses ======================= */
+
+static tg_status check_pair(const char *op, tg_tensor *input, tg_tensor *target, tg_reduction reduction,
+                            bool same_shape) {
+    char a[128], b[128];
+    tg_shape out;
+    if (!input) return tg_error_null_input(op, 0);
+    if (!target) return tg_error_null_input(op, 1);
+    if (reduction < TG_REDUCTION_MEAN || reduction > TG_REDUCTION_NONE)
+        return tg_error("%s: unknown reduction %d", op, (int)reduction);
+    if (!tg_dtype_is_floating(input->dtype) || input->dtype != target->dtype)
+        return tg_error("%s: expected input and target of one floating dtype, got %s and %s", op,
+                        tg_dtype_name(input->dtype), tg_dtype_name(target->dtype));
+    tg_shape_str(input->shape, a, sizeof a);
+    tg_shape_str(target->shape, b, sizeof b);
+    if (same_shape ? !tg_shape_equal(input->shape, target->shape)
+                   : !tg_broadcast_shapes(input->shape, target->shape, &out))
+        return tg_error("%s: target %s %s input %s", op, b,
+                        same_shape ? "must have the same shape as" : "does not broadcast with", a);
+    return TG_OK;
+}
+
+static tg_tensor *reduce(tg_tensor *t, tg_reduction r) {
+    return r == TG_REDUCTION_NONE ? t : r == TG_REDUCTION_SUM ? tg_sum(t) : tg_mean(t);
+}
+
+tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target, tg_reduction reduction) {
+    if (check_pair("tg_mse_loss", input, target, reduction, false)) return NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE { out = tg_scope_return(reduce(tg_square(tg_sub(input, target)), reduction)); }
+    return out;
+}
+
+tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target, tg_reduction reduction) {
+    if (check_pair("tg_l1_loss", input, target, reduction, false)) return NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE { out = tg_scope_return(reduce(tg_abs(tg_sub(input, target)), reduction)); }
+    return out;
+}
+
+/* ATen's binary_cross_entropy_with_logits (Loss.cpp): with m = max(-x, 0),
+ * loss = (1 - y) x + m + log(exp(-m) + exp(-x - m)). */
+tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target, tg_reduction reduction) {
+    if (check_pair("tg_binary_cross_entropy_with_logits", logits, target, reduction, true)) return NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *m = tg_relu(tg_neg(logits));
+        tg_tensor *lse = tg_log(tg_add(tg_exp(tg_neg(m)), tg_exp(tg_sub(tg_neg(logits), m))));
+        tg_tensor *loss = tg_add(tg_add(tg_mul(tg_rsub_scalar(target, 1), logits), m), lse);
+        out = tg_scope_return(reduce(loss, reduction));
+    }
+    return out;
+}
