@@ -1,0 +1,320 @@
+// safetensors: a file written by PyTorch (tests/fixtures/gen_safetensors.py) loads
+// with identical values; tapegrad's output is byte-identical to a golden file that
+// script verified; round trips; the tensor map API; every malformed-header case.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes read_bytes(const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    return Bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// A safetensors image from a header string and a data buffer.
+Bytes st_bytes(const std::string &header, const Bytes &data = {}) {
+    Bytes b(8);
+    uint64_t n = header.size();
+    for (int i = 0; i < 8; i++) b[(size_t)i] = (uint8_t)(n >> (8 * i));
+    b.insert(b.end(), header.begin(), header.end());
+    b.insert(b.end(), data.begin(), data.end());
+    return b;
+}
+
+class SafetensorsTest : public TgTest {
+  protected:
+    void SetUp() override {
+        TgTest::SetUp();
+        std::string tmpl = ::testing::TempDir() + "/tg_st_XXXXXX";
+        std::vector<char> buf(tmpl.begin(), tmpl.end());
+        buf.push_back('\0');
+        ASSERT_NE(mkdtemp(buf.data()), nullptr);
+        dir_ = buf.data();
+    }
+    void TearDown() override {
+        std::string cmd = "rm -rf '" + dir_ + "'";
+        (void)!system(cmd.c_str());
+        TgTest::TearDown();
+    }
+    // Parses bytes expecting failure with a message containing `part`.
+    void expect_parse_error(const Bytes &b, const std::string &part) {
+        tg_clear_error();
+        tg_tensor_map *m = tg_safetensors_parse(b.data(), b.size(), "bad.st");
+        EXPECT_EQ(m, nullptr);
+        EXPECT_ERROR_CONTAINS(part);
+        tg_tensor_map_free(m);
+    }
+    std::string dir_;
+};
+
+const char *dtype_name_of(tg_tensor *t) { return tg_dtype_name(tg_dtype_of(t)); }
+
+TEST_F(SafetensorsTest, LoadsFileWrittenByPyTorch) {
+    auto expected = load_fixtures("tests/fixtures/from_torch.txt");
+    ASSERT_EQ(expected.size(), 8u);
+    tg_tensor_map *m = tg_safetensors_load("tests/fixtures/from_torch.safetensors");
+    ASSERT_NE(m, nullptr) << tg_last_error();
+    EXPECT_EQ(tg_tensor_map_size(m), 8);
+    for (auto &[name, fx] : expected) {
+        tg_tensor *t = tg_tensor_map_get(m, name.c_str());
+        ASSERT_NE(t, nullptr) << name;
+        EXPECT_STREQ(dtype_name_of(t), fx.dtype.c_str()) << name;
+        EXPECT_EQ(dims(t), fx.shape) << name;
+        EXPECT_TRUE(tensor_near(t, fx.data, 0)) << name;  // bit-exact
+        EXPECT_EQ(tg_device_of(t).kind, TG_DEVICE_CPU);
+    }
+    EXPECT_STREQ(tg_tensor_map_metadata(m, "source"), "gen_safetensors.py");
+    EXPECT_STREQ(tg_tensor_map_metadata(m, "torch"), "1.13.0");
+    EXPECT_EQ(tg_tensor_map_metadata(m, "missing"), nullptr);
+    tg_tensor_map_free(m);
+}
+
+// The map tests/fixtures/gen_safetensors.py's golden() describes, in the same order.
+tg_tensor_map *golden_map() {
+    tg_tensor_map *m = tg_tensor_map_new();
+    std::vector<float> w;
+    for (int i = 0; i < 6; i++) w.push_back(i * 0.25f - 0.5f);
+    tg_tensor_map_set(m, "weight", tensor_f32(w, TG_SHAPE(2, 3)));
+    tg_tensor_map_set(m, "bias", tensor_f64({1.5, -2.0, 1e-300}, TG_SHAPE(3)));
+    int64_t step = 12345678901234;
+    tg_tensor_map_set(m, "step", tg_from_data(&step, TG_SCALAR_SHAPE, tg_opts{TG_INT64, TG_CPU, false}));
+    bool mask[4] = {true, false, true, true};
+    tg_tensor_map_set(m, "mask", tg_from_data(mask, TG_SHAPE(4), tg_opts{TG_BOOL, TG_CPU, false}));
+    uint8_t px[4] = {0, 127, 128, 255};
+    tg_tensor_map_set(m, "pixels", tg_from_data(px, TG_SHAPE(2, 2), tg_opts{TG_UINT8, TG_CPU, false}));
+    int32_t idx[2] = {-7, 2147483647};
+    tg_tensor_map_set(m, "idx", tg_from_data(idx, TG_SHAPE(2), tg_opts{TG_INT32, TG_CPU, false}));
+    tg_tensor_map_set(m, "empty", tg_empty(TG_SHAPE(0, 2), tg_opts{}));
+    tg_tensor_map_set_metadata(m, "format", "pt");
+    tg_tensor_map_set_metadata(m, "epoch", "3");
+    tg_tensor_map_set_metadata(m, "note", "quote \" backslash \\ tab \t \xc3\xa9");
+    return m;
+}
+
+TEST_F(SafetensorsTest, GoldenBytes) {
+    std::unique_ptr<tg_tensor_map, void (*)(tg_tensor_map *)> owner(golden_map(), tg_tensor_map_free);
+    tg_tensor_map *m = owner.get();
+    uint8_t *data = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(tg_safetensors_serialize(m, &data, &n), TG_OK) << tg_last_error();
+    Bytes mine(data, data + n);
+    free(data);
+    // Regenerate: TG_GOLDEN_OUT=tests/fixtures/tapegrad_golden.safetensors, then
+    // /usr/bin/python3 tests/fixtures/gen_safetensors.py --verify <that file>.
+    if (const char *out = getenv("TG_GOLDEN_OUT")) {
+        EXPECT_EQ(tg_safetensors_save(m, out), TG_OK) << tg_last_error();
+        EXPECT_EQ(read_bytes(out), mine);
+    }
+    Bytes golden = read_bytes("tests/fixtures/tapegrad_golden.safetensors");
+    ASSERT_FALSE(golden.empty()) << "tests/fixtures/tapegrad_golden.safetensors is missing";
+    EXPECT_EQ(mine, golden);
+    EXPECT_EQ((8 + (size_t)mine[0]) % 8, 0u) << "header padded to 8 bytes";
+    // And it reads back.
+    tg_tensor_map *back = tg_safetensors_parse(golden.data(), golden.size(), "golden");
+    ASSERT_NE(back, nullptr) << tg_last_error();
+    for (int64_t i = 0; i < tg_tensor_map_size(m); i++) {
+        EXPECT_STREQ(tg_tensor_map_name(back, i), tg_tensor_map_name(m, i));
+        tg_tensor *a = tg_tensor_map_tensor(m, i), *b = tg_tensor_map_tensor(back, i);
+        EXPECT_EQ(tg_dtype_of(a), tg_dtype_of(b));
+        EXPECT_EQ(dims(a), dims(b));
+        EXPECT_TRUE(tensor_near(b, values(a), 0));
+    }
+    EXPECT_STREQ(tg_tensor_map_metadata(back, "note"), "quote \" backslash \\ tab \t \xc3\xa9");
+    int64_t step = 0;
+    tg_copy_to_host(tg_tensor_map_get(back, "step"), &step, sizeof step);
+    EXPECT_EQ(step, 12345678901234);
+    tg_tensor_map_free(back);
+}
+
+TEST_F(SafetensorsTest, RoundTripAnyStridesAndLargeInt) {
+    tg_tensor *base = tensor_f32({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
+    int64_t st[2] = {1, 3};
+    tg_tensor *transposed = tg_as_strided(base, TG_SHAPE(3, 2), st, 0);
+    int64_t big[2] = {INT64_MAX, INT64_MIN + 1};
+    tg_tensor_map *m = tg_tensor_map_new();
+    ASSERT_EQ(tg_tensor_map_set(m, "t", transposed), TG_OK);
+    ASSERT_EQ(tg_tensor_map_set(m, "big", tg_from_data(big, TG_SHAPE(2), tg_opts{TG_INT64, TG_CPU, false})), TG_OK);
+    std::string path = dir_ + "/rt.safetensors";
+    ASSERT_EQ(tg_safetensors_save(m, path.c_str()), TG_OK) << tg_last_error();
+    EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0) << "temporary file left behind";
+    tg_tensor_map_free(m);
+
+    tg_tensor_map *back = tg_safetensors_load(path.c_str());
+    ASSERT_NE(back, nullptr) << tg_last_error();
+    EXPECT_EQ(dims(tg_tensor_map_get(back, "t")), (std::vector<int64_t>{3, 2}));
+    EXPECT_TRUE(tensor_near(tg_tensor_map_get(back, "t"), {1, 4, 2, 5, 3, 6}, 0));
+    int64_t got[2];
+    tg_copy_to_host(tg_tensor_map_get(back, "big"), got, sizeof got);
+    EXPECT_EQ(got[0], INT64_MAX);
+    EXPECT_EQ(got[1], INT64_MIN + 1);
+    tg_tensor_map_free(back);
+}
+
+TEST_F(SafetensorsTest, SingleTensor) {
+    std::string path = dir_ + "/one.safetensors";
+    tg_tensor *t = tensor_f64({0.5, -1}, TG_SHAPE(1, 2));
+    ASSERT_EQ(tg_safetensors_save_tensor(t, nullptr, path.c_str()), TG_OK);
+    tg_tensor *a = tg_safetensors_load_tensor(path.c_str(), nullptr);
+    ASSERT_NE(a, nullptr) << tg_last_error();
+    EXPECT_EQ(tg_dtype_of(a), TG_FLOAT64);
+    EXPECT_TRUE(tensor_near(a, {0.5, -1}, 0));
+    tg_tensor *b = tg_safetensors_load_tensor(path.c_str(), "tensor");
+    EXPECT_TRUE(tensor_near(b, {0.5, -1}, 0));
+    EXPECT_EQ(tg_safetensors_load_tensor(path.c_str(), "weight"), nullptr);
+    EXPECT_ERROR_CONTAINS("has no tensor \"weight\" (it has \"tensor\")");
+    EXPECT_EQ(tg_safetensors_load_tensor("tests/fixtures/from_torch.safetensors", nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("holds 8 tensors; pass the name");
+    tg_tensor *lab = tg_safetensors_load_tensor("tests/fixtures/from_torch.safetensors", "labels");
+    EXPECT_EQ(tg_dtype_of(lab), TG_INT64);
+}
+
+TEST_F(SafetensorsTest, MapApi) {
+    long live = tg_live_tensors();
+    tg_tensor_map *m = tg_tensor_map_new();
+    tg_scope_begin();
+    tg_tensor *a = tensor_f32({1}, TG_SHAPE(1)), *b = tensor_f32({2}, TG_SHAPE(1));
+    EXPECT_EQ(tg_tensor_map_set(m, "a", a), TG_OK);
+    EXPECT_EQ(tg_tensor_map_set(m, "b", b), TG_OK);
+    EXPECT_EQ(tg_tensor_map_set(m, "a", b), TG_OK);  // replace keeps the position
+    EXPECT_EQ(tg_tensor_map_set(m, "a", b), TG_OK);  // same tensor again: still alive
+    tg_scope_end();
+    EXPECT_EQ(tg_live_tensors(), live + 1);  // only b, held by the map
+    EXPECT_EQ(tg_tensor_map_size(m), 2);
+    EXPECT_STREQ(tg_tensor_map_name(m, 0), "a");
+    EXPECT_EQ(tg_tensor_map_tensor(m, 0), tg_tensor_map_get(m, "b"));
+    EXPECT_EQ(tg_tensor_map_name(m, 2), nullptr);
+    EXPECT_EQ(tg_tensor_map_get(m, "zzz"), nullptr);
+    EXPECT_FALSE(tg_has_error());
+
+    EXPECT_EQ(tg_tensor_map_set(m, "__metadata__", tg_tensor_map_get(m, "a")), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("reserved");
+    EXPECT_EQ(tg_tensor_map_set(m, "", tg_tensor_map_get(m, "a")), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("empty tensor name");
+
+    // Composition for checkpoints.
+    tg_tensor_map *ck = tg_tensor_map_new();
+    EXPECT_EQ(tg_tensor_map_merge(ck, m, "model."), TG_OK);
+    EXPECT_EQ(tg_tensor_map_merge(ck, m, "optim."), TG_OK);
+    EXPECT_EQ(tg_tensor_map_size(ck), 4);
+    EXPECT_STREQ(tg_tensor_map_name(ck, 3), "optim.b");
+    tg_tensor_map *model = tg_tensor_map_select(ck, "model.");
+    EXPECT_EQ(tg_tensor_map_size(model), 2);
+    EXPECT_STREQ(tg_tensor_map_name(model, 1), "b");
+    EXPECT_EQ(tg_tensor_map_get(model, "b"), tg_tensor_map_get(m, "b"));  // shared, not copied
+
+    EXPECT_TRUE(tg_tensor_map_remove(m, "a"));
+    EXPECT_FALSE(tg_tensor_map_remove(m, "a"));
+    EXPECT_EQ(tg_tensor_map_size(m), 1);
+    EXPECT_EQ(tg_tensor_map_set_metadata(m, "k", "v1"), TG_OK);
+    EXPECT_EQ(tg_tensor_map_set_metadata(m, "k", "v2"), TG_OK);
+    EXPECT_EQ(tg_tensor_map_metadata_size(m), 1);
+    EXPECT_STREQ(tg_tensor_map_metadata_value(m, 0), "v2");
+    tg_tensor_map_free(model);
+    tg_tensor_map_free(ck);
+    tg_tensor_map_free(m);
+    EXPECT_EQ(tg_live_tensors(), live);
+}
+
+TEST_F(SafetensorsTest, EmptyMapAndMissingFile) {
+    tg_tensor_map *m = tg_tensor_map_new();
+    std::string path = dir_ + "/empty.safetensors";
+    ASSERT_EQ(tg_safetensors_save(m, path.c_str()), TG_OK);
+    tg_tensor_map_free(m);
+    Bytes b = read_bytes(path);
+    EXPECT_EQ(b.size(), 16u);  // "{}" padded to 8
+    m = tg_safetensors_load(path.c_str());
+    ASSERT_NE(m, nullptr) << tg_last_error();
+    EXPECT_EQ(tg_tensor_map_size(m), 0);
+    tg_tensor_map_free(m);
+
+    EXPECT_EQ(tg_safetensors_load((dir_ + "/nope.safetensors").c_str()), nullptr);
+    EXPECT_ERROR_CONTAINS("cannot open " + dir_ + "/nope.safetensors: No such file");
+    tg_tensor_map *one = tg_tensor_map_new();
+    tg_tensor_map_set(one, "x", tensor_f32({1}, TG_SHAPE(1)));
+    EXPECT_EQ(tg_safetensors_save(one, (dir_ + "/no/such/dir.st").c_str()), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("cannot create");
+    tg_tensor_map_free(one);
+}
+
+TEST_F(SafetensorsTest, MalformedLengthAndJson) {
+    expect_parse_error({1, 2, 3}, "bad.st: truncated: 3 bytes");
+    Bytes b = st_bytes("{}");
+    b[0] = 200;
+    expect_parse_error(b, "header length 200 but only 2 bytes follow");
+    expect_parse_error(st_bytes("[1, 2]"), "must be a JSON object starting with '{'");
+    expect_parse_error(st_bytes("{\"a\": {\"dtype\": \"F32\""), "not a valid JSON object");
+    expect_parse_error(st_bytes("{} x"), "unexpected bytes after the header's JSON object");
+    expect_parse_error(st_bytes("{\"a\": 5}"), "tensor \"a\": entry is not a JSON object");
+    expect_parse_error(st_bytes("{\"a\": {\"dtype\": \"F32\", \"shape\": [1]}}"),
+                       "needs \"dtype\" (string), \"shape\" (array) and \"data_offsets\"");
+    expect_parse_error(st_bytes("{\"__metadata__\": {\"k\": 1}}"), "metadata \"k\" is not a string");
+    expect_parse_error(st_bytes("{\"__metadata__\": []}"), "\"__metadata__\" must appear once");
+    // Padding spaces after the object are fine.
+    Bytes ok = st_bytes("{}      ");
+    tg_tensor_map *m = tg_safetensors_parse(ok.data(), ok.size(), nullptr);
+    EXPECT_NE(m, nullptr) << tg_last_error();
+    tg_tensor_map_free(m);
+}
+
+TEST_F(SafetensorsTest, MalformedEntries) {
+    Bytes four(4, 0);
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", four),
+                       "dtype F16 is not supported by tapegrad");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,4]}})", four),
+                       "unknown dtype \"Q4\"");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[-4],"data_offsets":[0,4]}})", four),
+                       "shape entry 0 is not a non-negative integer");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[1.5],"data_offsets":[0,4]}})", four),
+                       "shape entry 0 is not a non-negative integer");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,4],"data_offsets":[0,4]}})", four),
+                       "9 dimensions, tapegrad supports at most 8");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,0]}})", four),
+                       "data_offsets must be two integers [begin, end] with begin <= end");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0]}})", four),
+                       "data_offsets must be two integers");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", four),
+                       "data_offsets [0, 4] hold 4 bytes but shape [2] of F32 needs 8");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", four),
+                       "needs more than");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                                R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", four),
+                       "tensor \"a\" appears twice");
+}
+
+TEST_F(SafetensorsTest, MalformedLayout) {
+    Bytes eight(8, 1);
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", eight),
+                       "tensor \"a\" starts at byte 4 of the data, expected 0 (a gap before it)");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                                R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", eight),
+                       "expected 4 (it overlaps another)");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", eight),
+                       "4 trailing bytes after the tensor data");
+    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[12],"data_offsets":[0,12]}})", eight),
+                       "truncated data: the header needs 12 bytes of tensor data but the file has 8");
+    // A real file cut short.
+    Bytes real = read_bytes("tests/fixtures/from_torch.safetensors");
+    ASSERT_GT(real.size(), 100u);
+    real.resize(real.size() - 3);
+    expect_parse_error(real, "truncated data");
+    // BOOL bytes other than 0/1 read as true.
+    Bytes flags = {0, 2, 1, 255};
+    Bytes b = st_bytes(R"({"f":{"dtype":"BOOL","shape":[4],"data_offsets":[0,4]}})", flags);
+    tg_tensor_map *m = tg_safetensors_parse(b.data(), b.size(), nullptr);
+    ASSERT_NE(m, nullptr) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_tensor_map_get(m, "f"), {0, 1, 1, 1}, 0));
+    tg_tensor_map_free(m);
+}
+
+}  // namespace
