@@ -1,0 +1,241 @@
+/* Batch norm and layer norm (CUDA kernels: ops/cuda/norm.cu).
+ *
+ * Forward: one CPU kernel per op (statistics in double, two passes). Backward: the
+ * standard closed form (Ioffe & Szegedy 2015, sec. 3; ATen's batch_norm_backward /
+ * layer_norm_backward), written with ops so that it is device-generic and
+ * differentiable again. With xhat = (x - mean) * invstd over the M elements a
+ * statistic covers and dxhat = g * w:
+ *   dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+ *   dw = sum(g * xhat),  db = sum(g)   (over the dims the weight is broadcast along)
+ * The statistics are recomputed with ops in backward (not the forward's constants),
+ * which keeps higher derivatives exact. Batch norm in eval mode is plain ops. */
+#include "ops/norm.h"
+
+#include <math.h>
+
+#include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/norm.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+typedef struct {
+    double eps;
+    int64_t outer, groups, inner; /* x viewed as [outer, groups, inner]; stats per group over outer*inner */
+    int dims[TG_MAX_DIMS];        /* the reduced dims of x */
+    int num_dims;
+    bool layer; /* layer norm: stats per row (groups = rows, outer = 1), weight over the normalized dims */
+} norm_args;
+
+#define NORM_KERNEL(SFX, T)                                                                              \
+    /* Batch norm: statistics per channel c of x [outer, C, inner]; w, b [C].                          \
+     * Layer norm: statistics per row r of x [rows, inner]; w, b [inner] (or NULL). */                  \
+    static void norm_forward_##SFX(const norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out, \
+                                   T *var_out) {                                                        \
+        int64_t O = a->outer, G = a->groups, I = a->inner;                                             \
+        _Pragma("omp parallel for if (O * G * I >= 32768)")                                            \
+        for (int64_t c = 0; c < G; c++) {                                                              \
+            double s = 0, ss = 0, m = (double)(O * I);                                                  \
+            for (int64_t o = 0; o < O; o++) {                                                          \
+                const T *p = x + (o * G + c) * I;                                                      \
+                for (int64_t i = 0; i < I; i++) s += p[i];                                             \
+            }                                                                                          \
+            double mean = s / m;                                                                       \
+            for (int64_t o = 0; o < O; o++) {                                                          \
+                const T *p = x + (o * G + c) * I;                                                      \
+                for (int64_t i = 0; i < I; i++) ss += (p[i] - mean) * (p[i] - mean);                   \
+            }                                                                                          \
+            double var = ss / m, invstd = 1.0 / sqrt(var + a->eps);                                     \
+            mean_out[c] = (T)mean;                                                                     \
+            var_out[c] = (T)var;                                                                       \
+            for (int64_t o = 0; o < O; o++) {                                                          \
+                const T *p = x + (o * G + c) * I;                                                      \
+                T *q = y + (o * G + c) * I;                                                            \
+                if (a->layer) {                                                                        \
+                    for (int64_t i = 0; i < I; i++)                                                    \
+                        q[i] = (T)((p[i] - mean) * invstd * (w ? w[i] : 1) + (b ? b[i] : 0));          \
+                } else {                                                                               \
+                    double scale = invstd * (w ? w[c] : 1), shift = (b ? b[c] : 0) - mean * scale;     \
+                    for (int64_t i = 0; i < I; i++) q[i] = (T)(p[i] * scale + shift);                  \
+                }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
+    }
+NORM_KERNEL(f32, float)
+NORM_KERNEL(f64, double)
+
+/* Inputs: x, weight, bias (weight/bias may be constants of ones/zeros when absent).
+ * Outputs: y, batch mean, biased batch var (the last two non-differentiable). */
+static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const norm_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = tg_contiguous(in[2]);
+    if (!x || !w || !b) return NULL;
+    tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
+    tg_tensor *y = tg_empty(x->shape, o), *mean = tg_empty(TG_SHAPE(a->groups), o), *var = tg_empty(TG_SHAPE(a->groups), o);
+    if (!y || !mean || !var) return NULL;
+    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+        if (TG_CUDA_CALL(a->layer ? "tg_layer_norm" : "tg_batch_norm", tg_cuda_norm_forward, y, mean, var, x, w, b,
+                         a->outer, a->groups, a->inner, a->layer, a->eps))
+            return NULL;
+    } else if (x->dtype == TG_FLOAT32) {
+        norm_forward_f32(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
+                         tg_data_ptr(var));
+    } else {
+        norm_forward_f64(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
+                         tg_data_ptr(var));
+    }
+    tg_ctx_save(ctx, in[0]);
+    tg_ctx_save(ctx, in[1]);
+    tg_ctx_set_output(ctx, 1, mean);
+    tg_ctx_set_output(ctx, 2, var);
+    tg_ctx_mark_non_differentiable(ctx, 1);
+    tg_ctx_mark_non_differentiable(ctx, 2);
+    return y;
+}
+
+static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const norm_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
+    if (!x || !w) return;
+    /* The weight broadcasts against x: [1, C, 1, ...] for batch norm, as is for layer norm. */
+    tg_shape wshape = x->shape;
+    int param_dims[TG_MAX_DIMS], num_param_dims = 0;
+    if (a->layer) {
+        wshape = w->shape;
+        for (int d = 0; d < x->shape.ndim - w->shape.ndim; d++) param_dims[num_param_dims++] = d;
+    } else {
+        for (int d = 0; d < x->shape.ndim; d++)
+            if (d != 1) wshape.dims[d] = 1;
+        for (int i = 0; i < a->num_dims; i++) param_dims[num_param_dims++] = a->dims[i];
+    }
+    const int *dims = a->dims;
+    int nd = a->num_dims;
+    tg_tensor *mean = tg_mean_dims(x, dims, nd, true);
+    tg_tensor *centered = tg_sub(x, mean);
+    tg_tensor *invstd = tg_rsqrt(tg_add_scalar(tg_mean_dims(tg_square(centered), dims, nd, true), a->eps));
+    tg_tensor *xhat = tg_mul(centered, invstd);
+    if (tg_ctx_needs_input_grad(ctx, 0)) {
+        tg_tensor *dxhat = tg_mul(g, tg_reshape(w, wshape));
+        tg_tensor *inner = tg_sub(tg_sub(dxhat, tg_mean_dims(dxhat, dims, nd, true)),
+                                  tg_mul(xhat, tg_mean_dims(tg_mul(dxhat, xhat), dims, nd, true)));
+        grad_in[0] = tg_mul(invstd, inner);
+    }
+    if (tg_ctx_needs_input_grad(ctx, 1))
+        grad_in[1] = tg_reshape(tg_sum_dims(tg_mul(g, xhat), param_dims, num_param_dims, false), w->shape);
+    if (tg_ctx_needs_input_grad(ctx, 2))
+        grad_in[2] = tg_reshape(tg_sum_dims(g, param_dims, num_param_dims, false), w->shape);
+}
+
+static const tg_function norm_fn = {"batch_norm", 3, norm_forward, norm_backward, 3};
+static const tg_function layer_norm_fn = {"layer_norm", 3, norm_forward, norm_backward, 3};
+
+/* weight/bias, or constants of ones/zeros of `shape` when NULL (owned by the scope). */
+static tg_tensor *param_or(tg_tensor *p, tg_shape shape, tg_tensor *x, double value) {
+    return p ? p : tg_full(shape, value, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+}
+
+static tg_status check_param(const char *op, const char *what, tg_tensor *p, tg_tensor *x, tg_shape expected) {
+    if (!p) return TG_OK;
+    char a[128], b[128], d1[16], d2[16];
+    if (!tg_shape_equal(p->shape, expected))
+        return tg_error("%s: expected %s of shape %s for input %s, got %s", op, what,
+                        tg_shape_str(expected, a, sizeof a), tg_shape_str(x->shape, b, sizeof b),
+                        tg_shape_str(p->shape, d1, sizeof d1));
+    if (p->dtype != x->dtype)
+        return tg_error("%s: expected %s of the input's dtype %s, got %s", op, what, tg_dtype_name(x->dtype),
+                        tg_dtype_name(p->dtype));
+    if (!tg_device_equal(p->storage->device, x->storage->device))
+        return tg_error("%s: expected %s on the input's device %s, got %s", op, what,
+                        tg_device_str(x->storage->device, d1), tg_device_str(p->storage->device, d2));
+    (void)a;
+    return TG_OK;
+}
+
+tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
+                         tg_tensor *bias, bool training, double momentum, double eps) {
+    const char *op = "tg_batch_norm";
+    if (!x) return tg_error_null_input(op, 0), NULL;
+    char xs[128];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    if (x->shape.ndim < 2) return tg_error("%s: expected input [N, C, ...] (at least 2-D), got %s", op, xs), NULL;
+    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
+        return tg_error("%s: expected a float32 or float64 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    int64_t c = x->shape.dims[1];
+    tg_shape cshape = TG_SHAPE(c);
+    if (check_param(op, "weight", weight, x, cshape) || check_param(op, "bias", bias, x, cshape) ||
+        check_param(op, "running_mean", running_mean, x, cshape) ||
+        check_param(op, "running_var", running_var, x, cshape))
+        return NULL;
+    if (!training && (!running_mean || !running_var))
+        return tg_error("%s: running_mean and running_var must be given in evaluation mode", op), NULL;
+    if ((running_mean == NULL) != (running_var == NULL))
+        return tg_error("%s: expected both running_mean and running_var, or neither", op), NULL;
+    int64_t count = tg_numel(x) / (c ? c : 1);
+    if (training && count <= 1)
+        return tg_error("%s: expected more than 1 value per channel when training, got input %s", op, xs), NULL;
+
+    tg_tensor *y = NULL;
+    TG_SCOPE {
+        tg_shape bshape = x->shape; /* [1, C, 1, ...] */
+        for (int d = 0; d < bshape.ndim; d++)
+            if (d != 1) bshape.dims[d] = 1;
+        if (!training) {
+            /* (x - running_mean) / sqrt(running_var + eps) * w + b: plain ops. */
+            tg_tensor *scale = tg_rsqrt(tg_add_scalar(tg_detach(running_var), eps));
+            if (weight) scale = tg_mul(scale, weight);
+            tg_tensor *out = tg_mul(tg_sub(x, tg_reshape(tg_detach(running_mean), bshape)), tg_reshape(scale, bshape));
+            if (bias) out = tg_add(out, tg_reshape(bias, bshape));
+            y = tg_scope_return(out);
+        } else {
+            norm_args a = {.eps = eps, .outer = x->shape.dims[0], .groups = c, .inner = count / x->shape.dims[0]};
+            for (int d = 0; d < x->shape.ndim; d++)
+                if (d != 1) a.dims[a.num_dims++] = d;
+            tg_tensor *in[3] = {x, param_or(weight, cshape, x, 1), param_or(bias, cshape, x, 0)};
+            tg_tensor *out[3];
+            if (!tg_apply_multi_args(&norm_fn, in, &a, sizeof a, out)) {
+                if (running_mean) {
+                    /* running = (1 - momentum) running + momentum * batch stat; the variance
+                     * Bessel-corrected (unbiased) as PyTorch does, though normalising used the biased one. */
+                    TG_NO_GRAD {
+                        tg_mul_scalar_(running_mean, 1 - momentum);
+                        tg_add_scaled_(running_mean, out[1], momentum);
+                        tg_mul_scalar_(running_var, 1 - momentum);
+                        tg_add_scaled_(running_var, out[2], momentum * (double)count / (double)(count - 1));
+                    }
+                }
+                y = tg_scope_return(out[0]);
+            }
+        }
+    }
+    return y;
+}
+
+tg_tensor *tg_layer_norm(tg_tensor *x, int normalized_ndim, tg_tensor *weight, tg_tensor *bias, double eps) {
+    const char *op = "tg_layer_norm";
+    if (!x) return tg_error_null_input(op, 0), NULL;
+    char xs[128];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    if (normalized_ndim < 1 || normalized_ndim > x->shape.ndim)
+        return tg_error("%s: expected 1 <= normalized_ndim <= %d for input %s, got %d", op, x->shape.ndim, xs,
+                        normalized_ndim), NULL;
+    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
+        return tg_error("%s: expected a float32 or float64 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    int lead = x->shape.ndim - normalized_ndim;
+    tg_shape nshape = tg_shape_from(normalized_ndim, x->shape.dims + lead);
+    if (check_param(op, "weight", weight, x, nshape) || check_param(op, "bias", bias, x, nshape)) return NULL;
+    int64_t inner = tg_shape_numel(nshape), rows = inner ? tg_numel(x) / inner : 0;
+    if (inner == 0) return tg_error("%s: the normalized dims of input %s are empty", op, xs), NULL;
+    norm_args a = {.eps = eps, .outer = 1, .groups = rows, .inner = inner, .layer = true};
+    for (int d = lead; d < x->shape.ndim; d++) a.dims[a.num_dims++] = d;
+    tg_tensor *y = NULL;
+    TG_SCOPE {
+        tg_tensor *in[3] = {x, param_or(weight, nshape, x, 1), param_or(bias, nshape, x, 0)};
+        tg_tensor *out[3];
+        if (!tg_apply_multi_args(&layer_norm_fn, in, &a, sizeof a, out)) y = tg_scope_return(out[0]);
+    }
+    return y;
+}

@@ -1,0 +1,112 @@
+// Batch norm (train and eval, running statistics) and layer norm: PyTorch fixtures,
+// gradcheck / gradgradcheck, bad inputs.
+#include "nn_fixture_util.h"
+
+namespace {
+
+class NormTest : public TgTest, public ::testing::WithParamInterface<tg_dtype> {};
+
+TEST_P(NormTest, BatchNormMatchesPyTorch) {
+    tg_dtype dt = GetParam();
+    for (std::string tag : {"4d", "2d"}) {
+        for (bool training : {true, false}) {
+            std::string name = std::string(training ? "bn_train_" : "bn_eval_") + tag;
+            std::vector<tg_tensor *> in =
+                check_nn_case(name, {"x", "w", "b", "rm", "rv"}, dt, [training](auto &in) {
+                    tg_requires_grad(in[3], false);
+                    tg_requires_grad(in[4], false);
+                    return tg_batch_norm(in[0], in[3], in[4], in[1], in[2], training, 0.1, 1e-5);
+                });
+            SCOPED_TRACE(name);
+            EXPECT_TRUE(tensor_near(in[3], nn_fixture(name + ".rm_after").data, nn_atol(dt), nn_rtol(dt)));
+            EXPECT_TRUE(tensor_near(in[4], nn_fixture(name + ".rv_after").data, nn_atol(dt), nn_rtol(dt)));
+        }
+    }
+}
+
+TEST_P(NormTest, LayerNormMatchesPyTorch) {
+    tg_dtype dt = GetParam();
+    check_nn_case("ln_2", {"x", "w", "b"}, dt, [](auto &in) { return tg_layer_norm(in[0], 2, in[1], in[2], 1e-5); });
+    check_nn_case("ln_1", {"x"}, dt, [](auto &in) { return tg_layer_norm(in[0], 1, nullptr, nullptr, 1e-5); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, NormTest, ::testing::Values(TG_FLOAT32, TG_FLOAT64));
+
+struct NormCase {
+    int kind; // 0 batch norm train, 1 batch norm eval, 2 layer norm
+    bool transpose;
+    tg_tensor *rm, *rv;
+};
+
+tg_tensor *norm_gc(tg_tensor *const *in, void *user) {
+    const NormCase *c = static_cast<const NormCase *>(user);
+    tg_tensor *x = c->transpose ? tg_transpose(in[0], 2, 3) : in[0];
+    if (c->kind == 2) return tg_layer_norm(x, 2, in[1], in[2], 1e-5);
+    return tg_batch_norm(x, c->rm, c->rv, in[1], in[2], c->kind == 0, 0.1, 1e-5);
+}
+
+TEST_F(TgTest, NormGradcheck) {
+    tg_manual_seed(5);
+    tg_opts f64 = {TG_FLOAT64, TG_CPU, false};
+    for (int kind = 0; kind < 3; kind++) {
+        for (bool transpose : {false, true}) {
+            SCOPED_TRACE(kind * 10 + transpose);
+            // Running stats are updated by every call: fresh ones are fine for gradcheck.
+            NormCase c = {kind, transpose, tg_zeros(TG_SHAPE(3), f64), tg_ones(TG_SHAPE(3), f64)};
+            tg_tensor *x = tg_requires_grad(tg_randn(transpose ? TG_SHAPE(2, 3, 4, 3) : TG_SHAPE(2, 3, 3, 4), f64), true);
+            tg_shape ps = kind == 2 ? TG_SHAPE(3, 4) : TG_SHAPE(3);
+            tg_tensor *w = tg_requires_grad(tg_randn(ps, f64), true);
+            tg_tensor *b = tg_requires_grad(tg_randn(ps, f64), true);
+            tg_tensor *in[] = {x, w, b};
+            tg_gradcheck_opts o = {};
+            o.user = &c;
+            EXPECT_EQ(tg_gradcheck(norm_gc, 3, in, &o), TG_OK) << tg_last_error();
+            EXPECT_EQ(tg_gradgradcheck(norm_gc, 3, in, &o), TG_OK) << tg_last_error();
+        }
+    }
+}
+
+TEST_F(TgTest, BatchNormWithoutAffineOrRunningStats) {
+    tg_tensor *x = tensor_f64({1, 2, 3, 5}, TG_SHAPE(4, 1));
+    tg_tensor *y = tg_batch_norm(x, nullptr, nullptr, nullptr, nullptr, true, 0.1, 0);
+    double m = 2.75, v = (1.75 * 1.75 + 0.75 * 0.75 + 0.25 * 0.25 + 2.25 * 2.25) / 4;
+    EXPECT_TRUE(tensor_near(y, {(1 - m) / std::sqrt(v), (2 - m) / std::sqrt(v), (3 - m) / std::sqrt(v),
+                                (5 - m) / std::sqrt(v)}, 1e-12));
+}
+
+TEST_F(TgTest, NormErrors) {
+    tg_tensor *x = tg_zeros(TG_SHAPE(4, 3, 2, 2), tg_opts{});
+    tg_tensor *c3 = tg_ones(TG_SHAPE(3), tg_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(nullptr, c3, c3, c3, c3, true, 0.1, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_batch_norm: input 0 is NULL");
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(4), tg_opts{}), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("expected input [N, C, ...] (at least 2-D), got [4]");
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(x, c3, c3, tg_ones(TG_SHAPE(4), tg_opts{}), c3, true, 0.1, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_batch_norm: expected weight of shape [3] for input [4, 3, 2, 2], got [4]");
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(x, tg_zeros(TG_SHAPE(3), tg_opts{TG_FLOAT64, TG_CPU, false}), c3, c3, c3, true, 0.1, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("expected running_mean of the input's dtype float32, got float64");
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(4, 3), tg_opts{TG_INT64, TG_CPU, false}), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("expected a float32 or float64 input, got int64");
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(x, nullptr, nullptr, c3, c3, false, 0.1, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("running_mean and running_var must be given in evaluation mode");
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(1, 3), tg_opts{}), nullptr, nullptr, c3, c3, true, 0.1, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("expected more than 1 value per channel when training, got input [1, 3]");
+    tg_clear_error();
+    EXPECT_EQ(tg_layer_norm(nullptr, 1, nullptr, nullptr, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_layer_norm: input 0 is NULL");
+    tg_clear_error();
+    EXPECT_EQ(tg_layer_norm(x, 5, nullptr, nullptr, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("expected 1 <= normalized_ndim <= 4 for input [4, 3, 2, 2], got 5");
+    tg_clear_error();
+    EXPECT_EQ(tg_layer_norm(x, 2, tg_ones(TG_SHAPE(3, 2), tg_opts{}), nullptr, 1e-5), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_layer_norm: expected weight of shape [2, 2] for input [4, 3, 2, 2], got [3, 2]");
+}
+
+} // namespace
