@@ -20,7 +20,7 @@
  * tensor's data is aligned to its element size; the output is a deterministic
  * function of the map (tests compare it byte for byte).
  *
- * Module state dicts and checkpoints: io/checkpoint.h. */
+ * Module state dicts and checkpoints: io/checkpoint.h (included at the end). */
 #ifndef TG_IO_SAFETENSORS_H
 #define TG_IO_SAFETENSORS_H
 
@@ -113,4 +113,8 @@ tg_tensor *tg_safetensors_load_tensor(const char *path, const char *name);
 #ifdef __cplusplus
 }
 #endif
+
+/* Module state dicts and checkpoints, built on the map API above. */
+#include "io/checkpoint.h"
+
 #endif

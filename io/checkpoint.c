@@ -1,0 +1,244 @@
+/* State dicts and checkpoints (see io/checkpoint.h). */
+#include "io/checkpoint.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/scope.h"
+#include "nn/module.h"
+#include "optim/optim.h"
+
+tg_tensor_map *tg_module_state_map(tg_module *m) {
+    if (!m) return tg_error("tg_module_state_map: module is NULL"), NULL;
+    int count = 0;
+    const tg_named_tensor *sd = tg_state_dict(m, &count);
+    tg_tensor_map *map = tg_tensor_map_new();
+    for (int i = 0; map && i < count; i++) {
+        if (tg_tensor_map_set(map, sd[i].name, sd[i].tensor)) {
+            tg_tensor_map_free(map);
+            return NULL;
+        }
+    }
+    return map;
+}
+
+/* A report of load problems, grouped by kind, in one bounded message. */
+typedef struct {
+    char text[4][640]; /* missing, unexpected, size, dtype */
+    size_t len[4];
+    int count[4];
+} problems;
+
+static void note(problems *p, int kind, const char *fmt, ...) {
+    p->count[kind]++;
+    size_t room = sizeof p->text[kind] - p->len[kind];
+    if (room <= 1) return;
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(p->text[kind] + p->len[kind], room, fmt, args);
+    va_end(args);
+    if (n > 0) p->len[kind] += (size_t)n < room ? (size_t)n : room - 1;
+}
+
+tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, bool strict,
+                                   const char *what) {
+    const char *op = "tg_load_state_dict";
+    if (!m || !state) return tg_error("%s: %s is NULL", op, m ? "state" : "module");
+    if (!what) what = "state dict";
+    int count = 0;
+    const tg_named_tensor *sd = tg_state_dict(m, &count);
+    problems p;
+    memset(p.len, 0, sizeof p.len);
+    memset(p.count, 0, sizeof p.count);
+    for (int k = 0; k < 4; k++) p.text[k][0] = '\0';
+    enum { MISSING, UNEXPECTED, SIZE, DTYPE };
+
+    for (int i = 0; i < count; i++) {
+        tg_tensor *src = tg_tensor_map_get(state, sd[i].name);
+        if (!src) {
+            if (strict) note(&p, MISSING, "%s\"%s\"", p.count[MISSING] ? ", " : "", sd[i].name);
+            continue;
+        }
+        tg_shape a = tg_shape_of(src), b = tg_shape_of(sd[i].tensor);
+        if (!tg_shape_equal(a, b)) {
+            char sa[96], sb[96];
+            note(&p, SIZE, "%s\"%s\": %s in the file, %s in the module",
+                 p.count[SIZE] ? "; " : "", sd[i].name, tg_shape_str(a, sa, sizeof sa),
+                 tg_shape_str(b, sb, sizeof sb));
+        }
+        if (tg_dtype_of(src) != tg_dtype_of(sd[i].tensor))
+            note(&p, DTYPE, "%s\"%s\": %s in the file, %s in the module",
+                 p.count[DTYPE] ? "; " : "", sd[i].name, tg_dtype_name(tg_dtype_of(src)),
+                 tg_dtype_name(tg_dtype_of(sd[i].tensor)));
+    }
+    if (strict) {
+        for (int64_t j = 0; j < tg_tensor_map_size(state); j++) {
+            const char *name = tg_tensor_map_name(state, j);
+            bool known = false;
+            for (int i = 0; i < count && !known; i++) known = strcmp(sd[i].name, name) == 0;
+            if (!known)
+                note(&p, UNEXPECTED, "%s\"%s\"", p.count[UNEXPECTED] ? ", " : "", name);
+        }
+    }
+    int total = p.count[0] + p.count[1] + p.count[2] + p.count[3];
+    if (total) {
+        static const char *const heads[4] = {"missing keys", "unexpected keys", "size mismatch",
+                                             "dtype mismatch"};
+        char msg[1024];
+        int len = snprintf(msg, sizeof msg, "%s: %s: %d problem%s, module unchanged", op, what,
+                           total, total == 1 ? "" : "s");
+        for (int k = 0; k < 4; k++) {
+            if (!p.count[k] || len < 0 || (size_t)len >= sizeof msg) continue;
+            len += snprintf(msg + len, sizeof msg - (size_t)len, "; %s (%d): %s", heads[k],
+                            p.count[k], p.text[k]);
+        }
+        return tg_error("%s", msg);
+    }
+    tg_status status = TG_OK;
+    for (int i = 0; i < count && !status; i++) {
+        tg_tensor *src = tg_tensor_map_get(state, sd[i].name);
+        /* tg_copy_ records no graph and crosses devices; bumps the version like
+         * PyTorch's param.copy_ under no_grad. */
+        if (src) status = tg_copy_(sd[i].tensor, src);
+    }
+    return status;
+}
+
+tg_status tg_save_state_dict(tg_module *m, const char *path) {
+    tg_tensor_map *map = tg_module_state_map(m);
+    if (!map) return TG_ERROR;
+    tg_status s = tg_safetensors_save(map, path);
+    tg_tensor_map_free(map);
+    return s;
+}
+
+tg_status tg_load_state_dict(tg_module *m, const char *path, bool strict) {
+    if (!m) return tg_error("tg_load_state_dict: module is NULL");
+    tg_tensor_map *map = tg_safetensors_load(path);
+    if (!map) return TG_ERROR;
+    tg_status s = tg_module_load_state_map(m, map, strict, path);
+    tg_tensor_map_free(map);
+    return s;
+}
+
+/* ---- checkpoints ---- */
+
+static tg_status set_meta_i64(tg_tensor_map *m, const char *key, long long v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", v);
+    return tg_tensor_map_set_metadata(m, key, buf);
+}
+
+static tg_status set_meta_u64(tg_tensor_map *m, const char *key, unsigned long long v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", v);
+    return tg_tensor_map_set_metadata(m, key, buf);
+}
+
+tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
+                             tg_checkpoint_info info) {
+    const char *op = "tg_save_checkpoint";
+    if (!model) return tg_error("%s: model is NULL", op);
+    tg_tensor_map *ck = tg_tensor_map_new();
+    tg_tensor_map *state = tg_module_state_map(model);
+    tg_status s = ck && state ? TG_OK : TG_ERROR;
+    if (!s) s = tg_tensor_map_merge(ck, state, "model.");
+    if (!s && opt) {
+        for (int i = 0; i < tg_optim_state_count(opt) && !s; i++) {
+            const char *name;
+            tg_tensor *t;
+            s = tg_optim_state_get(opt, i, &name, &t);
+            if (s) break;
+            char full[512];
+            snprintf(full, sizeof full, "optim.%s", name);
+            s = tg_tensor_map_set(ck, full, t);
+        }
+        if (!s) s = tg_tensor_map_set_metadata(ck, "optim.name", tg_optim_name(opt));
+        char lr[40];
+        snprintf(lr, sizeof lr, "%.17g", tg_optim_get_lr(opt));
+        if (!s) s = tg_tensor_map_set_metadata(ck, "optim.lr", lr);
+    }
+    tg_rng_state rng = tg_rng_get_state();
+    if (!s) s = tg_tensor_map_set_metadata(ck, "tapegrad.checkpoint", "1");
+    if (!s) s = set_meta_i64(ck, "step", (long long)info.step);
+    if (!s) s = set_meta_i64(ck, "epoch", (long long)info.epoch);
+    if (!s) s = set_meta_u64(ck, "rng.seed", (unsigned long long)rng.seed);
+    if (!s) s = set_meta_u64(ck, "rng.offset", (unsigned long long)rng.offset);
+    if (!s) s = tg_safetensors_save(ck, path);
+    tg_tensor_map_free(state);
+    tg_tensor_map_free(ck);
+    return s;
+}
+
+/* Parses a decimal metadata value; false (with an error) when absent or malformed. */
+static bool meta_number(const char *op, const char *path, const tg_tensor_map *m,
+                        const char *key, bool is_signed, uint64_t *out) {
+    const char *v = tg_tensor_map_metadata(m, key);
+    char *end = NULL;
+    if (v && *v) {
+        *out = is_signed ? (uint64_t)strtoll(v, &end, 10) : strtoull(v, &end, 10);
+        if (end && *end == '\0') return true;
+    }
+    tg_error("%s: %s: metadata \"%s\" is %s", op, path, key,
+             v ? "not a decimal integer" : "missing (not a tapegrad checkpoint?)");
+    return false;
+}
+
+tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
+                             tg_checkpoint_info *info) {
+    const char *op = "tg_load_checkpoint";
+    if (!model) return tg_error("%s: model is NULL", op);
+    tg_tensor_map *ck = tg_safetensors_load(path);
+    if (!ck) return TG_ERROR;
+    tg_status s = TG_ERROR;
+    uint64_t step, epoch, seed, offset;
+    tg_tensor_map *model_state = NULL;
+    const char *kind = tg_tensor_map_metadata(ck, "tapegrad.checkpoint");
+    if (!kind || strcmp(kind, "1") != 0) {
+        tg_error("%s: %s is not a tapegrad checkpoint (no \"tapegrad.checkpoint\" metadata; "
+                 "a plain state dict loads with tg_load_state_dict)", op, path);
+        goto done;
+    }
+    if (!meta_number(op, path, ck, "step", true, &step) ||
+        !meta_number(op, path, ck, "epoch", true, &epoch) ||
+        !meta_number(op, path, ck, "rng.seed", false, &seed) ||
+        !meta_number(op, path, ck, "rng.offset", false, &offset))
+        goto done;
+    const char *saved_optim = tg_tensor_map_metadata(ck, "optim.name");
+    if (opt) {
+        if (!saved_optim) {
+            tg_error("%s: %s has no optimizer state, but an optimizer (%s) was given", op, path,
+                     tg_optim_name(opt));
+            goto done;
+        }
+        if (strcmp(saved_optim, tg_optim_name(opt)) != 0) {
+            tg_error("%s: %s holds %s state, but the optimizer is %s", op, path, saved_optim,
+                     tg_optim_name(opt));
+            goto done;
+        }
+    }
+    model_state = tg_tensor_map_select(ck, "model.");
+    if (!model_state || tg_module_load_state_map(model, model_state, true, path)) goto done;
+    s = TG_OK;
+    if (opt) {
+        for (int64_t i = 0; i < tg_tensor_map_size(ck) && !s; i++) {
+            const char *name = tg_tensor_map_name(ck, i);
+            if (strncmp(name, "optim.", 6) == 0)
+                s = tg_optim_state_set(opt, name + 6, tg_tensor_map_tensor(ck, i));
+        }
+        const char *lr = tg_tensor_map_metadata(ck, "optim.lr");
+        if (!s && lr) tg_optim_set_lr(opt, strtod(lr, NULL));
+    }
+    if (!s) {
+        tg_rng_set_state((tg_rng_state){.seed = seed, .offset = offset});
+        if (info) *info = (tg_checkpoint_info){.step = (int64_t)step, .epoch = (int64_t)epoch};
+    }
+done:
+    tg_tensor_map_free(model_state);
+    tg_tensor_map_free(ck);
+    return s;
+}

@@ -1,0 +1,164 @@
+// State dicts and training checkpoints: PyTorch names, strict/non-strict loading with
+// every mismatch in one message, resume = identical continuation.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace {
+
+using ModulePtr = std::unique_ptr<tg_module, void (*)(tg_module *)>;
+using OptimPtr = std::unique_ptr<tg_optim, void (*)(tg_optim *)>;
+using MapPtr = std::unique_ptr<tg_tensor_map, void (*)(tg_tensor_map *)>;
+
+// Sequential(Linear(in, hidden), ReLU, Linear(hidden, 2), BatchNorm1d(2)).
+ModulePtr make_model(int64_t in = 4, int64_t hidden = 3) {
+    tg_module *layers[4] = {tg_nn_linear(in, hidden, tg_linear_opts{}), tg_nn_relu(),
+                            tg_nn_linear(hidden, 2, tg_linear_opts{}),
+                            tg_nn_batch_norm1d(2, tg_batch_norm_opts{})};
+    return ModulePtr(tg_nn_sequential(4, layers), tg_module_free);
+}
+
+class CheckpointTest : public TgTest {
+  protected:
+    void SetUp() override {
+        TgTest::SetUp();
+        std::string tmpl = ::testing::TempDir() + "/tg_ck_XXXXXX";
+        std::vector<char> buf(tmpl.begin(), tmpl.end());
+        buf.push_back('\0');
+        ASSERT_NE(mkdtemp(buf.data()), nullptr);
+        dir_ = buf.data();
+    }
+    void TearDown() override {
+        std::string cmd = "rm -rf '" + dir_ + "'";
+        (void)!system(cmd.c_str());
+        TgTest::TearDown();
+    }
+    std::string dir_;
+};
+
+// One training step on fixed data; returns the loss.
+double train_step(tg_module *model, tg_optim *opt) {
+    double loss_value = 0;
+    TG_SCOPE {
+        tg_tensor *x = tg_randn(TG_SHAPE(5, 4), tg_opts{});
+        tg_tensor *y = tg_randn(TG_SHAPE(5, 2), tg_opts{});
+        tg_tensor *loss = tg_mse_loss(tg_forward(model, x), y, TG_REDUCTION_MEAN);
+        tg_backward(loss);
+        tg_optim_step(opt);
+        tg_optim_zero_grad(opt);
+        loss_value = tg_item(loss);
+    }
+    return loss_value;
+}
+
+TEST_F(CheckpointTest, StateDictRoundTripWithPyTorchNames) {
+    tg_manual_seed(1);
+    ModulePtr a = make_model(), b = make_model();
+    std::string path = dir_ + "/sd.safetensors";
+    ASSERT_EQ(tg_save_state_dict(a.get(), path.c_str()), TG_OK) << tg_last_error();
+    MapPtr file(tg_safetensors_load(path.c_str()), tg_tensor_map_free);
+    ASSERT_NE(file, nullptr);
+    std::vector<std::string> names;
+    for (int64_t i = 0; i < tg_tensor_map_size(file.get()); i++) names.push_back(tg_tensor_map_name(file.get(), i));
+    EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias", "3.weight", "3.bias",
+                                               "3.running_mean", "3.running_var", "3.num_batches_tracked"}));
+    EXPECT_EQ(tg_dtype_of(tg_tensor_map_get(file.get(), "3.num_batches_tracked")), TG_INT64);
+
+    tg_tensor *w_before = tg_module_get(b.get(), "0.weight");
+    ASSERT_EQ(tg_load_state_dict(b.get(), path.c_str(), true), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_module_get(b.get(), "0.weight"), w_before) << "loaded in place";
+    int count = 0;
+    const tg_named_tensor *sa = tg_state_dict(a.get(), &count);
+    for (int i = 0; i < count; i++)
+        EXPECT_TRUE(tensor_near(tg_module_get(b.get(), sa[i].name), values(sa[i].tensor), 0)) << sa[i].name;
+    EXPECT_TRUE(tg_get_requires_grad(tg_module_get(b.get(), "0.weight")));
+}
+
+TEST_F(CheckpointTest, StrictReportsEveryMismatchInOneMessage) {
+    ModulePtr small = make_model(4, 3), wide = make_model(6, 3);
+    std::string path = dir_ + "/sd.safetensors";
+    // The file: small's state, one entry renamed, one extra, one with another dtype.
+    MapPtr m(tg_module_state_map(small.get()), tg_tensor_map_free);
+    tg_tensor_map_set(m.get(), "extra.weight", tensor_f32({1}, TG_SHAPE(1)));
+    tg_tensor *bias = tg_tensor_map_get(m.get(), "2.bias");
+    tg_tensor_map_set(m.get(), "2.bias", tg_cast(bias, TG_FLOAT64));
+    tg_tensor_map_set(m.get(), "3.runing_mean", tg_tensor_map_get(m.get(), "3.running_mean"));
+    tg_tensor_map_remove(m.get(), "3.running_mean");
+    ASSERT_EQ(tg_safetensors_save(m.get(), path.c_str()), TG_OK);
+
+    std::vector<double> before = values(tg_module_get(wide.get(), "2.weight"));
+    EXPECT_EQ(tg_load_state_dict(wide.get(), path.c_str(), true), TG_ERROR);
+    EXPECT_ERROR_CONTAINS(path + ": 5 problems, module unchanged");
+    EXPECT_ERROR_CONTAINS("missing keys (1): \"3.running_mean\"");
+    EXPECT_ERROR_CONTAINS("unexpected keys (2): \"extra.weight\", \"3.runing_mean\"");
+    EXPECT_ERROR_CONTAINS("size mismatch (1): \"0.weight\": [3, 4] in the file, [3, 6] in the module");
+    EXPECT_ERROR_CONTAINS("dtype mismatch (1): \"2.bias\": float64 in the file, float32 in the module");
+    EXPECT_EQ(values(tg_module_get(wide.get(), "2.weight")), before) << "nothing loaded on failure";
+
+    // Non-strict: names may differ, shapes and dtypes may not.
+    EXPECT_EQ(tg_load_state_dict(wide.get(), path.c_str(), false), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("2 problems");
+    EXPECT_EQ(std::string(tg_last_error()).find("missing"), std::string::npos);
+    ModulePtr same = make_model(4, 3);
+    tg_tensor_map_set(m.get(), "2.bias", bias);
+    ASSERT_EQ(tg_safetensors_save(m.get(), path.c_str()), TG_OK);
+    tg_tensor *rm = tg_module_get(same.get(), "3.running_mean");
+    ASSERT_EQ(tg_fill_(rm, 7), TG_OK);
+    EXPECT_EQ(tg_load_state_dict(same.get(), path.c_str(), false), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(rm, {7, 7}, 0)) << "absent entries keep their values";
+    EXPECT_TRUE(tensor_near(tg_module_get(same.get(), "0.weight"),
+                            values(tg_module_get(small.get(), "0.weight")), 0));
+    EXPECT_EQ(tg_load_state_dict(same.get(), path.c_str(), true), TG_ERROR);
+}
+
+TEST_F(CheckpointTest, ResumeContinuesIdentically) {
+    tg_manual_seed(3);
+    ModulePtr model = make_model();
+    OptimPtr opt(tg_adam(model.get(), tg_adam_opts{0.01}), tg_optim_free);
+    for (int i = 0; i < 3; i++) train_step(model.get(), opt.get());
+    std::string path = dir_ + "/ck.safetensors";
+    ASSERT_EQ(tg_save_checkpoint(path.c_str(), model.get(), opt.get(), tg_checkpoint_info{3, 1}), TG_OK)
+        << tg_last_error();
+    std::vector<double> expected;
+    for (int i = 0; i < 3; i++) expected.push_back(train_step(model.get(), opt.get()));
+
+    tg_manual_seed(999);  // a different model, optimizer state and RNG stream
+    ModulePtr fresh = make_model();
+    OptimPtr fresh_opt(tg_adam(fresh.get(), tg_adam_opts{0.5}), tg_optim_free);
+    tg_checkpoint_info info = {};
+    ASSERT_EQ(tg_load_checkpoint(path.c_str(), fresh.get(), fresh_opt.get(), &info), TG_OK) << tg_last_error();
+    EXPECT_EQ(info.step, 3);
+    EXPECT_EQ(info.epoch, 1);
+    EXPECT_DOUBLE_EQ(tg_optim_get_lr(fresh_opt.get()), 0.01);
+    for (int i = 0; i < 3; i++) EXPECT_DOUBLE_EQ(train_step(fresh.get(), fresh_opt.get()), expected[(size_t)i]) << i;
+
+    MapPtr file(tg_safetensors_load(path.c_str()), tg_tensor_map_free);
+    EXPECT_NE(tg_tensor_map_get(file.get(), "model.0.weight"), nullptr);
+    EXPECT_NE(tg_tensor_map_get(file.get(), "optim.state.0.exp_avg"), nullptr);
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.name"), tg_optim_name(opt.get()));
+}
+
+TEST_F(CheckpointTest, CheckpointErrors) {
+    ModulePtr model = make_model();
+    OptimPtr sgd(tg_sgd(model.get(), tg_sgd_opts{0.1, 0.9}), tg_optim_free);
+    OptimPtr adam(tg_adam(model.get(), tg_adam_opts{}), tg_optim_free);
+    std::string sd = dir_ + "/sd.safetensors", ck = dir_ + "/ck.safetensors";
+    ASSERT_EQ(tg_save_state_dict(model.get(), sd.c_str()), TG_OK);
+    EXPECT_EQ(tg_load_checkpoint(sd.c_str(), model.get(), nullptr, nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("is not a tapegrad checkpoint");
+    ASSERT_EQ(tg_save_checkpoint(ck.c_str(), model.get(), sgd.get(), tg_checkpoint_info{}), TG_OK);
+    EXPECT_EQ(tg_load_checkpoint(ck.c_str(), model.get(), adam.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("holds " + std::string(tg_optim_name(sgd.get())) + " state, but the optimizer is " +
+                          tg_optim_name(adam.get()));
+    ModulePtr other = make_model(5, 3);
+    EXPECT_EQ(tg_load_checkpoint(ck.c_str(), other.get(), nullptr, nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("size mismatch (1): \"0.weight\"");
+    EXPECT_EQ(tg_load_checkpoint(ck.c_str(), model.get(), nullptr, nullptr), TG_OK) << tg_last_error();
+}
+
+}  // namespace
