@@ -18,6 +18,7 @@
 #include "core/rng.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/cuda/random.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 
@@ -130,6 +131,14 @@ static void fill_contiguous(tg_tensor *t, const dist *d) {
 static tg_status fill(tg_tensor *t, const dist *d) {
     if (t->storage->device.kind == TG_DEVICE_CPU && tg_is_contiguous(t)) {
         fill_contiguous(t, d);
+        tg_bump_version(t);
+        return TG_OK;
+    }
+    if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_random_fill && tg_is_contiguous(t) &&
+        (d->kind == DIST_UNIFORM || d->kind == DIST_NORMAL) && tg_dtype_is_floating(t->dtype)) {
+        int64_t n = t->shape.ndim ? tg_shape_numel(t->shape) : 1;
+        tg_rng_state s = tg_rng_reserve(counters_needed(d->kind, t->dtype, n));
+        if (tg_cuda_random_fill(t, d->kind == DIST_UNIFORM ? 0 : 1, d->a, d->b, s.seed, s.offset)) return TG_ERROR;
         tg_bump_version(t);
         return TG_OK;
     }
