@@ -14,10 +14,6 @@
 #include "ops/random.h"
 #include "ops/shape.h"
 
-/* TEMPORARY until ops/norm.c lands: weak references so the library links without it. */
-#pragma weak tg_batch_norm
-#pragma weak tg_layer_norm
-
 /* Resolves an option whose zero means "default": TG_ZERO (-0.0) means a real 0. */
 static double or_default(double v, double dflt) {
     if (v == 0) return signbit(v) ? 0.0 : dflt;
@@ -210,7 +206,6 @@ static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
         if (s->cumulative) factor = 1.0 / tg_item(tracked);
     }
     bool use_batch_stats = training || !s->track;
-    if (!tg_batch_norm) return (tg_error("%s: tg_batch_norm is not built yet", type), NULL);
     return tg_batch_norm(x, running_mean, running_var, tg_module_param(self, "weight"), tg_module_param(self, "bias"),
                          use_batch_stats, factor, s->eps);
 }
@@ -276,7 +271,6 @@ static tg_tensor *layer_norm_forward(tg_module *self, tg_tensor *x) {
                  tg_shape_str(s->normalized_shape, a, sizeof a), shape_text(x, b, sizeof b));
         return NULL;
     }
-    if (!tg_layer_norm) return (tg_error("LayerNorm: tg_layer_norm is not built yet"), NULL);
     return tg_layer_norm(x, k, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->eps);
 }
 
