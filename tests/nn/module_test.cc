@@ -291,3 +291,60 @@ TEST_F(ModuleTest, FreeingReleasesEverything) {
     tg_module_free(net);
     EXPECT_EQ(tg_live_tensors(), before);
 }
+
+TEST_F(ModuleTest, BatchNormTracksBatchesAndFreezesInEval) {
+    tg_module *bn = tg_nn_batch_norm1d(2, tg_batch_norm_opts{.cumulative = true});
+    tg_tensor *a = tensor_f64({1, 10, 3, 20}, TG_SHAPE(2, 2));  // channel means 2, 15
+    tg_tensor *b = tensor_f64({5, 0, 7, 2}, TG_SHAPE(2, 2));    // channel means 6, 1
+    ASSERT_EQ(tg_module_cast(bn, TG_FLOAT64), TG_OK);
+    ASSERT_NE(tg_forward(bn, a), nullptr) << tg_last_error();
+    ASSERT_NE(tg_forward(bn, b), nullptr) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_module_get(bn, "num_batches_tracked"), {2}, 0));
+    // momentum=None: the running mean is the plain average of the batch means.
+    EXPECT_TRUE(tensor_near(tg_module_get(bn, "running_mean"), {4, 8}, 1e-12));
+    std::vector<double> mean = values(tg_module_get(bn, "running_mean"));
+    tg_eval(bn);
+    tg_tensor *y = tg_forward(bn, a);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    EXPECT_EQ(values(tg_module_get(bn, "running_mean")), mean);
+    EXPECT_TRUE(tensor_near(tg_module_get(bn, "num_batches_tracked"), {2}, 0));
+    tg_module_free(bn);
+
+    // TG_ZERO momentum: a real 0, the running statistics never move.
+    tg_module *frozen = tg_nn_batch_norm1d(2, tg_batch_norm_opts{.momentum = TG_ZERO});
+    ASSERT_NE(tg_forward(frozen, tensor_f32({1, 10, 3, 20}, TG_SHAPE(2, 2))), nullptr) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_module_get(frozen, "running_mean"), {0, 0}, 0));
+    EXPECT_TRUE(tensor_near(tg_module_get(frozen, "running_var"), {1, 1}, 0));
+    EXPECT_TRUE(tensor_near(tg_module_get(frozen, "num_batches_tracked"), {1}, 0));
+    EXPECT_EQ(tg_forward(frozen, tensor_f32({1, 2, 3}, TG_SHAPE(1, 3))), nullptr);
+    EXPECT_ERROR_CONTAINS("BatchNorm1d(2): input [1, 3]");
+    tg_module_free(frozen);
+}
+
+TEST_F(ModuleTest, LayersMatchTheirFunctionalOps) {
+    tg_manual_seed(3);
+    tg_tensor *x = tg_randn(TG_SHAPE(2, 3, 6, 6), tg_opts{});
+    tg_module *conv = tg_nn_conv2d(3, 4, 3, tg_conv_opts{.stride = 2, .padding = 1});
+    tg_tensor *y = tg_forward(conv, x);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    EXPECT_EQ(dims(y), (std::vector<int64_t>{2, 4, 3, 3}));
+    tg_tensor *ref = tg_conv2d(x, tg_module_param(conv, "weight"), tg_module_param(conv, "bias"),
+                               tg_conv_opts{.stride = 2, .padding = 1});
+    EXPECT_TRUE(tensor_near(y, values(ref), 0));
+    tg_module *pool = tg_nn_avg_pool2d(tg_pool_opts{.kernel_size = 2});
+    EXPECT_EQ(dims(tg_forward(pool, x)), (std::vector<int64_t>{2, 3, 3, 3}));
+    tg_module *ln = tg_nn_layer_norm(TG_SHAPE(6), tg_layer_norm_opts{});
+    EXPECT_TRUE(tensor_near(tg_forward(ln, x), values(tg_layer_norm(x, 1, nullptr, nullptr, 1e-5)), 1e-6));
+    tg_module *emb = tg_nn_embedding(5, 2);
+    tg_tensor *rows = tg_forward(emb, tensor_i64({4, 0, 4}, TG_SHAPE(3)));
+    ASSERT_NE(rows, nullptr) << tg_last_error();
+    std::vector<double> w = values(tg_module_param(emb, "weight"));
+    EXPECT_TRUE(tensor_near(rows, {w[8], w[9], w[0], w[1], w[8], w[9]}, 0));
+    tg_module *leaky = tg_nn_leaky_relu(0);
+    EXPECT_TRUE(tensor_near(tg_forward(leaky, tensor_f32({-100, 2}, TG_SHAPE(2))), {-1, 2}, 1e-6));
+    tg_module_free(conv);
+    tg_module_free(pool);
+    tg_module_free(ln);
+    tg_module_free(emb);
+    tg_module_free(leaky);
+}
