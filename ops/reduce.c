@@ -1,4 +1,5 @@
-/* Reductions: sum and mean (definitions, gradients and CPU kernels).
+/* Reductions: sum and mean (definitions, gradients and CPU kernels). max/min/argmax:
+ * ops/reduce_extrema.c; var/std/logsumexp/norm: ops/reduce_stats.c; softmax: ops/softmax.c.
  * CUDA kernels: ops/cuda/reduce.cu. */
 #include "ops/reduce.h"
 
@@ -15,9 +16,6 @@ typedef struct {
     bool reduce[TG_MAX_DIMS];
     bool keepdim;
 } reduce_args;
-
-#define dims_mask tg_reduce_dims_mask
-#define reduced_shape tg_reduced_shape
 
 /* out[o] = sum over the reduced dims, accumulated in double. */
 #define SUM_KERNEL(NAME, T, ACC)                                                            \
@@ -57,7 +55,7 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *x = in[0];
     tg_dtype dtype = tg_dtype_is_floating(x->dtype) ? x->dtype : TG_INT64;
     if (x->dtype != dtype && !(x = tg_cast(x, dtype))) return NULL;
-    tg_shape shape = reduced_shape(x->shape, a->reduce, a->keepdim);
+    tg_shape shape = tg_reduced_shape(x->shape, a->reduce, a->keepdim);
     tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = dtype, .device = x->storage->device});
     if (!out) return NULL;
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
@@ -79,7 +77,7 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
 
 /* The gradient of a sum: g with the reduced dims put back (size 1), expanded. */
 static tg_tensor *unreduce(tg_tensor *g, tg_shape input_shape, const reduce_args *a) {
-    tg_tensor *k = a->keepdim ? g : tg_reshape(g, reduced_shape(input_shape, a->reduce, true));
+    tg_tensor *k = a->keepdim ? g : tg_reshape(g, tg_reduced_shape(input_shape, a->reduce, true));
     return tg_expand(k, input_shape);
 }
 
@@ -92,7 +90,7 @@ static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0};
 tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
     if (!t) return tg_error_null_input("tg_sum", 0), NULL;
     reduce_args a = {.keepdim = keepdim};
-    if (dims_mask("tg_sum", t, dims, num_dims, a.reduce)) return NULL;
+    if (tg_reduce_dims_mask("tg_sum", t, dims, num_dims, a.reduce)) return NULL;
     return tg_apply_args(&sum_fn, &t, &a, sizeof a);
 }
 
@@ -104,7 +102,7 @@ tg_tensor *tg_mean_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdi
     if (!tg_dtype_is_floating(t->dtype))
         return tg_error("tg_mean: expected a floating-point tensor, got %s", tg_dtype_name(t->dtype)), NULL;
     bool mask[TG_MAX_DIMS];
-    if (dims_mask("tg_mean", t, dims, num_dims, mask)) return NULL;
+    if (tg_reduce_dims_mask("tg_mean", t, dims, num_dims, mask)) return NULL;
     int64_t count = 1;
     for (int d = 0; d < t->shape.ndim; d++)
         if (mask[d]) count *= t->shape.dims[d];
