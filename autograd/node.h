@@ -61,7 +61,7 @@ struct tg_node {
     tg_saved *saved;
     int num_saved, saved_capacity;
     bool saved_freed; /* released by a backward without retain_graph */
-    unsigned char attrs_inline[96];
+    _Alignas(16) unsigned char attrs_inline[96]; /* attribute structs hold doubles and pointers */
     void *attrs; /* attrs_inline or heap */
     size_t attrs_size;
     /* Engine bookkeeping for the backward in progress. */

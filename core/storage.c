@@ -46,7 +46,7 @@ static int size_class(size_t nbytes, size_t *rounded) {
     size_t base = (size_t)1 << log2, step = base / 4;
     size_t quarters = (size - base + step - 1) / step; /* 1..4 */
     if (quarters == 0) quarters = 1;
-    *rounded = base + quarters * step;
+    *rounded = (base + quarters * step + 63) & ~(size_t)63; /* aligned_alloc wants a multiple of 64 */
     return (log2 - 5) * 4 + (int)quarters - 1;
 }
 
