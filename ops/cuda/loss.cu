@@ -1,0 +1,88 @@
+// CUDA kernel of ops/loss.c: the fused cross-entropy forward (log-sum-exp and the
+// label-smoothed negative log likelihood per element), with the CPU's arithmetic
+// (ops/loss.c, CE_KERNEL: double accumulators, max shift, -inf max shifted by 0).
+// One warp per element r = (n, d); its C logits are x[n, :, d] at stride D.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "core/tensor_impl.h"
+#include "ops/cuda/internal.h"
+#include "ops/cuda/loss.h"
+
+#define WARPS_PER_BLOCK 4
+
+// ============================ kernels ============================
+
+// x [n, c, d] contiguous, target [n*d] int64; loss, lse [n*d].
+template <typename T>
+__global__ void cross_entropy_forward_kernel(const T *x, const int64_t *target, T *loss, T *lse, int64_t N,
+                                             int64_t C, int64_t D, bool use_ignore, int64_t ignore_index,
+                                             double eps) {
+    int lane = threadIdx.x & 31;
+    int64_t warp = (int64_t)blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
+    int64_t warps = (int64_t)gridDim.x * WARPS_PER_BLOCK;
+    for (int64_t r = warp; r < N * D; r += warps) {
+        int64_t n = r / D, d = r % D;
+        const T *row = x + n * C * D + d;
+        double m = -INFINITY;
+        for (int64_t c = lane; c < C; c += 32) m = (double)row[c * D] > m ? (double)row[c * D] : m;
+        for (int o = 16; o > 0; o >>= 1) {
+            double other = __shfl_xor_sync(0xffffffffu, m, o);
+            m = other > m ? other : m;
+        }
+        if (isinf(m) && m < 0) m = 0;
+        double s = 0, total = 0;
+        for (int64_t c = lane; c < C; c += 32) {
+            s += exp((double)row[c * D] - m);
+            total += (double)row[c * D];
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+            total += __shfl_xor_sync(0xffffffffu, total, o);
+        }
+        if (lane == 0) {
+            double l = m + log(s);
+            lse[r] = (T)l;
+            int64_t t = target[r];
+            if (use_ignore && t == ignore_index) {
+                loss[r] = 0;
+            } else {
+                double nll = l - (double)row[t * D], smooth = (double)C * l - total;
+                loss[r] = (T)((1 - eps) * nll + eps / (double)C * smooth);
+            }
+        }
+    }
+}
+
+// ============================ launchers ============================
+
+template <typename T>
+static tg_status launch_cross_entropy(tg_tensor *loss, tg_tensor *lse, tg_tensor *x, tg_tensor *target, int64_t n,
+                                      int64_t c, int64_t d, bool use_ignore, int64_t ignore_index, double eps,
+                                      cudaStream_t stream) {
+    int64_t rows = n * d;
+    if (rows == 0) return TG_OK;
+    int64_t blocks = (rows + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+    int64_t cap = (int64_t)tg_cuda_sm_count(tg_cuda_device_of(x)) * 16;
+    cross_entropy_forward_kernel<T><<<(unsigned)(blocks < cap ? blocks : cap), WARPS_PER_BLOCK * 32, 0, stream>>>(
+        (const T *)tg_elem_ptr(x), (const int64_t *)tg_elem_ptr(target), (T *)tg_elem_ptr(loss),
+        (T *)tg_elem_ptr(lse), n, c, d, use_ignore, ignore_index, eps);
+    return tg_cuda_check_launch("tg_cross_entropy");
+}
+
+// ============================ entry points ============================
+
+extern "C" tg_status tg_cuda_cross_entropy_forward(tg_tensor *loss, tg_tensor *lse, tg_tensor *x, tg_tensor *target,
+                                                   int64_t n, int64_t c, int64_t d, bool use_ignore,
+                                                   int64_t ignore_index, double eps) {
+    const char *op = "tg_cross_entropy";
+    if (target->dtype != TG_INT64) return tg_error("%s: CUDA kernel expects int64 targets", op);
+    if (!tg_is_contiguous(x) || !tg_is_contiguous(target) || !tg_is_contiguous(loss) || !tg_is_contiguous(lse))
+        return tg_error("%s: CUDA kernel expects contiguous tensors", op);
+    TG_CUDA_ENTER(op, x);
+    TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
+                              return launch_cross_entropy<scalar_t>(loss, lse, x, target, n, c, d, use_ignore,
+                                                                    ignore_index, eps, stream));
+    return TG_OK;
+}

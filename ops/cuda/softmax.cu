@@ -1,0 +1,103 @@
+// CUDA kernel of ops/softmax.c: softmax and log_softmax along one dim, with the
+// CPU's arithmetic (ops/softmax.c, SOFTMAX_KERNEL): the row max (NaN wins), the
+// sum of exp(x - max) accumulated in double, then exp(x - max) / sum or
+// x - (max + log(sum)). One block per row; rows along a dim that is not the last
+// are read with their stride.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "core/tensor_impl.h"
+#include "ops/cuda/internal.h"
+#include "ops/cuda/softmax.h"
+#include "ops/reduce_plan.h"
+
+// ============================ device helpers ============================
+
+__device__ __forceinline__ float dexp_sm(float x) { return expf(x); }
+__device__ __forceinline__ double dexp_sm(double x) { return exp(x); }
+
+__device__ __forceinline__ int64_t row_offset(const tg_reduce_plan &p, int64_t o) {
+    int64_t off = 0;
+    for (int d = p.outer_ndim - 1; d >= 0; d--) {
+        off += (o % p.outer_shape[d]) * p.outer_strides[d];
+        o /= p.outer_shape[d];
+    }
+    return off;
+}
+
+// The larger of a and b, NaN winning (a NaN anywhere makes the row NaN).
+template <typename T> __device__ __forceinline__ T max_nan(T a, T b) { return (a != a || a > b) ? a : (b != b ? b : (a > b ? a : b)); }
+
+// Block-wide combine (blockDim.x a multiple of 32, at most 1024); every thread gets
+// the result. shared: 32 elements of V.
+template <typename V, typename F> __device__ __forceinline__ V block_all(V v, V *shared, F combine) {
+    for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_down_sync(0xffffffffu, v, o));
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    __syncthreads(); // shared may still be read from the previous call
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    V r = shared[0];
+    for (int w = 1; w < warps; w++) r = combine(r, shared[w]);
+    return r;
+}
+
+// ============================ kernels ============================
+
+// Row o of x (plan px: outer = the other dims, inner = dim, len elements at stride
+// xs) into the same row of out (plan po, stride os). grid-stride over rows.
+template <typename T>
+__global__ void softmax_kernel(tg_reduce_plan px, tg_reduce_plan po, const T *x, T *out, bool log_out) {
+    __shared__ T shared_t[32];
+    __shared__ double shared_d[32];
+    int64_t len = px.inner_numel;
+    int64_t xs = px.inner_ndim ? px.inner_strides[0] : 1, os = po.inner_ndim ? po.inner_strides[0] : 1;
+    for (int64_t o = blockIdx.x; o < px.outer_numel; o += gridDim.x) {
+        const T *row = x + row_offset(px, o);
+        T *dst = out + row_offset(po, o);
+        T m = -INFINITY;
+        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) m = max_nan(m, row[k * xs]);
+        m = block_all<T>(m, shared_t, [](T a, T b) { return max_nan(a, b); });
+        double s = 0;
+        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) s += (double)dexp_sm(row[k * xs] - m);
+        s = block_all<double>(s, shared_d, [](double a, double b) { return a + b; });
+        if (log_out) {
+            T shift = m + (T)log(s);
+            for (int64_t k = threadIdx.x; k < len; k += blockDim.x) dst[k * os] = row[k * xs] - shift;
+        } else {
+            T inv = (T)(1.0 / s);
+            for (int64_t k = threadIdx.x; k < len; k += blockDim.x) dst[k * os] = dexp_sm(row[k * xs] - m) * inv;
+        }
+    }
+}
+
+// ============================ launchers ============================
+
+template <typename T>
+static tg_status launch_softmax(tg_tensor *out, tg_tensor *x, int dim, bool log_out, cudaStream_t stream) {
+    bool mask[TG_MAX_DIMS] = {false};
+    mask[dim] = true;
+    tg_reduce_plan px, po;
+    tg_reduce_plan_init(&px, x, mask);
+    tg_reduce_plan_init(&po, out, mask);
+    if (px.outer_numel == 0 || px.inner_numel == 0) return TG_OK;
+    // inner is one dim (the softmax dim) unless it has size 1; the plan then has none
+    int64_t len = px.inner_numel;
+    unsigned threads = len <= 32 ? 32 : len <= 128 ? 64 : len <= 1024 ? 128 : 256;
+    unsigned blocks = (unsigned)(px.outer_numel < 65535 * 8 ? px.outer_numel : 65535 * 8);
+    softmax_kernel<T><<<blocks, threads, 0, stream>>>(px, po, (const T *)tg_elem_ptr(x), (T *)tg_elem_ptr(out),
+                                                      log_out);
+    return tg_cuda_check_launch(log_out ? "tg_log_softmax" : "tg_softmax");
+}
+
+// ============================ entry points ============================
+
+extern "C" tg_status tg_cuda_softmax(tg_tensor *out, tg_tensor *x, int dim, bool log) {
+    const char *op = log ? "tg_log_softmax" : "tg_softmax";
+    if (x->shape.ndim == 0 || dim < 0 || dim >= x->shape.ndim)
+        return tg_error("%s: dim %d is out of range for a CUDA kernel on %d dims", op, dim, x->shape.ndim);
+    if (out->dtype != x->dtype) return tg_error("%s: output dtype differs from the input's", op);
+    TG_CUDA_ENTER(op, x);
+    TG_CUDA_DISPATCH_FLOATING(op, x->dtype, return launch_softmax<scalar_t>(out, x, dim, log, stream));
+    return TG_OK;
+}
