@@ -176,7 +176,7 @@ tg_tensor *tg_ctx_saved(tg_ctx *ctx, int i) {
                  (unsigned long long)s->tensor->storage->version, (unsigned long long)s->version);
         return NULL;
     }
-    if (s->output_index < 0) return s->tensor;
+    if (s->output_index < 0 || !n->output_differentiable[s->output_index]) return s->tensor;
     /* A saved output is kept without its graph link (it would keep its own node alive);
      * give backward a view that has it again, for second derivatives. */
     tg_tensor *alias = tg_detach(s->tensor);
