@@ -1,0 +1,144 @@
+/* Helpers shared by the tutorial programs, so that each main.c shows only what
+ * its lesson is about: the command line, the progress bar, the metrics CSV, the
+ * loss-curve SVG, the data sets (Fashion-MNIST or generated) and the evaluation
+ * loop. Uses only the public API (tapegrad.h). */
+#ifndef TG_TUTORIALS_COMMON_H
+#define TG_TUTORIALS_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tapegrad.h"
+
+/* ---- command line ---- */
+
+/* A lesson-specific option taking a value ("--stop-after 50"), or a flag when
+ * `value` is NULL and `flag` is set. */
+typedef struct {
+    const char *name;    /* "--resume" */
+    const char *metavar; /* "FILE" (NULL for a flag) */
+    const char *help;
+    const char **value;  /* where the string goes (left as is when absent) */
+    bool *flag;          /* for flags */
+} tut_option;
+
+typedef struct {
+    /* The options every program takes, with their defaults filled in. */
+    const char *device_name; /* "cpu", "cuda", "cuda:1", "auto" */
+    tg_device device;        /* resolved */
+    int epochs;
+    int64_t batch_size;
+    double lr;
+    uint64_t seed;
+    const char *data_dir;  /* TG_FASHION_MNIST_DIR unless --data */
+    const char *log_path;  /* --log FILE (metrics CSV), NULL: none */
+    const char *plot_path; /* --plot FILE (loss-curve SVG), NULL: none */
+    int64_t max_steps;     /* --max-steps N: stop training after N steps (0: no limit) */
+    bool synthetic;        /* --synthetic: generated data instead of the data set */
+    bool result_line;      /* --result-line: print one RESULT {...} line for bench/compare.sh */
+    bool show_order;       /* --show-order: print the first 10 sample indices of epoch 0 */
+} tut_args;
+
+/* Parses argv into *args (which holds the program's defaults on entry) and the
+ * lesson's `extra` options (count may be 0). Prints --help (the `about` line,
+ * then every option with its default) and exits 0; exits 2 on a bad option.
+ * Resolves the device: "auto" is CUDA when tg_cuda_available(), else the CPU;
+ * asking for CUDA without it exits with a message. Also installs an error handler
+ * that prints tapegrad's message and exits, so the lessons need no error checks. */
+void tut_parse_args(int argc, char **argv, const char *about, tut_args *args,
+                    const tut_option *extra, int count);
+
+/* Where to write an output file given on the command line: `bazel run` runs the
+ * program in its runfiles folder, so a relative path is taken relative to
+ * $BUILD_WORKING_DIRECTORY (the folder bazel was called from) when it is set.
+ * Returns a static buffer (one of four, rotated). */
+const char *tut_output_path(const char *path);
+
+/* Seconds on a monotonic clock. */
+double tut_now(void);
+/* Peak resident set size of the process in MiB. */
+double tut_peak_rss_mib(void);
+
+/* ---- data ---- */
+
+typedef struct {
+    tg_tensor *train_x, *train_y; /* owned references; x float32 normalised, y int64 */
+    tg_tensor *test_x, *test_y;
+    const char *name;             /* "Fashion-MNIST", "generated", ... */
+} tut_data;
+
+/* Loads args->data_dir (train and test splits), scales to [0, 1] and normalises
+ * with the data set's mean and std (Fashion-MNIST's published values for the
+ * default folder, measured on the training images otherwise). With
+ * args->synthetic, generates 1024 train and 512 test images of 10 classes instead
+ * (each class a fixed random pattern plus noise, so a model can learn it).
+ * `image_shape` true gives x as [N, 1, 28, 28] (conv nets), false as [N, 784].
+ * The tensors are owned by the caller: tut_data_free. */
+tut_data tut_load_data(const tut_args *args, bool image_shape);
+void tut_data_free(tut_data *d);
+
+/* ---- evaluation ---- */
+
+typedef struct {
+    double accuracy; /* percent */
+    double loss;     /* mean cross-entropy */
+} tut_eval;
+
+/* Accuracy and loss of `model` on (x, y), batch by batch, in eval mode and without
+ * grad (the model's train/eval mode is restored afterwards). Batches are moved to
+ * `device`. */
+tut_eval tut_evaluate(tg_module *model, tg_tensor *x, tg_tensor *y, int64_t batch_size, tg_device device);
+
+/* ---- progress bar ---- */
+
+typedef struct {
+    int epoch, epochs;
+    int64_t total_steps, batch_size;
+    int64_t step;
+    double start, last_draw;
+    double loss_sum;  /* running mean of the epoch's loss */
+    int64_t loss_count;
+    bool tty;
+} tut_progress;
+
+/* One line per epoch: on a terminal it is redrawn in place with \r (steps, images/s,
+ * running loss, ETA); otherwise a plain line is printed every ~10% of the epoch. */
+void tut_progress_begin(tut_progress *p, int epoch, int epochs, int64_t total_steps, int64_t batch_size);
+void tut_progress_update(tut_progress *p, double loss);
+/* Finishes the line; returns the epoch's mean training loss. */
+double tut_progress_end(tut_progress *p);
+
+/* ---- metrics CSV ---- */
+
+/* Opens path (through tut_output_path) and writes the header line
+ * "epoch,step,train_loss,test_loss,test_accuracy,lr,seconds". NULL path: returns
+ * NULL and tut_log_row does nothing. */
+FILE *tut_log_open(const char *path);
+void tut_log_row(FILE *f, int epoch, int64_t step, double train_loss, double test_loss, double test_accuracy,
+                 double lr, double seconds);
+void tut_log_close(FILE *f);
+
+/* ---- loss curve ---- */
+
+/* A growing list of (step, loss) points. */
+typedef struct {
+    double *loss;
+    int64_t count, capacity;
+} tut_curve;
+
+void tut_curve_add(tut_curve *c, double loss);
+void tut_curve_free(tut_curve *c);
+/* Writes the curve as an SVG line chart (the raw per-step loss in light grey, a
+ * moving average over `smooth` steps on top, epoch boundaries every
+ * steps_per_epoch steps), with axes and labels, no dependencies. Returns 0 on
+ * success, prints why and returns -1 otherwise. */
+int tut_plot_svg(const char *path, const char *title, const tut_curve *c, int64_t steps_per_epoch, int smooth);
+
+/* ---- the RESULT line for bench/compare.sh ---- */
+
+/* RESULT {"bench": bench, "impl": "tapegrad", "seconds": s, "unit_value": s, "unit": "s",
+ *         "check": accuracy, "peak_rss_mib": ...} */
+void tut_print_result(const char *bench, double seconds, double accuracy);
+
+#endif
