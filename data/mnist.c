@@ -70,15 +70,25 @@ static tg_tensor *idx_parse(const char *op, const void *data, size_t n, int expe
     size_t elem = tg_dtype_size((tg_dtype)type->dtype);
     uint64_t need = elem; /* bytes of data the header promises */
     bool overflow = false;
+    uint64_t nonzero = 1; /* product of the non-zero sizes */
+    bool nonzero_overflow = false;
     for (int i = 0; i < ndim; i++) {
         shape.dims[i] = read_be32(p + 4 + 4 * i);
         /* A header can promise up to (2^32)^8 elements; anything beyond the input's own
          * length is an error anyway, so overflow only has to be detected. */
         if (!overflow && __builtin_mul_overflow(need, (uint64_t)shape.dims[i], &need))
             overflow = true;
+        if (shape.dims[i] &&
+            __builtin_mul_overflow(nonzero, (uint64_t)shape.dims[i], &nonzero))
+            nonzero_overflow = true;
     }
     char shape_buf[128];
     tg_shape_str(shape, shape_buf, sizeof shape_buf);
+    /* [0, 2^32-1, 2^32-1, ...] has no elements but sizes no tensor can describe
+     * (element counts and strides are int64). */
+    if (nonzero_overflow || nonzero > (uint64_t)INT64_MAX / 8)
+        return tg_error("%s: %s: sizes %s are too large for a tensor", op, name, shape_buf),
+               NULL;
     size_t have = n - header;
     if (overflow || need > have) {
         char need_buf[32] = "more than 2^64";

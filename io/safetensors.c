@@ -303,7 +303,8 @@ static bool parse_entry(const char *op, const char *file, const cJSON *item, st_
                         file, name, ndim, TG_MAX_DIMS), false;
     e->shape = (tg_shape){.ndim = ndim};
     uint64_t bytes = tg_dtype_size(e->dtype);
-    bool overflow = false;
+    uint64_t nonzero = 1; /* product of the non-zero sizes */
+    bool overflow = false, nonzero_overflow = false;
     int d = 0;
     for (const cJSON *s = shape->child; s; s = s->next, d++) {
         uint64_t size;
@@ -312,6 +313,15 @@ static bool parse_entry(const char *op, const char *file, const cJSON *item, st_
                             "integer", op, file, name, d), false;
         e->shape.dims[d] = (int64_t)size;
         if (__builtin_mul_overflow(bytes, size, &bytes)) overflow = true;
+        if (size && __builtin_mul_overflow(nonzero, size, &nonzero)) nonzero_overflow = true;
+    }
+    /* [0, 2^50, 2^50] has no elements but sizes no tensor can describe (element
+     * counts and strides are int64). */
+    if (nonzero_overflow || nonzero > (uint64_t)INT64_MAX / 8) {
+        char sbuf[160];
+        tg_shape_str(e->shape, sbuf, sizeof sbuf);
+        return tg_error("%s: %s: tensor \"%s\": sizes %s are too large for a tensor", op, file,
+                        name, sbuf), false;
     }
     if (cJSON_GetArraySize(offsets) != 2 || !json_uint(offsets->child, &e->begin) ||
         !json_uint(offsets->child->next, &e->end) || e->end < e->begin)

@@ -188,10 +188,17 @@ TEST_F(MnistTest, TruncatedData) {
     EXPECT_EQ(tg_idx_parse(nullptr, 0, 0, "empty"), nullptr);
     EXPECT_ERROR_CONTAINS("empty: truncated IDX header: 0 bytes");
 
-    // Sizes whose product overflows 64 bits are "truncated", not a huge allocation.
+    // Sizes whose product overflows are an error, not a huge allocation; with a zero
+    // size too (no elements, but no tensor can have those sizes: found by fuzzing).
     Bytes huge = idx_bytes(0x0E, {0xffffffffu, 0xffffffffu, 0xffffffffu}, {1, 2, 3});
     EXPECT_EQ(tg_idx_parse(huge.data(), huge.size(), 0, "x"), nullptr);
-    EXPECT_ERROR_CONTAINS("more than 2^64 bytes");
+    EXPECT_ERROR_CONTAINS("sizes [4294967295, 4294967295, 4294967295] are too large");
+    Bytes zero_huge = idx_bytes(0x08, {0, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {});
+    EXPECT_EQ(tg_idx_parse(zero_huge.data(), zero_huge.size(), 0, "x"), nullptr);
+    EXPECT_ERROR_CONTAINS("are too large for a tensor");
+    Bytes big = idx_bytes(0x08, {0x10000u, 0x10000u}, {1});
+    EXPECT_EQ(tg_idx_parse(big.data(), big.size(), 0, "x"), nullptr);
+    EXPECT_ERROR_CONTAINS("truncated data: the header says [65536, 65536] ubyte (4294967296 bytes) but 1 bytes follow");
 }
 
 TEST_F(MnistTest, TrailingBytes) {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (no Bazel) and runs each for a while.
+#   tests/fuzz/run.sh [seconds per target, default 60] [target ...]
+# Targets: idx_fuzzer (data/mnist.c's tg_idx_parse), safetensors_fuzzer
+# (io/safetensors.c's tg_safetensors_parse + serialize round trip).
+# The committed seeds in tests/fuzz/corpus/<target>/ are read, never written: new
+# inputs go to a scratch corpus under $TG_FUZZ_OUT (default /tmp/tg_fuzz), crashes to
+# $TG_FUZZ_OUT/<target>-crash-*. Exit status non-zero when a target finds a bug.
+# Longer runs and reproducing a crash: docs/fuzzing.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx_fuzzer safetensors_fuzzer)
+out=${TG_FUZZ_OUT:-/tmp/tg_fuzz}
+mkdir -p "$out"
+CC=${CC:-clang}
+flags=(-std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined
+       -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wno-unknown-pragmas)
+declare -A sources=(
+  [idx_fuzzer]="data/mnist.c"
+  [safetensors_fuzzer]="io/safetensors.c io/tensor_map.c"
+)
+status=0
+for t in "${targets[@]}"; do
+  [[ -n ${sources[$t]:-} ]] || { echo "unknown target $t" >&2; exit 2; }
+  echo "== building $t"
+  # shellcheck disable=SC2086
+  $CC "${flags[@]}" core/*.c ${sources[$t]} "tests/fuzz/$t.c" -lz -lcjson -lm -lpthread -o "$out/$t"
+  mkdir -p "$out/corpus-$t"
+  echo "== running $t for ${seconds}s"
+  if ! "$out/$t" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$out/$t-" \
+        "$out/corpus-$t" "tests/fuzz/corpus/$t" 2>"$out/$t.log"; then
+    echo >&2
+    echo "!! $t failed; log: $out/$t.log" >&2
+    tail -40 "$out/$t.log" >&2
+    status=1
+  else
+    grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$out/$t.log" | sed "s/^/   /"
+  fi
+done
+exit $status
