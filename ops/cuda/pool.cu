@@ -1,0 +1,238 @@
+// CUDA kernels of ops/pool.c: max pooling (forward with argmax indices, the
+// scatter-add backward, the gather double backward) and average pooling (plain and
+// adaptive; forward and backward). Windows, divisors and NaN handling are the CPU's
+// (ops/pool.c: window(), MAX_KERNELS, AVG_KERNELS). A thread per output element;
+// the backwards add into grad_x atomically (windows may overlap), so float sums may
+// differ from the CPU's in the last bits.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "core/tensor_impl.h"
+#include "ops/cuda/internal.h"
+#include "ops/cuda/pool.h"
+
+namespace {
+
+struct pool_geometry {
+    bool adaptive, include_pad;
+    int k, s, p;
+    int64_t planes, h, w, ho, wo;
+};
+
+// ops/pool.c window(): [start, end) of output index o along a dim, and its divisor.
+__device__ __forceinline__ void pool_window(const pool_geometry &q, int64_t o, int64_t in, int64_t out,
+                                            int64_t *start, int64_t *end, int64_t *div) {
+    if (q.adaptive) {
+        *start = (o * in) / out;
+        *end = ((o + 1) * in + out - 1) / out;
+        *div = *end - *start;
+        return;
+    }
+    int64_t s = o * q.s - q.p, e = s + q.k;
+    if (e > in + q.p) e = in + q.p;
+    int64_t padded = e - s;
+    if (s < 0) s = 0;
+    if (e > in) e = in;
+    *start = s;
+    *end = e;
+    *div = q.include_pad ? padded : e - s;
+}
+
+__device__ __forceinline__ void pool_atomic_add(float *p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void pool_atomic_add(double *p, double v) { atomicAdd(p, v); }
+
+} // namespace
+
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+// ============================ kernels ============================
+
+// x [planes, H, W] -> y, idx [planes, Ho, Wo]; idx flattened in H*W.
+template <typename T> __global__ void max_pool_forward_kernel(pool_geometry q, const T *x, T *y, int64_t *idx) {
+    GRID_STRIDE(e, q.planes * q.ho * q.wo) {
+        int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
+        const T *src = x + pl * q.h * q.w;
+        int64_t hs = oh * q.s - q.p, he = hs + q.k, ws = ow * q.s - q.p, we = ws + q.k;
+        if (hs < 0) hs = 0;
+        if (he > q.h) he = q.h;
+        if (ws < 0) ws = 0;
+        if (we > q.w) we = q.w;
+        int64_t best = hs * q.w + ws;
+        T m = -INFINITY;
+        bool found_nan = false;
+        for (int64_t ih = hs; ih < he && !found_nan; ih++)
+            for (int64_t iw = ws; iw < we; iw++) {
+                T v = src[ih * q.w + iw];
+                if (v > m || isnan(v)) {
+                    m = v;
+                    best = ih * q.w + iw;
+                    if (isnan(v)) {
+                        found_nan = true;
+                        break;
+                    }
+                }
+            }
+        y[e] = m;
+        idx[e] = best;
+    }
+}
+
+// gx [planes, in_hw] (zeroed) += g [planes, out_hw] at idx.
+template <typename T>
+__global__ void max_pool_scatter_kernel(T *gx, const T *g, const int64_t *idx, int64_t planes, int64_t in_hw,
+                                        int64_t out_hw) {
+    GRID_STRIDE(e, planes * out_hw) pool_atomic_add(&gx[(e / out_hw) * in_hw + idx[e]], g[e]);
+}
+
+// y [planes, out_hw] = x [planes, in_hw] at idx.
+template <typename T>
+__global__ void max_pool_gather_kernel(T *y, const T *x, const int64_t *idx, int64_t planes, int64_t in_hw,
+                                       int64_t out_hw) {
+    GRID_STRIDE(e, planes * out_hw) y[e] = x[(e / out_hw) * in_hw + idx[e]];
+}
+
+// y [planes, Ho, Wo] = window sums / divisor of x [planes, H, W].
+template <typename T> __global__ void avg_pool_forward_kernel(pool_geometry q, const T *x, T *y) {
+    GRID_STRIDE(e, q.planes * q.ho * q.wo) {
+        int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
+        const T *src = x + pl * q.h * q.w;
+        int64_t hs, he, hd, ws, we, wd;
+        pool_window(q, oh, q.h, q.ho, &hs, &he, &hd);
+        pool_window(q, ow, q.w, q.wo, &ws, &we, &wd);
+        T acc = 0;
+        for (int64_t ih = hs; ih < he; ih++)
+            for (int64_t iw = ws; iw < we; iw++) acc += src[ih * q.w + iw];
+        y[e] = acc / (T)(hd * wd);
+    }
+}
+
+// gx [planes, H, W] (zeroed) += each g [planes, Ho, Wo] / divisor over its window.
+template <typename T> __global__ void avg_pool_backward_kernel(pool_geometry q, const T *g, T *gx) {
+    GRID_STRIDE(e, q.planes * q.ho * q.wo) {
+        int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
+        T *dst = gx + pl * q.h * q.w;
+        int64_t hs, he, hd, ws, we, wd;
+        pool_window(q, oh, q.h, q.ho, &hs, &he, &hd);
+        pool_window(q, ow, q.w, q.wo, &ws, &we, &wd);
+        T v = g[e] / (T)(hd * wd);
+        for (int64_t ih = hs; ih < he; ih++)
+            for (int64_t iw = ws; iw < we; iw++) pool_atomic_add(&dst[ih * q.w + iw], v);
+    }
+}
+
+// ============================ launchers ============================
+
+static tg_status check_planes(const char *op, tg_tensor *const *ts, int n) {
+    for (int i = 0; i < n; i++)
+        if (ts[i]->shape.ndim != 4 || !tg_is_contiguous(ts[i]))
+            return tg_error("%s: CUDA kernel expects contiguous [N, C, H, W] tensors", op);
+    return TG_OK;
+}
+
+static pool_geometry geometry(tg_tensor *full, tg_tensor *pooled, bool adaptive, int k, int s, int p, bool include_pad) {
+    pool_geometry q;
+    q.adaptive = adaptive;
+    q.include_pad = include_pad;
+    q.k = k;
+    q.s = s;
+    q.p = p;
+    q.planes = full->shape.dims[0] * full->shape.dims[1];
+    q.h = full->shape.dims[2];
+    q.w = full->shape.dims[3];
+    q.ho = pooled->shape.dims[2];
+    q.wo = pooled->shape.dims[3];
+    return q;
+}
+
+static tg_status zero(tg_tensor *t, cudaStream_t stream, const char *op) {
+    size_t bytes = (size_t)tg_numel(t) * tg_dtype_size(t->dtype);
+    cudaError_t err = bytes ? cudaMemsetAsync(tg_elem_ptr(t), 0, bytes, stream) : cudaSuccess;
+    return err == cudaSuccess ? TG_OK : tg_cuda_error(op, "cudaMemsetAsync", err);
+}
+
+// ============================ entry points ============================
+
+extern "C" tg_status tg_cuda_max_pool2d_forward(tg_tensor *out, tg_tensor *indices, tg_tensor *x, int kernel,
+                                                int stride, int padding) {
+    const char *op = "tg_max_pool2d";
+    tg_tensor *ts[3] = {out, indices, x};
+    if (check_planes(op, ts, 3)) return TG_ERROR;
+    pool_geometry q = geometry(x, out, false, kernel, stride, padding, false);
+    int64_t n = q.planes * q.ho * q.wo;
+    if (n == 0) return TG_OK;
+    TG_CUDA_ENTER(op, x);
+    unsigned blocks = tg_cuda_blocks(n, tg_cuda_device_of(x));
+    TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
+                              max_pool_forward_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+                                  q, (const scalar_t *)tg_elem_ptr(x), (scalar_t *)tg_elem_ptr(out),
+                                  (int64_t *)tg_elem_ptr(indices)));
+    return tg_cuda_check_launch(op);
+}
+
+extern "C" tg_status tg_cuda_max_pool2d_backward(tg_tensor *grad_x, tg_tensor *grad, tg_tensor *indices) {
+    const char *op = "tg_max_pool2d backward";
+    tg_tensor *ts[3] = {grad_x, grad, indices};
+    if (check_planes(op, ts, 3)) return TG_ERROR;
+    TG_CUDA_ENTER(op, grad_x);
+    if (zero(grad_x, stream, op)) return TG_ERROR;
+    int64_t planes = grad_x->shape.dims[0] * grad_x->shape.dims[1];
+    int64_t in_hw = grad_x->shape.dims[2] * grad_x->shape.dims[3], out_hw = grad->shape.dims[2] * grad->shape.dims[3];
+    if (planes * out_hw == 0) return TG_OK;
+    unsigned blocks = tg_cuda_blocks(planes * out_hw, tg_cuda_device_of(grad_x));
+    TG_CUDA_DISPATCH_FLOATING(op, grad_x->dtype,
+                              max_pool_scatter_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+                                  (scalar_t *)tg_elem_ptr(grad_x), (const scalar_t *)tg_elem_ptr(grad),
+                                  (const int64_t *)tg_elem_ptr(indices), planes, in_hw, out_hw));
+    return tg_cuda_check_launch(op);
+}
+
+extern "C" tg_status tg_cuda_max_pool2d_gather(tg_tensor *out, tg_tensor *x, tg_tensor *indices) {
+    const char *op = "tg_max_pool2d double backward";
+    tg_tensor *ts[3] = {out, x, indices};
+    if (check_planes(op, ts, 3)) return TG_ERROR;
+    int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+    int64_t in_hw = x->shape.dims[2] * x->shape.dims[3], out_hw = out->shape.dims[2] * out->shape.dims[3];
+    if (planes * out_hw == 0) return TG_OK;
+    TG_CUDA_ENTER(op, x);
+    unsigned blocks = tg_cuda_blocks(planes * out_hw, tg_cuda_device_of(x));
+    TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
+                              max_pool_gather_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+                                  (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(x),
+                                  (const int64_t *)tg_elem_ptr(indices), planes, in_hw, out_hw));
+    return tg_cuda_check_launch(op);
+}
+
+extern "C" tg_status tg_cuda_avg_pool2d_forward(tg_tensor *out, tg_tensor *x, bool adaptive, int kernel, int stride,
+                                                int padding, bool include_pad) {
+    const char *op = adaptive ? "tg_adaptive_avg_pool2d" : "tg_avg_pool2d";
+    tg_tensor *ts[2] = {out, x};
+    if (check_planes(op, ts, 2)) return TG_ERROR;
+    pool_geometry q = geometry(x, out, adaptive, kernel, stride, padding, include_pad);
+    int64_t n = q.planes * q.ho * q.wo;
+    if (n == 0) return TG_OK;
+    TG_CUDA_ENTER(op, x);
+    unsigned blocks = tg_cuda_blocks(n, tg_cuda_device_of(x));
+    TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
+                              avg_pool_forward_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+                                  q, (const scalar_t *)tg_elem_ptr(x), (scalar_t *)tg_elem_ptr(out)));
+    return tg_cuda_check_launch(op);
+}
+
+extern "C" tg_status tg_cuda_avg_pool2d_backward(tg_tensor *grad_x, tg_tensor *grad, bool adaptive, int kernel,
+                                                 int stride, int padding, bool include_pad) {
+    const char *op = adaptive ? "tg_adaptive_avg_pool2d backward" : "tg_avg_pool2d backward";
+    tg_tensor *ts[2] = {grad_x, grad};
+    if (check_planes(op, ts, 2)) return TG_ERROR;
+    TG_CUDA_ENTER(op, grad_x);
+    if (zero(grad_x, stream, op)) return TG_ERROR;
+    pool_geometry q = geometry(grad_x, grad, adaptive, kernel, stride, padding, include_pad);
+    int64_t n = q.planes * q.ho * q.wo;
+    if (n == 0) return TG_OK;
+    unsigned blocks = tg_cuda_blocks(n, tg_cuda_device_of(grad_x));
+    TG_CUDA_DISPATCH_FLOATING(op, grad_x->dtype,
+                              avg_pool_backward_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+                                  q, (const scalar_t *)tg_elem_ptr(grad), (scalar_t *)tg_elem_ptr(grad_x)));
+    return tg_cuda_check_launch(op);
+}

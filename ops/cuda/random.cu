@@ -1,0 +1,101 @@
+// CUDA kernel of ops/random.c: uniform and normal fills that draw the SAME numbers
+// as the CPU for the same seed. Not cuRAND: a device copy of core/rng.h's
+// tg_philox (Philox4x32-10) and of ops/random.c's draw() layout, so a model
+// initialised or a dropout mask drawn on either device is the same. The products
+// and sums are written with round-to-nearest intrinsics so that nvcc does not fuse
+// them into FMAs the CPU does not use; uniform values are therefore bit-identical.
+// Normal values go through log/sqrt/cos/sin, whose CUDA versions may differ from
+// glibc's in the last bit of a double (float32 results are almost always identical).
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "core/tensor_impl.h"
+#include "ops/cuda/internal.h"
+#include "ops/cuda/random.h"
+
+// ============================ device helpers ============================
+
+// core/rng.h tg_philox, on the device.
+__device__ __forceinline__ void philox(uint64_t seed, uint64_t counter, uint32_t out[4]) {
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+#pragma unroll
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+__device__ __forceinline__ double uint_to_unit(uint32_t bits) { return ((double)bits + 1.0) / 4294967296.0; }
+
+// a + (b - a) * u without contraction into an FMA.
+__device__ __forceinline__ double lerp_rn(double a, double b, double u) {
+    return __dadd_rn(a, __dmul_rn(__dsub_rn(b, a), u));
+}
+
+// ops/random.c draw() for DIST_UNIFORM (kind 0) and DIST_NORMAL (kind 1).
+template <typename T> __device__ __forceinline__ double draw(int kind, double a, double b, uint64_t seed,
+                                                              uint64_t offset, int64_t i) {
+    uint32_t w[4];
+    if (kind == 0) {
+        if (sizeof(T) == 8) {
+            philox(seed, offset + (uint64_t)i / 2, w);
+            int k = 2 * (int)(i % 2);
+            double u = (double)((((uint64_t)w[k]) << 21) ^ (w[k + 1] >> 11)) * (1.0 / 9007199254740992.0);
+            return lerp_rn(a, b, u);
+        }
+        philox(seed, offset + (uint64_t)i / 4, w);
+        double u = (double)(w[i % 4] >> 8) * (1.0 / 16777216.0);
+        double v = lerp_rn(a, b, u);
+        if ((float)v >= (float)b && b > a) v = nextafterf((float)b, (float)a);
+        return v;
+    }
+    philox(seed, offset + (uint64_t)i / 4, w);
+    int k = (int)(i % 4) / 2 * 2;
+    double r = sqrt(__dmul_rn(-2.0, log(uint_to_unit(w[k]))));
+    double theta = __dmul_rn(6.283185307179586476925, uint_to_unit(w[k + 1]));
+    return __dadd_rn(a, __dmul_rn(b, i % 2 == 0 ? __dmul_rn(r, cos(theta)) : __dmul_rn(r, sin(theta))));
+}
+
+// ============================ kernels ============================
+
+// t [n] contiguous: element i = draw(i).
+template <typename T>
+__global__ void random_fill_kernel(T *t, int64_t n, int kind, double a, double b, uint64_t seed, uint64_t offset) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        t[i] = (T)draw<T>(kind, a, b, seed, offset, i);
+}
+
+// ============================ launchers ============================
+
+template <typename T>
+static tg_status launch_random_fill(tg_tensor *t, int kind, double a, double b, uint64_t seed, uint64_t offset,
+                                    cudaStream_t stream) {
+    int64_t n = t->shape.ndim ? tg_shape_numel(t->shape) : 1;
+    if (n == 0) return TG_OK;
+    random_fill_kernel<T><<<tg_cuda_blocks(n, tg_cuda_device_of(t)), TG_CUDA_THREADS, 0, stream>>>(
+        (T *)tg_elem_ptr(t), n, kind, a, b, seed, offset);
+    return tg_cuda_check_launch(kind == 0 ? "tg_uniform_" : "tg_normal_");
+}
+
+// ============================ entry points ============================
+
+extern "C" tg_status tg_cuda_random_fill(tg_tensor *t, int kind, double a, double b, uint64_t seed, uint64_t offset) {
+    const char *op = kind == 0 ? "tg_uniform_" : "tg_normal_";
+    if (kind != 0 && kind != 1) return tg_error("tg_cuda_random_fill: unknown distribution %d", kind);
+    if (!tg_is_contiguous(t)) return tg_error("%s: CUDA kernel expects a contiguous tensor", op);
+    TG_CUDA_ENTER(op, t);
+    TG_CUDA_DISPATCH_FLOATING(op, t->dtype, return launch_random_fill<scalar_t>(t, kind, a, b, seed, offset, stream));
+    return TG_OK;
+}
