@@ -150,7 +150,9 @@ void check_against_pytorch(const std::string &net, const std::string &config) {
             tg_tensor *t = nullptr;
             ASSERT_EQ(tg_optim_state_get(opt, i, &name, &t), TG_OK);
             std::string key = prefix + "." + name;
-            if (fixtures().count(key)) EXPECT_TRUE(near_rel(values(t), fx(key).data, 1e-8, 1e-12)) << name;
+            if (fixtures().count(key)) {
+                EXPECT_TRUE(near_rel(values(t), fx(key).data, 1e-8, 1e-12)) << name;
+            }
         }
     }
     tg_optim_free(opt);
