@@ -95,7 +95,8 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
                     }                                                                                  \
                     const T *row = src + ih * g->w - g->pw + kj * g->dw;                               \
                     for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                                   \
-                    if (g->sw == 1) memcpy(dst + lo, row + lo, (size_t)(hi - lo) * sizeof(T));         \
+                    /* Rows are short (Wo): a plain loop beats a memcpy call. */                       \
+                    if (g->sw == 1) for (int64_t ow = lo; ow < hi; ow++) dst[ow] = row[ow];            \
                     else for (int64_t ow = lo; ow < hi; ow++) dst[ow] = row[ow * g->sw];               \
                     for (int64_t ow = hi; ow < g->wo; ow++) dst[ow] = 0;                               \
                 }                                                                                      \
@@ -241,7 +242,9 @@ static void conv_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = input_grad_apply(grad, w, p);
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = weight_grad_apply(x, grad, p);
     if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2))
-        grad_in[2] = tg_sum_dims(grad, (int[]){0, 2, 3}, 3, false);
+        /* Two reductions with unit-stride or single-stride inner loops (the reduce
+         * kernels' fast paths) instead of one over dims {0, 2, 3}. */
+        grad_in[2] = tg_sum_dim(tg_sum_dim(tg_flatten(grad, 2, 3), 2, false), 0, false);
 }
 
 /* grad_x from (g, w); x's shape comes from g, w and the params. */
