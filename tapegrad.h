@@ -41,6 +41,7 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/cuda/runtime.h"
 
 #include "nn/module.h"
 #include "nn/layers.h"

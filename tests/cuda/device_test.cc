@@ -8,9 +8,12 @@
 #include "ops/cuda/conv.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/gather.h"
+#include "ops/cuda/loss.h"
 #include "ops/cuda/matmul.h"
+#include "ops/cuda/norm.h"
 #include "ops/cuda/optim.h"
 #include "ops/cuda/pool.h"
+#include "ops/cuda/random.h"
 #include "ops/cuda/reduce.h"
 #include "ops/cuda/runtime.h"
 #include "ops/cuda/softmax.h"
@@ -76,6 +79,26 @@ TEST(CudaBuild, EntryPointsAreLinkedInCudaBuildsOnly) {
     EXPECT_EQ(tg_cuda_logsumexp != nullptr, expect);
     EXPECT_EQ(tg_cuda_norm != nullptr, expect);
     EXPECT_EQ(tg_cuda_gemm != nullptr, expect);
+    EXPECT_EQ(tg_cuda_softmax != nullptr, expect);
+    EXPECT_EQ(tg_cuda_cross_entropy_forward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_index_select != nullptr, expect);
+    EXPECT_EQ(tg_cuda_index_add != nullptr, expect);
+    EXPECT_EQ(tg_cuda_gather != nullptr, expect);
+    EXPECT_EQ(tg_cuda_scatter_add != nullptr, expect);
+    EXPECT_EQ(tg_cuda_one_hot != nullptr, expect);
+    EXPECT_EQ(tg_cuda_conv2d_forward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_conv2d_input_grad != nullptr, expect);
+    EXPECT_EQ(tg_cuda_conv2d_weight_grad != nullptr, expect);
+    EXPECT_EQ(tg_cuda_max_pool2d_forward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_max_pool2d_backward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_max_pool2d_gather != nullptr, expect);
+    EXPECT_EQ(tg_cuda_avg_pool2d_forward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_avg_pool2d_backward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_norm_forward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_random_fill != nullptr, expect);
+    EXPECT_EQ(tg_cuda_sgd_step != nullptr, expect);
+    EXPECT_EQ(tg_cuda_adam_step != nullptr, expect);
+    EXPECT_EQ(tg_cuda_rmsprop_step != nullptr, expect);
 #ifdef TG_WITH_CUDA
     const tg_device_backend *b = tg_cuda_backend();
     ASSERT_NE(b, nullptr);

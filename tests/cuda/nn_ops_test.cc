@@ -1,0 +1,227 @@
+// The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
+// conv2d, pooling, batch/layer norm, random fills (same numbers as the CPU),
+// optimizer steps, and a whole MLP training step. Skipped without a GPU.
+#include <cmath>
+
+#include "cuda_test_util.h"
+
+TEST_F(TgTest, CudaSoftmaxMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = random_cpu(TG_SHAPE(6, 37, 11), dt, 1, -5, 5);
+        for (int dim : {0, 1, 2, -1}) {
+            for (bool log : {false, true}) {
+                CompareOpts o;
+                EXPECT_TRUE(compare_devices(
+                    [&](const std::vector<tg_tensor *> &in) {
+                        return log ? tg_log_softmax(in[0], dim) : tg_softmax(in[0], dim);
+                    },
+                    {x}, o))
+                    << "dim " << dim << " log " << log << " " << tg_dtype_name(dt);
+            }
+        }
+        tg_tensor *wide = random_cpu(TG_SHAPE(3, 5000), dt, 2, -5, 5);
+        EXPECT_TRUE(compare_devices(
+            [](const std::vector<tg_tensor *> &in) { return tg_softmax(non_contiguous(in[0]), 1); }, {wide}));
+    }
+}
+
+TEST_F(TgTest, CudaCrossEntropyMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *logits = random_cpu(TG_SHAPE(64, 10), TG_FLOAT32, 1, -3, 3);
+    tg_tensor *target = tg_cast(random_cpu(TG_SHAPE(64), TG_FLOAT64, 2, 0, 9.99), TG_INT64);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_cross_entropy(in[0], in[1]); }, {logits, target}));
+    tg_loss_opts opts = {};
+    opts.label_smoothing = 0.1;
+    opts.use_ignore_index = true;
+    opts.ignore_index = 3;
+    opts.reduction = TG_REDUCTION_SUM;
+    EXPECT_TRUE(compare_devices(
+        [&](const std::vector<tg_tensor *> &in) { return tg_cross_entropy_opts(in[0], in[1], opts); },
+        {logits, target}));
+    // [N, C, d] logits with [N, d] targets
+    tg_tensor *l3 = random_cpu(TG_SHAPE(4, 5, 7), TG_FLOAT64, 3);
+    tg_tensor *t3 = tg_cast(random_cpu(TG_SHAPE(4, 7), TG_FLOAT64, 4, 0, 4.99), TG_INT64);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cross_entropy(in[0], in[1]); },
+                                {l3, t3}));
+}
+
+TEST_F(TgTest, CudaGatherFamilyMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(5, 6, 4), TG_FLOAT32, 1);
+    tg_tensor *idx = tensor_i64({4, 0, 2, 2, 1}, TG_SHAPE(5));
+    for (int dim : {0, 1}) {
+        EXPECT_TRUE(compare_devices(
+            [&](const std::vector<tg_tensor *> &in) { return tg_index_select(in[0], dim, in[1]); }, {x, idx}))
+            << "index_select dim " << dim;
+    }
+    tg_tensor *gidx = tg_cast(random_cpu(TG_SHAPE(5, 3, 4), TG_FLOAT64, 2, 0, 5.99), TG_INT64);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_gather(in[0], 1, in[1]); },
+                                {x, gidx}));
+    tg_tensor *src = random_cpu(TG_SHAPE(5, 3, 4), TG_FLOAT32, 3);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_scatter_add(in[0], 1, in[1], in[2]); }, {x, gidx, src}));
+    tg_tensor *w = random_cpu(TG_SHAPE(10, 8), TG_FLOAT32, 4);
+    tg_tensor *tok = tensor_i64({1, 9, 1, 0, 3, 3}, TG_SHAPE(2, 3));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_embedding(in[0], in[1]); },
+                                {w, tok}));
+    // a bad index is an error naming the op, not a crash
+    tg_tensor *bad = on_cuda(tensor_i64({0, 7}, TG_SHAPE(2)));
+    EXPECT_EQ(tg_index_select(on_cuda(x), 0, bad), nullptr);
+    EXPECT_ERROR_CONTAINS("index 7 is out of range");
+    EXPECT_TRUE(tensor_near(tg_add_scalar(on_cuda(tensor_f32({1}, TG_SHAPE(1))), 1), {2}, 0));  // still usable
+}
+
+TEST_F(TgTest, CudaConv2dMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    struct Case {
+        tg_shape x, w;
+        tg_conv_opts o;
+        const char *what;
+    } cases[] = {
+        {TG_SHAPE(4, 1, 28, 28), TG_SHAPE(6, 1, 5, 5), {1, 0, 1, 1, false}, "LeNet conv1"},
+        {TG_SHAPE(2, 4, 9, 11), TG_SHAPE(6, 4, 3, 3), {2, 1, 1, 1, false}, "stride 2 padding 1"},
+        {TG_SHAPE(2, 4, 9, 9), TG_SHAPE(6, 2, 3, 3), {1, 2, 2, 2, false}, "dilation 2 groups 2"},
+    };
+    for (const Case &c : cases) {
+        for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+            tg_tensor *x = random_cpu(c.x, dt, 1), *w = random_cpu(c.w, dt, 2);
+            tg_tensor *b = random_cpu(TG_SHAPE(c.w.dims[0]), dt, 3);
+            CompareOpts o;
+            o.atol = o.rtol = dt == TG_FLOAT32 ? 1e-4 : 1e-10;
+            tg_conv_opts co = c.o;
+            EXPECT_TRUE(compare_devices(
+                [&](const std::vector<tg_tensor *> &in) { return tg_conv2d(in[0], in[1], in[2], co); }, {x, w, b}, o))
+                << c.what << " " << tg_dtype_name(dt);
+        }
+    }
+}
+
+TEST_F(TgTest, CudaPoolingMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 13, 10), TG_FLOAT32, 1);
+    tg_pool_opts p2 = {2, 0, 0, false, false}, p3 = {3, 2, 1, true, true}, p3i = {3, 2, 1, false, false};
+    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p2, nullptr); },
+                                {x}));
+    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p3, nullptr); },
+                                {x}));
+    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_avg_pool2d(in[0], p3); }, {x}));
+    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_avg_pool2d(in[0], p3i); }, {x}));
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_adaptive_avg_pool2d(in[0], 4, 3); }, {x}));
+}
+
+TEST_F(TgTest, CudaBatchAndLayerNormMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(8, 5, 6, 7), TG_FLOAT32, 1);
+    tg_tensor *w = random_cpu(TG_SHAPE(5), TG_FLOAT32, 2), *b = random_cpu(TG_SHAPE(5), TG_FLOAT32, 3);
+    CompareOpts o;
+    o.atol = o.rtol = 1e-4;
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) {
+            return tg_batch_norm(in[0], nullptr, nullptr, in[1], in[2], true, 0.1, 1e-5);
+        },
+        {x, w, b}, o));
+    tg_tensor *rm = tg_zeros(TG_SHAPE(5), tg_opts{}), *rv = tg_ones(TG_SHAPE(5), tg_opts{});
+    tg_tensor *grm = on_cuda(rm), *grv = on_cuda(rv);
+    ASSERT_NE(tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5), nullptr);
+    ASSERT_NE(tg_batch_norm(on_cuda(x), grm, grv, on_cuda(w), on_cuda(b), true, 0.1, 1e-5), nullptr) << tg_last_error();
+    EXPECT_TRUE(same_values(rm, grm, 1e-5, 1e-5));  // running statistics updated alike
+    EXPECT_TRUE(same_values(rv, grv, 1e-5, 1e-5));
+    tg_tensor *lx = random_cpu(TG_SHAPE(16, 33), TG_FLOAT32, 4);
+    tg_tensor *lw = random_cpu(TG_SHAPE(33), TG_FLOAT32, 5), *lb = random_cpu(TG_SHAPE(33), TG_FLOAT32, 6);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_layer_norm(in[0], 1, in[1], in[2], 1e-5); },
+        {lx, lw, lb}, o));
+}
+
+TEST_F(TgTest, CudaRandomDrawsTheCpuNumbers) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_manual_seed(123);
+        tg_tensor *u = tg_rand(TG_SHAPE(1001), tg_opts{dt, TG_CPU, false});
+        tg_tensor *n = tg_randn(TG_SHAPE(1001), tg_opts{dt, TG_CPU, false});
+        tg_manual_seed(123);
+        tg_tensor *gu = tg_rand(TG_SHAPE(1001), tg_opts{dt, tg_cuda(0), false});
+        tg_tensor *gn = tg_randn(TG_SHAPE(1001), tg_opts{dt, tg_cuda(0), false});
+        EXPECT_TRUE(same_values(u, gu, 0, 0)) << tg_dtype_name(dt);
+        EXPECT_TRUE(same_values(n, gn, 1e-12, 1e-12)) << tg_dtype_name(dt);  // libm vs CUDA math: last bits
+    }
+}
+
+TEST_F(TgTest, CudaOptimizerStepsMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (int kind = 0; kind < 4; kind++) {
+        tg_tensor *p = tg_requires_grad(random_cpu(TG_SHAPE(300, 7), TG_FLOAT32, 1), true);
+        tg_tensor *gp = tg_requires_grad(on_cuda(p), true);
+        tg_optim *opt = nullptr, *gopt = nullptr;
+        if (kind == 0) {
+            tg_sgd_opts o = {0.1, 0.9, 0, 1e-4, true, false};
+            opt = tg_sgd_params(&p, 1, o);
+            gopt = tg_sgd_params(&gp, 1, o);
+        } else if (kind == 1 || kind == 2) {
+            tg_adam_opts o = {1e-2, {0.9, 0.999}, 1e-8, kind == 2 ? 1e-2 : 0, kind == 2, false};
+            opt = tg_adam_params(&p, 1, o);
+            gopt = tg_adam_params(&gp, 1, o);
+        } else {
+            tg_rmsprop_opts o = {1e-2, 0.99, 1e-8, 0, 0.5, true, false};
+            opt = tg_rmsprop_params(&p, 1, o);
+            gopt = tg_rmsprop_params(&gp, 1, o);
+        }
+        ASSERT_NE(opt, nullptr) << tg_last_error();
+        ASSERT_NE(gopt, nullptr) << tg_last_error();
+        for (int step = 0; step < 3; step++) {
+            TG_SCOPE {
+                ASSERT_EQ(tg_backward(tg_sum(tg_sin(tg_mul(p, p)))), TG_OK);
+                ASSERT_EQ(tg_backward(tg_sum(tg_sin(tg_mul(gp, gp)))), TG_OK) << tg_last_error();
+                ASSERT_EQ(tg_optim_step(opt), TG_OK);
+                ASSERT_EQ(tg_optim_step(gopt), TG_OK) << tg_last_error();
+                tg_optim_zero_grad(opt);
+                tg_optim_zero_grad(gopt);
+            }
+        }
+        EXPECT_TRUE(same_values(p, gp, 1e-5, 1e-5)) << "optimizer kind " << kind;
+        tg_optim_free(opt);
+        tg_optim_free(gopt);
+    }
+}
+
+// 784-256-10 MLP, Adam, three steps on each device from the same initial weights.
+static std::vector<double> mlp_losses(tg_device device, int steps) {
+    std::vector<double> losses;
+    tg_manual_seed(0);
+    tg_module *layers[] = {tg_nn_linear(784, 256, {}), tg_nn_relu(), tg_nn_linear(256, 10, {})};
+    tg_module *model = tg_nn_sequential(3, layers);
+    if (!model || tg_module_to(model, device)) return losses;
+    tg_adam_opts ao = {};
+    ao.lr = 1e-3;
+    tg_optim *opt = tg_adam(model, ao);
+    TG_SCOPE {
+        tg_tensor *x = tg_tensor_to(random_cpu(TG_SHAPE(64, 784), TG_FLOAT32, 5, 0, 1), device);
+        tg_tensor *y = tg_tensor_to(tg_cast(random_cpu(TG_SHAPE(64), TG_FLOAT64, 6, 0, 9.99), TG_INT64), device);
+        for (int s = 0; s < steps; s++) {
+            TG_SCOPE {
+                tg_tensor *loss = tg_cross_entropy(tg_forward(model, x), y);
+                if (loss && !tg_backward(loss) && !tg_optim_step(opt)) losses.push_back(tg_item(loss));
+                tg_optim_zero_grad(opt);
+            }
+        }
+    }
+    tg_optim_free(opt);
+    tg_module_free(model);
+    return losses;
+}
+
+TEST_F(TgTest, CudaMlpTrainingStepGivesTheCpuLoss) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    std::vector<double> cpu = mlp_losses(TG_CPU, 3), gpu = mlp_losses(tg_cuda(0), 3);
+    ASSERT_EQ(cpu.size(), 3u);
+    ASSERT_EQ(gpu.size(), 3u) << tg_last_error();
+    for (int s = 0; s < 3; s++) EXPECT_NEAR(gpu[s], cpu[s], 1e-4 * std::fabs(cpu[s]) + 1e-5) << "step " << s;
+    EXPECT_LT(cpu[2], cpu[0]);  // it learns
+    // a second run makes no new cudaMalloc (the caching allocator)
+    tg_cuda_allocator_stats before = tg_cuda_memory_stats(0);
+    mlp_losses(tg_cuda(0), 3);
+    EXPECT_EQ(tg_cuda_memory_stats(0).num_mallocs, before.num_mallocs);
+}
