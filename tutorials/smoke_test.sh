@@ -41,7 +41,7 @@ for arg in "$@"; do
       check 03_lenet '^epoch 1: train loss .* test accuracy' "$b" "${COMMON[@]}" --plot lenet.svg --result-line
       check 03_lenet_result '^RESULT \{"bench": "lenet_epoch"' cat 03_lenet.log ;;
     04_batchnorm_gpu)
-      check 04_batchnorm_gpu '^epoch 1: train loss .* test accuracy' "$b" "${COMMON[@]}" --result-line
+      check 04_batchnorm_gpu '^step time, batch 64: cpu' "$b" "${COMMON[@]}" --compare-steps 2 --result-line
       check 04_batchnorm_gpu_result '^RESULT \{"bench": "lenet_bn_epoch"' cat 04_batchnorm_gpu.log ;;
     05_custom_op)
       check 05_custom_op '^gradcheck: ok' "$b" "${COMMON[@]}" ;;

@@ -15,6 +15,8 @@ static void die_on_error(const char *message, void *user) {
     exit(1);
 }
 
+void tut_exit_on_error(bool on) { tg_set_error_handler(on ? die_on_error : NULL, NULL); }
+
 static void usage(FILE *out, const char *prog, const char *about, const tut_args *d, const tut_option *extra,
                   int count) {
     fprintf(out, "%s\n\nusage: %s [options]\n\n", about, prog);

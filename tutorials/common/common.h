@@ -49,6 +49,10 @@ typedef struct {
 void tut_parse_args(int argc, char **argv, const char *about, tut_args *args,
                     const tut_option *extra, int count);
 
+/* Turns the "print tapegrad's error and exit" handler that tut_parse_args installs
+ * on or off (off: failing calls just return NULL and record the message). */
+void tut_exit_on_error(bool on);
+
 /* Where to write an output file given on the command line: `bazel run` runs the
  * program in its runfiles folder, so a relative path is taken relative to
  * $BUILD_WORKING_DIRECTORY (the folder bazel was called from) when it is set.
