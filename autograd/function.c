@@ -33,6 +33,7 @@ static void free_hooks(tg_hook_entry *h) {
 /* Node structs are recycled per thread (a node is ~1.5 KB; calloc/free of one per op
  * showed in the per-op profile). */
 #define FREE_NODES_MAX 1024
+#define FREE_NODES_KEPT (TG_RECYCLE_STRUCTS ? FREE_NODES_MAX : 0)
 static _Thread_local tg_node *free_nodes[FREE_NODES_MAX];
 static _Thread_local int free_node_count;
 
@@ -59,7 +60,7 @@ static tg_node *node_alloc(void) {
 }
 
 static void node_free(tg_node *n) {
-    if (free_node_count < FREE_NODES_MAX)
+    if (free_node_count < FREE_NODES_KEPT)
         free_nodes[free_node_count++] = n;
     else
         free(n);

@@ -44,6 +44,7 @@ static void list_push(tensor_list *l, tg_tensor *t) {
 /* Freed tensor structs are kept per thread and reused: a training step makes
  * thousands, and malloc/free were a quarter of the per-op cost. */
 #define FREE_TENSORS_MAX 4096
+#define FREE_TENSORS_KEPT (TG_RECYCLE_STRUCTS ? FREE_TENSORS_MAX : 0)
 static _Thread_local tg_tensor *free_tensors[FREE_TENSORS_MAX];
 static _Thread_local int free_tensor_count;
 
@@ -72,7 +73,7 @@ static tg_tensor *tensor_alloc(void) {
 }
 
 static void tensor_free(tg_tensor *t) {
-    if (free_tensor_count < FREE_TENSORS_MAX)
+    if (free_tensor_count < FREE_TENSORS_KEPT)
         free_tensors[free_tensor_count++] = t;
     else
         free(t);

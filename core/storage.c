@@ -108,6 +108,7 @@ void tg_cpu_empty_cache(void) {
 
 /* Storage structs are recycled per thread, like tensor structs (core/scope.c). */
 #define FREE_STORAGES_MAX 4096
+#define FREE_STORAGES_KEPT (TG_RECYCLE_STRUCTS ? FREE_STORAGES_MAX : 0)
 static _Thread_local tg_storage *free_storages[FREE_STORAGES_MAX];
 static _Thread_local int free_storage_count;
 
@@ -127,7 +128,7 @@ static tg_storage *storage_struct_alloc(void) {
 
 static void storage_struct_free(tg_storage *s) {
     if (!s) return;
-    if (free_storage_count < FREE_STORAGES_MAX)
+    if (free_storage_count < FREE_STORAGES_KEPT)
         free_storages[free_storage_count++] = s;
     else
         free(s);
