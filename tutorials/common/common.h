@@ -100,6 +100,7 @@ typedef struct {
     int epoch, epochs;
     int64_t total_steps, batch_size;
     int64_t step;
+    int64_t first_step; /* a resumed epoch starts at this step (for images/s) */
     double start, last_draw;
     double loss_sum;  /* running mean of the epoch's loss */
     int64_t loss_count;

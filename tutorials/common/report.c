@@ -25,8 +25,8 @@ void tut_progress_begin(tut_progress *p, int epoch, int epochs, int64_t total_st
 
 static void draw(tut_progress *p, bool final) {
     double now = tut_now(), elapsed = now - p->start;
-    double rate = elapsed > 0 ? (double)(p->step * p->batch_size) / elapsed : 0;
-    double eta = p->step > 0 ? elapsed / (double)p->step * (double)(p->total_steps - p->step) : -1;
+    double rate = elapsed > 0 ? (double)((p->step - p->first_step) * p->batch_size) / elapsed : 0;
+    double eta = p->step > p->first_step ? elapsed / (double)(p->step - p->first_step) * (double)(p->total_steps - p->step) : -1;
     double loss = p->loss_count ? p->loss_sum / (double)p->loss_count : NAN;
     char eta_text[16];
     format_eta(final ? elapsed : eta, eta_text, sizeof eta_text);
