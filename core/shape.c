@@ -11,6 +11,8 @@ tg_shape tg_shape_from(int ndim, const int64_t *dims) {
 }
 
 int64_t tg_shape_numel(tg_shape s) {
+    for (int i = 0; i < s.ndim; i++)
+        if (s.dims[i] == 0) return 0; /* before multiplying: [0, 2^40, 2^40] must not overflow */
     int64_t n = 1;
     for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
     return n;

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,10 +20,18 @@ tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
     char buf[128], dev[16];
     if (shape.ndim < 0 || shape.ndim > TG_MAX_DIMS)
         return tg_error("%s: %d dims requested, at most %d are supported", op, shape.ndim, TG_MAX_DIMS);
+    int64_t numel = 1;
     for (int i = 0; i < shape.ndim; i++)
         if (shape.dims[i] < 0)
             return tg_error("%s: negative size %lld in shape %s", op, (long long)shape.dims[i],
                             tg_shape_str(shape, buf, sizeof buf));
+    /* Sizes whose byte count overflows (zero-size dims excepted) are refused here, so
+     * that no later product of sizes overflows. */
+    for (int i = 0; i < shape.ndim && numel != 0; i++) {
+        if (shape.dims[i] != 0 && numel > INT64_MAX / 8 / shape.dims[i])
+            return tg_error("%s: shape %s has too many elements", op, tg_shape_str(shape, buf, sizeof buf));
+        numel *= shape.dims[i];
+    }
     if (!tg_dtype_is_supported(opts.dtype))
         return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(opts.dtype));
     if (opts.requires_grad && !tg_dtype_is_floating(opts.dtype))

@@ -128,3 +128,11 @@ TEST(TgCuda, HostDeviceRoundTrip) {
         EXPECT_DOUBLE_EQ(tg_item(tg_narrow(d, 0, 7, 1)), 7.0);
     }
 }
+
+TEST_F(TgTest, HugeShapesAreRefusedNotOverflowed) {
+    EXPECT_EQ(tg_empty(TG_SHAPE(1LL << 31, 1LL << 31, 1LL << 31), tg_opts{}), nullptr);
+    EXPECT_STREQ(tg_last_error(), "tg_empty: shape [2147483648, 2147483648, 2147483648] has too many elements");
+    tg_tensor *empty = tg_empty(TG_SHAPE(0, 1LL << 40, 1LL << 40), tg_opts{});
+    ASSERT_NE(empty, nullptr);
+    EXPECT_EQ(tg_numel(empty), 0);
+}
