@@ -116,22 +116,6 @@ static tg_tensor *run_hooks(tg_hook_entry *h, tg_tensor *grad) {
     return grad;
 }
 
-static bool all_finite(tg_tensor *t) {
-    bool finite = true;
-    TG_SCOPE {
-        tg_tensor *host = tg_tensor_to(t, TG_CPU);
-        tg_tensor *c = host ? tg_cast(host, TG_FLOAT64) : NULL;
-        c = c ? tg_contiguous(c) : NULL;
-        const double *d = c ? tg_data_ptr(c) : NULL;
-        for (int64_t i = 0; d && i < tg_numel(c); i++)
-            if (!isfinite(d[i])) {
-                finite = false;
-                break;
-            }
-    }
-    return finite;
-}
-
 /* Checks g against the input's recorded metadata, summing a broadcast gradient back
  * to the input's shape. Returns an owned reference, or NULL + error. */
 static tg_tensor *conform(tg_node *n, int i, tg_tensor *g) {
@@ -270,7 +254,7 @@ static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_gr
                 }
                 if (tg_error_count() != errors_before) status = TG_ERROR;
                 for (int i = 0; status == TG_OK && i < n->num_inputs; i++) {
-                    if (grad_inputs[i] && tg_is_anomaly_enabled() && !all_finite(grad_inputs[i])) {
+                    if (grad_inputs[i] && tg_is_anomaly_enabled() && !tg_all_finite(grad_inputs[i])) {
                         char shapes[256] = "", buf[128];
                         size_t used = 0;
                         for (int k = 0; k < n->num_inputs && used < sizeof shapes; k++)

@@ -13,6 +13,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/dispatch.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 
 /* ======================= CPU kernels ======================= */
@@ -55,6 +56,7 @@
     case TG_UNARY_SIN: UNARY_LOOP(T, SIN(x)); break;                                            \
     case TG_UNARY_COS: UNARY_LOOP(T, COS(x)); break;                                            \
     case TG_UNARY_GT_SCALAR: UNARY_LOOP(T, (T)(x > a)); break;                                  \
+    case TG_UNARY_ISFINITE: UNARY_LOOP(T, (T)(x - x == 0)); break; /* NaN and Inf give NaN */   \
     default: break;
 
 #define UNARY_LOOP(T, expr)                                                 \
@@ -425,6 +427,34 @@ tg_tensor *tg_gt_mask(tg_tensor *x, double a) {
     tg_tensor *out = tg_empty_like(x);
     if (!out || tg_unary_into("tg_gt_mask", TG_UNARY_GT_SCALAR, out, x, a, 0)) return NULL;
     return out;
+}
+
+tg_tensor *tg_isfinite(tg_tensor *x) {
+    if (!x) return tg_error_null_input("tg_isfinite", 0), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        if (!tg_dtype_is_floating(x->dtype)) {
+            result = tg_scope_return(tg_ones(x->shape, (tg_opts){.dtype = TG_BOOL, .device = x->storage->device}));
+        } else {
+            tg_tensor *mask = tg_empty_like(x);
+            if (mask && !tg_unary_into("tg_isfinite", TG_UNARY_ISFINITE, mask, x, 0, 0))
+                result = tg_scope_return(tg_cast(tg_detach(mask), TG_BOOL));
+        }
+    }
+    return result;
+}
+
+bool tg_all_finite(tg_tensor *x) {
+    if (!x) return tg_error_null_input("tg_all_finite", 0), false;
+    if (!tg_dtype_is_floating(x->dtype)) return true;
+    bool finite = false;
+    TG_SCOPE {
+        bool was = tg_set_grad_enabled(false);
+        tg_tensor *count = tg_sum(tg_isfinite(x));
+        finite = count && (int64_t)tg_item(count) == tg_numel(x);
+        tg_set_grad_enabled(was);
+    }
+    return finite;
 }
 
 /* ======================= binary ops ======================= */

@@ -68,6 +68,13 @@ tg_tensor *tg_softplus(tg_tensor *x, double beta, double threshold); /* PyTorch:
 /* torch.clamp; pass NAN for a missing bound. */
 tg_tensor *tg_clamp(tg_tensor *x, double min, double max);
 
+/* torch.isfinite: bool, true where x is neither NaN nor +-Inf (integers: all true).
+ * Not differentiable. */
+tg_tensor *tg_isfinite(tg_tensor *x);
+/* True when every element of x is finite (one read back from the device). False with
+ * an error only for a NULL x. */
+bool tg_all_finite(tg_tensor *x);
+
 /* Casts to another dtype (torch.Tensor.to(dtype)); differentiable between floating dtypes. */
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype);
 

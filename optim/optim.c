@@ -11,6 +11,7 @@
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
+#include "ops/elementwise.h"
 #include "ops/cuda/optim.h"
 #include "ops/dispatch.h"
 #include "ops/shape.h"
@@ -411,6 +412,17 @@ tg_status tg_optim_step(tg_optim *opt) {
     }
     tg_set_grad_enabled(prev);
     return status;
+}
+
+tg_status tg_optim_step_if_finite(tg_optim *opt, bool *skipped) {
+    if (!opt) return tg_error("tg_optim_step_if_finite: optimizer is NULL");
+    bool finite = true;
+    for (int i = 0; i < opt->count && finite; i++) {
+        tg_tensor *g = tg_grad(opt->params[i]);
+        finite = !g || tg_all_finite(g);
+    }
+    if (skipped) *skipped = !finite;
+    return finite ? tg_optim_step(opt) : TG_OK;
 }
 
 void tg_optim_zero_grad(tg_optim *opt) {

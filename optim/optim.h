@@ -74,6 +74,9 @@ tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts
  * optimizer and the parameter index) when a gradient's shape, dtype or device differs
  * from its parameter's, on non-floating parameters, or when a CUDA kernel is missing. */
 tg_status tg_optim_step(tg_optim *opt);
+/* tg_optim_step unless a gradient holds NaN or Inf: then nothing is updated and
+ * *skipped is set (the "skip this step" of mixed-precision loss scaling). */
+tg_status tg_optim_step_if_finite(tg_optim *opt, bool *skipped);
 /* optimizer.zero_grad(set_to_none=True): drops every parameter's .grad. */
 void tg_optim_zero_grad(tg_optim *opt);
 /* The (single) group's learning rate: optimizer.param_groups[0]["lr"]. */
