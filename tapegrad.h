@@ -31,6 +31,7 @@
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
+#include "autograd/profile.h"
 
 #include "ops/conv.h"
 #include "ops/elementwise.h"

@@ -13,6 +13,7 @@
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/profile.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -243,8 +244,14 @@ static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_gr
         tg_tensor *grad_inputs[TG_MAX_OP_INPUTS] = {0};
         if (any_grad) {
             TG_SCOPE {
+                bool profiling = tg_profile_enabled();
+                double started = profiling ? tg_profile_clock() : 0;
+                size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
                 tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
                 n->fn->backward(&n->ctx, grad0, grad_inputs);
+                if (profiling)
+                    tg_profile_record(n->fn->name, true, tg_profile_clock() - started,
+                                      tg_thread_bytes_allocated() - bytes_before);
                 for (int i = 0; i < n->num_inputs; i++) {
                     if (!n->needs_input_grad[i] || !grad_inputs[i]) {
                         grad_inputs[i] = NULL;

@@ -5,6 +5,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/profile.h"
 #include "core/scope.h"
 #include "core/thread_exit.h"
 
@@ -238,8 +239,13 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
 
     unsigned long errors_before = tg_error_count();
     bool grad_was_enabled = tg_set_grad_enabled(false);
+    bool profiling = tg_profile_enabled();
+    double started = profiling ? tg_profile_clock() : 0;
+    size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
     tg_scope_begin();
     ctx->outputs[0] = fn->forward(ctx, inputs);
+    if (profiling)
+        tg_profile_record(fn->name, false, tg_profile_clock() - started, tg_thread_bytes_allocated() - bytes_before);
     bool ok = true;
     for (int i = 0; i < num_outputs && ok; i++) {
         tg_tensor *out = ctx->outputs[i];

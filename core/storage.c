@@ -12,7 +12,10 @@
 static atomic_long live_storages;
 static atomic_long fail_after = -1;
 
+static _Thread_local size_t thread_bytes;
+
 long tg_live_storages(void) { return atomic_load(&live_storages); }
+size_t tg_thread_bytes_allocated(void) { return thread_bytes; }
 void tg_debug_fail_allocations_after(long n) { atomic_store(&fail_after, n); }
 
 static bool simulated_failure(void) {
@@ -152,6 +155,7 @@ tg_storage *tg_storage_new(size_t nbytes, tg_device device, const char *op) {
         return NULL;
     }
     s->nbytes = nbytes;
+    thread_bytes += nbytes;
     s->device = device;
     s->refcount = 1;
     s->version = 0;

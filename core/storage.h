@@ -33,6 +33,10 @@ void tg_storage_release(tg_storage *s);
 tg_status tg_copy_bytes(void *dst, tg_device dst_device, const void *src, tg_device src_device,
                         size_t nbytes, const char *op);
 
+/* Bytes this thread has allocated for storages so far (never decreases; the profiler
+ * reads differences). */
+size_t tg_thread_bytes_allocated(void);
+
 /* Number of live storages (tests assert zero leaks). */
 long tg_live_storages(void);
 

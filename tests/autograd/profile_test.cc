@@ -1,0 +1,31 @@
+// TG_PROFILE: per-op forward/backward times, call counts and bytes.
+#include <cstdio>
+#include <string>
+
+#include "test_util.h"
+
+TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
+    tg_profile_reset();
+    tg_profile_enable(true);
+    tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(1000), tg_opts{}), true);
+    for (int i = 0; i < 3; i++) tg_backward(tg_sum(tg_exp(x)));
+    tg_profile_enable(false);
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    tg_profile_print(f);
+    fclose(f);
+    std::string table(buf);
+    free(buf);
+    tg_profile_reset();
+    // exp: 3 forward calls of 4000 bytes each (0.0 MB rounded), 3 backward calls.
+    size_t row = table.find("\nexp ");
+    ASSERT_NE(row, std::string::npos) << table;
+    int fwd_calls = 0, bwd_calls = 0;
+    double fwd_ms = 0, fwd_mb = 0;
+    ASSERT_EQ(sscanf(table.c_str() + row + 4, "%d %lf %lf %d", &fwd_calls, &fwd_ms, &fwd_mb, &bwd_calls), 4) << table;
+    EXPECT_EQ(fwd_calls, 3);
+    EXPECT_EQ(bwd_calls, 3);
+    EXPECT_GE(fwd_ms, 0.0);
+    EXPECT_NE(table.find("\nsum "), std::string::npos);
+}
