@@ -3,6 +3,8 @@
  * CUDA kernels: ops/cuda/reduce.cu. */
 #include "ops/reduce.h"
 
+#include <stdlib.h>
+
 #include "autograd/function.h"
 #include "core/scope.h"
 #include "ops/cuda/reduce.h"
@@ -17,22 +19,48 @@ typedef struct {
     bool keepdim;
 } reduce_args;
 
-/* out[o] = sum over the reduced dims, accumulated in double. */
+/* out[o] = sum over the reduced dims, accumulated in double. Three layouts:
+ * - columns: leading dims reduced, trailing ones kept and contiguous (bias gradients,
+ *   [N, C] -> [C]): rows are added into a row of accumulators, memory read in order;
+ * - rows: one reduced dim per output (contiguous or strided);
+ * - general: the last reduced dim is walked as a row, the others by offset. */
 #define SUM_KERNEL(NAME, T, ACC)                                                            \
     static void NAME(const tg_reduce_plan *p, const T *x, T *out) {                         \
         int64_t inner = p->inner_numel;                                                     \
+        if (p->outer_ndim == 1 && p->outer_strides[0] == 1 && p->inner_ndim == 1 &&         \
+            p->outer_numel > 1) {                                                           \
+            int64_t cols = p->outer_numel, st = p->inner_strides[0];                        \
+            ACC *acc = calloc((size_t)cols, sizeof(ACC));                                   \
+            TG_ASSERT(acc != NULL);                                                         \
+            _Pragma("omp parallel for if (cols * inner >= TG_REDUCE_GRAIN && cols >= 256)") \
+            for (int64_t c0 = 0; c0 < cols; c0 += 256) {                                    \
+                int64_t c1 = c0 + 256 < cols ? c0 + 256 : cols;                             \
+                for (int64_t r = 0; r < inner; r++) {                                       \
+                    const T *row = x + r * st;                                              \
+                    for (int64_t c = c0; c < c1; c++) acc[c] += row[c];                     \
+                }                                                                           \
+            }                                                                               \
+            for (int64_t c = 0; c < cols; c++) out[c] = (T)acc[c];                          \
+            free(acc);                                                                      \
+            return;                                                                         \
+        }                                                                                   \
         bool unit = p->inner_ndim == 1 && p->inner_strides[0] == 1;                         \
         _Pragma("omp parallel for if (p->outer_numel * inner >= TG_REDUCE_GRAIN && p->outer_numel > 1)") \
         for (int64_t o = 0; o < p->outer_numel; o++) {                                      \
             const T *base = x + tg_reduce_outer_offset(p, o);                               \
             ACC acc = 0;                                                                    \
-            if (unit) {                                                                     \
+            if (unit || p->inner_ndim == 0) { /* 0: only size-1 dims were reduced */       \
                 for (int64_t k = 0; k < inner; k++) acc += base[k];                         \
             } else if (p->inner_ndim == 1) {                                                \
                 int64_t st = p->inner_strides[0];                                           \
                 for (int64_t k = 0; k < inner; k++) acc += base[k * st];                    \
             } else {                                                                        \
-                for (int64_t k = 0; k < inner; k++) acc += base[tg_reduce_inner_offset(p, k)]; \
+                int last = p->inner_ndim - 1;                                               \
+                int64_t len = p->inner_shape[last], st = p->inner_strides[last];            \
+                for (int64_t r = 0; r < inner; r += len) {                                  \
+                    const T *row = base + tg_reduce_inner_offset(p, r);                     \
+                    for (int64_t k = 0; k < len; k++) acc += row[k * st];                   \
+                }                                                                           \
             }                                                                               \
             out[o] = (T)acc;                                                                \
         }                                                                                   \
