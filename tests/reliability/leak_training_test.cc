@@ -44,7 +44,9 @@ void train_checked(tg_module *model, tg_optim *opt, tg_shape batch_shape, int st
             if (step == 0) first_loss = last_loss;
         }
         if (step == 1) baseline = counts();  // step 0 creates the optimizer state
-        if (step > 1) ASSERT_TRUE(counts() == baseline) << "step " << step << ": live objects changed";
+        if (step > 1) {
+            ASSERT_TRUE(counts() == baseline) << "step " << step << ": live objects changed";
+        }
         if (step == 20) rss_after_warmup = resident_kib();
     }
     long growth_kib = resident_kib() - rss_after_warmup;
