@@ -12,7 +12,9 @@ void tg_contiguous_strides(tg_shape shape, int64_t *strides) {
     int64_t s = 1;
     for (int i = shape.ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape.dims[i] > 1 ? shape.dims[i] : 1;
+        /* Only an empty tensor can have sizes whose product overflows (creation refuses
+         * the rest); its strides are never used to address memory. */
+        if (__builtin_mul_overflow(s, shape.dims[i] > 1 ? shape.dims[i] : 1, &s)) s = INT64_MAX;
     }
 }
 
