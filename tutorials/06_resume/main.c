@@ -236,8 +236,8 @@ int main(int argc, char **argv) {
             printf("resumed at step %lld from %s\n", (long long)from, tut_output_path(resume));
         }
         if (from < stop) train_steps(&r, from, stop, losses);
-        for (int64_t s = from; s < stop && stop - from <= 20; s++)
-            printf("step %lld loss %.9g\n", (long long)s + 1, losses[s]);
+        for (int64_t s = from; s < stop; s++) /* the first and last two (compare them with --compare's) */
+            if (s < from + 2 || s >= stop - 2) printf("step %lld loss %.17g\n", (long long)s + 1, losses[s]);
         save_checkpoint(&r, stop, path);
         if (stop < total)
             printf("stopped after step %lld; checkpoint %s (resume with --resume %s)\n", (long long)stop, path,
