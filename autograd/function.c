@@ -47,11 +47,15 @@ static void free_node_cache(void) {
     queue_capacity = 0;
 }
 
-static tg_node *node_alloc(void) {
+static void ensure_thread_cleanup(void) {
     if (!cache_registered) {
         cache_registered = true;
         tg_at_thread_exit(free_node_cache);
     }
+}
+
+static tg_node *node_alloc(void) {
+    ensure_thread_cleanup();
     if (free_node_count > 0) {
         tg_node *n = free_nodes[--free_node_count];
         memset(n, 0, sizeof *n);
@@ -88,6 +92,7 @@ void tg_node_retain(tg_node *n) { n->refcount++; }
 void tg_node_release(tg_node *n) {
     if (!n || --n->refcount > 0) return;
     if (queue_count == queue_capacity) {
+        ensure_thread_cleanup();
         long cap = queue_capacity ? 2 * queue_capacity : 64;
         tg_node **q = realloc(release_queue, (size_t)cap * sizeof *q);
         TG_ASSERT(q != NULL);

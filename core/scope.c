@@ -59,11 +59,16 @@ static void free_tensor_cache(void) {
     frame_capacity = 0;
 }
 
-static tg_tensor *tensor_alloc(void) {
+/* This thread's cached structs and scope arrays are freed when it exits. */
+static void ensure_thread_cleanup(void) {
     if (!cache_registered) {
         cache_registered = true;
         tg_at_thread_exit(free_tensor_cache);
     }
+}
+
+static tg_tensor *tensor_alloc(void) {
+    ensure_thread_cleanup();
     if (free_tensor_count > 0) {
         tg_tensor *t = free_tensors[--free_tensor_count];
         memset(t, 0, sizeof *t);
@@ -127,6 +132,7 @@ void tg_release(tg_tensor *t) {
 
 void tg_scope_begin(void) {
     if (depth == frame_capacity) {
+        ensure_thread_cleanup();
         int cap = frame_capacity ? 2 * frame_capacity : 16;
         scope_frame *f = realloc(frames, (size_t)cap * sizeof *f);
         TG_ASSERT(f != NULL);
