@@ -51,5 +51,6 @@
 #include "data/mnist.h"
 #include "data/loader.h"
 #include "io/safetensors.h"
+#include "io/checkpoint.h"
 
 #endif

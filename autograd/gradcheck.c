@@ -46,6 +46,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
     }
     tg_status status = TG_OK;
     opts->worst_error = -1;
+    double worst_excess = -INFINITY; /* max over elements of |diff| - (atol + rtol |numeric|) */
     TG_SCOPE {
         tg_tensor *y = NULL;
         y = fn(inputs, opts->user);
@@ -98,8 +99,12 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
                     for (long j = 0; status == TG_OK && j < out_numel; j++) {
                         double numeric = (((double *)tg_data_ptr(plus))[j] - ((double *)tg_data_ptr(minus))[j]) / (2 * eps);
                         double a = analytic[i][j * in_numel + e], err = fabs(a - numeric);
-                        if (err - rtol * fabs(numeric) > opts->worst_error - rtol * fabs(opts->worst_numeric) ||
-                            opts->worst_error < 0) {
+                        double excess = err - (atol + rtol * fabs(numeric));
+                        /* Report the worst violation if there is one, else the largest error. */
+                        bool worse = worst_excess > 0 ? excess > worst_excess
+                                                      : excess > 0 || err > opts->worst_error;
+                        if (worse) {
+                            worst_excess = excess;
                             opts->worst_input = i;
                             opts->worst_element = e;
                             opts->worst_analytic = a;
@@ -111,7 +116,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
             }
         }
         for (int i = 0; i < n; i++) free(analytic[i]);
-        if (status == TG_OK && opts->worst_error > atol + rtol * fabs(opts->worst_numeric))
+        if (status == TG_OK && worst_excess > 0)
             status = tg_error("tg_gradcheck: Jacobian mismatch for input %d, element %ld: analytic %.10g vs "
                               "numeric %.10g (|difference| %.3g > atol %.1g + rtol %.1g * |numeric|)",
                               opts->worst_input, opts->worst_element, opts->worst_analytic,

@@ -19,7 +19,8 @@ typedef struct {
     double atol;  /* 0 means 1e-5 */
     double rtol;  /* 0 means 1e-3 */
     void *user;   /* passed to fn */
-    /* Filled in: the worst element found (input, element, analytic, numeric). */
+    /* Filled in: the element that violates the tolerance most, or, when none does, the
+     * one with the largest absolute error (input, element, analytic, numeric, error). */
     int worst_input;
     long worst_element;
     double worst_analytic, worst_numeric, worst_error;

@@ -19,21 +19,33 @@ tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
     uint64_t mark = tg_engine_next_mark();
     tg_node **stack = malloc(sizeof *stack * 64);
     long count = 0, capacity = 64;
+    tg_tensor **leaves = malloc(sizeof *leaves * 16);
+    long num_leaves = 0, leaf_capacity = 16;
     stack[count++] = t->grad_fn;
     t->grad_fn->visit_mark = mark;
-    fprintf(out, "  n%p -> out;\n", (void *)t->grad_fn);
+    fprintf(out, "  n%llu -> out;\n", (unsigned long long)t->grad_fn->sequence_nr);
     while (count > 0) {
         tg_node *n = stack[--count];
-        fprintf(out, "  n%p [shape=box, label=\"%s #%llu\\n%s\"];\n", (void *)n, n->fn->name,
-                (unsigned long long)n->sequence_nr, tg_shape_str(n->output_meta[0].shape, buf, sizeof buf));
+        fprintf(out, "  n%llu [shape=box, label=\"%s #%llu\\n%s\"];\n", (unsigned long long)n->sequence_nr,
+                n->fn->name, (unsigned long long)n->sequence_nr,
+                tg_shape_str(n->output_meta[0].shape, buf, sizeof buf));
         for (int i = 0; i < n->num_inputs; i++) {
             tg_edge *e = &n->edges[i];
             if (e->leaf) {
-                fprintf(out, "  t%p [shape=ellipse, label=\"leaf %s\\nrequires_grad\"];\n", (void *)e->leaf,
-                        tg_shape_str(e->leaf->shape, buf, sizeof buf));
-                fprintf(out, "  t%p -> n%p;\n", (void *)e->leaf, (void *)n);
+                /* Leaves are numbered in the order the walk meets them, so the output is
+                 * the same on every run. */
+                long id = 0;
+                while (id < num_leaves && leaves[id] != e->leaf) id++;
+                if (id == num_leaves) {
+                    if (num_leaves == leaf_capacity) leaves = realloc(leaves, sizeof *leaves * (size_t)(leaf_capacity *= 2));
+                    leaves[num_leaves++] = e->leaf;
+                    fprintf(out, "  leaf%ld [shape=ellipse, label=\"leaf %s\\nrequires_grad\"];\n", id,
+                            tg_shape_str(e->leaf->shape, buf, sizeof buf));
+                }
+                fprintf(out, "  leaf%ld -> n%llu;\n", id, (unsigned long long)n->sequence_nr);
             } else if (e->node) {
-                fprintf(out, "  n%p -> n%p;\n", (void *)e->node, (void *)n);
+                fprintf(out, "  n%llu -> n%llu;\n", (unsigned long long)e->node->sequence_nr,
+                        (unsigned long long)n->sequence_nr);
                 if (e->node->visit_mark != mark) {
                     e->node->visit_mark = mark;
                     if (count == capacity) stack = realloc(stack, sizeof *stack * (size_t)(capacity *= 2));
@@ -43,6 +55,7 @@ tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
         }
     }
     free(stack);
+    free(leaves);
     fprintf(out, "}\n");
     return TG_OK;
 }
