@@ -22,13 +22,31 @@ if [[ ${#need[@]} -gt 0 ]]; then
   if [[ $(id -u) == 0 ]]; then apt-get install -y "${need[@]}"; else sudo apt-get install -y "${need[@]}"; fi
 fi
 
-./bazelw build -c opt $(printf -- '//bench:%s ' "${PAIRS[@]}") >/dev/null
-results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+# The epoch workloads are the tutorial programs themselves (--result-line); the
+# others are bench/<pair>.c. Binaries are taken from the opt output folder, not the
+# bazel-bin symlink (which follows whatever configuration was built last).
+declare -A TARGET=([mlp]=//tutorials/02_mlp [lenet]=//tutorials/03_lenet [lenet_bn]=//tutorials/04_batchnorm_gpu)
+declare -A OUTPUTS=([mlp]="--plot @/loss.svg --checkpoint @/ckpt.safetensors" [lenet]="--plot @/loss.svg" [lenet_bn]="")
+targets=()
+for pair in "${PAIRS[@]}"; do targets+=("${TARGET[$pair]:-//bench:$pair}"); done
+./bazelw build -c opt "${targets[@]}" >/dev/null
+bin=$(./bazelw info -c opt bazel-bin 2>/dev/null)
+scratch=$(mktemp -d)
+results=$scratch/results
+trap 'rm -rf "$scratch"' EXIT
+command_for() {
+  local t=${TARGET[$1]:-}
+  if [[ -n $t ]]; then
+    local path=${t#//}
+    echo "$bin/$path/$(basename "$path") --result-line ${OUTPUTS[$1]//@/$scratch}"
+  else
+    echo "$bin/bench/$1"
+  fi
+}
 for round in $(seq "$ROUNDS"); do
   for pair in "${PAIRS[@]}"; do
     echo "round $round: $pair" >&2
-    "bazel-bin/bench/$pair" | grep '^RESULT ' >>"$results" || echo "bench/$pair failed" >&2
+    $(command_for "$pair") | grep '^RESULT ' >>"$results" || echo "$pair (tapegrad) failed" >&2
     /usr/bin/python3 "bench/${pair}_torch.py" | grep '^RESULT ' >>"$results" || echo "bench/${pair}_torch.py failed" >&2
   done
 done
