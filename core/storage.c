@@ -30,9 +30,13 @@ static bool simulated_failure(void) {
 /* ---- CPU caching allocator ----
  * Size classes: four per power of two (at most 25% slack), from 64 bytes up.
  * A freed block goes to its class's free list; blocks are returned to the system
- * only by tg_cpu_empty_cache or when the cache would pass its cap. */
+ * by tg_cpu_empty_cache, when the cache would pass its cap, or at once when larger
+ * than MAX_CACHED_BLOCK. */
 #define NUM_CLASSES 200
-#define CACHE_CAP ((size_t)2 << 30)
+#define CACHE_CAP ((size_t)1 << 30)
+/* Larger blocks go back to the system at once: a training step's tensors are far
+ * smaller, and keeping a freed dataset-sized block would only inflate the RSS. */
+#define MAX_CACHED_BLOCK ((size_t)32 << 20)
 
 typedef struct block {
     struct block *next;
@@ -78,7 +82,7 @@ static void cpu_free(void *p, size_t nbytes) {
     int cls = size_class(nbytes, &rounded);
     pthread_mutex_lock(&cpu_lock);
     cpu_stats.allocated -= rounded;
-    bool keep = cls < NUM_CLASSES && cpu_stats.cached + rounded <= CACHE_CAP;
+    bool keep = cls < NUM_CLASSES && rounded <= MAX_CACHED_BLOCK && cpu_stats.cached + rounded <= CACHE_CAP;
     if (keep) {
         block *b = p;
         b->next = free_lists[cls];
