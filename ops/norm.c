@@ -33,25 +33,36 @@ typedef struct {
 
 #define NORM_KERNEL(SFX, T)                                                                              \
     /* Batch norm: statistics per channel c of x [outer, C, inner]; w, b [C].                          \
-     * Layer norm: statistics per row r of x [rows, inner]; w, b [inner] (or NULL). */                  \
+     * Layer norm: statistics per row r of x [rows, inner]; w, b [inner] (or NULL).                    \
+     * Two passes: shifted sums (shift = the group's first element, so E[d^2] - E[d]^2 does not        \
+     * cancel badly) for mean and var, then normalise. stats (or NULL) gets mean, invstd in double. */  \
     static void norm_forward_##SFX(const norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out, \
-                                   T *var_out) {                                                        \
+                                   T *var_out, double *stats) {                                         \
         int64_t O = a->outer, G = a->groups, I = a->inner;                                             \
-        _Pragma("omp parallel for if (O * G * I >= 32768)")                                            \
+        _Pragma("omp parallel for if (O * G * I >= 32768 && G > 1)")                                   \
         for (int64_t c = 0; c < G; c++) {                                                              \
             double s = 0, ss = 0, m = (double)(O * I);                                                  \
+            const T shift = x[c * I];                                                                  \
             for (int64_t o = 0; o < O; o++) {                                                          \
                 const T *p = x + (o * G + c) * I;                                                      \
-                for (int64_t i = 0; i < I; i++) s += p[i];                                             \
+                T rs = 0, rss = 0;                                                                     \
+                for (int64_t i = 0; i < I; i++) {                                                      \
+                    T d = p[i] - shift;                                                                \
+                    rs += d;                                                                           \
+                    rss += d * d;                                                                      \
+                }                                                                                      \
+                s += rs;                                                                               \
+                ss += rss;                                                                             \
             }                                                                                          \
-            double mean = s / m;                                                                       \
-            for (int64_t o = 0; o < O; o++) {                                                          \
-                const T *p = x + (o * G + c) * I;                                                      \
-                for (int64_t i = 0; i < I; i++) ss += (p[i] - mean) * (p[i] - mean);                   \
-            }                                                                                          \
-            double var = ss / m, invstd = 1.0 / sqrt(var + a->eps);                                     \
+            double dmean = s / m, var = ss / m - dmean * dmean;                                        \
+            if (var < 0) var = 0;                                                                      \
+            double mean = dmean + shift, invstd = 1.0 / sqrt(var + a->eps);                            \
             mean_out[c] = (T)mean;                                                                     \
             var_out[c] = (T)var;                                                                       \
+            if (stats) {                                                                               \
+                stats[2 * c] = mean;                                                                   \
+                stats[2 * c + 1] = invstd;                                                             \
+            }                                                                                          \
             for (int64_t o = 0; o < O; o++) {                                                          \
                 const T *p = x + (o * G + c) * I;                                                      \
                 T *q = y + (o * G + c) * I;                                                            \
@@ -59,9 +70,45 @@ typedef struct {
                     for (int64_t i = 0; i < I; i++)                                                    \
                         q[i] = (T)((p[i] - mean) * invstd * (w ? w[i] : 1) + (b ? b[i] : 0));          \
                 } else {                                                                               \
-                    double scale = invstd * (w ? w[c] : 1), shift = (b ? b[c] : 0) - mean * scale;     \
-                    for (int64_t i = 0; i < I; i++) q[i] = (T)(p[i] * scale + shift);                  \
+                    T tm = (T)mean;                                                                    \
+                    double scale = invstd * (w ? w[c] : 1), sh2 = (b ? b[c] : 0) - (mean - tm) * scale; \
+                    T sc = (T)scale, sh = (T)sh2;                                                      \
+                    for (int64_t i = 0; i < I; i++) q[i] = (p[i] - tm) * sc + sh;                      \
                 }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
+    }                                                                                                  \
+    /* Batch norm training backward, per channel c of x [O, C, I] (M = O*I elements):                  \
+     * pass 1: sum_g = sum(g), sum_gxhat = sum(g * xhat); pass 2:                                      \
+     * gx = w*invstd/M * (M*g - sum_g - xhat*sum_gxhat) = a*g - b*x + k. Any output may be NULL. */     \
+    static void bn_backward_##SFX(int64_t O, int64_t C, int64_t I, const T *g, const T *x, const T *w,  \
+                                  const double *stats, T *gx, T *gw, T *gb) {                           \
+        _Pragma("omp parallel for if (O * C * I >= 32768 && C > 1)")                                   \
+        for (int64_t c = 0; c < C; c++) {                                                              \
+            double mean = stats[2 * c], invstd = stats[2 * c + 1], m = (double)(O * I);                 \
+            double sg = 0, sgx = 0;                                                                    \
+            const T tm = (T)mean;                                                                      \
+            for (int64_t o = 0; o < O; o++) {                                                          \
+                const T *gp = g + (o * C + c) * I, *xp = x + (o * C + c) * I;                          \
+                T rg = 0, rgx = 0;                                                                     \
+                for (int64_t i = 0; i < I; i++) {                                                      \
+                    rg += gp[i];                                                                       \
+                    rgx += gp[i] * (xp[i] - tm);                                                       \
+                }                                                                                      \
+                sg += rg;                                                                              \
+                sgx += rgx;                                                                            \
+            }                                                                                          \
+            sgx -= (mean - (double)tm) * sg; /* sum(g * (x - mean)) from sum(g * (x - tm)) */         \
+            double sgxhat = sgx * invstd;                                                              \
+            if (gw) gw[c] = (T)sgxhat;                                                                 \
+            if (gb) gb[c] = (T)sg;                                                                     \
+            if (!gx) continue;                                                                         \
+            double ca = w[c] * invstd, cb = ca * invstd * sgxhat / m, ck = cb * (mean - tm) - ca * sg / m; \
+            const T ta = (T)ca, tb = (T)cb, tk = (T)ck;                                                \
+            for (int64_t o = 0; o < O; o++) {                                                          \
+                const T *gp = g + (o * C + c) * I, *xp = x + (o * C + c) * I;                          \
+                T *q = gx + (o * C + c) * I;                                                           \
+                for (int64_t i = 0; i < I; i++) q[i] = ta * gp[i] - tb * (xp[i] - tm) + tk;            \
             }                                                                                          \
         }                                                                                              \
     }
@@ -77,19 +124,25 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
     tg_tensor *y = tg_empty(x->shape, o), *mean = tg_empty(TG_SHAPE(a->groups), o), *var = tg_empty(TG_SHAPE(a->groups), o);
     if (!y || !mean || !var) return NULL;
+    tg_tensor *stats = NULL;
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
         if (TG_CUDA_CALL(a->layer ? "tg_layer_norm" : "tg_batch_norm", tg_cuda_norm_forward, y, mean, var, x, w, b,
                          a->outer, a->groups, a->inner, a->layer, a->eps))
             return NULL;
-    } else if (x->dtype == TG_FLOAT32) {
-        norm_forward_f32(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
-                         tg_data_ptr(var));
     } else {
-        norm_forward_f64(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
-                         tg_data_ptr(var));
+        /* Batch norm on the CPU also keeps (mean, invstd) per channel in double for the fused backward. */
+        if (!a->layer && !(stats = tg_empty(TG_SHAPE(a->groups, 2), (tg_opts){.dtype = TG_FLOAT64}))) return NULL;
+        double *st = stats ? tg_data_ptr(stats) : NULL;
+        if (x->dtype == TG_FLOAT32)
+            norm_forward_f32(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
+                             tg_data_ptr(var), st);
+        else
+            norm_forward_f64(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
+                             tg_data_ptr(var), st);
     }
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);
+    if (stats) tg_ctx_save(ctx, stats); /* saved 2: CPU batch norm only */
     tg_ctx_set_output(ctx, 1, mean);
     tg_ctx_set_output(ctx, 2, var);
     tg_ctx_mark_non_differentiable(ctx, 1);
@@ -97,10 +150,52 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return y;
 }
 
+/* batch_norm_backward: inputs g, x, w (all [.., C, ..] as in forward; contiguous), stats [C, 2]
+ * (mean, invstd in double); outputs grad_input, grad_weight, grad_bias. It only runs when
+ * the backward is not being recorded (no create_graph): a recorded backward uses the
+ * composed-op formula below, which is differentiable to any order, so this function
+ * needs no backward of its own. */
+typedef struct {
+    int64_t outer, channels, inner;
+    bool need_input;
+} bn_backward_args;
+
+static tg_tensor *bn_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const bn_backward_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *g = tg_contiguous(in[0]), *x = tg_contiguous(in[1]), *w = tg_contiguous(in[2]), *st = in[3];
+    if (!g || !x || !w) return NULL;
+    tg_opts o = {.dtype = x->dtype};
+    tg_tensor *gx = a->need_input ? tg_empty(x->shape, o) : tg_zeros(TG_SHAPE(1), o);
+    tg_tensor *gw = tg_empty(w->shape, o), *gb = tg_empty(w->shape, o);
+    if (!gx || !gw || !gb) return NULL;
+    if (x->dtype == TG_FLOAT32)
+        bn_backward_f32(a->outer, a->channels, a->inner, tg_data_ptr(g), tg_data_ptr(x), tg_data_ptr(w),
+                        tg_data_ptr(st), a->need_input ? tg_data_ptr(gx) : NULL, tg_data_ptr(gw), tg_data_ptr(gb));
+    else
+        bn_backward_f64(a->outer, a->channels, a->inner, tg_data_ptr(g), tg_data_ptr(x), tg_data_ptr(w),
+                        tg_data_ptr(st), a->need_input ? tg_data_ptr(gx) : NULL, tg_data_ptr(gw), tg_data_ptr(gb));
+    tg_ctx_set_output(ctx, 1, gw);
+    tg_ctx_set_output(ctx, 2, gb);
+    return gx;
+}
+
+static const tg_function bn_backward_fn = {"batch_norm_backward", 4, bn_backward_forward, NULL, 3};
+
 static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const norm_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
+    if (!a->layer && x->storage->device.kind == TG_DEVICE_CPU && !tg_is_grad_enabled()) {
+        tg_tensor *stats = tg_ctx_saved(ctx, 2);
+        if (!stats) return;
+        bn_backward_args ba = {a->outer, a->groups, a->inner, tg_ctx_needs_input_grad(ctx, 0)};
+        tg_tensor *out[3];
+        if (tg_apply_multi_args(&bn_backward_fn, (tg_tensor *[]){g, x, w, stats}, &ba, sizeof ba, out)) return;
+        if (ba.need_input) grad_in[0] = out[0];
+        if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = out[1];
+        if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = out[2];
+        return;
+    }
     /* The weight broadcasts against x: [1, C, 1, ...] for batch norm, as is for layer norm. */
     tg_shape wshape = x->shape;
     int param_dims[TG_MAX_DIMS], num_param_dims = 0;
