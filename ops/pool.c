@@ -20,6 +20,10 @@
 #include "ops/shape.h"
 
 #define POOL_GRAIN 16384
+/* Elements of input planes above which max pooling goes parallel (per-plane work is tiny). */
+#ifndef POOL_PAR_MIN
+#define POOL_PAR_MIN 262144
+#endif
 
 typedef struct {
     bool adaptive;
@@ -64,34 +68,64 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
 
 /* ======================= max pooling ======================= */
 
+/* "v replaces the running max m": v > m, or v is the first NaN (NaN wins, as in ATen; once m
+ * is NaN nothing replaces it). Quiet comparisons only. */
+#define MAX_TAKES(v, m) (!islessequal((v), (m)) & ((m) == (m)))
+
 #define MAX_KERNELS(SFX, T)                                                                              \
+    /* Per plane, row by row; kernel 2 stride 2 without padding (every window whole) has its own loop. \
+     * Ties keep the first index in window order (row-major), as ATen does. */                         \
     static void max_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y, int64_t *idx) { \
-        int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
-        _Pragma("omp parallel for if (planes * Ho * Wo * q->k * q->k >= POOL_GRAIN)")                   \
+        const int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                       \
+        const int k = q->k, st = q->s, pad = q->p;                                                      \
+        const bool k2 = k == 2 && st == 2 && pad == 0 && 2 * Ho <= H && 2 * Wo <= W;                    \
+        _Pragma("omp parallel for if (planes > 1 && planes * H * W >= POOL_PAR_MIN)")                  \
         for (int64_t pl = 0; pl < planes; pl++) {                                                       \
             const T *src = x + pl * H * W;                                                              \
+            T *dst = y + pl * Ho * Wo;                                                                  \
+            int64_t *di = idx + pl * Ho * Wo;                                                           \
+            if (k2) {                                                                                   \
+                /* Branch-free (maxss/setcc) assuming no NaN; a plane with a NaN is redone below. */      \
+                int nan = 0;                                                                            \
+                for (int64_t oh = 0; oh < Ho; oh++) {                                                   \
+                    const int64_t base = 2 * oh * W;                                                    \
+                    const T *r0 = src + base, *r1 = r0 + W;                                             \
+                    T *yo = dst + oh * Wo;                                                              \
+                    int64_t *io = di + oh * Wo;                                                         \
+                    for (int64_t ow = 0; ow < Wo; ow++) {                                               \
+                        const int64_t i0 = 2 * ow;                                                      \
+                        T a = r0[i0], b = r0[i0 + 1], c = r1[i0], d = r1[i0 + 1];                       \
+                        int tb = b > a, td = d > c; /* strict: ties keep the earlier element */         \
+                        T m1 = b > a ? b : a, m2 = d > c ? d : c;                                       \
+                        int t = m2 > m1;                                                                \
+                        T m = m2 > m1 ? m2 : m1;                                                        \
+                        int64_t code = 2 * t + ((td & t) | (tb & (t ^ 1))); /* bit 0 column, bit 1 row */ \
+                        nan |= (a != a) | (b != b) | (c != c) | (d != d);                               \
+                        yo[ow] = m;                                                                     \
+                        io[ow] = base + i0 + (code & 1) + (code >> 1) * W;                              \
+                    }                                                                                   \
+                }                                                                                       \
+                if (!nan) continue;                                                                     \
+            }                                                                                           \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                int64_t hs = oh * q->s - q->p, he = hs + q->k;                                          \
+                int64_t hs = oh * st - pad, he = hs + k;                                                \
                 if (hs < 0) hs = 0;                                                                     \
                 if (he > H) he = H;                                                                     \
                 for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
-                    int64_t ws = ow * q->s - q->p, we = ws + q->k;                                      \
+                    int64_t ws = ow * st - pad, we = ws + k;                                            \
                     if (ws < 0) ws = 0;                                                                 \
                     if (we > W) we = W;                                                                 \
                     int64_t best = hs * W + ws;                                                         \
-                    T m = -INFINITY;                                                                    \
-                    for (int64_t ih = hs; ih < he; ih++)                                                \
+                    T m = src[best];                                                                    \
+                    for (int64_t ih = hs; ih < he; ih++) {                                              \
+                        const T *row = src + ih * W;                                                    \
                         for (int64_t iw = ws; iw < we; iw++) {                                          \
-                            T v = src[ih * W + iw];                                                     \
-                            if (v > m || isnan(v)) { /* NaN wins, as in ATen */                         \
-                                m = v;                                                                  \
-                                best = ih * W + iw;                                                     \
-                                if (isnan(v)) goto done_##SFX;                                          \
-                            }                                                                           \
+                            T v = row[iw];                                                              \
+                            if (MAX_TAKES(v, m)) m = v, best = ih * W + iw;                             \
                         }                                                                               \
-                done_##SFX:                                                                             \
-                    y[(pl * Ho + oh) * Wo + ow] = m;                                                    \
-                    idx[(pl * Ho + oh) * Wo + ow] = best;                                               \
+                    }                                                                                   \
+                    dst[oh * Wo + ow] = m;                                                              \
+                    di[oh * Wo + ow] = best;                                                            \
                 }                                                                                       \
             }                                                                                           \
         }                                                                                               \
@@ -99,10 +133,14 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
     /* gx [planes, H*W] = scatter-add of g [planes, Ho*Wo] at idx (per plane: no races). */            \
     static void max_scatter_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,           \
                                   const int64_t *idx, T *gx) {                                          \
-        memset(gx, 0, (size_t)(planes * in_hw) * sizeof(T));                                            \
-        _Pragma("omp parallel for if (planes * out_hw >= POOL_GRAIN)")                                  \
-        for (int64_t pl = 0; pl < planes; pl++)                                                         \
-            for (int64_t o = 0; o < out_hw; o++) gx[pl * in_hw + idx[pl * out_hw + o]] += g[pl * out_hw + o]; \
+        _Pragma("omp parallel for if (planes > 1 && planes * in_hw >= POOL_PAR_MIN)")                  \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
+            T *dst = gx + pl * in_hw;                                                                   \
+            const T *gp = g + pl * out_hw;                                                              \
+            const int64_t *ip = idx + pl * out_hw;                                                      \
+            memset(dst, 0, (size_t)in_hw * sizeof(T));                                                  \
+            for (int64_t o = 0; o < out_hw; o++) dst[ip[o]] += gp[o];                                   \
+        }                                                                                               \
     }                                                                                                   \
     static void max_gather_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,            \
                                  const int64_t *idx, T *y) {                                            \
