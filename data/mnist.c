@@ -322,6 +322,14 @@ tg_tensor *tg_mnist_normalize(tg_tensor *x, double mean, double std) {
     return affine("tg_mnist_normalize", x, 1.0, mean, std, out);
 }
 
+tg_tensor *tg_mnist_to_normalized(tg_tensor *images, double mean, double std) {
+    if (!check_input("tg_mnist_to_normalized", images)) return NULL;
+    if (!isfinite(mean) || !isfinite(std) || std <= 0)
+        return tg_error("tg_mnist_to_normalized: need a finite mean and a positive std, got mean %g, "
+                        "std %g", mean, std), NULL;
+    return affine("tg_mnist_to_normalized", images, 1.0 / 255.0, mean, std, TG_FLOAT32);
+}
+
 tg_status tg_mnist_mean_std(tg_tensor *x, double *mean, double *std) {
     if (!check_input("tg_mnist_mean_std", x)) return TG_ERROR;
     if (!mean || !std) return tg_error("tg_mnist_mean_std: mean or std pointer is NULL");

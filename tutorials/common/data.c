@@ -30,14 +30,19 @@ tut_data tut_load_data(const tut_args *args, bool image_shape) {
     } else {
         double mean = TG_FASHION_MNIST_MEAN, std = TG_FASHION_MNIST_STD;
         bool fashion = !strcmp(args->data_dir, TG_FASHION_MNIST_DIR);
+        /* One split at a time, bytes converted in one pass and released at once: the
+         * peak memory is the float training set plus one byte copy. */
         TG_SCOPE {
             tg_mnist train = tg_mnist_load(args->data_dir, TG_MNIST_TRAIN);
-            tg_mnist test = tg_mnist_load(args->data_dir, TG_MNIST_TEST);
-            tg_tensor *train_x = tg_mnist_to_float(train.images);
-            if (!fashion) tg_mnist_mean_std(train_x, &mean, &std); /* another data set: measure it */
-            d.train_x = tg_retain(tg_mnist_normalize(train_x, mean, std));
-            d.test_x = tg_retain(tg_mnist_normalize(tg_mnist_to_float(test.images), mean, std));
+            if (!fashion && train.images) {
+                TG_SCOPE { tg_mnist_mean_std(tg_mnist_to_float(train.images), &mean, &std); }
+            }
+            d.train_x = tg_retain(tg_mnist_to_normalized(train.images, mean, std));
             d.train_y = tg_retain(train.labels);
+        }
+        TG_SCOPE {
+            tg_mnist test = tg_mnist_load(args->data_dir, TG_MNIST_TEST);
+            d.test_x = tg_retain(tg_mnist_to_normalized(test.images, mean, std));
             d.test_y = tg_retain(test.labels);
         }
         d.name = fashion ? "Fashion-MNIST" : args->data_dir;
