@@ -20,6 +20,7 @@
 #include "ops/conv.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <string.h>
 
 #include "autograd/function.h"
@@ -61,6 +62,29 @@ static int64_t chunk_images(const conv_geom *g, size_t elem) {
     int64_t b = per_image > 0 ? ((int64_t)1 << 20) / per_image : g->n;
     if (b < 1) b = 1;
     return b < g->n ? b : g->n;
+}
+
+/* How a call splits the batch: `threads` workers each take whole chunks of `chunk` images
+ * (im2col, a single-threaded GEMM -- OpenBLAS's OpenMP build runs serially inside a
+ * parallel region -- and the copy out), with a workspace each; threads == 1 runs the
+ * chunks in order with the parallelism inside im2col and the GEMM instead. Small images
+ * make small GEMMs whose threading overhead outweighs them, so splitting by images wins
+ * when there are enough of them (note "conv chunks"). */
+typedef struct {
+    int threads;
+    int64_t chunk;
+} conv_plan;
+
+static conv_plan make_plan(const conv_geom *g, size_t elem) {
+    conv_plan p = {1, chunk_images(g, elem)};
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    int64_t work = g->n * g->co * (g->c / g->groups) * g->kh * g->kw * g->ho * g->wo; /* multiply-adds */
+    if (nt < 2 || g->n < nt || work < ((int64_t)1 << 22)) return p;
+    /* A multiple of nt chunks of equal size, each at most the L2-sized chunk. */
+    int64_t per = (g->n + (int64_t)nt * p.chunk - 1) / ((int64_t)nt * p.chunk); /* chunks per thread */
+    p.threads = nt;
+    p.chunk = (g->n + (int64_t)nt * per - 1) / ((int64_t)nt * per);
+    return p;
 }
 
 /* The output columns [lo, hi) whose input column ow*s - p + k*d lies in [0, in). */
@@ -126,12 +150,16 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
         }                                                                                              \
     }                                                                                                  \
     /* y [N, Co, Ho, Wo] = w [Co, C/G, kH, kW] * x [N, C, H, W] + bias [Co] (bias may be NULL). */      \
-    static void conv_forward_##SFX(const conv_geom *g, const T *x, const T *w, const T *bias, T *y,    \
-                                   T *col, T *tmp) {                                                   \
+    static void conv_forward_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *w, const T *bias, T *y, \
+                                   T *col_all, T *tmp_all) {                                           \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = chunk_images(g, sizeof(T));                                                    \
-        for (int64_t n0 = 0; n0 < g->n; n0 += chunk) {                                                 \
-            int64_t B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                             \
+        int64_t chunk = pl.chunk, nchunks = (g->n + chunk - 1) / chunk;                                \
+        _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
+        for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
+            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
+            int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
+            T *col = col_all + tid * (g->c * g->kh * g->kw * chunk * L);                               \
+            T *tmp = tmp_all + tid * (g->co * chunk * L);                                              \
             im2col_##SFX(g, x + n0 * g->c * g->h * g->w, B, col);                                      \
             for (int64_t gr = 0; gr < G; gr++)                                                         \
                 GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)cog, (int)BL, (int)kg, 1,         \
@@ -158,13 +186,17 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
         }                                                                                              \
     }                                                                                                  \
     /* gx [N, C, H, W] = col2im(w^T grad). */                                                          \
-    static void conv_input_grad_##SFX(const conv_geom *g, const T *grad, const T *w, T *gx, T *col,    \
-                                      T *gmat) {                                                       \
+    static void conv_input_grad_##SFX(const conv_geom *g, conv_plan pl, const T *grad, const T *w, T *gx, \
+                                      T *col_all, T *gmat_all) {                                       \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = chunk_images(g, sizeof(T));                                                    \
+        int64_t chunk = pl.chunk, nchunks = (g->n + chunk - 1) / chunk;                                \
         memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(T));                                \
-        for (int64_t n0 = 0; n0 < g->n; n0 += chunk) {                                                 \
-            int64_t B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                             \
+        _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
+        for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
+            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
+            int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
+            T *col = col_all + tid * (g->c * g->kh * g->kw * chunk * L);                               \
+            T *gmat = gmat_all + tid * (g->co * chunk * L);                                            \
             gather_grad_##SFX(g, grad, n0, B, gmat);                                                   \
             for (int64_t gr = 0; gr < G; gr++)                                                         \
                 GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kg, (int)BL, (int)cog, 1,           \
@@ -174,20 +206,30 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
         }                                                                                              \
     }                                                                                                  \
     /* gw [Co, C/G, kH, kW] = sum over images of grad * im2col(x)^T. */                                \
-    static void conv_weight_grad_##SFX(const conv_geom *g, const T *x, const T *grad, T *gw, T *col,   \
-                                       T *gmat) {                                                      \
+    /* part: (threads - 1) * Co * kg more elements, the other threads' partial sums. */                \
+    static void conv_weight_grad_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *grad, T *gw, \
+                                       T *col_all, T *gmat_all, T *part) {                             \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = chunk_images(g, sizeof(T));                                                    \
-        if (g->n == 0) memset(gw, 0, (size_t)(g->co * kg) * sizeof(T));                                \
-        for (int64_t n0 = 0; n0 < g->n; n0 += chunk) {                                                 \
-            int64_t B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                             \
+        int64_t chunk = pl.chunk, nchunks = (g->n + chunk - 1) / chunk, wsize = g->co * kg;            \
+        memset(gw, 0, (size_t)wsize * sizeof(T));                                                      \
+        if (pl.threads > 1) memset(part, 0, (size_t)((pl.threads - 1) * wsize) * sizeof(T));           \
+        _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
+        for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
+            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
+            int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
+            T *col = col_all + tid * (g->c * g->kh * g->kw * chunk * L);                               \
+            T *gmat = gmat_all + tid * (g->co * chunk * L);                                            \
+            T *acc = tid == 0 ? gw : part + (tid - 1) * wsize;                                         \
             im2col_##SFX(g, x + n0 * g->c * g->h * g->w, B, col);                                      \
             gather_grad_##SFX(g, grad, n0, B, gmat);                                                   \
             for (int64_t gr = 0; gr < G; gr++)                                                         \
                 GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)cog, (int)kg, (int)BL, 1,           \
-                     gmat + gr * cog * BL, (int)BL, col + gr * kg * BL, (int)BL, n0 == 0 ? 0 : 1,      \
-                     gw + gr * cog * kg, (int)kg);                                                     \
+                     gmat + gr * cog * BL, (int)BL, col + gr * kg * BL, (int)BL, 1, acc + gr * cog * kg, \
+                     (int)kg);                                                                         \
         }                                                                                              \
+        /* In thread order: the same sums for the same thread count. */                                \
+        for (int t = 1; t < pl.threads; t++)                                                           \
+            for (int64_t i = 0; i < wsize; i++) gw[i] += part[(t - 1) * wsize + i];                    \
     }
 
 CONV_KERNELS(f32, float, cblas_sgemm)
@@ -195,14 +237,21 @@ CONV_KERNELS(f64, double, cblas_dgemm)
 
 /* ======================= the three functions ======================= */
 
-static tg_status workspaces(const conv_geom *g, tg_dtype dtype, void **col, void **mat) {
-    int64_t chunk = chunk_images(g, tg_dtype_size(dtype)), L = g->ho * g->wo;
+/* One col and one mat workspace per thread of the plan; part (if not NULL) gets room for the
+ * weight-grad partial sums of threads 1.. */
+static tg_status workspaces(const conv_geom *g, conv_plan pl, tg_dtype dtype, void **col, void **mat, void **part) {
+    int64_t chunk = pl.chunk, L = g->ho * g->wo;
     tg_opts o = {.dtype = dtype};
-    tg_tensor *c = tg_empty(TG_SHAPE(g->c * g->kh * g->kw * chunk * L + 1), o);
-    tg_tensor *m = tg_empty(TG_SHAPE(g->co * chunk * L + 1), o);
+    tg_tensor *c = tg_empty(TG_SHAPE(pl.threads * g->c * g->kh * g->kw * chunk * L + 1), o);
+    tg_tensor *m = tg_empty(TG_SHAPE(pl.threads * g->co * chunk * L + 1), o);
     if (!c || !m) return TG_ERROR;
     *col = tg_data_ptr(c);
     *mat = tg_data_ptr(m);
+    if (part) {
+        tg_tensor *pt = tg_empty(TG_SHAPE((pl.threads - 1) * g->co * (g->c / g->groups) * g->kh * g->kw + 1), o);
+        if (!pt) return TG_ERROR;
+        *part = tg_data_ptr(pt);
+    }
     return TG_OK;
 }
 
@@ -227,11 +276,12 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
         return y;
     }
     void *col, *tmp;
-    if (workspaces(&g, x->dtype, &col, &tmp)) return NULL;
+    conv_plan pl = make_plan(&g, tg_dtype_size(x->dtype));
+    if (workspaces(&g, pl, x->dtype, &col, &tmp, NULL)) return NULL;
     if (x->dtype == TG_FLOAT32)
-        conv_forward_f32(&g, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
+        conv_forward_f32(&g, pl, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
     else
-        conv_forward_f64(&g, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
+        conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
     return y;
 }
 
@@ -265,9 +315,12 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
         return gx;
     }
     void *col, *mat;
-    if (workspaces(&geom, g->dtype, &col, &mat)) return NULL;
-    if (g->dtype == TG_FLOAT32) conv_input_grad_f32(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
-    else conv_input_grad_f64(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+    conv_plan pl = make_plan(&geom, tg_dtype_size(g->dtype));
+    if (workspaces(&geom, pl, g->dtype, &col, &mat, NULL)) return NULL;
+    if (g->dtype == TG_FLOAT32)
+        conv_input_grad_f32(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+    else
+        conv_input_grad_f64(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
     return gx;
 }
 
@@ -297,10 +350,13 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
             return NULL;
         return gw;
     }
-    void *col, *mat;
-    if (workspaces(&geom, x->dtype, &col, &mat)) return NULL;
-    if (x->dtype == TG_FLOAT32) conv_weight_grad_f32(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat);
-    else conv_weight_grad_f64(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat);
+    void *col, *mat, *part;
+    conv_plan pl = make_plan(&geom, tg_dtype_size(x->dtype));
+    if (workspaces(&geom, pl, x->dtype, &col, &mat, &part)) return NULL;
+    if (x->dtype == TG_FLOAT32)
+        conv_weight_grad_f32(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
+    else
+        conv_weight_grad_f64(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
     return gw;
 }
 
