@@ -16,7 +16,8 @@
  * im2col buffer col [C*kH*kW, B*Ho*Wo] stays near L2 size (1 MiB); one GEMM per
  * group then covers the whole chunk, which keeps OpenBLAS efficient for small
  * images. The columns of image b are b*L .. b*L+L-1 (L = Ho*Wo). Workspaces are
- * allocated once per call, never in the loops. */
+ * allocated once per call, never in the loops. Large calls give each OpenMP thread
+ * whole chunks with a workspace of its own (see make_plan). */
 #include "ops/conv.h"
 
 #include <cblas.h>
@@ -153,7 +154,7 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
     static void conv_forward_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *w, const T *bias, T *y, \
                                    T *col_all, T *tmp_all) {                                           \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = pl.chunk, nchunks = (g->n + chunk - 1) / chunk;                                \
+        int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0;                                \
         _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
         for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
             int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
@@ -189,7 +190,7 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
     static void conv_input_grad_##SFX(const conv_geom *g, conv_plan pl, const T *grad, const T *w, T *gx, \
                                       T *col_all, T *gmat_all) {                                       \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = pl.chunk, nchunks = (g->n + chunk - 1) / chunk;                                \
+        int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0;                                \
         memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(T));                                \
         _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
         for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
@@ -210,7 +211,7 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
     static void conv_weight_grad_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *grad, T *gw, \
                                        T *col_all, T *gmat_all, T *part) {                             \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = pl.chunk, nchunks = (g->n + chunk - 1) / chunk, wsize = g->co * kg;            \
+        int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0, wsize = g->co * kg;            \
         memset(gw, 0, (size_t)wsize * sizeof(T));                                                      \
         if (pl.threads > 1) memset(part, 0, (size_t)((pl.threads - 1) * wsize) * sizeof(T));           \
         _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
