@@ -81,6 +81,10 @@ static conv_plan make_plan(const conv_geom *g, size_t elem) {
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     int64_t work = g->n * g->co * (g->c / g->groups) * g->kh * g->kw * g->ho * g->wo; /* multiply-adds */
     if (nt < 2 || g->n < nt || work < ((int64_t)1 << 22)) return p;
+    /* Weight grad keeps a partial weight per extra thread: only when that stays small next to
+     * the work and in memory (a wide conv with many threads keeps the threaded GEMMs). */
+    int64_t wsize = g->co * (g->c / g->groups) * g->kh * g->kw;
+    if (wsize * nt > work / 16 || (size_t)(wsize * (nt - 1)) * elem > ((size_t)32 << 20)) return p;
     /* A multiple of nt chunks of equal size, each at most the L2-sized chunk. */
     int64_t per = (g->n + (int64_t)nt * p.chunk - 1) / ((int64_t)nt * p.chunk); /* chunks per thread */
     p.threads = nt;
