@@ -159,7 +159,7 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
                                    T *col_all, T *tmp_all) {                                           \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
         int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0;                                \
-        _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
+        _Pragma("omp parallel for num_threads(pl.threads) schedule(dynamic) if (pl.threads > 1)")      \
         for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
             int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
             int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
@@ -196,7 +196,7 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
         int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0;                                \
         memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(T));                                \
-        _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
+        _Pragma("omp parallel for num_threads(pl.threads) schedule(dynamic) if (pl.threads > 1)")      \
         for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
             int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
             int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
