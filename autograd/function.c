@@ -58,7 +58,7 @@ static tg_node *node_alloc(void) {
     ensure_thread_cleanup();
     if (free_node_count > 0) {
         tg_node *n = free_nodes[--free_node_count];
-        memset(n, 0, sizeof *n);
+        memset(n, 0, TG_NODE_CLEARED_BYTES);
         return n;
     }
     return calloc(1, sizeof(tg_node));
@@ -73,7 +73,7 @@ static void node_free(tg_node *n) {
 
 static void free_node_contents(tg_node *n) {
     for (int i = 0; i < n->num_saved; i++) tg_release(n->saved[i].tensor);
-    free(n->saved);
+    if (n->saved != n->saved_inline) free(n->saved);
     for (int i = 0; i < n->num_inputs; i++) {
         if (n->edges[i].node) tg_node_release(n->edges[i].node);
         tg_release(n->edges[i].leaf);
@@ -124,10 +124,16 @@ void tg_autograd_install(void) { tg_autograd_free_slots = free_tensor_slots; }
 void tg_ctx_save(tg_ctx *ctx, tg_tensor *t) {
     tg_node *n = ctx->node;
     if (!n || !t) return;
+    if (!n->saved) {
+        n->saved = n->saved_inline;
+        n->saved_capacity = (int)(sizeof n->saved_inline / sizeof n->saved_inline[0]);
+    }
     if (n->num_saved == n->saved_capacity) {
-        int cap = n->saved_capacity ? 2 * n->saved_capacity : 4;
-        tg_saved *s = realloc(n->saved, (size_t)cap * sizeof *s);
+        int cap = 2 * n->saved_capacity;
+        tg_saved *s = n->saved == n->saved_inline ? malloc((size_t)cap * sizeof *s)
+                                                   : realloc(n->saved, (size_t)cap * sizeof *s);
         TG_ASSERT(s != NULL);
+        if (n->saved == n->saved_inline) memcpy(s, n->saved_inline, sizeof n->saved_inline);
         n->saved = s;
         n->saved_capacity = cap;
     }
