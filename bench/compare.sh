@@ -27,6 +27,8 @@ fi
 # bazel-bin symlink (which follows whatever configuration was built last).
 declare -A TARGET=([mlp]=//tutorials/02_mlp [lenet]=//tutorials/03_lenet [lenet_bn]=//tutorials/04_batchnorm_gpu)
 declare -A OUTPUTS=([mlp]="--plot @/loss.svg --checkpoint @/ckpt.safetensors" [lenet]="--plot @/loss.svg" [lenet_bn]="")
+# The epoch pairs start from the same weights: the tutorial saves its initial
+# weights (--save-init) and the twin loads them (--init).
 targets=()
 for pair in "${PAIRS[@]}"; do targets+=("${TARGET[$pair]:-//bench:$pair}"); done
 ./bazelw build -c opt "${targets[@]}" >/dev/null
@@ -38,7 +40,7 @@ command_for() {
   local t=${TARGET[$1]:-}
   if [[ -n $t ]]; then
     local path=${t#//}
-    echo "$bin/$path/$(basename "$path") --result-line ${OUTPUTS[$1]//@/$scratch}"
+    echo "$bin/$path/$(basename "$path") --result-line ${OUTPUTS[$1]//@/$scratch} --save-init $scratch/init_$1.safetensors"
   else
     echo "$bin/bench/$1"
   fi
@@ -47,7 +49,9 @@ for round in $(seq "$ROUNDS"); do
   for pair in "${PAIRS[@]}"; do
     echo "round $round: $pair" >&2
     $(command_for "$pair") | grep '^RESULT ' >>"$results" || echo "$pair (tapegrad) failed" >&2
-    /usr/bin/python3 "bench/${pair}_torch.py" | grep '^RESULT ' >>"$results" || echo "bench/${pair}_torch.py failed" >&2
+    twin_args=()
+    [[ -n ${TARGET[$pair]:-} ]] && twin_args=(--init "$scratch/init_$pair.safetensors")
+    /usr/bin/python3 "bench/${pair}_torch.py" "${twin_args[@]}" | grep '^RESULT ' >>"$results" || echo "bench/${pair}_torch.py failed" >&2
   done
 done
 /usr/bin/python3 bench/report.py "$results" docs/perf.md

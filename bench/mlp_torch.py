@@ -157,7 +157,30 @@ def parse_args(lr, description):
     p.add_argument("--data", default=FASHION_DIR)
     p.add_argument("--max-steps", type=int, default=0)
     p.add_argument("--show-order", action="store_true", help="print the first 10 sample indices of epoch 0")
+    p.add_argument("--init", help="start from these weights (a tutorial's --save-init safetensors file)")
     return p.parse_args()
+
+
+def load_safetensors(path):
+    """The tensors of a safetensors file (8-byte header length, JSON header, raw data)."""
+    import json
+    import struct
+    dtypes = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "I32": torch.int32,
+              "U8": torch.uint8, "BOOL": torch.bool}
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        t = torch.frombuffer(bytearray(data[begin:end]), dtype=dtypes[info["dtype"]]) if end > begin else \
+            torch.empty(0, dtype=dtypes[info["dtype"]])
+        out[name] = t.reshape(info["shape"]).clone()
+    return out
 
 
 def run(bench, make_model, make_opt, image_shape, args, make_sched=None):
@@ -166,6 +189,8 @@ def run(bench, make_model, make_opt, image_shape, args, make_sched=None):
     train_x, train_y, test_x, test_y = load_fashion(args.data, image_shape)
     torch.manual_seed(args.seed)
     model = make_model()
+    if args.init:  # the tutorial's own initial weights: both start at the same place
+        model.load_state_dict(load_safetensors(args.init), strict=True)
     opt = make_opt(model, args.lr)
     sched = make_sched(opt) if make_sched else None
     seconds = accuracy = 0

@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
     /* ---- model and optimizer ---- */
     tg_manual_seed(args.seed); /* the initial weights depend only on --seed */
     tg_module *model = make_mlp();
+    tut_save_init(model, &args);
     tg_to(model, args.device);
     tg_module_print(model, TG_SHAPE(args.batch_size, 784), stdout);
     tg_optim *opt = tg_adam(model, (tg_adam_opts){.lr = args.lr});

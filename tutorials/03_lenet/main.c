@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
 
     tg_manual_seed(args.seed);
     tg_module *model = make_lenet();
+    tut_save_init(model, &args);
     tg_to(model, args.device);
     tg_module_print(model, TG_SHAPE(args.batch_size, 1, 28, 28), stdout);
     /* Zero option fields mean PyTorch's defaults; SGD's lr has none, so it is always given. */

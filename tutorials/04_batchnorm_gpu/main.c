@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
 
     tg_manual_seed(args.seed);
     tg_module *model = make_lenet_bn();
+    tut_save_init(model, &args);
     tg_module_print(model, TG_SHAPE(args.batch_size, 1, 28, 28), stdout);
     tg_to(model, args.device); /* parameters and buffers (running stats) move in place */
     tg_optim *opt = tg_sgd(model, (tg_sgd_opts){.lr = args.lr, .momentum = 0.9});

@@ -33,6 +33,7 @@ static void usage(FILE *out, const char *prog, const char *about, const tut_args
     if (d->plot_path) fprintf(out, "  --plot FILE          loss curve as SVG (default %s)\n", d->plot_path);
     fprintf(out, "  --result-line        print a RESULT {...} line for bench/compare.sh\n");
     fprintf(out, "  --show-order         print the first 10 sample indices of epoch 0\n");
+    fprintf(out, "  --save-init FILE     save the initial weights (for the PyTorch twin's --init)\n");
     for (int i = 0; i < count; i++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", extra[i].name, extra[i].metavar ? " " : "",
@@ -97,6 +98,8 @@ void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, co
             args->result_line = true;
         } else if (!strcmp(a, "--show-order")) {
             args->show_order = true;
+        } else if (!strcmp(a, "--save-init")) {
+            args->save_init_path = VALUE();
         } else {
             int k = 0;
             for (; k < count; k++) {
@@ -161,4 +164,9 @@ void tut_print_result(const char *bench, double seconds, double accuracy) {
            "\"unit\": \"s\", \"check\": %.2f, \"peak_rss_mib\": %.1f}\n",
            bench, seconds, seconds, accuracy, tut_peak_rss_mib());
     fflush(stdout);
+}
+
+void tut_save_init(tg_module *model, const tut_args *args) {
+    if (!args->save_init_path) return;
+    tg_save_state_dict(model, tut_output_path(args->save_init_path)); /* errors exit (handler) */
 }

@@ -38,6 +38,7 @@ typedef struct {
     bool synthetic;        /* --synthetic: generated data instead of the data set */
     bool result_line;      /* --result-line: print one RESULT {...} line for bench/compare.sh */
     bool show_order;       /* --show-order: print the first 10 sample indices of epoch 0 */
+    const char *save_init_path; /* --save-init FILE: the initial weights, for the PyTorch twin */
 } tut_args;
 
 /* Parses argv into *args (which holds the program's defaults on entry) and the
@@ -58,6 +59,11 @@ void tut_exit_on_error(bool on);
  * $BUILD_WORKING_DIRECTORY (the folder bazel was called from) when it is set.
  * Returns a static buffer (one of four, rotated). */
 const char *tut_output_path(const char *path);
+
+/* With --save-init FILE: writes the model's freshly initialised state dict
+ * (safetensors, PyTorch's names) so that bench/*_torch.py --init FILE starts the
+ * PyTorch twin from the very same weights. */
+void tut_save_init(tg_module *model, const tut_args *args);
 
 /* Seconds on a monotonic clock. */
 double tut_now(void);
