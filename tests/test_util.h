@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <unistd.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +32,25 @@ class TgTest : public ::testing::Test {
         EXPECT_EQ(tg_live_graph_nodes(), live_nodes_) << "graph nodes leaked";
     }
     long live_tensors_ = 0, live_storages_ = 0, live_nodes_ = 0;
+};
+
+// TgTest with a fresh temporary directory in dir_, removed after the test.
+class TgTempDirTest : public TgTest {
+  protected:
+    void SetUp() override {
+        TgTest::SetUp();
+        std::string tmpl = ::testing::TempDir() + "/tapegrad_XXXXXX";
+        std::vector<char> buf(tmpl.begin(), tmpl.end());
+        buf.push_back('\0');
+        ASSERT_NE(mkdtemp(buf.data()), nullptr);
+        dir_ = buf.data();
+    }
+    void TearDown() override {
+        std::string cmd = "rm -rf '" + dir_ + "'";
+        (void)!system(cmd.c_str());
+        TgTest::TearDown();
+    }
+    std::string dir_;
 };
 
 inline tg_tensor *tensor_f32(std::vector<float> v, tg_shape shape, bool requires_grad = false) {

@@ -34,21 +34,8 @@ Bytes iota_bytes(size_t n, int mult = 7) {
     return b;
 }
 
-class MnistTest : public TgTest {
+class MnistTest : public TgTempDirTest {
   protected:
-    void SetUp() override {
-        TgTest::SetUp();
-        std::string tmpl = ::testing::TempDir() + "/tg_mnist_XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        ASSERT_NE(mkdtemp(buf.data()), nullptr);
-        dir_ = buf.data();
-    }
-    void TearDown() override {
-        std::string cmd = "rm -rf '" + dir_ + "'";
-        (void)!system(cmd.c_str());
-        TgTest::TearDown();
-    }
     std::string path(const std::string &name) const { return dir_ + "/" + name; }
     void write_plain(const std::string &name, const Bytes &b) const {
         std::ofstream f(path(name), std::ios::binary);
@@ -77,7 +64,6 @@ class MnistTest : public TgTest {
             write_plain(prefix + "-labels-idx1-ubyte", labels);
         }
     }
-    std::string dir_;
 };
 
 void expect_small_set(tg_mnist m, uint32_t n, uint32_t h, uint32_t w) {

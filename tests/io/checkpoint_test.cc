@@ -23,22 +23,8 @@ ModulePtr make_model(int64_t in = 4, int64_t hidden = 3) {
     return ModulePtr(tg_nn_sequential(4, layers), tg_module_free);
 }
 
-class CheckpointTest : public TgTest {
+class CheckpointTest : public TgTempDirTest {
   protected:
-    void SetUp() override {
-        TgTest::SetUp();
-        std::string tmpl = ::testing::TempDir() + "/tg_ck_XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        ASSERT_NE(mkdtemp(buf.data()), nullptr);
-        dir_ = buf.data();
-    }
-    void TearDown() override {
-        std::string cmd = "rm -rf '" + dir_ + "'";
-        (void)!system(cmd.c_str());
-        TgTest::TearDown();
-    }
-    std::string dir_;
 };
 
 // One training step on fixed data; returns the loss.

@@ -32,21 +32,8 @@ Bytes st_bytes(const std::string &header, const Bytes &data = {}) {
     return b;
 }
 
-class SafetensorsTest : public TgTest {
+class SafetensorsTest : public TgTempDirTest {
   protected:
-    void SetUp() override {
-        TgTest::SetUp();
-        std::string tmpl = ::testing::TempDir() + "/tg_st_XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        ASSERT_NE(mkdtemp(buf.data()), nullptr);
-        dir_ = buf.data();
-    }
-    void TearDown() override {
-        std::string cmd = "rm -rf '" + dir_ + "'";
-        (void)!system(cmd.c_str());
-        TgTest::TearDown();
-    }
     // Parses bytes expecting failure with a message containing `part`.
     void expect_parse_error(const Bytes &b, const std::string &part) {
         tg_clear_error();
@@ -55,7 +42,6 @@ class SafetensorsTest : public TgTest {
         EXPECT_ERROR_CONTAINS(part);
         tg_tensor_map_free(m);
     }
-    std::string dir_;
 };
 
 const char *dtype_name_of(tg_tensor *t) { return tg_dtype_name(tg_dtype_of(t)); }
