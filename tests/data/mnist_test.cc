@@ -44,7 +44,9 @@ class MnistTest : public TgTempDirTest {
     void write_gz(const std::string &name, const Bytes &b) const {
         gzFile f = gzopen(path(name).c_str(), "wb");
         ASSERT_NE(f, nullptr);
-        if (!b.empty()) ASSERT_EQ(gzwrite(f, b.data(), (unsigned)b.size()), (int)b.size());
+        if (!b.empty()) {
+            ASSERT_EQ(gzwrite(f, b.data(), (unsigned)b.size()), (int)b.size());
+        }
         gzclose(f);
     }
     Bytes read_file(const std::string &name) const {
