@@ -184,6 +184,14 @@ static tg_tensor *deliver(const tg_loader *ld, tg_tensor *batch) {
     return tg_tensor_to(batch, ld->opts.device);
 }
 
+tg_status tg_loader_seek(tg_loader *ld, int64_t batch) {
+    if (!ld) return tg_error("tg_loader_seek: the loader is NULL");
+    if (batch < 0) return tg_error("tg_loader_seek: batch %lld is negative", (long long)batch);
+    int64_t pos = batch > ld->n / ld->opts.batch_size + 1 ? ld->n : batch * ld->opts.batch_size;
+    ld->pos = pos < ld->n ? pos : ld->n;
+    return TG_OK;
+}
+
 bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y) {
     if (x) *x = NULL;
     if (y) *y = NULL;

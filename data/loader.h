@@ -76,6 +76,12 @@ bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y);
 
 /* Batches per epoch: ceil(N / B), or floor(N / B) with drop_last. */
 int64_t tg_loader_num_batches(const tg_loader *ld);
+/* Moves to batch `batch` of the current epoch (same order, no batches copied):
+ * resuming mid-epoch from a checkpoint, or, with tg_loader_num_batches(ld), ending
+ * the epoch early from inside TG_FOR_EACH_BATCH (then `continue`). Fails on a
+ * negative batch; past the end means the epoch is over. */
+tg_status tg_loader_seek(tg_loader *ld, int64_t batch);
+
 /* Samples in the data set (N). */
 int64_t tg_loader_num_samples(const tg_loader *ld);
 /* The epoch set by the last tg_loader_reset (0 for a new loader). */
@@ -85,7 +91,7 @@ int64_t tg_loader_epoch(const tg_loader *ld);
  *     TG_FOR_EACH_BATCH(ld, bx, by) { ... }
  * bx and by are tg_tensor * variables declared by the caller. `continue` works; as in
  * TG_SCOPE, do not `break`, `return` or `goto` out of the body (the scope would stay
- * open). A failing tg_loader_next ends the loop like the end of the epoch. */
+ * open): to stop early, tg_loader_seek(ld, tg_loader_num_batches(ld)) then `continue`. A failing tg_loader_next ends the loop like the end of the epoch. */
 #define TG_FOR_EACH_BATCH(ld, bx, by)                                                     \
     for (bool TG_CONCAT(tg_more_, __LINE__) =                                             \
              (tg_scope_begin(), tg_loader_next((ld), &(bx), &(by)));                      \

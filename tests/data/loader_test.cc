@@ -246,3 +246,32 @@ TEST_F(LoaderTest, MoveToDevice) {
 }
 
 }  // namespace
+
+TEST_F(LoaderTest, SeekResumesMidEpochAndEndsItEarly) {
+    Data d = make_data(50);
+    tg_loader *ld = tg_loader_new(d.x, d.y, tg_loader_opts{7, true, 42});
+    std::vector<std::vector<int64_t>> full = epoch_ids(ld, 2);  // 8 batches: 7 x 7 + 1
+    ASSERT_EQ(full.size(), 8u);
+    // Resuming at batch 5 of epoch 2 gives batches 5.. of the uninterrupted epoch.
+    tg_loader_reset(ld, 2);
+    ASSERT_EQ(tg_loader_seek(ld, 5), TG_OK);
+    std::vector<std::vector<int64_t>> rest;
+    tg_tensor *bx, *by;
+    TG_FOR_EACH_BATCH(ld, bx, by) {
+        std::vector<int64_t> ids;
+        for (double label : values(by)) ids.push_back((int64_t)label / 10);  // make_data: y = 10 * id
+        rest.push_back(ids);
+    }
+    EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(full.begin() + 5, full.end()));
+    // Ending early from inside the loop: seek past the end, then continue.
+    tg_loader_reset(ld, 2);
+    int seen = 0;
+    TG_FOR_EACH_BATCH(ld, bx, by) {
+        if (++seen == 3) tg_loader_seek(ld, tg_loader_num_batches(ld));
+    }
+    EXPECT_EQ(seen, 3);
+    tg_clear_error();
+    EXPECT_EQ(tg_loader_seek(ld, -1), TG_ERROR);
+    EXPECT_STREQ(tg_last_error(), "tg_loader_seek: batch -1 is negative");
+    tg_loader_free(ld);
+}

@@ -136,10 +136,7 @@ static void train_steps(run *r, int64_t from, int64_t to, double *losses) {
         int64_t epoch = step / per_epoch, batch = step % per_epoch;
         if (step == from || batch == 0) {
             tg_loader_reset(r->loader, epoch); /* the same permutation as the first time */
-            for (int64_t k = 0; k < batch; k++) TG_SCOPE { /* skip the batches done before the checkpoint */
-                    tg_tensor *x, *y;
-                    tg_loader_next(r->loader, &x, &y);
-                }
+            tg_loader_seek(r->loader, batch);  /* past the batches done before the checkpoint */
             tut_progress_begin(&bar, (int)epoch, r->args->epochs, per_epoch, r->args->batch_size);
             bar.step = bar.first_step = batch;
         }
