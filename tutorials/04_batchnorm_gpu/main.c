@@ -116,7 +116,10 @@ int main(int argc, char **argv) {
         double start = tut_now();
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
-            if (args.max_steps && step >= args.max_steps) continue;
+            if (args.max_steps && step >= args.max_steps) { /* end the epoch early */
+                tg_loader_seek(loader, tg_loader_num_batches(loader));
+                continue;
+            }
             tut_progress_update(&bar, train_step(model, opt, x, y));
             step++;
         }

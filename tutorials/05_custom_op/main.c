@@ -202,7 +202,10 @@ int main(int argc, char **argv) {
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
-            if (args.max_steps && step >= args.max_steps) continue;
+            if (args.max_steps && step >= args.max_steps) { /* end the epoch early */
+                tg_loader_seek(loader, tg_loader_num_batches(loader));
+                continue;
+            }
             tg_tensor *loss = tg_cross_entropy(tg_forward(model, x), y);
             if (step == 0) printf("the loss's graph goes through: %s <- ... <- bias_swish\n", tg_grad_fn_name(loss));
             tg_backward(loss); /* runs bias_swish_backward among the built-in backwards */
