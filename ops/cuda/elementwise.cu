@@ -134,8 +134,8 @@ template <typename T> __device__ __forceinline__ bool binary_compare(tg_binary_k
 }
 
 template <typename T, typename O> __device__ __forceinline__ O binary_apply(tg_binary_kind kind, T x, T y) {
-    if constexpr (std::is_same<O, T>::value)
-        return binary_arith<T>(kind, x, y);
+    if constexpr (std::is_same<O, T>::value) // bool inputs: O == T for comparisons too
+        return TG_BINARY_IS_COMPARISON(kind) ? (T)binary_compare<T>(kind, x, y) : binary_arith<T>(kind, x, y);
     else
         return binary_compare<T>(kind, x, y);
 }
