@@ -19,7 +19,7 @@ void tg_contiguous_strides(tg_shape shape, int64_t *strides) {
 }
 
 tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
-    char buf[128], dev[16];
+    char buf[128];
     if (shape.ndim < 0 || shape.ndim > TG_MAX_DIMS)
         return tg_error("%s: %d dims requested, at most %d are supported", op, shape.ndim, TG_MAX_DIMS);
     int64_t numel = 1;
@@ -40,7 +40,6 @@ tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
         return tg_error("%s: only floating-point tensors can require grad, not %s", op,
                         tg_dtype_name(opts.dtype));
     if (opts.device.kind != TG_DEVICE_CPU && !tg_backend_for(opts.device, op)) return TG_ERROR;
-    (void)dev;
     return TG_OK;
 }
 
@@ -169,12 +168,11 @@ static tg_status cpu_copy_strided(tg_tensor *dst, tg_tensor *src) {
 tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
     if (!dst) return tg_error_null_input("tg_copy_", 0);
     if (!src) return tg_error_null_input("tg_copy_", 1);
-    char a[128], b[128], out[128];
+    char a[128], b[128];
     tg_shape bshape;
     if (!tg_broadcast_shapes(dst->shape, src->shape, &bshape) || !tg_shape_equal(bshape, dst->shape))
         return tg_error("tg_copy_: source of shape %s cannot be broadcast to destination shape %s",
                         tg_shape_str(src->shape, a, sizeof a), tg_shape_str(dst->shape, b, sizeof b));
-    (void)out;
     tg_device dd = dst->storage->device, sd = src->storage->device;
     tg_status status;
     if (tg_device_equal(dd, sd)) {

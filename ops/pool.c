@@ -169,7 +169,7 @@ static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
     } else {
         max_forward_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
     }
-    tg_ctx_save(ctx, tg_detach(idx)); /* not the output itself: saved outputs get a graph link */
+    tg_ctx_save(ctx, idx); /* a saved non-differentiable output is kept without graph link */
     tg_ctx_set_output(ctx, 1, idx);
     tg_ctx_mark_non_differentiable(ctx, 1);
     return y;

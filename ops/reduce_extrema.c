@@ -136,8 +136,7 @@ static tg_tensor *extreme_dim_forward(tg_ctx *ctx, tg_tensor *const *in) {
         return NULL;
     tg_ctx_set_output(ctx, 1, indices);
     tg_ctx_mark_non_differentiable(ctx, 1);
-    /* A detached alias: saving the output itself would make backward see a graph link. */
-    tg_ctx_save(ctx, tg_detach(indices));
+    tg_ctx_save(ctx, indices); /* a saved non-differentiable output is kept without graph link */
     return values;
 }
 
