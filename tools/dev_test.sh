@@ -2,11 +2,11 @@
 # Fast edit-compile-test loop without Bazel (Bazel stays the real build: ./bazelw test //...).
 #   tools/dev_test.sh tests/core/tensor_test.cc [gtest args...]
 # Compiles the library's C files incrementally into /tmp/tg_dev (objects keyed by
-# path and mtime) and links the test with a GoogleTest built once from /usr/src.
+# path and mtime; TG_DEV_OUT overrides the folder) and links the test with a GoogleTest built once from /usr/src.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 test_file=$1; shift
-out=/tmp/tg_dev; mkdir -p "$out/obj"
+out=${TG_DEV_OUT:-/tmp/tg_dev}; mkdir -p "$out/obj"
 cflags="-std=c11 -O2 -g -fopenmp -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -I. ${TG_DEV_CFLAGS:-}"
 if [[ ! -f $out/libgtest.a ]]; then
   g++ -std=c++17 -O1 -I/usr/src/googletest/googletest/include -I/usr/src/googletest/googletest \
