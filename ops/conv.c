@@ -294,6 +294,8 @@ static void conv_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
     const conv_params *p = tg_ctx_attrs(ctx);
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
+    grad = tg_contiguous(grad); /* once, not in each of the two functions below (sum's grad is expanded) */
+    if (!grad) return;
     if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = input_grad_apply(grad, w, p);
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = weight_grad_apply(x, grad, p);
     if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2))
