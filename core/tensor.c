@@ -136,7 +136,16 @@ static void copy_row(char **p, const int64_t *s, int64_t n, void *vctx) {
             memcpy(p[0], p[1], (size_t)n * es);
             return;
         }
-        for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0], p[1] + i * s[1], es);
+        /* Constant sizes let the compiler turn each memcpy into one load and store. */
+#define TG_COPY_STRIDED(size) \
+    for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0], p[1] + i * s[1], size)
+        switch (es) {
+        case 4: TG_COPY_STRIDED(4); break;
+        case 8: TG_COPY_STRIDED(8); break;
+        case 1: TG_COPY_STRIDED(1); break;
+        default: TG_COPY_STRIDED(es);
+        }
+#undef TG_COPY_STRIDED
         return;
     }
     if (c->dst == TG_FLOAT32 && c->src == TG_FLOAT64) {
