@@ -37,6 +37,15 @@ __device__ __forceinline__ double dsin(double x) { return sin(x); }
 __device__ __forceinline__ float dcos(float x) { return cosf(x); }
 __device__ __forceinline__ double dcos(double x) { return cos(x); }
 
+// x^y for integer-valued x and y, as the CPU's (T)pow((double)x, (double)y). glibc's
+// pow is exact whenever the result is representable; CUDA's allows 2 ulp, so
+// 3^2 could come back as 8.999... and truncate to 8. For y >= 0 the exact result is
+// an integer: round to it (exact below 2^51, where 2 ulp < 0.5).
+__device__ __forceinline__ double int_pow(double x, double y) {
+    double r = pow(x, y);
+    return y >= 0 ? rint(r) : r;
+}
+
 struct unary_params {
     tg_unary_kind kind;
     double a, b; // the op's scalar parameters, converted to T in the kernel as the CPU does
@@ -90,7 +99,7 @@ template <typename T> __device__ __forceinline__ T unary_int(const unary_params 
     case TG_UNARY_SIGN: return (T)((x > 0) - (x < 0));
     case TG_UNARY_RELU: return x > 0 ? x : 0;
     case TG_UNARY_SQUARE: return x * x;
-    case TG_UNARY_POW_SCALAR: return (T)pow((double)x, (double)a);
+    case TG_UNARY_POW_SCALAR: return (T)int_pow((double)x, (double)a);
     case TG_UNARY_CLAMP: return (p.a == p.a && x < a) ? a : (p.b == p.b && x > b) ? b : x;
     default: return x;
     }
@@ -116,7 +125,7 @@ template <typename T> __device__ __forceinline__ T binary_arith(tg_binary_kind k
         if constexpr (std::is_floating_point<T>::value)
             return dpow(x, y);
         else
-            return (T)(int64_t)pow((double)x, (double)y);
+            return (T)(int64_t)int_pow((double)x, (double)y);
     default: return x;
     }
 }

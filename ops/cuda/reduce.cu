@@ -90,13 +90,13 @@ template <typename T, typename OUT> struct sum_op {
     typedef T in_t;
     typedef typename tg_acc_type<T>::type acc_t;
     OUT *out;
-    double scale; // 1, or 1/n for a mean
+    double divisor; // 1, or n for a mean (sum / n, the CPU's expression, not sum * (1/n))
     __device__ acc_t identity() const { return 0; }
     __device__ acc_t map(T x, int64_t, int64_t) const { return (acc_t)x; }
     __device__ acc_t combine(acc_t a, acc_t b) const { return a + b; }
     __device__ void write(acc_t a, int64_t o) const {
-        if (scale == 1) out[o] = (OUT)a;
-        else out[o] = (OUT)((double)a * scale);
+        if (divisor == 1) out[o] = (OUT)a;
+        else out[o] = (OUT)((double)a / divisor);
     }
 };
 
@@ -360,7 +360,7 @@ static tg_status run_var(tg_tensor *out, tg_tensor *x, const bool *reduce, doubl
     scratch_doubles mean(device, p.outer_numel);
     if (!mean.ptr) return TG_ERROR;
     const T *xp = (const T *)tg_elem_ptr(x);
-    sum_op<T, double> mean_op = {mean.ptr, 1.0 / (double)p.inner_numel};
+    sum_op<T, double> mean_op = {mean.ptr, (double)p.inner_numel};
     if (launch_reduce("tg_var", p, xp, mean_op, device, stream)) return TG_ERROR;
     var_op<T> op = {(T *)tg_elem_ptr(out), mean.ptr, (double)p.inner_numel - correction};
     return launch_reduce("tg_var", p, xp, op, device, stream);
@@ -413,7 +413,8 @@ extern "C" tg_status tg_cuda_extreme(tg_tensor *values, tg_tensor *indices, tg_t
     case TG_FLOAT64: return run_extreme<double>(values, indices, x, reduce, is_max, stream);
     case TG_INT64: return run_extreme<int64_t>(values, indices, x, reduce, is_max, stream);
     case TG_INT32: return run_extreme<int32_t>(values, indices, x, reduce, is_max, stream);
-    case TG_UINT8: return run_extreme<uint8_t>(values, indices, x, reduce, is_max, stream);
+    case TG_UINT8: case TG_BOOL: /* as the CPU (extreme_u8): bool bytes are 0 or 1 */
+        return run_extreme<uint8_t>(values, indices, x, reduce, is_max, stream);
     default: return tg_error("%s: dtype %s has no CUDA kernel", op, tg_dtype_name(x->dtype));
     }
 }

@@ -19,7 +19,7 @@ tg_status tg_cuda_sum(tg_tensor *out, tg_tensor *x, const bool *reduce) __attrib
 /* Max (is_max) or min over the reduced dims. values (x's dtype) and/or indices (int64,
  * the position of the first extreme element counted row-major over the reduced dims;
  * for one reduced dim, the index along it) may be NULL. NaN wins (propagates), as in
- * PyTorch. Float32/float64/int64/int32/uint8. */
+ * PyTorch. Float32/float64/int64/int32/uint8/bool. */
 tg_status tg_cuda_extreme(tg_tensor *values, tg_tensor *indices, tg_tensor *x, const bool *reduce, bool is_max)
     __attribute__((weak));
 /* out = sum((x - mean)^2) / (N - correction) over the reduced dims (correction 1:

@@ -154,6 +154,25 @@ TEST_F(TgTest, CudaBinaryOpsOnIntegersAndBools) {
     }
 }
 
+// Every power b^e for |b| <= 9, 0 <= e <= 9 is an integer exact in double; CUDA's pow
+// may be 2 ulp off (8.999... for 9), which truncating to an integer would turn into 8.
+TEST_F(TgTest, CudaIntegerPowIsExact) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    CompareOpts o;
+    o.atol = o.rtol = 0;
+    for (tg_dtype dt : {TG_INT64, TG_INT32}) {
+        tg_tensor *base = tg_reshape(tg_arange(-9, 10, 1, tg_opts{dt, TG_CPU, false}), TG_SHAPE(19, 1));
+        tg_tensor *exponent = tg_arange(0, 10, 1, tg_opts{dt, TG_CPU, false});
+        EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_pow(in[0], in[1]); },
+                                    {base, exponent}, o))
+            << tg_dtype_name(dt);
+        for (double e : {2.0, 3.0, 7.0, 9.0})
+            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_pow_scalar(in[0], e); },
+                                        {base}, o))
+                << tg_dtype_name(dt) << " pow_scalar " << e;
+    }
+}
+
 TEST_F(TgTest, CudaMixedDtypesPromoteAsOnCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *a = random_cpu(TG_SHAPE(8, 3), TG_FLOAT32, 1), *b = random_cpu(TG_SHAPE(3), TG_INT64, 2, -5, 5);

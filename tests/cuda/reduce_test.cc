@@ -115,6 +115,24 @@ TEST_F(TgTest, CudaMaxMinArgmaxMatchCpu) {
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_argmax(in[0], 1, false); }, {x}, o));
 }
 
+// The CPU takes max/min/argmax of bool tensors (as uint8); CUDA must too.
+TEST_F(TgTest, CudaMaxMinOfBoolMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = tg_cast(random_cpu(TG_SHAPE(6, 9), TG_UINT8, 3, 0, 2), TG_BOOL);  // about half true
+    CompareOpts o;
+    o.atol = o.rtol = 0;
+    for (int d : {0, 1}) {
+        EXPECT_TRUE(compare_devices(
+            [&](const std::vector<tg_tensor *> &in) { return tg_max_dim(in[0], d, false, nullptr); }, {x}, o))
+            << "max dim " << d;
+        EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_argmin(in[0], d, false); },
+                                    {x}, o))
+            << "argmin dim " << d;
+    }
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_max(in[0]); }, {x}, o));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_min(in[0]); }, {x}, o));
+}
+
 TEST_F(TgTest, CudaMaxPropagatesNanAndTakesFirstIndexOnTies) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = on_cuda(tensor_f32({1, 5, 5, 2, NAN, 3, 0, 0, 0}, TG_SHAPE(3, 3)));
