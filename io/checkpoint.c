@@ -158,9 +158,17 @@ tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
             s = tg_tensor_map_set(ck, full, t);
         }
         if (!s) s = tg_tensor_map_set_metadata(ck, "optim.name", tg_optim_name(opt));
-        char lr[40];
-        snprintf(lr, sizeof lr, "%.17g", tg_optim_get_lr(opt));
+        char lr[40], key[64];
+        snprintf(lr, sizeof lr, "%.17g", tg_optim_get_lr(opt)); /* group 0's, as files before groups */
         if (!s) s = tg_tensor_map_set_metadata(ck, "optim.lr", lr);
+        if (!s) s = set_meta_i64(ck, "optim.groups", tg_optim_num_groups(opt));
+        for (int g = 0; g < tg_optim_num_groups(opt) && !s; g++) {
+            snprintf(key, sizeof key, "optim.group.%d.params", g);
+            s = set_meta_i64(ck, key, tg_optim_group_num_params(opt, g));
+            snprintf(key, sizeof key, "optim.group.%d.lr", g);
+            snprintf(lr, sizeof lr, "%.17g", tg_optim_get_group_lr(opt, g));
+            if (!s) s = tg_tensor_map_set_metadata(ck, key, lr);
+        }
     }
     tg_rng_state rng = tg_rng_get_state();
     if (!s) s = tg_tensor_map_set_metadata(ck, "tapegrad.checkpoint", "1");
@@ -188,6 +196,54 @@ static bool meta_number(const char *op, const char *path, const tg_tensor_map *m
     return false;
 }
 
+/* Parses a metadata value written with %.17g; false (with an error) when absent or malformed. */
+static bool meta_double(const char *op, const char *path, const tg_tensor_map *m, const char *key, double *out) {
+    const char *v = tg_tensor_map_metadata(m, key);
+    char *end = NULL;
+    if (v && *v) {
+        *out = strtod(v, &end);
+        if (end && *end == '\0') return true;
+    }
+    tg_error("%s: %s: metadata \"%s\" is %s", op, path, key, v ? "not a number" : "missing");
+    return false;
+}
+
+/* The per-group lrs of a file with "optim.groups" (its groups must match the
+ * optimizer's, as torch.optim.Optimizer.load_state_dict checks), or NULL with
+ * *has_groups false for a file written before parameter groups. NULL + error on a
+ * mismatch. The caller frees the array. */
+static double *read_group_lrs(const char *op, const char *path, const tg_tensor_map *ck, tg_optim *opt,
+                              bool *has_groups) {
+    *has_groups = tg_tensor_map_metadata(ck, "optim.groups") != NULL;
+    if (!*has_groups) return NULL;
+    uint64_t groups;
+    if (!meta_number(op, path, ck, "optim.groups", true, &groups)) return NULL;
+    if ((int64_t)groups != tg_optim_num_groups(opt)) {
+        tg_error("%s: %s holds %lld parameter groups, but the optimizer (%s) has %d", op, path, (long long)groups,
+                 tg_optim_name(opt), tg_optim_num_groups(opt));
+        return NULL;
+    }
+    double *lrs = malloc((groups ? groups : 1) * sizeof(double));
+    TG_ASSERT(lrs != NULL);
+    for (int g = 0; g < (int)groups; g++) {
+        char key[64];
+        uint64_t count;
+        snprintf(key, sizeof key, "optim.group.%d.params", g);
+        if (!meta_number(op, path, ck, key, true, &count)) goto fail;
+        if ((int64_t)count != tg_optim_group_num_params(opt, g)) {
+            tg_error("%s: %s: parameter group %d has %lld parameters in the file, %d in the optimizer (%s)", op,
+                     path, g, (long long)count, tg_optim_group_num_params(opt, g), tg_optim_name(opt));
+            goto fail;
+        }
+        snprintf(key, sizeof key, "optim.group.%d.lr", g);
+        if (!meta_double(op, path, ck, key, &lrs[g])) goto fail;
+    }
+    return lrs;
+fail:
+    free(lrs);
+    return NULL;
+}
+
 tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                              tg_checkpoint_info *info) {
     const char *op = "tg_load_checkpoint";
@@ -197,6 +253,8 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
     tg_status s = TG_ERROR;
     uint64_t step, epoch, seed, offset;
     tg_tensor_map *model_state = NULL;
+    double *group_lrs = NULL;
+    bool has_groups = false;
     const char *kind = tg_tensor_map_metadata(ck, "tapegrad.checkpoint");
     if (!kind || strcmp(kind, "1") != 0) {
         tg_error("%s: %s is not a tapegrad checkpoint (no \"tapegrad.checkpoint\" metadata; "
@@ -220,6 +278,8 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                      tg_optim_name(opt));
             goto done;
         }
+        group_lrs = read_group_lrs(op, path, ck, opt, &has_groups);
+        if (has_groups && !group_lrs) goto done;
     }
     model_state = tg_tensor_map_select(ck, "model.");
     if (!model_state || tg_module_load_state_map(model, model_state, true, path)) goto done;
@@ -231,13 +291,18 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                 s = tg_optim_state_set(opt, name + 6, tg_tensor_map_tensor(ck, i));
         }
         const char *lr = tg_tensor_map_metadata(ck, "optim.lr");
-        if (!s && lr) tg_optim_set_lr(opt, strtod(lr, NULL));
+        if (!s && has_groups) {
+            for (int g = 0; g < tg_optim_num_groups(opt) && !s; g++) s = tg_optim_set_group_lr(opt, g, group_lrs[g]);
+        } else if (!s && lr) {
+            tg_optim_set_lr(opt, strtod(lr, NULL)); /* a file from before parameter groups: every group */
+        }
     }
     if (!s) {
         tg_rng_set_state((tg_rng_state){.seed = seed, .offset = offset});
         if (info) *info = (tg_checkpoint_info){.step = (int64_t)step, .epoch = (int64_t)epoch};
     }
 done:
+    free(group_lrs);
     tg_tensor_map_free(model_state);
     tg_tensor_map_free(ck);
     return s;

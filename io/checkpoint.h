@@ -14,8 +14,12 @@
  *
  * A checkpoint holds "model.<name>" for the state dict, "optim.state.<i>.<key>" for
  * the optimizer's per-parameter state (optim/optim.h's names), and metadata:
- * "tapegrad.checkpoint" = "1", "step", "epoch", "optim.name", "optim.lr" and the RNG
- * state "rng.seed", "rng.offset" (core/rng.h), all decimal strings.
+ * "tapegrad.checkpoint" = "1", "step", "epoch", "optim.name", "optim.lr" (group 0's
+ * lr), "optim.groups" (the number of parameter groups) and, per group g,
+ * "optim.group.<g>.params" (its parameter count) and "optim.group.<g>.lr", and the
+ * RNG state "rng.seed", "rng.offset" (core/rng.h), all decimal strings. Files
+ * written before parameter groups have no "optim.groups": loading one sets every
+ * group's lr to "optim.lr".
  *
  * Loading is all or nothing: every name, shape and dtype is checked first, every
  * problem is reported in ONE message, and nothing is modified unless all is well.
@@ -66,10 +70,12 @@ typedef struct {
 tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                              tg_checkpoint_info info);
 /* Restores what tg_save_checkpoint wrote: the model strictly, the optimizer (when
- * opt is not NULL: its kind must match and its state entries must fit), the lr, the
- * RNG state, and *info (when not NULL). Fails without modifying anything when the
- * file is not a tapegrad checkpoint or the model part does not match; an optimizer
- * state that does not fit is reported after the model has been restored. */
+ * opt is not NULL: its kind must match, its parameter groups must have the file's
+ * number and sizes, as PyTorch's load_state_dict checks, and its state entries must
+ * fit), each group's lr, the RNG state, and *info (when not NULL). Fails without
+ * modifying anything when the file is not a tapegrad checkpoint, the groups or the
+ * model part do not match; an optimizer state that does not fit is reported after
+ * the model has been restored. */
 tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                              tg_checkpoint_info *info);
 

@@ -1,6 +1,7 @@
-/* SGD, Adam, AdamW, RMSprop: construction, per-parameter state, and the step that
- * checks each parameter and hands it to one fused update (optim/kernels.c on the
- * CPU, ops/cuda/optim.h on CUDA). See optim/optim.h. */
+/* SGD, Adam, AdamW, RMSprop: construction, parameter groups, per-parameter state,
+ * and the step that checks each parameter and hands it, with its group's
+ * hyper-parameters, to one fused update (optim/kernels.c on the CPU,
+ * ops/cuda/optim.h on CUDA). See optim/optim.h. */
 #include "optim/optim.h"
 
 #include <math.h>
@@ -24,21 +25,35 @@ typedef enum { KIND_SGD, KIND_ADAM, KIND_ADAMW, KIND_RMSPROP } optim_kind;
 typedef struct {
     bool initialised; /* the tensors exist */
     bool written;     /* a step or tg_optim_state_set has filled them (SGD's first step copies d_p) */
-    tg_tensor *t[MAX_KEYS]; /* owned; indexed like tg_optim.keys */
+    tg_tensor *t[MAX_KEYS]; /* owned; indexed like the group's keys */
 } param_state;
+
+/* One param_groups entry's hyper-parameters (those a schedule or a group may change). */
+typedef struct {
+    double lr, momentum, dampening, weight_decay, beta1, beta2, eps, alpha;
+} hyper;
+
+typedef struct {
+    hyper h;
+    int first, count; /* its parameters: params[first .. first + count) */
+    int num_keys;
+    const char *keys[MAX_KEYS]; /* the state_dict keys this group's parameters have, in PyTorch's order */
+} param_group;
 
 struct tg_optim {
     optim_kind kind;
     const char *name;
-    double lr, momentum, dampening, weight_decay, beta1, beta2, eps, alpha;
+    hyper defaults; /* optimizer.defaults: what a new group inherits */
     bool nesterov, amsgrad, centered, maximize;
     int count;
-    tg_tensor **params; /* owned references */
+    tg_tensor **params; /* owned references, group by group */
     param_state *state;
-    int num_keys;
-    const char *keys[MAX_KEYS]; /* the state_dict keys this configuration has, in PyTorch's order */
-    int step_key;               /* index of "step" in keys, or -1 (SGD) */
-    char name_buf[96];          /* tg_optim_state_get's names */
+    int *group_of;      /* [count] */
+    int capacity;       /* of params, state, group_of */
+    param_group *groups;
+    int num_groups;
+    int step_key;       /* index of "step" in every group's keys, or -1 (SGD) */
+    char name_buf[96];  /* tg_optim_state_get's names */
 };
 
 /* Option fields whose zero means "default"; TG_ZERO (-0.0) means a real zero. */
@@ -47,49 +62,111 @@ static double or_default(double v, double dflt) {
     return v;
 }
 
-static int key_index(const tg_optim *opt, const char *key) {
-    for (int j = 0; j < opt->num_keys; j++)
-        if (!strcmp(opt->keys[j], key)) return j;
+static int key_index(const param_group *g, const char *key) {
+    for (int j = 0; j < g->num_keys; j++)
+        if (!strcmp(g->keys[j], key)) return j;
     return -1;
 }
 
-static tg_optim *make(optim_kind kind, const char *name, tg_tensor *const *params, int count) {
-    if (count < 0 || (count > 0 && !params)) {
-        tg_error("%s: invalid parameter list (count %d)", name, count);
-        return NULL;
-    }
+static const param_group *group_of_param(const tg_optim *opt, int i) { return &opt->groups[opt->group_of[i]]; }
+
+/* Checks a list of new parameters: each a floating leaf requiring grad, none twice,
+ * none already in the optimizer. `op` prefixes the message. */
+static tg_status check_new_params(const tg_optim *opt, const char *op, tg_tensor *const *params, int count) {
+    if (count < 0 || (count > 0 && !params)) return tg_error("%s: invalid parameter list (count %d)", op, count);
     for (int i = 0; i < count; i++) {
         if (!params[i]) {
-            if (!tg_has_error()) tg_error("%s: parameter %d is NULL", name, i);
-            return NULL;
+            if (!tg_has_error()) tg_error("%s: parameter %d is NULL", op, i);
+            return TG_ERROR;
         }
         if (!tg_dtype_is_floating(tg_dtype_of(params[i])) || !tg_is_leaf(params[i]) ||
-            !tg_get_requires_grad(params[i])) {
-            tg_error("%s: parameter %d must be a floating leaf tensor that requires grad (got %s%s%s)", name, i,
-                     tg_dtype_name(tg_dtype_of(params[i])), tg_is_leaf(params[i]) ? "" : ", not a leaf",
-                     tg_get_requires_grad(params[i]) ? "" : ", requires_grad false");
-            return NULL;
-        }
+            !tg_get_requires_grad(params[i]))
+            return tg_error("%s: parameter %d must be a floating leaf tensor that requires grad (got %s%s%s)", op, i,
+                            tg_dtype_name(tg_dtype_of(params[i])), tg_is_leaf(params[i]) ? "" : ", not a leaf",
+                            tg_get_requires_grad(params[i]) ? "" : ", requires_grad false");
         for (int j = 0; j < i; j++)
-            if (params[j] == params[i]) {
-                tg_error("%s: parameter %d appears twice (also at %d)", name, i, j);
-                return NULL;
-            }
+            if (params[j] == params[i]) return tg_error("%s: parameter %d appears twice (also at %d)", op, i, j);
+        for (int j = 0; opt && j < opt->count; j++)
+            if (opt->params[j] == params[i])
+                return tg_error("%s: parameter %d is already in parameter group %d (as parameter %d); a parameter "
+                                "may be in one group only (PyTorch: \"some parameters appear in more than one "
+                                "parameter group\")", op, i, opt->group_of[j], j);
     }
+    return TG_OK;
+}
+
+static void reserve(tg_optim *opt, int total) {
+    if (total <= opt->capacity) return;
+    int cap = opt->capacity ? opt->capacity : 4;
+    while (cap < total) cap *= 2;
+    opt->params = realloc(opt->params, (size_t)cap * sizeof *opt->params);
+    opt->state = realloc(opt->state, (size_t)cap * sizeof *opt->state);
+    opt->group_of = realloc(opt->group_of, (size_t)cap * sizeof *opt->group_of);
+    TG_ASSERT(opt->params && opt->state && opt->group_of);
+    memset(opt->state + opt->capacity, 0, (size_t)(cap - opt->capacity) * sizeof *opt->state);
+    opt->capacity = cap;
+}
+
+static void add_key(param_group *g, const char *key) { g->keys[g->num_keys++] = key; }
+
+/* The state keys of a group with hyper-parameters h, in the order PyTorch creates them. */
+static void set_keys(const tg_optim *opt, param_group *g) {
+    g->num_keys = 0;
+    switch (opt->kind) {
+    case KIND_SGD:
+        if (g->h.momentum != 0) add_key(g, "momentum_buffer");
+        break;
+    case KIND_ADAM:
+    case KIND_ADAMW:
+        add_key(g, "step");
+        add_key(g, "exp_avg");
+        add_key(g, "exp_avg_sq");
+        if (opt->amsgrad) add_key(g, "max_exp_avg_sq");
+        break;
+    case KIND_RMSPROP:
+        add_key(g, "step");
+        add_key(g, "square_avg");
+        if (g->h.momentum > 0) add_key(g, "momentum_buffer");
+        if (opt->centered) add_key(g, "grad_avg");
+        break;
+    }
+}
+
+/* Appends a group (params already checked) with hyper-parameters h. */
+static void append_group(tg_optim *opt, tg_tensor *const *params, int count, hyper h) {
+    opt->groups = realloc(opt->groups, (size_t)(opt->num_groups + 1) * sizeof *opt->groups);
+    TG_ASSERT(opt->groups != NULL);
+    param_group *g = &opt->groups[opt->num_groups];
+    memset(g, 0, sizeof *g);
+    g->h = h;
+    g->first = opt->count;
+    g->count = count;
+    set_keys(opt, g);
+    reserve(opt, opt->count + count);
+    for (int i = 0; i < count; i++) {
+        opt->params[opt->count + i] = tg_retain(params[i]);
+        opt->group_of[opt->count + i] = opt->num_groups;
+        memset(&opt->state[opt->count + i], 0, sizeof opt->state[0]);
+    }
+    opt->count += count;
+    opt->num_groups++;
+}
+
+static tg_optim *make(optim_kind kind, const char *name, tg_tensor *const *params, int count) {
+    if (check_new_params(NULL, name, params, count)) return NULL;
     tg_optim *opt = calloc(1, sizeof *opt);
     TG_ASSERT(opt != NULL);
     opt->kind = kind;
     opt->name = name;
-    opt->count = count;
-    opt->params = calloc((size_t)(count ? count : 1), sizeof *opt->params);
-    opt->state = calloc((size_t)(count ? count : 1), sizeof *opt->state);
-    TG_ASSERT(opt->params && opt->state);
-    for (int i = 0; i < count; i++) opt->params[i] = tg_retain(params[i]);
-    opt->step_key = -1;
+    opt->step_key = kind == KIND_SGD ? -1 : 0;
     return opt;
 }
 
-static void add_key(tg_optim *opt, const char *key) { opt->keys[opt->num_keys++] = key; }
+/* The constructors end here: group 0 from the defaults. */
+static tg_optim *finish(tg_optim *opt, tg_tensor *const *params, int count) {
+    append_group(opt, params, count, opt->defaults);
+    return opt;
+}
 
 static tg_tensor *const *model_params(tg_module *model, const char *name, int *count) {
     *count = 0;
@@ -116,14 +193,11 @@ tg_optim *tg_sgd_params(tg_tensor *const *params, int count, tg_sgd_opts o) {
     }
     tg_optim *opt = make(KIND_SGD, "SGD", params, count);
     if (!opt) return NULL;
-    opt->lr = fabs(o.lr);
-    opt->momentum = o.momentum;
-    opt->dampening = o.dampening;
-    opt->weight_decay = o.weight_decay;
+    opt->defaults = (hyper){.lr = fabs(o.lr), .momentum = o.momentum, .dampening = o.dampening,
+                            .weight_decay = o.weight_decay};
     opt->nesterov = o.nesterov;
     opt->maximize = o.maximize;
-    if (o.momentum != 0) add_key(opt, "momentum_buffer");
-    return opt;
+    return finish(opt, params, count);
 }
 
 tg_optim *tg_sgd(tg_module *model, tg_sgd_opts opts) {
@@ -142,19 +216,10 @@ static tg_optim *make_adam(optim_kind kind, const char *name, tg_tensor *const *
     }
     tg_optim *opt = make(kind, name, params, count);
     if (!opt) return NULL;
-    opt->lr = lr;
-    opt->beta1 = b1;
-    opt->beta2 = b2;
-    opt->eps = eps;
-    opt->weight_decay = wd;
+    opt->defaults = (hyper){.lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .weight_decay = wd};
     opt->amsgrad = o.amsgrad;
     opt->maximize = o.maximize;
-    opt->step_key = 0;
-    add_key(opt, "step");
-    add_key(opt, "exp_avg");
-    add_key(opt, "exp_avg_sq");
-    if (o.amsgrad) add_key(opt, "max_exp_avg_sq");
-    return opt;
+    return finish(opt, params, count);
 }
 
 tg_optim *tg_adam_params(tg_tensor *const *params, int count, tg_adam_opts opts) {
@@ -183,19 +248,11 @@ tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts
     }
     tg_optim *opt = make(KIND_RMSPROP, "RMSprop", params, count);
     if (!opt) return NULL;
-    opt->lr = lr;
-    opt->alpha = alpha;
-    opt->eps = eps;
-    opt->weight_decay = o.weight_decay;
-    opt->momentum = o.momentum;
+    opt->defaults = (hyper){.lr = lr, .alpha = alpha, .eps = eps, .weight_decay = o.weight_decay,
+                            .momentum = o.momentum};
     opt->centered = o.centered;
     opt->maximize = o.maximize;
-    opt->step_key = 0;
-    add_key(opt, "step");
-    add_key(opt, "square_avg");
-    if (o.momentum > 0) add_key(opt, "momentum_buffer");
-    if (o.centered) add_key(opt, "grad_avg");
-    return opt;
+    return finish(opt, params, count);
 }
 tg_optim *tg_rmsprop(tg_module *model, tg_rmsprop_opts opts) {
     int n;
@@ -211,9 +268,10 @@ static tg_status init_state(tg_optim *opt, int i) {
     param_state *s = &opt->state[i];
     if (s->initialised) return TG_OK;
     tg_tensor *p = opt->params[i];
+    const param_group *g = group_of_param(opt, i);
     tg_status status = TG_OK;
     TG_SCOPE {
-        for (int j = 0; j < opt->num_keys && !status; j++) {
+        for (int j = 0; j < g->num_keys && !status; j++) {
             tg_tensor *t;
             if (j == opt->step_key)
                 t = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT32});
@@ -240,7 +298,7 @@ int tg_optim_state_count(tg_optim *opt) {
     if (!opt) return 0;
     int n = 0;
     for (int i = 0; i < opt->count; i++)
-        if (opt->state[i].initialised) n += opt->num_keys;
+        if (opt->state[i].initialised) n += group_of_param(opt, i)->num_keys;
     return n;
 }
 
@@ -249,13 +307,14 @@ tg_status tg_optim_state_get(tg_optim *opt, int index, const char **name, tg_ten
     int k = index;
     for (int i = 0; i < opt->count && k >= 0; i++) {
         if (!opt->state[i].initialised) continue;
-        if (k < opt->num_keys) {
-            snprintf(opt->name_buf, sizeof opt->name_buf, "state.%d.%s", i, opt->keys[k]);
+        const param_group *g = group_of_param(opt, i);
+        if (k < g->num_keys) {
+            snprintf(opt->name_buf, sizeof opt->name_buf, "state.%d.%s", i, g->keys[k]);
             if (name) *name = opt->name_buf;
             if (tensor) *tensor = opt->state[i].t[k];
             return TG_OK;
         }
-        k -= opt->num_keys;
+        k -= g->num_keys;
     }
     return tg_error("tg_optim_state_get (%s): entry %d out of range (%d entries)", opt->name, index,
                     tg_optim_state_count(opt));
@@ -272,10 +331,10 @@ tg_status tg_optim_state_set(tg_optim *opt, const char *name, tg_tensor *value) 
     if (i < 0 || i >= opt->count)
         return tg_error("tg_optim_state_set (%s): \"%s\": parameter index %d out of range (%d parameters)",
                         opt->name, name, i, opt->count);
-    int j = key_index(opt, key);
+    int j = key_index(group_of_param(opt, i), key);
     if (j < 0)
-        return tg_error("tg_optim_state_set (%s): \"%s\": this optimizer's configuration has no state \"%s\"",
-                        opt->name, name, key);
+        return tg_error("tg_optim_state_set (%s): \"%s\": this optimizer's configuration has no state \"%s\" "
+                        "(parameter %d is in group %d)", opt->name, name, key, i, opt->group_of[i]);
     if (init_state(opt, i)) return TG_ERROR;
     tg_tensor *dst = opt->state[i].t[j];
     if (tg_numel(value) != tg_numel(dst)) {
@@ -308,13 +367,14 @@ static tg_status check_grad(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
         return tg_error("%s.step: parameter %d is %s; only float32 and float64 are updated", opt->name, i,
                         tg_dtype_name(tg_dtype_of(p)));
     param_state *s = &opt->state[i];
-    for (int j = 0; j < opt->num_keys; j++) {
+    const param_group *group = group_of_param(opt, i);
+    for (int j = 0; j < group->num_keys; j++) {
         if (j == opt->step_key) continue;
         if (!tg_device_equal(tg_device_of(s->t[j]), tg_device_of(p)) || tg_dtype_of(s->t[j]) != tg_dtype_of(p) ||
             !tg_is_contiguous(s->t[j]))
             return tg_error("%s.step: state \"%s\" of parameter %d is %s on %s but the parameter is %s on %s (move "
                             "the model before making the optimizer)",
-                            opt->name, opt->keys[j], i, tg_dtype_name(tg_dtype_of(s->t[j])),
+                            opt->name, group->keys[j], i, tg_dtype_name(tg_dtype_of(s->t[j])),
                             tg_device_str(tg_device_of(s->t[j]), da), tg_dtype_name(tg_dtype_of(p)),
                             tg_device_str(tg_device_of(p), db));
     }
@@ -322,7 +382,7 @@ static tg_status check_grad(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
 }
 
 static tg_tensor *slot(tg_optim *opt, int i, const char *key) {
-    int j = key_index(opt, key);
+    int j = key_index(group_of_param(opt, i), key);
     return j < 0 ? NULL : opt->state[i].t[j];
 }
 
@@ -332,6 +392,7 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
     bool cuda = tg_device_of(p).kind == TG_DEVICE_CUDA;
     bool f64 = tg_dtype_of(p) == TG_FLOAT64;
     int64_t n = tg_numel(p);
+    const hyper *h = &group_of_param(opt, i)->h;
     double step = 0;
     if (opt->step_key >= 0) {
         float *counter = tg_data_ptr(opt->state[i].t[opt->step_key]); /* step_t += 1 */
@@ -343,9 +404,9 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
         tg_tensor *buf = slot(opt, i, "momentum_buffer");
         bool first = buf && !opt->state[i].written;
         if (cuda)
-            return TG_CUDA_CALL("SGD.step", tg_cuda_sgd_step, p, g, buf, first, opt->lr, opt->momentum,
-                                opt->dampening, opt->weight_decay, opt->nesterov, opt->maximize);
-        tg_sgd_args args = {opt->lr, opt->momentum, opt->dampening, opt->weight_decay, opt->nesterov,
+            return TG_CUDA_CALL("SGD.step", tg_cuda_sgd_step, p, g, buf, first, h->lr, h->momentum, h->dampening,
+                                h->weight_decay, opt->nesterov, opt->maximize);
+        tg_sgd_args args = {h->lr, h->momentum, h->dampening, h->weight_decay, opt->nesterov,
                             opt->maximize, first};
         if (f64) tg_sgd_kernel_f64(tg_data_ptr(p), tg_data_ptr(g), data_or_null(buf), n, args);
         else tg_sgd_kernel_f32(tg_data_ptr(p), tg_data_ptr(g), data_or_null(buf), n, args);
@@ -354,14 +415,14 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
     case KIND_ADAM:
     case KIND_ADAMW: {
         /* torch/optim/adam.py, adamw.py (non-capturable): the bias corrections in double. */
-        double bc1 = 1 - pow(opt->beta1, step), bc2_sqrt = sqrt(1 - pow(opt->beta2, step));
+        double bc1 = 1 - pow(h->beta1, step), bc2_sqrt = sqrt(1 - pow(h->beta2, step));
         tg_tensor *m = slot(opt, i, "exp_avg"), *v = slot(opt, i, "exp_avg_sq"), *vmax = slot(opt, i, "max_exp_avg_sq");
         bool decoupled = opt->kind == KIND_ADAMW;
         if (cuda)
-            return TG_CUDA_CALL(decoupled ? "AdamW.step" : "Adam.step", tg_cuda_adam_step, p, g, m, v, vmax, opt->lr,
-                                opt->beta1, opt->beta2, opt->eps, opt->weight_decay, bc1, bc2_sqrt, opt->amsgrad,
+            return TG_CUDA_CALL(decoupled ? "AdamW.step" : "Adam.step", tg_cuda_adam_step, p, g, m, v, vmax, h->lr,
+                                h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt, opt->amsgrad,
                                 decoupled, opt->maximize);
-        tg_adam_args args = {opt->lr, opt->beta1, opt->beta2, opt->eps, opt->weight_decay, bc1, bc2_sqrt,
+        tg_adam_args args = {h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt,
                              opt->amsgrad, decoupled, opt->maximize};
         if (f64)
             tg_adam_kernel_f64(tg_data_ptr(p), tg_data_ptr(g), tg_data_ptr(m), tg_data_ptr(v), data_or_null(vmax), n,
@@ -374,9 +435,9 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
     case KIND_RMSPROP: {
         tg_tensor *sq = slot(opt, i, "square_avg"), *ga = slot(opt, i, "grad_avg"), *buf = slot(opt, i, "momentum_buffer");
         if (cuda)
-            return TG_CUDA_CALL("RMSprop.step", tg_cuda_rmsprop_step, p, g, sq, ga, buf, opt->lr, opt->alpha, opt->eps,
-                                opt->weight_decay, opt->momentum, opt->centered, opt->maximize);
-        tg_rmsprop_args args = {opt->lr, opt->alpha, opt->eps, opt->weight_decay, opt->momentum, opt->centered,
+            return TG_CUDA_CALL("RMSprop.step", tg_cuda_rmsprop_step, p, g, sq, ga, buf, h->lr, h->alpha, h->eps,
+                                h->weight_decay, h->momentum, opt->centered, opt->maximize);
+        tg_rmsprop_args args = {h->lr, h->alpha, h->eps, h->weight_decay, h->momentum, opt->centered,
                                 opt->maximize};
         if (f64)
             tg_rmsprop_kernel_f64(tg_data_ptr(p), tg_data_ptr(g), tg_data_ptr(sq), data_or_null(ga),
@@ -406,7 +467,7 @@ tg_status tg_optim_step(tg_optim *opt) {
             if (!status) {
                 opt->state[i].written = true;
                 tg_bump_version(p);
-                for (int j = 0; j < opt->num_keys; j++) tg_bump_version(opt->state[i].t[j]);
+                for (int j = 0; j < group_of_param(opt, i)->num_keys; j++) tg_bump_version(opt->state[i].t[j]);
             }
         }
     }
@@ -430,10 +491,127 @@ void tg_optim_zero_grad(tg_optim *opt) {
     for (int i = 0; i < opt->count; i++) tg_zero_grad(opt->params[i]);
 }
 
-void tg_optim_set_lr(tg_optim *opt, double lr) {
-    if (opt) opt->lr = lr;
+/* ---- parameter groups ---- */
+
+/* Group options: unset (+0) inherits the default (or_default), TG_ZERO (-0.0) is a real zero. */
+static bool is_set(double v) { return v != 0 || signbit(v); }
+
+tg_status tg_optim_add_param_group(tg_optim *opt, tg_tensor *const *params, int count, tg_param_group_opts o) {
+    if (!opt) return tg_error("tg_optim_add_param_group: optimizer is NULL");
+    char op[64];
+    snprintf(op, sizeof op, "%s.add_param_group", opt->name);
+    bool sgd = opt->kind == KIND_SGD, adam = opt->kind == KIND_ADAM || opt->kind == KIND_ADAMW,
+         rms = opt->kind == KIND_RMSPROP;
+    const char *foreign = !sgd && !rms && is_set(o.momentum)           ? "momentum"
+                          : !sgd && is_set(o.dampening)                ? "dampening"
+                          : !adam && (is_set(o.betas[0]) || is_set(o.betas[1])) ? "betas"
+                          : sgd && is_set(o.eps)                       ? "eps"
+                          : !rms && is_set(o.alpha)                    ? "alpha"
+                                                                       : NULL;
+    if (foreign) return tg_error("%s: %s has no option %s", op, opt->name, foreign);
+    const hyper *d = &opt->defaults;
+    hyper h = {
+        .lr = or_default(o.lr, d->lr),
+        .weight_decay = or_default(o.weight_decay, d->weight_decay),
+        .momentum = or_default(o.momentum, d->momentum),
+        .dampening = or_default(o.dampening, d->dampening),
+        .beta1 = or_default(o.betas[0], d->beta1),
+        .beta2 = or_default(o.betas[1], d->beta2),
+        .eps = or_default(o.eps, d->eps),
+        .alpha = or_default(o.alpha, d->alpha),
+    };
+    if (!(h.lr >= 0) || !(h.weight_decay >= 0) || !(h.momentum >= 0) || !(h.eps >= 0) || !(h.alpha >= 0))
+        return tg_error("%s: invalid options lr=%g, weight_decay=%g, momentum=%g, eps=%g, alpha=%g (must be "
+                        "non-negative)", op, h.lr, h.weight_decay, h.momentum, h.eps, h.alpha);
+    if (adam && !(h.beta1 >= 0 && h.beta1 < 1 && h.beta2 >= 0 && h.beta2 < 1))
+        return tg_error("%s: invalid betas (%g, %g): must be in [0, 1)", op, h.beta1, h.beta2);
+    if (sgd && opt->nesterov && (h.momentum <= 0 || h.dampening != 0))
+        return tg_error("%s: Nesterov momentum requires a momentum and zero dampening (momentum=%g, dampening=%g)",
+                        op, h.momentum, h.dampening);
+    if (check_new_params(opt, op, params, count)) return TG_ERROR;
+    append_group(opt, params, count, h);
+    return TG_OK;
 }
-double tg_optim_get_lr(const tg_optim *opt) { return opt ? opt->lr : NAN; }
+
+int tg_optim_num_groups(const tg_optim *opt) { return opt ? opt->num_groups : 0; }
+
+static bool group_ok(const tg_optim *opt, int g) { return opt && g >= 0 && g < opt->num_groups; }
+
+int tg_optim_group_first_param(const tg_optim *opt, int g) { return group_ok(opt, g) ? opt->groups[g].first : -1; }
+int tg_optim_group_num_params(const tg_optim *opt, int g) { return group_ok(opt, g) ? opt->groups[g].count : 0; }
+int tg_optim_param_group(const tg_optim *opt, int i) {
+    return opt && i >= 0 && i < opt->count ? opt->group_of[i] : -1;
+}
+
+tg_param_group_opts tg_optim_group_opts(const tg_optim *opt, int g) {
+    tg_param_group_opts o = {0};
+    if (!group_ok(opt, g)) return o;
+    const hyper *h = &opt->groups[g].h;
+    o.lr = h->lr;
+    o.weight_decay = h->weight_decay;
+    switch (opt->kind) {
+    case KIND_SGD:
+        o.momentum = h->momentum;
+        o.dampening = h->dampening;
+        break;
+    case KIND_ADAM:
+    case KIND_ADAMW:
+        o.betas[0] = h->beta1;
+        o.betas[1] = h->beta2;
+        o.eps = h->eps;
+        break;
+    case KIND_RMSPROP:
+        o.momentum = h->momentum;
+        o.eps = h->eps;
+        o.alpha = h->alpha;
+        break;
+    }
+    return o;
+}
+
+static tg_status bad_group(const tg_optim *opt, const char *op, int g) {
+    if (!opt) return tg_error("%s: optimizer is NULL", op);
+    return tg_error("%s (%s): group %d out of range (%d groups)", op, opt->name, g, opt->num_groups);
+}
+
+tg_status tg_optim_set_group_lr(tg_optim *opt, int g, double lr) {
+    if (!group_ok(opt, g)) return bad_group(opt, "tg_optim_set_group_lr", g);
+    opt->groups[g].h.lr = lr;
+    return TG_OK;
+}
+
+double tg_optim_get_group_lr(const tg_optim *opt, int g) { return group_ok(opt, g) ? opt->groups[g].h.lr : NAN; }
+
+tg_status tg_optim_set_group_momentum(tg_optim *opt, int g, double momentum) {
+    const char *op = "tg_optim_set_group_momentum";
+    if (!group_ok(opt, g)) return bad_group(opt, op, g);
+    param_group *group = &opt->groups[g];
+    if (opt->kind == KIND_ADAM || opt->kind == KIND_ADAMW) {
+        if (!(momentum >= 0 && momentum < 1))
+            return tg_error("%s (%s): beta1 must be in [0, 1), got %g", op, opt->name, momentum);
+        group->h.beta1 = momentum;
+        return TG_OK;
+    }
+    if (!(momentum >= 0)) return tg_error("%s (%s): momentum must be non-negative, got %g", op, opt->name, momentum);
+    bool has_buffer = key_index(group, "momentum_buffer") >= 0;
+    if (has_buffer != (momentum > 0))
+        return tg_error("%s (%s): group %d was made %s momentum, so its momentum stays %s (got %g): whether a "
+                        "group keeps a momentum buffer is fixed when the group is made",
+                        op, opt->name, g, has_buffer ? "with" : "without", has_buffer ? "positive" : "0", momentum);
+    group->h.momentum = momentum;
+    return TG_OK;
+}
+
+double tg_optim_get_group_momentum(const tg_optim *opt, int g) {
+    if (!group_ok(opt, g)) return NAN;
+    return opt->kind == KIND_ADAM || opt->kind == KIND_ADAMW ? opt->groups[g].h.beta1 : opt->groups[g].h.momentum;
+}
+
+void tg_optim_set_lr(tg_optim *opt, double lr) {
+    if (!opt) return;
+    for (int g = 0; g < opt->num_groups; g++) opt->groups[g].h.lr = lr;
+}
+double tg_optim_get_lr(const tg_optim *opt) { return opt && opt->num_groups ? opt->groups[0].h.lr : NAN; }
 const char *tg_optim_name(const tg_optim *opt) { return opt ? opt->name : NULL; }
 int tg_optim_num_params(const tg_optim *opt) { return opt ? opt->count : 0; }
 tg_tensor *tg_optim_param(const tg_optim *opt, int i) {
@@ -448,5 +626,7 @@ void tg_optim_free(tg_optim *opt) {
     }
     free(opt->params);
     free(opt->state);
+    free(opt->group_of);
+    free(opt->groups);
     free(opt);
 }

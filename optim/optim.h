@@ -13,8 +13,11 @@
  *     tg_optim_free(opt);
  *
  * An optimizer holds a reference to each of its parameters (so it may be freed
- * before or after the model) and owns its state tensors. One parameter group: one
- * learning rate and set of hyper-parameters for all parameters.
+ * before or after the model) and owns its state tensors. Parameters come in groups
+ * (optimizer.param_groups): the constructor makes group 0 from its options, and
+ * tg_optim_add_param_group adds groups with their own lr, weight_decay, momentum,
+ * betas, ... (see below); parameter indices run on across groups, as in PyTorch's
+ * state_dict.
  * Updates run without recording (no grad) and in place: on the CPU one fused loop
  * per parameter (OpenMP for large ones), on CUDA one fused kernel per parameter
  * (ops/cuda/optim.h). Parameters without a gradient are skipped, as in PyTorch.
@@ -70,6 +73,52 @@ tg_optim *tg_adamw_params(tg_tensor *const *params, int count, tg_adamw_opts opt
 tg_optim *tg_rmsprop(tg_module *model, tg_rmsprop_opts opts);
 tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts opts);
 
+/* ---- parameter groups (optimizer.param_groups, optimizer.add_param_group) ----
+ * Options of a new group. Zero fields inherit the optimizer's defaults (the options
+ * given to the constructor, not group 0's current values, as PyTorch's
+ * optimizer.defaults); TG_ZERO (-0.0) means a real zero (e.g. no weight decay on
+ * biases). A field that the optimizer does not have (betas for SGD) must be left 0.
+ * nesterov, amsgrad, centered and maximize are the optimizer's, for every group. */
+typedef struct {
+    double lr, weight_decay;
+    double momentum;  /* SGD, RMSprop */
+    double dampening; /* SGD */
+    double betas[2];  /* Adam, AdamW */
+    double eps;       /* Adam, AdamW, RMSprop */
+    double alpha;     /* RMSprop */
+} tg_param_group_opts;
+
+/* optimizer.add_param_group({"params": params, **opts}): appends a group of `count`
+ * parameters; they take the next parameter indices (tg_optim_param, "state.<i>...").
+ * Each must be a floating leaf tensor requiring grad. Fails (TG_ERROR, optimizer
+ * unchanged) on an invalid option, an option the optimizer lacks, or a parameter that
+ * appears twice or is already in a group; the message names the optimizer, the
+ * parameter's position in `params` and, for a repeat, the group and index it already
+ * has (PyTorch: "some parameters appear in more than one parameter group"). */
+tg_status tg_optim_add_param_group(tg_optim *opt, tg_tensor *const *params, int count, tg_param_group_opts opts);
+/* len(optimizer.param_groups): 1 after construction. */
+int tg_optim_num_groups(const tg_optim *opt);
+/* Group g's parameters are tg_optim_param(opt, first) ... (opt, first + count - 1). */
+int tg_optim_group_first_param(const tg_optim *opt, int g);
+int tg_optim_group_num_params(const tg_optim *opt, int g);
+/* The group of parameter i, or -1 when i is out of range. */
+int tg_optim_param_group(const tg_optim *opt, int i);
+/* Group g's hyper-parameters as they are now (lr and momentum may have been changed
+ * by a schedule); fields the optimizer lacks are 0. All zeros for a bad g. */
+tg_param_group_opts tg_optim_group_opts(const tg_optim *opt, int g);
+/* param_groups[g]["lr"]. The setter fails (naming the optimizer) on a bad g and,
+ * like PyTorch's dict, takes any value; the getter returns NAN for a bad g. */
+tg_status tg_optim_set_group_lr(tg_optim *opt, int g, double lr);
+double tg_optim_get_group_lr(const tg_optim *opt, int g);
+/* The momentum that OneCycleLR cycles: param_groups[g]["momentum"] for SGD and
+ * RMSprop, param_groups[g]["betas"][0] for Adam and AdamW. The setter fails on a bad
+ * g, a negative value, a beta1 outside [0, 1), and when it would switch an SGD or
+ * RMSprop group's momentum on or off: whether a group has a momentum buffer is fixed
+ * when the group is made (its state layout), so a group made without momentum keeps
+ * momentum 0, and one made with momentum keeps it positive. */
+tg_status tg_optim_set_group_momentum(tg_optim *opt, int g, double momentum);
+double tg_optim_get_group_momentum(const tg_optim *opt, int g);
+
 /* optimizer.step(): updates every parameter that has a gradient. Fails (naming the
  * optimizer and the parameter index) when a gradient's shape, dtype or device differs
  * from its parameter's, on non-floating parameters, or when a CUDA kernel is missing. */
@@ -79,12 +128,13 @@ tg_status tg_optim_step(tg_optim *opt);
 tg_status tg_optim_step_if_finite(tg_optim *opt, bool *skipped);
 /* optimizer.zero_grad(set_to_none=True): drops every parameter's .grad. */
 void tg_optim_zero_grad(tg_optim *opt);
-/* The (single) group's learning rate: optimizer.param_groups[0]["lr"]. */
+/* set_lr sets every group's lr (`for g in opt.param_groups: g["lr"] = lr`); get_lr
+ * reads group 0's (optimizer.param_groups[0]["lr"]). Per group: tg_optim_*_group_lr. */
 void tg_optim_set_lr(tg_optim *opt, double lr);
 double tg_optim_get_lr(const tg_optim *opt);
 /* "SGD", "Adam", "AdamW", "RMSprop". */
 const char *tg_optim_name(const tg_optim *opt);
-/* The parameters, in the order given at construction (borrowed). */
+/* The parameters of every group, group by group, each in the order given (borrowed). */
 int tg_optim_num_params(const tg_optim *opt);
 tg_tensor *tg_optim_param(const tg_optim *opt, int i);
 /* Releases the optimizer's parameter references and its state. NULL-safe. */
@@ -97,7 +147,9 @@ void tg_optim_free(tg_optim *opt);
  * amsgrad), "momentum_buffer" (SGD with momentum, RMSprop with momentum),
  * "square_avg", "grad_avg" (RMSprop, centered). As in PyTorch, a parameter's state
  * appears at its first step; entries go by parameter index, then in the order
- * PyTorch creates the keys. */
+ * PyTorch creates the keys. Parameter indices run on across groups (group 1's first
+ * parameter follows group 0's last), and a parameter's keys are its group's (an SGD
+ * group with momentum has "momentum_buffer", one without has none). */
 int tg_optim_state_count(tg_optim *opt);
 /* Entry i: *name (borrowed, valid until the next step/set/free) and *tensor
  * (borrowed; the optimizer's own tensor, so tg_copy_ into it restores it). */

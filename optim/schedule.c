@@ -1,6 +1,7 @@
 /* LR schedules: the chainable get_lr() of torch/optim/lr_scheduler.py (PyTorch 1.13),
- * which scheduler.step() uses; each step reads the optimizer's current lr, so a
- * schedule composes with manual tg_optim_set_lr as PyTorch's does. */
+ * which scheduler.step() uses; each step reads every group's current lr, so a
+ * schedule composes with manual tg_optim_set_lr as PyTorch's does. OneCycleLR is
+ * not chainable in PyTorch either: it computes each group's lr from the step number. */
 #include "optim/schedule.h"
 
 #include <math.h>
@@ -10,21 +11,39 @@
 #include "core/error.h"
 #include "optim/optim.h"
 
-typedef enum { SCHED_STEP, SCHED_MULTI_STEP, SCHED_EXPONENTIAL, SCHED_COSINE, SCHED_LINEAR } sched_kind;
+typedef enum { SCHED_STEP, SCHED_MULTI_STEP, SCHED_EXPONENTIAL, SCHED_COSINE, SCHED_LINEAR, SCHED_ONE_CYCLE } sched_kind;
+
+/* A OneCycleLR phase: lr and momentum go from start to end as the step goes from the
+ * previous phase's end_step to this one's. Values pick a per-group array below. */
+typedef enum { AT_INITIAL, AT_MAX, AT_MIN } lr_point;
+typedef enum { MOM_MAX, MOM_BASE } momentum_point;
+typedef struct {
+    double end_step;
+    lr_point start_lr, end_lr;
+    momentum_point start_momentum, end_momentum;
+} phase;
 
 struct tg_lr_scheduler {
     sched_kind kind;
     tg_optim *opt; /* borrowed */
-    double base_lr, last_lr;
+    int num_groups; /* the optimizer's groups when the scheduler was made */
+    double *base_lrs, *last_lrs; /* [num_groups] */
     int last_epoch, step_count;
     int step_size, t_max, total_iters;
     double gamma, eta_min, start_factor, end_factor;
     int *milestones; /* sorted, with repeats */
     int num_milestones;
+    /* OneCycleLR */
+    double *lr_points; /* [num_groups][3]: initial_lr, max_lr, min_lr (indexed by lr_point) */
+    int total_steps, num_phases;
+    phase phases[3];
+    bool linear, cycle_momentum, use_beta1;
+    double momentum_points[2]; /* max_momentum, base_momentum (indexed by momentum_point) */
 };
 
-static double get_lr(tg_lr_scheduler *s) {
-    double lr = tg_optim_get_lr(s->opt);
+/* The chainable get_lr() for group g. */
+static double get_lr(tg_lr_scheduler *s, int g) {
+    double lr = tg_optim_get_group_lr(s->opt, g), base_lr = s->base_lrs[g];
     int e = s->last_epoch;
     switch (s->kind) {
     case SCHED_STEP: /* StepLR.get_lr */
@@ -43,9 +62,9 @@ static double get_lr(tg_lr_scheduler *s) {
         double t = s->t_max;
         if (e == 0) return lr;
         if (s->step_count == 1 && e > 0)
-            return s->eta_min + (s->base_lr - s->eta_min) * (1 + cos(e * M_PI / t)) / 2;
+            return s->eta_min + (base_lr - s->eta_min) * (1 + cos(e * M_PI / t)) / 2;
         if ((e - 1 - s->t_max) % (2 * s->t_max) == 0)
-            return lr + (s->base_lr - s->eta_min) * (1 - cos(M_PI / t)) / 2;
+            return lr + (base_lr - s->eta_min) * (1 - cos(M_PI / t)) / 2;
         return (1 + cos(M_PI * e / t)) / (1 + cos(M_PI * (e - 1) / t)) * (lr - s->eta_min) + s->eta_min;
     }
     case SCHED_LINEAR: /* LinearLR.get_lr */
@@ -53,16 +72,83 @@ static double get_lr(tg_lr_scheduler *s) {
         if (e > s->total_iters) return lr;
         return lr * (1. + (s->end_factor - s->start_factor) /
                               (s->total_iters * s->start_factor + (e - 1) * (s->end_factor - s->start_factor)));
+    case SCHED_ONE_CYCLE:
+        break; /* one_cycle_values */
     }
     return lr;
 }
 
-void tg_scheduler_step(tg_lr_scheduler *s) {
-    if (!s) return;
-    s->step_count++;
-    s->last_epoch++;
-    s->last_lr = get_lr(s);
-    tg_optim_set_lr(s->opt, s->last_lr);
+/* OneCycleLR._annealing_cos / _annealing_linear. */
+static double anneal(bool linear, double start, double end, double pct) {
+    if (linear) return (end - start) * pct + start;
+    double cos_out = cos(M_PI * pct) + 1;
+    return end + (start - end) / 2.0 * cos_out;
+}
+
+/* OneCycleLR.get_lr for group g at step_num: the lr and the momentum. Fails on a
+ * phase of zero length (PyTorch's ZeroDivisionError). */
+static tg_status one_cycle_values(const tg_lr_scheduler *s, int g, int step_num, double *lr, double *momentum) {
+    double start_step = 0;
+    const double *points = s->lr_points + 3 * g;
+    for (int i = 0; i < s->num_phases; i++) {
+        const phase *ph = &s->phases[i];
+        if (step_num <= ph->end_step || i == s->num_phases - 1) {
+            if (ph->end_step == start_step)
+                return tg_error("tg_scheduler_step (OneCycleLR): phase %d has zero length at step %d (total_steps "
+                                "%d; PyTorch raises ZeroDivisionError)", i + 1, step_num, s->total_steps);
+            double pct = (step_num - start_step) / (ph->end_step - start_step);
+            *lr = anneal(s->linear, points[ph->start_lr], points[ph->end_lr], pct);
+            *momentum = anneal(s->linear, s->momentum_points[ph->start_momentum],
+                               s->momentum_points[ph->end_momentum], pct);
+            return TG_OK;
+        }
+        start_step = ph->end_step;
+    }
+    return TG_ERROR; /* unreachable: the last phase always matches */
+}
+
+/* A momentum the optimizer accepts: beta1 in [0, 1) for Adam/AdamW, momentum > 0 for
+ * SGD/RMSprop (their groups have momentum buffers; see tg_optim_set_group_momentum). */
+static bool momentum_ok(bool use_beta1, double m) { return use_beta1 ? m >= 0 && m < 1 : m > 0; }
+
+static tg_status one_cycle_step(tg_lr_scheduler *s) {
+    int step_num = s->last_epoch + 1;
+    if (step_num > s->total_steps)
+        return tg_error("tg_scheduler_step (OneCycleLR): tried to step %d times; the specified number of total "
+                        "steps is %d", step_num + 1, s->total_steps);
+    double *lrs = malloc((size_t)s->num_groups * 2 * sizeof(double));
+    TG_ASSERT(lrs != NULL);
+    double *momenta = lrs + s->num_groups;
+    tg_status status = TG_OK;
+    for (int g = 0; g < s->num_groups && !status; g++) {
+        status = one_cycle_values(s, g, step_num, &lrs[g], &momenta[g]);
+        if (!status && s->cycle_momentum && !momentum_ok(s->use_beta1, momenta[g]))
+            status = tg_error("tg_scheduler_step (OneCycleLR): group %d's %s would be %g at step %d, which %s "
+                              "does not accept", g, s->use_beta1 ? "beta1" : "momentum", momenta[g], step_num,
+                              tg_optim_name(s->opt));
+    }
+    for (int g = 0; g < s->num_groups && !status; g++) {
+        status = tg_optim_set_group_lr(s->opt, g, lrs[g]);
+        if (!status && s->cycle_momentum) status = tg_optim_set_group_momentum(s->opt, g, momenta[g]);
+    }
+    free(lrs);
+    return status;
+}
+
+tg_status tg_scheduler_step(tg_lr_scheduler *s) {
+    if (!s) return tg_error("tg_scheduler_step: scheduler is NULL");
+    if (s->kind == SCHED_ONE_CYCLE) {
+        if (one_cycle_step(s)) return TG_ERROR;
+        s->step_count++;
+        s->last_epoch++;
+    } else {
+        s->step_count++;
+        s->last_epoch++;
+        for (int g = 0; g < s->num_groups; g++) s->last_lrs[g] = get_lr(s, g);
+        for (int g = 0; g < s->num_groups; g++) tg_optim_set_group_lr(s->opt, g, s->last_lrs[g]);
+    }
+    for (int g = 0; g < s->num_groups; g++) s->last_lrs[g] = tg_optim_get_group_lr(s->opt, g);
+    return TG_OK;
 }
 
 static tg_lr_scheduler *make(sched_kind kind, tg_optim *opt, const char *name) {
@@ -74,14 +160,22 @@ static tg_lr_scheduler *make(sched_kind kind, tg_optim *opt, const char *name) {
     TG_ASSERT(s != NULL);
     s->kind = kind;
     s->opt = opt;
-    s->base_lr = tg_optim_get_lr(opt); /* group['initial_lr'] */
+    s->num_groups = tg_optim_num_groups(opt);
+    int n = s->num_groups ? s->num_groups : 1;
+    s->base_lrs = calloc((size_t)n, sizeof(double));
+    s->last_lrs = calloc((size_t)n, sizeof(double));
+    TG_ASSERT(s->base_lrs && s->last_lrs);
+    for (int g = 0; g < s->num_groups; g++) s->base_lrs[g] = tg_optim_get_group_lr(opt, g); /* group['initial_lr'] */
     s->last_epoch = -1;
     return s;
 }
 
 /* _LRScheduler.__init__ ends with one step: last_epoch -1 -> 0. */
 static tg_lr_scheduler *start(tg_lr_scheduler *s) {
-    if (s) tg_scheduler_step(s);
+    if (s && tg_scheduler_step(s)) {
+        tg_scheduler_free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -157,11 +251,122 @@ tg_lr_scheduler *tg_linear_lr(tg_optim *opt, double start_factor, double end_fac
     return start(s);
 }
 
-double tg_scheduler_get_last_lr(const tg_lr_scheduler *s) { return s ? s->last_lr : NAN; }
+/* torch.optim.lr_scheduler.OneCycleLR.__init__. */
+tg_lr_scheduler *tg_one_cycle_lr(tg_optim *opt, tg_one_cycle_opts o) {
+    const char *op = "tg_one_cycle_lr";
+    if (!opt) {
+        tg_error("%s: optimizer is NULL", op);
+        return NULL;
+    }
+    int total = o.total_steps;
+    if (total < 0 || (total == 0 && (o.epochs < 0 || o.steps_per_epoch < 0))) {
+        tg_error("%s: expected positive total_steps, epochs and steps_per_epoch, got %d, %d, %d", op, o.total_steps,
+                 o.epochs, o.steps_per_epoch);
+        return NULL;
+    }
+    if (total == 0) {
+        if (o.epochs == 0 || o.steps_per_epoch == 0) {
+            tg_error("%s: you must define either total_steps OR (epochs AND steps_per_epoch)", op);
+            return NULL;
+        }
+        if ((long long)o.epochs * o.steps_per_epoch > 0x7fffffff) {
+            tg_error("%s: epochs * steps_per_epoch (%d * %d) is too large", op, o.epochs, o.steps_per_epoch);
+            return NULL;
+        }
+        total = o.epochs * o.steps_per_epoch;
+    }
+    double pct_start = or_default(o.pct_start, 0.3), div = or_default(o.div_factor, 25.0),
+           final_div = or_default(o.final_div_factor, 1e4);
+    if (!(pct_start >= 0 && pct_start <= 1)) {
+        tg_error("%s: expected pct_start between 0 and 1, got %g", op, pct_start);
+        return NULL;
+    }
+    if (o.anneal_strategy != TG_ANNEAL_COS && o.anneal_strategy != TG_ANNEAL_LINEAR) {
+        tg_error("%s: anneal_strategy must be TG_ANNEAL_COS or TG_ANNEAL_LINEAR, got %d", op, (int)o.anneal_strategy);
+        return NULL;
+    }
+    if (!(div > 0) || !(final_div > 0)) {
+        tg_error("%s: div_factor (%g) and final_div_factor (%g) must be positive", op, div, final_div);
+        return NULL;
+    }
+    int groups = tg_optim_num_groups(opt);
+    if (o.max_lrs && o.num_max_lrs != groups) {
+        tg_error("%s: expected %d values for max_lr (one per parameter group), got %d", op, groups, o.num_max_lrs);
+        return NULL;
+    }
+    for (int g = 0; g < (o.max_lrs ? groups : 1); g++) {
+        double m = o.max_lrs ? o.max_lrs[g] : o.max_lr;
+        if (!(m > 0 || (m == 0 && signbit(m)))) {
+            if (o.max_lrs) tg_error("%s: max_lrs[%d] must be positive, got %g", op, g, m);
+            else tg_error("%s: max_lr must be given and positive, got %g", op, m);
+            return NULL;
+        }
+    }
+    bool cycle = !o.no_cycle_momentum;
+    double base_m = or_default(o.base_momentum, 0.85), max_m = or_default(o.max_momentum, 0.95);
+    const char *name = tg_optim_name(opt);
+    bool use_beta1 = !strcmp(name, "Adam") || !strcmp(name, "AdamW");
+    if (cycle) {
+        for (int g = 0; g < groups; g++)
+            if (!use_beta1 && !(tg_optim_get_group_momentum(opt, g) > 0)) {
+                tg_error("%s: cycle_momentum needs momentum, but %s group %d has none (momentum=0; PyTorch 1.13 would "
+                         "switch it on): make the optimizer with a momentum, or set .no_cycle_momentum", op, name, g);
+                return NULL;
+            }
+        if (!momentum_ok(use_beta1, base_m) || !momentum_ok(use_beta1, max_m)) {
+            tg_error("%s: base_momentum %g and max_momentum %g must be %s for %s", op, base_m, max_m,
+                     use_beta1 ? "in [0, 1) (they are beta1)" : "positive", name);
+            return NULL;
+        }
+    }
+    tg_lr_scheduler *s = make(SCHED_ONE_CYCLE, opt, op);
+    s->total_steps = total;
+    s->linear = o.anneal_strategy == TG_ANNEAL_LINEAR;
+    s->cycle_momentum = cycle;
+    s->use_beta1 = use_beta1;
+    s->momentum_points[MOM_MAX] = max_m;
+    s->momentum_points[MOM_BASE] = base_m;
+    if (o.three_phase) {
+        s->num_phases = 3;
+        s->phases[0] = (phase){pct_start * total - 1, AT_INITIAL, AT_MAX, MOM_MAX, MOM_BASE};
+        s->phases[1] = (phase){2 * pct_start * total - 2, AT_MAX, AT_INITIAL, MOM_BASE, MOM_MAX};
+        s->phases[2] = (phase){total - 1, AT_INITIAL, AT_MIN, MOM_MAX, MOM_MAX};
+    } else {
+        s->num_phases = 2;
+        s->phases[0] = (phase){pct_start * total - 1, AT_INITIAL, AT_MAX, MOM_MAX, MOM_BASE};
+        s->phases[1] = (phase){total - 1, AT_MAX, AT_MIN, MOM_BASE, MOM_MAX};
+    }
+    s->lr_points = calloc((size_t)(groups ? groups : 1) * 3, sizeof(double));
+    TG_ASSERT(s->lr_points != NULL);
+    for (int g = 0; g < groups; g++) {
+        double *p = s->lr_points + 3 * g;
+        p[AT_MAX] = fabs(o.max_lrs ? o.max_lrs[g] : o.max_lr);
+        p[AT_INITIAL] = p[AT_MAX] / div;
+        p[AT_MIN] = p[AT_INITIAL] / final_div;
+        s->base_lrs[g] = p[AT_INITIAL];
+    }
+    /* The constructor sets each group's momentum to max_momentum (PyTorch's
+     * group['momentum'] = m_momentum / betas = (m_momentum, beta2)); the first step
+     * computes the same value. */
+    for (int g = 0; g < groups && cycle; g++)
+        if (tg_optim_set_group_momentum(opt, g, max_m)) {
+            tg_scheduler_free(s);
+            return NULL;
+        }
+    return start(s);
+}
+
+double tg_scheduler_get_last_lr(const tg_lr_scheduler *s) { return s && s->num_groups ? s->last_lrs[0] : NAN; }
+double tg_scheduler_get_group_last_lr(const tg_lr_scheduler *s, int g) {
+    return s && g >= 0 && g < s->num_groups ? s->last_lrs[g] : NAN;
+}
 int tg_scheduler_last_epoch(const tg_lr_scheduler *s) { return s ? s->last_epoch : -1; }
 
 void tg_scheduler_free(tg_lr_scheduler *s) {
     if (!s) return;
     free(s->milestones);
+    free(s->base_lrs);
+    free(s->last_lrs);
+    free(s->lr_points);
     free(s);
 }

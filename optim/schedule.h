@@ -9,12 +9,18 @@
  *     }
  *     tg_scheduler_free(sched);
  *
- * Making a scheduler records the optimizer's lr as base lr and sets epoch 0 (and,
- * for LinearLR, the first factor), like PyTorch's constructor's initial step. A
- * scheduler borrows the optimizer: free it first, or at least never step it after
- * tg_optim_free. */
+ * Making a scheduler records each parameter group's lr as that group's base lr
+ * (PyTorch's base_lrs) and sets epoch 0 (and, for LinearLR, the first factor), like
+ * PyTorch's constructor's initial step; each step then computes every group's lr
+ * from its own lr and base lr. The groups are those the optimizer has when the
+ * scheduler is made; a group added later is left alone. A scheduler borrows the
+ * optimizer: free it first, or at least never step it after tg_optim_free. */
 #ifndef TG_OPTIM_SCHEDULE_H
 #define TG_OPTIM_SCHEDULE_H
+
+#include <stdbool.h>
+
+#include "core/error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,10 +41,52 @@ tg_lr_scheduler *tg_cosine_annealing_lr(tg_optim *opt, int t_max, double eta_min
 /* LinearLR(start_factor, end_factor, total_iters); zeros mean 1/3, 1.0, 5. */
 tg_lr_scheduler *tg_linear_lr(tg_optim *opt, double start_factor, double end_factor, int total_iters);
 
-/* scheduler.step(): advances one epoch and sets the optimizer's lr. */
-void tg_scheduler_step(tg_lr_scheduler *s);
-/* scheduler.get_last_lr()[0]. */
+typedef enum { TG_ANNEAL_COS = 0, TG_ANNEAL_LINEAR = 1 } tg_anneal_strategy;
+
+/* OneCycleLR's options (torch.optim.lr_scheduler.OneCycleLR); zero fields mean
+ * PyTorch's defaults, TG_ZERO (-0.0) a real zero. */
+typedef struct {
+    double max_lr;          /* required: every group's peak lr (PyTorch's single max_lr) */
+    const double *max_lrs;  /* or one per group (num_max_lrs = tg_optim_num_groups); overrides max_lr */
+    int num_max_lrs;
+    int total_steps;        /* required, or epochs and steps_per_epoch (total = their product) */
+    int epochs, steps_per_epoch;
+    double pct_start;       /* 0.3: the share of the steps spent rising */
+    tg_anneal_strategy anneal_strategy; /* TG_ANNEAL_COS (default) or TG_ANNEAL_LINEAR */
+    double div_factor;      /* 25: initial_lr = max_lr / div_factor */
+    double final_div_factor; /* 1e4: min_lr = initial_lr / final_div_factor */
+    bool three_phase;       /* rise, fall back to initial_lr, then anneal to min_lr */
+    bool no_cycle_momentum; /* cycle_momentum=False (PyTorch's default is True) */
+    double base_momentum, max_momentum; /* 0.85, 0.95 */
+} tg_one_cycle_opts;
+
+/* OneCycleLR: the lr rises from max_lr / div_factor to max_lr over pct_start of
+ * total_steps, then anneals to initial_lr / final_div_factor (three_phase: falls back
+ * to initial_lr by 2 * pct_start, then anneals), by cosine or linearly; with
+ * momentum cycling (the default), the momentum moves the opposite way between
+ * max_momentum and base_momentum: SGD's and RMSprop's momentum, Adam's and AdamW's
+ * beta1 (tg_optim_get_group_momentum). Making it sets each group's lr to
+ * initial_lr and its momentum to max_momentum, as PyTorch's constructor. It may be
+ * stepped total_steps times (the last step extrapolates past the end, as PyTorch).
+ * Returns NULL + error (naming tg_one_cycle_lr) for a missing max_lr, no total_steps
+ * nor epochs and steps_per_epoch, pct_start outside [0, 1], a max_lrs count that is
+ * not the number of groups, non-positive factors, and cycle_momentum on an SGD or
+ * RMSprop group made without momentum. There PyTorch 1.13 silently switches momentum
+ * on (sets it to max_momentum); tapegrad refuses, since a group's momentum buffer is
+ * fixed when the group is made: give the optimizer a momentum, or set
+ * .no_cycle_momentum. */
+tg_lr_scheduler *tg_one_cycle_lr(tg_optim *opt, tg_one_cycle_opts opts);
+
+/* scheduler.step(): advances one epoch and sets every scheduled group's lr (and, for
+ * OneCycleLR, momentum). Fails (TG_ERROR, nothing changed) on a NULL scheduler and when
+ * a OneCycleLR is stepped more than total_steps times (PyTorch's ValueError "Tried to
+ * step X times. The specified number of total steps is Y"; PyTorch still advances
+ * last_epoch, tapegrad does not). */
+tg_status tg_scheduler_step(tg_lr_scheduler *s);
+/* scheduler.get_last_lr()[0]; NAN for NULL. */
 double tg_scheduler_get_last_lr(const tg_lr_scheduler *s);
+/* scheduler.get_last_lr()[g]; NAN for a NULL scheduler or a group it does not schedule. */
+double tg_scheduler_get_group_last_lr(const tg_lr_scheduler *s, int g);
 /* scheduler.last_epoch. */
 int tg_scheduler_last_epoch(const tg_lr_scheduler *s);
 void tg_scheduler_free(tg_lr_scheduler *s);

@@ -147,4 +147,74 @@ TEST_F(CheckpointTest, CheckpointErrors) {
     EXPECT_EQ(tg_load_checkpoint(ck.c_str(), model.get(), nullptr, nullptr), TG_OK) << tg_last_error();
 }
 
+// Per-group lrs round-trip; the groups must match; files from before parameter groups
+// (only "optim.lr") still load, setting every group's lr.
+TEST_F(CheckpointTest, ParamGroupLrs) {
+    tg_manual_seed(5);
+    // Group 0: the Linear layers (4 tensors), group 1: BatchNorm's weight and bias.
+    auto make_opt = [](tg_module *m, int split, double lr0, double lr1) {
+        int n = 0;
+        tg_tensor *const *p = tg_parameters(m, &n);
+        tg_optim *opt = tg_sgd_params(p, split, tg_sgd_opts{.lr = lr0, .momentum = 0.9});
+        EXPECT_EQ(tg_optim_add_param_group(opt, p + split, n - split, tg_param_group_opts{.lr = lr1}), TG_OK)
+            << tg_last_error();
+        return OptimPtr(opt, tg_optim_free);
+    };
+    ModulePtr model = make_model();
+    OptimPtr opt = make_opt(model.get(), 4, 0.01, 0.1);
+    for (int i = 0; i < 2; i++) train_step(model.get(), opt.get());
+    tg_optim_set_group_lr(opt.get(), 0, 0.02);
+    tg_optim_set_group_lr(opt.get(), 1, 0.3);
+    std::string path = dir_ + "/ck.safetensors";
+    ASSERT_EQ(tg_save_checkpoint(path.c_str(), model.get(), opt.get(), tg_checkpoint_info{2, 0}), TG_OK)
+        << tg_last_error();
+    std::vector<double> expected;
+    for (int i = 0; i < 2; i++) expected.push_back(train_step(model.get(), opt.get()));
+
+    MapPtr file(tg_safetensors_load(path.c_str()), tg_tensor_map_free);
+    ASSERT_NE(file, nullptr);
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.groups"), "2");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.group.0.params"), "4");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.group.1.lr"), "0.29999999999999999");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.lr"), "0.02") << "group 0's, for older readers";
+    EXPECT_NE(tg_tensor_map_get(file.get(), "optim.state.5.momentum_buffer"), nullptr) << "indices run across groups";
+
+    tg_manual_seed(77);
+    ModulePtr fresh = make_model();
+    OptimPtr fresh_opt = make_opt(fresh.get(), 4, 0.5, 0.5);
+    ASSERT_EQ(tg_load_checkpoint(path.c_str(), fresh.get(), fresh_opt.get(), nullptr), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_optim_get_group_lr(fresh_opt.get(), 0), 0.02);
+    EXPECT_EQ(tg_optim_get_group_lr(fresh_opt.get(), 1), 0.3);
+    for (int i = 0; i < 2; i++) EXPECT_DOUBLE_EQ(train_step(fresh.get(), fresh_opt.get()), expected[(size_t)i]) << i;
+
+    // Groups that do not match: an error naming both layouts, nothing modified.
+    ModulePtr other = make_model();
+    std::vector<double> before = values(tg_module_get(other.get(), "0.weight"));
+    OptimPtr one_group(tg_sgd(other.get(), tg_sgd_opts{.lr = 0.5, .momentum = 0.9}), tg_optim_free);
+    EXPECT_EQ(tg_load_checkpoint(path.c_str(), other.get(), one_group.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("holds 2 parameter groups, but the optimizer (SGD) has 1");
+    EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), before);
+    EXPECT_EQ(tg_optim_get_lr(one_group.get()), 0.5);
+    OptimPtr other_split = make_opt(other.get(), 3, 0.5, 0.5);
+    EXPECT_EQ(tg_load_checkpoint(path.c_str(), other.get(), other_split.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("parameter group 0 has 4 parameters in the file, 3 in the optimizer (SGD)");
+    EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), before);
+
+    // A file from before parameter groups: the same file without the group metadata.
+    MapPtr old(tg_tensor_map_new(), tg_tensor_map_free);
+    ASSERT_EQ(tg_tensor_map_merge(old.get(), file.get(), ""), TG_OK);
+    for (int64_t i = 0; i < tg_tensor_map_metadata_size(file.get()); i++) {
+        std::string key = tg_tensor_map_metadata_key(file.get(), i);
+        if (key.rfind("optim.group", 0) == 0) continue;
+        tg_tensor_map_set_metadata(old.get(), key.c_str(), tg_tensor_map_metadata_value(file.get(), i));
+    }
+    EXPECT_EQ(tg_tensor_map_metadata(old.get(), "optim.groups"), nullptr);
+    std::string old_path = dir_ + "/old.safetensors";
+    ASSERT_EQ(tg_safetensors_save(old.get(), old_path.c_str()), TG_OK);
+    OptimPtr legacy = make_opt(other.get(), 4, 0.5, 0.5);
+    ASSERT_EQ(tg_load_checkpoint(old_path.c_str(), other.get(), legacy.get(), nullptr), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_optim_get_group_lr(legacy.get(), 0), 0.02);
+    EXPECT_EQ(tg_optim_get_group_lr(legacy.get(), 1), 0.02) << "\"optim.lr\" goes to every group";
+}
+
 }  // namespace
