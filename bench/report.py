@@ -2,6 +2,7 @@
 import collections
 import datetime
 import json
+import os
 import platform
 import re
 import statistics
@@ -33,7 +34,8 @@ for bench in sorted({b for b, _ in runs}):
 table = "\n".join([
     f"Measured {datetime.date.today().isoformat()} on {platform.node()} ({platform.processor() or platform.machine()}), "
     f"median of {max(len(v) for v in runs.values())} alternating runs; PyTorch "
-    f"{__import__('torch').__version__} with 2 threads.",
+    f"{__import__('torch').__version__} with 2 threads; OPENBLAS_CORETYPE="
+    f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')} (both use OpenBLAS for GEMM; PyTorch's conv2d uses oneDNN).",
     "",
     "| workload | tapegrad | PyTorch | speed-up (PyTorch time / tapegrad time) | peak RSS MiB (tg / pt) | result check (tg / pt) |",
     "|---|---|---|---|---|---|",
