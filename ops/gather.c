@@ -477,6 +477,30 @@ tg_tensor *tg_scatter_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *sr
 
 /* ======================= one_hot / embedding ======================= */
 
+/* On the device: -1 classes reads max(index) + 1 back (a wait, as PyTorch's one_hot);
+ * the kernel checks the range and reports a bad value. */
+static tg_tensor *cuda_one_hot(tg_tensor *index, int64_t classes) {
+    const char *op = "tg_one_hot";
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        int64_t n = tg_numel(index);
+        bool ok = true;
+        if (classes == -1) {
+            if (n == 0) ok = !tg_error("%s: cannot infer num_classes (-1) from an empty tensor", op);
+            tg_tensor *max = ok ? tg_max(index) : NULL;
+            ok = max != NULL;
+            if (ok) classes = (int64_t)tg_item(max) + 1; /* < 1 when all are negative: the kernel reports one */
+            if (classes < 0) classes = 0;
+        }
+        tg_shape shape = index->shape;
+        shape.dims[shape.ndim++] = classes;
+        tg_tensor *idx = ok ? tg_contiguous(index) : NULL;
+        tg_tensor *out = idx ? tg_zeros(shape, (tg_opts){.dtype = TG_INT64, .device = index->storage->device}) : NULL;
+        if (out && !TG_CUDA_CALL(op, tg_cuda_one_hot, out, idx)) result = tg_scope_return(out);
+    }
+    return result;
+}
+
 tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
     const char *op = "tg_one_hot";
     if (!index) return tg_error_null_input(op, 0), NULL;
@@ -484,20 +508,20 @@ tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
     if (num_classes < -1 || (num_classes == 0 && tg_numel(index) > 0))
         return tg_error("%s: num_classes must be positive or -1, got %lld", op, (long long)num_classes), NULL;
     if (index->shape.ndim + 1 > TG_MAX_DIMS) return tg_error("%s: too many dims", op), NULL;
+    if (is_cuda(index)) return cuda_one_hot(index, num_classes);
     tg_tensor *result = NULL;
     TG_SCOPE {
-        /* Values are checked on the host (PyTorch's one_hot synchronises the same way). */
-        tg_tensor *host = tg_contiguous(tg_tensor_to(index, TG_CPU));
-        const int64_t *idx = host ? tg_data_ptr(host) : NULL;
+        tg_tensor *contig = tg_contiguous(index);
+        const int64_t *idx = contig ? tg_data_ptr(contig) : NULL;
         int64_t n = tg_numel(index), classes = num_classes, bad = 0;
-        bool ok = host != NULL;
+        bool ok = contig != NULL;
         if (ok && classes == -1) {
             if (n == 0) ok = !tg_error("%s: cannot infer num_classes (-1) from an empty tensor", op);
             for (int64_t i = 0; i < n; i++) classes = idx[i] + 1 > classes ? idx[i] + 1 : classes;
         }
         for (int64_t i = 0; ok && i < n; i++)
             if (idx[i] < 0 || idx[i] >= classes) ok = false, bad = idx[i];
-        if (host && !ok && !tg_has_error())
+        if (contig && !ok && !tg_has_error())
             tg_error("%s: class value %lld is out of range [0, %lld)", op, (long long)bad, (long long)classes);
         tg_shape shape = index->shape;
         shape.dims[shape.ndim++] = classes;
@@ -505,7 +529,7 @@ tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
         if (out) {
             int64_t *o = tg_data_ptr(out);
             for (int64_t i = 0; i < n; i++) o[i * classes + idx[i]] = 1;
-            result = tg_scope_return(tg_tensor_to(out, index->storage->device));
+            result = tg_scope_return(out);
         }
     }
     return result;

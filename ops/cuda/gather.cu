@@ -155,15 +155,23 @@ struct index_flag {
     ~index_flag() {
         if (ptr) tg_cuda_scratch_free(device, ptr, 2 * sizeof(unsigned long long)); // see STREAM ORDER
     }
-    // After the launch: waits, then reports the first bad index like ops/gather.c does.
-    tg_status check(const char *op, int dim, int64_t size) {
+    // After the launch: waits; *bad is set when some index was out of range, *value to
+    // the first one reported.
+    tg_status read(const char *op, bool *bad, long long *value) {
         unsigned long long host[2] = {0, 0};
         cudaError_t err = cudaMemcpyAsync(host, ptr, sizeof host, cudaMemcpyDeviceToHost, stream);
         if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
         if (err != cudaSuccess) return tg_cuda_error(op, "reading the index check", err);
-        if (host[0])
-            return tg_error("%s: index %lld is out of range for dim %d of size %lld", op, (long long)host[1], dim,
-                            (long long)size);
+        *bad = host[0] != 0;
+        *value = (long long)host[1];
+        return TG_OK;
+    }
+    // read(), then reports the first bad index like ops/gather.c does.
+    tg_status check(const char *op, int dim, int64_t size) {
+        bool bad;
+        long long value;
+        if (read(op, &bad, &value)) return TG_ERROR;
+        if (bad) return tg_error("%s: index %lld is out of range for dim %d of size %lld", op, value, dim, (long long)size);
         return TG_OK;
     }
 };
@@ -288,5 +296,10 @@ extern "C" tg_status tg_cuda_one_hot(tg_tensor *out, tg_tensor *index) {
     one_hot_kernel<<<tg_cuda_blocks(n, device), TG_CUDA_THREADS, 0, stream>>>(
         (int64_t *)tg_elem_ptr(out), (const int64_t *)tg_elem_ptr(index), n, classes, flag.ptr);
     if (tg_cuda_check_launch(op)) return TG_ERROR;
-    return flag.check(op, out->shape.ndim - 1, classes);
+    bool bad;
+    long long value;
+    if (flag.read(op, &bad, &value)) return TG_ERROR;
+    if (bad) /* the CPU's message (ops/gather.c) */
+        return tg_error("%s: class value %lld is out of range [0, %lld)", op, value, (long long)classes);
+    return TG_OK;
 }

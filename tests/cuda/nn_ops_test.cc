@@ -73,6 +73,23 @@ TEST_F(TgTest, CudaGatherFamilyMatchesCpu) {
     EXPECT_TRUE(tensor_near(tg_add_scalar(on_cuda(tensor_f32({1}, TG_SHAPE(1))), 1), {2}, 0));  // still usable
 }
 
+// one_hot runs on the device (given or inferred classes) and checks the range there.
+TEST_F(TgTest, CudaOneHotMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *labels = tensor_i64({3, 0, 2, 2, 1, 5}, TG_SHAPE(2, 3));
+    for (int64_t classes : {6, 9, -1}) {
+        EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_one_hot(in[0], classes); },
+                                    {labels}))
+            << "num_classes " << classes;
+    }
+    EXPECT_TRUE(compare_devices(  // a non-contiguous index
+        [](const std::vector<tg_tensor *> &in) { return tg_one_hot(tg_transpose(in[0], 0, 1), -1); }, {labels}));
+    EXPECT_EQ(tg_one_hot(on_cuda(tensor_i64({0, 4}, TG_SHAPE(2))), 3), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_one_hot: class value 4 is out of range [0, 3)");
+    EXPECT_EQ(tg_one_hot(on_cuda(tensor_i64({-2, -1}, TG_SHAPE(2))), -1), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_one_hot: class value -");
+}
+
 TEST_F(TgTest, CudaConv2dMatchesCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     struct Case {
