@@ -104,6 +104,17 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
 
 #define CONV_GRAIN 32768
 
+/* Copies a short row of n >= 16 bytes in 16-byte moves, the last one overlapping: rows
+ * of Wo elements are too short for a memcpy call or a vectorised loop's prologue to
+ * pay off (single-threaded, LeNet conv1 forward 1.26 -> 0.71 ms, conv2 2.96 -> 2.60 ms). */
+static inline void copy_short(void *restrict dst, const void *restrict src, size_t n) {
+    char *d = dst;
+    const char *s = src;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) memcpy(d + i, s + i, 16);
+    if (i < n) memcpy(d + n - 16, s + n - 16, 16);
+}
+
 #define CONV_KERNELS(SFX, T, GEMM)                                                                       \
     /* col [C*kH*kW, B*L] from x [B, C, H, W]. */                                                      \
     static void im2col_##SFX(const conv_geom *g, const T *x, int64_t b_count, T *col) {                \
@@ -111,23 +122,26 @@ static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64
         _Pragma("omp parallel for if (rows * BL >= CONV_GRAIN)")                                       \
         for (int64_t r = 0; r < rows; r++) {                                                           \
             int64_t c = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;                 \
-            int64_t lo, hi;                                                                            \
+            int64_t lo, hi, olo, ohi; /* the output columns and rows that read inside the image */    \
             valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                              \
+            valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                            \
+            bool whole_rows = g->sw == 1 && lo == 0 && hi == g->wo && g->wo * (int64_t)sizeof(T) >= 16; \
             for (int64_t b = 0; b < b_count; b++) {                                                    \
                 const T *src = x + (b * g->c + c) * g->h * g->w;                                       \
                 T *dst = col + r * BL + b * L;                                                         \
-                for (int64_t oh = 0; oh < g->ho; oh++, dst += g->wo) {                                 \
-                    int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                      \
-                    if (ih < 0 || ih >= g->h) {                                                        \
-                        memset(dst, 0, (size_t)g->wo * sizeof(T));                                     \
+                memset(dst, 0, (size_t)(olo * g->wo) * sizeof(T));                                     \
+                memset(dst + ohi * g->wo, 0, (size_t)((g->ho - ohi) * g->wo) * sizeof(T));             \
+                const T *row = src + (olo * g->sh - g->ph + ki * g->dh) * g->w - g->pw + kj * g->dw;   \
+                T *d = dst + olo * g->wo;                                                              \
+                for (int64_t oh = olo; oh < ohi; oh++, d += g->wo, row += g->sh * g->w) {              \
+                    if (whole_rows) {                                                                  \
+                        copy_short(d, row, (size_t)g->wo * sizeof(T));                                 \
                         continue;                                                                      \
                     }                                                                                  \
-                    const T *row = src + ih * g->w - g->pw + kj * g->dw;                               \
-                    for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                                   \
-                    /* Rows are short (Wo): a plain loop beats a memcpy call. */                       \
-                    if (g->sw == 1) for (int64_t ow = lo; ow < hi; ow++) dst[ow] = row[ow];            \
-                    else for (int64_t ow = lo; ow < hi; ow++) dst[ow] = row[ow * g->sw];               \
-                    for (int64_t ow = hi; ow < g->wo; ow++) dst[ow] = 0;                               \
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                     \
+                    if (g->sw == 1) for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow];              \
+                    else for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->sw];                 \
+                    for (int64_t ow = hi; ow < g->wo; ow++) d[ow] = 0;                                 \
                 }                                                                                      \
             }                                                                                          \
         }                                                                                              \
