@@ -127,6 +127,12 @@ static tg_tensor *conform(tg_node *n, int i, tg_tensor *g) {
                         n->fn->name, (unsigned long long)n->sequence_nr,
                         tg_device_str(tg_device_of(g), dev_a), i, tg_device_str(m.device, dev_b)),
                NULL;
+    if (tg_dtype_of(g) != m.dtype && tg_dtype_is_floating(tg_dtype_of(g)) && tg_dtype_is_floating(m.dtype)) {
+        /* A mixed-dtype op computed in the wider type: the gradient comes back in the
+         * input's own dtype, as PyTorch's engine casts it (validate_outputs). */
+        tg_tensor *cast = tg_cast(g, m.dtype); /* owned by the current scope */
+        return cast ? conform(n, i, cast) : NULL;
+    }
     if (tg_dtype_of(g) != m.dtype)
         return tg_error("%s (#%llu): backward returned a %s gradient for input %d of dtype %s",
                         n->fn->name, (unsigned long long)n->sequence_nr, tg_dtype_name(tg_dtype_of(g)),

@@ -19,6 +19,9 @@
 /* ======================= CPU kernels ======================= */
 
 #define SQRT1_2 0.70710678118654752440
+/* torch.clamp is min(max(x, lo), hi) (so lo > hi gives hi); a NaN bound is no bound. */
+#define CLAMP_LO(x, lo) ((lo) == (lo) && (x) < (lo) ? (lo) : (x))
+#define CLAMP_HI(T, y, hi) ((hi) == (hi) && (T)(y) > (hi) ? (hi) : (T)(y))
 #define SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
 
 /* One expression per kind, in the element type T (x the input, a/b the parameters). */
@@ -29,6 +32,7 @@
     case TG_UNARY_ADD_SCALAR: UNARY_LOOP(T, x + a); break;                                      \
     case TG_UNARY_MUL_SCALAR: UNARY_LOOP(T, x * a); break;                                      \
     case TG_UNARY_RSUB_SCALAR: UNARY_LOOP(T, a - x); break;                                     \
+    case TG_UNARY_DIV_SCALAR: UNARY_LOOP(T, x / a); break;                                      \
     case TG_UNARY_POW_SCALAR:                                                                   \
         if (a == 2) UNARY_LOOP(T, x * x);                                                       \
         else UNARY_LOOP(T, POW(x, a));                                                          \
@@ -48,7 +52,7 @@
     case TG_UNARY_SILU: UNARY_LOOP(T, x / ((T)1 + EXP(-x))); break;                             \
     case TG_UNARY_SOFTPLUS: UNARY_LOOP(T, x * a > b ? x : LOG((T)1 + EXP(x * a)) / a); break;   \
     case TG_UNARY_CLAMP:                                                                        \
-        UNARY_LOOP(T, x != x ? x : (a == a && x < a) ? a : (b == b && x > b) ? b : x);          \
+        UNARY_LOOP(T, x != x ? x : CLAMP_HI(T, CLAMP_LO(x, a), b));                            \
         break;                                                                                  \
     case TG_UNARY_ERF: UNARY_LOOP(T, ERF(x)); break;                                            \
     case TG_UNARY_RECIPROCAL: UNARY_LOOP(T, (T)1 / x); break;                                   \
@@ -100,7 +104,7 @@ static void unary_row_f64(char **p, const int64_t *s, int64_t n, void *vctx) {
 #define INT_UNARY_ROW(NAME, T)                                                  \
     static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {       \
         const unary_ctx *c = vctx;                                              \
-        const T a = (T)c->a, b = (T)c->b;                                       \
+        const T a = (T)(int64_t)c->a, b = (T)(int64_t)c->b;                     \
         (void)b;                                                                \
         switch (c->kind) {                                                      \
         case TG_UNARY_NEG: UNARY_LOOP(T, -x); break;                            \
@@ -113,7 +117,8 @@ static void unary_row_f64(char **p, const int64_t *s, int64_t n, void *vctx) {
         case TG_UNARY_SQUARE: UNARY_LOOP(T, x * x); break;                      \
         case TG_UNARY_POW_SCALAR: UNARY_LOOP(T, IPOW(T, x, a)); break;             \
         case TG_UNARY_CLAMP:                                                    \
-            UNARY_LOOP(T, (c->a == c->a && x < a) ? a : (c->b == c->b && x > b) ? b : x); \
+            UNARY_LOOP(T, (c->b == c->b && ((c->a == c->a && x < a) ? a : x) > b) ? b      \
+                                 : (c->a == c->a && x < a) ? a : x);                         \
             break;                                                              \
         default: break;                                                         \
         }                                                                       \
@@ -293,6 +298,7 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     case TG_UNARY_NEG: grad_in[0] = tg_neg(g); return;
     case TG_UNARY_ADD_SCALAR: grad_in[0] = g; return;
     case TG_UNARY_MUL_SCALAR: grad_in[0] = tg_mul_scalar(g, a); return;
+    case TG_UNARY_DIV_SCALAR: grad_in[0] = tg_div_scalar(g, a); return;
     case TG_UNARY_RSUB_SCALAR: grad_in[0] = tg_neg(g); return;
     case TG_UNARY_EXP: d = v; break;
     case TG_UNARY_LOG: grad_in[0] = tg_div(g, v); return;
@@ -336,7 +342,7 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     case TG_UNARY_CLAMP: { /* 1 where min <= x <= max */
         tg_tensor *below = isnan(a) ? tg_zeros_like(v) : tg_gt_mask(tg_rsub_scalar(v, a), 0);
         tg_tensor *over = isnan(b) ? tg_zeros_like(v) : tg_gt_mask(v, b);
-        d = tg_rsub_scalar(tg_add(below, over), 1);
+        d = tg_mul(tg_rsub_scalar(below, 1), tg_rsub_scalar(over, 1)); /* 0 everywhere when min > max */
         break;
     }
     case TG_UNARY_ERF:
@@ -359,6 +365,7 @@ UNARY_OP(log, TG_UNARY_LOG, false);
 UNARY_OP(add_scalar, TG_UNARY_ADD_SCALAR, true);
 UNARY_OP(mul_scalar, TG_UNARY_MUL_SCALAR, true);
 UNARY_OP(rsub_scalar, TG_UNARY_RSUB_SCALAR, true);
+UNARY_OP(div_scalar, TG_UNARY_DIV_SCALAR, false);
 UNARY_OP(pow_scalar, TG_UNARY_POW_SCALAR, true);
 UNARY_OP(sqrt, TG_UNARY_SQRT, false);
 UNARY_OP(rsqrt, TG_UNARY_RSQRT, false);
@@ -387,12 +394,39 @@ static tg_tensor *apply_unary(const unary_op *op, tg_tensor *x, double a, double
 tg_tensor *tg_neg(tg_tensor *x) { return apply_unary(&neg_op, x, 0, 0); }
 tg_tensor *tg_exp(tg_tensor *x) { return apply_unary(&exp_op, x, 0, 0); }
 tg_tensor *tg_log(tg_tensor *x) { return apply_unary(&log_op, x, 0, 0); }
-tg_tensor *tg_add_scalar(tg_tensor *x, double s) { return apply_unary(&add_scalar_op, x, s, 0); }
-tg_tensor *tg_sub_scalar(tg_tensor *x, double s) { return apply_unary(&add_scalar_op, x, -s, 0); }
-tg_tensor *tg_mul_scalar(tg_tensor *x, double s) { return apply_unary(&mul_scalar_op, x, s, 0); }
-tg_tensor *tg_div_scalar(tg_tensor *x, double s) { return apply_unary(&mul_scalar_op, x, 1.0 / s, 0); }
-tg_tensor *tg_rsub_scalar(tg_tensor *x, double s) { return apply_unary(&rsub_scalar_op, x, s, 0); }
-tg_tensor *tg_pow_scalar(tg_tensor *x, double e) { return apply_unary(&pow_scalar_op, x, e, 0); }
+/* The dtype of x OP s, as torch.result_type(x, s) with s a Python int when it is
+ * integral and a Python float otherwise (C passes both as a double): floating tensors
+ * keep their dtype; integer and bool tensors become float32 with a fractional (or
+ * infinite, NaN) s and for true division; bool becomes int64 with an integral s. */
+static tg_dtype scalar_result_type(tg_dtype x, double s, bool division) {
+    if (tg_dtype_is_floating(x)) return x;
+    if (division || !isfinite(s) || s != nearbyint(s)) return TG_FLOAT32;
+    return x == TG_BOOL ? TG_INT64 : x;
+}
+
+static tg_tensor *apply_scalar(const unary_op *op, tg_tensor *x, double s, bool division) {
+    if (!x || tg_dtype_is_floating(x->dtype)) return apply_unary(op, x, s, 0); /* the common case: no cast */
+    tg_dtype to = scalar_result_type(x->dtype, s, division);
+    if (to == x->dtype) return apply_unary(op, x, s, 0);
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *y = tg_cast(x, to);
+        if (y) result = tg_scope_return(apply_unary(op, y, s, 0));
+    }
+    return result;
+}
+
+tg_tensor *tg_add_scalar(tg_tensor *x, double s) { return apply_scalar(&add_scalar_op, x, s, false); }
+tg_tensor *tg_sub_scalar(tg_tensor *x, double s) { return apply_scalar(&add_scalar_op, x, -s, false); }
+tg_tensor *tg_mul_scalar(tg_tensor *x, double s) { return apply_scalar(&mul_scalar_op, x, s, false); }
+tg_tensor *tg_div_scalar(tg_tensor *x, double s) { return apply_scalar(&div_scalar_op, x, s, true); }
+tg_tensor *tg_rsub_scalar(tg_tensor *x, double s) { return apply_scalar(&rsub_scalar_op, x, s, false); }
+tg_tensor *tg_pow_scalar(tg_tensor *x, double e) {
+    if (x && !tg_dtype_is_floating(x->dtype) && e < 0 && e == nearbyint(e))
+        return tg_error("tg_pow_scalar: integers to negative integer powers are not allowed (%s tensor, exponent %g)",
+                        tg_dtype_name(x->dtype), e), NULL;
+    return apply_scalar(&pow_scalar_op, x, e, false);
+}
 tg_tensor *tg_sqrt(tg_tensor *x) { return apply_unary(&sqrt_op, x, 0, 0); }
 tg_tensor *tg_rsqrt(tg_tensor *x) { return apply_unary(&rsqrt_op, x, 0, 0); }
 tg_tensor *tg_abs(tg_tensor *x) { return apply_unary(&abs_op, x, 0, 0); }
@@ -464,6 +498,18 @@ typedef struct {
     tg_binary_kind kind;
 } binary_op;
 
+/* torch.result_type of two tensors: a 0-dim tensor joins the promotion only when its
+ * category (bool < integer < floating) is higher than the other's, so float32 [3] *
+ * float64 0-dim is float32 and int32 [3] + int64 0-dim is int32, as in PyTorch. */
+static tg_dtype result_type(const tg_tensor *a, const tg_tensor *b) {
+    bool a0 = a->shape.ndim == 0, b0 = b->shape.ndim == 0;
+    if (a0 == b0) return tg_promote_types(a->dtype, b->dtype);
+    tg_dtype dim = a0 ? b->dtype : a->dtype, zero = a0 ? a->dtype : b->dtype;
+    if (tg_dtype_is_floating(dim)) return dim;
+    if (dim == TG_BOOL || tg_dtype_is_floating(zero)) return tg_promote_types(dim, zero);
+    return dim;
+}
+
 /* Checks, promotes and broadcasts; fills *out_shape and *dtype (of the computation). */
 static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_shape *out_shape, tg_dtype *dtype) {
     if (check_same_device(op, a, b)) return TG_ERROR;
@@ -472,7 +518,7 @@ static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_s
         return tg_error("%s: shapes %s and %s cannot be broadcast together", op,
                         tg_shape_str(a->shape, sa, sizeof sa), tg_shape_str(b->shape, sb, sizeof sb));
     }
-    *dtype = tg_promote_types(a->dtype, b->dtype);
+    *dtype = result_type(a, b);
     return TG_OK;
 }
 

@@ -3,7 +3,8 @@
  * Every function returns a NEW reference (see core/scope.h), or NULL with a message
  * naming the op and the shapes/dtypes/devices (core/error.h). Binary ops broadcast
  * as NumPy/PyTorch do and promote dtypes as torch.result_type does (division of
- * integers gives float32). Inputs must be on the same device. All are
+ * integers gives float32; a 0-dim tensor widens a dimensioned one only from a higher
+ * category: float32 [3] * float64 0-dim is float32). Inputs must be on the same device. All are
  * differentiable in their floating inputs, to any order, unless said otherwise. */
 #ifndef TG_OPS_ELEMENTWISE_H
 #define TG_OPS_ELEMENTWISE_H
@@ -34,7 +35,11 @@ tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);
 /* torch.where(cond, a, b): cond is bool; a and b broadcast with it. */
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 
-/* With a scalar: x + s, x * s, s - x, x ^ s, x / s, x - s. Keep x's dtype. */
+/* With a scalar: x + s, x - s, x * s, x / s (true division), s - x, x ^ s. The result
+ * dtype is torch.result_type(x, s) with s read as a Python int when it is integral and
+ * as a Python float otherwise (C has one double for both): floating x keeps its dtype;
+ * integer and bool x become float32 for a fractional s and for division; bool becomes
+ * int64 for an integral s. An integer x to a negative integral power is an error. */
 tg_tensor *tg_add_scalar(tg_tensor *x, double s);
 tg_tensor *tg_sub_scalar(tg_tensor *x, double s);
 tg_tensor *tg_mul_scalar(tg_tensor *x, double s);

@@ -61,6 +61,7 @@ template <typename T> __device__ __forceinline__ T unary_float(const unary_param
     case TG_UNARY_ADD_SCALAR: return x + a;
     case TG_UNARY_MUL_SCALAR: return x * a;
     case TG_UNARY_RSUB_SCALAR: return a - x;
+    case TG_UNARY_DIV_SCALAR: return x / a;
     case TG_UNARY_POW_SCALAR: return a == 2 ? x * x : dpow(x, a);
     case TG_UNARY_SQRT: return dsqrt(x);
     case TG_UNARY_RSQRT: return (T)1 / dsqrt(x);
@@ -74,7 +75,11 @@ template <typename T> __device__ __forceinline__ T unary_float(const unary_param
     case TG_UNARY_GELU_TANH: return (T)0.5 * x * ((T)1 + dtanh((T)SQRT2_PI * (x + (T)0.044715 * x * x * x)));
     case TG_UNARY_SILU: return x / ((T)1 + dexp(-x));
     case TG_UNARY_SOFTPLUS: return x * a > b ? x : dlog((T)1 + dexp(x * a)) / a;
-    case TG_UNARY_CLAMP: return x != x ? x : (a == a && x < a) ? a : (b == b && x > b) ? b : x;
+    case TG_UNARY_CLAMP: { // min(max(x, lo), hi), as torch.clamp (lo > hi gives hi)
+        if (x != x) return x;
+        T y = (a == a && x < a) ? a : x;
+        return (b == b && y > b) ? b : y;
+    }
     case TG_UNARY_ERF: return derf(x);
     case TG_UNARY_RECIPROCAL: return (T)1 / x;
     case TG_UNARY_SQUARE: return x * x;
@@ -100,7 +105,10 @@ template <typename T> __device__ __forceinline__ T unary_int(const unary_params 
     case TG_UNARY_RELU: return x > 0 ? x : 0;
     case TG_UNARY_SQUARE: return x * x;
     case TG_UNARY_POW_SCALAR: return (T)int_pow((double)x, (double)a);
-    case TG_UNARY_CLAMP: return (p.a == p.a && x < a) ? a : (p.b == p.b && x > b) ? b : x;
+    case TG_UNARY_CLAMP: {
+        T y = (p.a == p.a && x < a) ? a : x;
+        return (p.b == p.b && y > b) ? b : y;
+    }
     default: return x;
     }
 }
