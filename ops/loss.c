@@ -34,6 +34,10 @@ typedef struct {
 
 static bool ignored(const ce_args *a, int64_t t) { return a->use_ignore && t == a->ignore_index; }
 
+/* PyTorch's default ignore_index is -100: targets of -100 are skipped unless another
+ * index is asked for (the usual padding label). */
+static int64_t ignore_index_of(tg_loss_opts o) { return o.use_ignore_index ? o.ignore_index : -100; }
+
 /* Checks logits [N, C, d...] (or [C]) against int64 target [N, d...] (or []) and
  * counts the non-ignored targets; reads the targets on the host. */
 static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, ce_args *a) {
@@ -74,9 +78,10 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
             for (int64_t i = 0; i < n; i++) {
                 if (ignored(a, t[i])) continue;
                 if (t[i] < 0 || t[i] >= a->c) {
-                    status = tg_error("%s: target %lld is out of bounds for %lld classes (expected 0 <= target < %lld%s)",
+                    status = tg_error("%s: target %lld is out of bounds for %lld classes "
+                                      "(expected 0 <= target < %lld, or the ignore_index %lld)",
                                       op, (long long)t[i], (long long)a->c, (long long)a->c,
-                                      a->use_ignore ? " or the ignore_index" : "");
+                                      (long long)a->ignore_index);
                     break;
                 }
                 a->count++;
@@ -211,7 +216,7 @@ tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_o
         return tg_error("%s: label_smoothing must be in [0, 1], got %g", op, opts.label_smoothing), NULL;
     if (opts.reduction < TG_REDUCTION_MEAN || opts.reduction > TG_REDUCTION_NONE)
         return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
-    ce_args a = {opts.reduction, opts.use_ignore_index, opts.ignore_index, opts.label_smoothing, 0, 0, 0, 0};
+    ce_args a = {opts.reduction, true, ignore_index_of(opts), opts.label_smoothing, 0, 0, 0, 0};
     if (check_targets(op, logits, target, &a)) return NULL;
     return tg_apply_args(&ce_fn, (tg_tensor *[]){logits, target}, &a, sizeof a);
 }
@@ -256,7 +261,7 @@ tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opt
         return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
     if (opts.label_smoothing != 0)
         return tg_error("%s: label_smoothing is a cross_entropy option, got %g", op, opts.label_smoothing), NULL;
-    ce_args a = {opts.reduction, opts.use_ignore_index, opts.ignore_index, 0, 0, 0, 0, 0};
+    ce_args a = {opts.reduction, true, ignore_index_of(opts), 0, 0, 0, 0, 0};
     if (check_targets(op, log_probs, target, &a)) return NULL;
     return tg_apply_args(&nll_fn, (tg_tensor *[]){log_probs, target}, &a, sizeof a);
 }

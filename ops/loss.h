@@ -13,10 +13,11 @@ extern "C" {
 
 typedef enum { TG_REDUCTION_MEAN = 0, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
 
-/* Zero fields: mean reduction, no ignored class, no smoothing. */
+/* Zero fields: mean reduction, ignore_index -100 (PyTorch's default: targets of -100
+ * are skipped, the mean divides by the others), no smoothing. */
 typedef struct {
     tg_reduction reduction;
-    bool use_ignore_index; /* PyTorch's default ignore_index=-100 never matches a class */
+    bool use_ignore_index; /* true: ignore_index below instead of -100 */
     int64_t ignore_index;
     double label_smoothing;
 } tg_loss_opts;

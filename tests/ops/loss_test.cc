@@ -134,6 +134,28 @@ TEST_F(TgTest, CrossEntropyUnbatchedAndAllIgnored) {
     EXPECT_TRUE(std::isnan(tg_item(l)));
 }
 
+// PyTorch's default ignore_index is -100: such targets add nothing and the mean
+// divides by the other targets; the gradient of their rows is zero.
+TEST_F(TgTest, CrossEntropyIgnoresMinus100ByDefault) {
+    tg_tensor *x = tensor_f64({1, 2, 3, 0, 0, 0, 3, 1, 1}, TG_SHAPE(3, 3), true);
+    tg_tensor *t = tensor_i64({2, -100, 0}, TG_SHAPE(3));
+    double l0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3;
+    double l2 = std::log(std::exp(3.0) + 2 * std::exp(1.0)) - 3;
+    tg_tensor *loss = tg_cross_entropy(x, t);
+    ASSERT_TRUE(loss) << tg_last_error();
+    EXPECT_NEAR(tg_item(loss), (l0 + l2) / 2, 1e-12);
+    ASSERT_EQ(tg_backward(loss), TG_OK);
+    std::vector<double> g = values(tg_grad(x));
+    for (int j = 3; j < 6; j++) EXPECT_EQ(g[j], 0) << "ignored row, column " << j - 3;
+    EXPECT_NEAR(tg_item(tg_nll_loss(tg_log_softmax(x, 1), t, {})), (l0 + l2) / 2, 1e-12);
+    // another ignore_index replaces -100, which is then out of range
+    tg_loss_opts o = {};
+    o.use_ignore_index = true;
+    o.ignore_index = 1;
+    EXPECT_EQ(tg_cross_entropy_opts(x, t, o), nullptr);
+    EXPECT_ERROR_CONTAINS("target -100 is out of bounds for 3 classes (expected 0 <= target < 3, or the ignore_index 1)");
+}
+
 TEST_F(TgTest, LossErrors) {
     tg_tensor *x = tg_zeros(TG_SHAPE(4, 5), tg_opts{});
     tg_tensor *t = tensor_i64({0, 1, 7, 2}, TG_SHAPE(4));
