@@ -1,4 +1,5 @@
-/* torch.nn.utils.clip_grad_norm_ (PyTorch 1.13, torch/nn/utils/clip_grad.py):
+/* torch.nn.utils.clip_grad_norm_ and clip_grad_value_ (PyTorch 1.13,
+ * torch/nn/utils/clip_grad.py). clip_grad_norm_:
  *     norms = [torch.norm(g, p) for g in grads]; total = torch.norm(torch.stack(norms), p)
  *     clip_coef = max_norm / (total + 1e-6); g.mul_(clamp(clip_coef, max=1))
  * The norms are accumulated in double and rounded to the gradients' dtype where
@@ -108,4 +109,29 @@ double tg_clip_grad_norm(tg_module *model, double max_norm, double norm_type) {
     int n = 0;
     tg_tensor *const *params = tg_parameters(model, &n);
     return tg_clip_grad_norm_params(params, n, max_norm, norm_type);
+}
+
+/* clip_grad_value_: g.clamp_(min=-clip_value, max=clip_value) for every gradient. */
+tg_status tg_clip_grad_value_params(tg_tensor *const *params, int count, double clip_value) {
+    if (isnan(clip_value)) return tg_error("tg_clip_grad_value: clip_value is NaN");
+    if (count > 0 && !params) return tg_error("tg_clip_grad_value: parameter array is NULL");
+    tg_status status = TG_OK;
+    bool prev = tg_set_grad_enabled(false);
+    for (int i = 0; i < count && !status; i++) {
+        tg_tensor *g = params[i] ? tg_grad(params[i]) : NULL;
+        if (!g) continue;
+        TG_SCOPE {
+            tg_tensor *clipped = tg_clamp(g, -clip_value, clip_value);
+            status = clipped ? tg_copy_(g, clipped) : TG_ERROR;
+        }
+    }
+    tg_set_grad_enabled(prev);
+    return status;
+}
+
+tg_status tg_clip_grad_value(tg_module *model, double clip_value) {
+    if (!model) return tg_error("tg_clip_grad_value: model is NULL");
+    int n = 0;
+    tg_tensor *const *params = tg_parameters(model, &n);
+    return tg_clip_grad_value_params(params, n, clip_value);
 }

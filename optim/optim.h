@@ -168,6 +168,11 @@ tg_status tg_optim_state_set(tg_optim *opt, const char *name, tg_tensor *value);
  * gradient, NAN + error on failure. norm_type 0 means 2. */
 double tg_clip_grad_norm(tg_module *model, double max_norm, double norm_type);
 double tg_clip_grad_norm_params(tg_tensor *const *params, int count, double max_norm, double norm_type);
+/* torch.nn.utils.clip_grad_value_(parameters, clip_value): clamps every gradient in
+ * place to [-clip_value, clip_value] (parameters without a gradient are skipped).
+ * TG_OK, or TG_ERROR for a NaN clip_value or a NULL model/array. */
+tg_status tg_clip_grad_value(tg_module *model, double clip_value);
+tg_status tg_clip_grad_value_params(tg_tensor *const *params, int count, double clip_value);
 
 #ifdef __cplusplus
 }

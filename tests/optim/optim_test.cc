@@ -370,6 +370,32 @@ TEST_F(OptimTest, ClipGradNormMatchesPyTorch) {
     EXPECT_EQ(tg_clip_grad_norm_params(&p, 1, 1.0, 2.0), 0.0);
 }
 
+// torch.nn.utils.clip_grad_value_(params, 0.5): each gradient element clamped to
+// [-0.5, 0.5]; a parameter without a gradient is skipped.
+TEST_F(OptimTest, ClipGradValueClampsEveryGradient) {
+    tg_tensor *params[3];
+    params[0] = tg_requires_grad(tg_zeros(TG_SHAPE(4), tg_opts{TG_FLOAT64}), true);
+    params[1] = tg_requires_grad(tg_zeros(TG_SHAPE(2, 2), tg_opts{}), true);
+    params[2] = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);  // no gradient
+    tg_set_grad(params[0], tensor_f64({-2, -0.25, 0.5, 3}, TG_SHAPE(4)));
+    tg_set_grad(params[1], tensor_f32({0.75f, -0.5f, 0.1f, NAN}, TG_SHAPE(2, 2)));
+    ASSERT_EQ(tg_clip_grad_value_params(params, 3, 0.5), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(params[0]), {-0.5, -0.25, 0.5, 0.5}, 0));
+    EXPECT_TRUE(tensor_near(tg_grad(params[1]), {0.5, -0.5, 0.1, NAN}, 1e-7));  // NaN stays, as clamp_
+    EXPECT_EQ(tg_grad(params[2]), nullptr);
+    EXPECT_EQ(tg_clip_grad_value_params(params, 3, NAN), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_clip_grad_value: clip_value is NaN");
+    // over a model: every parameter's gradient
+    tg_module *lin = tg_nn_linear(3, 2, tg_linear_opts{});
+    ASSERT_EQ(tg_backward(tg_mul_scalar(tg_sum(tg_forward(lin, tg_ones(TG_SHAPE(4, 3), tg_opts{}))), 10)), TG_OK);
+    ASSERT_EQ(tg_clip_grad_value(lin, 1.0), TG_OK);
+    int n = 0;
+    tg_tensor *const *ps = tg_parameters(lin, &n);
+    for (int i = 0; i < n; i++)
+        for (double v : values(tg_grad(ps[i]))) EXPECT_EQ(v, 1.0);  // 40 (weight) and 40 (bias) clipped to 1
+    tg_module_free(lin);
+}
+
 // ---- parameter groups and OneCycleLR (tests/fixtures/optim_groups.txt) ----
 
 namespace {
