@@ -230,17 +230,25 @@ static const char *cache_name(flat_cache *c, const char *prefix, const char *nam
     return s;
 }
 
-/* named_modules() order: a module's own members, then each child's, depth first. */
+static bool listed(const named_list *l, const tg_tensor *t) {
+    for (int i = 0; i < l->count; i++)
+        if (l->items[i].tensor == t) return true;
+    return false;
+}
+
+/* named_modules() order: a module's own members, then each child's, depth first. A
+ * tensor registered twice (tied weights) is listed once in parameters and buffers,
+ * under its first name, and under every name in the state dict, as in PyTorch. */
 static void collect(flat_cache *c, tg_module *m, const char *prefix, named_list *params, named_list *buffers,
                     named_list *state) {
     for (int i = 0; i < m->params.count; i++) {
         const char *name = cache_name(c, prefix, m->params.items[i].name);
-        named_push(params, name, m->params.items[i].tensor);
+        if (!listed(params, m->params.items[i].tensor)) named_push(params, name, m->params.items[i].tensor);
         named_push(state, name, m->params.items[i].tensor);
     }
     for (int i = 0; i < m->buffers.count; i++) {
         const char *name = cache_name(c, prefix, m->buffers.items[i].name);
-        named_push(buffers, name, m->buffers.items[i].tensor);
+        if (!listed(buffers, m->buffers.items[i].tensor)) named_push(buffers, name, m->buffers.items[i].tensor);
         named_push(state, name, m->buffers.items[i].tensor);
     }
     for (int i = 0; i < m->num_children; i++) {
@@ -319,12 +327,13 @@ tg_tensor *tg_module_get(tg_module *m, const char *dotted_name) {
     return NULL;
 }
 
+/* Elements of m's parameters and its descendants', each tensor once (tied weights). */
 static int64_t own_and_descendant_params(tg_module *m, bool trainable_only) {
+    int n = 0;
+    tg_tensor *const *params = tg_parameters(m, &n);
     int64_t total = 0;
-    for (int i = 0; i < m->params.count; i++)
-        if (!trainable_only || tg_get_requires_grad(m->params.items[i].tensor))
-            total += tg_numel(m->params.items[i].tensor);
-    for (int i = 0; i < m->num_children; i++) total += own_and_descendant_params(m->children[i].module, trainable_only);
+    for (int i = 0; i < n; i++)
+        if (!trainable_only || tg_get_requires_grad(params[i])) total += tg_numel(params[i]);
     return total;
 }
 

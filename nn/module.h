@@ -104,12 +104,14 @@ tg_tensor *tg_module_get(tg_module *m, const char *dotted_name);
 /* torch.nn.Module.named_parameters(), named_buffers(), state_dict() (parameters and
  * buffers, module by module, each module's parameters before its buffers) and
  * parameters(). Return a borrowed array of *count entries, owned by m and valid until
- * a member is registered anywhere or m is freed. NULL (count 0) for NULL m. */
+ * a member is registered anywhere or m is freed. NULL (count 0) for NULL m. A tensor
+ * registered under two names (tied weights) appears once in parameters and buffers
+ * (its first name) and under both names in the state dict, as in PyTorch. */
 const tg_named_tensor *tg_named_parameters(tg_module *m, int *count);
 const tg_named_tensor *tg_named_buffers(tg_module *m, int *count);
 const tg_named_tensor *tg_state_dict(tg_module *m, int *count);
 tg_tensor *const *tg_parameters(tg_module *m, int *count);
-/* Total number of parameter elements (sum(p.numel() for p in m.parameters())). */
+/* Total number of parameter elements (sum(p.numel() for p in m.parameters()), tied ones once). */
 int64_t tg_module_num_params(tg_module *m);
 
 /* ---- running ---- */

@@ -70,7 +70,7 @@ static int key_index(const param_group *g, const char *key) {
 
 static const param_group *group_of_param(const tg_optim *opt, int i) { return &opt->groups[opt->group_of[i]]; }
 
-/* Checks a list of new parameters: each a floating leaf requiring grad, none twice,
+/* Checks a list of new parameters: each a floating leaf, none twice,
  * none already in the optimizer. `op` prefixes the message. */
 static tg_status check_new_params(const tg_optim *opt, const char *op, tg_tensor *const *params, int count) {
     if (count < 0 || (count > 0 && !params)) return tg_error("%s: invalid parameter list (count %d)", op, count);
@@ -79,11 +79,11 @@ static tg_status check_new_params(const tg_optim *opt, const char *op, tg_tensor
             if (!tg_has_error()) tg_error("%s: parameter %d is NULL", op, i);
             return TG_ERROR;
         }
-        if (!tg_dtype_is_floating(tg_dtype_of(params[i])) || !tg_is_leaf(params[i]) ||
-            !tg_get_requires_grad(params[i]))
-            return tg_error("%s: parameter %d must be a floating leaf tensor that requires grad (got %s%s%s)", op, i,
-                            tg_dtype_name(tg_dtype_of(params[i])), tg_is_leaf(params[i]) ? "" : ", not a leaf",
-                            tg_get_requires_grad(params[i]) ? "" : ", requires_grad false");
+        /* Frozen parameters (requires_grad false) are accepted and never updated (they
+         * get no gradient), as PyTorch's optimizers over model.parameters() do. */
+        if (!tg_dtype_is_floating(tg_dtype_of(params[i])) || !tg_is_leaf(params[i]))
+            return tg_error("%s: parameter %d must be a floating leaf tensor (got %s%s)", op, i,
+                            tg_dtype_name(tg_dtype_of(params[i])), tg_is_leaf(params[i]) ? "" : ", not a leaf");
         for (int j = 0; j < i; j++)
             if (params[j] == params[i]) return tg_error("%s: parameter %d appears twice (also at %d)", op, i, j);
         for (int j = 0; opt && j < opt->count; j++)

@@ -62,7 +62,8 @@ typedef struct {
 } tg_rmsprop_opts;
 
 /* Constructors: over tg_parameters(model) (in that order), or over an explicit array
- * of `count` leaf tensors requiring grad. Return a NEW optimizer (tg_optim_free), or
+ * of `count` floating leaf tensors (frozen ones, requires_grad false, are kept and
+ * never updated, as in PyTorch). Return a NEW optimizer (tg_optim_free), or
  * NULL + error (names the optimizer and the bad option or parameter). */
 tg_optim *tg_sgd(tg_module *model, tg_sgd_opts opts);
 tg_optim *tg_sgd_params(tg_tensor *const *params, int count, tg_sgd_opts opts);
@@ -90,7 +91,7 @@ typedef struct {
 
 /* optimizer.add_param_group({"params": params, **opts}): appends a group of `count`
  * parameters; they take the next parameter indices (tg_optim_param, "state.<i>...").
- * Each must be a floating leaf tensor requiring grad. Fails (TG_ERROR, optimizer
+ * Each must be a floating leaf tensor. Fails (TG_ERROR, optimizer
  * unchanged) on an invalid option, an option the optimizer lacks, or a parameter that
  * appears twice or is already in a group; the message names the optimizer, the
  * parameter's position in `params` and, for a repeat, the group and index it already

@@ -396,6 +396,35 @@ TEST_F(OptimTest, ClipGradValueClampsEveryGradient) {
     tg_module_free(lin);
 }
 
+// As torch.optim over model.parameters(): a frozen parameter is accepted and left
+// alone; a weight tied into two modules is one parameter, stepped once.
+TEST_F(OptimTest, FrozenAndTiedParameters) {
+    tg_module *a = tg_nn_linear(2, 2, tg_linear_opts{}), *b = tg_nn_linear(2, 2, tg_linear_opts{});
+    tg_module *model = TG_NN_SEQUENTIAL(a, b);
+    tg_tensor *shared = tg_module_get(model, "0.weight");
+    ASSERT_EQ(tg_register_parameter(b, "tied", shared), TG_OK) << tg_last_error();
+    tg_tensor *frozen = tg_module_get(model, "1.weight");
+    ASSERT_EQ(tg_requires_grad(frozen, false), frozen);
+    int n = 0;
+    tg_parameters(model, &n);
+    EXPECT_EQ(n, 4) << "0.weight, 0.bias, 1.weight, 1.bias; 1.tied is 0.weight";
+    int state = 0;
+    tg_state_dict(model, &state);
+    EXPECT_EQ(state, 5) << "the state dict keeps both names";
+    EXPECT_EQ(tg_module_num_params(model), 4 + 2 + 4 + 2);
+    tg_optim *sgd = tg_sgd(model, tg_sgd_opts{.lr = 0.5});
+    ASSERT_NE(sgd, nullptr) << tg_last_error();
+    std::vector<double> frozen_before = values(frozen), shared_before = values(shared);
+    ASSERT_EQ(tg_backward(tg_sum(tg_forward(model, tg_ones(TG_SHAPE(1, 2), tg_opts{})))), TG_OK);
+    ASSERT_EQ(tg_optim_step(sgd), TG_OK) << tg_last_error();
+    EXPECT_EQ(values(frozen), frozen_before);
+    EXPECT_EQ(tg_grad(frozen), nullptr);
+    std::vector<double> g = values(tg_grad(shared)), now = values(shared);
+    for (size_t i = 0; i < now.size(); i++) EXPECT_NEAR(now[i], shared_before[i] - 0.5 * g[i], 1e-6) << i;
+    tg_optim_free(sgd);
+    tg_module_free(model);
+}
+
 // ---- parameter groups and OneCycleLR (tests/fixtures/optim_groups.txt) ----
 
 namespace {
@@ -771,9 +800,9 @@ TEST_F(OptimTest, ParamGroupsApiAndErrors) {
     EXPECT_ERROR_CONTAINS("SGD.add_param_group: SGD has no option betas");
     EXPECT_EQ(tg_optim_add_param_group(sgd, again, 1, tg_param_group_opts{.lr = -1}), TG_ERROR);
     EXPECT_ERROR_CONTAINS("SGD.add_param_group: invalid options lr=-1");
-    tg_tensor *frozen = tg_zeros(TG_SHAPE(2), tg_opts{});
-    EXPECT_EQ(tg_optim_add_param_group(sgd, &frozen, 1, tg_param_group_opts{}), TG_ERROR);
-    EXPECT_ERROR_CONTAINS("SGD.add_param_group: parameter 0 must be a floating leaf tensor that requires grad");
+    tg_tensor *integer = tg_zeros(TG_SHAPE(2), tg_opts{TG_INT64});
+    EXPECT_EQ(tg_optim_add_param_group(sgd, &integer, 1, tg_param_group_opts{}), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("SGD.add_param_group: parameter 0 must be a floating leaf tensor (got int64)");
     EXPECT_EQ(tg_optim_num_groups(sgd), 3) << "a failed add changes nothing";
     EXPECT_EQ(tg_optim_num_params(sgd), 4);
     EXPECT_EQ(tg_optim_add_param_group(nullptr, again, 1, tg_param_group_opts{}), TG_ERROR);
