@@ -254,7 +254,9 @@ static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_gr
                 double started = profiling ? tg_profile_clock() : 0;
                 size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
                 tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
+                bool was_in_backward = profiling && tg_profile_set_in_backward(true);
                 n->fn->backward(&n->ctx, grad0, grad_inputs);
+                if (profiling) tg_profile_set_in_backward(was_in_backward);
                 if (profiling)
                     tg_profile_record(n->fn->name, true, tg_profile_clock() - started,
                                       tg_thread_bytes_allocated() - bytes_before);

@@ -256,7 +256,8 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     tg_scope_begin();
     ctx->outputs[0] = fn->forward(ctx, inputs);
     if (profiling)
-        tg_profile_record(fn->name, false, tg_profile_clock() - started, tg_thread_bytes_allocated() - bytes_before);
+        tg_profile_record(fn->name, tg_profile_in_backward(), tg_profile_clock() - started,
+                          tg_thread_bytes_allocated() - bytes_before);
     bool ok = true;
     for (int i = 0; i < num_outputs && ok; i++) {
         tg_tensor *out = ctx->outputs[i];

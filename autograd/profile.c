@@ -19,7 +19,17 @@ static op_stats table[MAX_OPS];
 static int num_ops;
 static int state = -1; /* -1: environment not read yet */
 
+static _Thread_local bool in_backward;
+
 static void print_at_exit(void) { tg_profile_print(stderr); }
+
+bool tg_profile_set_in_backward(bool on) {
+    bool was = in_backward;
+    in_backward = on;
+    return was;
+}
+
+bool tg_profile_in_backward(void) { return in_backward; }
 
 bool tg_profile_enabled(void) {
     if (state < 0) {

@@ -28,4 +28,10 @@ TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
     EXPECT_EQ(bwd_calls, 3);
     EXPECT_GE(fwd_ms, 0.0);
     EXPECT_NE(table.find("\nsum "), std::string::npos);
+    // exp's backward multiplies by its output: that mul is backward work, not forward.
+    row = table.find("\nmul ");
+    ASSERT_NE(row, std::string::npos) << table;
+    ASSERT_EQ(sscanf(table.c_str() + row + 4, "%d %lf %lf %d", &fwd_calls, &fwd_ms, &fwd_mb, &bwd_calls), 4) << table;
+    EXPECT_EQ(fwd_calls, 0) << table;
+    EXPECT_EQ(bwd_calls, 3) << table;
 }
