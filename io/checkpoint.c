@@ -168,6 +168,10 @@ tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
             snprintf(key, sizeof key, "optim.group.%d.lr", g);
             snprintf(lr, sizeof lr, "%.17g", tg_optim_get_group_lr(opt, g));
             if (!s) s = tg_tensor_map_set_metadata(ck, key, lr);
+            /* what OneCycleLR cycles: SGD/RMSprop momentum, Adam/AdamW beta1 */
+            snprintf(key, sizeof key, "optim.group.%d.momentum", g);
+            snprintf(lr, sizeof lr, "%.17g", tg_optim_get_group_momentum(opt, g));
+            if (!s) s = tg_tensor_map_set_metadata(ck, key, lr);
         }
     }
     tg_rng_state rng = tg_rng_get_state();
@@ -292,7 +296,15 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         }
         const char *lr = tg_tensor_map_metadata(ck, "optim.lr");
         if (!s && has_groups) {
-            for (int g = 0; g < tg_optim_num_groups(opt) && !s; g++) s = tg_optim_set_group_lr(opt, g, group_lrs[g]);
+            for (int g = 0; g < tg_optim_num_groups(opt) && !s; g++) {
+                s = tg_optim_set_group_lr(opt, g, group_lrs[g]);
+                char key[64];
+                snprintf(key, sizeof key, "optim.group.%d.momentum", g);
+                double momentum;
+                if (!s && tg_tensor_map_metadata(ck, key)) /* absent in files from before it was saved */
+                    s = meta_double(op, path, ck, key, &momentum) ? tg_optim_set_group_momentum(opt, g, momentum)
+                                                                  : TG_ERROR;
+            }
         } else if (!s && lr) {
             tg_optim_set_lr(opt, strtod(lr, NULL)); /* a file from before parameter groups: every group */
         }

@@ -16,7 +16,9 @@
  * the optimizer's per-parameter state (optim/optim.h's names), and metadata:
  * "tapegrad.checkpoint" = "1", "step", "epoch", "optim.name", "optim.lr" (group 0's
  * lr), "optim.groups" (the number of parameter groups) and, per group g,
- * "optim.group.<g>.params" (its parameter count) and "optim.group.<g>.lr", and the
+ * "optim.group.<g>.params" (its parameter count), "optim.group.<g>.lr" and
+ * "optim.group.<g>.momentum" (SGD/RMSprop momentum or Adam beta1, which OneCycleLR
+ * moves; optional when loading), and the
  * RNG state "rng.seed", "rng.offset" (core/rng.h), all decimal strings. Files
  * written before parameter groups have no "optim.groups": loading one sets every
  * group's lr to "optim.lr".

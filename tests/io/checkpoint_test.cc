@@ -165,6 +165,8 @@ TEST_F(CheckpointTest, ParamGroupLrs) {
     for (int i = 0; i < 2; i++) train_step(model.get(), opt.get());
     tg_optim_set_group_lr(opt.get(), 0, 0.02);
     tg_optim_set_group_lr(opt.get(), 1, 0.3);
+    ASSERT_EQ(tg_optim_set_group_momentum(opt.get(), 0, 0.85), TG_OK);  // as OneCycleLR would
+    ASSERT_EQ(tg_optim_set_group_momentum(opt.get(), 1, 0.8), TG_OK);
     std::string path = dir_ + "/ck.safetensors";
     ASSERT_EQ(tg_save_checkpoint(path.c_str(), model.get(), opt.get(), tg_checkpoint_info{2, 0}), TG_OK)
         << tg_last_error();
@@ -177,6 +179,7 @@ TEST_F(CheckpointTest, ParamGroupLrs) {
     EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.group.0.params"), "4");
     EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.group.1.lr"), "0.29999999999999999");
     EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.lr"), "0.02") << "group 0's, for older readers";
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.group.1.momentum"), "0.80000000000000004");
     EXPECT_NE(tg_tensor_map_get(file.get(), "optim.state.5.momentum_buffer"), nullptr) << "indices run across groups";
 
     tg_manual_seed(77);
@@ -185,6 +188,8 @@ TEST_F(CheckpointTest, ParamGroupLrs) {
     ASSERT_EQ(tg_load_checkpoint(path.c_str(), fresh.get(), fresh_opt.get(), nullptr), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_optim_get_group_lr(fresh_opt.get(), 0), 0.02);
     EXPECT_EQ(tg_optim_get_group_lr(fresh_opt.get(), 1), 0.3);
+    EXPECT_EQ(tg_optim_get_group_momentum(fresh_opt.get(), 0), 0.85);
+    EXPECT_EQ(tg_optim_get_group_momentum(fresh_opt.get(), 1), 0.8);
     for (int i = 0; i < 2; i++) EXPECT_DOUBLE_EQ(train_step(fresh.get(), fresh_opt.get()), expected[(size_t)i]) << i;
 
     // Groups that do not match: an error naming both layouts, nothing modified.
