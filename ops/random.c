@@ -191,6 +191,17 @@ tg_tensor *tg_bernoulli(tg_tensor *p) {
     if (!p) return tg_error_null_input("tg_bernoulli", 0), NULL;
     if (check_floating("tg_bernoulli", p->dtype)) return NULL;
     tg_tensor *out = NULL;
+    if (p->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_bernoulli) { /* drawn on the device */
+        TG_SCOPE {
+            tg_tensor *probs = tg_contiguous(tg_detach(p));
+            tg_tensor *draws = probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype, .device = p->storage->device})
+                                     : NULL;
+            int64_t n = tg_numel(p);
+            tg_rng_state s = tg_rng_reserve((uint64_t)(n + 3) / 4); /* as fill_contiguous's DIST_BERNOULLI */
+            if (draws && !tg_cuda_bernoulli(draws, probs, s.seed, s.offset)) out = tg_scope_return(draws);
+        }
+        return out;
+    }
     TG_SCOPE {
         tg_tensor *probs = tg_contiguous(tg_tensor_to(tg_cast(tg_detach(p), TG_FLOAT64), TG_CPU));
         tg_tensor *cpu = probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype}) : NULL;
@@ -232,15 +243,19 @@ tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
         /* mask = keep / (1 - p), keep ~ Bernoulli(1 - p); the product's backward
          * multiplies the gradient by the saved mask. p == 1 keeps nothing (zeros). */
         tg_tensor *mask = NULL;
+        double scale = 1.0 / (1.0 - p);
+        uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
         if (p == 1) {
             mask = tg_zeros(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+        } else if (x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) { /* the same mask, drawn there */
+            mask = tg_empty(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+            tg_rng_state s = tg_rng_reserve((uint64_t)(tg_numel(x) + 3) / 4);
+            if (mask && tg_cuda_dropout_mask(mask, threshold, scale, s.seed, s.offset)) mask = NULL;
         } else {
             tg_tensor *cpu = tg_empty(x->shape, (tg_opts){.dtype = x->dtype});
             if (cpu) {
                 int64_t n = tg_numel(cpu);
                 tg_rng_state s = tg_rng_reserve((uint64_t)(n + 3) / 4);
-                double scale = 1.0 / (1.0 - p);
-                uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
                 if (cpu->dtype == TG_FLOAT32) {
                     float *m = tg_data_ptr(cpu);
 #pragma omp parallel for if (n >= RANDOM_GRAIN)
@@ -261,7 +276,7 @@ tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
                 mask = tg_tensor_to(cpu, x->storage->device);
             }
         }
-        out = tg_scope_return(tg_mul(x, mask));
+        if (mask) out = tg_scope_return(tg_mul(x, mask));
     }
     return out;
 }

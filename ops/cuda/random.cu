@@ -77,6 +77,24 @@ __global__ void random_fill_kernel(T *t, int64_t n, int kind, double a, double b
         t[i] = (T)draw<T>(kind, a, b, seed, offset, i);
 }
 
+template <typename T>
+__global__ void dropout_mask_kernel(T *mask, int64_t n, uint64_t threshold, T scale, uint64_t seed, uint64_t offset) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t w[4];
+        philox(seed, offset + (uint64_t)i / 4, w);
+        mask[i] = w[i % 4] < threshold ? (T)0 : scale;
+    }
+}
+
+template <typename T>
+__global__ void bernoulli_kernel(T *out, const T *probs, int64_t n, uint64_t seed, uint64_t offset) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t w[4];
+        philox(seed, offset + (uint64_t)i / 4, w);
+        out[i] = (double)w[i % 4] * (1.0 / 4294967296.0) < (double)probs[i] ? (T)1 : (T)0;
+    }
+}
+
 // ============================ launchers ============================
 
 template <typename T>
@@ -98,4 +116,32 @@ extern "C" tg_status tg_cuda_random_fill(tg_tensor *t, int kind, double a, doubl
     TG_CUDA_ENTER(op, t);
     TG_CUDA_DISPATCH_FLOATING(op, t->dtype, return launch_random_fill<scalar_t>(t, kind, a, b, seed, offset, stream));
     return TG_OK;
+}
+
+extern "C" tg_status tg_cuda_dropout_mask(tg_tensor *mask, uint64_t threshold, double scale, uint64_t seed,
+                                          uint64_t offset) {
+    const char *op = "tg_dropout";
+    if (!tg_is_contiguous(mask)) return tg_error("%s: CUDA kernel expects a contiguous mask", op);
+    int64_t n = mask->shape.ndim ? tg_shape_numel(mask->shape) : 1;
+    if (n == 0) return TG_OK;
+    TG_CUDA_ENTER(op, mask);
+    TG_CUDA_DISPATCH_FLOATING(
+        op, mask->dtype,
+        dropout_mask_kernel<scalar_t><<<tg_cuda_blocks(n, tg_cuda_device_of(mask)), TG_CUDA_THREADS, 0, stream>>>(
+            (scalar_t *)tg_elem_ptr(mask), n, threshold, (scalar_t)scale, seed, offset));
+    return tg_cuda_check_launch(op);
+}
+
+extern "C" tg_status tg_cuda_bernoulli(tg_tensor *out, tg_tensor *probs, uint64_t seed, uint64_t offset) {
+    const char *op = "tg_bernoulli";
+    if (!tg_is_contiguous(out) || !tg_is_contiguous(probs) || out->dtype != probs->dtype)
+        return tg_error("%s: CUDA kernel expects contiguous output and probabilities of one dtype", op);
+    int64_t n = out->shape.ndim ? tg_shape_numel(out->shape) : 1;
+    if (n == 0) return TG_OK;
+    TG_CUDA_ENTER(op, out);
+    TG_CUDA_DISPATCH_FLOATING(
+        op, out->dtype,
+        bernoulli_kernel<scalar_t><<<tg_cuda_blocks(n, tg_cuda_device_of(out)), TG_CUDA_THREADS, 0, stream>>>(
+            (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(probs), n, seed, offset));
+    return tg_cuda_check_launch(op);
 }

@@ -23,6 +23,13 @@ extern "C" {
 /* Fills the contiguous float32/float64 tensor t (kind 0 uniform, 1 normal). */
 tg_status tg_cuda_random_fill(tg_tensor *t, int kind, double a, double b, uint64_t seed, uint64_t offset)
     __attribute__((weak));
+/* tg_dropout's mask: element i of the contiguous float32/float64 `mask` is 0 where
+ * word i%4 of counter offset + i/4 is below `threshold` (p * 2^32), else `scale`. */
+tg_status tg_cuda_dropout_mask(tg_tensor *mask, uint64_t threshold, double scale, uint64_t seed, uint64_t offset)
+    __attribute__((weak));
+/* tg_bernoulli: out[i] = 1 where word i%4 of counter offset + i/4, times 2^-32, is below
+ * probs[i] (in double), else 0; out and probs contiguous, of the same floating dtype. */
+tg_status tg_cuda_bernoulli(tg_tensor *out, tg_tensor *probs, uint64_t seed, uint64_t offset) __attribute__((weak));
 
 #ifdef __cplusplus
 }

@@ -167,6 +167,27 @@ TEST_F(TgTest, CudaRandomDrawsTheCpuNumbers) {
     }
 }
 
+// Dropout masks and Bernoulli draws are made on the device, and are the CPU's.
+TEST_F(TgTest, CudaDropoutAndBernoulliDrawTheCpuNumbers) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = tg_ones(TG_SHAPE(37, 29), tg_opts{dt, TG_CPU, false});
+        tg_tensor *p = tg_rand(TG_SHAPE(1001), tg_opts{dt, TG_CPU, false});
+        tg_manual_seed(7);
+        tg_tensor *d = tg_dropout(x, 0.3, true), *b = tg_bernoulli(p);
+        tg_manual_seed(7);
+        tg_tensor *gd = tg_dropout(on_cuda(x), 0.3, true), *gb = tg_bernoulli(on_cuda(p));
+        EXPECT_TRUE(same_values(d, gd, 0, 0)) << tg_dtype_name(dt);
+        EXPECT_TRUE(same_values(b, gb, 0, 0)) << tg_dtype_name(dt);
+        // and the stream moved on by the same amount
+        tg_tensor *after_cpu = tg_rand(TG_SHAPE(4), tg_opts{dt, TG_CPU, false});
+        tg_manual_seed(7);
+        tg_dropout(x, 0.3, true);
+        tg_bernoulli(p);
+        EXPECT_TRUE(same_values(after_cpu, tg_rand(TG_SHAPE(4), tg_opts{dt, TG_CPU, false}), 0, 0));
+    }
+}
+
 TEST_F(TgTest, CudaOptimizerStepsMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     for (int kind = 0; kind < 4; kind++) {
