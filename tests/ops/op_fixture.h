@@ -21,9 +21,10 @@ inline const std::map<std::string, FixtureTensor> &matmul_reduce_fixtures() {
 }
 
 // Float inputs are made in `dtype` and require grad; int64 fixtures stay int64.
-inline void check_fixture(const std::string &name, tg_dtype dtype, const FixtureOp &op) {
+// `fx` is a loaded fixture file in this format (e.g. elementwise.txt).
+inline void check_fixture_in(const std::map<std::string, FixtureTensor> &fx, const std::string &name,
+                             tg_dtype dtype, const FixtureOp &op) {
     SCOPED_TRACE("fixture case " + name + " in " + tg_dtype_name(dtype));
-    const auto &fx = matmul_reduce_fixtures();
     double atol = dtype == TG_FLOAT32 ? 1e-5 : 1e-10, rtol = dtype == TG_FLOAT32 ? 1e-4 : 1e-10;
     TG_SCOPE {
         std::vector<tg_tensor *> in;
@@ -63,6 +64,10 @@ inline void check_fixture(const std::string &name, tg_dtype dtype, const Fixture
             }
         }
     }
+}
+
+inline void check_fixture(const std::string &name, tg_dtype dtype, const FixtureOp &op) {
+    check_fixture_in(matmul_reduce_fixtures(), name, dtype, op);
 }
 
 // Runs check_fixture in float32 and float64.
