@@ -25,7 +25,7 @@
 #define SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
 
 /* One expression per kind, in the element type T (x the input, a/b the parameters). */
-#define UNARY_CASES(T, EXP, LOG, SQRT, TANH, ERF, POW, FABS, SIN, COS)                          \
+#define UNARY_CASES(T, EXP, LOG, LOG1P, SQRT, TANH, ERF, POW, FABS, SIN, COS)                   \
     case TG_UNARY_NEG: UNARY_LOOP(T, -x); break;                                                \
     case TG_UNARY_EXP: UNARY_LOOP(T, EXP(x)); break;                                            \
     case TG_UNARY_LOG: UNARY_LOOP(T, LOG(x)); break;                                            \
@@ -50,7 +50,7 @@
         UNARY_LOOP(T, (T)0.5 * x * ((T)1 + TANH((T)SQRT2_PI * (x + (T)0.044715 * x * x * x)))); \
         break;                                                                                  \
     case TG_UNARY_SILU: UNARY_LOOP(T, x / ((T)1 + EXP(-x))); break;                             \
-    case TG_UNARY_SOFTPLUS: UNARY_LOOP(T, x * a > b ? x : LOG((T)1 + EXP(x * a)) / a); break;   \
+    case TG_UNARY_SOFTPLUS: UNARY_LOOP(T, x * a > b ? x : LOG1P(EXP(x * a)) / a); break;        \
     case TG_UNARY_CLAMP:                                                                        \
         UNARY_LOOP(T, x != x ? x : CLAMP_HI(T, CLAMP_LO(x, a), b));                            \
         break;                                                                                  \
@@ -88,13 +88,13 @@ typedef struct {
 static void unary_row_f32(char **p, const int64_t *s, int64_t n, void *vctx) {
     const unary_ctx *c = vctx;
     const float a = (float)c->a, b = (float)c->b;
-    switch (c->kind) { UNARY_CASES(float, expf, logf, sqrtf, tanhf, erff, powf, fabsf, sinf, cosf) }
+    switch (c->kind) { UNARY_CASES(float, expf, logf, log1pf, sqrtf, tanhf, erff, powf, fabsf, sinf, cosf) }
 }
 
 static void unary_row_f64(char **p, const int64_t *s, int64_t n, void *vctx) {
     const unary_ctx *c = vctx;
     const double a = c->a, b = c->b;
-    switch (c->kind) { UNARY_CASES(double, exp, log, sqrt, tanh, erf, pow, fabs, sin, cos) }
+    switch (c->kind) { UNARY_CASES(double, exp, log, log1p, sqrt, tanh, erf, pow, fabs, sin, cos) }
 }
 
 #define IABS(x) ((x) < 0 ? -(x) : (x))
@@ -343,6 +343,7 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         tg_tensor *below = isnan(a) ? tg_zeros_like(v) : tg_gt_mask(tg_rsub_scalar(v, a), 0);
         tg_tensor *over = isnan(b) ? tg_zeros_like(v) : tg_gt_mask(v, b);
         d = tg_mul(tg_rsub_scalar(below, 1), tg_rsub_scalar(over, 1)); /* 0 everywhere when min > max */
+        d = tg_mul(d, tg_cast(tg_eq(v, v), v->dtype));                  /* and at NaN, as PyTorch */
         break;
     }
     case TG_UNARY_ERF:
@@ -572,17 +573,25 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         break;
     }
     case TG_BINARY_MAXIMUM:
-    case TG_BINARY_MINIMUM: { /* the winner takes the gradient; ties split it */
+    case TG_BINARY_MINIMUM: { /* PyTorch's where(a == b, g / 2, g).masked_fill_(a loses, 0): the
+                                * winner takes the gradient, ties split it, a NaN passes it to both */
         tg_tensor *diff = op->kind == TG_BINARY_MAXIMUM ? tg_sub(a, b) : tg_sub(b, a);
-        tg_tensor *wins_a = tg_gt_mask(diff, 0), *wins_b = tg_gt_mask(tg_neg(diff), 0);
-        tg_tensor *tie = tg_mul_scalar(tg_rsub_scalar(tg_add(wins_a, wins_b), 1), 0.5);
-        if (need_a) grad_in[0] = tg_mul(g, tg_add(wins_a, tie));
-        if (need_b) grad_in[1] = tg_mul(g, tg_add(wins_b, tie));
+        tg_tensor *loses_a = tg_gt_mask(tg_neg(diff), 0), *loses_b = tg_gt_mask(diff, 0);
+        tg_tensor *half_tie = tg_mul_scalar(tg_cast(tg_eq(a, b), tg_dtype_of(diff)), 0.5);
+        if (need_a) grad_in[0] = tg_mul(g, tg_rsub_scalar(tg_add(loses_a, half_tie), 1));
+        if (need_b) grad_in[1] = tg_mul(g, tg_rsub_scalar(tg_add(loses_b, half_tie), 1));
         break;
     }
-    case TG_BINARY_POW: { /* a^b: b a^(b-1) and a^b log(a) */
-        if (need_a) grad_in[0] = tg_mul(g, tg_mul(b, tg_pow(a, tg_sub_scalar(b, 1))));
-        if (need_b) grad_in[1] = tg_mul(g, tg_mul(tg_pow(a, b), tg_log(a)));
+    case TG_BINARY_POW: { /* a^b: b a^(b-1), 0 where b == 0; a^b log(a), 0 where a == 0 and b >= 0 (PyTorch) */
+        tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = tg_dtype_of(g), .device = tg_device_of(g)});
+        if (need_a) {
+            tg_tensor *d = tg_mul(b, tg_pow(a, tg_sub_scalar(b, 1)));
+            grad_in[0] = tg_mul(g, tg_where(tg_eq(b, zero), zero, d));
+        }
+        if (need_b) {
+            tg_tensor *d = tg_mul(tg_pow(a, b), tg_log(a));
+            grad_in[1] = tg_mul(g, tg_where(tg_eq(a, zero), tg_where(tg_ge(b, zero), zero, d), d));
+        }
         break;
     }
     default: break;
@@ -711,6 +720,13 @@ static tg_status check_inplace(const char *op, tg_tensor *a) {
     return TG_OK;
 }
 
+/* torch.can_cast for in-place results: not floating into integers, nor anything but
+ * bool into bool. */
+static bool can_cast(tg_dtype from, tg_dtype to) {
+    if (tg_dtype_is_floating(from) && !tg_dtype_is_floating(to)) return false;
+    return !(to == TG_BOOL && from != TG_BOOL);
+}
+
 static tg_status binary_inplace(const char *op, tg_binary_kind kind, tg_tensor *a, tg_tensor *b) {
     if (!a) return tg_error_null_input(op, 0);
     if (!b) return tg_error_null_input(op, 1);
@@ -722,6 +738,9 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, tg_tensor *
         return tg_error("%s: shape %s cannot be broadcast to the in-place target's shape %s", op,
                         tg_shape_str(b->shape, sb, sizeof sb), tg_shape_str(a->shape, sa, sizeof sa));
     }
+    if (!can_cast(dtype, a->dtype))
+        return tg_error("%s: result type %s can't be cast to the desired output type %s", op, tg_dtype_name(dtype),
+                        tg_dtype_name(a->dtype));
     tg_status status = TG_ERROR;
     TG_SCOPE {
         tg_tensor *bc = tg_cast(b, a->dtype);
@@ -737,6 +756,10 @@ tg_status tg_mul_(tg_tensor *a, tg_tensor *b) { return binary_inplace("tg_mul_",
 tg_status tg_mul_scalar_(tg_tensor *a, double s) {
     if (!a) return tg_error_null_input("tg_mul_scalar_", 0);
     if (check_inplace("tg_mul_scalar_", a)) return TG_ERROR;
+    tg_dtype result = scalar_result_type(a->dtype, s, false);
+    if (!can_cast(result, a->dtype))
+        return tg_error("tg_mul_scalar_: result type %s can't be cast to the desired output type %s",
+                        tg_dtype_name(result), tg_dtype_name(a->dtype));
     if (tg_unary_into("tg_mul_scalar_", TG_UNARY_MUL_SCALAR, a, a, s, 0)) return TG_ERROR;
     a->storage->version++;
     return TG_OK;
@@ -750,7 +773,7 @@ tg_status tg_add_scaled_(tg_tensor *a, tg_tensor *b, double alpha) {
         bool was = tg_set_grad_enabled(false);
         tg_tensor *scaled = tg_mul_scalar(b, alpha);
         tg_set_grad_enabled(was);
-        if (scaled) status = tg_add_(a, scaled);
+        if (scaled) status = binary_inplace("tg_add_scaled_", TG_BINARY_ADD, a, scaled);
     }
     return status;
 }

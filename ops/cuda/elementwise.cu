@@ -22,6 +22,8 @@ __device__ __forceinline__ float dexp(float x) { return expf(x); }
 __device__ __forceinline__ double dexp(double x) { return exp(x); }
 __device__ __forceinline__ float dlog(float x) { return logf(x); }
 __device__ __forceinline__ double dlog(double x) { return log(x); }
+__device__ __forceinline__ float dlog1p(float x) { return log1pf(x); }
+__device__ __forceinline__ double dlog1p(double x) { return log1p(x); }
 __device__ __forceinline__ float dsqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double dsqrt(double x) { return sqrt(x); }
 __device__ __forceinline__ float dtanh(float x) { return tanhf(x); }
@@ -74,7 +76,7 @@ template <typename T> __device__ __forceinline__ T unary_float(const unary_param
     case TG_UNARY_GELU: return (T)0.5 * x * ((T)1 + derf(x * (T)SQRT1_2));
     case TG_UNARY_GELU_TANH: return (T)0.5 * x * ((T)1 + dtanh((T)SQRT2_PI * (x + (T)0.044715 * x * x * x)));
     case TG_UNARY_SILU: return x / ((T)1 + dexp(-x));
-    case TG_UNARY_SOFTPLUS: return x * a > b ? x : dlog((T)1 + dexp(x * a)) / a;
+    case TG_UNARY_SOFTPLUS: return x * a > b ? x : dlog1p(dexp(x * a)) / a;
     case TG_UNARY_CLAMP: { // min(max(x, lo), hi), as torch.clamp (lo > hi gives hi)
         if (x != x) return x;
         T y = (a == a && x < a) ? a : x;

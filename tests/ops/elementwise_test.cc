@@ -179,8 +179,51 @@ TEST_F(TgTest, PowMatchesPyTorch) {
     check_both("pow", binary(tg_pow));
     check_both("pow_bcast", binary(tg_pow));
     check_both("pow_bcast_base", binary(tg_pow));
-    // "pow_zero_base" (a zero base: PyTorch's gradients are 0 there) is in the fixture
-    // file but not checked: tapegrad gives NaN / -inf (reported as a bug).
+    // a zero base: PyTorch's gradients are 0 where the exponent is 0 (for the base) and
+    // where the base is 0 and the exponent >= 0 (for the exponent), not NaN / -inf
+    check_both("pow_zero_base", binary(tg_pow));
+}
+
+// PyTorch 1.13's gradients at NaN: clamp passes none ((x >= min) & (x <= max) is
+// false), maximum/minimum pass the whole gradient to both inputs (neither loses).
+TEST_F(TgTest, NanGradientsAsPyTorch) {
+    tg_tensor *x = tensor_f64({NAN, 0.5}, TG_SHAPE(2), true);
+    ASSERT_EQ(tg_backward(tg_sum(tg_clamp(x, -1, 1))), TG_OK);
+    EXPECT_TRUE(tensor_near(tg_grad(x), {0, 1}, 0));
+    tg_tensor *a = tensor_f64({NAN, 1, 2, 3}, TG_SHAPE(4), true), *b = tensor_f64({1, NAN, 2, 1}, TG_SHAPE(4), true);
+    ASSERT_EQ(tg_backward(tg_sum(tg_maximum(a, b))), TG_OK);
+    EXPECT_TRUE(tensor_near(tg_grad(a), {1, 1, 0.5, 1}, 0));
+    EXPECT_TRUE(tensor_near(tg_grad(b), {1, 1, 0.5, 0}, 0));
+    tg_zero_grad(a);
+    tg_zero_grad(b);
+    ASSERT_EQ(tg_backward(tg_sum(tg_minimum(a, b))), TG_OK);
+    EXPECT_TRUE(tensor_near(tg_grad(a), {1, 1, 0.5, 0}, 0));
+    EXPECT_TRUE(tensor_near(tg_grad(b), {1, 1, 0.5, 1}, 0));
+}
+
+// softplus is log1p(exp(beta x)) / beta, as PyTorch: exact far below zero in float32.
+TEST_F(TgTest, SoftplusFarBelowZero) {
+    tg_tensor *y = tg_softplus(tensor_f32({-20, -50}, TG_SHAPE(2)), 1, 20);
+    ASSERT_NE(y, nullptr);
+    EXPECT_TRUE(tensor_near(y, {2.0611536e-9, 1.9287499e-22}, 0, 1e-6));  // PyTorch 1.13 float32
+}
+
+// torch.can_cast for in-place ops: a float result does not go into an integer tensor.
+TEST_F(TgTest, InPlaceRefusesALossyResultType) {
+    tg_tensor *i = tensor_i64({1, 2, 3}, TG_SHAPE(3));
+    EXPECT_EQ(tg_add_(i, tensor_f32({0.5f, 0.5f, 0.5f}, TG_SHAPE(3))), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_add_: result type float32 can't be cast to the desired output type int64");
+    EXPECT_EQ(tg_mul_scalar_(i, 2.5), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_mul_scalar_: result type float32 can't be cast to the desired output type int64");
+    EXPECT_EQ(tg_add_scaled_(i, tensor_i64({1, 1, 1}, TG_SHAPE(3)), 0.5), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_add_scaled_: result type float32");
+    EXPECT_TRUE(tensor_near(i, {1, 2, 3}, 0)) << "unchanged";
+    ASSERT_EQ(tg_mul_scalar_(i, 2), TG_OK);
+    ASSERT_EQ(tg_add_(i, tensor_i64({1, 1, 1}, TG_SHAPE(3))), TG_OK);
+    EXPECT_TRUE(tensor_near(i, {3, 5, 7}, 0));
+    tg_tensor *f = tensor_f64({1, 2}, TG_SHAPE(2));
+    ASSERT_EQ(tg_add_(f, tensor_i64({1, 1}, TG_SHAPE(2))), TG_OK);  // int into float is fine
+    EXPECT_TRUE(tensor_near(f, {2, 3}, 0));
 }
 
 TEST_F(TgTest, WhereMatchesPyTorch) {
