@@ -60,6 +60,7 @@
     case TG_UNARY_SIN: UNARY_LOOP(T, SIN(x)); break;                                            \
     case TG_UNARY_COS: UNARY_LOOP(T, COS(x)); break;                                            \
     case TG_UNARY_GT_SCALAR: UNARY_LOOP(T, (T)(x > a)); break;                                  \
+    case TG_UNARY_NOT_LE_SCALAR: UNARY_LOOP(T, (T)!(x <= a)); break;                            \
     case TG_UNARY_ISFINITE: UNARY_LOOP(T, (T)(x - x == 0)); break; /* NaN and Inf give NaN */   \
     default: break;
 
@@ -286,6 +287,13 @@ static tg_tensor *unary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return out;
 }
 
+/* !(x <= 0) as 0/1: relu's gradient mask (1 at NaN, as PyTorch's threshold_backward). */
+static tg_tensor *relu_mask(tg_tensor *x) {
+    tg_tensor *out = tg_empty_like(x);
+    if (!out || tg_unary_into("relu backward", TG_UNARY_NOT_LE_SCALAR, out, x, 0, 0)) return NULL;
+    return out;
+}
+
 /* d/dx of each kind, as ops on x (or on the saved output y). */
 static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const unary_op *op = (const unary_op *)tg_ctx_function(ctx);
@@ -310,7 +318,7 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     case TG_UNARY_ABS: case TG_UNARY_SIGN:
         d = op->kind == TG_UNARY_ABS ? tg_sign(v) : tg_zeros_like(v);
         break;
-    case TG_UNARY_RELU: d = tg_gt_mask(v, 0); break;
+    case TG_UNARY_RELU: d = relu_mask(v); break; /* PyTorch's threshold_backward: NaN passes */
     case TG_UNARY_LEAKY_RELU: d = tg_add_scalar(tg_mul_scalar(tg_gt_mask(v, 0), 1 - a), a); break;
     case TG_UNARY_SIGMOID: d = tg_mul(v, tg_rsub_scalar(v, 1)); break;
     case TG_UNARY_TANH: d = tg_rsub_scalar(tg_mul(v, v), 1); break;

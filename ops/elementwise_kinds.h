@@ -33,6 +33,7 @@ typedef enum {
     TG_UNARY_GT_SCALAR,   /* (x > a) as 0/1 in x's dtype: masks for backward formulas */
     TG_UNARY_ISFINITE,    /* 1 where x is neither NaN nor +-Inf, as 0/1 in x's dtype */
     TG_UNARY_DIV_SCALAR,  /* x / a (floating only) */
+    TG_UNARY_NOT_LE_SCALAR, /* !(x <= a) as 0/1 in x's dtype: relu's mask, 1 at NaN as PyTorch's */
     TG_UNARY_COUNT
 } tg_unary_kind;
 

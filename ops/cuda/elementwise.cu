@@ -88,6 +88,7 @@ template <typename T> __device__ __forceinline__ T unary_float(const unary_param
     case TG_UNARY_SIN: return dsin(x);
     case TG_UNARY_COS: return dcos(x);
     case TG_UNARY_GT_SCALAR: return (T)(x > a);
+    case TG_UNARY_NOT_LE_SCALAR: return (T)!(x <= a);
     case TG_UNARY_ISFINITE: return (T)(x - x == (T)0); // NaN and Inf give NaN
     default: return x;
     }

@@ -185,11 +185,15 @@ TEST_F(TgTest, PowMatchesPyTorch) {
 }
 
 // PyTorch 1.13's gradients at NaN: clamp passes none ((x >= min) & (x <= max) is
-// false), maximum/minimum pass the whole gradient to both inputs (neither loses).
+// false), relu passes it (threshold_backward zeroes only x <= 0), maximum/minimum
+// pass the whole gradient to both inputs (neither loses).
 TEST_F(TgTest, NanGradientsAsPyTorch) {
     tg_tensor *x = tensor_f64({NAN, 0.5}, TG_SHAPE(2), true);
     ASSERT_EQ(tg_backward(tg_sum(tg_clamp(x, -1, 1))), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(x), {0, 1}, 0));
+    tg_tensor *r = tensor_f64({NAN, 0, -1, 2}, TG_SHAPE(4), true);  // relu: NaN passes, 0 does not
+    ASSERT_EQ(tg_backward(tg_sum(tg_relu(r))), TG_OK);
+    EXPECT_TRUE(tensor_near(tg_grad(r), {1, 0, 0, 1}, 0));
     tg_tensor *a = tensor_f64({NAN, 1, 2, 3}, TG_SHAPE(4), true), *b = tensor_f64({1, NAN, 2, 1}, TG_SHAPE(4), true);
     ASSERT_EQ(tg_backward(tg_sum(tg_maximum(a, b))), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(a), {1, 1, 0.5, 1}, 0));
