@@ -148,7 +148,22 @@ static tg_status check_cat(const char *op, tg_tensor *const *tensors, int count,
     return TG_OK;
 }
 
+static bool is_empty_1d(const tg_tensor *t) { return t && t->shape.ndim == 1 && t->shape.dims[0] == 0; }
+
 tg_tensor *tg_cat(tg_tensor *const *tensors, int count, int dim) {
+    /* Among other tensors, PyTorch skips 1-D empty ones (shape [0]): the accumulator that
+     * starts as torch.tensor([]) and grows by cat([acc, x]). */
+    int kept = 0;
+    for (int i = 0; tensors && i < count; i++) kept += !is_empty_1d(tensors[i]);
+    if (tensors && kept > 0 && kept < count) {
+        tg_tensor **rest = malloc(sizeof *rest * (size_t)kept);
+        if (!rest) return tg_error("tg_cat: out of memory"), NULL;
+        for (int i = 0, k = 0; i < count; i++)
+            if (!is_empty_1d(tensors[i])) rest[k++] = tensors[i];
+        tg_tensor *result = tg_cat(rest, kept, dim);
+        free(rest);
+        return result;
+    }
     int d;
     if (check_cat("tg_cat", tensors, count, dim, &d)) return NULL;
     return cat_checked("tg_cat", tensors, count, d);

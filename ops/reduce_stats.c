@@ -46,7 +46,7 @@ typedef struct {
                 for (int64_t k = 0; k < n; k++) sum += AT(k);                                          \
                 double mean = sum / (double)n;                                                         \
                 for (int64_t k = 0; k < n; k++) ss += (AT(k) - mean) * (AT(k) - mean);                 \
-                r = ss / ((double)n - param);                                                          \
+                r = ss / fmax(0.0, (double)n - param); /* max(0, N - correction), as PyTorch */        \
                 if (kind == STAT_STD) r = sqrt(r);                                                     \
                 break;                                                                                 \
             }                                                                                          \
@@ -154,9 +154,16 @@ static void stat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
             tg_tensor *mask = tg_cast(tg_eq(tg_abs(x), tg_detach(yk)), tg_dtype_of(x));
             tg_tensor *count = nd ? tg_sum_dims(mask, dims, nd, true) : mask;
             grad_in[0] = tg_mul(tg_mul(tg_sign(x), mask), tg_div(gk, count));
-        } else { /* x |x|^(p-2) g / norm^(p-1) */
+        } else { /* sign(x) |x|^(p-1) g / norm^(p-1), as PyTorch's norm_backward: written as
+                  * x |x|^(p-2) only for p >= 2, where it has no 0 * inf; zero at x == 0 for p < 1 */
             tg_tensor *scale = zero_where_zero(yk, tg_div(gk, tg_pow_scalar(yk, p - 1)));
-            grad_in[0] = tg_mul(tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2)), scale);
+            tg_tensor *scaled = p >= 2 ? tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2))
+                                       : tg_mul(tg_sign(x), tg_pow_scalar(tg_abs(x), p - 1));
+            if (p < 1) {
+                tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = tg_dtype_of(x), .device = tg_device_of(x)});
+                scaled = tg_where(tg_eq(x, zero), zero, scaled);
+            }
+            grad_in[0] = tg_mul(scaled, scale);
         }
         break;
     }

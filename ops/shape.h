@@ -35,7 +35,8 @@ tg_tensor *tg_expand(tg_tensor *t, tg_shape shape);
 /* torch.Tensor.contiguous: t itself (a new reference) when already contiguous. */
 tg_tensor *tg_contiguous(tg_tensor *t);
 
-/* torch.cat(tensors, dim): same shapes except along dim; same dtype and device. */
+/* torch.cat(tensors, dim): same shapes except along dim; same dtype and device. As in
+ * PyTorch, 1-D empty tensors (shape [0]) among others are skipped. */
 tg_tensor *tg_cat(tg_tensor *const *tensors, int count, int dim);
 /* torch.stack(tensors, dim): equal shapes, new dim. */
 tg_tensor *tg_stack(tg_tensor *const *tensors, int count, int dim);

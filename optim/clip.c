@@ -86,10 +86,10 @@ double tg_clip_grad_norm_params(tg_tensor *const *params, int count, double max_
     double coef;
     if (dtype == TG_FLOAT32) {
         float c = (float)max_norm / ((float)total + 1e-6f);
-        coef = c < 1.0f ? c : 1.0f;
+        coef = c < 1.0f || isnan(c) ? c : 1.0f; /* NaN poisons every gradient, as PyTorch's clamp */
     } else {
         double c = max_norm / (total + 1e-6);
-        coef = c < 1.0 ? c : 1.0;
+        coef = c < 1.0 || isnan(c) ? c : 1.0;
     }
     tg_status status = TG_OK;
     bool prev = tg_set_grad_enabled(false);

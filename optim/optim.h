@@ -166,7 +166,8 @@ tg_status tg_optim_state_set(tg_optim *opt, const char *name, tg_tensor *value);
  * gradients together (norm_type p > 0, or INFINITY for the max), then every gradient
  * is multiplied in place by min(1, max_norm / (total + 1e-6)). Returns the total
  * norm (computed in the gradients' dtype, as PyTorch), 0 when no parameter has a
- * gradient, NAN + error on failure. norm_type 0 means 2. */
+ * gradient, NAN + error on failure. A NaN total (a NaN gradient) makes every gradient
+ * NaN and is returned without an error, as in PyTorch. norm_type 0 means 2. */
 double tg_clip_grad_norm(tg_module *model, double max_norm, double norm_type);
 double tg_clip_grad_norm_params(tg_tensor *const *params, int count, double max_norm, double norm_type);
 /* torch.nn.utils.clip_grad_value_(parameters, clip_value): clamps every gradient in

@@ -362,7 +362,7 @@ static tg_status run_var(tg_tensor *out, tg_tensor *x, const bool *reduce, doubl
     const T *xp = (const T *)tg_elem_ptr(x);
     sum_op<T, double> mean_op = {mean.ptr, (double)p.inner_numel};
     if (launch_reduce("tg_var", p, xp, mean_op, device, stream)) return TG_ERROR;
-    var_op<T> op = {(T *)tg_elem_ptr(out), mean.ptr, (double)p.inner_numel - correction};
+    var_op<T> op = {(T *)tg_elem_ptr(out), mean.ptr, fmax(0.0, (double)p.inner_numel - correction)}; // as the CPU
     return launch_reduce("tg_var", p, xp, op, device, stream);
 }
 

@@ -252,3 +252,23 @@ TEST_F(TgTest, GatherFamilyErrors) {
     EXPECT_EQ(tg_one_hot(nullptr, 3), nullptr);
     EXPECT_ERROR_CONTAINS("tg_one_hot: input 0 is NULL");
 }
+
+// torch.cat skips 1-D empty tensors among others (the accumulator that starts empty).
+TEST_F(TgTest, CatSkipsEmptyOneDimensionalTensors) {
+    tg_tensor *p = tensor_f64({1, 2, 3, 4}, TG_SHAPE(2, 2));
+    tg_tensor *empty = tg_zeros(TG_SHAPE(0), tg_opts{TG_FLOAT64});
+    for (int dim : {0, 1, -1}) {
+        tg_tensor *parts[2] = {empty, p};
+        tg_tensor *y = tg_cat(parts, 2, dim);
+        ASSERT_NE(y, nullptr) << "dim " << dim << ": " << tg_last_error();
+        EXPECT_EQ(dims(y), (std::vector<int64_t>{2, 2}));
+        EXPECT_TRUE(tensor_near(y, {1, 2, 3, 4}, 0));
+    }
+    tg_tensor *all_empty[2] = {empty, empty};
+    tg_tensor *y = tg_cat(all_empty, 2, 0);
+    ASSERT_NE(y, nullptr);
+    EXPECT_EQ(tg_numel(y), 0);
+    tg_tensor *bad[2] = {p, tg_zeros(TG_SHAPE(0, 3), tg_opts{TG_FLOAT64})};  // only 1-D [0] is skipped
+    EXPECT_EQ(tg_cat(bad, 2, 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cat: sizes of tensors must match except in dim 0");
+}

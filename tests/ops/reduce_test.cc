@@ -210,3 +210,27 @@ TEST_F(TgTest, ReductionErrors) {
     EXPECT_ERROR_CONTAINS(std::string(names[9]) + ": input 0 is NULL");
     for (tg_tensor *r : results) EXPECT_EQ(r, nullptr);
 }
+
+// PyTorch 1.13's norm_backward for 0 < p < 2: sign(x) |x|^(p-1), so a zero element gets
+// gradient 0, not 0 * inf = NaN (values from torch.linalg.vector_norm(x, p).backward()).
+TEST_F(TgTest, NormGradientAtZeroForSmallP) {
+    struct {
+        double p;
+        std::vector<double> grad;
+    } cases[] = {{1.5, {0, 0.71491319095251, -0.71491319095251, 0.412755323243646, 0, 0.583724176072855}},
+                 {0.5, {0, 3.393846850117352, -3.393846850117352, 5.878315177510849, 0, 4.156596523969725}}};
+    for (const auto &c : cases) {
+        tg_tensor *x = tensor_f64({0, 3, -3, 1, 0, 2}, TG_SHAPE(2, 3), true);
+        ASSERT_EQ(tg_backward(tg_norm(x, c.p, nullptr, 0, false)), TG_OK) << tg_last_error();
+        EXPECT_TRUE(tensor_near(tg_grad(x), c.grad, 1e-12)) << "p = " << c.p;
+    }
+}
+
+// var/std divide by max(0, N - correction): an empty reduction is NaN, as in PyTorch.
+TEST_F(TgTest, VarOfNothingIsNan) {
+    tg_tensor *x = tg_zeros(TG_SHAPE(0, 3), tg_opts{TG_FLOAT64});
+    EXPECT_TRUE(std::isnan(tg_item(tg_var(x, nullptr, 0, true, false))));
+    int dim0 = 0;
+    EXPECT_TRUE(tensor_near(tg_std(x, &dim0, 1, true, false), {NAN, NAN, NAN}, 0));
+    EXPECT_TRUE(std::isnan(tg_item(tg_var(tensor_f64({4}, TG_SHAPE(1)), nullptr, 0, true, false))));  // N = 1, unbiased
+}

@@ -368,6 +368,17 @@ TEST_F(OptimTest, ClipGradNormMatchesPyTorch) {
     // No gradients: 0, nothing touched.
     tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(2), tg_opts{}), true);
     EXPECT_EQ(tg_clip_grad_norm_params(&p, 1, 1.0, 2.0), 0.0);
+    // A NaN gradient: the total is NaN and every gradient becomes NaN (PyTorch multiplies
+    // by clamp(nan, max=1) = nan), so no finite parameter takes an unclipped step.
+    tg_tensor *two[2] = {tg_requires_grad(tg_zeros(TG_SHAPE(2), tg_opts{}), true),
+                         tg_requires_grad(tg_zeros(TG_SHAPE(3), tg_opts{}), true)};
+    tg_set_grad(two[0], tensor_f32({3, 4}, TG_SHAPE(2)));
+    tg_set_grad(two[1], tensor_f32({1, 2, NAN}, TG_SHAPE(3)));
+    tg_clear_error();
+    EXPECT_TRUE(std::isnan(tg_clip_grad_norm_params(two, 2, 1.0, 2.0)));
+    EXPECT_FALSE(tg_has_error());
+    EXPECT_TRUE(tensor_near(tg_grad(two[0]), {NAN, NAN}, 0));
+    EXPECT_TRUE(tensor_near(tg_grad(two[1]), {NAN, NAN, NAN}, 0));
 }
 
 // torch.nn.utils.clip_grad_value_(params, 0.5): each gradient element clamped to
