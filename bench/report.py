@@ -6,9 +6,20 @@ import os
 import platform
 import re
 import statistics
+import subprocess
 import sys
 
 results_path, perf_path = sys.argv[1], sys.argv[2]
+
+
+def commit():
+    """The measured commit (with -dirty when the tree has changes), for the record."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
 runs = collections.defaultdict(list)
 for line in open(results_path):
     r = json.loads(line[len("RESULT "):])
@@ -32,7 +43,8 @@ for bench in sorted({b for b, _ in runs}):
                 f"{med(tg, 'peak_rss_mib'):.0f} / {med(pt, 'peak_rss_mib'):.0f} | {check} |")
 
 table = "\n".join([
-    f"Measured {datetime.date.today().isoformat()} on {platform.node()} ({platform.processor() or platform.machine()}), "
+    f"Measured {datetime.date.today().isoformat()} on {platform.node()} ({platform.processor() or platform.machine()}) "
+    f"at commit {commit()}, "
     f"median of {max(len(v) for v in runs.values())} alternating runs; PyTorch "
     f"{__import__('torch').__version__} with 2 threads; OPENBLAS_CORETYPE="
     f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')} (both use OpenBLAS for GEMM; PyTorch's conv2d uses oneDNN).",
