@@ -8,6 +8,8 @@
  *   loss = -(1 - eps) log p_t - (eps / C) sum_c log p_c
  *   dloss/dx_c = p_c - (1 - eps) [c == t] - eps / C
  * and the mean divides by the number of non-ignored targets (both parts).
+ * With class weights (opts.weight) both losses take a composed path instead
+ * (weighted_loss below), differentiated by autograd.
  * mse/l1/bce-with-logits are compositions of differentiable ops. */
 #include "ops/loss.h"
 
@@ -208,6 +210,65 @@ static void ce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 
 static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0};
 
+/* ======================= class weights (composed) ======================= */
+
+/* Checks opts.weight: a 1-D [C] tensor of x's floating dtype on x's device. */
+static tg_status check_class_weight(const char *op, tg_tensor *x, tg_tensor *w, int64_t c) {
+    char xs[128], ws[128];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    tg_shape_str(w->shape, ws, sizeof ws);
+    if (w->shape.ndim != 1 || w->shape.dims[0] != c)
+        return tg_error("%s: expected weight of shape [%lld] (one per class) for input %s, got %s", op, (long long)c, xs,
+                        ws);
+    if (w->dtype != x->dtype)
+        return tg_error("%s: expected weight of the input's dtype %s, got %s", op, tg_dtype_name(x->dtype),
+                        tg_dtype_name(w->dtype));
+    if (!tg_device_equal(x->storage->device, w->storage->device)) {
+        char d1[16], d2[16];
+        return tg_error("%s: expected input and weight on one device, got %s and %s", op,
+                        tg_device_str(x->storage->device, d1), tg_device_str(w->storage->device, d2));
+    }
+    return TG_OK;
+}
+
+/* cross_entropy (log_softmax first) or nll_loss with class weights, composed of
+ * differentiable ops on the input's device (PyTorch 1.13's nll_loss_nd and
+ * cross_entropy_loss_label_smoothing):
+ *   w_r      = weight[t_r] (0 when ignored)
+ *   loss_r   = -(1 - eps) w_r logp[r, t_r] - (eps / C) sum_c weight[c] logp[r, c]  (0 when ignored)
+ *   mean     = sum_r loss_r / sum_r w_r */
+static tg_tensor *weighted_loss(tg_tensor *x, tg_tensor *target, const ce_args *a, tg_tensor *weight, bool log_softmax) {
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        int class_dim = x->shape.ndim == 1 ? 0 : 1;
+        tg_tensor *unused, *onehot;
+        if (target_constants(x, target, a, 0, &unused, &onehot) == TG_OK) {
+            tg_shape ws = x->shape; /* [1, C, 1...] (or [C]) */
+            for (int i = 0; i < ws.ndim; i++) ws.dims[i] = i == class_dim ? a->c : 1;
+            tg_tensor *wb = tg_reshape(tg_detach(weight), ws);
+            tg_tensor *logp = log_softmax ? tg_log_softmax(x, class_dim) : x;
+            tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+            /* where, not a product, so that a -inf log-probability elsewhere stays out */
+            tg_tensor *hit = tg_ne(onehot, zero);
+            tg_tensor *picked = tg_where(hit, logp, zero);
+            tg_tensor *w_elem = tg_sum_dim(tg_mul(onehot, wb), class_dim, false);
+            tg_tensor *losses = tg_neg(tg_sum_dim(tg_mul(picked, wb), class_dim, false));
+            if (a->smoothing > 0) {
+                tg_tensor *kept = tg_ne(tg_sum_dim(onehot, class_dim, false), zero);
+                tg_tensor *smooth = tg_neg(tg_sum_dim(tg_mul(logp, wb), class_dim, false));
+                smooth = tg_where(kept, smooth, zero);
+                losses = tg_add(tg_mul_scalar(losses, 1 - a->smoothing),
+                                tg_mul_scalar(smooth, a->smoothing / (double)a->c));
+            }
+            tg_tensor *r = a->reduction == TG_REDUCTION_NONE ? losses
+                           : a->reduction == TG_REDUCTION_SUM ? tg_sum(losses)
+                                                              : tg_div(tg_sum(losses), tg_sum(w_elem));
+            out = tg_scope_return(r);
+        }
+    }
+    return out;
+}
+
 tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_cross_entropy";
     if (!logits) return tg_error_null_input(op, 0), NULL;
@@ -218,6 +279,10 @@ tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_o
         return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
     ce_args a = {opts.reduction, true, ignore_index_of(opts), opts.label_smoothing, 0, 0, 0, 0};
     if (check_targets(op, logits, target, &a)) return NULL;
+    if (opts.weight) {
+        if (check_class_weight(op, logits, opts.weight, a.c)) return NULL;
+        return weighted_loss(logits, target, &a, opts.weight, true);
+    }
     return tg_apply_args(&ce_fn, (tg_tensor *[]){logits, target}, &a, sizeof a);
 }
 
@@ -263,6 +328,10 @@ tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opt
         return tg_error("%s: label_smoothing is a cross_entropy option, got %g", op, opts.label_smoothing), NULL;
     ce_args a = {opts.reduction, true, ignore_index_of(opts), 0, 0, 0, 0, 0};
     if (check_targets(op, log_probs, target, &a)) return NULL;
+    if (opts.weight) {
+        if (check_class_weight(op, log_probs, opts.weight, a.c)) return NULL;
+        return weighted_loss(log_probs, target, &a, opts.weight, false);
+    }
     return tg_apply_args(&nll_fn, (tg_tensor *[]){log_probs, target}, &a, sizeof a);
 }
 
@@ -306,16 +375,46 @@ tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target, tg_reduction reductio
     return out;
 }
 
+/* Checks an optional weight of bce_with_logits: the input's dtype and device, and
+ * broadcastable to the input's shape (PyTorch multiplies in place). */
+static tg_status check_bce_weight(const char *op, const char *name, tg_tensor *x, tg_tensor *w) {
+    char xs[128], ws[128];
+    tg_shape out;
+    tg_shape_str(x->shape, xs, sizeof xs);
+    tg_shape_str(w->shape, ws, sizeof ws);
+    if (w->dtype != x->dtype)
+        return tg_error("%s: expected %s of the input's dtype %s, got %s", op, name, tg_dtype_name(x->dtype),
+                        tg_dtype_name(w->dtype));
+    if (!tg_device_equal(x->storage->device, w->storage->device)) {
+        char d1[16], d2[16];
+        return tg_error("%s: expected input and %s on one device, got %s and %s", op, name,
+                        tg_device_str(x->storage->device, d1), tg_device_str(w->storage->device, d2));
+    }
+    if (!tg_broadcast_shapes(x->shape, w->shape, &out) || !tg_shape_equal(out, x->shape))
+        return tg_error("%s: %s %s does not broadcast to input %s", op, name, ws, xs);
+    return TG_OK;
+}
+
 /* ATen's binary_cross_entropy_with_logits (Loss.cpp): with m = max(-x, 0),
- * loss = (1 - y) x + m + log(exp(-m) + exp(-x - m)). */
-tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target, tg_reduction reduction) {
-    if (check_pair("tg_binary_cross_entropy_with_logits", logits, target, reduction, true)) return NULL;
+ *   sp = m + log(exp(-m) + exp(-x - m))            (= log(1 + exp(-x)))
+ *   loss = (1 - y) x + (1 + (pos_weight - 1) y) sp,  times weight. */
+tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor *target, tg_bce_opts opts) {
+    const char *op = "tg_binary_cross_entropy_with_logits";
+    if (check_pair(op, logits, target, opts.reduction, true)) return NULL;
+    if (opts.weight && check_bce_weight(op, "weight", logits, opts.weight)) return NULL;
+    if (opts.pos_weight && check_bce_weight(op, "pos_weight", logits, opts.pos_weight)) return NULL;
     tg_tensor *out = NULL;
     TG_SCOPE {
         tg_tensor *m = tg_relu(tg_neg(logits));
-        tg_tensor *lse = tg_log(tg_add(tg_exp(tg_neg(m)), tg_exp(tg_sub(tg_neg(logits), m))));
-        tg_tensor *loss = tg_add(tg_add(tg_mul(tg_rsub_scalar(target, 1), logits), m), lse);
-        out = tg_scope_return(reduce(loss, reduction));
+        tg_tensor *sp = tg_add(m, tg_log(tg_add(tg_exp(tg_neg(m)), tg_exp(tg_sub(tg_neg(logits), m)))));
+        if (opts.pos_weight) sp = tg_mul(tg_add_scalar(tg_mul(tg_sub_scalar(opts.pos_weight, 1), target), 1), sp);
+        tg_tensor *loss = tg_add(tg_mul(tg_rsub_scalar(target, 1), logits), sp);
+        if (opts.weight) loss = tg_mul(loss, opts.weight);
+        out = tg_scope_return(reduce(loss, opts.reduction));
     }
     return out;
+}
+
+tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target, tg_reduction reduction) {
+    return tg_binary_cross_entropy_with_logits_opts(logits, target, (tg_bce_opts){.reduction = reduction});
 }

@@ -14,13 +14,27 @@ extern "C" {
 typedef enum { TG_REDUCTION_MEAN = 0, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
 
 /* Zero fields: mean reduction, ignore_index -100 (PyTorch's default: targets of -100
- * are skipped, the mean divides by the others), no smoothing. */
+ * are skipped, the mean divides by the others), no smoothing, no class weights. */
 typedef struct {
     tg_reduction reduction;
     bool use_ignore_index; /* true: ignore_index below instead of -100 */
     int64_t ignore_index;
     double label_smoothing;
+    /* PyTorch's `weight`: NULL, or a 1-D [C] tensor of the input's dtype and device.
+     * Each element's loss is multiplied by weight[target]; the mean divides by the sum
+     * of weight[target] over the non-ignored targets. With label_smoothing, the
+     * smoothing term is -sum_c weight[c] log p_c / C (PyTorch 1.13). No gradient
+     * flows into the weight. */
+    tg_tensor *weight;
 } tg_loss_opts;
+
+/* Options of tg_binary_cross_entropy_with_logits_opts; zero fields: mean, no weights. */
+typedef struct {
+    tg_reduction reduction;
+    tg_tensor *weight;     /* NULL or broadcastable to the input: rescales each element's loss */
+    tg_tensor *pos_weight; /* NULL or broadcastable to the input (usually [C], the last dim):
+                            * the positive term's weight, log_weight = 1 + (pos_weight - 1) target */
+} tg_bce_opts;
 
 /* torch.nn.functional.cross_entropy: logits [N, C] (or [N, C, d...]) and int64 class
  * indices [N] (or [N, d...]). Fused log_softmax + nll with its own backward.
@@ -34,6 +48,10 @@ tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target, tg_reduction reducti
 tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target, tg_reduction reduction);
 /* binary_cross_entropy_with_logits (numerically stable form). */
 tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target, tg_reduction reduction);
+/* The same with PyTorch's weight and pos_weight (same dtype and device as the input;
+ * both must broadcast to the input's shape). Differentiable in logits, target,
+ * weight and pos_weight. */
+tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor *target, tg_bce_opts opts);
 
 #ifdef __cplusplus
 }

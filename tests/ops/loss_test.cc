@@ -6,12 +6,22 @@ namespace {
 
 class LossTest : public TgTest, public ::testing::WithParamInterface<tg_dtype> {};
 
-tg_loss_opts lopts(tg_reduction r, bool use_ignore = false, int64_t ignore = 0, double smoothing = 0) {
+tg_loss_opts lopts(tg_reduction r, bool use_ignore = false, int64_t ignore = 0, double smoothing = 0,
+                   tg_tensor *weight = nullptr) {
     tg_loss_opts o = {};
     o.reduction = r;
     o.use_ignore_index = use_ignore;
     o.ignore_index = ignore;
     o.label_smoothing = smoothing;
+    o.weight = weight;
+    return o;
+}
+
+tg_bce_opts bopts(tg_reduction r, tg_tensor *weight, tg_tensor *pos_weight) {
+    tg_bce_opts o = {};
+    o.reduction = r;
+    o.weight = weight;
+    o.pos_weight = pos_weight;
     return o;
 }
 
@@ -57,10 +67,41 @@ TEST_P(LossTest, OtherLossesMatchPyTorch) {
     }
 }
 
+// Class weights (cross_entropy / nll_loss) and pos_weight / weight (bce with logits).
+TEST_P(LossTest, WeightedLossesMatchPyTorch) {
+    tg_dtype dt = GetParam();
+    const char *names[] = {"mean", "sum", "none"};
+    tg_reduction reds[] = {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE};
+    for (int i = 0; i < 3; i++) {
+        tg_reduction r = reds[i];
+        std::string n = names[i];
+        check_nn_case("ce_w_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
+            return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0, in[2]));
+        });
+        check_nn_case("ce_w_spatial_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
+            return tg_cross_entropy_opts(in[0], in[1], lopts(r, true, 2, 0, in[2]));
+        });
+        check_nn_case("ce_w_smooth_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
+            return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0.15, in[2]));
+        });
+        check_nn_case("ce_w_smooth_spatial_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
+            return tg_cross_entropy_opts(in[0], in[1], lopts(r, true, 0, 0.3, in[2]));
+        });
+        check_nn_case("nll_w_" + n, {"x", "t", "wt"}, dt,
+                      [r](auto &in) { return tg_nll_loss(in[0], in[1], lopts(r, true, 3, 0, in[2])); });
+        check_nn_case("bce_pw_" + n, {"x", "y", "pw"}, dt, [r](auto &in) {
+            return tg_binary_cross_entropy_with_logits_opts(in[0], in[1], bopts(r, nullptr, in[2]));
+        });
+        check_nn_case("bce_pw_w_" + n, {"x", "y", "pw", "bw"}, dt, [r](auto &in) {
+            return tg_binary_cross_entropy_with_logits_opts(in[0], in[1], bopts(r, in[3], in[2]));
+        });
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, LossTest, ::testing::Values(TG_FLOAT32, TG_FLOAT64));
 
 struct LossCase {
-    int kind; // 0 ce, 1 nll, 2 mse, 3 l1, 4 bce
+    int kind; // 0 ce, 1 nll, 2 mse, 3 l1, 4 bce, 5 bce_opts (in[2] pos_weight, in[3] weight)
     tg_loss_opts opts;
     tg_tensor *target;
     bool transpose;
@@ -74,7 +115,8 @@ tg_tensor *loss_gc(tg_tensor *const *in, void *user) {
     case 1: return tg_nll_loss(x, c->target, c->opts);
     case 2: return tg_mse_loss(x, in[1], c->opts.reduction);
     case 3: return tg_l1_loss(x, in[1], c->opts.reduction);
-    default: return tg_binary_cross_entropy_with_logits(x, in[1], c->opts.reduction);
+    case 4: return tg_binary_cross_entropy_with_logits(x, in[1], c->opts.reduction);
+    default: return tg_binary_cross_entropy_with_logits_opts(x, in[1], bopts(c->opts.reduction, in[3], in[2]));
     }
 }
 
@@ -119,6 +161,66 @@ TEST_F(TgTest, LossGradcheck) {
             }
         }
     }
+}
+
+TEST_F(TgTest, WeightedLossGradcheck) {
+    tg_manual_seed(5);
+    tg_opts f64 = {TG_FLOAT64, TG_CPU, false};
+    tg_tensor *w3 = tensor_f64({0.5, 2.0, 1.25}, TG_SHAPE(3));
+    tg_tensor *t4 = tensor_i64({2, 0, -100, 1}, TG_SHAPE(4)); // default ignore_index -100
+    tg_tensor *t4i = tensor_i64({2, 0, 1, 2}, TG_SHAPE(4));   // for ignore_index 1 or 2
+    tg_tensor *t_spatial = tensor_i64({0, 2, 1, 1, 2, 0}, TG_SHAPE(2, 3));
+    LossCase cases[] = {
+        {0, lopts(TG_REDUCTION_MEAN, false, 0, 0.2, w3), t4, false},
+        {0, lopts(TG_REDUCTION_NONE, true, 1, 0, w3), t4i, true}, // non-contiguous logits
+        {0, lopts(TG_REDUCTION_MEAN, true, 0, 0.3, w3), t_spatial, false},
+        {1, lopts(TG_REDUCTION_SUM, false, 0, 0, w3), t4, false},
+        {1, lopts(TG_REDUCTION_MEAN, true, 2, 0, w3), t4i, true},
+    };
+    for (auto &c : cases) {
+        SCOPED_TRACE(&c - cases);
+        tg_tensor *x = c.target == t_spatial ? tg_randn(TG_SHAPE(2, 3, 3), f64)
+                       : c.transpose          ? tg_randn(TG_SHAPE(3, 4), f64)
+                                              : tg_randn(TG_SHAPE(4, 3), f64);
+        tg_requires_grad(x, true);
+        tg_tensor *in[] = {x};
+        tg_gradcheck_opts o = {};
+        o.user = &c;
+        EXPECT_EQ(tg_gradcheck(loss_gc, 1, in, &o), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_gradgradcheck(loss_gc, 1, in, &o), TG_OK) << tg_last_error();
+    }
+    // bce with pos_weight [4] (last dim) and weight [3, 1]: gradients in all four inputs
+    for (tg_reduction r : {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE}) {
+        SCOPED_TRACE(r);
+        LossCase c = {5, lopts(r), nullptr, false};
+        tg_tensor *x = tg_requires_grad(tg_mul_scalar(tg_randn(TG_SHAPE(3, 4), f64), 2), true);
+        tg_tensor *y = tg_requires_grad(tg_rand(TG_SHAPE(3, 4), f64), true);
+        tg_tensor *pw = tg_requires_grad(tg_add_scalar(tg_rand(TG_SHAPE(4), f64), 0.5), true);
+        tg_tensor *bw = tg_requires_grad(tg_add_scalar(tg_rand(TG_SHAPE(3, 1), f64), 0.5), true);
+        tg_tensor *in[] = {x, y, pw, bw};
+        tg_gradcheck_opts o = {};
+        o.user = &c;
+        EXPECT_EQ(tg_gradcheck(loss_gc, 4, in, &o), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_gradgradcheck(loss_gc, 4, in, &o), TG_OK) << tg_last_error();
+    }
+}
+
+// Unit weights give the unweighted loss and gradient; the weight gets no gradient.
+TEST_F(TgTest, CrossEntropyUnitWeightsMatchUnweighted) {
+    tg_tensor *x = tensor_f64({1, 2, 3, 0, -1, 0.5, 3, 1, 1, 2, 2, -2}, TG_SHAPE(4, 3), true);
+    tg_tensor *t = tensor_i64({2, -100, 0, 1}, TG_SHAPE(4));
+    tg_tensor *ones = tensor_f64({1, 1, 1}, TG_SHAPE(3), true);
+    tg_tensor *ref = tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0.1));
+    ASSERT_TRUE(ref) << tg_last_error();
+    ASSERT_EQ(tg_backward(ref), TG_OK);
+    std::vector<double> g_ref = values(tg_grad(x));
+    tg_zero_grad(x);
+    tg_tensor *l = tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0.1, ones));
+    ASSERT_TRUE(l) << tg_last_error();
+    EXPECT_NEAR(tg_item(l), tg_item(ref), 1e-12);
+    ASSERT_EQ(tg_backward(l), TG_OK);
+    EXPECT_TRUE(tensor_near(tg_grad(x), g_ref, 1e-12));
+    EXPECT_EQ(tg_grad(ones), nullptr);
 }
 
 TEST_F(TgTest, CrossEntropyUnbatchedAndAllIgnored) {
@@ -198,6 +300,45 @@ TEST_F(TgTest, LossErrors) {
     tg_clear_error();
     EXPECT_EQ(tg_mse_loss(nullptr, x, TG_REDUCTION_MEAN), nullptr);
     EXPECT_ERROR_CONTAINS("tg_mse_loss: input 0 is NULL");
+}
+
+TEST_F(TgTest, WeightedLossErrors) {
+    tg_tensor *x = tg_zeros(TG_SHAPE(4, 5), tg_opts{});
+    tg_tensor *t = tensor_i64({0, 1, 4, 2}, TG_SHAPE(4));
+    tg_clear_error();
+    EXPECT_EQ(tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(4), tg_opts{}))), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected weight of shape [5] (one per class) for input [4, 5], got [4]");
+    tg_clear_error();
+    EXPECT_EQ(tg_nll_loss(x, t, lopts(TG_REDUCTION_SUM, false, 0, 0, tg_ones(TG_SHAPE(1, 5), tg_opts{}))), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nll_loss: expected weight of shape [5] (one per class) for input [4, 5], got [1, 5]");
+    tg_clear_error();
+    EXPECT_EQ(tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0.1,
+                                                tg_ones(TG_SHAPE(5), tg_opts{TG_FLOAT64, TG_CPU, false}))),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected weight of the input's dtype float32, got float64");
+    tg_clear_error();
+    // the target check comes first
+    EXPECT_EQ(tg_nll_loss(x, tensor_i64({0, 1, 9, 2}, TG_SHAPE(4)),
+                          lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(5), tg_opts{}))),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nll_loss: target 9 is out of bounds for 5 classes");
+    tg_tensor *y = tg_zeros(TG_SHAPE(4, 5), tg_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(x, y, bopts(TG_REDUCTION_MEAN, nullptr, tg_ones(TG_SHAPE(4), tg_opts{}))),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: pos_weight [4] does not broadcast to input [4, 5]");
+    tg_clear_error();
+    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(x, y, bopts(TG_REDUCTION_SUM, tg_ones(TG_SHAPE(2, 4, 5), tg_opts{}), nullptr)),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: weight [2, 4, 5] does not broadcast to input [4, 5]");
+    tg_clear_error();
+    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(
+                  x, y, bopts(TG_REDUCTION_NONE, nullptr, tg_ones(TG_SHAPE(5), tg_opts{TG_FLOAT64, TG_CPU, false}))),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: expected pos_weight of the input's dtype float32, got float64");
+    tg_clear_error();
+    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(x, y, bopts((tg_reduction)7, nullptr, nullptr)), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: unknown reduction 7");
 }
 
 } // namespace
