@@ -219,13 +219,6 @@ static tg_iter_row_fn binary_row_for(tg_dtype d) {
 
 /* ======================= kernel entries ======================= */
 
-static tg_status check_same_device(const char *op, tg_tensor *a, tg_tensor *b) {
-    if (tg_device_equal(a->storage->device, b->storage->device)) return TG_OK;
-    char da[16], db[16];
-    return tg_error("%s: expected all tensors on the same device, got %s and %s", op,
-                    tg_device_str(a->storage->device, da), tg_device_str(b->storage->device, db));
-}
-
 tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b) {
     if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
     tg_iter_row_fn row = NULL;
@@ -287,12 +280,15 @@ static tg_tensor *unary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return out;
 }
 
-/* !(x <= 0) as 0/1: relu's gradient mask (1 at NaN, as PyTorch's threshold_backward). */
-static tg_tensor *relu_mask(tg_tensor *x) {
+/* A 0/1 mask of x's dtype from a comparison kind (TG_UNARY_GT_SCALAR, ...); not recorded. */
+static tg_tensor *mask_of(const char *op, tg_unary_kind kind, tg_tensor *x, double a) {
     tg_tensor *out = tg_empty_like(x);
-    if (!out || tg_unary_into("relu backward", TG_UNARY_NOT_LE_SCALAR, out, x, 0, 0)) return NULL;
+    if (!out || tg_unary_into(op, kind, out, x, a, 0)) return NULL;
     return out;
 }
+
+/* !(x <= 0): relu's gradient mask (1 at NaN, as PyTorch's threshold_backward). */
+static tg_tensor *relu_mask(tg_tensor *x) { return mask_of("relu backward", TG_UNARY_NOT_LE_SCALAR, x, 0); }
 
 /* d/dx of each kind, as ops on x (or on the saved output y). */
 static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
@@ -467,9 +463,7 @@ tg_tensor *tg_clamp(tg_tensor *x, double min, double max) {
 /* (x > a) as 0/1 in x's dtype, never recorded: masks inside backward formulas. */
 tg_tensor *tg_gt_mask(tg_tensor *x, double a) {
     if (!x) return tg_error_null_input("tg_gt_mask", 0), NULL;
-    tg_tensor *out = tg_empty_like(x);
-    if (!out || tg_unary_into("tg_gt_mask", TG_UNARY_GT_SCALAR, out, x, a, 0)) return NULL;
-    return out;
+    return mask_of("tg_gt_mask", TG_UNARY_GT_SCALAR, x, a);
 }
 
 tg_tensor *tg_isfinite(tg_tensor *x) {
@@ -521,7 +515,7 @@ static tg_dtype result_type(const tg_tensor *a, const tg_tensor *b) {
 
 /* Checks, promotes and broadcasts; fills *out_shape and *dtype (of the computation). */
 static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_shape *out_shape, tg_dtype *dtype) {
-    if (check_same_device(op, a, b)) return TG_ERROR;
+    if (tg_check_same_device(op, a, b, "all tensors")) return TG_ERROR;
     if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
         char sa[128], sb[128];
         return tg_error("%s: shapes %s and %s cannot be broadcast together", op,
@@ -659,7 +653,9 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
     char s1[128], s2[128], s3[128];
     if (cond->dtype != TG_BOOL)
         return tg_error("tg_where: condition must be bool, got %s", tg_dtype_name(cond->dtype)), NULL;
-    if (check_same_device("tg_where", cond, a) || check_same_device("tg_where", a, b)) return NULL;
+    if (tg_check_same_device("tg_where", cond, a, "all tensors") ||
+        tg_check_same_device("tg_where", a, b, "all tensors"))
+        return NULL;
     tg_shape ab, shape;
     if (!tg_broadcast_shapes(a->shape, b->shape, &ab) || !tg_broadcast_shapes(cond->shape, ab, &shape))
         return tg_error("tg_where: shapes %s (condition), %s and %s cannot be broadcast together",

@@ -18,13 +18,6 @@
 
 static bool is_cuda(const tg_tensor *t) { return t->storage->device.kind == TG_DEVICE_CUDA; }
 
-static tg_status check_same_device(const char *op, tg_tensor *a, tg_tensor *b, const char *what) {
-    if (tg_device_equal(a->storage->device, b->storage->device)) return TG_OK;
-    char da[16], db[16];
-    return tg_error("%s: expected %s on the same device, got %s and %s", op, what,
-                    tg_device_str(a->storage->device, da), tg_device_str(b->storage->device, db));
-}
-
 static tg_status check_index_dtype(const char *op, tg_tensor *index, bool int32_ok) {
     if (index->dtype == TG_INT64 || (int32_ok && index->dtype == TG_INT32)) return TG_OK;
     return tg_error("%s: index must be %s, got %s", op, int32_ok ? "int64 or int32" : "int64",
@@ -137,7 +130,7 @@ static tg_status check_cat(const char *op, tg_tensor *const *tensors, int count,
         if (t->dtype != first->dtype)
             return tg_error("%s: expected tensors of one dtype, got %s (position 0) and %s (position %d)", op,
                             tg_dtype_name(first->dtype), tg_dtype_name(t->dtype), i);
-        if (check_same_device(op, first, t, "all tensors")) return TG_ERROR;
+        if (tg_check_same_device(op, first, t, "all tensors")) return TG_ERROR;
         bool ok = t->shape.ndim == nd;
         for (int k = 0; ok && k < nd; k++) ok = k == d || t->shape.dims[k] == first->shape.dims[k];
         if (!ok)
@@ -283,7 +276,7 @@ static tg_tensor *index_add_zeros(tg_tensor *src, tg_tensor *index, const index_
 }
 
 static tg_status check_index_vector(const char *op, tg_tensor *t, int dim, tg_tensor *index, int *wrapped) {
-    if (check_index_dtype(op, index, true) || check_same_device(op, t, index, "the input and the index"))
+    if (check_index_dtype(op, index, true) || tg_check_same_device(op, t, index, "the input and the index"))
         return TG_ERROR;
     if (index->shape.ndim > 1) {
         char s[128];
@@ -314,7 +307,7 @@ tg_tensor *tg_index_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src)
     if (!index) return tg_error_null_input(op, 2), NULL;
     if (!src) return tg_error_null_input(op, 3), NULL;
     index_args a = {0, "tg_index_add", t->shape};
-    if (check_index_vector(op, t, dim, index, &a.dim) || check_same_device(op, t, src, "the input and src"))
+    if (check_index_vector(op, t, dim, index, &a.dim) || tg_check_same_device(op, t, src, "the input and src"))
         return NULL;
     if (t->dtype != src->dtype)
         return tg_error("%s: src dtype %s differs from the input's %s", op, tg_dtype_name(src->dtype),
@@ -445,7 +438,7 @@ static tg_tensor *scatter_add_zeros(tg_tensor *src, tg_tensor *index, const gath
 
 /* index int64, t's ndim, index.size(d) <= t.size(d) for d != dim (PyTorch's rule). */
 static tg_status check_gather_index(const char *op, tg_tensor *t, int dim, tg_tensor *index, int *wrapped) {
-    if (check_index_dtype(op, index, false) || check_same_device(op, t, index, "the input and the index"))
+    if (check_index_dtype(op, index, false) || tg_check_same_device(op, t, index, "the input and the index"))
         return TG_ERROR;
     char st[128], si[128];
     tg_shape_str(t->shape, st, sizeof st);
@@ -475,7 +468,7 @@ tg_tensor *tg_scatter_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *sr
     if (!index) return tg_error_null_input(op, 2), NULL;
     if (!src) return tg_error_null_input(op, 3), NULL;
     gather_args a = {0, op, t->shape};
-    if (check_gather_index(op, t, dim, index, &a.dim) || check_same_device(op, t, src, "the input and src"))
+    if (check_gather_index(op, t, dim, index, &a.dim) || tg_check_same_device(op, t, src, "the input and src"))
         return NULL;
     if (t->dtype != src->dtype)
         return tg_error("%s: src dtype %s differs from the input's %s", op, tg_dtype_name(src->dtype),
@@ -559,7 +552,7 @@ tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices) {
         return tg_error("%s: weight must be 2-D [num_embeddings, embedding_dim], got %s", op,
                         tg_shape_str(weight->shape, s, sizeof s)), NULL;
     }
-    if (check_index_dtype(op, indices, true) || check_same_device(op, weight, indices, "the weight and the indices"))
+    if (check_index_dtype(op, indices, true) || tg_check_same_device(op, weight, indices, "the weight and the indices"))
         return NULL;
     if (indices->shape.ndim + 1 > TG_MAX_DIMS) return tg_error("%s: too many dims", op), NULL;
     tg_tensor *result = NULL;

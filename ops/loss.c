@@ -14,6 +14,7 @@
 #include "ops/loss.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd/function.h"
@@ -50,11 +51,7 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
         return tg_error("%s: expected float32 or float64 input, got %s", op, tg_dtype_name(x->dtype));
     if (target->dtype != TG_INT64)
         return tg_error("%s: expected int64 class indices as target, got %s", op, tg_dtype_name(target->dtype));
-    if (!tg_device_equal(x->storage->device, target->storage->device)) {
-        char d1[16], d2[16];
-        return tg_error("%s: expected input and target on one device, got %s and %s", op,
-                        tg_device_str(x->storage->device, d1), tg_device_str(target->storage->device, d2));
-    }
+    if (tg_check_same_device(op, x, target, "input and target")) return TG_ERROR;
     if (x->shape.ndim == 0) return tg_error("%s: expected input [N, C] or [N, C, d...], got a 0-dim tensor", op);
     bool unbatched = x->shape.ndim == 1;
     bool shape_ok = target->shape.ndim == (unbatched ? 0 : x->shape.ndim - 1);
@@ -212,6 +209,16 @@ static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0
 
 /* ======================= class weights (composed) ======================= */
 
+/* A weight tensor `name` of a loss: the input's dtype, on the input's device. */
+static tg_status check_weight_like_input(const char *op, const char *name, tg_tensor *x, tg_tensor *w) {
+    if (w->dtype != x->dtype)
+        return tg_error("%s: expected %s of the input's dtype %s, got %s", op, name, tg_dtype_name(x->dtype),
+                        tg_dtype_name(w->dtype));
+    char what[64];
+    snprintf(what, sizeof what, "input and %s", name);
+    return tg_check_same_device(op, x, w, what);
+}
+
 /* Checks opts.weight: a 1-D [C] tensor of x's floating dtype on x's device. */
 static tg_status check_class_weight(const char *op, tg_tensor *x, tg_tensor *w, int64_t c) {
     char xs[128], ws[128];
@@ -220,15 +227,7 @@ static tg_status check_class_weight(const char *op, tg_tensor *x, tg_tensor *w, 
     if (w->shape.ndim != 1 || w->shape.dims[0] != c)
         return tg_error("%s: expected weight of shape [%lld] (one per class) for input %s, got %s", op, (long long)c, xs,
                         ws);
-    if (w->dtype != x->dtype)
-        return tg_error("%s: expected weight of the input's dtype %s, got %s", op, tg_dtype_name(x->dtype),
-                        tg_dtype_name(w->dtype));
-    if (!tg_device_equal(x->storage->device, w->storage->device)) {
-        char d1[16], d2[16];
-        return tg_error("%s: expected input and weight on one device, got %s and %s", op,
-                        tg_device_str(x->storage->device, d1), tg_device_str(w->storage->device, d2));
-    }
-    return TG_OK;
+    return check_weight_like_input(op, "weight", x, w);
 }
 
 /* cross_entropy (log_softmax first) or nll_loss with class weights, composed of
@@ -382,14 +381,7 @@ static tg_status check_bce_weight(const char *op, const char *name, tg_tensor *x
     tg_shape out;
     tg_shape_str(x->shape, xs, sizeof xs);
     tg_shape_str(w->shape, ws, sizeof ws);
-    if (w->dtype != x->dtype)
-        return tg_error("%s: expected %s of the input's dtype %s, got %s", op, name, tg_dtype_name(x->dtype),
-                        tg_dtype_name(w->dtype));
-    if (!tg_device_equal(x->storage->device, w->storage->device)) {
-        char d1[16], d2[16];
-        return tg_error("%s: expected input and %s on one device, got %s and %s", op, name,
-                        tg_device_str(x->storage->device, d1), tg_device_str(w->storage->device, d2));
-    }
+    if (check_weight_like_input(op, name, x, w)) return TG_ERROR;
     if (!tg_broadcast_shapes(x->shape, w->shape, &out) || !tg_shape_equal(out, x->shape))
         return tg_error("%s: %s %s does not broadcast to input %s", op, name, ws, xs);
     return TG_OK;

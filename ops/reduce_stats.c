@@ -159,10 +159,7 @@ static void stat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
             tg_tensor *scale = zero_where_zero(yk, tg_div(gk, tg_pow_scalar(yk, p - 1)));
             tg_tensor *scaled = p >= 2 ? tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2))
                                        : tg_mul(tg_sign(x), tg_pow_scalar(tg_abs(x), p - 1));
-            if (p < 1) {
-                tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = tg_dtype_of(x), .device = tg_device_of(x)});
-                scaled = tg_where(tg_eq(x, zero), zero, scaled);
-            }
+            if (p < 1) scaled = zero_where_zero(x, scaled);
             grad_in[0] = tg_mul(scaled, scale);
         }
         break;

@@ -116,16 +116,12 @@ tg_status tg_clip_grad_value_params(tg_tensor *const *params, int count, double 
     if (isnan(clip_value)) return tg_error("tg_clip_grad_value: clip_value is NaN");
     if (count > 0 && !params) return tg_error("tg_clip_grad_value: parameter array is NULL");
     tg_status status = TG_OK;
-    bool prev = tg_set_grad_enabled(false);
-    for (int i = 0; i < count && !status; i++) {
+    for (int i = 0; i < count && !status; i++) { /* the clamp kernel in place: nothing recorded or copied */
         tg_tensor *g = params[i] ? tg_grad(params[i]) : NULL;
         if (!g) continue;
-        TG_SCOPE {
-            tg_tensor *clipped = tg_clamp(g, -clip_value, clip_value);
-            status = clipped ? tg_copy_(g, clipped) : TG_ERROR;
-        }
+        status = tg_unary_into("tg_clip_grad_value", TG_UNARY_CLAMP, g, g, -clip_value, clip_value);
+        if (!status) tg_bump_version(g);
     }
-    tg_set_grad_enabled(prev);
     return status;
 }
 

@@ -37,3 +37,13 @@ std::map<std::string, FixtureTensor> load_fixtures(const std::string &path) {
     }
     return out;
 }
+
+const FixtureTensor &fixture_tensor(const std::map<std::string, FixtureTensor> &fixtures, const std::string &name) {
+    static const FixtureTensor empty;
+    auto it = fixtures.find(name);
+    if (it == fixtures.end()) {
+        ADD_FAILURE() << "no fixture tensor " << name;
+        return empty;
+    }
+    return it->second;
+}

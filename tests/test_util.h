@@ -124,5 +124,7 @@ struct FixtureTensor {
     }
 };
 std::map<std::string, FixtureTensor> load_fixtures(const std::string &path);
+// fixtures[name]; a test failure naming it (and an empty tensor) when the file lacks it.
+const FixtureTensor &fixture_tensor(const std::map<std::string, FixtureTensor> &fixtures, const std::string &name);
 
 #endif

@@ -23,15 +23,7 @@ const std::map<std::string, FixtureTensor> &fixtures() {
     return fx;
 }
 
-const FixtureTensor &fx(const std::string &name) {
-    static FixtureTensor empty;
-    auto it = fixtures().find(name);
-    if (it == fixtures().end()) {
-        ADD_FAILURE() << "no fixture tensor " << name;
-        return empty;
-    }
-    return it->second;
-}
+const FixtureTensor &fx(const std::string &name) { return fixture_tensor(fixtures(), name); }
 
 tg_optim *make_optimizer(const std::string &config, tg_module *m) {
     if (config == "sgd_momentum") return tg_sgd(m, tg_sgd_opts{.lr = 0.1, .momentum = 0.9});
@@ -445,15 +437,7 @@ const std::map<std::string, FixtureTensor> &group_fixtures() {
     return fx;
 }
 
-const FixtureTensor &gfx(const std::string &name) {
-    static FixtureTensor empty;
-    auto it = group_fixtures().find(name);
-    if (it == group_fixtures().end()) {
-        ADD_FAILURE() << "no fixture tensor " << name;
-        return empty;
-    }
-    return it->second;
-}
+const FixtureTensor &gfx(const std::string &name) { return fixture_tensor(group_fixtures(), name); }
 
 // Sequential(Linear(6, 8), ReLU, Linear(8, 3)) in `dtype` with the fixture's initial weights.
 tg_module *load_group_net(tg_dtype dtype) {

@@ -40,15 +40,7 @@ const std::map<std::string, FixtureTensor> &fixtures() {
 
 bool has_fx(const std::string &name) { return fixtures().count(name) > 0; }
 
-const FixtureTensor &fx(const std::string &name) {
-    static FixtureTensor empty;
-    auto it = fixtures().find(name);
-    if (it == fixtures().end()) {
-        ADD_FAILURE() << "no fixture tensor " << name;
-        return empty;
-    }
-    return it->second;
-}
+const FixtureTensor &fx(const std::string &name) { return fixture_tensor(fixtures(), name); }
 
 // ---- the closed-form generator (gen_training_models.py: hash32, uniform, init_value) ----
 
