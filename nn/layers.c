@@ -141,8 +141,10 @@ tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_si
 
 static void pool_repr(tg_module *self, char *buf, size_t size) {
     tg_pool_opts *o = tg_module_state(self);
-    snprintf(buf, size, "kernel_size=%d, stride=%d, padding=%d", o->kernel_size,
-             o->stride ? o->stride : o->kernel_size, o->padding);
+    int n = snprintf(buf, size, "kernel_size=%d, stride=%d, padding=%d", o->kernel_size,
+                     o->stride ? o->stride : o->kernel_size, o->padding);
+    if (o->dilation > 1 && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", dilation=%d", o->dilation);
 }
 static tg_tensor *max_pool_forward(tg_module *self, tg_tensor *x) {
     return tg_max_pool2d(x, *(tg_pool_opts *)tg_module_state(self), NULL);
@@ -157,6 +159,11 @@ static tg_module *make_pool(const tg_module_type *type, const char *ctor, tg_poo
     if (opts.kernel_size <= 0 || opts.stride < 0 || opts.padding < 0 || 2 * opts.padding > opts.kernel_size) {
         tg_error("%s: kernel_size=%d must be positive, stride=%d non-negative and padding=%d at most half the "
                  "kernel", ctor, opts.kernel_size, opts.stride, opts.padding);
+        return NULL;
+    }
+    if (opts.dilation < 0 || (type == &avg_pool_type && opts.dilation > 1)) {
+        tg_error("%s: dilation=%d must be %s", ctor, opts.dilation,
+                 type == &avg_pool_type ? "0 or 1 (AvgPool2d has no dilation)" : "non-negative (0 means 1)");
         return NULL;
     }
     tg_module *m = tg_module_new(type, sizeof(tg_pool_opts));
@@ -312,25 +319,38 @@ tg_module *tg_nn_dropout(double p) {
 }
 
 static tg_tensor *embedding_forward(tg_module *self, tg_tensor *x) {
-    return tg_embedding(tg_module_param(self, "weight"), x);
+    return tg_embedding(tg_module_param(self, "weight"), x, *(tg_embedding_opts *)tg_module_state(self));
 }
 static void embedding_repr(tg_module *self, char *buf, size_t size) {
     tg_tensor *w = tg_module_param(self, "weight");
-    snprintf(buf, size, "%lld, %lld", (long long)tg_size(w, 0), (long long)tg_size(w, 1));
+    tg_embedding_opts *o = tg_module_state(self);
+    int n = snprintf(buf, size, "%lld, %lld", (long long)tg_size(w, 0), (long long)tg_size(w, 1));
+    if (o->use_padding_idx && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", padding_idx=%lld", (long long)o->padding_idx);
 }
 static const tg_module_type embedding_type = {"Embedding", embedding_forward, NULL, embedding_repr};
 
-tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim) {
+tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, tg_embedding_opts opts) {
     if (num_embeddings <= 0 || embedding_dim <= 0) {
         tg_error("tg_nn_embedding: sizes must be positive (num_embeddings=%lld, embedding_dim=%lld)",
                  (long long)num_embeddings, (long long)embedding_dim);
         return NULL;
     }
-    tg_module *m = tg_module_new(&embedding_type, 0);
+    if (opts.use_padding_idx && (opts.padding_idx < -num_embeddings || opts.padding_idx >= num_embeddings)) {
+        tg_error("tg_nn_embedding: padding_idx %lld is out of range for %lld embeddings (expected %lld <= "
+                 "padding_idx < %lld)", (long long)opts.padding_idx, (long long)num_embeddings,
+                 (long long)-num_embeddings, (long long)num_embeddings);
+        return NULL;
+    }
+    if (opts.use_padding_idx && opts.padding_idx < 0) opts.padding_idx += num_embeddings; /* stored so, as PyTorch */
+    tg_module *m = tg_module_new(&embedding_type, sizeof opts);
+    *(tg_embedding_opts *)tg_module_state(m) = opts;
     tg_status status = TG_OK;
     TG_SCOPE {
         tg_tensor *w = tg_empty(TG_SHAPE(num_embeddings, embedding_dim), (tg_opts){0});
         status = w ? tg_normal_(w, 0.0, 1.0) : TG_ERROR;
+        /* as reset_parameters: the padding row starts at zero */
+        if (!status && opts.use_padding_idx) status = tg_fill_(tg_narrow(w, 0, opts.padding_idx, 1), 0.0);
         if (!status) status = tg_register_parameter(m, "weight", w);
     }
     return finish(m, status);

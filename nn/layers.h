@@ -19,6 +19,7 @@
 #include "nn/module.h"
 #include "ops/conv.h"
 #include "ops/pool.h"
+#include "ops/shape.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,9 +71,10 @@ tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts);
 /* torch.nn.Dropout(p): zeroes with probability p in training, identity in eval. */
 tg_module *tg_nn_dropout(double p);
 
-/* torch.nn.Embedding(num_embeddings, embedding_dim): "weight" [num, dim] ~ N(0, 1);
- * input int64 indices [...] -> [..., dim]. */
-tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim);
+/* torch.nn.Embedding(num_embeddings, embedding_dim, padding_idx): "weight" [num, dim]
+ * ~ N(0, 1), the padding_idx row zeros; input int64 indices [...] -> [..., dim]
+ * (tg_embedding, whose options these are). Fails on a padding_idx out of [-num, num). */
+tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, tg_embedding_opts opts);
 
 /* Activations (no parameters). leaky_relu: slope 0 means PyTorch's 0.01. */
 tg_module *tg_nn_relu(void);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/gather.h"
@@ -543,7 +544,7 @@ tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
     return result;
 }
 
-tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices) {
+tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices, tg_embedding_opts opts) {
     const char *op = "tg_embedding";
     if (!weight) return tg_error_null_input(op, 0), NULL;
     if (!indices) return tg_error_null_input(op, 1), NULL;
@@ -555,11 +556,24 @@ tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices) {
     if (check_index_dtype(op, indices, true) || tg_check_same_device(op, weight, indices, "the weight and the indices"))
         return NULL;
     if (indices->shape.ndim + 1 > TG_MAX_DIMS) return tg_error("%s: too many dims", op), NULL;
+    int64_t num = weight->shape.dims[0], pad = opts.padding_idx;
+    if (opts.use_padding_idx && (pad < -num || pad >= num))
+        return tg_error("%s: padding_idx %lld is out of range for %lld embeddings "
+                        "(expected %lld <= padding_idx < %lld)",
+                        op, (long long)pad, (long long)num, (long long)-num, (long long)num), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         index_args a = {0, op, {0}};
         tg_tensor *flat = tg_reshape(indices, TG_SHAPE(-1));
         tg_tensor *rows = flat ? tg_apply_args(&index_select_fn, (tg_tensor *[]){weight, flat}, &a, sizeof a) : NULL;
+        if (rows && opts.use_padding_idx && weight->requires_grad && tg_is_grad_enabled()) {
+            /* padding_idx positions still read their row but pass no gradient back, also
+             * in double backward (PyTorch's embedding_dense_double_backward masks them):
+             * a detached copy there does both. */
+            tg_tensor *pad_value = tg_full(TG_SCALAR_SHAPE, (double)(pad < 0 ? pad + num : pad),
+                                           (tg_opts){.dtype = flat->dtype, .device = flat->storage->device});
+            rows = tg_where(tg_unsqueeze(tg_eq(flat, pad_value), 1), tg_detach(rows), rows);
+        }
         tg_shape shape = indices->shape;
         shape.dims[shape.ndim++] = weight->shape.dims[1];
         if (rows) result = tg_scope_return(tg_reshape(rows, shape));

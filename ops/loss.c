@@ -9,7 +9,8 @@
  *   dloss/dx_c = p_c - (1 - eps) [c == t] - eps / C
  * and the mean divides by the number of non-ignored targets (both parts).
  * With class weights (opts.weight) both losses take a composed path instead
- * (weighted_loss below), differentiated by autograd.
+ * (weighted_loss below), differentiated by autograd; so does cross_entropy with
+ * class probabilities as target (prob_target_loss).
  * mse/l1/bce-with-logits are compositions of differentiable ops. */
 #include "ops/loss.h"
 
@@ -268,6 +269,50 @@ static tg_tensor *weighted_loss(tg_tensor *x, tg_tensor *target, const ce_args *
     return out;
 }
 
+/* ======================= class probabilities (composed) ======================= */
+
+/* cross_entropy with a target of class probabilities shaped like the input, composed
+ * of differentiable ops as PyTorch 1.13's cross_entropy_loss_prob_target (LossNLL.cpp):
+ *   loss_r = -sum_c weight[c] ((1 - eps) target[r, c] + eps / C) logp[r, c]
+ *   mean   = sum_r loss_r / (numel / C)   (every row counts once: no weights in the divisor)
+ * Differentiable in the input and the target; the class weight is a constant, as above. */
+static tg_tensor *prob_target_loss(const char *op, tg_tensor *x, tg_tensor *target, tg_loss_opts o) {
+    char xs[128];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
+        return tg_error("%s: expected float32 or float64 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    if (x->shape.ndim == 0) return tg_error("%s: expected input [N, C] or [N, C, d...], got a 0-dim tensor", op), NULL;
+    if (!tg_dtype_is_floating(target->dtype))
+        return tg_error("%s: a target shaped like the input %s holds class probabilities and must be floating, "
+                        "got %s (class indices are int64 [N, d...])", op, xs, tg_dtype_name(target->dtype)), NULL;
+    if (tg_check_same_device(op, x, target, "input and target")) return NULL;
+    /* PyTorch refuses a non-negative one: its default -100 means "none" */
+    if (o.use_ignore_index && o.ignore_index >= 0)
+        return tg_error("%s: ignore_index %lld is not supported with class probabilities as target", op,
+                        (long long)o.ignore_index), NULL;
+    int class_dim = x->shape.ndim == 1 ? 0 : 1;
+    int64_t c = x->shape.dims[class_dim];
+    if (c == 0) return tg_error("%s: expected at least one class, got input %s", op, xs), NULL;
+    if (o.weight && check_class_weight(op, x, o.weight, c)) return NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        double eps = o.label_smoothing;
+        tg_tensor *p = eps > 0 ? tg_add_scalar(tg_mul_scalar(target, 1 - eps), eps / (double)c) : target;
+        tg_tensor *terms = tg_mul(tg_log_softmax(x, class_dim), p);
+        if (o.weight) {
+            tg_shape ws = x->shape; /* [1, C, 1...] (or [C]) */
+            for (int i = 0; i < ws.ndim; i++) ws.dims[i] = i == class_dim ? c : 1;
+            terms = tg_mul(terms, tg_reshape(tg_detach(o.weight), ws));
+        }
+        tg_tensor *losses = tg_neg(tg_sum_dim(terms, class_dim, false));
+        tg_tensor *r = o.reduction == TG_REDUCTION_NONE ? losses
+                       : o.reduction == TG_REDUCTION_SUM ? tg_sum(losses)
+                                                         : tg_div_scalar(tg_sum(losses), (double)(tg_numel(x) / c));
+        out = tg_scope_return(r);
+    }
+    return out;
+}
+
 tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_cross_entropy";
     if (!logits) return tg_error_null_input(op, 0), NULL;
@@ -276,6 +321,8 @@ tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_o
         return tg_error("%s: label_smoothing must be in [0, 1], got %g", op, opts.label_smoothing), NULL;
     if (opts.reduction < TG_REDUCTION_MEAN || opts.reduction > TG_REDUCTION_NONE)
         return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
+    /* PyTorch's rule: a target of the input's shape is class probabilities */
+    if (tg_shape_equal(logits->shape, target->shape)) return prob_target_loss(op, logits, target, opts);
     ce_args a = {opts.reduction, true, ignore_index_of(opts), opts.label_smoothing, 0, 0, 0, 0};
     if (check_targets(op, logits, target, &a)) return NULL;
     if (opts.weight) {

@@ -38,7 +38,11 @@ typedef struct {
 
 /* torch.nn.functional.cross_entropy: logits [N, C] (or [N, C, d...]) and int64 class
  * indices [N] (or [N, d...]). Fused log_softmax + nll with its own backward.
- * Fails on a target out of range [0, C) (naming it), wrong dtypes or shapes. */
+ * Fails on a target out of range [0, C) (naming it), wrong dtypes or shapes.
+ * A floating target of the logits' shape holds class probabilities (PyTorch 1.13):
+ * loss = -sum_c weight[c] ((1 - eps) target_c + eps / C) log_softmax(logits)_c per
+ * row, the mean divides by the number of rows (N times d...), whatever the weights;
+ * a non-negative ignore_index is refused there. Differentiable in the target too. */
 tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target);
 tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts);
 /* torch.nn.functional.nll_loss on log-probabilities. */

@@ -10,6 +10,7 @@
 #include "ops/pool.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd/function.h"
@@ -27,7 +28,7 @@
 
 typedef struct {
     bool adaptive;
-    int k, s, p;            /* pooling (unused when adaptive) */
+    int k, s, p, d;         /* pooling (unused when adaptive); d: dilation (1 unless max) */
     bool include_pad;
     int64_t h, w, ho, wo;   /* input and output spatial sizes */
 } pool_params;
@@ -52,8 +53,8 @@ static inline void window(const pool_params *q, int64_t o, int64_t in, int64_t o
 }
 
 /* PyTorch's pooling_output_shape (aten/src/ATen/native/Pool.h). */
-static int64_t pool_out_size(int64_t in, int k, int s, int p, bool ceil_mode) {
-    int64_t num = in + 2 * (int64_t)p - (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+static int64_t pool_out_size(int64_t in, int k, int s, int p, int d, bool ceil_mode) {
+    int64_t num = in + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
     int64_t out = (num < 0 ? -((-num + s - 1) / s) : num / s) + 1;
     if (ceil_mode && (out - 1) * s >= in + p) out--;
     return out;
@@ -72,13 +73,19 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
  * is NaN nothing replaces it). Quiet comparisons only. */
 #define MAX_TAKES(v, m) (!islessequal((v), (m)) & ((m) == (m)))
 
+/* The first tap of a window starting at `start` that is not in the padding (ATen's
+ * `while (start < 0) start += dilation`). */
+static inline int64_t first_tap(int64_t start, int dilation) {
+    return start >= 0 ? start : start + (-start + dilation - 1) / dilation * dilation;
+}
+
 #define MAX_KERNELS(SFX, T)                                                                              \
     /* Per plane, row by row; kernel 2 stride 2 without padding (every window whole) has its own loop. \
      * Ties keep the first index in window order (row-major), as ATen does. */                         \
     static void max_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y, int64_t *idx) { \
         const int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                       \
-        const int k = q->k, st = q->s, pad = q->p;                                                      \
-        const bool k2 = k == 2 && st == 2 && pad == 0 && 2 * Ho <= H && 2 * Wo <= W;                    \
+        const int k = q->k, st = q->s, pad = q->p, dil = q->d;                                          \
+        const bool k2 = k == 2 && st == 2 && pad == 0 && dil == 1 && 2 * Ho <= H && 2 * Wo <= W;        \
         _Pragma("omp parallel for if (planes > 1 && planes * H * W >= POOL_PAR_MIN)")                  \
         for (int64_t pl = 0; pl < planes; pl++) {                                                       \
             const T *src = x + pl * H * W;                                                              \
@@ -107,19 +114,21 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
                 }                                                                                       \
                 if (!nan) continue;                                                                     \
             }                                                                                           \
+            /* Taps start .. start + (k-1)*dil step dil, those in the padding skipped; pool_params_from \
+             * refused windows without any tap inside, so src[best] below is in the plane. */          \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                int64_t hs = oh * st - pad, he = hs + k;                                                \
-                if (hs < 0) hs = 0;                                                                     \
+                int64_t hs = oh * st - pad, he = hs + (int64_t)(k - 1) * dil + 1;                       \
+                hs = first_tap(hs, dil);                                                                \
                 if (he > H) he = H;                                                                     \
                 for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
-                    int64_t ws = ow * st - pad, we = ws + k;                                            \
-                    if (ws < 0) ws = 0;                                                                 \
+                    int64_t ws = ow * st - pad, we = ws + (int64_t)(k - 1) * dil + 1;                   \
+                    ws = first_tap(ws, dil);                                                            \
                     if (we > W) we = W;                                                                 \
                     int64_t best = hs * W + ws;                                                         \
                     T m = src[best];                                                                    \
-                    for (int64_t ih = hs; ih < he; ih++) {                                              \
+                    for (int64_t ih = hs; ih < he; ih += dil) {                                         \
                         const T *row = src + ih * W;                                                    \
-                        for (int64_t iw = ws; iw < we; iw++) {                                          \
+                        for (int64_t iw = ws; iw < we; iw += dil) {                                     \
                             T v = row[iw];                                                              \
                             if (MAX_TAKES(v, m)) m = v, best = ih * W + iw;                             \
                         }                                                                               \
@@ -163,7 +172,8 @@ static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!y || !idx) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q->k, q->s, q->p)) return NULL;
+        if (TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q->k, q->s, q->p, q->d))
+            return NULL;
     } else if (x->dtype == TG_FLOAT32) {
         max_forward_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
     } else {
@@ -361,24 +371,46 @@ static tg_status check_input(const char *op, tg_tensor *x) {
     return TG_OK;
 }
 
-static tg_status pool_params_from(const char *op, tg_tensor *x, tg_pool_opts o, pool_params *q) {
-    int stride = o.stride ? o.stride : o.kernel_size;
+/* Output index of a window (along a dim of size `in`) with no tap inside the input, or -1.
+ * Only dilation makes one (taps that jump over a small input); padding <= kernel/2
+ * keeps every undilated window on the input. */
+static int64_t empty_window(int64_t in, int64_t out, const pool_params *q) {
+    for (int64_t o = 0; q->d > 1 && o < out; o++) {
+        int64_t start = o * q->s - q->p, first = first_tap(start, q->d);
+        if (first >= in || first > start + (int64_t)(q->k - 1) * q->d) return o;
+    }
+    return -1;
+}
+
+/* max: whether dilation is an option (it is not avg_pool2d's). */
+static tg_status pool_params_from(const char *op, tg_tensor *x, tg_pool_opts o, bool max, pool_params *q) {
+    int stride = o.stride ? o.stride : o.kernel_size, dilation = o.dilation ? o.dilation : 1;
     if (o.kernel_size <= 0 || stride <= 0 || o.padding < 0)
         return tg_error("%s: expected kernel_size > 0, stride > 0 and padding >= 0, got kernel_size %d, stride %d, "
                         "padding %d", op, o.kernel_size, o.stride, o.padding);
+    if (dilation < 0) return tg_error("%s: dilation should be greater than zero, got %d", op, o.dilation);
+    if (!max && dilation != 1)
+        return tg_error("%s: dilation is a max_pool2d option (avg_pool2d has none), got %d", op, o.dilation);
+    /* half the kernel, not of the dilated span, as ATen's pool2d_shape_check */
     if (o.padding > o.kernel_size / 2)
         return tg_error("%s: padding %d should be at most half of kernel_size %d", op, o.padding, o.kernel_size);
     int nd = x->shape.ndim;
     int64_t h = x->shape.dims[nd - 2], w = x->shape.dims[nd - 1];
-    int64_t ho = pool_out_size(h, o.kernel_size, stride, o.padding, o.ceil_mode);
-    int64_t wo = pool_out_size(w, o.kernel_size, stride, o.padding, o.ceil_mode);
-    if (ho < 1 || wo < 1) {
-        char buf[128];
-        return tg_error("%s: output would be empty: input %s with kernel_size %d, stride %d, padding %d gives %lldx%lld",
-                        op, tg_shape_str(x->shape, buf, sizeof buf), o.kernel_size, stride, o.padding,
-                        (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0));
-    }
-    *q = (pool_params){false, o.kernel_size, stride, o.padding, !o.count_exclude_pad, h, w, ho, wo};
+    int64_t ho = pool_out_size(h, o.kernel_size, stride, o.padding, dilation, o.ceil_mode);
+    int64_t wo = pool_out_size(w, o.kernel_size, stride, o.padding, dilation, o.ceil_mode);
+    char buf[128], dil[32] = "";
+    tg_shape_str(x->shape, buf, sizeof buf);
+    if (dilation != 1) snprintf(dil, sizeof dil, ", dilation %d", dilation);
+    if (ho < 1 || wo < 1)
+        return tg_error("%s: output would be empty: input %s with kernel_size %d, stride %d, padding %d%s gives "
+                        "%lldx%lld", op, buf, o.kernel_size, stride, o.padding, dil, (long long)(ho > 0 ? ho : 0),
+                        (long long)(wo > 0 ? wo : 0));
+    *q = (pool_params){false, o.kernel_size, stride, o.padding, dilation, !o.count_exclude_pad, h, w, ho, wo};
+    int64_t empty_h = empty_window(h, ho, q), empty_w = empty_window(w, wo, q);
+    if (empty_h >= 0 || empty_w >= 0)
+        return tg_error("%s: input %s with kernel_size %d, stride %d, padding %d%s: the window of output %s %lld "
+                        "has no tap inside the input", op, buf, o.kernel_size, stride, o.padding, dil,
+                        empty_h >= 0 ? "row" : "column", (long long)(empty_h >= 0 ? empty_h : empty_w));
     return TG_OK;
 }
 
@@ -386,7 +418,7 @@ tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts opts, tg_tensor **indices) {
     if (indices) *indices = NULL;
     if (!x) return tg_error_null_input("tg_max_pool2d", 0), NULL;
     pool_params q;
-    if (check_input("tg_max_pool2d", x) || pool_params_from("tg_max_pool2d", x, opts, &q)) return NULL;
+    if (check_input("tg_max_pool2d", x) || pool_params_from("tg_max_pool2d", x, opts, true, &q)) return NULL;
     tg_tensor *out[2] = {NULL, NULL};
     TG_SCOPE {
         bool batched = x->shape.ndim == 4;
@@ -415,7 +447,7 @@ static tg_tensor *avg_public(tg_tensor *x, const pool_params *q) {
 tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts opts) {
     if (!x) return tg_error_null_input("tg_avg_pool2d", 0), NULL;
     pool_params q;
-    if (check_input("tg_avg_pool2d", x) || pool_params_from("tg_avg_pool2d", x, opts, &q)) return NULL;
+    if (check_input("tg_avg_pool2d", x) || pool_params_from("tg_avg_pool2d", x, opts, false, &q)) return NULL;
     return avg_public(x, &q);
 }
 
@@ -426,6 +458,6 @@ tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w) {
         return tg_error("tg_adaptive_avg_pool2d: expected an output size > 0, got %lldx%lld", (long long)out_h,
                         (long long)out_w), NULL;
     int nd = x->shape.ndim;
-    pool_params q = {true, 0, 0, 0, true, x->shape.dims[nd - 2], x->shape.dims[nd - 1], out_h, out_w};
+    pool_params q = {true, 0, 0, 0, 1, true, x->shape.dims[nd - 2], x->shape.dims[nd - 1], out_h, out_w};
     return avg_public(x, &q);
 }

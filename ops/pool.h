@@ -11,17 +11,24 @@ extern "C" {
 #endif
 
 /* kernel_size is required; stride 0 means kernel_size (PyTorch's default), padding
- * 0, ceil_mode false; avg pooling counts padding unless count_exclude_pad. */
+ * 0, ceil_mode false, dilation 0 means 1; avg pooling counts padding unless
+ * count_exclude_pad. */
 typedef struct {
     int kernel_size, stride, padding;
     bool ceil_mode;
     bool count_exclude_pad; /* avg only: PyTorch's count_include_pad=False */
+    int dilation;           /* max only; last, so that positional initializers stay valid */
 } tg_pool_opts;
 
-/* torch.nn.functional.max_pool2d. The argmax indices are saved for backward.
- * If indices is not NULL, *indices receives them (int64, flat in H*W, a new reference). */
+/* torch.nn.functional.max_pool2d. The window of output (oh, ow) reads rows
+ * oh*stride - padding + i*dilation, i < kernel_size (columns alike); output size
+ * floor((H + 2 padding - dilation (kernel_size - 1) - 1) / stride) + 1 (ceil with
+ * ceil_mode). The argmax indices are saved for backward. If indices is not NULL,
+ * *indices receives them (int64, flat in H*W, a new reference). Fails on a window
+ * that holds no input element (possible with dilation: PyTorch returns -inf and an
+ * index outside the input there). */
 tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts opts, tg_tensor **indices);
-/* torch.nn.functional.avg_pool2d. */
+/* torch.nn.functional.avg_pool2d (no dilation: a dilation above 1 is an error). */
 tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts opts);
 /* torch.nn.functional.adaptive_avg_pool2d. */
 tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w);

@@ -57,9 +57,17 @@ tg_tensor *tg_index_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src)
  * num_classes -1 means max(index) + 1. Not differentiable. */
 tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes);
 
-/* torch.nn.functional.embedding: rows of weight [num, dim] picked by int64 indices
- * [...] -> [..., dim]. Gradient accumulates into the picked rows. */
-tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices);
+/* Options of tg_embedding and tg_nn_embedding; zero fields: no padding_idx (PyTorch's None). */
+typedef struct {
+    bool use_padding_idx; /* true: padding_idx below is used (0 is a valid index, so it needs the flag) */
+    int64_t padding_idx;  /* in [-num, num); negative counts from the end */
+} tg_embedding_opts;
+
+/* torch.nn.functional.embedding: rows of weight [num, dim] picked by int64 (or int32)
+ * indices [...] -> [..., dim]. Gradient accumulates into the picked rows, except
+ * the padding_idx row, which gets none (its row is still returned). Fails on an
+ * index or a padding_idx out of range, naming the value. */
+tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices, tg_embedding_opts opts);
 
 #ifdef __cplusplus
 }

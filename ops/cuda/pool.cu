@@ -16,7 +16,7 @@ namespace {
 
 struct pool_geometry {
     bool adaptive, include_pad;
-    int k, s, p;
+    int k, s, p, d; // d: dilation (max pooling; 1 for avg)
     int64_t planes, h, w, ho, wo;
 };
 
@@ -49,21 +49,27 @@ __device__ __forceinline__ void pool_atomic_add(double *p, double v) { atomicAdd
 
 // ============================ kernels ============================
 
-// x [planes, H, W] -> y, idx [planes, Ho, Wo]; idx flattened in H*W.
+// The first tap of a window starting at `start` that is not in the padding (ops/pool.c first_tap()).
+__device__ __forceinline__ int64_t first_tap(int64_t start, int dilation) {
+    return start >= 0 ? start : start + (-start + dilation - 1) / dilation * dilation;
+}
+
+// x [planes, H, W] -> y, idx [planes, Ho, Wo]; idx flattened in H*W. Taps q.d apart.
 template <typename T> __global__ void max_pool_forward_kernel(pool_geometry q, const T *x, T *y, int64_t *idx) {
     GRID_STRIDE(e, q.planes * q.ho * q.wo) {
         int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
         const T *src = x + pl * q.h * q.w;
-        int64_t hs = oh * q.s - q.p, he = hs + q.k, ws = ow * q.s - q.p, we = ws + q.k;
-        if (hs < 0) hs = 0;
+        int64_t hs = oh * q.s - q.p, ws = ow * q.s - q.p;
+        int64_t he = hs + (int64_t)(q.k - 1) * q.d + 1, we = ws + (int64_t)(q.k - 1) * q.d + 1;
+        hs = first_tap(hs, q.d);
+        ws = first_tap(ws, q.d);
         if (he > q.h) he = q.h;
-        if (ws < 0) ws = 0;
         if (we > q.w) we = q.w;
         int64_t best = hs * q.w + ws;
         T m = -INFINITY;
         bool found_nan = false;
-        for (int64_t ih = hs; ih < he && !found_nan; ih++)
-            for (int64_t iw = ws; iw < we; iw++) {
+        for (int64_t ih = hs; ih < he && !found_nan; ih += q.d)
+            for (int64_t iw = ws; iw < we; iw += q.d) {
                 T v = src[ih * q.w + iw];
                 if (v > m || isnan(v)) {
                     m = v;
@@ -131,13 +137,15 @@ static tg_status check_planes(const char *op, tg_tensor *const *ts, int n) {
     return TG_OK;
 }
 
-static pool_geometry geometry(tg_tensor *full, tg_tensor *pooled, bool adaptive, int k, int s, int p, bool include_pad) {
+static pool_geometry geometry(tg_tensor *full, tg_tensor *pooled, bool adaptive, int k, int s, int p, int d,
+                              bool include_pad) {
     pool_geometry q;
     q.adaptive = adaptive;
     q.include_pad = include_pad;
     q.k = k;
     q.s = s;
     q.p = p;
+    q.d = d;
     q.planes = full->shape.dims[0] * full->shape.dims[1];
     q.h = full->shape.dims[2];
     q.w = full->shape.dims[3];
@@ -155,11 +163,11 @@ static tg_status zero(tg_tensor *t, cudaStream_t stream, const char *op) {
 // ============================ entry points ============================
 
 extern "C" tg_status tg_cuda_max_pool2d_forward(tg_tensor *out, tg_tensor *indices, tg_tensor *x, int kernel,
-                                                int stride, int padding) {
+                                                int stride, int padding, int dilation) {
     const char *op = "tg_max_pool2d";
     tg_tensor *ts[3] = {out, indices, x};
     if (check_planes(op, ts, 3)) return TG_ERROR;
-    pool_geometry q = geometry(x, out, false, kernel, stride, padding, false);
+    pool_geometry q = geometry(x, out, false, kernel, stride, padding, dilation, false);
     int64_t n = q.planes * q.ho * q.wo;
     if (n == 0) return TG_OK;
     TG_CUDA_ENTER(op, x);
@@ -209,7 +217,7 @@ extern "C" tg_status tg_cuda_avg_pool2d_forward(tg_tensor *out, tg_tensor *x, bo
     const char *op = adaptive ? "tg_adaptive_avg_pool2d" : "tg_avg_pool2d";
     tg_tensor *ts[2] = {out, x};
     if (check_planes(op, ts, 2)) return TG_ERROR;
-    pool_geometry q = geometry(x, out, adaptive, kernel, stride, padding, include_pad);
+    pool_geometry q = geometry(x, out, adaptive, kernel, stride, padding, 1, include_pad);
     int64_t n = q.planes * q.ho * q.wo;
     if (n == 0) return TG_OK;
     TG_CUDA_ENTER(op, x);
@@ -227,7 +235,7 @@ extern "C" tg_status tg_cuda_avg_pool2d_backward(tg_tensor *grad_x, tg_tensor *g
     if (check_planes(op, ts, 2)) return TG_ERROR;
     TG_CUDA_ENTER(op, grad_x);
     if (zero(grad_x, stream, op)) return TG_ERROR;
-    pool_geometry q = geometry(grad_x, grad, adaptive, kernel, stride, padding, include_pad);
+    pool_geometry q = geometry(grad_x, grad, adaptive, kernel, stride, padding, 1, include_pad);
     int64_t n = q.planes * q.ho * q.wo;
     if (n == 0) return TG_OK;
     unsigned blocks = tg_cuda_blocks(n, tg_cuda_device_of(grad_x));

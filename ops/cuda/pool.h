@@ -2,7 +2,8 @@
  * CUDA). Tensors are contiguous [N, C, H, W] on one device, float32 or float64;
  * outputs are preallocated (not zeroed). Windows and output sizes follow ATen:
  * pooling window of output (oh, ow) starts at (oh*stride - padding, ow*stride - padding),
- * size kernel x kernel, clipped to the input (see ops/pool.c, window()). */
+ * size kernel x kernel, clipped to the input (see ops/pool.c, window()); max pooling's
+ * taps are `dilation` apart, and ops/pool.c has checked that each window holds one. */
 #ifndef TG_OPS_CUDA_POOL_H
 #define TG_OPS_CUDA_POOL_H
 
@@ -17,7 +18,7 @@ extern "C" {
 /* out [N, C, Ho, Wo] = window maxima of x [N, C, H, W]; indices [N, C, Ho, Wo] int64 =
  * argmax flattened in H*W (first maximum; NaN wins). */
 tg_status tg_cuda_max_pool2d_forward(tg_tensor *out, tg_tensor *indices, tg_tensor *x, int kernel, int stride,
-                                     int padding) __attribute__((weak));
+                                     int padding, int dilation) __attribute__((weak));
 /* grad_x [N, C, H, W] = zeros, then grad [N, C, Ho, Wo] added at indices (per plane). */
 tg_status tg_cuda_max_pool2d_backward(tg_tensor *grad_x, tg_tensor *grad, tg_tensor *indices) __attribute__((weak));
 /* out [N, C, Ho, Wo] = x [N, C, H, W] picked at indices (the double backward). */

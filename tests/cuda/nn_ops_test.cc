@@ -45,6 +45,17 @@ TEST_F(TgTest, CudaCrossEntropyMatchesCpu) {
     tg_tensor *t3 = tg_cast(random_cpu(TG_SHAPE(4, 7), TG_FLOAT64, 4, 0, 4.99), TG_INT64);
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cross_entropy(in[0], in[1]); },
                                 {l3, t3}));
+    // class probabilities (composed of device ops), with class weights and smoothing
+    tg_tensor *probs = tg_softmax(random_cpu(TG_SHAPE(64, 10), TG_FLOAT32, 5), 1);
+    tg_tensor *class_weight = random_cpu(TG_SHAPE(10), TG_FLOAT32, 6, 0.5, 2);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) {
+            tg_loss_opts o = {};
+            o.label_smoothing = 0.1;
+            o.weight = in[2]; // gets no gradient
+            return tg_cross_entropy_opts(in[0], in[1], o);
+        },
+        {logits, probs, class_weight}));
 }
 
 TEST_F(TgTest, CudaGatherFamilyMatchesCpu) {
@@ -64,7 +75,10 @@ TEST_F(TgTest, CudaGatherFamilyMatchesCpu) {
         [](const std::vector<tg_tensor *> &in) { return tg_scatter_add(in[0], 1, in[1], in[2]); }, {x, gidx, src}));
     tg_tensor *w = random_cpu(TG_SHAPE(10, 8), TG_FLOAT32, 4);
     tg_tensor *tok = tensor_i64({1, 9, 1, 0, 3, 3}, TG_SHAPE(2, 3));
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_embedding(in[0], in[1]); },
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_embedding(in[0], in[1], tg_embedding_opts{}); }, {w, tok}));
+    tg_embedding_opts pad = {true, 1}; // padding_idx 1: its row gets no gradient
+    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_embedding(in[0], in[1], pad); },
                                 {w, tok}));
     // a bad index is an error naming the op, not a crash
     tg_tensor *bad = on_cuda(tensor_i64({0, 7}, TG_SHAPE(2)));
@@ -119,10 +133,24 @@ TEST_F(TgTest, CudaPoolingMatchesCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 13, 10), TG_FLOAT32, 1);
     tg_pool_opts p2 = {2, 0, 0, false, false}, p3 = {3, 2, 1, true, true}, p3i = {3, 2, 1, false, false};
+    tg_pool_opts dilated = {3, 2, 1, true, false, 2}, dilated_unit = {2, 1, 0, false, false, 3};
     EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p2, nullptr); },
                                 {x}));
     EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p3, nullptr); },
                                 {x}));
+    for (tg_pool_opts d : {dilated, dilated_unit}) {
+        EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], d, nullptr); },
+                                    {x}))
+            << "dilation " << d.dilation;
+        EXPECT_TRUE(compare_devices(  // the indices too
+            [&](const std::vector<tg_tensor *> &in) {
+                tg_tensor *idx = nullptr;
+                tg_max_pool2d(in[0], d, &idx);
+                return idx;
+            },
+            {x}))
+            << "dilation " << d.dilation;
+    }
     EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_avg_pool2d(in[0], p3); }, {x}));
     EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_avg_pool2d(in[0], p3i); }, {x}));
     EXPECT_TRUE(compare_devices(

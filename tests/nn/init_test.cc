@@ -78,7 +78,8 @@ TEST_F(InitTest, Conv2dFanInIncludesTheReceptiveField) {
 }
 
 TEST_F(InitTest, EmbeddingIsStandardNormal) {
-    std::vector<double> v = gather_over_seeds([] { return tg_nn_embedding(100, 16); }, "weight", 10);
+    std::vector<double> v =
+        gather_over_seeds([] { return tg_nn_embedding(100, 16, tg_embedding_opts{}); }, "weight", 10);
     Stats s = stats_of(v);
     EXPECT_NEAR(s.mean, 0.0, 5.0 / std::sqrt((double)s.n));
     EXPECT_NEAR(s.std, 1.0, 0.03);

@@ -284,7 +284,8 @@ TEST_F(ModuleTest, FreeingReleasesEverything) {
     long before = tg_live_tensors();
     tg_scope_end();  // outside any scope: nothing is kept by a scope
     tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(8, 8, tg_linear_opts{}), tg_nn_layer_norm(TG_SHAPE(8), tg_layer_norm_opts{}),
-                                      tg_nn_embedding(10, 4), tg_nn_leaky_relu(0), tg_nn_gelu(), tg_nn_sigmoid());
+                                      tg_nn_embedding(10, 4, tg_embedding_opts{}), tg_nn_leaky_relu(0), tg_nn_gelu(),
+                                      tg_nn_sigmoid());
     tg_scope_begin();
     ASSERT_NE(net, nullptr) << tg_last_error();
     EXPECT_GT(tg_live_tensors(), before);
@@ -335,7 +336,7 @@ TEST_F(ModuleTest, LayersMatchTheirFunctionalOps) {
     EXPECT_EQ(dims(tg_forward(pool, x)), (std::vector<int64_t>{2, 3, 3, 3}));
     tg_module *ln = tg_nn_layer_norm(TG_SHAPE(6), tg_layer_norm_opts{});
     EXPECT_TRUE(tensor_near(tg_forward(ln, x), values(tg_layer_norm(x, 1, nullptr, nullptr, 1e-5)), 1e-6));
-    tg_module *emb = tg_nn_embedding(5, 2);
+    tg_module *emb = tg_nn_embedding(5, 2, tg_embedding_opts{});
     tg_tensor *rows = tg_forward(emb, tensor_i64({4, 0, 4}, TG_SHAPE(3)));
     ASSERT_NE(rows, nullptr) << tg_last_error();
     std::vector<double> w = values(tg_module_param(emb, "weight"));
@@ -347,4 +348,58 @@ TEST_F(ModuleTest, LayersMatchTheirFunctionalOps) {
     tg_module_free(ln);
     tg_module_free(emb);
     tg_module_free(leaky);
+}
+
+static std::string extra_repr(tg_module *m) {
+    char buf[128] = "";
+    tg_module_type_of(m)->extra_repr(m, buf, sizeof buf);
+    return buf;
+}
+
+// nn.Embedding(5, 2, padding_idx=-2): the padding row starts at zero (reset_parameters)
+// and gets no gradient; the index is stored from 0 up, as PyTorch's repr shows it.
+TEST_F(ModuleTest, EmbeddingPaddingIdx) {
+    tg_manual_seed(4);
+    tg_embedding_opts o = {};
+    o.use_padding_idx = true;
+    o.padding_idx = -2;
+    tg_module *emb = tg_nn_embedding(5, 2, o);
+    ASSERT_NE(emb, nullptr) << tg_last_error();
+    EXPECT_EQ(extra_repr(emb), "5, 2, padding_idx=3");
+    tg_tensor *w = tg_module_param(emb, "weight");
+    std::vector<double> v = values(w);
+    EXPECT_EQ(v[6], 0.0);
+    EXPECT_EQ(v[7], 0.0);
+    for (int i : {0, 1, 2, 3, 4, 5, 8, 9}) EXPECT_NE(v[i], 0.0) << i;
+    tg_tensor *rows = tg_forward(emb, tensor_i64({3, 1, 3}, TG_SHAPE(3)));
+    ASSERT_NE(rows, nullptr) << tg_last_error();
+    EXPECT_TRUE(tensor_near(rows, {0, 0, v[2], v[3], 0, 0}, 0));
+    ASSERT_EQ(tg_backward(tg_sum(rows)), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(w), {0, 0, 1, 1, 0, 0, 0, 0, 0, 0}, 0));
+    tg_module_free(emb);
+    emb = tg_nn_embedding(5, 2, tg_embedding_opts{});
+    EXPECT_EQ(extra_repr(emb), "5, 2");
+    tg_module_free(emb);
+
+    o.padding_idx = 5;
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_embedding(5, 2, o), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_embedding: padding_idx 5 is out of range for 5 embeddings (expected -5 <= "
+                          "padding_idx < 5)");
+}
+
+TEST_F(ModuleTest, MaxPoolDilation) {
+    tg_module *pool = tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2, .stride = 1, .dilation = 2});
+    ASSERT_NE(pool, nullptr) << tg_last_error();
+    EXPECT_EQ(extra_repr(pool), "kernel_size=2, stride=1, padding=0, dilation=2");
+    tg_tensor *x = tg_reshape(tg_arange(0, 16, 1, tg_opts{}), TG_SHAPE(1, 1, 4, 4));
+    // taps (i, j), (i, j+2), (i+2, j), (i+2, j+2): the max is the last one
+    EXPECT_TRUE(tensor_near(tg_forward(pool, x), {10, 11, 14, 15}, 0));
+    tg_module_free(pool);
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_avg_pool2d(tg_pool_opts{.kernel_size = 2, .dilation = 2}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_avg_pool2d: dilation=2 must be 0 or 1 (AvgPool2d has no dilation)");
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2, .dilation = -1}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_max_pool2d: dilation=-1 must be non-negative (0 means 1)");
 }

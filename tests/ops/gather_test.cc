@@ -28,15 +28,37 @@ tg_tensor *gc_scatter_add(tg_tensor *const *in, void *index) {
 tg_tensor *gc_index_add(tg_tensor *const *in, void *index) {
     return tg_index_add(in[0], 0, (tg_tensor *)index, in[1]);
 }
-tg_tensor *gc_embedding(tg_tensor *const *in, void *index) { return tg_embedding(in[0], (tg_tensor *)index); }
+tg_tensor *gc_embedding(tg_tensor *const *in, void *index) {
+    return tg_embedding(in[0], (tg_tensor *)index, tg_embedding_opts{});
+}
 // Products make the second derivative non-trivial.
 tg_tensor *gc_gather_sq(tg_tensor *const *in, void *index) {
     tg_tensor *g = tg_gather(in[0], 1, (tg_tensor *)index);
     return tg_mul(g, g);
 }
 tg_tensor *gc_embedding_sq(tg_tensor *const *in, void *index) {
-    tg_tensor *e = tg_embedding(in[0], (tg_tensor *)index);
+    tg_tensor *e = tg_embedding(in[0], (tg_tensor *)index, tg_embedding_opts{});
     return tg_mul(e, e);
+}
+
+// padding_idx 2. Finite differences see the padding row in the output, which the
+// gradient ignores by design, so the padding positions (index 2) are masked out of
+// the output; the other rows are checked, to second order.
+tg_tensor *gc_embedding_pad_sq(tg_tensor *const *in, void *index) {
+    tg_embedding_opts o = {};
+    o.use_padding_idx = true;
+    o.padding_idx = 2;
+    tg_tensor *idx = (tg_tensor *)index;
+    tg_tensor *e = tg_embedding(in[0], idx, o);
+    tg_tensor *keep = tg_cast(tg_unsqueeze(tg_ne(idx, tg_full(TG_SCALAR_SHAPE, 2, tg_opts{TG_INT64})), -1), TG_FLOAT64);
+    return tg_mul(tg_mul(e, e), keep);
+}
+
+tg_embedding_opts padding(int64_t idx) {
+    tg_embedding_opts o = {};
+    o.use_padding_idx = true;
+    o.padding_idx = idx;
+    return o;
 }
 
 tg_status gradcheck_with(tg_gradcheck_fn fn, tg_tensor *x, tg_tensor *index, bool second = false) {
@@ -68,8 +90,43 @@ TEST_F(TgTest, OneHotEmbeddingMatchPyTorch) {
     check_fixture("one_hot", TG_FLOAT32, [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_one_hot(in[0], 4); });
     check_fixture("one_hot_infer", TG_FLOAT32,
                   [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_one_hot(in[0], -1); });
-    check_fixture_both("embedding",
-                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_embedding(in[0], in[1]); });
+    check_fixture_both("embedding", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
+        return tg_embedding(in[0], in[1], tg_embedding_opts{});
+    });
+    check_fixture_both("embedding_pad", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
+        return tg_embedding(in[0], in[1], padding(2));
+    });
+    check_fixture_both("embedding_pad_neg", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
+        return tg_embedding(in[0], in[1], padding(-1));
+    });
+}
+
+TEST_F(TgTest, EmbeddingPaddingIdx) {
+    // padding_idx 0 (a valid index, hence the flag): row 0 is returned but gets no gradient.
+    tg_tensor *w = tensor_f64({1, 2, 3, 4, 5, 6}, TG_SHAPE(3, 2), true);
+    tg_tensor *idx = tensor_i64({0, 2, 0, 1}, TG_SHAPE(2, 2));
+    tg_tensor *e = tg_embedding(w, idx, padding(0));
+    ASSERT_NE(e, nullptr) << tg_last_error();
+    EXPECT_TRUE(tensor_near(e, {1, 2, 5, 6, 1, 2, 3, 4}, 0));
+    tg_tensor *g = tensor_f64({1, 2, 3, 4, 5, 6, 7, 8}, TG_SHAPE(2, 2, 2), true);
+    tg_tensor *grad_w = nullptr;
+    tg_backward_opts create = {};
+    create.create_graph = true;
+    ASSERT_EQ(tg_grad_of(&e, &g, 1, &w, 1, &grad_w, create), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(grad_w, {0, 0, 7, 8, 3, 4}, 0));
+    // Double backward masks the padding positions too (PyTorch's embedding_dense_double_backward):
+    // d(sum(grad_w * v))/dg is v's rows at the indices, zero where the index is padding_idx.
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(grad_w, tensor_f64({1, 10, 100, 1000, 1e4, 1e5}, TG_SHAPE(3, 2))))), TG_OK)
+        << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(g), {0, 0, 1e4, 1e5, 0, 0, 100, 1000}, 0));
+    // int32 indices, and a weight that does not require grad (no masking needed).
+    int32_t i32[] = {2, 1};
+    tg_tensor *i32t = tg_from_data(i32, TG_SHAPE(2), tg_opts{TG_INT32});
+    tg_tensor *e32 = tg_embedding(w, i32t, padding(-1));
+    ASSERT_NE(e32, nullptr) << tg_last_error();
+    ASSERT_EQ(tg_backward(tg_sum(e32)), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(w), {0, 0, 1, 1, 0, 0}, 0));
+    EXPECT_TRUE(tensor_near(tg_embedding(tg_detach(w), idx, padding(0)), {1, 2, 5, 6, 1, 2, 3, 4}, 0));
 }
 
 TEST_F(TgTest, CatManyTensors) {
@@ -101,7 +158,7 @@ TEST_F(TgTest, ScatterAddIndexAdd) {
     EXPECT_TRUE(tensor_near(tg_index_add(t, 0, rows, src_rows), {1, 1, 1, 6, 8, 10}, 0));
     // Embedding gradients accumulate into repeated rows.
     tg_tensor *w = tensor_f64({1, 2, 3, 4, 5, 6}, TG_SHAPE(3, 2), true);
-    tg_tensor *e = tg_embedding(w, tensor_i64({2, 0, 2}, TG_SHAPE(3)));
+    tg_tensor *e = tg_embedding(w, tensor_i64({2, 0, 2}, TG_SHAPE(3)), tg_embedding_opts{});
     ASSERT_EQ(tg_backward(tg_sum(e)), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(w), {1, 1, 0, 0, 2, 2}, 0));
     // int32 indices work for index_select and embedding.
@@ -130,6 +187,10 @@ TEST_F(TgTest, GatherFamilyGradcheck) {
     tg_tensor *emb_idx = tensor_i64({4, 0, 4, 2}, TG_SHAPE(2, 2));
     EXPECT_EQ(gradcheck_with(gc_embedding, rand64(TG_SHAPE(5, 3), 13), emb_idx), TG_OK) << tg_last_error();
     EXPECT_EQ(gradcheck_with(gc_embedding_sq, rand64(TG_SHAPE(5, 3), 14), emb_idx, true), TG_OK) << tg_last_error();
+    tg_tensor *pad_idx = tensor_i64({4, 2, 2, 0, 4, 1}, TG_SHAPE(2, 3));
+    EXPECT_EQ(gradcheck_with(gc_embedding_pad_sq, rand64(TG_SHAPE(5, 3), 17), pad_idx), TG_OK) << tg_last_error();
+    EXPECT_EQ(gradcheck_with(gc_embedding_pad_sq, rand64(TG_SHAPE(5, 3), 18), pad_idx, true), TG_OK)
+        << tg_last_error();
 
     tg_gradcheck_opts o = {};
     o.user = gidx;
@@ -188,14 +249,21 @@ TEST_F(TgTest, GatherFamilyErrors) {
     EXPECT_ERROR_CONTAINS("tg_index_add: index 6 is out of range for dim 0 of size 5");
 
     tg_clear_error();
-    EXPECT_EQ(tg_embedding(x, tensor_i64({2, 5}, TG_SHAPE(2))), nullptr);
+    EXPECT_EQ(tg_embedding(x, tensor_i64({2, 5}, TG_SHAPE(2)), tg_embedding_opts{}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_embedding: index 5 is out of range for dim 0 of size 5");
     tg_clear_error();
-    EXPECT_EQ(tg_embedding(tg_ones(TG_SHAPE(5), tg_opts{}), tensor_i64({2}, TG_SHAPE(1))), nullptr);
+    EXPECT_EQ(tg_embedding(tg_ones(TG_SHAPE(5), tg_opts{}), tensor_i64({2}, TG_SHAPE(1)), tg_embedding_opts{}),
+              nullptr);
     EXPECT_ERROR_CONTAINS("tg_embedding: weight must be 2-D");
     tg_clear_error();
-    EXPECT_EQ(tg_embedding(x, tg_ones(TG_SHAPE(2), tg_opts{})), nullptr);
+    EXPECT_EQ(tg_embedding(x, tg_ones(TG_SHAPE(2), tg_opts{}), tg_embedding_opts{}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_embedding: index must be int64 or int32, got float32");
+    tg_clear_error();
+    EXPECT_EQ(tg_embedding(x, tensor_i64({2}, TG_SHAPE(1)), padding(5)), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_embedding: padding_idx 5 is out of range for 5 embeddings (expected -5 <= padding_idx < 5)");
+    tg_clear_error();
+    EXPECT_EQ(tg_embedding(x, tensor_i64({2}, TG_SHAPE(1)), padding(-6)), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_embedding: padding_idx -6 is out of range for 5 embeddings");
 
     tg_clear_error();
     EXPECT_EQ(tg_one_hot(tensor_i64({0, 4}, TG_SHAPE(2)), 3), nullptr);
@@ -246,7 +314,7 @@ TEST_F(TgTest, GatherFamilyErrors) {
     EXPECT_EQ(tg_gather(a, 0, nullptr), nullptr);
     EXPECT_ERROR_CONTAINS("tg_gather: input 1 is NULL");
     tg_clear_error();
-    EXPECT_EQ(tg_embedding(nullptr, a), nullptr);
+    EXPECT_EQ(tg_embedding(nullptr, a, tg_embedding_opts{}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_embedding: input 0 is NULL");
     tg_clear_error();
     EXPECT_EQ(tg_one_hot(nullptr, 3), nullptr);

@@ -98,10 +98,36 @@ TEST_P(LossTest, WeightedLossesMatchPyTorch) {
     }
 }
 
+// cross_entropy with class probabilities as target (shaped like the input): reductions,
+// class weights, label smoothing, [N, C, d] and unbatched; gradients of input and target.
+TEST_P(LossTest, ProbabilityTargetsMatchPyTorch) {
+    tg_dtype dt = GetParam();
+    const char *names[] = {"mean", "sum", "none"};
+    tg_reduction reds[] = {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE};
+    for (int i = 0; i < 3; i++) {
+        tg_reduction r = reds[i];
+        std::string n = names[i];
+        check_nn_case("ce_prob_" + n, {"x", "t"}, dt, [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r)); });
+        check_nn_case("ce_prob_w_smooth_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
+            return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0.2, in[2]));
+        });
+    }
+    check_nn_case("ce_prob_spatial", {"x", "t"}, dt, [](auto &in) {
+        return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, false, 0, 0.1));
+    });
+    check_nn_case("ce_prob_spatial_w", {"x", "t", "wt"}, dt, [](auto &in) {
+        return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, false, 0, 0, in[2]));
+    });
+    check_nn_case("ce_prob_unbatched", {"x", "t"}, dt, [](auto &in) {
+        return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, false, 0, 0.3));
+    });
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, LossTest, ::testing::Values(TG_FLOAT32, TG_FLOAT64));
 
 struct LossCase {
-    int kind; // 0 ce, 1 nll, 2 mse, 3 l1, 4 bce, 5 bce_opts (in[2] pos_weight, in[3] weight)
+    int kind; // 0 ce, 1 nll, 2 mse, 3 l1, 4 bce, 5 bce_opts (in[2] pos_weight, in[3] weight),
+              // 6 ce with class probabilities in[1]
     tg_loss_opts opts;
     tg_tensor *target;
     bool transpose;
@@ -116,6 +142,7 @@ tg_tensor *loss_gc(tg_tensor *const *in, void *user) {
     case 2: return tg_mse_loss(x, in[1], c->opts.reduction);
     case 3: return tg_l1_loss(x, in[1], c->opts.reduction);
     case 4: return tg_binary_cross_entropy_with_logits(x, in[1], c->opts.reduction);
+    case 6: return tg_cross_entropy_opts(x, in[1], c->opts);
     default: return tg_binary_cross_entropy_with_logits_opts(x, in[1], bopts(c->opts.reduction, in[3], in[2]));
     }
 }
@@ -203,6 +230,77 @@ TEST_F(TgTest, WeightedLossGradcheck) {
         EXPECT_EQ(tg_gradcheck(loss_gc, 4, in, &o), TG_OK) << tg_last_error();
         EXPECT_EQ(tg_gradgradcheck(loss_gc, 4, in, &o), TG_OK) << tg_last_error();
     }
+}
+
+// Class probabilities: gradients in the logits and the target, to second order.
+TEST_F(TgTest, ProbabilityTargetGradcheck) {
+    tg_manual_seed(6);
+    tg_opts f64 = {TG_FLOAT64, TG_CPU, false};
+    tg_tensor *w3 = tensor_f64({0.5, 2.0, 1.25}, TG_SHAPE(3));
+    struct {
+        tg_loss_opts opts;
+        tg_shape shape;
+        bool transpose;
+    } cases[] = {
+        {lopts(TG_REDUCTION_MEAN), TG_SHAPE(4, 3), false},
+        {lopts(TG_REDUCTION_NONE, false, 0, 0.2, w3), TG_SHAPE(3, 4), true}, // non-contiguous logits
+        {lopts(TG_REDUCTION_SUM, false, 0, 0.1, w3), TG_SHAPE(2, 3, 2), false},
+        {lopts(TG_REDUCTION_MEAN, false, 0, 0.3), TG_SHAPE(3), false},
+    };
+    for (auto &k : cases) {
+        SCOPED_TRACE(&k - cases);
+        LossCase c = {6, k.opts, nullptr, k.transpose};
+        tg_shape ts = k.shape;
+        if (k.transpose) std::swap(ts.dims[0], ts.dims[1]);
+        tg_tensor *x = tg_requires_grad(tg_randn(k.shape, f64), true);
+        tg_tensor *t = tg_requires_grad(tg_rand(ts, f64), true);
+        tg_tensor *in[] = {x, t};
+        tg_gradcheck_opts o = {};
+        o.user = &c;
+        EXPECT_EQ(tg_gradcheck(loss_gc, 2, in, &o), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_gradgradcheck(loss_gc, 2, in, &o), TG_OK) << tg_last_error();
+    }
+}
+
+// A target shaped like the input switches to class probabilities; the index rules
+// (ignore_index -100, int64) do not apply there.
+TEST_F(TgTest, ProbabilityTargetRules) {
+    tg_tensor *x = tensor_f64({1, 2, 3, 0, -1, 0.5}, TG_SHAPE(2, 3));
+    tg_tensor *onehot = tensor_f64({0, 0, 1, 1, 0, 0}, TG_SHAPE(2, 3));
+    // one-hot probabilities give the class-index loss
+    tg_tensor *by_index = tg_cross_entropy(x, tensor_i64({2, 0}, TG_SHAPE(2)));
+    ASSERT_TRUE(by_index) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_cross_entropy(x, onehot), {tg_item(by_index)}, 1e-12));
+    // a negative ignore_index other than -100 is accepted (and changes nothing)
+    EXPECT_TRUE(tensor_near(tg_cross_entropy_opts(x, onehot, lopts(TG_REDUCTION_MEAN, true, -5)), {tg_item(by_index)},
+                            1e-12));
+    // float32 logits with float64 probabilities: float64, as PyTorch promotes
+    tg_tensor *l = tg_cross_entropy(tg_cast(x, TG_FLOAT32), onehot);
+    ASSERT_TRUE(l) << tg_last_error();
+    EXPECT_EQ(tg_dtype_of(l), TG_FLOAT64);
+    EXPECT_NEAR(tg_item(l), tg_item(by_index), 1e-6);
+
+    tg_clear_error();
+    EXPECT_EQ(tg_cross_entropy(x, tensor_i64({2, 0, 1, 1, 0, 0}, TG_SHAPE(2, 3))), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cross_entropy: a target shaped like the input [2, 3] holds class probabilities and must "
+                          "be floating, got int64 (class indices are int64 [N, d...])");
+    tg_clear_error();
+    EXPECT_EQ(tg_cross_entropy_opts(x, onehot, lopts(TG_REDUCTION_MEAN, true, 0)), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cross_entropy: ignore_index 0 is not supported with class probabilities as target");
+    tg_clear_error();
+    EXPECT_EQ(tg_cross_entropy_opts(x, onehot, lopts(TG_REDUCTION_SUM, false, 0, 0, tensor_f64({1, 2}, TG_SHAPE(2)))),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected weight of shape [3] (one per class) for input [2, 3], got [2]");
+    tg_clear_error();
+    EXPECT_EQ(tg_cross_entropy_opts(x, onehot, lopts(TG_REDUCTION_MEAN, false, 0, -0.5)), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cross_entropy: label_smoothing must be in [0, 1], got -0.5");
+    tg_clear_error();
+    EXPECT_EQ(tg_cross_entropy(tg_zeros(TG_SHAPE(2, 0), tg_opts{}), tg_zeros(TG_SHAPE(2, 0), tg_opts{})), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected at least one class, got input [2, 0]");
+    // No rows: the mean is 0/0 = NaN, as in PyTorch.
+    tg_tensor *empty = tg_cross_entropy(tg_zeros(TG_SHAPE(0, 3), tg_opts{}), tg_zeros(TG_SHAPE(0, 3), tg_opts{}));
+    ASSERT_TRUE(empty) << tg_last_error();
+    EXPECT_TRUE(std::isnan(tg_item(empty)));
 }
 
 // Unit weights give the unweighted loss and gradient; the weight gets no gradient.

@@ -26,6 +26,18 @@ TEST_P(PoolTest, MaxMatchesPyTorch) {
     check_nn_case("maxpool_ceil", {"x"}, dt, [](auto &in) {
         return max_with_indices(in, tg_pool_opts{.kernel_size = 3, .stride = 2, .ceil_mode = true}, "maxpool_ceil");
     });
+    check_nn_case("maxpool_dil", {"x"}, dt, [](auto &in) {
+        return max_with_indices(in, tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1, .dilation = 2},
+                                "maxpool_dil");
+    });
+    check_nn_case("maxpool_dil_ceil", {"x"}, dt, [](auto &in) {
+        tg_pool_opts o = {.kernel_size = 2, .stride = 4, .padding = 1, .ceil_mode = true, .dilation = 2};
+        return max_with_indices(in, o, "maxpool_dil_ceil");
+    });
+    check_nn_case("maxpool_dil_unit_stride", {"x"}, dt, [](auto &in) {
+        return max_with_indices(in, tg_pool_opts{.kernel_size = 2, .stride = 1, .dilation = 3},
+                                "maxpool_dil_unit_stride");
+    });
 }
 
 TEST_P(PoolTest, AvgMatchesPyTorch) {
@@ -45,7 +57,7 @@ TEST_P(PoolTest, AvgMatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, PoolTest, ::testing::Values(TG_FLOAT32, TG_FLOAT64));
 
-enum Kind { MAX, AVG, AVG_EXCLUDE, ADAPTIVE };
+enum Kind { MAX, MAX_DILATED, AVG, AVG_EXCLUDE, ADAPTIVE };
 struct PoolCase {
     Kind kind;
     bool transpose;
@@ -57,6 +69,7 @@ tg_tensor *pool_gc(tg_tensor *const *in, void *user) {
     tg_pool_opts o = {.kernel_size = 3, .stride = 2, .padding = 1};
     switch (c->kind) {
     case MAX: return tg_max_pool2d(x, o, nullptr);
+    case MAX_DILATED: o.dilation = 2; return tg_max_pool2d(x, o, nullptr);
     case AVG: return tg_avg_pool2d(x, o);
     case AVG_EXCLUDE: o.count_exclude_pad = true; return tg_avg_pool2d(x, o);
     default: return tg_adaptive_avg_pool2d(x, 2, 3);
@@ -65,7 +78,7 @@ tg_tensor *pool_gc(tg_tensor *const *in, void *user) {
 
 TEST_F(TgTest, PoolGradcheck) {
     tg_manual_seed(3);
-    for (Kind k : {MAX, AVG, AVG_EXCLUDE, ADAPTIVE}) {
+    for (Kind k : {MAX, MAX_DILATED, AVG, AVG_EXCLUDE, ADAPTIVE}) {
         for (bool transpose : {false, true}) {
             SCOPED_TRACE(std::to_string(k) + (transpose ? " transposed" : ""));
             PoolCase c = {k, transpose};
@@ -126,6 +139,28 @@ TEST_F(TgTest, PoolErrors) {
     tg_clear_error();
     EXPECT_EQ(tg_max_pool2d(x, tg_pool_opts{.kernel_size = 5}, nullptr), nullptr);
     EXPECT_ERROR_CONTAINS("tg_max_pool2d: output would be empty: input [2, 3, 4, 4] with kernel_size 5, stride 5, padding 0 gives 0x0");
+    tg_pool_opts dilated = {.kernel_size = 2, .stride = 1, .dilation = 4};
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(x, dilated, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_max_pool2d: output would be empty: input [2, 3, 4, 4] with kernel_size 2, stride 1, padding 0, dilation 4 gives 0x0");
+    dilated.dilation = -1;
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(x, dilated, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_max_pool2d: dilation should be greater than zero, got -1");
+    dilated.dilation = 2;
+    tg_clear_error();
+    EXPECT_EQ(tg_avg_pool2d(x, dilated), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_avg_pool2d: dilation is a max_pool2d option (avg_pool2d has none), got 2");
+    // Taps -1 and 2 of the first row window miss a 2-row input: PyTorch returns -inf with an
+    // index outside the plane (and its backward writes out of bounds); refused here.
+    dilated = {.kernel_size = 2, .stride = 1, .padding = 1, .dilation = 3};
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(tg_zeros(TG_SHAPE(1, 1, 2, 4), tg_opts{}), dilated, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_max_pool2d: input [1, 1, 2, 4] with kernel_size 2, stride 1, padding 1, dilation 3: the "
+                          "window of output row 0 has no tap inside the input");
+    tg_clear_error();
+    EXPECT_EQ(tg_max_pool2d(tg_zeros(TG_SHAPE(1, 5, 2), tg_opts{}), dilated, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("the window of output column 0 has no tap inside the input");
     tg_clear_error();
     EXPECT_EQ(tg_adaptive_avg_pool2d(x, 0, 2), nullptr);
     EXPECT_ERROR_CONTAINS("expected an output size > 0, got 0x2");

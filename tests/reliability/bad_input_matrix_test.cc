@@ -70,7 +70,7 @@ std::vector<BadInput> cases() {
          [] { return null(tg_gather(f32(TG_SHAPE(2, 3)), 1, tensor_i64({0, 7, 1, 2}, TG_SHAPE(2, 2)))); }},
         {"one_hot out of range", {"one_hot", "3"}, [] { return null(tg_one_hot(tensor_i64({0, 3}, TG_SHAPE(2)), 3)); }},
         {"embedding out of range", {"embedding", "10"},
-         [] { return null(tg_embedding(f32(TG_SHAPE(10, 4)), tensor_i64({1, 10}, TG_SHAPE(2)))); }},
+         [] { return null(tg_embedding(f32(TG_SHAPE(10, 4)), tensor_i64({1, 10}, TG_SHAPE(2)), tg_embedding_opts{})); }},
         // matmul / linear
         {"matmul rank 0", {"tg_matmul"}, [] { return null(tg_matmul(f32(TG_SCALAR_SHAPE), f32(TG_SHAPE(2)))); }},
         {"matmul inner sizes", {"tg_matmul", "[64, 784]", "[512, 10]"},
