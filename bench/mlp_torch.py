@@ -1,9 +1,10 @@
 """PyTorch twin of tutorials/02_mlp: MLP 784-1024-512-256-128-10, ReLU, Adam lr 1e-3,
-batch 64, one epoch of Fashion-MNIST in tapegrad's data order. Prints the same
-RESULT line ("impl": "pytorch"). Also the shared pieces of the tutorial twins
-(lenet_torch.py, lenet_bn_torch.py import them): the data set, tapegrad's shuffle
-(data/loader.c tg_random_permutation over core/rng.h tg_philox, ported exactly),
-the training epoch and the evaluation.
+batch 64, one epoch of Fashion-MNIST. The same seed gives both programs the same
+initial weights (tapegrad's CPU generator is PyTorch's) and the same data order
+(tapegrad's loader is DataLoader with its own generator). Prints the same RESULT
+line ("impl": "pytorch"). Also the shared pieces of the tutorial twins
+(lenet_torch.py, lenet_bn_torch.py import them): the data set, the data order, the
+training epoch and the evaluation.
 
     /usr/bin/python3 bench/mlp_torch.py [--show-order] [--epochs N] [--max-steps N]
 """
@@ -23,53 +24,24 @@ torch.set_num_threads(2)
 
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530  # TG_FASHION_MNIST_MEAN / _STD
-M32, M64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
 
 
-# ---- tapegrad's shuffle, bit for bit ----
+# ---- the data order ----
 
-def philox(seed, counter):
-    """core/rng.h tg_philox: Philox4x32-10 block `counter` under `seed`."""
-    c0, c1, c2, c3 = counter & M32, (counter >> 32) & M32, 0, 0
-    k0, k1 = seed & M32, (seed >> 32) & M32
-    for _ in range(10):
-        p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
-        n0 = ((p1 >> 32) ^ c1 ^ k0) & M32
-        n2 = ((p0 >> 32) ^ c3 ^ k1) & M32
-        c1, c3, c0, c2 = p1 & M32, p0 & M32, n0, n2
-        k0, k1 = (k0 + 0x9E3779B9) & M32, (k1 + 0xBB67AE85) & M32
-    return c0, c1, c2, c3
-
-
-def random_permutation(n, seed, stream):
-    """data/loader.c tg_random_permutation: Fisher-Yates over a Philox stream keyed by
-    a Philox draw of (seed, stream); the loader uses stream = epoch."""
-    k = philox(seed, stream)
-    key, counter, words, used = (k[0] << 32) | k[1], 0, None, 2
-
-    def next_u64():
-        nonlocal counter, words, used
-        if used == 2:
-            words, counter, used = philox(key, counter), counter + 1, 0
-        i = 2 * used
-        used += 1
-        return (words[i] << 32) | words[i + 1]
-
-    perm = list(range(n))
-    for i in range(n - 1, 0, -1):
-        bound = i + 1
-        threshold = (M64 + 1 - bound) % bound  # (0 - bound) % bound in uint64
-        while True:
-            r = next_u64()
-            if r >= threshold:
-                break
-        j = r % bound
-        perm[i], perm[j] = perm[j], perm[i]
-    return perm
+def loader_orders(n, seed):
+    """The sample order of each epoch of DataLoader(shuffle=True,
+    generator=torch.Generator().manual_seed(seed)), which tapegrad's loader reproduces
+    (a base seed drawn per epoch, then torch.randperm). Indexing the tensors in this
+    order is the same training as iterating that DataLoader, without its collate cost."""
+    g = torch.Generator()
+    g.manual_seed(seed)
+    while True:
+        torch.empty((), dtype=torch.int64).random_(generator=g)
+        yield torch.randperm(n, generator=g).tolist()
 
 
 # What `bazel-bin/tutorials/02_mlp/02_mlp --show-order` prints (seed 1, 60000 images).
-C_ORDER_SEED1_60000 = [41527, 9738, 27523, 6979, 51026, 48275, 18347, 51293, 36518, 44585]
+C_ORDER_SEED1_60000 = [50124, 10125, 11281, 57829, 15067, 3946, 14801, 52746, 44136, 36786]
 
 
 def check_order(perm, seed, n):
@@ -189,13 +161,14 @@ def run(bench, make_model, make_opt, image_shape, args, make_sched=None):
     train_x, train_y, test_x, test_y = load_fashion(args.data, image_shape)
     torch.manual_seed(args.seed)
     model = make_model()
-    if args.init:  # the tutorial's own initial weights: both start at the same place
+    if args.init:  # the tutorial's own weights (the same as PyTorch's for the seed; a check)
         model.load_state_dict(load_safetensors(args.init), strict=True)
     opt = make_opt(model, args.lr)
     sched = make_sched(opt) if make_sched else None
     seconds = accuracy = 0
+    orders = loader_orders(len(train_x), args.seed)
     for epoch in range(args.epochs):
-        perm = random_permutation(len(train_x), args.seed, epoch)  # before the clock starts, as tg_loader_reset
+        perm = next(orders)  # before the clock starts, as tg_loader_reset
         if epoch == 0:
             check_order(perm, args.seed, len(train_x))
             if args.show_order:

@@ -2,32 +2,80 @@
 
 #include <pthread.h>
 
+void tg_mt19937_seed(tg_mt19937 *g, uint64_t seed) {
+    g->words[0] = (uint32_t)seed;
+    for (uint32_t j = 1; j < 624; j++) g->words[j] = 1812433253u * (g->words[j - 1] ^ (g->words[j - 1] >> 30)) + j;
+    g->index = 624;
+}
+
+void tg_mt19937_regenerate(tg_mt19937 *g) {
+    uint32_t *w = g->words;
+    for (int k = 0; k < 624; k++) {
+        uint32_t y = (w[k] & 0x80000000u) | (w[(k + 1) % 624] & 0x7fffffffu);
+        w[k] = w[(k + 397) % 624] ^ (y >> 1) ^ ((y & 1) ? 0x9908b0dfu : 0);
+    }
+    g->index = 0;
+}
+
+/* Fisher-Yates from the bottom, as ATen's randperm_cpu: swap i with i + word % (n - i). */
+void tg_mt19937_permutation(tg_mt19937 *g, int64_t *perm, int64_t n) {
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t z = (int64_t)(tg_mt19937_next(g) % (uint64_t)(n - i));
+        int64_t tmp = perm[i];
+        perm[i] = perm[z + i];
+        perm[z + i] = tmp;
+    }
+}
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static tg_rng_state state = {.seed = 67280421310721ull, .offset = 0};
+static bool seeded;
+static tg_rng_state state;
+
+/* PyTorch's default_rng_seed_val: an unseeded program draws what an unseeded PyTorch does. */
+#define DEFAULT_SEED 67280421310721ull
+
+static void seed_locked(uint64_t seed) {
+    state.seed = seed;
+    tg_mt19937_seed(&state.cpu, seed);
+    state.has_next_normal = false;
+    state.next_normal = 0;
+    state.offset = 0;
+    seeded = true;
+}
 
 void tg_manual_seed(uint64_t seed) {
     pthread_mutex_lock(&lock);
-    state = (tg_rng_state){.seed = seed, .offset = 0};
+    seed_locked(seed);
     pthread_mutex_unlock(&lock);
 }
 
-tg_rng_state tg_rng_get_state(void) {
+tg_rng_state *tg_rng_lock_cpu(void) {
     pthread_mutex_lock(&lock);
-    tg_rng_state s = state;
-    pthread_mutex_unlock(&lock);
+    if (!seeded) seed_locked(DEFAULT_SEED);
+    return &state;
+}
+
+void tg_rng_unlock_cpu(void) { pthread_mutex_unlock(&lock); }
+
+tg_rng_state tg_rng_get_state(void) {
+    tg_rng_state s = *tg_rng_lock_cpu();
+    tg_rng_unlock_cpu();
     return s;
 }
 
 void tg_rng_set_state(tg_rng_state s) {
     pthread_mutex_lock(&lock);
     state = s;
+    if (state.cpu.index > 624) state.cpu.index = 624;
+    seeded = true;
     pthread_mutex_unlock(&lock);
 }
 
-tg_rng_state tg_rng_reserve(uint64_t n) {
-    pthread_mutex_lock(&lock);
-    tg_rng_state s = state;
-    state.offset += n;
-    pthread_mutex_unlock(&lock);
-    return s;
+tg_philox_range tg_rng_reserve_cuda(uint64_t n) {
+    tg_rng_state *s = tg_rng_lock_cpu();
+    tg_philox_range r = {s->seed, s->offset};
+    s->offset += n;
+    tg_rng_unlock_cpu();
+    return r;
 }

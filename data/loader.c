@@ -15,52 +15,30 @@ struct tg_loader {
     int64_t *order; /* [N] this epoch's sample order */
     int64_t pos;    /* next position in order */
     int64_t epoch;
+    tg_mt19937 shuffler; /* the loader's generator, */
+    int64_t shuffler_epoch; /* positioned to draw this epoch's order (-1: not seeded) */
 };
 
 /* ---- shuffling ---- */
 
-/* Random 64-bit words from Philox under a key: two per 128-bit block. */
-typedef struct {
-    uint64_t key, counter;
-    uint32_t words[4];
-    int used; /* 64-bit halves of `words` consumed (0..2) */
-} philox_stream;
-
-static uint64_t next_u64(philox_stream *s) {
-    if (s->used == 2) {
-        tg_philox(s->key, s->counter++, s->words);
-        s->used = 0;
-    }
-    int i = 2 * s->used++;
-    return (uint64_t)s->words[i] << 32 | s->words[i + 1];
+/* DataLoader(shuffle=True, generator=g): each epoch first draws a 64-bit base seed for
+ * workers from g, then torch.randperm(n, generator=g). */
+static void shuffle_epoch(tg_mt19937 *g, int64_t *perm, int64_t n) {
+    (void)tg_mt19937_next64(g);
+    tg_mt19937_permutation(g, perm, n);
 }
 
-/* Uniform in [0, bound) without modulo bias: reject the few draws below 2^64 mod bound.
- * Integer-only, hence identical on every machine. */
-static uint64_t next_below(philox_stream *s, uint64_t bound) {
-    uint64_t threshold = (0 - bound) % bound;
-    for (;;) {
-        uint64_t r = next_u64(s);
-        if (r >= threshold) return r % bound;
-    }
+static void skip_epoch(tg_mt19937 *g, int64_t n) {
+    (void)tg_mt19937_next64(g);
+    for (int64_t i = 0; i + 1 < n; i++) (void)tg_mt19937_next(g);
 }
 
-void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t stream) {
+void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch) {
     if (!perm || n <= 0) return;
-    /* Each (seed, stream) gets its own Philox key, itself a Philox draw, so streams do
-     * not share counters however many epochs or samples there are. */
-    uint32_t k[4];
-    tg_philox(seed, stream, k);
-    /* used = 2: the first next_u64 draws block 0. */
-    philox_stream s = {.key = (uint64_t)k[0] << 32 | k[1], .counter = 0, .used = 2};
-    for (int64_t i = 0; i < n; i++) perm[i] = i;
-    /* Fisher-Yates (Knuth, TAOCP vol. 2, Algorithm P), from the top. */
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)next_below(&s, (uint64_t)i + 1);
-        int64_t tmp = perm[i];
-        perm[i] = perm[j];
-        perm[j] = tmp;
-    }
+    tg_mt19937 g;
+    tg_mt19937_seed(&g, seed);
+    for (uint64_t e = 0; e < epoch; e++) skip_epoch(&g, n);
+    shuffle_epoch(&g, perm, n);
 }
 
 /* ---- gathering samples ---- */
@@ -156,6 +134,7 @@ tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts) {
     ld->n = n;
     ld->opts = opts;
     ld->order = order;
+    ld->shuffler_epoch = -1;
     tg_loader_reset(ld, 0);
     return ld;
 }
@@ -173,7 +152,13 @@ void tg_loader_reset(tg_loader *ld, int64_t epoch) {
     ld->epoch = epoch;
     ld->pos = 0;
     if (ld->opts.shuffle) {
-        tg_random_permutation(ld->order, ld->n, ld->opts.seed, (uint64_t)epoch);
+        if (ld->shuffler_epoch < 0 || epoch < ld->shuffler_epoch) { /* from the start */
+            tg_mt19937_seed(&ld->shuffler, ld->opts.seed);
+            ld->shuffler_epoch = 0;
+        }
+        for (; ld->shuffler_epoch < epoch; ld->shuffler_epoch++) skip_epoch(&ld->shuffler, ld->n);
+        shuffle_epoch(&ld->shuffler, ld->order, ld->n);
+        ld->shuffler_epoch++;
     } else {
         for (int64_t i = 0; i < ld->n; i++) ld->order[i] = i;
     }

@@ -4,9 +4,11 @@
  * The data set is a pair of tensors whose first dimension indexes samples: x [N, ...]
  * and, optionally, y [N, ...] (labels; NULL for unlabelled data). Each epoch visits
  * every sample exactly once, in order or in a shuffled order that depends only on
- * (seed, epoch): the permutation is drawn with core/rng.h's Philox counter generator
- * and integer arithmetic, so the same seed gives the same batches on every machine,
- * and a run resumed at epoch e sees the batches it would have seen.
+ * (seed, epoch), not on tg_manual_seed: the loader has its own generator, as
+ * DataLoader(shuffle=True, generator=torch.Generator().manual_seed(seed)), and draws
+ * the orders PyTorch's loader does (per epoch a 64-bit base seed, then
+ * torch.randperm). The same seed gives the same batches on every machine, and a run
+ * resumed at epoch e sees the batches it would have seen.
  *
  *     tg_loader *ld = tg_loader_new(x, y, (tg_loader_opts){.batch_size = 64,
  *                                                         .shuffle = true, .seed = 1});
@@ -46,7 +48,7 @@ typedef struct tg_loader tg_loader;
 typedef struct {
     int64_t batch_size; /* 0 means 1 (DataLoader's default); negative is an error */
     bool shuffle;       /* a fresh permutation each epoch, from (seed, epoch) */
-    uint64_t seed;
+    uint64_t seed;      /* the loader generator's seed (torch.Generator().manual_seed) */
     bool drop_last;     /* skip the last batch when it is smaller than batch_size */
     /* Where batches are delivered (tg_tensor_to). The zero value (CPU) means "where the
      * data set is", so a data set kept on the GPU is never copied back. Keeping the
@@ -105,9 +107,11 @@ int64_t tg_loader_epoch(const tg_loader *ld);
  * of range or a 0-dim t. */
 tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count);
 
-/* Writes a permutation of 0..n-1 into perm, drawn from Philox under (seed, stream):
- * the loader's shuffle (stream = epoch), usable on its own for random splits. */
-void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t stream);
+/* Writes into perm the permutation of 0..n-1 that a shuffling loader with this seed
+ * uses in epoch `epoch` (what PyTorch's DataLoader with generator
+ * torch.Generator().manual_seed(seed) draws on its epoch+1-th pass); usable on its own
+ * for random splits. Costs O(n) per epoch before `epoch`. */
+void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "core/scope.h"
 #include "nn/module.h"
+#include "ops/random.h"
 #include "optim/optim.h"
 
 tg_tensor_map *tg_module_state_map(tg_module *m) {
@@ -180,6 +181,9 @@ tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
     if (!s) s = set_meta_i64(ck, "epoch", (long long)info.epoch);
     if (!s) s = set_meta_u64(ck, "rng.seed", (unsigned long long)rng.seed);
     if (!s) s = set_meta_u64(ck, "rng.offset", (unsigned long long)rng.offset);
+    TG_SCOPE { /* the whole state: the CPU generator's mt19937 words */
+        if (!s) s = tg_tensor_map_set(ck, "rng.state", tg_get_rng_state());
+    }
     if (!s) s = tg_safetensors_save(ck, path);
     tg_tensor_map_free(state);
     tg_tensor_map_free(ck);
@@ -310,7 +314,17 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         }
     }
     if (!s) {
-        tg_rng_set_state((tg_rng_state){.seed = seed, .offset = offset});
+        tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");
+        if (rng) {
+            s = tg_set_rng_state(rng);
+        } else { /* a file from before the CPU generator was mt19937: reseed */
+            tg_manual_seed(seed);
+            tg_rng_state r = tg_rng_get_state();
+            r.offset = offset;
+            tg_rng_set_state(r);
+        }
+    }
+    if (!s) {
         if (info) *info = (tg_checkpoint_info){.step = (int64_t)step, .epoch = (int64_t)epoch};
     }
 done:

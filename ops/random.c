@@ -1,18 +1,24 @@
-/* Random tensors, dropout and torch.nn.init initialisers.
+/* Random tensors, dropout, the generator's state and torch.nn.init initialisers.
  *
- * Numbers come from Philox4x32-10 (core/rng.h). Each call reserves a block of
- * counters with tg_rng_reserve and element i always reads the same counter and
- * words (note "philox layout"), so a seed gives the same tensor whatever the
- * thread count or chunking:
- *   float32 uniform, bernoulli:  counter offset + i/4, word i%4
- *   float64 uniform, randint:    counter offset + i/2, words 2(i%2), 2(i%2)+1
- *   normal (both dtypes):        counter offset + i/4; Box-Muller on words (0,1)
- *                                for elements 0-1 and on (2,3) for elements 2-3
- * CUDA tensors are filled on the CPU and copied (a device kernel may replace this
- * later; it would use the same layout, see ops/cuda/random.h). */
+ * CPU tensors draw from the mt19937 generator (core/rng.h) exactly as ATen's CPU
+ * kernels do in PyTorch 1.13 (core/DistributionsHelper.h, core/TransformationHelper.h,
+ * native/cpu/DistributionTemplates.h), one element after another in order, so the
+ * numbers are PyTorch's for the same seed:
+ *   uniform [a, b)  float32: 24 bits of one word, u * (b - a) + a fused, in float;
+ *                   float64: 53 bits of a 64-bit draw, likewise in double
+ *   normal          16 or more elements, contiguous: normal_fill (uniforms of the dtype,
+ *                   Box-Muller in blocks of 16, the last block redrawn when n % 16 != 0);
+ *                   otherwise normal_distribution<double>, which keeps its second value
+ *   randint         word % range (a 64-bit draw when range >= 2^32) + low
+ *   bernoulli(p)    a uniform of p's dtype < p
+ *   dropout         keep where a 53-bit uniform < 1 - p (bernoulli_(1 - p))
+ *   randperm        Fisher-Yates from the bottom: swap i with i + word % (n - i)
+ * A non-contiguous tensor is drawn in memory order, as PyTorch's TensorIterator does.
+ * CUDA tensors draw from the Philox generator on the device (ops/cuda/random.h). */
 #include "ops/random.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "autograd/grad.h"
 #include "core/rng.h"
@@ -22,101 +28,118 @@
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 
-#define RANDOM_GRAIN 16384
-
 typedef enum { DIST_UNIFORM, DIST_NORMAL, DIST_RANDINT, DIST_BERNOULLI } dist_kind;
 
 typedef struct {
     dist_kind kind;
     double a, b; /* uniform [a, b), normal (mean a, std b), randint [a, a + range) */
     uint64_t range;
-    const double *p; /* bernoulli: probability per element */
+    const void *p; /* bernoulli: probability per element, contiguous, of the output's dtype */
 } dist;
 
-static uint64_t counters_needed(dist_kind kind, tg_dtype dtype, int64_t n) {
-    bool two_words = kind == DIST_RANDINT || (kind == DIST_UNIFORM && dtype == TG_FLOAT64);
-    return two_words ? (uint64_t)(n + 1) / 2 : (uint64_t)(n + 3) / 4;
+/* ---- the CPU draws ---- */
+
+static inline float unit_f32(tg_mt19937 *g) { return (float)(tg_mt19937_next(g) & 0xFFFFFFu) * 0x1p-24f; }
+static inline double unit_f64(tg_mt19937 *g) {
+    return (double)(tg_mt19937_next64(g) & 0x1FFFFFFFFFFFFFull) * 0x1p-53;
 }
 
-static double unit53(uint32_t hi, uint32_t lo) { /* [0, 1) with 53 random bits */
-    return (double)(((uint64_t)hi << 21) ^ (lo >> 11)) * (1.0 / 9007199254740992.0);
+/* at::normal_distribution<double>: Box-Muller on two uniforms, the sine kept for the next call. */
+static double normal_f64(tg_rng_state *s) {
+    if (s->has_next_normal) {
+        s->has_next_normal = false;
+        return s->next_normal;
+    }
+    double u1 = unit_f64(&s->cpu), u2 = unit_f64(&s->cpu);
+    double r = sqrt(-2.0 * log(1.0 - u2)), theta = 2.0 * M_PI * u1;
+    s->next_normal = r * sin(theta);
+    s->has_next_normal = true;
+    return r * cos(theta);
 }
 
-/* The value of element i under the layout above. */
-static inline double draw(const dist *d, tg_dtype dtype, tg_rng_state s, int64_t i) {
-    uint32_t w[4];
+/* normal_fill_16: d[0..15] hold uniforms; pairs (j, j + 8) become two normals. The
+ * float version is ATen's AVX2 one (float arithmetic, fused multiply-add). */
+static void normal_16_f32(float *d, float mean, float std) {
+    for (int j = 0; j < 8; j++) {
+        float radius = sqrtf(-2.0f * logf(1.0f - d[j])), theta = (float)(2.0 * M_PI) * d[j + 8];
+        d[j] = fmaf(radius * cosf(theta), std, mean);
+        d[j + 8] = fmaf(radius * sinf(theta), std, mean);
+    }
+}
+
+static void normal_16_f64(double *d, double mean, double std) {
+    for (int j = 0; j < 8; j++) {
+        double radius = sqrt(-2.0 * log(1.0 - d[j])), theta = 2.0 * M_PI * d[j + 8];
+        d[j] = fma(radius * cos(theta), std, mean);
+        d[j + 8] = fma(radius * sin(theta), std, mean);
+    }
+}
+
+/* at::native normal_fill: every element a uniform first, then blocks of 16. */
+static void normal_fill(tg_rng_state *s, tg_tensor *t, int64_t n, double mean, double std) {
+    if (t->dtype == TG_FLOAT32) {
+        float *o = tg_elem_ptr(t);
+        for (int64_t i = 0; i < n; i++) o[i] = unit_f32(&s->cpu);
+        for (int64_t i = 0; i + 16 <= n; i += 16) normal_16_f32(o + i, (float)mean, (float)std);
+        if (n % 16) { /* the last 16 again, from fresh uniforms */
+            for (int64_t i = n - 16; i < n; i++) o[i] = unit_f32(&s->cpu);
+            normal_16_f32(o + n - 16, (float)mean, (float)std);
+        }
+    } else {
+        double *o = tg_elem_ptr(t);
+        for (int64_t i = 0; i < n; i++) o[i] = unit_f64(&s->cpu);
+        for (int64_t i = 0; i + 16 <= n; i += 16) normal_16_f64(o + i, mean, std);
+        if (n % 16) {
+            for (int64_t i = n - 16; i < n; i++) o[i] = unit_f64(&s->cpu);
+            normal_16_f64(o + n - 16, mean, std);
+        }
+    }
+}
+
+/* One element (every dist but normal_fill's blocks), as a double. */
+static double draw(tg_rng_state *s, const dist *d, tg_dtype dtype, int64_t i) {
     switch (d->kind) {
     case DIST_UNIFORM:
-        if (dtype == TG_FLOAT64) {
-            tg_philox(s.seed, s.offset + (uint64_t)i / 2, w);
-            int k = 2 * (int)(i % 2);
-            return d->a + (d->b - d->a) * unit53(w[k], w[k + 1]);
-        } else {
-            tg_philox(s.seed, s.offset + (uint64_t)i / 4, w);
-            double u = (double)(w[i % 4] >> 8) * (1.0 / 16777216.0); /* 24 bits: float's mantissa */
-            double v = d->a + (d->b - d->a) * u;
-            /* Rounding to float may reach b; keep the interval half-open as torch.rand does. */
-            if ((float)v >= (float)d->b && d->b > d->a) v = nextafterf((float)d->b, (float)d->a);
-            return v;
+        if (dtype == TG_FLOAT32) {
+            float from = (float)d->a, to = (float)d->b;
+            return fmaf(unit_f32(&s->cpu), to - from, from);
         }
-    case DIST_NORMAL: {
-        tg_philox(s.seed, s.offset + (uint64_t)i / 4, w);
-        int k = (int)(i % 4) / 2 * 2;
-        double r = sqrt(-2.0 * log(tg_uint_to_unit(w[k])));
-        double theta = 6.283185307179586476925 * tg_uint_to_unit(w[k + 1]);
-        return d->a + d->b * (i % 2 == 0 ? r * cos(theta) : r * sin(theta));
-    }
+        return fma(unit_f64(&s->cpu), d->b - d->a, d->a);
+    case DIST_NORMAL:
+        return fma(normal_f64(s), d->b, d->a);
     case DIST_RANDINT: {
-        tg_philox(s.seed, s.offset + (uint64_t)i / 2, w);
-        int k = 2 * (int)(i % 2);
-        uint64_t bits = ((uint64_t)w[k] << 32) | w[k + 1];
+        uint64_t bits = d->range >= (1ull << 32) ? tg_mt19937_next64(&s->cpu) : tg_mt19937_next(&s->cpu);
         return d->a + (double)(bits % d->range);
     }
-    case DIST_BERNOULLI: {
-        tg_philox(s.seed, s.offset + (uint64_t)i / 4, w);
-        return (double)w[i % 4] * (1.0 / 4294967296.0) < d->p[i] ? 1.0 : 0.0;
-    }
+    case DIST_BERNOULLI:
+        if (dtype == TG_FLOAT32) return unit_f32(&s->cpu) < ((const float *)d->p)[i];
+        return unit_f64(&s->cpu) < ((const double *)d->p)[i];
     }
     return 0;
 }
 
-/* Fills the contiguous CPU tensor t. */
-static void fill_contiguous(tg_tensor *t, const dist *d) {
+/* Fills the contiguous CPU tensor t in element order. `strided_order`: t stands for a
+ * non-contiguous tensor, which PyTorch's normal draws one element at a time. */
+static void fill_contiguous(tg_tensor *t, const dist *d, bool strided_order) {
     int64_t n = t->shape.ndim ? tg_shape_numel(t->shape) : 1;
-    tg_rng_state s = tg_rng_reserve(counters_needed(d->kind, t->dtype, n));
     void *data = tg_elem_ptr(t);
-    switch (t->dtype) {
-    case TG_FLOAT32: {
-        float *o = data;
-#pragma omp parallel for if (n >= RANDOM_GRAIN)
-        for (int64_t i = 0; i < n; i++) o[i] = (float)draw(d, t->dtype, s, i);
-        break;
-    }
-    case TG_FLOAT64: {
-        double *o = data;
-#pragma omp parallel for if (n >= RANDOM_GRAIN)
-        for (int64_t i = 0; i < n; i++) o[i] = draw(d, t->dtype, s, i);
-        break;
-    }
-    case TG_INT64: { /* randint: exact in int64 even beyond 2^53 */
+    tg_rng_state *s = tg_rng_lock_cpu();
+    if (d->kind == DIST_NORMAL && n >= 16 && !strided_order) {
+        normal_fill(s, t, n, d->a, d->b);
+    } else if (d->kind == DIST_RANDINT && t->dtype == TG_INT64) { /* exact beyond 2^53 */
         int64_t *o = data;
-#pragma omp parallel for if (n >= RANDOM_GRAIN)
         for (int64_t i = 0; i < n; i++) {
-            uint32_t w[4];
-            tg_philox(s.seed, s.offset + (uint64_t)i / 2, w);
-            int k = 2 * (int)(i % 2);
-            uint64_t bits = ((uint64_t)w[k] << 32) | w[k + 1];
-            o[i] = (int64_t)d->a + (int64_t)(bits % d->range);
+            uint64_t bits = d->range >= (1ull << 32) ? tg_mt19937_next64(&s->cpu) : tg_mt19937_next(&s->cpu);
+            o[i] = (int64_t)((uint64_t)(int64_t)d->a + bits % d->range);
         }
-        break;
-    }
-    default: {
+    } else {
         size_t es = tg_dtype_size(t->dtype);
-#pragma omp parallel for if (n >= RANDOM_GRAIN)
         for (int64_t i = 0; i < n; i++) {
-            double v = draw(d, t->dtype, s, i);
+            double v = draw(s, d, t->dtype, i);
             char *p = (char *)data + i * (int64_t)es;
             switch (t->dtype) {
+            case TG_FLOAT32: *(float *)p = (float)v; break;
+            case TG_FLOAT64: *(double *)p = v; break;
             case TG_INT32: *(int32_t *)p = (int32_t)v; break;
             case TG_UINT8: *(uint8_t *)p = (uint8_t)v; break;
             case TG_BOOL: *(bool *)p = v != 0; break;
@@ -124,29 +147,46 @@ static void fill_contiguous(tg_tensor *t, const dist *d) {
             }
         }
     }
-    }
+    tg_rng_unlock_cpu();
+}
+
+/* Philox counters a CUDA fill of n elements uses (ops/cuda/random.h's layout). */
+static uint64_t cuda_counters(dist_kind kind, tg_dtype dtype, int64_t n) {
+    return kind == DIST_UNIFORM && dtype == TG_FLOAT64 ? (uint64_t)(n + 1) / 2 : (uint64_t)(n + 3) / 4;
 }
 
 /* Fills any tensor in place (staging through a contiguous CPU tensor when needed). */
 static tg_status fill(tg_tensor *t, const dist *d) {
-    if (t->storage->device.kind == TG_DEVICE_CPU && tg_is_contiguous(t)) {
-        fill_contiguous(t, d);
+    bool contiguous = tg_is_contiguous(t);
+    if (t->storage->device.kind == TG_DEVICE_CPU && contiguous) {
+        fill_contiguous(t, d, false);
         tg_bump_version(t);
         return TG_OK;
     }
-    if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_random_fill && tg_is_contiguous(t) &&
+    if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_random_fill && contiguous &&
         (d->kind == DIST_UNIFORM || d->kind == DIST_NORMAL) && tg_dtype_is_floating(t->dtype)) {
         int64_t n = t->shape.ndim ? tg_shape_numel(t->shape) : 1;
-        tg_rng_state s = tg_rng_reserve(counters_needed(d->kind, t->dtype, n));
-        if (tg_cuda_random_fill(t, d->kind == DIST_UNIFORM ? 0 : 1, d->a, d->b, s.seed, s.offset)) return TG_ERROR;
+        tg_philox_range r = tg_rng_reserve_cuda(cuda_counters(d->kind, t->dtype, n));
+        if (tg_cuda_random_fill(t, d->kind == DIST_UNIFORM ? 0 : 1, d->a, d->b, r.seed, r.offset)) return TG_ERROR;
         tg_bump_version(t);
         return TG_OK;
     }
+    /* Staged on the CPU in t's memory order (dims by decreasing stride), the order in
+     * which PyTorch's TensorIterator visits a non-contiguous tensor. */
+    int order[TG_MAX_DIMS];
+    for (int i = 0; i < t->shape.ndim; i++) order[i] = i;
+    for (int i = 1; i < t->shape.ndim; i++)
+        for (int j = i; j > 0 && t->strides[order[j - 1]] < t->strides[order[j]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
     tg_status status = TG_OK;
     TG_SCOPE {
-        tg_tensor *tmp = tg_empty(t->shape, (tg_opts){.dtype = t->dtype});
-        if (tmp) fill_contiguous(tmp, d);
-        status = tmp ? tg_copy_(t, tmp) : TG_ERROR;
+        tg_tensor *view = tg_permute(t, order);
+        tg_tensor *tmp = view ? tg_empty(view->shape, (tg_opts){.dtype = t->dtype}) : NULL;
+        if (tmp) fill_contiguous(tmp, d, !contiguous);
+        status = tmp ? tg_copy_(view, tmp) : TG_ERROR;
     }
     return status;
 }
@@ -183,8 +223,30 @@ tg_tensor *tg_randint(int64_t low, int64_t high, tg_shape shape, tg_opts opts) {
                NULL;
     if (opts.dtype == TG_FLOAT32) opts.dtype = TG_INT64; /* the zeroed default means int64 here */
     if (opts.requires_grad) return tg_error("tg_randint: integer tensors cannot require grad"), NULL;
-    dist d = {.kind = DIST_RANDINT, .a = (double)low, .range = (uint64_t)(high - low)};
+    dist d = {.kind = DIST_RANDINT, .a = (double)low, .range = (uint64_t)high - (uint64_t)low};
     return make_random("tg_randint", shape, opts, &d);
+}
+
+tg_tensor *tg_randperm(int64_t n, tg_opts opts) {
+    if (n < 0) return tg_error("tg_randperm: n must be non-negative, got %lld", (long long)n), NULL;
+    if (n >= (1ll << 32)) return tg_error("tg_randperm: n = %lld is too large (at most 2^32 - 1)", (long long)n), NULL;
+    if (opts.dtype == TG_FLOAT32) opts.dtype = TG_INT64; /* as tg_randint */
+    if (opts.requires_grad) return tg_error("tg_randperm: integer tensors cannot require grad"), NULL;
+    if (tg_check_creation("tg_randperm", TG_SHAPE(n), opts)) return NULL;
+    if (opts.dtype != TG_INT64 && opts.dtype != TG_INT32)
+        return tg_error("tg_randperm: expected dtype int64 or int32, got %s", tg_dtype_name(opts.dtype)), NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *perm = tg_empty(TG_SHAPE(n), (tg_opts){.dtype = TG_INT64});
+        if (perm) {
+            tg_rng_state *s = tg_rng_lock_cpu();
+            tg_mt19937_permutation(&s->cpu, tg_data_ptr(perm), n);
+            tg_rng_unlock_cpu();
+            tg_tensor *cast = opts.dtype == TG_INT64 ? perm : tg_cast(perm, opts.dtype);
+            out = tg_scope_return(tg_tensor_to(cast, opts.device));
+        }
+    }
+    return out;
 }
 
 tg_tensor *tg_bernoulli(tg_tensor *p) {
@@ -196,18 +258,17 @@ tg_tensor *tg_bernoulli(tg_tensor *p) {
             tg_tensor *probs = tg_contiguous(tg_detach(p));
             tg_tensor *draws = probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype, .device = p->storage->device})
                                      : NULL;
-            int64_t n = tg_numel(p);
-            tg_rng_state s = tg_rng_reserve((uint64_t)(n + 3) / 4); /* as fill_contiguous's DIST_BERNOULLI */
-            if (draws && !tg_cuda_bernoulli(draws, probs, s.seed, s.offset)) out = tg_scope_return(draws);
+            tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(p) + 3) / 4);
+            if (draws && !tg_cuda_bernoulli(draws, probs, r.seed, r.offset)) out = tg_scope_return(draws);
         }
         return out;
     }
     TG_SCOPE {
-        tg_tensor *probs = tg_contiguous(tg_tensor_to(tg_cast(tg_detach(p), TG_FLOAT64), TG_CPU));
+        tg_tensor *probs = tg_contiguous(tg_tensor_to(tg_detach(p), TG_CPU));
         tg_tensor *cpu = probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype}) : NULL;
         if (cpu) {
             dist d = {.kind = DIST_BERNOULLI, .p = tg_data_ptr(probs)};
-            fill_contiguous(cpu, &d);
+            fill_contiguous(cpu, &d, false);
             out = tg_scope_return(tg_tensor_to(cpu, p->storage->device));
         }
     }
@@ -230,6 +291,59 @@ tg_status tg_normal_(tg_tensor *t, double mean, double std) {
     return fill(t, &d);
 }
 
+/* ---- the generator's state as bytes (torch.get_rng_state / set_rng_state) ---- */
+
+#define RNG_STATE_MAGIC "tgrng01"
+enum { RNG_STATE_BYTES = 8 + 8 + 8 + 4 + 4 + 8 + 624 * 4 };
+
+tg_tensor *tg_get_rng_state(void) {
+    tg_rng_state s = tg_rng_get_state();
+    tg_tensor *t = tg_empty(TG_SHAPE(RNG_STATE_BYTES), (tg_opts){.dtype = TG_UINT8});
+    if (!t) return NULL;
+    unsigned char *b = tg_data_ptr(t);
+    uint32_t has_next = s.has_next_normal;
+    memcpy(b, RNG_STATE_MAGIC, 8);
+    memcpy(b + 8, &s.seed, 8);
+    memcpy(b + 16, &s.offset, 8);
+    memcpy(b + 24, &s.cpu.index, 4);
+    memcpy(b + 28, &has_next, 4);
+    memcpy(b + 32, &s.next_normal, 8);
+    memcpy(b + 40, s.cpu.words, 624 * 4);
+    return t;
+}
+
+tg_status tg_set_rng_state(tg_tensor *state) {
+    if (!state) return tg_error_null_input("tg_set_rng_state", 0);
+    char buf[64];
+    if (state->dtype != TG_UINT8 || state->shape.ndim != 1 || state->shape.dims[0] != RNG_STATE_BYTES)
+        return tg_error("tg_set_rng_state: expected a uint8 tensor of shape [%d] from tg_get_rng_state, got %s %s",
+                        RNG_STATE_BYTES, tg_dtype_name(state->dtype), tg_shape_str(state->shape, buf, sizeof buf));
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        tg_tensor *bytes = tg_contiguous(tg_tensor_to(state, TG_CPU));
+        const unsigned char *b = bytes ? tg_data_ptr(bytes) : NULL;
+        tg_rng_state s;
+        uint32_t has_next = 0;
+        if (b) {
+            memcpy(&s.seed, b + 8, 8);
+            memcpy(&s.offset, b + 16, 8);
+            memcpy(&s.cpu.index, b + 24, 4);
+            memcpy(&has_next, b + 28, 4);
+            memcpy(&s.next_normal, b + 32, 8);
+            memcpy(s.cpu.words, b + 40, 624 * 4);
+            s.has_next_normal = has_next == 1;
+        }
+        if (!b) {
+            status = TG_ERROR;
+        } else if (memcmp(b, RNG_STATE_MAGIC, 8) != 0 || s.cpu.index > 624 || has_next > 1) {
+            status = tg_error("tg_set_rng_state: these bytes are not a state from tg_get_rng_state");
+        } else {
+            tg_rng_set_state(s);
+        }
+    }
+    return status;
+}
+
 /* ---- dropout ---- */
 
 tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
@@ -243,36 +357,29 @@ tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
         /* mask = keep / (1 - p), keep ~ Bernoulli(1 - p); the product's backward
          * multiplies the gradient by the saved mask. p == 1 keeps nothing (zeros). */
         tg_tensor *mask = NULL;
-        double scale = 1.0 / (1.0 - p);
-        uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
         if (p == 1) {
             mask = tg_zeros(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
-        } else if (x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) { /* the same mask, drawn there */
+        } else if (x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) {
             mask = tg_empty(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
-            tg_rng_state s = tg_rng_reserve((uint64_t)(tg_numel(x) + 3) / 4);
-            if (mask && tg_cuda_dropout_mask(mask, threshold, scale, s.seed, s.offset)) mask = NULL;
+            uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
+            tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(x) + 3) / 4);
+            double scale = x->dtype == TG_FLOAT32 ? (double)(1.0f / (float)(1.0 - p)) : 1.0 / (1.0 - p); /* as the CPU */
+            if (mask && tg_cuda_dropout_mask(mask, threshold, scale, r.seed, r.offset)) mask = NULL;
         } else {
+            /* PyTorch: empty_like(x).bernoulli_(1 - p).div_(1 - p), the division in x's dtype */
             tg_tensor *cpu = tg_empty(x->shape, (tg_opts){.dtype = x->dtype});
             if (cpu) {
                 int64_t n = tg_numel(cpu);
-                tg_rng_state s = tg_rng_reserve((uint64_t)(n + 3) / 4);
+                double keep = 1.0 - p;
+                tg_rng_state *s = tg_rng_lock_cpu();
                 if (cpu->dtype == TG_FLOAT32) {
-                    float *m = tg_data_ptr(cpu);
-#pragma omp parallel for if (n >= RANDOM_GRAIN)
-                    for (int64_t i = 0; i < n; i++) {
-                        uint32_t w[4];
-                        tg_philox(s.seed, s.offset + (uint64_t)i / 4, w);
-                        m[i] = w[i % 4] < threshold ? 0.0f : (float)scale;
-                    }
+                    float *m = tg_data_ptr(cpu), scale = 1.0f / (float)keep;
+                    for (int64_t i = 0; i < n; i++) m[i] = unit_f64(&s->cpu) < keep ? scale : 0.0f;
                 } else {
-                    double *m = tg_data_ptr(cpu);
-#pragma omp parallel for if (n >= RANDOM_GRAIN)
-                    for (int64_t i = 0; i < n; i++) {
-                        uint32_t w[4];
-                        tg_philox(s.seed, s.offset + (uint64_t)i / 4, w);
-                        m[i] = w[i % 4] < threshold ? 0.0 : scale;
-                    }
+                    double *m = tg_data_ptr(cpu), scale = 1.0 / keep;
+                    for (int64_t i = 0; i < n; i++) m[i] = unit_f64(&s->cpu) < keep ? scale : 0.0;
                 }
+                tg_rng_unlock_cpu();
                 mask = tg_tensor_to(cpu, x->storage->device);
             }
         }

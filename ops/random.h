@@ -1,6 +1,8 @@
-/* Random tensors, dropout and initialisers, from the default generator (core/rng.h:
- * Philox, seeded by tg_manual_seed; the same seed gives the same numbers on the CPU
- * and on CUDA). The numbers differ from PyTorch's (which uses mt19937 on the CPU). */
+/* Random tensors, dropout and initialisers, from the default generators (core/rng.h),
+ * seeded by tg_manual_seed. On the CPU the numbers are PyTorch's: after
+ * tg_manual_seed(s) a contiguous tensor gets what torch.manual_seed(s) and the same
+ * call give (ops/random.c says how each is drawn). CUDA tensors draw from tapegrad's
+ * own Philox stream, as PyTorch's CUDA generator differs from its CPU one. */
 #ifndef TG_OPS_RANDOM_H
 #define TG_OPS_RANDOM_H
 
@@ -18,12 +20,20 @@ tg_tensor *tg_rand(tg_shape shape, tg_opts opts);
 tg_tensor *tg_randn(tg_shape shape, tg_opts opts);
 /* torch.randint: integers in [low, high); int64 unless opts.dtype is another integer type. */
 tg_tensor *tg_randint(int64_t low, int64_t high, tg_shape shape, tg_opts opts);
+/* torch.randperm: a random permutation of 0..n-1, int64 unless opts.dtype is int32. */
+tg_tensor *tg_randperm(int64_t n, tg_opts opts);
 /* torch.bernoulli: 1 with probability p (elementwise), same dtype as p. */
 tg_tensor *tg_bernoulli(tg_tensor *p);
 
 /* In place (no graph; bump the version). */
 tg_status tg_uniform_(tg_tensor *t, double low, double high);
 tg_status tg_normal_(tg_tensor *t, double mean, double std);
+
+/* torch.get_rng_state / torch.set_rng_state: both generators' state as a new uint8
+ * tensor, and back (an error for bytes that did not come from tg_get_rng_state).
+ * Checkpoints save it so that a resumed run draws what the first one would have. */
+tg_tensor *tg_get_rng_state(void);
+tg_status tg_set_rng_state(tg_tensor *state);
 
 /* torch.nn.functional.dropout: in training, zeroes elements with probability p and
  * scales the rest by 1/(1-p); identity in eval. Fails when p is outside [0, 1]. */

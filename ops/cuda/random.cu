@@ -1,11 +1,10 @@
-// CUDA kernel of ops/random.c: uniform and normal fills that draw the SAME numbers
-// as the CPU for the same seed. Not cuRAND: a device copy of core/rng.h's
-// tg_philox (Philox4x32-10) and of ops/random.c's draw() layout, so a model
-// initialised or a dropout mask drawn on either device is the same. The products
-// and sums are written with round-to-nearest intrinsics so that nvcc does not fuse
-// them into FMAs the CPU does not use; uniform values are therefore bit-identical.
-// Normal values go through log/sqrt/cos/sin, whose CUDA versions may differ from
-// glibc's in the last bit of a double (float32 results are almost always identical).
+// CUDA kernels of ops/random.c: uniform and normal fills, dropout masks and Bernoulli
+// draws from the CUDA generator (core/rng.h: Philox4x32-10 under (seed, offset)), in
+// the layout ops/cuda/random.h fixes. Not cuRAND: a device copy of tg_philox, so that
+// the host can compute what a kernel must draw (tests/cuda/nn_ops_test.cc). Products
+// and sums use round-to-nearest intrinsics so that nvcc does not fuse them into FMAs
+// the host reference does not use. Normal values go through log/sqrt/cos/sin, whose
+// CUDA versions may differ from glibc's in the last bit of a double.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -44,7 +43,7 @@ __device__ __forceinline__ double lerp_rn(double a, double b, double u) {
     return __dadd_rn(a, __dmul_rn(__dsub_rn(b, a), u));
 }
 
-// ops/random.c draw() for DIST_UNIFORM (kind 0) and DIST_NORMAL (kind 1).
+// The layout of ops/cuda/random.h for uniform (kind 0) and normal (kind 1).
 template <typename T> __device__ __forceinline__ double draw(int kind, double a, double b, uint64_t seed,
                                                               uint64_t offset, int64_t i) {
     uint32_t w[4];

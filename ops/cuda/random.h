@@ -1,14 +1,16 @@
 /* CUDA entry points of ops/cuda/random.cu, called by ops/random.c (weak: NULL without
  * CUDA, and optional with it: when absent, random CUDA tensors are drawn on the CPU and
- * copied). A kernel must reproduce the CPU's numbers exactly: Philox4x32-10 (core/rng.h
- * tg_philox) under `seed`, element i of the contiguous tensor t reading
+ * copied). They draw from the CUDA generator (core/rng.h): Philox4x32-10 (tg_philox)
+ * under `seed`, a range of counters from `offset` reserved by tg_rng_reserve_cuda,
+ * element i of the contiguous tensor t reading
  *   kind 0 uniform [a, b):   float32: counter offset + i/4, word i%4, (word >> 8) * 2^-24;
  *                            float64: counter offset + i/2, words (2(i%2), 2(i%2)+1) as
- *                            ((hi << 21) ^ (lo >> 11)) * 2^-53
+ *                            ((hi << 21) ^ (lo >> 11)) * 2^-53; then a + (b - a) u in double
  *   kind 1 normal (mean a, std b): counter offset + i/4; Box-Muller on words (0,1) for
  *                            elements 0-1, (2,3) for 2-3: r = sqrt(-2 log u1), th = 2 pi u2,
  *                            u = tg_uint_to_unit(word); even element r cos th, odd r sin th
- * (see ops/random.c, draw(), for the exact arithmetic, done in double). */
+ * The layout is fixed so that a test can compute the same numbers on the host
+ * (tests/cuda/nn_ops_test.cc). */
 #ifndef TG_OPS_CUDA_RANDOM_H
 #define TG_OPS_CUDA_RANDOM_H
 

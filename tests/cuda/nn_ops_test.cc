@@ -1,7 +1,8 @@
 // The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
-// conv2d, pooling, batch/layer norm, random fills (same numbers as the CPU),
+// conv2d, pooling, batch/layer norm, random fills (the Philox stream),
 // optimizer steps, and a whole MLP training step. Skipped without a GPU.
 #include <cmath>
+#include <cstring>
 
 #include "cuda_test_util.h"
 
@@ -181,38 +182,85 @@ TEST_F(TgTest, CudaBatchAndLayerNormMatchCpu) {
         {lx, lw, lb}, o));
 }
 
-TEST_F(TgTest, CudaRandomDrawsTheCpuNumbers) {
+// ops/cuda/random.h's Philox layout, computed here on the host from core/rng.h's
+// tg_philox: what a CUDA fill must draw under (seed, offset).
+static std::vector<double> philox_fill(int kind, tg_dtype dt, int64_t n, double a, double b, uint64_t seed,
+                                       uint64_t offset) {
+    std::vector<double> v((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t w[4];
+        if (kind == 0 && dt == TG_FLOAT64) {
+            tg_philox(seed, offset + (uint64_t)i / 2, w);
+            int k = 2 * (int)(i % 2);
+            double u = (double)((((uint64_t)w[k]) << 21) ^ (w[k + 1] >> 11)) * (1.0 / 9007199254740992.0);
+            v[i] = a + (b - a) * u;
+        } else if (kind == 0) {
+            tg_philox(seed, offset + (uint64_t)i / 4, w);
+            double x = a + (b - a) * ((double)(w[i % 4] >> 8) * (1.0 / 16777216.0));
+            if ((float)x >= (float)b && b > a) x = nextafterf((float)b, (float)a);
+            v[i] = (float)x;
+        } else {
+            tg_philox(seed, offset + (uint64_t)i / 4, w);
+            int k = (int)(i % 4) / 2 * 2;
+            double r = std::sqrt(-2.0 * std::log(tg_uint_to_unit(w[k])));
+            double theta = 6.283185307179586476925 * tg_uint_to_unit(w[k + 1]);
+            double x = a + b * (i % 2 == 0 ? r * std::cos(theta) : r * std::sin(theta));
+            v[i] = dt == TG_FLOAT32 ? (double)(float)x : x;
+        }
+    }
+    return v;
+}
+
+static tg_tensor *host_tensor(const std::vector<double> &v, tg_dtype dt) {
+    return tg_cast(tg_from_data(v.data(), TG_SHAPE((int64_t)v.size()), tg_opts{TG_FLOAT64, TG_CPU, false}), dt);
+}
+
+// CUDA tensors draw from the CUDA generator (Philox, the same seed as the CPU's), on the
+// device; the CPU generator is left alone.
+TEST_F(TgTest, CudaRandomDrawsThePhiloxStream) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
         tg_manual_seed(123);
-        tg_tensor *u = tg_rand(TG_SHAPE(1001), tg_opts{dt, TG_CPU, false});
-        tg_tensor *n = tg_randn(TG_SHAPE(1001), tg_opts{dt, TG_CPU, false});
-        tg_manual_seed(123);
+        tg_rng_state cpu_before = tg_rng_get_state();
         tg_tensor *gu = tg_rand(TG_SHAPE(1001), tg_opts{dt, tg_cuda(0), false});
+        uint64_t after_uniform = tg_rng_get_state().offset;
         tg_tensor *gn = tg_randn(TG_SHAPE(1001), tg_opts{dt, tg_cuda(0), false});
-        EXPECT_TRUE(same_values(u, gu, 0, 0)) << tg_dtype_name(dt);
-        EXPECT_TRUE(same_values(n, gn, 1e-12, 1e-12)) << tg_dtype_name(dt);  // libm vs CUDA math: last bits
+        ASSERT_TRUE(gu && gn) << tg_last_error();
+        EXPECT_EQ(after_uniform, dt == TG_FLOAT32 ? 251u : 501u);
+        EXPECT_TRUE(same_values(gu, host_tensor(philox_fill(0, dt, 1001, 0, 1, 123, 0), dt), 0, 0))
+            << tg_dtype_name(dt);
+        EXPECT_TRUE(same_values(gn, host_tensor(philox_fill(1, dt, 1001, 0, 1, 123, after_uniform), dt), 1e-12,
+                                1e-12))
+            << tg_dtype_name(dt);  // libm vs CUDA math: last bits
+        tg_rng_state cpu_after = tg_rng_get_state();
+        EXPECT_EQ(std::memcmp(cpu_before.cpu.words, cpu_after.cpu.words, sizeof cpu_after.cpu.words), 0);
+        EXPECT_EQ(cpu_before.cpu.index, cpu_after.cpu.index);
     }
 }
 
-// Dropout masks and Bernoulli draws are made on the device, and are the CPU's.
-TEST_F(TgTest, CudaDropoutAndBernoulliDrawTheCpuNumbers) {
+// Dropout masks and Bernoulli draws are made on the device from the Philox stream.
+TEST_F(TgTest, CudaDropoutAndBernoulliDrawThePhiloxStream) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
         tg_tensor *x = tg_ones(TG_SHAPE(37, 29), tg_opts{dt, TG_CPU, false});
         tg_tensor *p = tg_rand(TG_SHAPE(1001), tg_opts{dt, TG_CPU, false});
         tg_manual_seed(7);
-        tg_tensor *d = tg_dropout(x, 0.3, true), *b = tg_bernoulli(p);
-        tg_manual_seed(7);
         tg_tensor *gd = tg_dropout(on_cuda(x), 0.3, true), *gb = tg_bernoulli(on_cuda(p));
-        EXPECT_TRUE(same_values(d, gd, 0, 0)) << tg_dtype_name(dt);
-        EXPECT_TRUE(same_values(b, gb, 0, 0)) << tg_dtype_name(dt);
-        // and the stream moved on by the same amount
-        tg_tensor *after_cpu = tg_rand(TG_SHAPE(4), tg_opts{dt, TG_CPU, false});
-        tg_manual_seed(7);
-        tg_dropout(x, 0.3, true);
-        tg_bernoulli(p);
-        EXPECT_TRUE(same_values(after_cpu, tg_rand(TG_SHAPE(4), tg_opts{dt, TG_CPU, false}), 0, 0));
+        ASSERT_TRUE(gd && gb) << tg_last_error();
+        std::vector<double> d = values(gd), b = values(gb), probs = values(p);
+        double scale = dt == TG_FLOAT32 ? (double)(1.0f / (float)0.7) : 1.0 / 0.7;
+        uint64_t threshold = (uint64_t)(0.3 * 4294967296.0), mask_counters = (37 * 29 + 3) / 4;
+        for (int64_t i = 0; i < 37 * 29; i++) {
+            uint32_t w[4];
+            tg_philox(7, (uint64_t)i / 4, w);
+            ASSERT_EQ(d[i], w[i % 4] < threshold ? 0.0 : scale) << "dropout element " << i;
+        }
+        for (int64_t i = 0; i < 1001; i++) {
+            uint32_t w[4];
+            tg_philox(7, mask_counters + (uint64_t)i / 4, w);
+            ASSERT_EQ(b[i], (double)w[i % 4] * (1.0 / 4294967296.0) < probs[i] ? 1.0 : 0.0) << "bernoulli " << i;
+        }
+        EXPECT_EQ(tg_rng_get_state().offset, mask_counters + (1001 + 3) / 4);
     }
 }
 

@@ -1,5 +1,5 @@
 // The batch loader: batch shapes, drop_last, every sample once per epoch, shuffle
-// determinism for a seed (and a pinned order, so every machine agrees), ownership.
+// determinism for a seed (PyTorch's DataLoader order, so every machine agrees), ownership.
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -147,17 +147,32 @@ TEST_F(LoaderTest, ShuffleIsDeterministicForASeed) {
     tg_loader_free(c);
 }
 
-// The order is pure integer arithmetic on Philox output, so it is pinned here: a
-// change to it breaks reproducibility of every recorded run, and must be deliberate.
-TEST_F(LoaderTest, PinnedPermutation) {
-    std::vector<int64_t> p(10);
-    tg_random_permutation(p.data(), 10, 1, 0);
-    std::vector<int64_t> sorted = p;
-    std::sort(sorted.begin(), sorted.end());
-    std::vector<int64_t> all(10);
-    std::iota(all.begin(), all.end(), 0);
-    EXPECT_EQ(sorted, all);
-    EXPECT_EQ(p, (std::vector<int64_t>{3, 1, 0, 4, 7, 5, 2, 6, 8, 9}));
+// The order is PyTorch's: DataLoader(shuffle=True, generator=torch.Generator().manual_seed(seed))
+// (tests/fixtures/gen_random.py), epoch after epoch, from the loader and on its own.
+TEST_F(LoaderTest, ShuffleIsPyTorchsDataLoaderOrder) {
+    static const std::map<std::string, FixtureTensor> fx = load_fixtures("tests/fixtures/random.txt");
+    auto expected = [&](const std::string &name) {
+        std::vector<int64_t> v;
+        for (double e : fixture_tensor(fx, name).data) v.push_back((int64_t)e);
+        return v;
+    };
+    for (auto [n, seed] : {std::pair<int64_t, uint64_t>{10, 1}, {1000, 5}}) {
+        Data d = make_data(n);
+        tg_loader *ld = tg_loader_new(d.x, d.y, tg_loader_opts{n, true, seed});
+        for (int epoch = 0; epoch < 3; epoch++) {
+            std::string name = "loader_" + std::to_string(n) + "_seed" + std::to_string(seed) + ".epoch" +
+                               std::to_string(epoch);
+            EXPECT_EQ(flat(epoch_ids(ld, epoch)), expected(name)) << name;
+            std::vector<int64_t> p((size_t)n);
+            tg_random_permutation(p.data(), n, seed, (uint64_t)epoch);
+            EXPECT_EQ(p, expected(name)) << name;
+        }
+        tg_loader_free(ld);
+    }
+    std::vector<int64_t> p(60000), every61;
+    tg_random_permutation(p.data(), 60000, 1, 0);
+    for (size_t i = 0; i < p.size(); i += 61) every61.push_back(p[i]);
+    EXPECT_EQ(every61, expected("loader_60000_seed1.epoch0_every61"));
 }
 
 TEST_F(LoaderTest, UnlabelledNonContiguousAndBatchSizeDefault) {

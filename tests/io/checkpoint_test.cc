@@ -127,6 +127,16 @@ TEST_F(CheckpointTest, ResumeContinuesIdentically) {
     EXPECT_NE(tg_tensor_map_get(file.get(), "model.0.weight"), nullptr);
     EXPECT_NE(tg_tensor_map_get(file.get(), "optim.state.0.exp_avg"), nullptr);
     EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.name"), tg_optim_name(opt.get()));
+    EXPECT_NE(tg_tensor_map_get(file.get(), "rng.state"), nullptr);  // the mt19937 words
+
+    // A file from before rng.state (only the seed and the CUDA offset): loading reseeds.
+    ASSERT_TRUE(tg_tensor_map_remove(file.get(), "rng.state"));
+    std::string old_path = dir_ + "/old.safetensors";
+    ASSERT_EQ(tg_safetensors_save(file.get(), old_path.c_str()), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_load_checkpoint(old_path.c_str(), fresh.get(), fresh_opt.get(), nullptr), TG_OK) << tg_last_error();
+    std::vector<double> after_old = values(tg_rand(TG_SHAPE(5), tg_opts{}));
+    tg_manual_seed(3);
+    EXPECT_EQ(values(tg_rand(TG_SHAPE(5), tg_opts{})), after_old);
 }
 
 TEST_F(CheckpointTest, CheckpointErrors) {

@@ -1,5 +1,6 @@
-// Random tensors, dropout and initialisers: determinism, moments of large samples,
-// bounds, and bad inputs.
+// Random tensors, dropout and initialisers: PyTorch's numbers for the same seed
+// (tests/fixtures/gen_random.py), determinism, moments of large samples, bounds, the
+// generator's state, and bad inputs.
 #include <omp.h>
 
 #include "test_util.h"
@@ -23,7 +24,170 @@ Moments moments(tg_tensor *t) {
     return {m, std::sqrt(ss / v.size()), mn, mx};
 }
 
-TEST_F(TgTest, SameSeedSameNumbersWhateverTheThreadCount) {
+const std::map<std::string, FixtureTensor> &random_fixtures() {
+    static const std::map<std::string, FixtureTensor> fx = load_fixtures("tests/fixtures/random.txt");
+    return fx;
+}
+
+// t holds PyTorch's numbers for fixture `name`: exactly, or within `ulps` units in the
+// last place of float32 (normal's float path: ATen's vectorised log/sincos vs libm's).
+::testing::AssertionResult same_as_torch(const std::string &name, tg_tensor *t, double rel = 0) {
+    if (!t) return ::testing::AssertionFailure() << name << ": NULL (" << tg_last_error() << ")";
+    const FixtureTensor &f = fixture_tensor(random_fixtures(), name);
+    std::vector<double> v = values(t);
+    if (v.size() != f.data.size())
+        return ::testing::AssertionFailure() << name << ": " << v.size() << " values, PyTorch has " << f.data.size();
+    for (size_t i = 0; i < v.size(); i++)
+        if (std::fabs(v[i] - f.data[i]) > rel * std::fabs(f.data[i]) + (rel ? 1e-7 : 0))
+            return ::testing::AssertionFailure()
+                   << name << "[" << i << "] = " << v[i] << ", PyTorch: " << f.data[i];
+    return ::testing::AssertionSuccess();
+}
+
+const tg_opts F32 = {TG_FLOAT32, TG_CPU, false}, F64 = {TG_FLOAT64, TG_CPU, false};
+
+TEST_F(TgTest, UniformDrawsAreTorchsForTheSameSeed) {
+    tg_manual_seed(1);
+    EXPECT_TRUE(same_as_torch("rand_f32", tg_rand(TG_SHAPE(1000), F32)));
+    tg_manual_seed(2);
+    EXPECT_TRUE(same_as_torch("rand_f64", tg_rand(TG_SHAPE(501), F64)));
+    tg_manual_seed(3);
+    tg_tensor *u = tg_empty(TG_SHAPE(777), F32), *v = tg_empty(TG_SHAPE(333), F64);
+    ASSERT_EQ(tg_uniform_(u, -3, 5), TG_OK);
+    ASSERT_EQ(tg_uniform_(v, -0.25, 2), TG_OK);
+    EXPECT_TRUE(same_as_torch("uniform_f32", u));
+    EXPECT_TRUE(same_as_torch("uniform_f64", v));
+}
+
+TEST_F(TgTest, NormalDrawsAreTorchsForTheSameSeed) {
+    for (int n : {5, 16, 20, 1000}) {
+        tg_manual_seed(4);
+        EXPECT_TRUE(same_as_torch("randn_f32_" + std::to_string(n), tg_randn(TG_SHAPE(n), F32), 3e-7));
+    }
+    for (int n : {3, 16, 37}) {
+        tg_manual_seed(5);
+        EXPECT_TRUE(same_as_torch("randn_f64_" + std::to_string(n), tg_randn(TG_SHAPE(n), F64), 1e-15));
+    }
+    tg_manual_seed(6);
+    tg_tensor *a = tg_empty(TG_SHAPE(100), F32), *b = tg_empty(TG_SHAPE(100), F64);
+    ASSERT_EQ(tg_normal_(a, 2, 0.5), TG_OK);
+    ASSERT_EQ(tg_normal_(b, -1, 3), TG_OK);
+    EXPECT_TRUE(same_as_torch("normal_f32", a, 3e-7));
+    EXPECT_TRUE(same_as_torch("normal_f64", b, 1e-15));
+    // Fewer than 16 elements: Box-Muller pairs, the second value kept for the next call
+    // (of any normal draw) until tg_manual_seed.
+    tg_manual_seed(7);
+    EXPECT_TRUE(same_as_torch("cache.a", tg_randn(TG_SHAPE(3), F64), 1e-15));
+    EXPECT_TRUE(same_as_torch("cache.b", tg_rand(TG_SHAPE(2), F64)));
+    EXPECT_TRUE(same_as_torch("cache.c", tg_randn(TG_SHAPE(1), F64), 1e-15));
+    EXPECT_TRUE(same_as_torch("cache.d", tg_randn(TG_SHAPE(20), F32), 3e-7));
+    EXPECT_TRUE(same_as_torch("cache.e", tg_randn(TG_SHAPE(1), F32), 3e-7));
+    // A non-contiguous tensor draws one element at a time too.
+    tg_manual_seed(8);
+    tg_tensor *strided = tg_transpose(tg_empty(TG_SHAPE(6, 5), F32), 0, 1);
+    ASSERT_EQ(tg_normal_(strided, 0, 1), TG_OK);
+    EXPECT_TRUE(same_as_torch("normal_strided", tg_contiguous(tg_transpose(strided, 0, 1)), 3e-7));
+}
+
+TEST_F(TgTest, IntegerDrawsAreTorchsForTheSameSeed) {
+    tg_manual_seed(9);
+    EXPECT_TRUE(same_as_torch("randint_small", tg_randint(0, 10, TG_SHAPE(50), tg_opts{})));
+    EXPECT_TRUE(same_as_torch("randint_wide", tg_randint(-5, 1ll << 40, TG_SHAPE(20), tg_opts{})));
+    tg_tensor *i32 = tg_randint(-100, 100, TG_SHAPE(30), tg_opts{TG_INT32, TG_CPU, false});
+    ASSERT_TRUE(i32);
+    EXPECT_EQ(tg_dtype_of(i32), TG_INT32);
+    EXPECT_TRUE(same_as_torch("randint_i32", i32));
+    tg_manual_seed(10);
+    tg_tensor *p = tg_randperm(10, tg_opts{});
+    ASSERT_TRUE(p);
+    EXPECT_EQ(tg_dtype_of(p), TG_INT64);
+    EXPECT_TRUE(same_as_torch("randperm_10", p));
+    EXPECT_TRUE(same_as_torch("randperm_1000", tg_randperm(1000, tg_opts{})));
+    EXPECT_EQ(tg_numel(tg_randperm(0, tg_opts{})), 0);
+}
+
+TEST_F(TgTest, BernoulliAndDropoutAreTorchsForTheSameSeed) {
+    tg_manual_seed(11);
+    tg_tensor *p = tg_div_scalar(tg_arange(0, 257, 1, F32), 256);
+    EXPECT_TRUE(same_as_torch("bernoulli_f32", tg_bernoulli(p)));
+    EXPECT_TRUE(same_as_torch("bernoulli_f64", tg_bernoulli(tg_cast(p, TG_FLOAT64))));
+    tg_manual_seed(12);
+    tg_tensor *x = tg_reshape(tg_div_scalar(tg_sub_scalar(tg_arange(0, 37 * 29, 1, F32), 500), 64), TG_SHAPE(37, 29));
+    EXPECT_TRUE(same_as_torch("dropout_f32", tg_dropout(x, 0.3, true)));
+    EXPECT_TRUE(same_as_torch("dropout_f64", tg_dropout(tg_div_scalar(tg_sub_scalar(tg_arange(0, 100, 1, F64), 50), 8), 0.5, true)));
+}
+
+TEST_F(TgTest, InitialisersAndModulesGetTorchsWeightsForTheSameSeed) {
+    tg_manual_seed(13);
+    tg_tensor *kn = tg_empty(TG_SHAPE(64, 100), F32), *xu = tg_empty(TG_SHAPE(30, 40), F32);
+    tg_tensor *xn = tg_empty(TG_SHAPE(30, 40), F64), *ku = tg_empty(TG_SHAPE(8, 3, 5, 5), F32);
+    ASSERT_EQ(tg_kaiming_normal_(kn, 0.1, TG_FAN_OUT), TG_OK);
+    ASSERT_EQ(tg_xavier_uniform_(xu, 2.0), TG_OK);
+    ASSERT_EQ(tg_xavier_normal_(xn, 1.0), TG_OK);
+    ASSERT_EQ(tg_kaiming_uniform_(ku, 0, TG_FAN_IN), TG_OK);
+    EXPECT_TRUE(same_as_torch("init.kaiming_normal", kn, 3e-7));
+    EXPECT_TRUE(same_as_torch("init.xavier_uniform", xu));
+    EXPECT_TRUE(same_as_torch("init.xavier_normal", xn, 1e-15));
+    EXPECT_TRUE(same_as_torch("init.kaiming_uniform_conv", ku));
+
+    tg_manual_seed(14);
+    tg_module *lin = tg_nn_linear(3, 2, tg_linear_opts{}), *emb = tg_nn_embedding(10, 4, tg_embedding_opts{});
+    ASSERT_TRUE(lin && emb) << tg_last_error();
+    EXPECT_TRUE(same_as_torch("linear.weight", tg_module_param(lin, "weight")));
+    EXPECT_TRUE(same_as_torch("linear.bias", tg_module_param(lin, "bias")));
+    EXPECT_TRUE(same_as_torch("embedding.weight", tg_module_param(emb, "weight"), 3e-7));
+    tg_module_free(lin);
+    tg_module_free(emb);
+
+    // The tutorials' MLP and LeNet+BN, built in PyTorch's order: the last layer is right
+    // only if every earlier one drew exactly as many numbers.
+    tg_manual_seed(1);
+    tg_module *mlp_layers[] = {tg_nn_linear(784, 1024, {}), tg_nn_relu(), tg_nn_linear(1024, 512, {}), tg_nn_relu(),
+                               tg_nn_linear(512, 256, {}),  tg_nn_relu(), tg_nn_linear(256, 128, {}),  tg_nn_relu(),
+                               tg_nn_linear(128, 10, {})};
+    tg_module *mlp = tg_nn_sequential(9, mlp_layers);
+    ASSERT_TRUE(mlp) << tg_last_error();
+    EXPECT_TRUE(same_as_torch("mlp.fc1.weight_head",
+                              tg_narrow(tg_flatten(tg_module_param(tg_module_child(mlp, "0"), "weight"), 0, -1), 0, 0, 200)));
+    EXPECT_TRUE(same_as_torch("mlp.fc5.weight", tg_module_param(tg_module_child(mlp, "8"), "weight")));
+    EXPECT_TRUE(same_as_torch("mlp.fc5.bias", tg_module_param(tg_module_child(mlp, "8"), "bias")));
+    tg_module_free(mlp);
+    tg_manual_seed(1);
+    tg_module *lenet_layers[] = {tg_nn_conv2d(1, 20, 5, tg_conv_opts{}), tg_nn_batch_norm2d(20, tg_batch_norm_opts{}),
+                                 tg_nn_relu(), tg_nn_max_pool2d(tg_pool_opts{2}),
+                                 tg_nn_conv2d(20, 50, 5, tg_conv_opts{}), tg_nn_batch_norm2d(50, tg_batch_norm_opts{}),
+                                 tg_nn_relu(), tg_nn_max_pool2d(tg_pool_opts{2}), tg_nn_flatten(1, -1),
+                                 tg_nn_linear(800, 500, {}), tg_nn_relu(), tg_nn_linear(500, 10, {})};
+    tg_module *lenet = tg_nn_sequential(12, lenet_layers);
+    ASSERT_TRUE(lenet) << tg_last_error();
+    EXPECT_TRUE(same_as_torch("lenet.conv1.weight", tg_module_param(tg_module_child(lenet, "0"), "weight")));
+    EXPECT_TRUE(same_as_torch("lenet.fc2.weight", tg_module_param(tg_module_child(lenet, "11"), "weight")));
+    EXPECT_TRUE(same_as_torch("lenet.fc2.bias", tg_module_param(tg_module_child(lenet, "11"), "bias")));
+    tg_module_free(lenet);
+}
+
+TEST_F(TgTest, RngStateSavesAndRestoresEveryGenerator) {
+    tg_manual_seed(21);
+    tg_randn(TG_SHAPE(3), F64);  // leaves a kept normal value behind
+    tg_tensor *state = tg_get_rng_state();
+    ASSERT_TRUE(state);
+    EXPECT_EQ(tg_dtype_of(state), TG_UINT8);
+    std::vector<double> a = values(tg_randn(TG_SHAPE(5), F64)), b = values(tg_rand(TG_SHAPE(700), F32));
+    ASSERT_EQ(tg_set_rng_state(state), TG_OK);
+    EXPECT_EQ(values(tg_randn(TG_SHAPE(5), F64)), a);
+    EXPECT_EQ(values(tg_rand(TG_SHAPE(700), F32)), b);
+    // Bytes that are not a state are refused and change nothing.
+    tg_tensor *bad = tg_clone(state);
+    static_cast<unsigned char *>(tg_data_ptr(bad))[0] ^= 1;
+    tg_tensor *next = tg_get_rng_state();
+    EXPECT_EQ(tg_set_rng_state(bad), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_set_rng_state: these bytes are not a state from tg_get_rng_state");
+    EXPECT_EQ(values(tg_get_rng_state()), values(next));
+    EXPECT_EQ(tg_set_rng_state(tg_zeros(TG_SHAPE(4), F32)), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("expected a uint8 tensor of shape [2536] from tg_get_rng_state, got float32 [4]");
+}
+
+TEST_F(TgTest, SameSeedSameNumbers) {
     for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
         tg_opts o = {dt, TG_CPU, false};
         tg_manual_seed(42);

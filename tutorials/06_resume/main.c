@@ -67,14 +67,10 @@ static void save_checkpoint(run *r, int64_t step, const char *path) {
         snprintf(name, sizeof name, "optim.%s", key);
         tg_tensor_map_set(map, name, t);
     }
-    tg_rng_state rng = tg_rng_get_state();
+    TG_SCOPE { tg_tensor_map_set(map, "rng_state", tg_get_rng_state()); } /* torch.get_rng_state() */
     char text[64];
     snprintf(text, sizeof text, "%" PRId64, step);
     tg_tensor_map_set_metadata(map, "step", text);
-    snprintf(text, sizeof text, "%" PRIu64, rng.seed);
-    tg_tensor_map_set_metadata(map, "rng_seed", text);
-    snprintf(text, sizeof text, "%" PRIu64, rng.offset);
-    tg_tensor_map_set_metadata(map, "rng_offset", text);
     snprintf(text, sizeof text, "%" PRIu64, r->args->seed);
     tg_tensor_map_set_metadata(map, "data_seed", text);
     snprintf(text, sizeof text, "%" PRId64, r->args->batch_size);
@@ -120,8 +116,11 @@ static int64_t load_checkpoint(run *r, const char *path) {
     tg_tensor_map_free(optim_state);
     tg_optim_set_lr(r->opt, strtod(need(map, "lr", path), NULL));
     /* The generator: dropout's next mask continues where it stopped. */
-    tg_rng_set_state((tg_rng_state){.seed = strtoull(need(map, "rng_seed", path), NULL, 10),
-                                    .offset = strtoull(need(map, "rng_offset", path), NULL, 10)});
+    tg_tensor *rng = tg_tensor_map_get(map, "rng_state");
+    if (!rng || tg_set_rng_state(rng)) {
+        fprintf(stderr, "%s: no usable \"rng_state\" tensor\n", path);
+        exit(1);
+    }
     int64_t step = strtoll(need(map, "step", path), NULL, 10);
     tg_tensor_map_free(map);
     return step;
