@@ -27,8 +27,9 @@ fi
 # bazel-bin symlink (which follows whatever configuration was built last).
 declare -A TARGET=([mlp]=//tutorials/02_mlp [lenet]=//tutorials/03_lenet [lenet_bn]=//tutorials/04_batchnorm_gpu)
 declare -A OUTPUTS=([mlp]="--plot @/loss.svg --checkpoint @/ckpt.safetensors" [lenet]="--plot @/loss.svg" [lenet_bn]="")
-# The epoch pairs start from the same weights: the tutorial saves its initial
-# weights (--save-init) and the twin loads them (--init).
+# The epoch pairs start from the same weights: the same seed already gives both the
+# same weights (tapegrad draws PyTorch's numbers); the tutorial also saves its initial
+# weights (--save-init) and the twin loads them (--init), a guard against drift.
 targets=()
 for pair in "${PAIRS[@]}"; do targets+=("${TARGET[$pair]:-//bench:$pair}"); done
 ./bazelw build -c opt "${targets[@]}" >/dev/null
