@@ -15,6 +15,7 @@ struct tg_loader {
     int64_t *order; /* [N] this epoch's sample order */
     int64_t pos;    /* next position in order */
     int64_t epoch;
+    bool finished;  /* tg_loader_next said the epoch is over: the next call starts epoch + 1 */
     tg_mt19937 shuffler; /* the loader's generator, */
     int64_t shuffler_epoch; /* positioned to draw this epoch's order (-1: not seeded) */
 };
@@ -151,6 +152,7 @@ void tg_loader_reset(tg_loader *ld, int64_t epoch) {
     if (!ld) return;
     ld->epoch = epoch;
     ld->pos = 0;
+    ld->finished = false;
     if (ld->opts.shuffle) {
         if (ld->shuffler_epoch < 0 || epoch < ld->shuffler_epoch) { /* from the start */
             tg_mt19937_seed(&ld->shuffler, ld->opts.seed);
@@ -184,9 +186,14 @@ bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y) {
         tg_error("tg_loader_next: %s is NULL", ld ? "the x output pointer" : "the loader");
         return false;
     }
+    /* As iterating a DataLoader again: a new pass is the next epoch, reshuffled. */
+    if (ld->finished) tg_loader_reset(ld, ld->epoch + 1);
     int64_t left = ld->n - ld->pos;
     int64_t count = left < ld->opts.batch_size ? left : ld->opts.batch_size;
-    if (count <= 0 || (ld->opts.drop_last && count < ld->opts.batch_size)) return false;
+    if (count <= 0 || (ld->opts.drop_last && count < ld->opts.batch_size)) {
+        ld->finished = true;
+        return false;
+    }
     const int64_t *idx = ld->order + ld->pos;
     tg_tensor *bx = NULL, *by = NULL;
     bool ok = false;

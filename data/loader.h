@@ -14,12 +14,15 @@
  *                                                         .shuffle = true, .seed = 1});
  *     tg_tensor *bx, *by;
  *     for (int epoch = 0; epoch < 10; epoch++) {
- *         tg_loader_reset(ld, epoch);
  *         TG_FOR_EACH_BATCH(ld, bx, by) {     // one scope per batch: the batch and
  *             ...                             // every temporary of the step are freed
  *         }                                   // at the end of each iteration
  *     }
  *     tg_loader_free(ld);
+ *
+ * As with a DataLoader, each pass is the next epoch: after tg_loader_next has said
+ * an epoch is over, the next call starts epoch + 1. tg_loader_reset(ld, e) jumps to
+ * epoch e (resuming a run).
  *
  * Ownership: the loader holds its own references to x and y (released by
  * tg_loader_free), so the caller may release its references right after
@@ -66,14 +69,17 @@ tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts);
 void tg_loader_free(tg_loader *ld);
 
 /* Starts epoch `epoch` from its first batch; with shuffle on, draws that epoch's
- * permutation (a function of seed and epoch only). */
+ * permutation (a function of seed and epoch only). Not needed between epochs run in
+ * order: the pass after the end of one is the next (see tg_loader_next). */
 void tg_loader_reset(tg_loader *ld, int64_t epoch);
 
 /* The next batch of the current epoch: *x = [B, ...] (same dtype as the data set), *y
  * likewise (NULL when the loader has no y); B = batch_size except for a last partial
  * batch. New references (see Ownership above). Returns false with *x = *y = NULL at
- * the end of the epoch (and on every later call until tg_loader_reset), or on failure
- * (out of memory, device copy): then an error is recorded (tg_error_count changes). */
+ * the end of the epoch, and the call after that starts the next epoch (reshuffled)
+ * and returns its first batch, as a new `for x, y in loader` would; or false on
+ * failure (out of memory, device copy): then an error is recorded (tg_error_count
+ * changes). */
 bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y);
 
 /* Batches per epoch: ceil(N / B), or floor(N / B) with drop_last. */
@@ -86,7 +92,8 @@ tg_status tg_loader_seek(tg_loader *ld, int64_t batch);
 
 /* Samples in the data set (N). */
 int64_t tg_loader_num_samples(const tg_loader *ld);
-/* The epoch set by the last tg_loader_reset (0 for a new loader). */
+/* The current epoch: set by tg_loader_reset, one more after each finished pass (0 for
+ * a new loader). */
 int64_t tg_loader_epoch(const tg_loader *ld);
 
 /* Iterates over the rest of the current epoch with one scope per batch:

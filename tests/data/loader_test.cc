@@ -70,12 +70,42 @@ TEST_F(LoaderTest, SequentialBatchesAndShapes) {
     EXPECT_EQ(bx, nullptr);
     EXPECT_EQ(by, nullptr);
     EXPECT_EQ(shapes, (std::vector<std::vector<int64_t>>{{4, 2}, {4, 2}, {2, 2}}));
-    // Exhausted until reset.
-    EXPECT_FALSE(tg_loader_next(ld, &bx, &by));
     auto ids = epoch_ids(ld, 0);
     EXPECT_EQ(ids, (std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}));
     EXPECT_FALSE(tg_has_error());
     tg_loader_free(ld);
+}
+
+// As iterating a DataLoader again: the pass after the end of an epoch is the next
+// epoch, in that epoch's order, without tg_loader_reset.
+TEST_F(LoaderTest, EachPassIsTheNextEpoch) {
+    Data d = make_data(23);
+    tg_loader *ld = tg_loader_new(d.x, d.y, tg_loader_opts{5, true, 9});
+    tg_loader *ref = tg_loader_new(d.x, d.y, tg_loader_opts{5, true, 9});
+    ASSERT_TRUE(ld && ref) << tg_last_error();
+    for (int64_t epoch = 0; epoch < 3; epoch++) {
+        std::vector<int64_t> ids;
+        tg_tensor *bx, *by;
+        TG_FOR_EACH_BATCH(ld, bx, by) {
+            std::vector<double> xv = values(bx);
+            for (size_t i = 0; i < xv.size(); i += 2) ids.push_back((int64_t)xv[i]);
+        }
+        EXPECT_EQ(tg_loader_epoch(ld), epoch);
+        EXPECT_EQ(ids, flat(epoch_ids(ref, epoch))) << "epoch " << epoch;
+    }
+    // tg_loader_reset still jumps anywhere, and the passes go on from there.
+    tg_loader_reset(ld, 7);
+    EXPECT_EQ(flat(epoch_ids(ref, 7)), flat(epoch_ids(ld, 7)));
+    tg_tensor *bx, *by;
+    ASSERT_TRUE(tg_loader_next(ld, &bx, &by));
+    EXPECT_EQ(tg_loader_epoch(ld), 8);
+    // A loader with no full batch never yields one, pass after pass.
+    tg_loader *none = tg_loader_new(d.x, d.y, tg_loader_opts{50, false, 0, true, TG_CPU});
+    for (int i = 0; i < 3; i++) EXPECT_FALSE(tg_loader_next(none, &bx, &by));
+    EXPECT_FALSE(tg_has_error());
+    tg_loader_free(none);
+    tg_loader_free(ld);
+    tg_loader_free(ref);
 }
 
 TEST_F(LoaderTest, DropLast) {

@@ -61,8 +61,8 @@ void tut_exit_on_error(bool on);
 const char *tut_output_path(const char *path);
 
 /* With --save-init FILE: writes the model's freshly initialised state dict
- * (safetensors, PyTorch's names) so that bench/*_torch.py --init FILE starts the
- * PyTorch twin from the very same weights. */
+ * (safetensors, PyTorch's names) so that a twin in bench/ (mlp_torch.py --init FILE)
+ * starts from the very same weights (the same seed gives them too; this checks it). */
 void tut_save_init(tg_module *model, const tut_args *args);
 
 /* Seconds on a monotonic clock. */
