@@ -8,12 +8,17 @@ void tg_mt19937_seed(tg_mt19937 *g, uint64_t seed) {
     g->index = 624;
 }
 
+/* The next 624 words: word k from words k, k + 1 and k + 397 (mod 624), in three runs
+ * so that no index wraps inside a loop. */
+#define MT_TWIST(w, k, k1, km) \
+    ((w)[km] ^ ((((w)[k] & 0x80000000u) | ((w)[k1] & 0x7fffffffu)) >> 1) ^ (((w)[k1] & 1u) ? 0x9908b0dfu : 0u))
+
 void tg_mt19937_regenerate(tg_mt19937 *g) {
     uint32_t *w = g->words;
-    for (int k = 0; k < 624; k++) {
-        uint32_t y = (w[k] & 0x80000000u) | (w[(k + 1) % 624] & 0x7fffffffu);
-        w[k] = w[(k + 397) % 624] ^ (y >> 1) ^ ((y & 1) ? 0x9908b0dfu : 0);
-    }
+    int k = 0;
+    for (; k < 624 - 397; k++) w[k] = MT_TWIST(w, k, k + 1, k + 397);
+    for (; k < 623; k++) w[k] = MT_TWIST(w, k, k + 1, k + 397 - 624);
+    w[623] = MT_TWIST(w, 623, 0, 396);
     g->index = 0;
 }
 

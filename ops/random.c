@@ -7,7 +7,8 @@
  *   uniform [a, b)  float32: 24 bits of one word, u * (b - a) + a fused, in float;
  *                   float64: 53 bits of a 64-bit draw, likewise in double
  *   normal          16 or more elements, contiguous: normal_fill (uniforms of the dtype,
- *                   Box-Muller in blocks of 16, the last block redrawn when n % 16 != 0);
+ *                   Box-Muller in blocks of 16, the last block redrawn when n % 16 != 0;
+ *                   float32 with ATen's AVX2 log and sincos, see cephes_logf);
  *                   otherwise normal_distribution<double>, which keeps its second value
  *   randint         word % range (a 64-bit draw when range >= 2^32) + low
  *   bernoulli(p)    a uniform of p's dtype < p
@@ -57,14 +58,91 @@ static double normal_f64(tg_rng_state *s) {
     return r * cos(theta);
 }
 
-/* normal_fill_16: d[0..15] hold uniforms; pairs (j, j + 8) become two normals. The
- * float version is ATen's AVX2 one (float arithmetic, fused multiply-add). */
-static void normal_16_f32(float *d, float mean, float std) {
-    for (int j = 0; j < 8; j++) {
-        float radius = sqrtf(-2.0f * logf(1.0f - d[j])), theta = (float)(2.0 * M_PI) * d[j + 8];
-        d[j] = fmaf(radius * cosf(theta), std, mean);
-        d[j + 8] = fmaf(radius * sinf(theta), std, mean);
+/* ATen's float normals (normal_fill_16_AVX2) take log and sincos from avx_mathfun.h:
+ * Cephes' single-precision polynomials, not libm. These are the same computations in
+ * scalar form, with the same constants and order and a fused multiply-add wherever
+ * GCC fuses one when it builds ATen's AVX2 kernels (-mfma), so that the normals are
+ * PyTorch's to the last bit. Arguments: log's in (0, 1], sincos's in [0, 2 pi). */
+static inline float f32_from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline __attribute__((always_inline)) float cephes_logf(float x) {
+    /* x = m 2^e with m in [0.5, 1); below sqrt(1/2), m doubles and e drops */
+    float e = (float)((int32_t)(f32_bits(x) >> 23) - 0x7f) + 1.0f;
+    x = f32_from_bits((f32_bits(x) & ~0x7f800000u) | f32_bits(0.5f));
+    if (x < 0.707106781186547524f) {
+        e -= 1.0f;
+        x = (x - 1.0f) + x;
+    } else {
+        x = x - 1.0f;
     }
+    static const float p[9] = {7.0376836292E-2f,  -1.1514610310E-1f, 1.1676998740E-1f,
+                               -1.2420140846E-1f, 1.4249322787E-1f,  -1.6668057665E-1f,
+                               2.0000714765E-1f,  -2.4999993993E-1f, 3.3333331174E-1f};
+    float z = x * x, y = p[0];
+    for (int i = 1; i < 9; i++) y = fmaf(y, x, p[i]);
+    y = fmaf(y * x, z, e * -2.12194440e-4f);
+    y = fmaf(-z, 0.5f, y);
+    return fmaf(e, 0.693359375f, x + y);
+}
+
+static inline __attribute__((always_inline)) void cephes_sincosf(float x, float *sin_x, float *cos_x) {
+    /* x >= 0 here. j: the octant rounded up to even; x reduced by j pi/4 in three parts */
+    int32_t j = ((int32_t)(x * 1.27323954473516f) + 1) & ~1;
+    float y = (float)j;
+    x = fmaf(y, -0.78515625f, x);
+    x = fmaf(y, -2.4187564849853515625e-4f, x);
+    x = fmaf(y, -3.77489497744594108e-8f, x);
+    float z = x * x;
+    float c = fmaf(fmaf(2.443315711809948E-005f, z, -1.388731625493765E-003f), z, 4.166664568298827E-002f);
+    c = fmaf(c * z, z, -(z * 0.5f)) + 1.0f;
+    float s = fmaf(fmaf(-1.9515295891E-4f, z, 8.3321608736E-3f), z, -1.6666654611E-1f);
+    s = fmaf(s * z, x, x);
+    bool swap = j & 2; /* the sine polynomial serves the cosine, and back */
+    uint32_t sin_sign = (uint32_t)(j & 4) << 29, cos_sign = (uint32_t)(~(j - 2) & 4) << 29;
+    *sin_x = f32_from_bits(f32_bits(swap ? c : s) ^ sin_sign);
+    *cos_x = f32_from_bits(f32_bits(swap ? s : c) ^ cos_sign);
+}
+
+/* normal_fill_16: d[0..15] hold uniforms; pairs (j, j + 8) become two normals. */
+static inline __attribute__((always_inline)) void normal_16_f32(float *d, float mean, float std) {
+    for (int j = 0; j < 8; j++) {
+        float radius = sqrtf(-2.0f * cephes_logf(1.0f - d[j])), s, c;
+        cephes_sincosf((float)(2.0 * M_PI) * d[j + 8], &s, &c);
+        d[j] = fmaf(radius * c, std, mean);
+        d[j + 8] = fmaf(radius * s, std, mean);
+    }
+}
+
+/* `blocks` blocks of 16. Built twice: where the CPU has FMA, fmaf is one instruction
+ * instead of a libm call (2.4x faster here; the numbers are the same). */
+static void normal_blocks_f32(float *d, int64_t blocks, float mean, float std) {
+    for (int64_t b = 0; b < blocks; b++) normal_16_f32(d + 16 * b, mean, std);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("fma"))) static void normal_blocks_f32_fma(float *d, int64_t blocks, float mean, float std) {
+    for (int64_t b = 0; b < blocks; b++) normal_16_f32(d + 16 * b, mean, std);
+}
+#endif
+
+static void normal_blocks_f32_best(float *d, int64_t blocks, float mean, float std) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("fma")) {
+        normal_blocks_f32_fma(d, blocks, mean, std);
+        return;
+    }
+#endif
+    normal_blocks_f32(d, blocks, mean, std);
 }
 
 static void normal_16_f64(double *d, double mean, double std) {
@@ -80,10 +158,10 @@ static void normal_fill(tg_rng_state *s, tg_tensor *t, int64_t n, double mean, d
     if (t->dtype == TG_FLOAT32) {
         float *o = tg_elem_ptr(t);
         for (int64_t i = 0; i < n; i++) o[i] = unit_f32(&s->cpu);
-        for (int64_t i = 0; i + 16 <= n; i += 16) normal_16_f32(o + i, (float)mean, (float)std);
+        normal_blocks_f32_best(o, n / 16, (float)mean, (float)std);
         if (n % 16) { /* the last 16 again, from fresh uniforms */
             for (int64_t i = n - 16; i < n; i++) o[i] = unit_f32(&s->cpu);
-            normal_16_f32(o + n - 16, (float)mean, (float)std);
+            normal_blocks_f32_best(o + n - 16, 1, (float)mean, (float)std);
         }
     } else {
         double *o = tg_elem_ptr(t);
