@@ -88,11 +88,11 @@ int main(int argc, char **argv) {
     printf("training on %s: %d epoch(s), batch %lld, Adam lr %g\n", tg_device_str(args.device, device_text),
            args.epochs, (long long)args.batch_size, args.lr);
     for (int epoch = 0; epoch < args.epochs; epoch++) {
-        tg_loader_reset(loader, epoch); /* this epoch's shuffle: a function of (seed, epoch) */
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         double start = tut_now();
         tg_tensor *x, *y;
+        /* each pass over the loader is the next epoch, reshuffled, as with a DataLoader */
         TG_FOR_EACH_BATCH(loader, x, y) { /* a scope per batch: the step's temporaries die here */
             if (args.max_steps && step >= args.max_steps) { /* end the epoch early */
                 tg_loader_seek(loader, tg_loader_num_batches(loader));

@@ -64,7 +64,6 @@ int main(int argc, char **argv) {
     printf("training on %s: %d epoch(s), batch %lld, SGD lr %g momentum %g\n", tg_device_str(args.device, device_text),
            args.epochs, (long long)args.batch_size, args.lr, momentum);
     for (int epoch = 0; epoch < args.epochs; epoch++) {
-        tg_loader_reset(loader, epoch);
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         double start = tut_now();

@@ -110,7 +110,6 @@ int main(int argc, char **argv) {
            args.epochs, (long long)args.batch_size, args.lr);
     for (int epoch = 0; epoch < args.epochs; epoch++) {
         tg_train(model, true); /* batch norm uses the batch's statistics and updates the running ones */
-        tg_loader_reset(loader, epoch);
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         double start = tut_now();

@@ -197,7 +197,6 @@ int main(int argc, char **argv) {
                                                        .seed = args.seed, .device = args.device});
     int64_t step = 0;
     for (int epoch = 0; epoch < args.epochs; epoch++) {
-        tg_loader_reset(loader, epoch);
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         tg_tensor *x, *y;
