@@ -3,6 +3,8 @@
 // generator's state, and bad inputs.
 #include <omp.h>
 
+#include <algorithm>
+
 #include "test_util.h"
 
 namespace {
@@ -335,6 +337,22 @@ TEST_F(TgTest, RandomErrors) {
     tg_clear_error();
     EXPECT_EQ(tg_randint(5, 5, TG_SHAPE(3), tg_opts{}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_randint: expected low < high, got low 5, high 5");
+    tg_clear_error();
+    EXPECT_EQ(tg_randperm(-3, tg_opts{}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_randperm: n must be non-negative, got -3");
+    tg_clear_error();
+    EXPECT_EQ(tg_randperm(4, tg_opts{TG_FLOAT64, TG_CPU, false}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_randperm: expected dtype int64 or int32, got float64");
+    tg_clear_error();
+    EXPECT_EQ(tg_randperm(4, tg_opts{TG_INT64, TG_CPU, true}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_randperm: integer tensors cannot require grad");
+    tg_clear_error();
+    tg_tensor *p32 = tg_randperm(6, tg_opts{TG_INT32, TG_CPU, false});
+    ASSERT_TRUE(p32);
+    EXPECT_EQ(tg_dtype_of(p32), TG_INT32);
+    std::vector<double> sorted = values(p32);
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<double>{0, 1, 2, 3, 4, 5}));
     tg_clear_error();
     EXPECT_EQ(tg_bernoulli(nullptr), nullptr);
     EXPECT_ERROR_CONTAINS("tg_bernoulli: input 0 is NULL");
