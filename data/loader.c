@@ -16,6 +16,7 @@ struct tg_loader {
     int64_t pos;    /* next position in order */
     int64_t epoch;
     bool finished;  /* tg_loader_next said the epoch is over: the next call starts epoch + 1 */
+    bool ordered;   /* `order` holds this epoch's order (drawn at its first batch) */
     tg_mt19937 shuffler; /* the loader's generator, */
     int64_t shuffler_epoch; /* positioned to draw this epoch's order (-1: not seeded) */
 };
@@ -153,17 +154,40 @@ void tg_loader_reset(tg_loader *ld, int64_t epoch) {
     ld->epoch = epoch;
     ld->pos = 0;
     ld->finished = false;
-    if (ld->opts.shuffle) {
-        if (ld->shuffler_epoch < 0 || epoch < ld->shuffler_epoch) { /* from the start */
+    ld->ordered = false;
+}
+
+/* The current epoch's order, drawn when its first batch is asked for, as a
+ * DataLoader draws when iteration starts: with seed 0 the default generator's numbers
+ * then go in PyTorch's sequence wherever the program builds its model. */
+static void draw_order(tg_loader *ld) {
+    if (ld->opts.seed == 0) {
+        /* DataLoader without a generator: every pass draws the workers' base seed from
+         * the default generator, even unshuffled; a shuffled one then draws the seed of
+         * RandomSampler's own generator (random_() of an int64: 63 bits). */
+        tg_rng_state *s = tg_rng_lock_cpu();
+        (void)tg_mt19937_next64(&s->cpu);
+        uint64_t seed = ld->opts.shuffle ? tg_mt19937_next64(&s->cpu) % (1ull << 63) : 0;
+        tg_rng_unlock_cpu();
+        if (ld->opts.shuffle) {
+            tg_mt19937 g;
+            tg_mt19937_seed(&g, seed);
+            tg_mt19937_permutation(&g, ld->order, ld->n);
+        } else {
+            for (int64_t i = 0; i < ld->n; i++) ld->order[i] = i;
+        }
+    } else if (!ld->opts.shuffle) {
+        for (int64_t i = 0; i < ld->n; i++) ld->order[i] = i;
+    } else {
+        if (ld->shuffler_epoch < 0 || ld->epoch < ld->shuffler_epoch) { /* from the start */
             tg_mt19937_seed(&ld->shuffler, ld->opts.seed);
             ld->shuffler_epoch = 0;
         }
-        for (; ld->shuffler_epoch < epoch; ld->shuffler_epoch++) skip_epoch(&ld->shuffler, ld->n);
+        for (; ld->shuffler_epoch < ld->epoch; ld->shuffler_epoch++) skip_epoch(&ld->shuffler, ld->n);
         shuffle_epoch(&ld->shuffler, ld->order, ld->n);
         ld->shuffler_epoch++;
-    } else {
-        for (int64_t i = 0; i < ld->n; i++) ld->order[i] = i;
     }
+    ld->ordered = true;
 }
 
 static tg_tensor *deliver(const tg_loader *ld, tg_tensor *batch) {
@@ -188,6 +212,7 @@ bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y) {
     }
     /* As iterating a DataLoader again: a new pass is the next epoch, reshuffled. */
     if (ld->finished) tg_loader_reset(ld, ld->epoch + 1);
+    if (!ld->ordered) draw_order(ld);
     int64_t left = ld->n - ld->pos;
     int64_t count = left < ld->opts.batch_size ? left : ld->opts.batch_size;
     if (count <= 0 || (ld->opts.drop_last && count < ld->opts.batch_size)) {

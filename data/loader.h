@@ -3,12 +3,16 @@
  *
  * The data set is a pair of tensors whose first dimension indexes samples: x [N, ...]
  * and, optionally, y [N, ...] (labels; NULL for unlabelled data). Each epoch visits
- * every sample exactly once, in order or in a shuffled order that depends only on
- * (seed, epoch), not on tg_manual_seed: the loader has its own generator, as
- * DataLoader(shuffle=True, generator=torch.Generator().manual_seed(seed)), and draws
- * the orders PyTorch's loader does (per epoch a 64-bit base seed, then
- * torch.randperm). The same seed gives the same batches on every machine, and a run
- * resumed at epoch e sees the batches it would have seen.
+ * every sample exactly once, in order or shuffled, in the orders PyTorch's DataLoader
+ * draws (per pass a 64-bit base seed for workers, then torch.randperm):
+ * - seed != 0: the loader has its own generator, as DataLoader(shuffle=True,
+ *   generator=torch.Generator().manual_seed(seed)). The order depends only on (seed,
+ *   epoch), not on tg_manual_seed: the same on every machine, and a run resumed at
+ *   epoch e sees the batches it would have seen.
+ * - seed == 0: DataLoader(shuffle=True) without a generator: each pass draws from the
+ *   default generator (core/rng.h) when its first batch is asked for, so
+ *   tg_manual_seed(s) and a program in PyTorch's order give PyTorch's batches. As in
+ *   PyTorch, every pass then consumes default-generator numbers, even unshuffled.
  *
  *     tg_loader *ld = tg_loader_new(x, y, (tg_loader_opts){.batch_size = 64,
  *                                                         .shuffle = true, .seed = 1});
@@ -50,8 +54,8 @@ typedef struct tg_loader tg_loader;
 /* Zero fields mean the default. */
 typedef struct {
     int64_t batch_size; /* 0 means 1 (DataLoader's default); negative is an error */
-    bool shuffle;       /* a fresh permutation each epoch, from (seed, epoch) */
-    uint64_t seed;      /* the loader generator's seed (torch.Generator().manual_seed) */
+    bool shuffle;       /* a fresh permutation each epoch */
+    uint64_t seed;      /* its own generator's seed; 0: the default generator (see above) */
     bool drop_last;     /* skip the last batch when it is smaller than batch_size */
     /* Where batches are delivered (tg_tensor_to). The zero value (CPU) means "where the
      * data set is", so a data set kept on the GPU is never copied back. Keeping the
@@ -68,9 +72,9 @@ tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts);
 /* Releases the loader's references to the data set and frees it. NULL-safe. */
 void tg_loader_free(tg_loader *ld);
 
-/* Starts epoch `epoch` from its first batch; with shuffle on, draws that epoch's
- * permutation (a function of seed and epoch only). Not needed between epochs run in
- * order: the pass after the end of one is the next (see tg_loader_next). */
+/* Starts epoch `epoch` from its first batch (its order is drawn when that batch is
+ * asked for). Not needed between epochs run in order: the pass after the end of one
+ * is the next (see tg_loader_next). */
 void tg_loader_reset(tg_loader *ld, int64_t epoch);
 
 /* The next batch of the current epoch: *x = [B, ...] (same dtype as the data set), *y
@@ -114,8 +118,8 @@ int64_t tg_loader_epoch(const tg_loader *ld);
  * of range or a 0-dim t. */
 tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count);
 
-/* Writes into perm the permutation of 0..n-1 that a shuffling loader with this seed
- * uses in epoch `epoch` (what PyTorch's DataLoader with generator
+/* Writes into perm the permutation of 0..n-1 that a shuffling loader with this
+ * (non-zero) seed uses in epoch `epoch` (what PyTorch's DataLoader with generator
  * torch.Generator().manual_seed(seed) draws on its epoch+1-th pass); usable on its own
  * for random splits. Costs O(n) per epoch before `epoch`. */
 void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);

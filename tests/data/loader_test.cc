@@ -205,6 +205,35 @@ TEST_F(LoaderTest, ShuffleIsPyTorchsDataLoaderOrder) {
     EXPECT_EQ(every61, expected("loader_60000_seed1.epoch0_every61"));
 }
 
+// Seed 0: DataLoader(shuffle=True) without a generator. tg_manual_seed, a draw for the
+// model, two passes, an unshuffled loader and a last draw: PyTorch's numbers throughout.
+TEST_F(LoaderTest, SeedZeroDrawsFromTheDefaultGeneratorAsDataLoader) {
+    static const std::map<std::string, FixtureTensor> fx = load_fixtures("tests/fixtures/random.txt");
+    auto expected = [&](const std::string &name) { return fixture_tensor(fx, name).data; };
+    Data d = make_data(10), e = make_data(6);
+    tg_manual_seed(3);
+    tg_loader *ld = tg_loader_new(d.x, d.y, tg_loader_opts{4, true, 0});
+    tg_loader *plain = tg_loader_new(e.x, e.y, tg_loader_opts{4});
+    ASSERT_TRUE(ld && plain) << tg_last_error();
+    auto pass = [](tg_loader *l) {
+        std::vector<double> ids;
+        tg_tensor *bx, *by;
+        TG_FOR_EACH_BATCH(l, bx, by) {
+            std::vector<double> xv = values(bx);
+            for (size_t i = 0; i < xv.size(); i += 2) ids.push_back(xv[i]);
+        }
+        return ids;
+    };
+    EXPECT_EQ(values(tg_rand(TG_SHAPE(5), tg_opts{})), expected("default_loader.before"));
+    EXPECT_EQ(pass(ld), expected("default_loader.epoch0"));
+    EXPECT_EQ(values(tg_rand(TG_SHAPE(2), tg_opts{})), expected("default_loader.between"));
+    EXPECT_EQ(pass(ld), expected("default_loader.epoch1"));
+    EXPECT_EQ(pass(plain), expected("default_loader.plain"));
+    EXPECT_EQ(values(tg_rand(TG_SHAPE(3), tg_opts{})), expected("default_loader.after"));
+    tg_loader_free(ld);
+    tg_loader_free(plain);
+}
+
 TEST_F(LoaderTest, UnlabelledNonContiguousAndBatchSizeDefault) {
     // x is a transposed view: [3, 2] read in logical order.
     tg_tensor *base = tensor_f32({0, 1, 2, 10, 11, 12}, TG_SHAPE(2, 3));
