@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
-ALL_PAIRS=(overhead matmul add conv mlp lenet lenet_bn)
+ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn)
 PAIRS=("$@")
 [[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=("${ALL_PAIRS[@]}")
 
