@@ -248,7 +248,7 @@ TEST_F(TgTest, CudaDropoutAndBernoulliDrawThePhiloxStream) {
         tg_tensor *gd = tg_dropout(on_cuda(x), 0.3, true), *gb = tg_bernoulli(on_cuda(p));
         ASSERT_TRUE(gd && gb) << tg_last_error();
         std::vector<double> d = values(gd), b = values(gb), probs = values(p);
-        double scale = dt == TG_FLOAT32 ? (double)(1.0f / (float)0.7) : 1.0 / 0.7;
+        double keep = 1.0 - 0.3, scale = dt == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;  // as tg_dropout
         uint64_t threshold = (uint64_t)(0.3 * 4294967296.0), mask_counters = (37 * 29 + 3) / 4;
         for (int64_t i = 0; i < 37 * 29; i++) {
             uint32_t w[4];
