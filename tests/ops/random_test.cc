@@ -167,6 +167,21 @@ TEST_F(TgTest, InitialisersAndModulesGetTorchsWeightsForTheSameSeed) {
     tg_module_free(lenet);
 }
 
+// Sizes around normal's blocks of 16 (and the kept value across calls), a 0-dim
+// tensor, and randint at its switch to 64-bit draws: one stream, in PyTorch's order.
+TEST_F(TgTest, EdgeCasesOfTheDrawsAreTorchs) {
+    tg_manual_seed(15);
+    for (int n : {15, 17, 31, 33}) {
+        EXPECT_TRUE(same_as_torch("edge.randn_f32_" + std::to_string(n), tg_randn(TG_SHAPE(n), F32)));
+        EXPECT_TRUE(same_as_torch("edge.randn_f64_" + std::to_string(n), tg_randn(TG_SHAPE(n), F64)));
+    }
+    EXPECT_TRUE(same_as_torch("edge.randn_0dim", tg_randn(TG_SCALAR_SHAPE, F32)));
+    EXPECT_TRUE(same_as_torch("edge.rand_f64_7", tg_rand(TG_SHAPE(7), F64)));
+    EXPECT_TRUE(same_as_torch("edge.randint_2p32", tg_randint(0, 1ll << 32, TG_SHAPE(5), tg_opts{})));
+    EXPECT_TRUE(same_as_torch("edge.randint_2p32_minus_1", tg_randint(0, (1ll << 32) - 1, TG_SHAPE(5), tg_opts{})));
+    EXPECT_EQ(tg_numel(tg_randn(TG_SHAPE(0), F32)), 0);
+}
+
 TEST_F(TgTest, RngStateSavesAndRestoresEveryGenerator) {
     tg_manual_seed(21);
     tg_randn(TG_SHAPE(3), F64);  // leaves a kept normal value behind
