@@ -37,7 +37,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool seeded;
 static tg_rng_state state;
 
-/* PyTorch's default_rng_seed_val: an unseeded program draws what an unseeded PyTorch does. */
+/* An unseeded program starts from PyTorch's default_rng_seed_val. (PyTorch itself seeds
+ * its default generator from the OS; tapegrad stays deterministic, docs/design.md.) */
 #define DEFAULT_SEED 67280421310721ull
 
 static void seed_locked(uint64_t seed) {

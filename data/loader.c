@@ -17,8 +17,8 @@ struct tg_loader {
     int64_t epoch;
     bool finished;  /* tg_loader_next said the epoch is over: the next call starts epoch + 1 */
     bool ordered;   /* `order` holds this epoch's order (drawn at its first batch) */
-    tg_mt19937 shuffler; /* the loader's generator, */
-    int64_t shuffler_epoch; /* positioned to draw this epoch's order (-1: not seeded) */
+    tg_mt19937 shuffler;    /* the loader's own generator (seed != 0), ready to draw */
+    int64_t shuffler_epoch; /* the order of this epoch next (-1: not seeded yet) */
 };
 
 /* ---- shuffling ---- */
