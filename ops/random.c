@@ -232,6 +232,34 @@ tg_tensor *tg_randint(int64_t low, int64_t high, tg_shape shape, tg_opts opts) {
     return make_random("tg_randint", shape, opts, &d);
 }
 
+static tg_opts opts_of(tg_tensor *like) { return (tg_opts){.dtype = like->dtype, .device = like->storage->device}; }
+
+tg_tensor *tg_rand_like(tg_tensor *like) {
+    if (!like) return tg_error_null_input("tg_rand_like", 0), NULL;
+    if (check_floating("tg_rand_like", like->dtype)) return NULL;
+    dist d = {.kind = DIST_UNIFORM, .a = 0, .b = 1};
+    return make_random("tg_rand_like", like->shape, opts_of(like), &d);
+}
+
+tg_tensor *tg_randn_like(tg_tensor *like) {
+    if (!like) return tg_error_null_input("tg_randn_like", 0), NULL;
+    if (check_floating("tg_randn_like", like->dtype)) return NULL;
+    dist d = {.kind = DIST_NORMAL, .a = 0, .b = 1};
+    return make_random("tg_randn_like", like->shape, opts_of(like), &d);
+}
+
+tg_tensor *tg_randint_like(tg_tensor *like, int64_t low, int64_t high) {
+    if (!like) return tg_error_null_input("tg_randint_like", 0), NULL;
+    if (high <= low)
+        return tg_error("tg_randint_like: expected low < high, got low %lld, high %lld", (long long)low,
+                        (long long)high), NULL;
+    if (like->dtype == TG_BOOL || like->dtype == TG_UINT8)
+        return tg_error("tg_randint_like: %s is not supported (int32, int64, float32 or float64)",
+                        tg_dtype_name(like->dtype)), NULL;
+    dist d = {.kind = DIST_RANDINT, .a = (double)low, .range = (uint64_t)high - (uint64_t)low};
+    return make_random("tg_randint_like", like->shape, opts_of(like), &d);
+}
+
 tg_tensor *tg_randperm(int64_t n, tg_opts opts) {
     if (n < 0) return tg_error("tg_randperm: n must be non-negative, got %lld", (long long)n), NULL;
     if (n >= (1ll << 32)) return tg_error("tg_randperm: n = %lld is too large (at most 2^32 - 1)", (long long)n), NULL;

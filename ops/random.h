@@ -20,6 +20,13 @@ tg_tensor *tg_rand(tg_shape shape, tg_opts opts);
 tg_tensor *tg_randn(tg_shape shape, tg_opts opts);
 /* torch.randint: integers in [low, high); int64 unless opts.dtype is another integer type. */
 tg_tensor *tg_randint(int64_t low, int64_t high, tg_shape shape, tg_opts opts);
+/* torch.rand_like / randn_like / randint_like: like's shape, dtype and device (a
+ * contiguous result: PyTorch keeps a dense input's strides, so for a non-contiguous
+ * `like` the same numbers land in other places). randint_like keeps like's dtype,
+ * floating ones included. New references. */
+tg_tensor *tg_rand_like(tg_tensor *like);
+tg_tensor *tg_randn_like(tg_tensor *like);
+tg_tensor *tg_randint_like(tg_tensor *like, int64_t low, int64_t high);
 /* torch.randperm: a random permutation of 0..n-1, int64 unless opts.dtype is int32. */
 tg_tensor *tg_randperm(int64_t n, tg_opts opts);
 /* torch.bernoulli: 1 with probability p (elementwise), same dtype as p. */

@@ -182,6 +182,40 @@ TEST_F(TgTest, EdgeCasesOfTheDrawsAreTorchs) {
     EXPECT_EQ(tg_numel(tg_randn(TG_SHAPE(0), F32)), 0);
 }
 
+TEST_F(TgTest, LikeFormsAreTorchs) {
+    tg_manual_seed(16);
+    tg_tensor *r = tg_rand_like(tg_empty(TG_SHAPE(3, 4), F32));
+    ASSERT_TRUE(r) << tg_last_error();
+    EXPECT_EQ(dims(r), (std::vector<int64_t>{3, 4}));
+    EXPECT_TRUE(same_as_torch("like.rand", r));
+    tg_tensor *n = tg_randn_like(tg_empty(TG_SHAPE(20), F64));
+    ASSERT_TRUE(n);
+    EXPECT_EQ(tg_dtype_of(n), TG_FLOAT64);
+    EXPECT_TRUE(same_as_torch("like.randn", n));
+    EXPECT_TRUE(same_as_torch("like.randint_i64", tg_randint_like(tg_empty(TG_SHAPE(7), tg_opts{TG_INT64}), 3, 9)));
+    tg_tensor *f = tg_randint_like(tg_empty(TG_SHAPE(6), F32), -4, 4);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(tg_dtype_of(f), TG_FLOAT32);
+    EXPECT_TRUE(same_as_torch("like.randint_f32", f));
+    tg_tensor *i = tg_randint_like(tg_empty(TG_SHAPE(5), tg_opts{TG_INT32}), 0, 1000);
+    ASSERT_TRUE(i);
+    EXPECT_EQ(tg_dtype_of(i), TG_INT32);
+    EXPECT_TRUE(same_as_torch("like.randint_i32", i));
+    tg_clear_error();
+    EXPECT_EQ(tg_rand_like(tg_empty(TG_SHAPE(2), tg_opts{TG_INT64})), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_rand_like: expected a floating dtype (float32 or float64), got int64");
+    tg_clear_error();
+    EXPECT_EQ(tg_randint_like(tg_empty(TG_SHAPE(2), tg_opts{TG_BOOL}), 0, 2), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_randint_like: bool is not supported");
+    tg_clear_error();
+    EXPECT_EQ(tg_randint_like(tg_empty(TG_SHAPE(2), F32), 2, 2), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_randint_like: expected low < high, got low 2, high 2");
+    tg_clear_error();
+    EXPECT_EQ(tg_randn_like(nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_randn_like: input 0 is NULL");
+    tg_clear_error();
+}
+
 TEST_F(TgTest, RngStateSavesAndRestoresEveryGenerator) {
     tg_manual_seed(21);
     tg_randn(TG_SHAPE(3), F64);  // leaves a kept normal value behind
