@@ -11,7 +11,7 @@
  *                   float32 with ATen's AVX2 log and sincos, ops/random_normal_f32.c);
  *                   otherwise normal_distribution<double>, which keeps its second value
  *   randint         word % range (a 64-bit draw when range >= 2^32) + low
- *   bernoulli(p)    a uniform of p's dtype < p
+ *   bernoulli(p)    a uniform of p's dtype < p; bernoulli_(scalar p): a 53-bit uniform < p
  *   dropout         keep where a 53-bit uniform < 1 - p (bernoulli_(1 - p))
  *   randperm        Fisher-Yates from the bottom: swap i with i + word % (n - i)
  * A non-contiguous tensor is drawn in memory order, as PyTorch's TensorIterator does.
@@ -30,11 +30,11 @@
 #include "ops/random_normal_f32.h"
 #include "ops/shape.h"
 
-typedef enum { DIST_UNIFORM, DIST_NORMAL, DIST_RANDINT, DIST_BERNOULLI } dist_kind;
+typedef enum { DIST_UNIFORM, DIST_NORMAL, DIST_RANDINT, DIST_BERNOULLI, DIST_BERNOULLI_SCALAR } dist_kind;
 
 typedef struct {
     dist_kind kind;
-    double a, b; /* uniform [a, b), normal (mean a, std b), randint [a, a + range) */
+    double a, b; /* uniform [a, b), normal (mean a, std b), randint [a, a + range), bernoulli_ (p = a) */
     uint64_t range;
     const void *p; /* bernoulli: probability per element, contiguous, of the output's dtype */
 } dist;
@@ -115,6 +115,8 @@ static double draw(tg_rng_state *s, const dist *d, tg_dtype dtype, int64_t i) {
     case DIST_BERNOULLI:
         if (dtype == TG_FLOAT32) return unit_f32(&s->cpu) < ((const float *)d->p)[i];
         return unit_f64(&s->cpu) < ((const double *)d->p)[i];
+    case DIST_BERNOULLI_SCALAR:
+        return unit_f64(&s->cpu) < d->a;
     }
     return 0;
 }
@@ -145,6 +147,7 @@ static void fill_contiguous(tg_tensor *t, const dist *d, bool strided_order) {
             switch (t->dtype) {
             case TG_FLOAT32: *(float *)p = (float)v; break;
             case TG_FLOAT64: *(double *)p = v; break;
+            case TG_INT64: *(int64_t *)p = (int64_t)v; break;
             case TG_INT32: *(int32_t *)p = (int32_t)v; break;
             case TG_UINT8: *(uint8_t *)p = (uint8_t)v; break;
             case TG_BOOL: *(bool *)p = v != 0; break;
@@ -321,6 +324,27 @@ tg_status tg_normal_(tg_tensor *t, double mean, double std) {
     if (check_floating("tg_normal_", t->dtype)) return TG_ERROR;
     if (!(std >= 0)) return tg_error("tg_normal_: expected std >= 0, got %g", std);
     dist d = {.kind = DIST_NORMAL, .a = mean, .b = std};
+    return fill(t, &d);
+}
+
+tg_status tg_bernoulli_(tg_tensor *t, double p) {
+    if (!t) return tg_error_null_input("tg_bernoulli_", 0);
+    if (!(p >= 0 && p <= 1)) return tg_error("tg_bernoulli_: expected p in [0, 1], but got p=%g", p);
+    if (!tg_dtype_is_supported(t->dtype)) return tg_error("tg_bernoulli_: %s is not supported", tg_dtype_name(t->dtype));
+    if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_bernoulli && tg_dtype_is_floating(t->dtype) &&
+        tg_is_contiguous(t)) { /* the device kernel, with p for every element */
+        tg_status status = TG_ERROR;
+        TG_SCOPE {
+            tg_tensor *probs = tg_full(t->shape, p, (tg_opts){.dtype = t->dtype, .device = t->storage->device});
+            tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(t) + 3) / 4);
+            if (probs && !tg_cuda_bernoulli(t, probs, r.seed, r.offset)) {
+                tg_bump_version(t);
+                status = TG_OK;
+            }
+        }
+        return status;
+    }
+    dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = p};
     return fill(t, &d);
 }
 

@@ -32,9 +32,11 @@ tg_tensor *tg_randperm(int64_t n, tg_opts opts);
 /* torch.bernoulli: 1 with probability p (elementwise), same dtype as p. */
 tg_tensor *tg_bernoulli(tg_tensor *p);
 
-/* In place (no graph; bump the version). */
+/* In place (no graph; bump the version). bernoulli_ is Tensor.bernoulli_(p): 1 with
+ * probability p, any dtype. */
 tg_status tg_uniform_(tg_tensor *t, double low, double high);
 tg_status tg_normal_(tg_tensor *t, double mean, double std);
+tg_status tg_bernoulli_(tg_tensor *t, double p);
 
 /* torch.get_rng_state / torch.set_rng_state: both generators' state as a new uint8
  * tensor, and back (an error for bytes that did not come from tg_get_rng_state).

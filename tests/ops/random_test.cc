@@ -216,6 +216,27 @@ TEST_F(TgTest, LikeFormsAreTorchs) {
     tg_clear_error();
 }
 
+TEST_F(TgTest, BernoulliInPlaceIsTorchs) {
+    tg_manual_seed(17);
+    tg_tensor *a = tg_empty(TG_SHAPE(50), F32), *b = tg_empty(TG_SHAPE(20), F64);
+    tg_tensor *c = tg_empty(TG_SHAPE(10), tg_opts{TG_INT64});
+    uint64_t version = tg_version(a);
+    ASSERT_EQ(tg_bernoulli_(a, 0.3), TG_OK);
+    EXPECT_GT(tg_version(a), version);
+    ASSERT_EQ(tg_bernoulli_(b, 0.9), TG_OK);
+    ASSERT_EQ(tg_bernoulli_(c, 0.5), TG_OK);
+    EXPECT_TRUE(same_as_torch("bernoulli_.f32", a));
+    EXPECT_TRUE(same_as_torch("bernoulli_.f64", b));
+    EXPECT_TRUE(same_as_torch("bernoulli_.i64", c));
+    tg_clear_error();
+    EXPECT_EQ(tg_bernoulli_(a, 1.5), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_bernoulli_: expected p in [0, 1], but got p=1.5");
+    tg_clear_error();
+    EXPECT_EQ(tg_bernoulli_(nullptr, 0.5), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_bernoulli_: input 0 is NULL");
+    tg_clear_error();
+}
+
 TEST_F(TgTest, RngStateSavesAndRestoresEveryGenerator) {
     tg_manual_seed(21);
     tg_randn(TG_SHAPE(3), F64);  // leaves a kept normal value behind
