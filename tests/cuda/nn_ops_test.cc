@@ -238,7 +238,8 @@ TEST_F(TgTest, CudaRandomDrawsThePhiloxStream) {
     }
 }
 
-// Dropout masks and Bernoulli draws are made on the device from the Philox stream.
+// Dropout masks and Bernoulli draws (tensor p and scalar p) are made on the device from
+// the Philox stream.
 TEST_F(TgTest, CudaDropoutAndBernoulliDrawThePhiloxStream) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
@@ -261,6 +262,17 @@ TEST_F(TgTest, CudaDropoutAndBernoulliDrawThePhiloxStream) {
             ASSERT_EQ(b[i], (double)w[i % 4] * (1.0 / 4294967296.0) < probs[i] ? 1.0 : 0.0) << "bernoulli " << i;
         }
         EXPECT_EQ(tg_rng_get_state().offset, mask_counters + (1001 + 3) / 4);
+        // tg_bernoulli_ with a scalar p: the same kernel, p for every element.
+        tg_manual_seed(9);
+        tg_tensor *g = tg_empty(TG_SHAPE(101), tg_opts{dt, tg_cuda(0), false});
+        ASSERT_EQ(tg_bernoulli_(g, 0.25), TG_OK) << tg_last_error();
+        std::vector<double> gv = values(g);
+        double p_dt = dt == TG_FLOAT32 ? (double)0.25f : 0.25;
+        for (int64_t i = 0; i < 101; i++) {
+            uint32_t w[4];
+            tg_philox(9, (uint64_t)i / 4, w);
+            ASSERT_EQ(gv[i], (double)w[i % 4] * (1.0 / 4294967296.0) < p_dt ? 1.0 : 0.0) << "bernoulli_ " << i;
+        }
     }
 }
 
