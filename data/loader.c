@@ -161,23 +161,22 @@ void tg_loader_reset(tg_loader *ld, int64_t epoch) {
  * DataLoader draws when iteration starts: with seed 0 the default generator's numbers
  * then go in PyTorch's sequence wherever the program builds its model. */
 static void draw_order(tg_loader *ld) {
+    uint64_t sampler_seed = 0;
     if (ld->opts.seed == 0) {
         /* DataLoader without a generator: every pass draws the workers' base seed from
          * the default generator, even unshuffled; a shuffled one then draws the seed of
          * RandomSampler's own generator (random_() of an int64: 63 bits). */
         tg_rng_state *s = tg_rng_lock_cpu();
         (void)tg_mt19937_next64(&s->cpu);
-        uint64_t seed = ld->opts.shuffle ? tg_mt19937_next64(&s->cpu) % (1ull << 63) : 0;
+        if (ld->opts.shuffle) sampler_seed = tg_mt19937_next64(&s->cpu) % (1ull << 63);
         tg_rng_unlock_cpu();
-        if (ld->opts.shuffle) {
-            tg_mt19937 g;
-            tg_mt19937_seed(&g, seed);
-            tg_mt19937_permutation(&g, ld->order, ld->n);
-        } else {
-            for (int64_t i = 0; i < ld->n; i++) ld->order[i] = i;
-        }
-    } else if (!ld->opts.shuffle) {
+    }
+    if (!ld->opts.shuffle) {
         for (int64_t i = 0; i < ld->n; i++) ld->order[i] = i;
+    } else if (ld->opts.seed == 0) {
+        tg_mt19937 g;
+        tg_mt19937_seed(&g, sampler_seed);
+        tg_mt19937_permutation(&g, ld->order, ld->n);
     } else {
         if (ld->shuffler_epoch < 0 || ld->epoch < ld->shuffler_epoch) { /* from the start */
             tg_mt19937_seed(&ld->shuffler, ld->opts.seed);

@@ -34,7 +34,9 @@ typedef enum { DIST_UNIFORM, DIST_NORMAL, DIST_RANDINT, DIST_BERNOULLI, DIST_BER
 
 typedef struct {
     dist_kind kind;
-    double a, b; /* uniform [a, b), normal (mean a, std b), randint [a, a + range), bernoulli_ (p = a) */
+    /* uniform [a, b), normal (mean a, std b), randint [a, a + range), bernoulli with a
+     * scalar p = a, b where drawn (1; dropout's 1 / (1 - p)) */
+    double a, b;
     uint64_t range;
     const void *p; /* bernoulli: probability per element, contiguous, of the output's dtype */
 } dist;
@@ -57,6 +59,11 @@ static double normal_f64(tg_rng_state *s) {
     s->next_normal = r * sin(theta);
     s->has_next_normal = true;
     return r * cos(theta);
+}
+
+/* randint's word: a 64-bit draw when the range needs it (ATen's random_from_to) */
+static inline uint64_t randint_bits(tg_mt19937 *g, uint64_t range) {
+    return range >= (1ull << 32) ? tg_mt19937_next64(g) : tg_mt19937_next(g);
 }
 
 /* uniform [from, to): u (to - from) + from with one rounding, as ATen's (fused) */
@@ -97,26 +104,21 @@ static void normal_fill(tg_rng_state *s, tg_tensor *t, int64_t n, double mean, d
     }
 }
 
-/* One element (every dist but normal_fill's blocks), as a double. */
+/* One element, as a double: every dist but uniform (floating only: uniform_f32/f64)
+ * and normal_fill's blocks. */
 static double draw(tg_rng_state *s, const dist *d, tg_dtype dtype, int64_t i) {
     switch (d->kind) {
-    case DIST_UNIFORM:
-        if (dtype == TG_FLOAT32) {
-            float from = (float)d->a, to = (float)d->b;
-            return fmaf(unit_f32(&s->cpu), to - from, from);
-        }
-        return fma(unit_f64(&s->cpu), d->b - d->a, d->a);
     case DIST_NORMAL:
         return fma(normal_f64(s), d->b, d->a);
-    case DIST_RANDINT: {
-        uint64_t bits = d->range >= (1ull << 32) ? tg_mt19937_next64(&s->cpu) : tg_mt19937_next(&s->cpu);
-        return d->a + (double)(bits % d->range);
-    }
+    case DIST_RANDINT:
+        return d->a + (double)(randint_bits(&s->cpu, d->range) % d->range);
     case DIST_BERNOULLI:
         if (dtype == TG_FLOAT32) return unit_f32(&s->cpu) < ((const float *)d->p)[i];
         return unit_f64(&s->cpu) < ((const double *)d->p)[i];
     case DIST_BERNOULLI_SCALAR:
-        return unit_f64(&s->cpu) < d->a;
+        return unit_f64(&s->cpu) < d->a ? d->b : 0.0;
+    case DIST_UNIFORM:
+        break;
     }
     return 0;
 }
@@ -124,7 +126,7 @@ static double draw(tg_rng_state *s, const dist *d, tg_dtype dtype, int64_t i) {
 /* Fills the contiguous CPU tensor t in element order. `strided_order`: t stands for a
  * non-contiguous tensor, which PyTorch's normal draws one element at a time. */
 static void fill_contiguous(tg_tensor *t, const dist *d, bool strided_order) {
-    int64_t n = t->shape.ndim ? tg_shape_numel(t->shape) : 1;
+    int64_t n = tg_numel(t);
     void *data = tg_elem_ptr(t);
     tg_rng_state *s = tg_rng_lock_cpu();
     if (d->kind == DIST_NORMAL && n >= 16 && !strided_order) {
@@ -135,10 +137,8 @@ static void fill_contiguous(tg_tensor *t, const dist *d, bool strided_order) {
         uniform_f64(&s->cpu, data, n, d->a, d->b);
     } else if (d->kind == DIST_RANDINT && t->dtype == TG_INT64) { /* exact beyond 2^53 */
         int64_t *o = data;
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t bits = d->range >= (1ull << 32) ? tg_mt19937_next64(&s->cpu) : tg_mt19937_next(&s->cpu);
-            o[i] = (int64_t)((uint64_t)(int64_t)d->a + bits % d->range);
-        }
+        for (int64_t i = 0; i < n; i++)
+            o[i] = (int64_t)((uint64_t)(int64_t)d->a + randint_bits(&s->cpu, d->range) % d->range);
     } else {
         size_t es = tg_dtype_size(t->dtype);
         for (int64_t i = 0; i < n; i++) {
@@ -173,8 +173,7 @@ static tg_status fill(tg_tensor *t, const dist *d) {
     }
     if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_random_fill && contiguous &&
         (d->kind == DIST_UNIFORM || d->kind == DIST_NORMAL) && tg_dtype_is_floating(t->dtype)) {
-        int64_t n = t->shape.ndim ? tg_shape_numel(t->shape) : 1;
-        tg_philox_range r = tg_rng_reserve_cuda(cuda_counters(d->kind, t->dtype, n));
+        tg_philox_range r = tg_rng_reserve_cuda(cuda_counters(d->kind, t->dtype, tg_numel(t)));
         if (tg_cuda_random_fill(t, d->kind == DIST_UNIFORM ? 0 : 1, d->a, d->b, r.seed, r.offset)) return TG_ERROR;
         tg_bump_version(t);
         return TG_OK;
@@ -235,20 +234,24 @@ tg_tensor *tg_randint(int64_t low, int64_t high, tg_shape shape, tg_opts opts) {
     return make_random("tg_randint", shape, opts, &d);
 }
 
-static tg_opts opts_of(tg_tensor *like) { return (tg_opts){.dtype = like->dtype, .device = like->storage->device}; }
+/* A tensor like `like` (shape, dtype, device), filled from d. */
+static tg_tensor *random_like(tg_tensor *like, const dist *d) {
+    tg_tensor *t = tg_empty_like(like);
+    return t && !fill(t, d) ? t : NULL;
+}
 
 tg_tensor *tg_rand_like(tg_tensor *like) {
     if (!like) return tg_error_null_input("tg_rand_like", 0), NULL;
     if (check_floating("tg_rand_like", like->dtype)) return NULL;
     dist d = {.kind = DIST_UNIFORM, .a = 0, .b = 1};
-    return make_random("tg_rand_like", like->shape, opts_of(like), &d);
+    return random_like(like, &d);
 }
 
 tg_tensor *tg_randn_like(tg_tensor *like) {
     if (!like) return tg_error_null_input("tg_randn_like", 0), NULL;
     if (check_floating("tg_randn_like", like->dtype)) return NULL;
     dist d = {.kind = DIST_NORMAL, .a = 0, .b = 1};
-    return make_random("tg_randn_like", like->shape, opts_of(like), &d);
+    return random_like(like, &d);
 }
 
 tg_tensor *tg_randint_like(tg_tensor *like, int64_t low, int64_t high) {
@@ -260,7 +263,7 @@ tg_tensor *tg_randint_like(tg_tensor *like, int64_t low, int64_t high) {
         return tg_error("tg_randint_like: %s is not supported (int32, int64, float32 or float64)",
                         tg_dtype_name(like->dtype)), NULL;
     dist d = {.kind = DIST_RANDINT, .a = (double)low, .range = (uint64_t)high - (uint64_t)low};
-    return make_random("tg_randint_like", like->shape, opts_of(like), &d);
+    return random_like(like, &d);
 }
 
 tg_tensor *tg_randperm(int64_t n, tg_opts opts) {
@@ -344,7 +347,7 @@ tg_status tg_bernoulli_(tg_tensor *t, double p) {
         }
         return status;
     }
-    dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = p};
+    dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = p, .b = 1};
     return fill(t, &d);
 }
 
@@ -413,32 +416,16 @@ tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
     TG_SCOPE {
         /* mask = keep / (1 - p), keep ~ Bernoulli(1 - p); the product's backward
          * multiplies the gradient by the saved mask. p == 1 keeps nothing (zeros). */
-        tg_tensor *mask = NULL;
-        if (p == 1) {
-            mask = tg_zeros(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
-        } else if (x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) {
-            mask = tg_empty(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+        /* PyTorch: empty_like(x).bernoulli_(1 - p).div_(1 - p), the division in x's dtype */
+        double keep = 1.0 - p, scale = x->dtype == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;
+        tg_tensor *mask = p == 1 ? tg_zeros_like(x) : tg_empty_like(x);
+        if (mask && p < 1 && x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) {
             uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
             tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(x) + 3) / 4);
-            double scale = x->dtype == TG_FLOAT32 ? (double)(1.0f / (float)(1.0 - p)) : 1.0 / (1.0 - p); /* as the CPU */
-            if (mask && tg_cuda_dropout_mask(mask, threshold, scale, r.seed, r.offset)) mask = NULL;
-        } else {
-            /* PyTorch: empty_like(x).bernoulli_(1 - p).div_(1 - p), the division in x's dtype */
-            tg_tensor *cpu = tg_empty(x->shape, (tg_opts){.dtype = x->dtype});
-            if (cpu) {
-                int64_t n = tg_numel(cpu);
-                double keep = 1.0 - p;
-                tg_rng_state *s = tg_rng_lock_cpu();
-                if (cpu->dtype == TG_FLOAT32) {
-                    float *m = tg_data_ptr(cpu), scale = 1.0f / (float)keep;
-                    for (int64_t i = 0; i < n; i++) m[i] = unit_f64(&s->cpu) < keep ? scale : 0.0f;
-                } else {
-                    double *m = tg_data_ptr(cpu), scale = 1.0 / keep;
-                    for (int64_t i = 0; i < n; i++) m[i] = unit_f64(&s->cpu) < keep ? scale : 0.0;
-                }
-                tg_rng_unlock_cpu();
-                mask = tg_tensor_to(cpu, x->storage->device);
-            }
+            if (tg_cuda_dropout_mask(mask, threshold, scale, r.seed, r.offset)) mask = NULL;
+        } else if (mask && p < 1) {
+            dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = keep, .b = scale};
+            if (fill(mask, &d)) mask = NULL;
         }
         if (mask) out = tg_scope_return(tg_mul(x, mask));
     }
