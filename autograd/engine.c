@@ -1,11 +1,20 @@
 /* The backward engine (DESIGN.md, "Autograd").
  *
- * Nodes reachable from the roots are collected with an explicit stack while
- * counting, for each node, the edges that reach it (its dependencies). A node runs
- * once all of them have delivered their gradient; among ready nodes the highest
- * sequence number runs first (the tape, reversed). Nothing recurses, so a chain of
- * 100,000 ops backpropagates in constant stack. Leaves are accumulated at the end,
- * after their hooks, each once with the sum of everything that reached it. */
+ * One call is one graph task (PyTorch's GraphTask): everything a backward needs to
+ * remember (which nodes it reaches, how many edges each still waits for, the
+ * gradients summed so far) lives in the task, never on the shared nodes, so a graph
+ * kept with retain_graph can be run again on any thread, and a backward started
+ * inside another (a hook, a custom op's backward) has its own state. Its steps:
+ *
+ *   collect   nodes reachable from the roots, with an explicit stack, counting for
+ *             each the edges that reach it (its dependencies);
+ *   seed      the roots' gradients (ones for a single-element output);
+ *   execute   a node runs once all its dependencies have delivered; among ready
+ *             nodes the highest sequence number runs first (the tape, reversed);
+ *   leaves    each leaf once, with the sum of what reached it: hooks, then .grad
+ *             under the aliasing rule (accumulate_grad).
+ *
+ * Nothing recurses, so a chain of 100,000 ops backpropagates in constant stack. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +22,7 @@
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/node_map.h"
 #include "autograd/profile.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
@@ -20,51 +30,10 @@
 #include "ops/shape.h"
 
 typedef struct {
-    tg_node **items;
-    long count, capacity;
-} node_list;
-
-static void node_list_push(node_list *l, tg_node *n) {
-    if (l->count == l->capacity) {
-        long cap = l->capacity ? 2 * l->capacity : 64;
-        tg_node **items = realloc(l->items, (size_t)cap * sizeof *items);
-        TG_ASSERT(items != NULL);
-        l->items = items;
-        l->capacity = cap;
-    }
-    l->items[l->count++] = n;
-}
-
-/* Max-heap on sequence_nr. */
-static void heap_push(node_list *h, tg_node *n) {
-    node_list_push(h, n);
-    long i = h->count - 1;
-    while (i > 0) {
-        long parent = (i - 1) / 2;
-        if (h->items[parent]->sequence_nr >= h->items[i]->sequence_nr) break;
-        tg_node *tmp = h->items[parent];
-        h->items[parent] = h->items[i];
-        h->items[i] = tmp;
-        i = parent;
-    }
-}
-
-static tg_node *heap_pop(node_list *h) {
-    tg_node *top = h->items[0];
-    h->items[0] = h->items[--h->count];
-    long i = 0;
-    for (;;) {
-        long l = 2 * i + 1, r = l + 1, m = i;
-        if (l < h->count && h->items[l]->sequence_nr > h->items[m]->sequence_nr) m = l;
-        if (r < h->count && h->items[r]->sequence_nr > h->items[m]->sequence_nr) m = r;
-        if (m == i) break;
-        tg_node *tmp = h->items[m];
-        h->items[m] = h->items[i];
-        h->items[i] = tmp;
-        i = m;
-    }
-    return top;
-}
+    tg_node *node;
+    int dependencies;                     /* edges still to deliver; -1 once queued */
+    tg_tensor *grads[TG_MAX_OP_OUTPUTS];  /* owned sums of the gradients that reached it */
+} node_state;
 
 typedef struct {
     tg_tensor *leaf; /* borrowed (edges and the caller hold it) */
@@ -72,25 +41,81 @@ typedef struct {
 } leaf_entry;
 
 typedef struct {
-    leaf_entry *items;
-    long count, capacity;
-} leaf_list;
+    tg_tensor *const *inputs; /* tg_grad_of's inputs, or NULL for tg_backward */
+    int num_inputs;
+    tg_tensor **grads;
+} capture_spec;
 
-static leaf_entry *leaf_slot(leaf_list *l, tg_tensor *leaf) {
-    for (long i = 0; i < l->count; i++)
-        if (l->items[i].leaf == leaf) return &l->items[i];
-    if (l->count == l->capacity) {
-        long cap = l->capacity ? 2 * l->capacity : 16;
-        leaf_entry *items = realloc(l->items, (size_t)cap * sizeof *items);
-        TG_ASSERT(items != NULL);
-        l->items = items;
-        l->capacity = cap;
-    }
-    l->items[l->count] = (leaf_entry){leaf, NULL};
-    return &l->items[l->count++];
+typedef struct {
+    const char *op; /* "tg_backward" or "tg_grad_of", for messages */
+    tg_backward_opts opts;
+    bool retain;
+    capture_spec cap;
+    tg_node_map index; /* node -> its entry in states */
+    node_state *states;
+    long num_states, states_capacity;
+    long *ready; /* max-heap of state indices on sequence_nr */
+    long num_ready, ready_capacity;
+    leaf_entry *leaves;
+    long num_leaves, leaves_capacity;
+    tg_node **claimed; /* nodes whose backward_owner this task set */
+    long num_claimed, claimed_capacity;
+    unsigned long errors_before;
+    tg_status status;
+} graph_task;
+
+#define GROW(array, count, capacity, initial)                                              \
+    do {                                                                                   \
+        if ((count) == (capacity)) {                                                       \
+            long cap_ = (capacity) ? 2 * (capacity) : (initial);                           \
+            void *items_ = realloc((array), (size_t)cap_ * sizeof *(array));               \
+            TG_ASSERT(items_ != NULL);                                                     \
+            (array) = items_;                                                              \
+            (capacity) = cap_;                                                             \
+        }                                                                                  \
+    } while (0)
+
+/* A token per thread: its address says which thread owns a node. */
+static _Thread_local char this_thread;
+
+/* ---- the ready heap ---- */
+
+static uint64_t seq_of(const graph_task *t, long i) { return t->states[t->ready[i]].node->sequence_nr; }
+
+static void heap_swap(graph_task *t, long a, long b) {
+    long tmp = t->ready[a];
+    t->ready[a] = t->ready[b];
+    t->ready[b] = tmp;
 }
 
-/* *sum += g, both owned references; g is consumed. */
+static void make_ready(graph_task *t, long state) {
+    t->states[state].dependencies = -1;
+    GROW(t->ready, t->num_ready, t->ready_capacity, 64);
+    long i = t->num_ready++;
+    t->ready[i] = state;
+    while (i > 0 && seq_of(t, (i - 1) / 2) < seq_of(t, i)) {
+        heap_swap(t, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static long pop_ready(graph_task *t) {
+    long top = t->ready[0];
+    t->ready[0] = t->ready[--t->num_ready];
+    for (long i = 0;;) {
+        long l = 2 * i + 1, r = l + 1, m = i;
+        if (l < t->num_ready && seq_of(t, l) > seq_of(t, m)) m = l;
+        if (r < t->num_ready && seq_of(t, r) > seq_of(t, m)) m = r;
+        if (m == i) break;
+        heap_swap(t, i, m);
+        i = m;
+    }
+    return top;
+}
+
+/* ---- gradient sums ---- */
+
+/* *sum += g, both owned references; g is consumed. Out of place: g may be shared. */
 static void accumulate(tg_tensor **sum, tg_tensor *g) {
     if (!*sum) {
         *sum = g;
@@ -101,6 +126,14 @@ static void accumulate(tg_tensor **sum, tg_tensor *g) {
     tg_release(*sum);
     tg_release(g);
     *sum = total;
+}
+
+static leaf_entry *leaf_slot(graph_task *t, tg_tensor *leaf) {
+    for (long i = 0; i < t->num_leaves; i++)
+        if (t->leaves[i].leaf == leaf) return &t->leaves[i];
+    GROW(t->leaves, t->num_leaves, t->leaves_capacity, 16);
+    t->leaves[t->num_leaves] = (leaf_entry){leaf, NULL};
+    return &t->leaves[t->num_leaves++];
 }
 
 static tg_tensor *run_hooks(tg_hook_entry *h, tg_tensor *grad) {
@@ -149,30 +182,242 @@ static tg_tensor *conform(tg_node *n, int i, tg_tensor *g) {
            NULL;
 }
 
-static _Thread_local uint64_t visit_epoch;
+/* ---- collect ---- */
 
-/* A fresh visit mark, shared with tg_graph_dot so their marks never collide. */
-uint64_t tg_engine_next_mark(void) { return ++visit_epoch; }
-
-typedef struct {
-    tg_tensor *const *inputs; /* tg_grad_of's inputs, or NULL for tg_backward */
-    int num_inputs;
-    tg_tensor **grads;
-} capture_spec;
-
-static void visit(tg_node *n, uint64_t mark, node_list *stack, node_list *all) {
-    if (n->visit_mark == mark) return;
-    n->visit_mark = mark;
-    n->dependencies = 0;
-    memset(n->grad_buffer, 0, sizeof n->grad_buffer);
-    node_list_push(stack, n);
-    node_list_push(all, n);
+/* The state of n, added (and n claimed for this thread) on first sight; -1 + error
+ * when a backward on another thread holds n. */
+static long state_of(graph_task *t, tg_node *n, bool *added) {
+    long i = tg_node_map_get(&t->index, n);
+    *added = i < 0;
+    if (i >= 0) return i;
+    const void *expected = NULL;
+    if (atomic_compare_exchange_strong(&n->backward_owner, &expected, (const void *)&this_thread)) {
+        GROW(t->claimed, t->num_claimed, t->claimed_capacity, 64);
+        t->claimed[t->num_claimed++] = n;
+    } else if (expected != &this_thread) { /* a nested backward on this thread may share nodes */
+        tg_error("%s: node '%s' (#%llu) is in a backward running on another thread; a graph belongs to "
+                 "one thread at a time (docs/reliability.md)",
+                 t->op, n->fn->name, (unsigned long long)n->sequence_nr);
+        return -1;
+    }
+    GROW(t->states, t->num_states, t->states_capacity, 64);
+    i = t->num_states++;
+    t->states[i] = (node_state){.node = n};
+    tg_node_map_add(&t->index, n, i);
+    return i;
 }
 
-static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_grads, int num_roots,
-                              tg_backward_opts opts, capture_spec cap) {
-    const char *op = cap.inputs ? "tg_grad_of" : "tg_backward";
-    bool retain = opts.retain_graph || opts.create_graph;
+static tg_status collect(graph_task *t, tg_tensor *const *roots, int num_roots) {
+    long *stack = NULL, depth = 0, capacity = 0;
+    bool added;
+    for (int r = 0; r < num_roots; r++) {
+        if (!roots[r]->grad_fn) continue;
+        long s = state_of(t, roots[r]->grad_fn, &added);
+        if (s < 0) break;
+        if (added) {
+            GROW(stack, depth, capacity, 64);
+            stack[depth++] = s;
+        }
+    }
+    while (depth > 0 && tg_error_count() == t->errors_before) {
+        tg_node *n = t->states[stack[--depth]].node;
+        for (int i = 0; i < n->num_inputs; i++) {
+            tg_node *child = n->edges[i].node;
+            if (!child) continue;
+            long s = state_of(t, child, &added);
+            if (s < 0) break;
+            t->states[s].dependencies++;
+            if (added) {
+                GROW(stack, depth, capacity, 64);
+                stack[depth++] = s;
+            }
+        }
+    }
+    free(stack);
+    return tg_error_count() == t->errors_before ? TG_OK : TG_ERROR;
+}
+
+/* ---- seed ---- */
+
+static void seed(graph_task *t, tg_tensor *const *roots, tg_tensor *const *root_grads, int num_roots) {
+    for (int r = 0; r < num_roots; r++) {
+        tg_tensor *g = NULL;
+        TG_SCOPE {
+            g = root_grads && root_grads[r] ? root_grads[r] : tg_ones_like(roots[r]);
+            tg_retain(g);
+        }
+        if (roots[r]->grad_fn)
+            accumulate(&t->states[tg_node_map_get(&t->index, roots[r]->grad_fn)].grads[roots[r]->output_nr], g);
+        else
+            accumulate(&leaf_slot(t, roots[r])->grad, g);
+    }
+    for (int r = 0; r < num_roots; r++) {
+        if (!roots[r]->grad_fn) continue;
+        long s = tg_node_map_get(&t->index, roots[r]->grad_fn);
+        if (t->states[s].dependencies == 0) make_ready(t, s);
+    }
+}
+
+/* ---- execute ---- */
+
+static void check_finite(graph_task *t, tg_node *n, tg_tensor **grad_inputs) {
+    for (int i = 0; t->status == TG_OK && i < n->num_inputs; i++) {
+        if (!grad_inputs[i] || tg_all_finite(grad_inputs[i])) continue;
+        char shapes[256] = "", buf[128];
+        size_t used = 0;
+        for (int k = 0; k < n->num_inputs && used < sizeof shapes; k++)
+            used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s", k ? ", " : "",
+                                     tg_shape_str(n->input_meta[k].shape, buf, sizeof buf));
+        tg_error("anomaly detected: backward of '%s' (#%llu, inputs %s) returned NaN or Inf in the gradient "
+                 "of input %d",
+                 n->fn->name, (unsigned long long)n->sequence_nr, shapes, i);
+        t->status = TG_ERROR;
+    }
+}
+
+/* Runs n's backward on the gradients in its state; grad_inputs receives owned
+ * gradients, conformed to each input's shape and dtype. */
+static void call_backward(graph_task *t, node_state *st, tg_tensor **grad_inputs) {
+    tg_node *n = st->node;
+    TG_SCOPE {
+        bool profiling = tg_profile_enabled();
+        double started = profiling ? tg_profile_clock() : 0;
+        size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
+        tg_backward_frame outer = tg_backward_frame_swap((tg_backward_frame){n, st->grads});
+        tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
+        bool was_in_backward = profiling && tg_profile_set_in_backward(true);
+        n->fn->backward(&n->ctx, grad0, grad_inputs);
+        if (profiling) tg_profile_set_in_backward(was_in_backward);
+        tg_backward_frame_swap(outer);
+        if (profiling)
+            tg_profile_record(n->fn->name, true, tg_profile_clock() - started,
+                              tg_thread_bytes_allocated() - bytes_before);
+        for (int i = 0; i < n->num_inputs; i++)
+            grad_inputs[i] = n->needs_input_grad[i] && grad_inputs[i] ? conform(n, i, grad_inputs[i]) : NULL;
+        if (tg_error_count() != t->errors_before) t->status = TG_ERROR;
+        if (tg_is_anomaly_enabled()) check_finite(t, n, grad_inputs);
+    }
+}
+
+/* Hands each input's gradient to its producer's state (or its leaf) and queues
+ * producers that have now heard from every consumer. */
+static void deliver(graph_task *t, tg_node *n, tg_tensor **grad_inputs) {
+    for (int i = 0; i < n->num_inputs; i++) {
+        tg_edge *e = &n->edges[i];
+        if (t->status != TG_OK) {
+            tg_release(grad_inputs[i]);
+        } else if (e->node) {
+            long s = tg_node_map_get(&t->index, e->node);
+            if (grad_inputs[i]) accumulate(&t->states[s].grads[e->output_nr], grad_inputs[i]);
+            if (--t->states[s].dependencies == 0) make_ready(t, s);
+        } else if (e->leaf && grad_inputs[i]) {
+            accumulate(&leaf_slot(t, e->leaf)->grad, grad_inputs[i]);
+        } else {
+            tg_release(grad_inputs[i]);
+        }
+    }
+}
+
+static void capture_node_grads(graph_task *t, node_state *st) {
+    for (int j = 0; t->cap.inputs && j < t->cap.num_inputs; j++) {
+        tg_tensor *in = t->cap.inputs[j];
+        if (in->grad_fn == st->node && st->grads[in->output_nr] && !t->cap.grads[j])
+            t->cap.grads[j] = tg_retain(st->grads[in->output_nr]);
+    }
+}
+
+static void execute(graph_task *t) {
+    while (t->num_ready > 0 && t->status == TG_OK) {
+        node_state *st = &t->states[pop_ready(t)];
+        tg_node *n = st->node;
+        bool any_grad = false;
+        for (int o = 0; o < n->num_outputs; o++) {
+            if (n->output_hooks[o] && st->grads[o]) st->grads[o] = run_hooks(n->output_hooks[o], st->grads[o]);
+            any_grad |= st->grads[o] != NULL;
+        }
+        capture_node_grads(t, st);
+        if (tg_error_count() != t->errors_before) {
+            t->status = TG_ERROR;
+            break;
+        }
+        tg_tensor *grad_inputs[TG_MAX_OP_INPUTS] = {0};
+        if (any_grad) call_backward(t, st, grad_inputs);
+        for (int o = 0; o < n->num_outputs; o++) {
+            tg_release(st->grads[o]);
+            st->grads[o] = NULL;
+        }
+        if (!t->retain && !n->saved_freed) {
+            for (int s = 0; s < n->num_saved; s++) tg_release(n->saved[s].tensor);
+            n->num_saved = 0;
+            n->saved_freed = true;
+        }
+        deliver(t, n, grad_inputs);
+    }
+}
+
+/* ---- leaves ---- */
+
+/* Only this tensor struct, held once, sees its storage. */
+static bool owned_alone(const tg_tensor *g) { return g->refcount == 1 && g->storage->refcount == 1; }
+
+/* PyTorch's gradient layout contract: a dense leaf's gradient has the leaf's strides
+ * (size-1 dims aside); any other leaf's gradient is contiguous. */
+static bool obeys_layout(const tg_tensor *g, const tg_tensor *leaf) {
+    if (!tg_is_non_overlapping_and_dense(leaf)) return tg_is_contiguous(g);
+    for (int d = 0; d < leaf->shape.ndim; d++)
+        if (leaf->shape.dims[d] != 1 && g->strides[d] != leaf->strides[d]) return false;
+    return true;
+}
+
+/* The aliasing rule (docs/design.md, "Gradients and in-place writes"): .grad adopts
+ * g without a copy only when nothing else can see g's storage and g has the leaf's
+ * layout; later gradients are added in place only into storage .grad alone owns.
+ * With create_graph every step is recorded, out of place. g is consumed. */
+static void accumulate_grad(tg_tensor *leaf, tg_tensor *g, bool create_graph) {
+    if (!leaf->grad) {
+        if (!create_graph && !g->grad_fn && owned_alone(g) && obeys_layout(g, leaf)) {
+            leaf->grad = g;
+            return;
+        }
+        TG_SCOPE {
+            tg_tensor *copy = create_graph ? tg_clone(g) : tg_empty_strided_like(leaf);
+            if (copy && (create_graph || !tg_copy_values_(copy, g))) leaf->grad = tg_retain(copy);
+        }
+        tg_release(g);
+    } else if (!create_graph && !leaf->grad->grad_fn && leaf->grad->storage->refcount == 1 &&
+               tg_is_non_overlapping_and_dense(leaf->grad)) {
+        tg_add_(leaf->grad, g);
+        tg_release(g);
+    } else {
+        accumulate(&leaf->grad, g);
+    }
+}
+
+static void finish_leaves(graph_task *t) {
+    for (long k = 0; k < t->num_leaves; k++) {
+        leaf_entry *e = &t->leaves[k];
+        tg_tensor *g = e->grad;
+        e->grad = NULL;
+        if (t->status != TG_OK) {
+            tg_release(g);
+            continue;
+        }
+        g = run_hooks(e->leaf->hooks ? e->leaf->hooks->first : NULL, g);
+        if (!g) continue;
+        if (!t->cap.inputs) {
+            accumulate_grad(e->leaf, g, t->opts.create_graph);
+            continue;
+        }
+        for (int j = 0; j < t->cap.num_inputs; j++)
+            if (t->cap.inputs[j] == e->leaf && !t->cap.grads[j]) t->cap.grads[j] = tg_retain(g);
+        tg_release(g);
+    }
+    if (tg_error_count() != t->errors_before) t->status = TG_ERROR;
+}
+
+/* ---- the task ---- */
+
+static tg_status check_roots(const char *op, tg_tensor *const *roots, tg_tensor *const *root_grads, int num_roots) {
     for (int r = 0; r < num_roots; r++) {
         if (!roots[r]) return tg_error_null_input(op, r);
         if (!roots[r]->requires_grad)
@@ -191,176 +436,39 @@ static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_gr
                             tg_shape_str(g->shape, a, sizeof a), tg_dtype_name(g->dtype), r,
                             tg_shape_str(roots[r]->shape, b, sizeof b), tg_dtype_name(roots[r]->dtype));
     }
-    uint64_t mark = tg_engine_next_mark();
-    node_list stack = {0}, all = {0}, ready = {0};
-    leaf_list leaves = {0};
-    tg_status status = TG_OK;
-    unsigned long errors_before = tg_error_count();
+    return TG_OK;
+}
+
+static void free_task(graph_task *t) {
+    for (long k = 0; k < t->num_states; k++)
+        for (int o = 0; o < TG_MAX_OP_OUTPUTS; o++) tg_release(t->states[k].grads[o]);
+    for (long k = 0; k < t->num_leaves; k++) tg_release(t->leaves[k].grad);
+    for (long k = 0; k < t->num_claimed; k++) atomic_store(&t->claimed[k]->backward_owner, NULL);
+    tg_node_map_free(&t->index);
+    free(t->states);
+    free(t->ready);
+    free(t->leaves);
+    free(t->claimed);
+}
+
+static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_grads, int num_roots,
+                              tg_backward_opts opts, capture_spec cap) {
+    const char *op = cap.inputs ? "tg_grad_of" : "tg_backward";
+    if (check_roots(op, roots, root_grads, num_roots)) return TG_ERROR;
+    graph_task t = {.op = op, .opts = opts, .retain = opts.retain_graph || opts.create_graph, .cap = cap,
+                    .errors_before = tg_error_count()};
     bool grad_was_enabled = tg_set_grad_enabled(opts.create_graph);
-
-    /* Collect the graph and count dependencies. */
-    for (int r = 0; r < num_roots; r++)
-        if (roots[r]->grad_fn) visit(roots[r]->grad_fn, mark, &stack, &all);
-    while (stack.count > 0) {
-        tg_node *n = stack.items[--stack.count];
-        for (int i = 0; i < n->num_inputs; i++) {
-            tg_node *child = n->edges[i].node;
-            if (!child) continue;
-            visit(child, mark, &stack, &all);
-            child->dependencies++;
-        }
+    t.status = collect(&t, roots, num_roots);
+    if (t.status == TG_OK) {
+        seed(&t, roots, root_grads, num_roots);
+        execute(&t);
+        finish_leaves(&t);
     }
-    /* Seed the roots. */
-    for (int r = 0; r < num_roots; r++) {
-        tg_tensor *g = NULL;
-        TG_SCOPE {
-            g = root_grads && root_grads[r] ? root_grads[r] : tg_ones_like(roots[r]);
-            tg_retain(g);
-        }
-        if (roots[r]->grad_fn)
-            accumulate(&roots[r]->grad_fn->grad_buffer[roots[r]->output_nr], g);
-        else
-            accumulate(&leaf_slot(&leaves, roots[r])->grad, g);
-    }
-    for (int r = 0; r < num_roots; r++) {
-        tg_node *n = roots[r]->grad_fn;
-        if (n && n->dependencies == 0 && n->visit_mark == mark) {
-            n->dependencies = -1; /* queued */
-            heap_push(&ready, n);
-        }
-    }
-
-    while (ready.count > 0 && status == TG_OK) {
-        tg_node *n = heap_pop(&ready);
-        bool any_grad = false;
-        for (int o = 0; o < n->num_outputs; o++) {
-            if (n->output_hooks[o] && n->grad_buffer[o])
-                n->grad_buffer[o] = run_hooks(n->output_hooks[o], n->grad_buffer[o]);
-            any_grad |= n->grad_buffer[o] != NULL;
-        }
-        for (int j = 0; cap.inputs && j < cap.num_inputs; j++) {
-            tg_tensor *in = cap.inputs[j];
-            if (in->grad_fn == n && n->grad_buffer[in->output_nr] && !cap.grads[j])
-                cap.grads[j] = tg_retain(n->grad_buffer[in->output_nr]);
-        }
-        if (tg_error_count() != errors_before) {
-            status = TG_ERROR;
-            break;
-        }
-        tg_tensor *grad_inputs[TG_MAX_OP_INPUTS] = {0};
-        if (any_grad) {
-            TG_SCOPE {
-                bool profiling = tg_profile_enabled();
-                double started = profiling ? tg_profile_clock() : 0;
-                size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
-                tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
-                bool was_in_backward = profiling && tg_profile_set_in_backward(true);
-                n->fn->backward(&n->ctx, grad0, grad_inputs);
-                if (profiling) tg_profile_set_in_backward(was_in_backward);
-                if (profiling)
-                    tg_profile_record(n->fn->name, true, tg_profile_clock() - started,
-                                      tg_thread_bytes_allocated() - bytes_before);
-                for (int i = 0; i < n->num_inputs; i++) {
-                    if (!n->needs_input_grad[i] || !grad_inputs[i]) {
-                        grad_inputs[i] = NULL;
-                        continue;
-                    }
-                    grad_inputs[i] = conform(n, i, grad_inputs[i]);
-                }
-                if (tg_error_count() != errors_before) status = TG_ERROR;
-                for (int i = 0; status == TG_OK && i < n->num_inputs; i++) {
-                    if (grad_inputs[i] && tg_is_anomaly_enabled() && !tg_all_finite(grad_inputs[i])) {
-                        char shapes[256] = "", buf[128];
-                        size_t used = 0;
-                        for (int k = 0; k < n->num_inputs && used < sizeof shapes; k++)
-                            used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s", k ? ", " : "",
-                                                     tg_shape_str(n->input_meta[k].shape, buf, sizeof buf));
-                        tg_error("anomaly detected: backward of '%s' (#%llu, inputs %s) returned NaN or Inf "
-                                 "in the gradient of input %d",
-                                 n->fn->name, (unsigned long long)n->sequence_nr, shapes, i);
-                        status = TG_ERROR;
-                    }
-                }
-            }
-        }
-        for (int o = 0; o < n->num_outputs; o++) {
-            tg_release(n->grad_buffer[o]);
-            n->grad_buffer[o] = NULL;
-        }
-        if (!retain && !n->saved_freed) {
-            for (int s = 0; s < n->num_saved; s++) tg_release(n->saved[s].tensor);
-            n->num_saved = 0;
-            n->saved_freed = true;
-        }
-        for (int i = 0; i < n->num_inputs; i++) {
-            tg_edge *e = &n->edges[i];
-            if (status != TG_OK) {
-                tg_release(grad_inputs[i]);
-                continue;
-            }
-            if (e->node) {
-                if (grad_inputs[i]) accumulate(&e->node->grad_buffer[e->output_nr], grad_inputs[i]);
-                if (--e->node->dependencies == 0) {
-                    e->node->dependencies = -1;
-                    heap_push(&ready, e->node);
-                }
-            } else if (e->leaf && grad_inputs[i]) {
-                accumulate(&leaf_slot(&leaves, e->leaf)->grad, grad_inputs[i]);
-            } else {
-                tg_release(grad_inputs[i]);
-            }
-        }
-    }
-
-    /* Leaves: hooks, then capture or accumulate into .grad. */
-    for (long k = 0; k < leaves.count; k++) {
-        leaf_entry *e = &leaves.items[k];
-        tg_tensor *g = status == TG_OK ? run_hooks(e->leaf->hooks ? e->leaf->hooks->first : NULL, e->grad)
-                                       : (tg_release(e->grad), NULL);
-        e->grad = NULL;
-        if (!g) continue;
-        if (cap.inputs) {
-            for (int j = 0; j < cap.num_inputs; j++)
-                if (cap.inputs[j] == e->leaf && !cap.grads[j]) cap.grads[j] = tg_retain(g);
-            tg_release(g);
-            continue;
-        }
-        tg_tensor *leaf = e->leaf;
-        if (!leaf->grad) {
-            /* Keep g when nobody else holds it; else copy, so that accumulating in place
-             * later never writes into a tensor that is also someone else's. */
-            if (g->refcount == 1 && !opts.create_graph && !g->grad_fn) {
-                leaf->grad = g;
-            } else if (opts.create_graph) {
-                leaf->grad = g;
-            } else {
-                TG_SCOPE { leaf->grad = tg_retain(tg_clone(g)); }
-                tg_release(g);
-            }
-        } else if (opts.create_graph || leaf->grad->grad_fn) {
-            accumulate(&leaf->grad, g);
-        } else {
-            tg_add_(leaf->grad, g);
-            tg_release(g);
-        }
-    }
-    if (tg_error_count() != errors_before) status = TG_ERROR;
-
-    /* On failure, drop whatever gradients are still buffered. */
-    for (long k = 0; k < all.count; k++)
-        for (int o = 0; o < all.items[k]->num_outputs; o++) {
-            tg_release(all.items[k]->grad_buffer[o]);
-            all.items[k]->grad_buffer[o] = NULL;
-        }
-    for (long k = 0; k < leaves.count; k++) tg_release(leaves.items[k].grad);
-    if (status != TG_OK && cap.inputs)
+    if (t.status != TG_OK && cap.inputs)
         for (int j = 0; j < cap.num_inputs; j++) tg_release(cap.grads[j]), cap.grads[j] = NULL;
-    free(stack.items);
-    free(all.items);
-    free(ready.items);
-    free(leaves.items);
+    free_task(&t);
     tg_set_grad_enabled(grad_was_enabled);
-    return status;
+    return t.status;
 }
 
 tg_status tg_backward_opts_run(tg_tensor *t, tg_backward_opts opts) {

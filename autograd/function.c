@@ -78,10 +78,7 @@ static void free_node_contents(tg_node *n) {
         if (n->edges[i].node) tg_node_release(n->edges[i].node);
         tg_release(n->edges[i].leaf);
     }
-    for (int i = 0; i < n->num_outputs; i++) {
-        free_hooks(n->output_hooks[i]);
-        tg_release(n->grad_buffer[i]);
-    }
+    for (int i = 0; i < n->num_outputs; i++) free_hooks(n->output_hooks[i]);
     if (n->attrs != n->attrs_inline) free(n->attrs);
     node_free(n);
     atomic_fetch_sub(&live_nodes, 1);
@@ -200,14 +197,23 @@ tg_tensor *tg_ctx_saved(tg_ctx *ctx, int i) {
     return alias;
 }
 
+static _Thread_local tg_backward_frame current_frame;
+
+tg_backward_frame tg_backward_frame_swap(tg_backward_frame frame) {
+    tg_backward_frame previous = current_frame;
+    current_frame = frame;
+    return previous;
+}
+
 tg_tensor *tg_ctx_grad_output(tg_ctx *ctx, int i) {
     tg_node *n = ctx->node;
-    TG_ASSERT(i >= 0 && i < n->num_outputs);
-    if (!n->grad_buffer[i]) {
+    TG_ASSERT(i >= 0 && i < n->num_outputs && current_frame.node == n);
+    tg_tensor **g = &current_frame.grads[i];
+    if (!*g) {
         tg_tensor_meta m = n->output_meta[i];
-        n->grad_buffer[i] = tg_retain(tg_zeros(m.shape, (tg_opts){.dtype = m.dtype, .device = m.device}));
+        *g = tg_retain(tg_zeros(m.shape, (tg_opts){.dtype = m.dtype, .device = m.device}));
     }
-    return n->grad_buffer[i];
+    return *g;
 }
 
 /* ---- tg_apply ---- */

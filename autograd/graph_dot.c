@@ -3,8 +3,7 @@
 
 #include "autograd/grad.h"
 #include "autograd/node.h"
-
-extern uint64_t tg_engine_next_mark(void);
+#include "autograd/node_map.h"
 
 tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
     if (!t) return tg_error_null_input("tg_graph_dot", 0);
@@ -16,13 +15,13 @@ tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
         fprintf(out, "}\n");
         return TG_OK;
     }
-    uint64_t mark = tg_engine_next_mark();
+    tg_node_map seen = {0};
     tg_node **stack = malloc(sizeof *stack * 64);
     long count = 0, capacity = 64;
     tg_tensor **leaves = malloc(sizeof *leaves * 16);
     long num_leaves = 0, leaf_capacity = 16;
     stack[count++] = t->grad_fn;
-    t->grad_fn->visit_mark = mark;
+    tg_node_map_add(&seen, t->grad_fn, 0);
     fprintf(out, "  n%llu -> out;\n", (unsigned long long)t->grad_fn->sequence_nr);
     while (count > 0) {
         tg_node *n = stack[--count];
@@ -46,8 +45,7 @@ tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
             } else if (e->node) {
                 fprintf(out, "  n%llu -> n%llu;\n", (unsigned long long)e->node->sequence_nr,
                         (unsigned long long)n->sequence_nr);
-                if (e->node->visit_mark != mark) {
-                    e->node->visit_mark = mark;
+                if (tg_node_map_add(&seen, e->node, 0)) {
                     if (count == capacity) stack = realloc(stack, sizeof *stack * (size_t)(capacity *= 2));
                     stack[count++] = e->node;
                 }
@@ -56,6 +54,7 @@ tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
     }
     free(stack);
     free(leaves);
+    tg_node_map_free(&seen);
     fprintf(out, "}\n");
     return TG_OK;
 }

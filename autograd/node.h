@@ -5,6 +5,7 @@
 #ifndef TG_AUTOGRAD_NODE_H
 #define TG_AUTOGRAD_NODE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,10 +63,10 @@ struct tg_node {
     bool saved_freed; /* released by a backward without retain_graph */
     void *attrs; /* attrs_inline or heap */
     size_t attrs_size;
-    /* Engine bookkeeping for the backward in progress. */
-    int dependencies;
-    uint64_t visit_mark;
-    tg_tensor *grad_buffer[TG_MAX_OP_OUTPUTS]; /* summed incoming gradients */
+    /* The thread whose backward holds this node (NULL: none). A backward's own state
+     * (dependencies, gradients) lives in its graph task, never here; this only lets a
+     * backward on a second thread refuse a node that one on the first is running. */
+    _Atomic(const void *) backward_owner;
     bool needs_input_grad[TG_MAX_OP_INPUTS];
     tg_ctx ctx; /* ctx.node == this node; what forward and backward are given */
     /* Not cleared when a node struct is reused (TG_NODE_CLEARED_BYTES): each is
@@ -76,6 +77,15 @@ struct tg_node {
     _Alignas(16) unsigned char attrs_inline[96]; /* attribute structs hold doubles and pointers */
 };
 #define TG_NODE_CLEARED_BYTES offsetof(tg_node, input_meta)
+
+/* What tg_ctx_grad_output reads: the summed output gradients of the node whose
+ * backward this thread is running, set by the engine around each call (the
+ * previous frame is returned, so nested backward calls restore it). */
+typedef struct {
+    const tg_node *node;
+    tg_tensor **grads; /* [num_outputs], owned by the engine's graph task */
+} tg_backward_frame;
+tg_backward_frame tg_backward_frame_swap(tg_backward_frame frame);
 
 void tg_node_retain(tg_node *n);
 /* Drops a reference; frees at zero, iteratively (a 100,000-node chain does not recurse). */

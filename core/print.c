@@ -69,7 +69,7 @@ void tg_fprint(FILE *f, tg_tensor *t) {
             if (tg_dtype_is_floating(host->dtype)) {
                 double lo = INFINITY, hi = 0;
                 int64_t n = tg_numel(host);
-                tg_tensor *c = tg_clone(host);
+                tg_tensor *c = tg_clone_values(host);
                 for (int64_t i = 0; c && i < n; i++) {
                     double v = fabs(tg_load_as_double((char *)tg_elem_ptr(c) + i * (int64_t)tg_dtype_size(c->dtype), c->dtype));
                     if (!isfinite(v)) continue;

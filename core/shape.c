@@ -26,6 +26,10 @@ bool tg_shape_equal(tg_shape a, tg_shape b) {
 }
 
 const char *tg_shape_str(tg_shape s, char *buf, size_t size) {
+    if (s.ndim < 0 || s.ndim > TG_MAX_DIMS) { /* a malformed shape, named in an error */
+        snprintf(buf, size, "[%d dims]", s.ndim);
+        return buf;
+    }
     size_t used = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < s.ndim && used < size; i++)
         used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)s.dims[i]);

@@ -60,7 +60,7 @@ static tg_tensor *make_filled(const char *op, tg_shape shape, tg_opts opts, doub
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *t = make(op, shape, opts);
-        if (t && !tg_fill_(t, value)) result = tg_scope_return(t);
+        if (t && !tg_fill_values_(t, value)) result = tg_scope_return(t);
     }
     return result;
 }
@@ -174,7 +174,7 @@ static tg_status cpu_copy_strided(tg_tensor *dst, tg_tensor *src) {
     return TG_OK;
 }
 
-tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
+tg_status tg_copy_values_(tg_tensor *dst, tg_tensor *src) {
     if (!dst) return tg_error_null_input("tg_copy_", 0);
     if (!src) return tg_error_null_input("tg_copy_", 1);
     char a[128], b[128];
@@ -200,8 +200,8 @@ tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
          * src with dst's dtype and shape on src's device, move it, then copy in. */
         TG_SCOPE {
             tg_tensor *staged = make("tg_copy_", dst->shape, (tg_opts){.dtype = dst->dtype, .device = sd});
-            tg_tensor *moved = staged && !tg_copy_(staged, src) ? tg_tensor_to(staged, dd) : NULL;
-            status = moved ? tg_copy_(dst, moved) : TG_ERROR;
+            tg_tensor *moved = staged && !tg_copy_values_(staged, src) ? tg_tensor_to(staged, dd) : NULL;
+            status = moved ? tg_copy_values_(dst, moved) : TG_ERROR;
         }
         return status;
     }
@@ -209,7 +209,7 @@ tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
     return status;
 }
 
-tg_status tg_fill_(tg_tensor *t, double value) {
+tg_status tg_fill_values_(tg_tensor *t, double value) {
     if (!t) return tg_error_null_input("tg_fill_", 0);
     if (t->storage->device.kind != TG_DEVICE_CPU) {
         const tg_device_backend *be = tg_backend_for(t->storage->device, "tg_fill_");
@@ -249,7 +249,7 @@ tg_status tg_copy_to_host(tg_tensor *t, void *dst, size_t nbytes) {
     if (!dst && want) return tg_error("tg_copy_to_host: destination is NULL");
     tg_status status = TG_ERROR;
     TG_SCOPE {
-        tg_tensor *c = tg_is_contiguous(t) ? t : tg_clone(t);
+        tg_tensor *c = tg_is_contiguous(t) ? t : tg_clone_values(t);
         if (c)
             status = tg_copy_bytes(dst, TG_CPU, tg_elem_ptr(c), c->storage->device, want,
                                    "tg_copy_to_host");
@@ -273,14 +273,23 @@ double tg_item(tg_tensor *t) {
     return tg_load_as_double(&bits, t->dtype);
 }
 
-tg_tensor *tg_clone(tg_tensor *t) {
+tg_tensor *tg_clone_values(tg_tensor *t) {
     if (!t) return tg_error_null_input("tg_clone", 0), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *c = make("tg_clone", t->shape, opts_like(t));
-        if (c && !tg_copy_(c, t)) result = tg_scope_return(c);
+        if (c && !tg_copy_values_(c, t)) result = tg_scope_return(c);
     }
     return result;
+}
+
+tg_tensor *tg_empty_strided_like(tg_tensor *like) {
+    if (!like) return tg_error_null_input("tg_empty_like", 0), NULL;
+    if (!tg_is_non_overlapping_and_dense(like)) return make("tg_empty_like", like->shape, opts_like(like));
+    tg_opts opts = opts_like(like);
+    if (tg_check_creation("tg_empty_like", like->shape, opts)) return NULL;
+    tg_storage *s = tg_storage_new((size_t)tg_numel(like) * tg_dtype_size(like->dtype), opts.device, "tg_empty_like");
+    return s ? tg_tensor_wrap(s, like->dtype, like->shape, like->strides, 0) : NULL;
 }
 
 tg_tensor *tg_tensor_to(tg_tensor *t, tg_device device) {
@@ -289,7 +298,7 @@ tg_tensor *tg_tensor_to(tg_tensor *t, tg_device device) {
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *c = make("tg_to", t->shape, (tg_opts){.dtype = t->dtype, .device = device});
-        if (c && !tg_copy_(c, t)) {
+        if (c && !tg_copy_values_(c, t)) {
             c->requires_grad = t->requires_grad && !t->grad_fn;
             result = tg_scope_return(c);
         }
@@ -299,25 +308,44 @@ tg_tensor *tg_tensor_to(tg_tensor *t, tg_device device) {
 
 /* ---- views ---- */
 
-tg_tensor *tg_as_strided(tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset) {
-    if (!t) return tg_error_null_input("tg_as_strided", 0), NULL;
-    if (tg_check_creation("tg_as_strided", shape, (tg_opts){.dtype = t->dtype})) return NULL;
-    /* The view must stay inside the storage. */
-    int64_t lo = offset, hi = offset, n = tg_shape_numel(shape);
-    for (int i = 0; i < shape.ndim; i++) {
-        int64_t span = (shape.dims[i] - 1) * strides[i];
-        if (span < 0) lo += span; else hi += span;
+static int64_t max_abs_stride(int ndim, const int64_t *strides) {
+    int64_t m = 0;
+    for (int i = 0; i < ndim; i++) m = strides[i] == INT64_MIN ? INT64_MAX : llabs(strides[i]) > m ? llabs(strides[i]) : m;
+    return m;
+}
+
+/* Every view is made here: its geometry checked for overflow and against the
+ * storage, so no view can address memory outside it. */
+tg_tensor *tg_make_view(const char *op, tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset) {
+    char buf[128];
+    if (shape.ndim < 0 || shape.ndim > TG_MAX_DIMS)
+        return tg_error("%s: %d dims requested, at most %d are supported", op, shape.ndim, TG_MAX_DIMS), NULL;
+    if (tg_check_creation(op, shape, (tg_opts){.dtype = t->dtype})) return NULL;
+    if (offset < 0)
+        return tg_error("%s: negative storage offset %lld", op, (long long)offset), NULL;
+    int64_t lo = offset, hi = offset, capacity = (int64_t)(t->storage->nbytes / tg_dtype_size(t->dtype));
+    bool overflow = false;
+    for (int i = 0; i < shape.ndim && tg_shape_numel(shape) > 0; i++) {
+        int64_t span;
+        overflow |= __builtin_mul_overflow(shape.dims[i] - 1, strides[i], &span);
+        overflow |= span < 0 ? __builtin_add_overflow(lo, span, &lo) : __builtin_add_overflow(hi, span, &hi);
     }
-    int64_t capacity = (int64_t)(t->storage->nbytes / tg_dtype_size(t->dtype));
-    if (n > 0 && (lo < 0 || hi >= capacity)) {
-        char buf[128];
-        return tg_error("tg_as_strided: view of shape %s at offset %lld reaches elements [%lld, %lld] "
-                        "outside the storage of %lld elements",
-                        tg_shape_str(shape, buf, sizeof buf), (long long)offset, (long long)lo,
+    if (overflow)
+        return tg_error("%s: view of shape %s with strides up to %lld overflows the address range", op,
+                        tg_shape_str(shape, buf, sizeof buf), (long long)max_abs_stride(shape.ndim, strides)), NULL;
+    if (tg_shape_numel(shape) > 0 ? lo < 0 || hi >= capacity : offset > capacity)
+        return tg_error("%s: view of shape %s at offset %lld reaches elements [%lld, %lld] outside the "
+                        "storage of %lld elements",
+                        op, tg_shape_str(shape, buf, sizeof buf), (long long)offset, (long long)lo,
                         (long long)hi, (long long)capacity), NULL;
-    }
     tg_storage_retain(t->storage);
     return tg_tensor_wrap(t->storage, t->dtype, shape, strides, offset);
+}
+
+tg_tensor *tg_as_strided(tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset) {
+    if (!t) return tg_error_null_input("tg_as_strided", 0), NULL;
+    if (!strides) return tg_error("tg_as_strided: strides is NULL"), NULL;
+    return tg_make_view("tg_as_strided", t, shape, strides, offset);
 }
 
 tg_tensor *tg_detach(tg_tensor *t) {
@@ -364,4 +392,58 @@ bool tg_is_contiguous(const tg_tensor *t) {
         expected *= t->shape.dims[i];
     }
     return true;
+}
+
+bool tg_is_non_overlapping_and_dense(const tg_tensor *t) {
+    /* Dims sorted by stride (size-1 dims ignored) must step as a contiguous tensor's. */
+    int order[TG_MAX_DIMS], n = 0;
+    for (int i = 0; i < t->shape.ndim; i++)
+        if (t->shape.dims[i] != 1) order[n++] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && t->strides[order[j - 1]] > t->strides[order[j]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    int64_t expected = 1;
+    for (int i = 0; i < n; i++) {
+        if (t->strides[order[i]] != expected) return false;
+        expected *= t->shape.dims[order[i]];
+    }
+    return true;
+}
+
+bool tg_has_internal_overlap(const tg_tensor *t) {
+    for (int i = 0; i < t->shape.ndim; i++)
+        if (t->shape.dims[i] > 1 && t->strides[i] == 0) return true;
+    return false;
+}
+
+/* The elements [lo, hi] of the storage that t can reach (lo > hi when empty). */
+static void reach(const tg_tensor *t, int64_t *lo, int64_t *hi) {
+    *lo = *hi = t->offset;
+    if (tg_numel(t) == 0) {
+        *hi = *lo - 1;
+        return;
+    }
+    for (int i = 0; i < t->shape.ndim; i++) {
+        int64_t span = (t->shape.dims[i] - 1) * t->strides[i]; /* bounded: views are checked */
+        if (span < 0) *lo += span; else *hi += span;
+    }
+}
+
+tg_overlap tg_overlap_of(const tg_tensor *a, const tg_tensor *b) {
+    if (a->storage != b->storage || tg_numel(a) == 0 || tg_numel(b) == 0) return TG_OVERLAP_NONE;
+    if (a->offset == b->offset && tg_shape_equal(a->shape, b->shape) && a->dtype == b->dtype) {
+        bool same = true;
+        for (int i = 0; i < a->shape.ndim; i++) same &= a->shape.dims[i] == 1 || a->strides[i] == b->strides[i];
+        if (same) return TG_OVERLAP_FULL;
+    }
+    int64_t alo, ahi, blo, bhi;
+    reach(a, &alo, &ahi);
+    reach(b, &blo, &bhi);
+    if (ahi < blo || bhi < alo) return TG_OVERLAP_NONE;
+    /* Two dense tensors whose ranges meet share elements (PyTorch's rule). */
+    if (tg_is_non_overlapping_and_dense(a) && tg_is_non_overlapping_and_dense(b)) return TG_OVERLAP_PARTIAL;
+    return TG_OVERLAP_MAYBE;
 }

@@ -56,20 +56,16 @@ tg_status tg_copy_to_host(tg_tensor *t, void *dst, size_t nbytes);
  * error when t is NULL or has more than one element. */
 double tg_item(tg_tensor *t);
 
-/* ---- copies (no graph recorded) ---- */
-/* A contiguous copy with the same dtype on the same device (torch.clone without grad). */
-tg_tensor *tg_clone(tg_tensor *t);
+/* ---- copies (no graph recorded) ----
+ * tg_clone (differentiable) is in ops/shape.h; tg_copy_ and tg_fill_, which follow
+ * the in-place rules and record gradients, in ops/inplace.h. */
 /* A copy on `device`; returns a new reference to t itself when it is already there.
  * (For modules, tg_to in nn/module.h dispatches on the argument type.) */
 tg_tensor *tg_tensor_to(tg_tensor *t, tg_device device);
-/* Writes src into dst in place: src broadcast to dst's shape, cast to dst's dtype,
- * across devices (torch.Tensor.copy_). Bumps dst's version. */
-tg_status tg_copy_(tg_tensor *dst, tg_tensor *src);
-/* Fills t in place with `value` (torch.Tensor.fill_). */
-tg_status tg_fill_(tg_tensor *t, double value);
-
 /* ---- views sharing storage (no graph recorded; see ops/shape.h for the
  * differentiable ones). offset and strides are in elements. ---- */
+/* Fails (naming tg_as_strided) when a size is negative, the rank is above
+ * TG_MAX_DIMS, a product overflows or an element falls outside t's storage. */
 tg_tensor *tg_as_strided(tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset);
 /* A tensor sharing t's storage and version but with no graph and no grad (torch.detach). */
 tg_tensor *tg_detach(tg_tensor *t);

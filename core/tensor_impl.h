@@ -38,6 +38,37 @@ tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
 /* Checks a requested shape/dtype/device for creation; records an error naming op. */
 tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts);
 
+/* The one constructor of views (as_strided, view, narrow, expand, permute, ...): a new
+ * tensor over t's storage, after checking that the shape is valid, that no size or
+ * offset product overflows and that every element lies inside the storage. Errors
+ * start with `op`. */
+tg_tensor *tg_make_view(const char *op, tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset);
+
+/* Value writes for the library's own use (a forward filling its fresh output, the
+ * engine copying a gradient): no autograd rules, no overlap check, no graph. They
+ * bump the version. Users call tg_copy_ / tg_fill_ / tg_clone (ops/inplace.h,
+ * ops/shape.h), which follow the in-place rules and record gradients. Error
+ * messages name tg_copy_ / tg_fill_ / tg_clone. */
+tg_status tg_copy_values_(tg_tensor *dst, tg_tensor *src);
+tg_status tg_fill_values_(tg_tensor *t, double value);
+tg_tensor *tg_clone_values(tg_tensor *t);
+/* Uninitialised, with like's strides when those are dense (else contiguous):
+ * PyTorch's empty_like with preserve_format, the layout a gradient gets. */
+tg_tensor *tg_empty_strided_like(tg_tensor *like);
+
+/* How two tensors' elements meet in memory (PyTorch's MemOverlapStatus). */
+typedef enum {
+    TG_OVERLAP_NONE,    /* different storages, or disjoint ranges */
+    TG_OVERLAP_FULL,    /* the very same elements in the same order */
+    TG_OVERLAP_PARTIAL, /* some elements shared, differently */
+    TG_OVERLAP_MAYBE,   /* ranges meet but a strided layout may interleave: unknown */
+} tg_overlap;
+tg_overlap tg_overlap_of(const tg_tensor *a, const tg_tensor *b);
+/* Sizes and strides cover a block of memory exactly once, in some dim order. */
+bool tg_is_non_overlapping_and_dense(const tg_tensor *t);
+/* Some element is reached by two indices (a stride 0 over a size above 1). */
+bool tg_has_internal_overlap(const tg_tensor *t);
+
 static inline void *tg_elem_ptr(const tg_tensor *t) {
     return (char *)t->storage->data + t->offset * (int64_t)tg_dtype_size(t->dtype);
 }

@@ -6,6 +6,7 @@
 
 #include "core/rng.h"
 #include "core/storage.h"
+#include "core/tensor_impl.h"
 
 struct tg_loader {
     tg_tensor *x;   /* owned reference, contiguous, [N, ...] */
@@ -59,7 +60,7 @@ tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count) 
                             (long long)indices[i], (long long)n), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
-        tg_tensor *src = tg_is_contiguous(t) ? t : tg_clone(t);
+        tg_tensor *src = tg_is_contiguous(t) ? t : tg_clone_values(t);
         tg_shape shape = tg_shape_of(t);
         shape.dims[0] = count;
         tg_device device = tg_device_of(t);
@@ -97,7 +98,7 @@ static tg_tensor *own_contiguous(tg_tensor *t) {
     if (tg_is_contiguous(t)) return tg_retain(t);
     tg_tensor *c = NULL;
     TG_SCOPE {
-        c = tg_clone(t);
+        c = tg_clone_values(t);
         if (c) tg_retain(c); /* the scope's reference goes at the brace; ours stays */
     }
     return c;

@@ -13,6 +13,7 @@
 
 #include "core/convert.h"
 #include "core/scope.h"
+#include "core/tensor_impl.h"
 
 enum { TG_PATH_CAP = 4096 };
 
@@ -263,7 +264,7 @@ tg_mnist tg_mnist_load(const char *dir, tg_mnist_split split) {
  * reference in the current scope. */
 static tg_tensor *host_contiguous(tg_tensor *t) {
     tg_tensor *c = tg_tensor_to(t, TG_CPU);
-    if (c && !tg_is_contiguous(c)) c = tg_clone(c);
+    if (c && !tg_is_contiguous(c)) c = tg_clone_values(c);
     return c;
 }
 

@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "nn/module.h"
 #include "ops/random.h"
+#include "ops/inplace.h"
 #include "optim/optim.h"
 
 tg_tensor_map *tg_module_state_map(tg_module *m) {
@@ -100,12 +102,13 @@ tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, boo
         return tg_error("%s", msg);
     }
     tg_status status = TG_OK;
+    /* As PyTorch's param.copy_ under no_grad: crosses devices, bumps the version. */
+    bool prev = tg_set_grad_enabled(false);
     for (int i = 0; i < count && !status; i++) {
         tg_tensor *src = tg_tensor_map_get(state, sd[i].name);
-        /* tg_copy_ records no graph and crosses devices; bumps the version like
-         * PyTorch's param.copy_ under no_grad. */
         if (src) status = tg_copy_(sd[i].tensor, src);
     }
+    tg_set_grad_enabled(prev);
     return status;
 }
 

@@ -9,6 +9,7 @@
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
+#include "ops/inplace.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/random.h"

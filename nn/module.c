@@ -391,7 +391,7 @@ static tg_status convert_in_place(tg_tensor *t, tg_device device, tg_dtype dtype
     tg_tensor *cast = tg_dtype_of(t) == dtype ? plain : tg_cast(plain, dtype);
     tg_tensor *moved = cast ? tg_tensor_to(cast, device) : NULL;
     if (moved) {
-        tg_tensor *fresh = tg_clone(moved); /* its own storage, contiguous */
+        tg_tensor *fresh = tg_clone_values(moved); /* its own storage, contiguous */
         if (fresh) {
             tg_storage *s = t->storage;
             t->storage = fresh->storage;

@@ -1,6 +1,7 @@
 /* Elementwise ops: definitions (checks, result shape and dtype, backward formulas)
  * and CPU kernels. CUDA kernels: ops/cuda/elementwise.cu. */
 #include "ops/elementwise.h"
+#include "ops/inplace.h"
 
 #include <math.h>
 #include <string.h>
@@ -700,7 +701,7 @@ static tg_tensor *cast_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!tg_dtype_is_supported(*dtype))
         return tg_error("tg_cast: dtype %s is not supported", tg_dtype_name(*dtype)), NULL;
     tg_tensor *out = tg_empty(in[0]->shape, (tg_opts){.dtype = *dtype, .device = in[0]->storage->device});
-    if (!out || tg_copy_(out, in[0])) return NULL;
+    if (!out || tg_copy_values_(out, in[0])) return NULL;
     return out;
 }
 
@@ -715,14 +716,7 @@ tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
     return tg_apply_args(&cast_fn, &x, &dtype, sizeof dtype);
 }
 
-/* ======================= in place ======================= */
-
-static tg_status check_inplace(const char *op, tg_tensor *a) {
-    if (a->requires_grad && tg_is_grad_enabled())
-        return tg_error("%s: a tensor that requires grad cannot be modified in place while grad mode "
-                        "is on (use TG_NO_GRAD)", op);
-    return TG_OK;
-}
+/* ======================= in place (rules in ops/inplace.h) ======================= */
 
 /* torch.can_cast for in-place results: not floating into integers, nor anything but
  * bool into bool. */
@@ -731,53 +725,60 @@ static bool can_cast(tg_dtype from, tg_dtype to) {
     return !(to == TG_BOOL && from != TG_BOOL);
 }
 
-static tg_status binary_inplace(const char *op, tg_binary_kind kind, tg_tensor *a, tg_tensor *b) {
+static tg_status check_result_type(const char *op, tg_dtype result, tg_dtype target) {
+    if (can_cast(result, target)) return TG_OK;
+    return tg_error("%s: result type %s can't be cast to the desired output type %s", op, tg_dtype_name(result),
+                    tg_dtype_name(target));
+}
+
+/* a = a (op) alpha * b, b broadcast to a. */
+static tg_status binary_inplace(const char *op, tg_binary_kind kind, tg_tensor *a, tg_tensor *b, double alpha) {
     if (!a) return tg_error_null_input(op, 0);
     if (!b) return tg_error_null_input(op, 1);
     tg_shape shape;
     tg_dtype dtype;
-    if (check_inplace(op, a) || binary_prepare(op, a, b, &shape, &dtype)) return TG_ERROR;
+    if (binary_prepare(op, a, b, &shape, &dtype)) return TG_ERROR;
     if (!tg_shape_equal(shape, a->shape)) {
         char sa[128], sb[128];
         return tg_error("%s: shape %s cannot be broadcast to the in-place target's shape %s", op,
                         tg_shape_str(b->shape, sb, sizeof sb), tg_shape_str(a->shape, sa, sizeof sa));
     }
-    if (!can_cast(dtype, a->dtype))
-        return tg_error("%s: result type %s can't be cast to the desired output type %s", op, tg_dtype_name(dtype),
-                        tg_dtype_name(a->dtype));
+    if (alpha != 1) dtype = scalar_result_type(dtype, alpha, false);
+    if (check_result_type(op, dtype, a->dtype)) return TG_ERROR;
     tg_status status = TG_ERROR;
     TG_SCOPE {
-        tg_tensor *bc = tg_cast(b, a->dtype);
-        if (bc) status = tg_binary_into(op, kind, a, a, bc);
+        bool record = false;
+        if (!tg_inplace_check(op, a, &b, 1, &record)) {
+            tg_tensor *bc = tg_cast(alpha != 1 ? tg_mul_scalar(b, alpha) : b, a->dtype);
+            if (!bc) {
+            } else if (record) { /* mul saves its inputs: give it a copy of a's old value */
+                status = tg_inplace_commit(a, kind == TG_BINARY_MUL ? tg_mul(tg_clone(a), bc) : tg_add(a, bc));
+            } else if (!tg_binary_into(op, kind, a, a, bc)) {
+                a->storage->version++;
+                status = TG_OK;
+            }
+        }
     }
-    if (status == TG_OK) a->storage->version++;
     return status;
 }
 
-tg_status tg_add_(tg_tensor *a, tg_tensor *b) { return binary_inplace("tg_add_", TG_BINARY_ADD, a, b); }
-tg_status tg_mul_(tg_tensor *a, tg_tensor *b) { return binary_inplace("tg_mul_", TG_BINARY_MUL, a, b); }
+tg_status tg_add_(tg_tensor *a, tg_tensor *b) { return binary_inplace("tg_add_", TG_BINARY_ADD, a, b, 1); }
+tg_status tg_mul_(tg_tensor *a, tg_tensor *b) { return binary_inplace("tg_mul_", TG_BINARY_MUL, a, b, 1); }
+tg_status tg_add_scaled_(tg_tensor *a, tg_tensor *b, double alpha) {
+    return binary_inplace("tg_add_scaled_", TG_BINARY_ADD, a, b, alpha);
+}
 
 tg_status tg_mul_scalar_(tg_tensor *a, double s) {
-    if (!a) return tg_error_null_input("tg_mul_scalar_", 0);
-    if (check_inplace("tg_mul_scalar_", a)) return TG_ERROR;
-    tg_dtype result = scalar_result_type(a->dtype, s, false);
-    if (!can_cast(result, a->dtype))
-        return tg_error("tg_mul_scalar_: result type %s can't be cast to the desired output type %s",
-                        tg_dtype_name(result), tg_dtype_name(a->dtype));
+    bool record = false;
+    if (tg_inplace_check("tg_mul_scalar_", a, NULL, 0, &record) ||
+        check_result_type("tg_mul_scalar_", scalar_result_type(a->dtype, s, false), a->dtype))
+        return TG_ERROR;
+    if (record) {
+        tg_status status = TG_ERROR;
+        TG_SCOPE { status = tg_inplace_commit(a, tg_mul_scalar(a, s)); }
+        return status;
+    }
     if (tg_unary_into("tg_mul_scalar_", TG_UNARY_MUL_SCALAR, a, a, s, 0)) return TG_ERROR;
     a->storage->version++;
     return TG_OK;
-}
-
-tg_status tg_add_scaled_(tg_tensor *a, tg_tensor *b, double alpha) {
-    if (!a) return tg_error_null_input("tg_add_scaled_", 0);
-    if (!b) return tg_error_null_input("tg_add_scaled_", 1);
-    tg_status status = TG_ERROR;
-    TG_SCOPE {
-        bool was = tg_set_grad_enabled(false);
-        tg_tensor *scaled = tg_mul_scalar(b, alpha);
-        tg_set_grad_enabled(was);
-        if (scaled) status = binary_inplace("tg_add_scaled_", TG_BINARY_ADD, a, scaled);
-    }
-    return status;
 }

@@ -76,7 +76,7 @@ static tg_tensor *cat_forward(tg_ctx *ctx, tg_tensor *const *in) {
     int64_t offset = 0;
     for (int i = 0; i < a->count; i++) { /* copy into a window of out: works on any device */
         tg_tensor *window = tg_as_strided(out, in[i]->shape, out->strides, offset * out->strides[a->dim]);
-        if (!window || tg_copy_(window, in[i])) return NULL;
+        if (!window || tg_copy_values_(window, in[i])) return NULL;
         offset += a->sizes[i];
     }
     return out;

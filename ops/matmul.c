@@ -238,7 +238,7 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), opts);
     tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features)); /* a view unless x is scattered */
     if (!out || !x2) return NULL;
-    if (bias ? tg_copy_(out, bias) : tg_fill_(out, 0)) return NULL; /* bias broadcast over the rows */
+    if (bias ? tg_copy_values_(out, bias) : tg_fill_values_(out, 0)) return NULL; /* bias broadcast over the rows */
     gemm_desc g = {.dtype = x->dtype, .device = x->storage->device, .m = rows, .n = out_features,
                    .k = in_features, .ldc = out_features, .alpha = 1, .beta = 1};
     tg_tensor *wt = tg_transpose(w, 0, 1); /* [in, out]: a transposed view, no copy */

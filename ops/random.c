@@ -22,11 +22,13 @@
 #include <string.h>
 
 #include "autograd/grad.h"
+#include "autograd/grad_mode.h"
 #include "core/rng.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/random.h"
 #include "ops/elementwise.h"
+#include "ops/inplace.h"
 #include "ops/random_normal_f32.h"
 #include "ops/shape.h"
 
@@ -193,7 +195,7 @@ static tg_status fill(tg_tensor *t, const dist *d) {
         tg_tensor *view = tg_permute(t, order);
         tg_tensor *tmp = view ? tg_empty(view->shape, (tg_opts){.dtype = t->dtype}) : NULL;
         if (tmp) fill_contiguous(tmp, d, !contiguous);
-        status = tmp ? tg_copy_(view, tmp) : TG_ERROR;
+        status = tmp ? tg_copy_values_(view, tmp) : TG_ERROR;
     }
     return status;
 }
@@ -314,12 +316,31 @@ tg_tensor *tg_bernoulli(tg_tensor *p) {
     return out;
 }
 
+/* The in-place rules (ops/inplace.h) around a fill: on a tensor of the graph, the
+ * values are drawn into a tensor of t's layout (the same draw order) and recorded. */
+static tg_status fill_inplace(const char *op, const tg_function *fn, tg_tensor *t, const dist *d,
+                              tg_status (*draw)(tg_tensor *, const dist *)) {
+    bool record = false;
+    if (tg_inplace_check(op, t, NULL, 0, &record)) return TG_ERROR;
+    if (!record) return draw(t, d);
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        tg_tensor *values = tg_empty_strided_like(t);
+        if (values && !draw(values, d)) status = tg_inplace_overwrite(fn, t, values);
+    }
+    return status;
+}
+
+static const tg_function uniform_fn = TG_OVERWRITE_FUNCTION("uniform_");
+static const tg_function normal_fn = TG_OVERWRITE_FUNCTION("normal_");
+static const tg_function bernoulli_fn = TG_OVERWRITE_FUNCTION("bernoulli_");
+
 tg_status tg_uniform_(tg_tensor *t, double low, double high) {
     if (!t) return tg_error_null_input("tg_uniform_", 0);
     if (check_floating("tg_uniform_", t->dtype)) return TG_ERROR;
     if (!(low <= high)) return tg_error("tg_uniform_: expected low <= high, got %g and %g", low, high);
     dist d = {.kind = DIST_UNIFORM, .a = low, .b = high};
-    return fill(t, &d);
+    return fill_inplace("tg_uniform_", &uniform_fn, t, &d, fill);
 }
 
 tg_status tg_normal_(tg_tensor *t, double mean, double std) {
@@ -327,13 +348,21 @@ tg_status tg_normal_(tg_tensor *t, double mean, double std) {
     if (check_floating("tg_normal_", t->dtype)) return TG_ERROR;
     if (!(std >= 0)) return tg_error("tg_normal_: expected std >= 0, got %g", std);
     dist d = {.kind = DIST_NORMAL, .a = mean, .b = std};
-    return fill(t, &d);
+    return fill_inplace("tg_normal_", &normal_fn, t, &d, fill);
 }
+
+static tg_status bernoulli_fill(tg_tensor *t, const dist *scalar_p);
 
 tg_status tg_bernoulli_(tg_tensor *t, double p) {
     if (!t) return tg_error_null_input("tg_bernoulli_", 0);
     if (!(p >= 0 && p <= 1)) return tg_error("tg_bernoulli_: expected p in [0, 1], but got p=%g", p);
     if (!tg_dtype_is_supported(t->dtype)) return tg_error("tg_bernoulli_: %s is not supported", tg_dtype_name(t->dtype));
+    dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = p, .b = 1};
+    return fill_inplace("tg_bernoulli_", &bernoulli_fn, t, &d, bernoulli_fill);
+}
+
+static tg_status bernoulli_fill(tg_tensor *t, const dist *scalar_p) {
+    double p = scalar_p->a;
     if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_bernoulli && tg_dtype_is_floating(t->dtype) &&
         tg_is_contiguous(t)) { /* the device kernel, with p for every element */
         tg_status status = TG_ERROR;
@@ -454,6 +483,21 @@ static tg_status fans(const char *op, tg_shape shape, int64_t *fan_in, int64_t *
                     "got %s", op, tg_shape_str(shape, buf, sizeof buf));
 }
 
+/* nn.init writes under no_grad, so that it can initialise a parameter that requires grad. */
+static tg_status init_uniform(tg_tensor *t, double bound) {
+    bool was = tg_set_grad_enabled(false);
+    tg_status status = tg_uniform_(t, -bound, bound);
+    tg_set_grad_enabled(was);
+    return status;
+}
+
+static tg_status init_normal(tg_tensor *t, double std) {
+    bool was = tg_set_grad_enabled(false);
+    tg_status status = tg_normal_(t, 0, std);
+    tg_set_grad_enabled(was);
+    return status;
+}
+
 /* torch.nn.init.calculate_gain('leaky_relu', a) = sqrt(2 / (1 + a^2)). */
 static tg_status kaiming_std(const char *op, tg_tensor *t, double a, tg_fan_mode mode, double *std) {
     if (!t) return tg_error_null_input(op, 0);
@@ -467,16 +511,15 @@ static tg_status kaiming_std(const char *op, tg_tensor *t, double a, tg_fan_mode
 }
 
 tg_status tg_kaiming_uniform_(tg_tensor *t, double a, tg_fan_mode mode) {
-    double std;
+    double std = 0;
     if (kaiming_std("tg_kaiming_uniform_", t, a, mode, &std)) return TG_ERROR;
-    double bound = sqrt(3.0) * std;
-    return tg_uniform_(t, -bound, bound);
+    return init_uniform(t, sqrt(3.0) * std);
 }
 
 tg_status tg_kaiming_normal_(tg_tensor *t, double a, tg_fan_mode mode) {
-    double std;
+    double std = 0;
     if (kaiming_std("tg_kaiming_normal_", t, a, mode, &std)) return TG_ERROR;
-    return tg_normal_(t, 0, std);
+    return init_normal(t, std);
 }
 
 static tg_status xavier_std(const char *op, tg_tensor *t, double gain, double *std) {
@@ -490,15 +533,14 @@ static tg_status xavier_std(const char *op, tg_tensor *t, double gain, double *s
 }
 
 tg_status tg_xavier_uniform_(tg_tensor *t, double gain) {
-    double std;
+    double std = 0;
     if (xavier_std("tg_xavier_uniform_", t, gain, &std)) return TG_ERROR;
-    double a = sqrt(3.0) * std;
-    return tg_uniform_(t, -a, a);
+    return init_uniform(t, sqrt(3.0) * std);
 }
 
 tg_status tg_xavier_normal_(tg_tensor *t, double gain) {
-    double std;
+    double std = 0;
     if (xavier_std("tg_xavier_normal_", t, gain, &std)) return TG_ERROR;
-    return tg_normal_(t, 0, std);
+    return init_normal(t, std);
 }
 

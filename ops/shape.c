@@ -9,16 +9,15 @@
 #include "core/tensor_impl.h"
 #include "ops/reduce.h"
 
-static tg_tensor *view_of(tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset) {
-    tg_storage_retain(t->storage);
-    return tg_tensor_wrap(t->storage, t->dtype, shape, strides, offset);
-}
-
-/* Resolves one -1 and checks the element count. */
+/* Resolves one -1 and checks the element count (products checked for overflow: a
+ * shape whose product wraps around to the right count is still refused). */
 static tg_status infer_shape(const char *op, tg_shape from, tg_shape *to) {
     char a[128], b[128];
+    if (to->ndim < 0 || to->ndim > TG_MAX_DIMS)
+        return tg_error("%s: %d dims requested, at most %d are supported", op, to->ndim, TG_MAX_DIMS);
     int infer = -1;
     int64_t known = 1;
+    bool overflow = false;
     for (int i = 0; i < to->ndim; i++) {
         if (to->dims[i] == -1 && infer < 0) {
             infer = i;
@@ -26,12 +25,12 @@ static tg_status infer_shape(const char *op, tg_shape from, tg_shape *to) {
             return tg_error("%s: invalid size %lld in shape %s", op, (long long)to->dims[i],
                             tg_shape_str(*to, a, sizeof a));
         } else {
-            known *= to->dims[i];
+            overflow |= __builtin_mul_overflow(known, to->dims[i], &known);
         }
     }
     int64_t numel = tg_shape_numel(from);
-    if (infer >= 0 && known != 0 && numel % known == 0) to->dims[infer] = numel / known;
-    if ((infer >= 0 && (known == 0 || numel % known != 0)) || tg_shape_numel(*to) != numel)
+    if (infer >= 0 && !overflow && known != 0 && numel % known == 0) to->dims[infer] = numel / known;
+    if (overflow || (infer >= 0 ? known == 0 || numel % known != 0 : known != numel))
         return tg_error("%s: shape %s is invalid for a tensor of shape %s (%lld elements)", op,
                         tg_shape_str(*to, a, sizeof a), tg_shape_str(from, b, sizeof b), (long long)numel);
     return TG_OK;
@@ -77,7 +76,7 @@ static tg_tensor *view_forward(tg_ctx *ctx, tg_tensor *const *in) {
                         "(not contiguous); use tg_reshape",
                         tg_shape_str(in[0]->shape, a, sizeof a), tg_shape_str(*shape, b, sizeof b)), NULL;
     }
-    return view_of(in[0], *shape, strides, in[0]->offset);
+    return tg_make_view("view", in[0], *shape, strides, in[0]->offset);
 }
 
 static void reshape_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
@@ -160,7 +159,7 @@ static tg_tensor *permute_forward(tg_ctx *ctx, tg_tensor *const *in) {
         shape.dims[i] = t->shape.dims[p->dims[i]];
         strides[i] = t->strides[p->dims[i]];
     }
-    return view_of(t, shape, strides, t->offset);
+    return tg_make_view("permute", t, shape, strides, t->offset);
 }
 
 static void permute_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
@@ -214,7 +213,7 @@ static tg_tensor *narrow_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *t = in[0];
     tg_shape shape = t->shape;
     shape.dims[a->dim] = a->length;
-    return view_of(t, shape, t->strides, t->offset + a->start * t->strides[a->dim]);
+    return tg_make_view("narrow", t, shape, t->strides, t->offset + a->start * t->strides[a->dim]);
 }
 
 static tg_tensor *narrow_pad(tg_tensor *g, const narrow_args *a);
@@ -234,8 +233,8 @@ static tg_tensor *pad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!out) return NULL;
     tg_shape window = a->full;
     window.dims[a->dim] = a->length;
-    tg_tensor *w = view_of(out, window, out->strides, a->start * out->strides[a->dim]);
-    if (tg_copy_(w, in[0])) return NULL;
+    tg_tensor *w = tg_make_view("narrow_backward", out, window, out->strides, a->start * out->strides[a->dim]);
+    if (!w || tg_copy_values_(w, in[0])) return NULL;
     return out;
 }
 
@@ -257,7 +256,7 @@ tg_tensor *tg_narrow(tg_tensor *t, int dim, int64_t start, int64_t length) {
         return tg_error("tg_narrow: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim), NULL;
     int64_t size = t->shape.dims[d];
     if (start < 0) start += size;
-    if (start < 0 || length < 0 || start + length > size) {
+    if (start < 0 || length < 0 || length > size - start) { /* start + length may overflow */
         char s[128];
         return tg_error("tg_narrow: start %lld + length %lld exceeds size %lld of dim %d (shape %s)",
                         (long long)start, (long long)length, (long long)size, d,
@@ -278,7 +277,7 @@ static tg_tensor *expand_forward(tg_ctx *ctx, tg_tensor *const *in) {
         int td = i - lead;
         strides[i] = (td < 0 || t->shape.dims[td] == 1) && shape->dims[i] != 1 ? 0 : td >= 0 ? t->strides[td] : 0;
     }
-    return view_of(t, *shape, strides, t->offset);
+    return tg_make_view("expand", t, *shape, strides, t->offset);
 }
 
 static void expand_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
@@ -291,7 +290,7 @@ tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
     if (!t) return tg_error_null_input("tg_expand", 0), NULL;
     char a[128], b[128];
     int lead = shape.ndim - t->shape.ndim;
-    bool ok = lead >= 0;
+    bool ok = lead >= 0 && shape.ndim <= TG_MAX_DIMS;
     for (int i = 0; ok && i < shape.ndim; i++) {
         int td = i - lead;
         if (shape.dims[i] == -1) {
@@ -308,11 +307,17 @@ tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
     return tg_apply_args(&expand_fn, &t, &shape, sizeof shape);
 }
 
-/* ---- contiguous ---- */
+/* ---- contiguous, clone ---- */
 
-static tg_tensor *contiguous_forward(tg_ctx *ctx, tg_tensor *const *in) { return tg_clone(in[0]); }
+static tg_tensor *copy_values_forward(tg_ctx *ctx, tg_tensor *const *in) { return tg_clone_values(in[0]); }
 static void identity_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) { grad_in[0] = g; }
-static const tg_function contiguous_fn = {"contiguous", 1, contiguous_forward, identity_backward, 0};
+static const tg_function contiguous_fn = {"contiguous", 1, copy_values_forward, identity_backward, 0};
+static const tg_function clone_fn = {"clone", 1, copy_values_forward, identity_backward, 0};
+
+tg_tensor *tg_clone(tg_tensor *t) {
+    if (!t) return tg_error_null_input("tg_clone", 0), NULL;
+    return tg_apply(&clone_fn, &t);
+}
 
 tg_tensor *tg_contiguous(tg_tensor *t) {
     if (!t) return tg_error_null_input("tg_contiguous", 0), NULL;

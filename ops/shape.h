@@ -32,6 +32,9 @@ tg_tensor *tg_narrow(tg_tensor *t, int dim, int64_t start, int64_t length);
 /* torch.Tensor.expand: size-1 dims (and new leading dims) broadcast to shape; -1
  * keeps a size. A view with stride 0. */
 tg_tensor *tg_expand(tg_tensor *t, tg_shape shape);
+/* torch.clone: a contiguous copy with its own storage, same dtype and device; the
+ * gradient flows through it unchanged. */
+tg_tensor *tg_clone(tg_tensor *t);
 /* torch.Tensor.contiguous: t itself (a new reference) when already contiguous. */
 tg_tensor *tg_contiguous(tg_tensor *t);
 

@@ -63,7 +63,7 @@ static tg_tensor *softmax_forward(tg_ctx *ctx, tg_tensor *const *in) {
         if (x->shape.ndim > 0 && TG_CUDA_CALL(a->log ? "tg_log_softmax" : "tg_softmax", tg_cuda_softmax, out, x,
                                               a->dim, a->log))
             return NULL;
-        if (x->shape.ndim == 0 && tg_fill_(out, a->log ? 0.0 : 1.0)) return NULL;
+        if (x->shape.ndim == 0 && tg_fill_values_(out, a->log ? 0.0 : 1.0)) return NULL;
     } else {
         /* One "row" per position of the other dims; the reduce plan walks the strides
          * (a contiguous last dim is the unit-stride fast case of the same loop). */

@@ -13,6 +13,7 @@
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
+#include "ops/inplace.h"
 #include "ops/cuda/optim.h"
 #include "ops/dispatch.h"
 #include "ops/shape.h"
