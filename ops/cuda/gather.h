@@ -2,7 +2,7 @@
  * ops/gather.c. Tensors are on one device; `dim` is already wrapped. Index tensors
  * are contiguous int64. An index out of range must be reported as an error (e.g. a
  * device-side flag read back) naming the op, not a crash. cat and stack need no
- * entry (they copy with tg_copy_). */
+ * entry (they copy with tg_copy_values_). */
 #ifndef TG_OPS_CUDA_GATHER_H
 #define TG_OPS_CUDA_GATHER_H
 
