@@ -51,7 +51,7 @@ typedef struct {
     tg_backward_opts opts;
     bool retain;
     capture_spec cap;
-    tg_node_map index; /* node -> its entry in states */
+    tg_node_map index; /* node -> its entry in states, for nodes an outer task claimed */
     node_state *states;
     long num_states, states_capacity;
     long *ready; /* max-heap of state indices on sequence_nr */
@@ -153,57 +153,73 @@ static tg_tensor *run_hooks(tg_hook_entry *h, tg_tensor *grad) {
 /* Checks g against the input's recorded metadata, summing a broadcast gradient back
  * to the input's shape. Returns an owned reference, or NULL + error. */
 static tg_tensor *conform(tg_node *n, int i, tg_tensor *g) {
-    tg_tensor_meta m = n->input_meta[i];
+    const tg_tensor_meta *m = &n->input_meta[i];
+    if (tg_dtype_of(g) == m->dtype && tg_shape_equal(tg_shape_of(g), m->shape) &&
+        tg_device_equal(tg_device_of(g), m->device))
+        return tg_retain(g); /* the common case */
     char want[128], got[128], dev_a[16], dev_b[16];
-    if (!tg_device_equal(tg_device_of(g), m.device))
+    if (!tg_device_equal(tg_device_of(g), m->device))
         return tg_error("%s (#%llu): backward returned a gradient on %s for input %d, which is on %s",
                         n->fn->name, (unsigned long long)n->sequence_nr,
-                        tg_device_str(tg_device_of(g), dev_a), i, tg_device_str(m.device, dev_b)),
+                        tg_device_str(tg_device_of(g), dev_a), i, tg_device_str(m->device, dev_b)),
                NULL;
-    if (tg_dtype_of(g) != m.dtype && tg_dtype_is_floating(tg_dtype_of(g)) && tg_dtype_is_floating(m.dtype)) {
+    if (tg_dtype_of(g) != m->dtype && tg_dtype_is_floating(tg_dtype_of(g)) && tg_dtype_is_floating(m->dtype)) {
         /* A mixed-dtype op computed in the wider type: the gradient comes back in the
          * input's own dtype, as PyTorch's engine casts it (validate_outputs). */
-        tg_tensor *cast = tg_cast(g, m.dtype); /* owned by the current scope */
+        tg_tensor *cast = tg_cast(g, m->dtype); /* owned by the current scope */
         return cast ? conform(n, i, cast) : NULL;
     }
-    if (tg_dtype_of(g) != m.dtype)
+    if (tg_dtype_of(g) != m->dtype)
         return tg_error("%s (#%llu): backward returned a %s gradient for input %d of dtype %s",
                         n->fn->name, (unsigned long long)n->sequence_nr, tg_dtype_name(tg_dtype_of(g)),
-                        i, tg_dtype_name(m.dtype)),
+                        i, tg_dtype_name(m->dtype)),
                NULL;
-    if (tg_shape_equal(tg_shape_of(g), m.shape)) return tg_retain(g);
     tg_shape b;
-    if (tg_broadcast_shapes(m.shape, tg_shape_of(g), &b) && tg_shape_equal(b, tg_shape_of(g)))
-        return tg_retain(tg_sum_to(g, m.shape));
+    if (tg_broadcast_shapes(m->shape, tg_shape_of(g), &b) && tg_shape_equal(b, tg_shape_of(g)))
+        return tg_retain(tg_sum_to(g, m->shape));
     return tg_error("%s (#%llu): backward returned a gradient of shape %s for input %d of shape %s",
                     n->fn->name, (unsigned long long)n->sequence_nr,
                     tg_shape_str(tg_shape_of(g), got, sizeof got), i,
-                    tg_shape_str(m.shape, want, sizeof want)),
+                    tg_shape_str(m->shape, want, sizeof want)),
            NULL;
 }
 
 /* ---- collect ---- */
 
+/* The index of n's state in this task, or -1 when it has none yet. */
+static long find_state(const graph_task *t, const tg_node *n) {
+    if (atomic_load_explicit(&n->backward_owner, memory_order_relaxed) == &this_thread && n->backward_task == t)
+        return n->backward_slot;
+    return tg_node_map_get(&t->index, n); /* nodes that a task outside this one claimed */
+}
+
 /* The state of n, added (and n claimed for this thread) on first sight; -1 + error
  * when a backward on another thread holds n. */
 static long state_of(graph_task *t, tg_node *n, bool *added) {
-    long i = tg_node_map_get(&t->index, n);
+    long i = find_state(t, n);
     *added = i < 0;
     if (i >= 0) return i;
+    GROW(t->states, t->num_states, t->states_capacity, 64);
+    i = t->num_states;
     const void *expected = NULL;
-    if (atomic_compare_exchange_strong(&n->backward_owner, &expected, (const void *)&this_thread)) {
+    if (atomic_compare_exchange_strong_explicit(&n->backward_owner, &expected, (const void *)&this_thread,
+                                                memory_order_acquire, memory_order_relaxed)) {
         GROW(t->claimed, t->num_claimed, t->claimed_capacity, 64);
         t->claimed[t->num_claimed++] = n;
-    } else if (expected != &this_thread) { /* a nested backward on this thread may share nodes */
+        n->backward_task = t;
+        n->backward_slot = i;
+    } else if (expected == &this_thread) { /* a backward inside a backward shares nodes */
+        tg_node_map_add(&t->index, n, i);
+    } else {
         tg_error("%s: node '%s' (#%llu) is in a backward running on another thread; a graph belongs to "
                  "one thread at a time (docs/reliability.md)",
                  t->op, n->fn->name, (unsigned long long)n->sequence_nr);
         return -1;
     }
-    GROW(t->states, t->num_states, t->states_capacity, 64);
-    i = t->num_states++;
-    t->states[i] = (node_state){.node = n};
-    tg_node_map_add(&t->index, n, i);
+    node_state *st = &t->states[t->num_states++];
+    st->node = n;
+    st->dependencies = 0;
+    for (int o = 0; o < TG_MAX_OP_OUTPUTS; o++) st->grads[o] = NULL;
     return i;
 }
 
@@ -247,13 +263,13 @@ static void seed(graph_task *t, tg_tensor *const *roots, tg_tensor *const *root_
             tg_retain(g);
         }
         if (roots[r]->grad_fn)
-            accumulate(&t->states[tg_node_map_get(&t->index, roots[r]->grad_fn)].grads[roots[r]->output_nr], g);
+            accumulate(&t->states[find_state(t, roots[r]->grad_fn)].grads[roots[r]->output_nr], g);
         else
             accumulate(&leaf_slot(t, roots[r])->grad, g);
     }
     for (int r = 0; r < num_roots; r++) {
         if (!roots[r]->grad_fn) continue;
-        long s = tg_node_map_get(&t->index, roots[r]->grad_fn);
+        long s = find_state(t, roots[r]->grad_fn);
         if (t->states[s].dependencies == 0) make_ready(t, s);
     }
 }
@@ -283,12 +299,13 @@ static void call_backward(graph_task *t, node_state *st, tg_tensor **grad_inputs
         bool profiling = tg_profile_enabled();
         double started = profiling ? tg_profile_clock() : 0;
         size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
-        tg_backward_frame outer = tg_backward_frame_swap((tg_backward_frame){n, st->grads});
+        tg_backward_frame outer = tg_current_backward_frame;
+        tg_current_backward_frame = (tg_backward_frame){n, st->grads};
         tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
         bool was_in_backward = profiling && tg_profile_set_in_backward(true);
         n->fn->backward(&n->ctx, grad0, grad_inputs);
         if (profiling) tg_profile_set_in_backward(was_in_backward);
-        tg_backward_frame_swap(outer);
+        tg_current_backward_frame = outer;
         if (profiling)
             tg_profile_record(n->fn->name, true, tg_profile_clock() - started,
                               tg_thread_bytes_allocated() - bytes_before);
@@ -307,7 +324,7 @@ static void deliver(graph_task *t, tg_node *n, tg_tensor **grad_inputs) {
         if (t->status != TG_OK) {
             tg_release(grad_inputs[i]);
         } else if (e->node) {
-            long s = tg_node_map_get(&t->index, e->node);
+            long s = find_state(t, e->node);
             if (grad_inputs[i]) accumulate(&t->states[s].grads[e->output_nr], grad_inputs[i]);
             if (--t->states[s].dependencies == 0) make_ready(t, s);
         } else if (e->leaf && grad_inputs[i]) {
@@ -440,10 +457,14 @@ static tg_status check_roots(const char *op, tg_tensor *const *roots, tg_tensor 
 }
 
 static void free_task(graph_task *t) {
-    for (long k = 0; k < t->num_states; k++)
-        for (int o = 0; o < TG_MAX_OP_OUTPUTS; o++) tg_release(t->states[k].grads[o]);
+    if (t->status != TG_OK) /* on success every node ran and dropped its gradients */
+        for (long k = 0; k < t->num_states; k++)
+            for (int o = 0; o < TG_MAX_OP_OUTPUTS; o++) tg_release(t->states[k].grads[o]);
     for (long k = 0; k < t->num_leaves; k++) tg_release(t->leaves[k].grad);
-    for (long k = 0; k < t->num_claimed; k++) atomic_store(&t->claimed[k]->backward_owner, NULL);
+    for (long k = 0; k < t->num_claimed; k++) {
+        t->claimed[k]->backward_task = NULL;
+        atomic_store_explicit(&t->claimed[k]->backward_owner, NULL, memory_order_release);
+    }
     tg_node_map_free(&t->index);
     free(t->states);
     free(t->ready);

@@ -197,18 +197,12 @@ tg_tensor *tg_ctx_saved(tg_ctx *ctx, int i) {
     return alias;
 }
 
-static _Thread_local tg_backward_frame current_frame;
-
-tg_backward_frame tg_backward_frame_swap(tg_backward_frame frame) {
-    tg_backward_frame previous = current_frame;
-    current_frame = frame;
-    return previous;
-}
+_Thread_local tg_backward_frame tg_current_backward_frame;
 
 tg_tensor *tg_ctx_grad_output(tg_ctx *ctx, int i) {
     tg_node *n = ctx->node;
-    TG_ASSERT(i >= 0 && i < n->num_outputs && current_frame.node == n);
-    tg_tensor **g = &current_frame.grads[i];
+    TG_ASSERT(i >= 0 && i < n->num_outputs && tg_current_backward_frame.node == n);
+    tg_tensor **g = &tg_current_backward_frame.grads[i];
     if (!*g) {
         tg_tensor_meta m = n->output_meta[i];
         *g = tg_retain(tg_zeros(m.shape, (tg_opts){.dtype = m.dtype, .device = m.device}));

@@ -63,10 +63,14 @@ struct tg_node {
     bool saved_freed; /* released by a backward without retain_graph */
     void *attrs; /* attrs_inline or heap */
     size_t attrs_size;
-    /* The thread whose backward holds this node (NULL: none). A backward's own state
-     * (dependencies, gradients) lives in its graph task, never here; this only lets a
-     * backward on a second thread refuse a node that one on the first is running. */
-    _Atomic(const void *) backward_owner;
+    /* The claim of the backward that is running this node. A backward's state
+     * (dependencies, gradients) lives in its graph task, never here: the claim lets a
+     * backward on a second thread refuse a node that one on the first is running, and
+     * tells the claiming task where its state for the node is (read only by that task,
+     * after checking the owner; a nested task on the same thread uses its own map). */
+    _Atomic(const void *) backward_owner; /* the claiming thread's token, or NULL */
+    const void *backward_task;            /* the claiming graph task */
+    long backward_slot;                   /* the node's index in that task's state */
     bool needs_input_grad[TG_MAX_OP_INPUTS];
     tg_ctx ctx; /* ctx.node == this node; what forward and backward are given */
     /* Not cleared when a node struct is reused (TG_NODE_CLEARED_BYTES): each is
@@ -79,13 +83,13 @@ struct tg_node {
 #define TG_NODE_CLEARED_BYTES offsetof(tg_node, input_meta)
 
 /* What tg_ctx_grad_output reads: the summed output gradients of the node whose
- * backward this thread is running, set by the engine around each call (the
- * previous frame is returned, so nested backward calls restore it). */
+ * backward this thread is running, set by the engine around each call (and put
+ * back afterwards, so a backward inside a backward restores the outer one). */
 typedef struct {
     const tg_node *node;
     tg_tensor **grads; /* [num_outputs], owned by the engine's graph task */
 } tg_backward_frame;
-tg_backward_frame tg_backward_frame_swap(tg_backward_frame frame);
+extern _Thread_local tg_backward_frame tg_current_backward_frame;
 
 void tg_node_retain(tg_node *n);
 /* Drops a reference; frees at zero, iteratively (a 100,000-node chain does not recurse). */
