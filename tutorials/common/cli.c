@@ -9,14 +9,6 @@
 
 #include "tutorials/common/common.h"
 
-static void die_on_error(const char *message, void *user) {
-    (void)user;
-    fprintf(stderr, "error: %s\n", message);
-    exit(1);
-}
-
-void tut_exit_on_error(bool on) { tg_set_error_handler(on ? die_on_error : NULL, NULL); }
-
 static void usage(FILE *out, const char *prog, const char *about, const tut_args *d, const tut_option *extra,
                   int count) {
     fprintf(out, "%s\n\nusage: %s [options]\n\n", about, prog);
@@ -115,8 +107,8 @@ void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, co
 #undef VALUE
     }
 
-    /* From here on, any tapegrad error ends the program with its message. */
-    tg_set_error_handler(die_on_error, NULL);
+    /* From here on, any tapegrad error ends the program with its message (TG_ERRORS=exit). */
+    tg_set_error_mode(TG_ERRORS_EXIT);
 
     const char *d = args->device_name;
     if (!strcmp(d, "cpu")) {

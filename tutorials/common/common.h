@@ -45,14 +45,10 @@ typedef struct {
  * lesson's `extra` options (count may be 0). Prints --help (the `about` line,
  * then every option with its default) and exits 0; exits 2 on a bad option.
  * Resolves the device: "auto" is CUDA when tg_cuda_available(), else the CPU;
- * asking for CUDA without it exits with a message. Also installs an error handler
- * that prints tapegrad's message and exits, so the lessons need no error checks. */
+ * asking for CUDA without it exits with a message. Also sets tapegrad's error mode to
+ * TG_ERRORS_EXIT (print the message and exit), so the lessons need no error checks. */
 void tut_parse_args(int argc, char **argv, const char *about, tut_args *args,
                     const tut_option *extra, int count);
-
-/* Turns the "print tapegrad's error and exit" handler that tut_parse_args installs
- * on or off (off: failing calls just return NULL and record the message). */
-void tut_exit_on_error(bool on);
 
 /* Where to write an output file given on the command line: `bazel run` runs the
  * program in its runfiles folder, so a relative path is taken relative to
