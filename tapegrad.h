@@ -53,4 +53,8 @@
 #include "io/safetensors.h"
 #include "io/checkpoint.h"
 
+/* Last: the leak report's source lines (core/trace.h). */
+#include "core/trace.h"
+#include "core/trace_macros.h"
+
 #endif

@@ -1,4 +1,5 @@
 #include "core/error.h"
+#include "core/trace_impl.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -114,6 +115,7 @@ static void warn_once(const char *message) {
 void tg_error_exit_handler(const char *message, void *user) {
     (void)user;
     fprintf(stderr, "tapegrad: error: %s\n", message);
+    atomic_store(&tg_exiting_on_error_, true); /* the tensors of the interrupted work are no leak */
     fflush(NULL);
     exit(1);
 }
@@ -139,6 +141,8 @@ static void act(bool consequence) {
     case TG_ERRORS_ABORT:
         fprintf(stderr, "tapegrad: error: %s\n", last_message);
         abort();
+    case TG_ERRORS_DEFAULT: /* tg_get_error_mode never returns it */
+        break;
     }
 }
 
@@ -156,8 +160,10 @@ tg_status tg_error(const char *fmt, ...) {
 
 tg_status tg_error_null_input(const char *op, int index) {
     if (!pending) return tg_error("%s: input %d is NULL", op, index);
-    snprintf(last_message, sizeof last_message, "%s: input %d is NULL: the op that made it failed: %s", op, index,
-             root_message);
+    int n = snprintf(last_message, sizeof last_message, "%s: input %d is NULL: the op that made it failed: %s", op,
+                     index, root_message);
+    if (n >= (int)sizeof last_message) /* a long first message loses its end, marked */
+        memcpy(last_message + sizeof last_message - 4, "...", 4);
     count++;
     act(true);
     return TG_ERROR;
