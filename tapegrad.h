@@ -21,6 +21,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/options.h"
 #include "core/rng.h"
 #include "core/scope.h"
 #include "core/shape.h"

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 
 #include "core/error.h"
+#include "core/options.h" /* TG_ZERO */
 
 #ifdef __cplusplus
 extern "C" {

@@ -33,7 +33,7 @@ double train_step(tg_module *model, tg_optim *opt) {
     TG_SCOPE {
         tg_tensor *x = tg_randn(TG_SHAPE(5, 4), tg_opts{});
         tg_tensor *y = tg_randn(TG_SHAPE(5, 2), tg_opts{});
-        tg_tensor *loss = tg_mse_loss(tg_forward(model, x), y, TG_REDUCTION_MEAN);
+        tg_tensor *loss = tg_mse_loss(tg_forward(model, x), y);
         tg_backward(loss);
         tg_optim_step(opt);
         tg_optim_zero_grad(opt);
