@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
     const char *dot_path = NULL;
     tut_option extra[] = {{.name = "--dot", .metavar = "FILE", .value = &dot_path,
                            .help = "also write the graph to FILE (render: dot -Tsvg FILE)"}};
-    tut_args args = {.epochs = 1, .batch_size = 64, .lr = 0.1, .seed = 1};
+    tut_args args = {.options = TUT_OPT_DEVICE | TUT_OPT_SEED, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 01: tensors, views, scopes, a gradient, no-grad, the graph as DOT.", &args,
                    extra, 1);
     tg_manual_seed(args.seed);
