@@ -467,14 +467,14 @@ static tg_status kaiming_std(const char *op, tg_tensor *t, double a, tg_fan_mode
 }
 
 tg_status tg_kaiming_uniform_(tg_tensor *t, double a, tg_fan_mode mode) {
-    double std;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (kaiming_std("tg_kaiming_uniform_", t, a, mode, &std)) return TG_ERROR;
     double bound = sqrt(3.0) * std;
     return tg_uniform_(t, -bound, bound);
 }
 
 tg_status tg_kaiming_normal_(tg_tensor *t, double a, tg_fan_mode mode) {
-    double std;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (kaiming_std("tg_kaiming_normal_", t, a, mode, &std)) return TG_ERROR;
     return tg_normal_(t, 0, std);
 }
@@ -490,14 +490,14 @@ static tg_status xavier_std(const char *op, tg_tensor *t, double gain, double *s
 }
 
 tg_status tg_xavier_uniform_(tg_tensor *t, double gain) {
-    double std;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (xavier_std("tg_xavier_uniform_", t, gain, &std)) return TG_ERROR;
     double a = sqrt(3.0) * std;
     return tg_uniform_(t, -a, a);
 }
 
 tg_status tg_xavier_normal_(tg_tensor *t, double gain) {
-    double std;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (xavier_std("tg_xavier_normal_", t, gain, &std)) return TG_ERROR;
     return tg_normal_(t, 0, std);
 }
