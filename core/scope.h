@@ -1,4 +1,4 @@
-/* References and scopes: who frees what (DESIGN.md, "Memory").
+/* References and scopes: who frees what (docs/design.md).
  *
  * Every tensor is reference-counted. A function returning `tg_tensor *` returns a new
  * reference; while a scope is open, that reference belongs to the innermost scope and
