@@ -14,7 +14,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --prefix=*) prefix=${1#--prefix=} ;;
     --prefix) [[ $# -ge 2 ]] || { echo "install: --prefix needs a folder" >&2; exit 2; }; prefix=$2; shift ;;
-    -h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install: unknown argument '$1' (--prefix=DIR)" >&2; exit 2 ;;
   esac
   shift
