@@ -25,6 +25,13 @@ ok "installed to $prefix"
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 src=tests/install/main.c
+# A sanitizer build (CI's asan stage) installs an instrumented library: its consumers
+# are then built with the same sanitizers, as they would have to be.
+san=()
+if nm "$prefix/lib/libtapegrad.a" 2>/dev/null | grep ' U __asan_init' >/dev/null; then  # no -q: pipefail
+  san=(-fsanitize=address,undefined)
+  ok "instrumented library (asan build): consumers built with ${san[*]}"
+fi
 run() { # NAME BINARY: runs it, wants exit 0 and "ok"
   local out
   out=$("$2" 2>&1)
@@ -32,25 +39,26 @@ run() { # NAME BINARY: runs it, wants exit 0 and "ok"
 }
 
 # 1. pkg-config, shared, warnings as errors.
-if cc -std=c11 -Wall -Wextra -Werror "$src" $(pkg-config --cflags --libs tapegrad) -lm -o "$work/app_shared"; then
+if cc "${san[@]}" -std=c11 -Wall -Wextra -Werror "$src" $(pkg-config --cflags --libs tapegrad) -lm -o "$work/app_shared"; then
   run "cc \$(pkg-config --cflags --libs tapegrad)" "$work/app_shared"
-  ldd "$work/app_shared" | grep -q "$prefix/lib/libtapegrad.so.0" || fail "app_shared does not load the installed library"
+  ldd "$work/app_shared" | grep "$prefix/lib/libtapegrad.so.0" >/dev/null || fail "app_shared does not load the installed library"
 else
   fail "cc with pkg-config"
 fi
 
 # 2. Static: the archive and pkg-config's private libraries.
-if cc "$src" $(pkg-config --cflags tapegrad) "$prefix/lib/libtapegrad.a" \
+if cc "${san[@]}" "$src" $(pkg-config --cflags tapegrad) "$prefix/lib/libtapegrad.a" \
   $(pkg-config --static --libs-only-other --libs-only-L tapegrad) -lopenblas -lz -lcjson -lm -lpthread \
   -o "$work/app_static"; then
   run "static libtapegrad.a" "$work/app_static"
-  ! ldd "$work/app_static" | grep -q libtapegrad || fail "app_static loads libtapegrad.so"
+  ! ldd "$work/app_static" | grep libtapegrad >/dev/null || fail "app_static loads libtapegrad.so"
 else
   fail "static link"
 fi
 
 # 3. CMake: find_package(tapegrad), shared and static targets.
 if cmake -S tests/install -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_FLAGS="${san[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san[*]}" \
   >"$work/cmake.log" 2>&1 && cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1; then
   run "cmake tapegrad::tapegrad" "$work/cmake/consumer"
   run "cmake tapegrad::tapegrad_static" "$work/cmake/consumer_static"
