@@ -21,6 +21,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/options.h"
 #include "core/rng.h"
 #include "core/scope.h"
 #include "core/shape.h"
@@ -53,5 +54,9 @@
 #include "data/loader.h"
 #include "io/safetensors.h"
 #include "io/checkpoint.h"
+
+/* Last: the leak report's source lines (core/trace.h). */
+#include "core/trace.h"
+#include "core/trace_macros.h"
 
 #endif

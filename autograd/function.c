@@ -197,7 +197,7 @@ tg_tensor *tg_ctx_saved(tg_ctx *ctx, int i) {
     return alias;
 }
 
-_Thread_local tg_backward_frame tg_current_backward_frame;
+__attribute__((visibility("hidden"))) _Thread_local tg_backward_frame tg_current_backward_frame;
 
 tg_tensor *tg_ctx_grad_output(tg_ctx *ctx, int i) {
     tg_node *n = ctx->node;

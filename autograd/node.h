@@ -89,7 +89,8 @@ typedef struct {
     const tg_node *node;
     tg_tensor **grads; /* [num_outputs], owned by the engine's graph task */
 } tg_backward_frame;
-extern _Thread_local tg_backward_frame tg_current_backward_frame;
+/* Hidden: library state, not part of the exported ABI. */
+extern __attribute__((visibility("hidden"))) _Thread_local tg_backward_frame tg_current_backward_frame;
 
 void tg_node_retain(tg_node *n);
 /* Drops a reference; frees at zero, iteratively (a 100,000-node chain does not recurse). */

@@ -6,6 +6,7 @@
 
 #include "core/tensor_impl.h"
 #include "core/thread_exit.h"
+#include "core/trace_impl.h"
 
 /* The scope stack is one growing array of owned references (like an autorelease
  * pool); each open scope remembers where its part starts and which tensors it hands
@@ -102,6 +103,7 @@ tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
     else
         tg_contiguous_strides(shape, t->strides);
     atomic_fetch_add(&live_tensors, 1);
+    if (tg_leak_trace_on_()) tg_trace_created_(t);
     return tg_scope_track(t);
 }
 
@@ -122,6 +124,7 @@ void tg_release(tg_tensor *t) {
     while (t) {
         if (--t->refcount > 0) return;
         if (t->grad_fn || t->hooks) tg_autograd_free_slots(t);
+        if (t->trace) tg_trace_freed_(t);
         tg_storage_release(t->storage);
         tg_tensor *grad = t->grad;
         tensor_free(t);

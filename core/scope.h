@@ -1,4 +1,4 @@
-/* References and scopes: who frees what (DESIGN.md, "Memory").
+/* References and scopes: who frees what (docs/design.md).
  *
  * Every tensor is reference-counted. A function returning `tg_tensor *` returns a new
  * reference; while a scope is open, that reference belongs to the innermost scope and
@@ -10,8 +10,12 @@
  *         tg_tensor *loss = ...;     // freed at the closing brace
  *     }
  *
- * Do not `return`, `break` or `goto` out of a TG_SCOPE block: the scope would stay
- * open. Scopes are per thread. */
+ * However the block is left, the scope ends: at the closing brace, or on the way out
+ * with `return`, `goto` or a failing ASSERT_* of a test (GCC's and Clang's
+ * __attribute__((cleanup)), in C and C++). A tensor to keep goes through
+ * tg_scope_return first, as always. TG_SCOPE is a one-pass loop, so a `break` or
+ * `continue` in it leaves the TG_SCOPE block itself, not an enclosing loop. Scopes
+ * are per thread. */
 #ifndef TG_CORE_SCOPE_H
 #define TG_CORE_SCOPE_H
 
@@ -38,10 +42,28 @@ int tg_scope_depth(void);
 
 #define TG_CONCAT2(a, b) a##b
 #define TG_CONCAT(a, b) TG_CONCAT2(a, b)
-#define TG_SCOPE                                                                  \
-    for (int TG_CONCAT(tg_scope_once_, __LINE__) = (tg_scope_begin(), 1);         \
-         TG_CONCAT(tg_scope_once_, __LINE__);                                     \
-         TG_CONCAT(tg_scope_once_, __LINE__) = (tg_scope_end(), 0))
+/* Runs fn(&variable) when the variable goes out of scope, however the block is left. */
+#define TG_CLEANUP_(fn) __attribute__((cleanup(fn)))
+
+/* Internal to the block macros (TG_SCOPE, TG_FOR_EACH_BATCH): the depth to return to. */
+typedef struct {
+    int depth;
+    int once;
+} tg_scope_guard_;
+static inline tg_scope_guard_ tg_scope_guard_begin_(void) {
+    tg_scope_guard_ g = {tg_scope_depth(), 1};
+    tg_scope_begin();
+    return g;
+}
+/* Ends every scope opened since g began (the block's own, and any the block left open). */
+static inline void tg_scope_guard_end_(tg_scope_guard_ *g) {
+    while (tg_scope_depth() > g->depth) tg_scope_end();
+}
+
+#define TG_SCOPE                                                                                         \
+    for (tg_scope_guard_ TG_CONCAT(tg_scope_, __LINE__) TG_CLEANUP_(tg_scope_guard_end_) =               \
+             tg_scope_guard_begin_();                                                                    \
+         TG_CONCAT(tg_scope_, __LINE__).once; TG_CONCAT(tg_scope_, __LINE__).once = 0)
 
 /* Live objects, cheap enough to stay on in every build; tests assert zero leaks. */
 long tg_live_tensors(void);

@@ -86,6 +86,10 @@ tg_tensor *tg_ones_like(tg_tensor *like) {
     if (!like) return tg_error_null_input("tg_ones_like", 0), NULL;
     return make_filled("tg_ones_like", like->shape, opts_like(like), 1);
 }
+tg_tensor *tg_full_like(tg_tensor *like, double value) {
+    if (!like) return tg_error_null_input("tg_full_like", 0), NULL;
+    return make_filled("tg_full_like", like->shape, opts_like(like), value);
+}
 
 tg_tensor *tg_arange(double start, double end, double step, tg_opts opts) {
     if (step == 0 || !isfinite(start) || !isfinite(end) || !isfinite(step))

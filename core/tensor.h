@@ -47,6 +47,9 @@ tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_opts opts);
 tg_tensor *tg_empty_like(tg_tensor *like);
 tg_tensor *tg_zeros_like(tg_tensor *like);
 tg_tensor *tg_ones_like(tg_tensor *like);
+/* torch.full_like(like, value): like's shape, dtype and device, every element value
+ * (converted to the dtype as tg_fill_ converts it). */
+tg_tensor *tg_full_like(tg_tensor *like, double value);
 
 /* ---- reading ---- */
 /* Copies the elements (in logical row-major order, any strides, any device) into the

@@ -25,6 +25,7 @@ struct tg_tensor {
     struct tg_node *grad_fn;      /* owned reference to the node that made this tensor */
     int output_nr;                /* which output of grad_fn this is */
     struct tg_hook_list *hooks;   /* owned; gradient hooks */
+    struct tg_trace_rec *trace;   /* owned; where it was made, while TG_LEAK_TRACE is on (core/trace.c) */
 };
 
 /* Set by autograd when it first attaches a node or a hook; called when a tensor with

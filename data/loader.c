@@ -238,6 +238,27 @@ bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y) {
     return true;
 }
 
+/* TG_FOR_EACH_BATCH: a scope per batch, ended however the loop is left. */
+tg_batch_loop_ tg_batch_loop_begin_(tg_loader *ld, tg_tensor **x, tg_tensor **y) {
+    tg_batch_loop_ l = {ld, tg_scope_depth(), false};
+    tg_scope_begin();
+    l.more = tg_loader_next(ld, x, y);
+    return l;
+}
+
+void tg_batch_loop_next_(tg_batch_loop_ *l, tg_tensor **x, tg_tensor **y) {
+    while (tg_scope_depth() > l->depth) tg_scope_end();
+    tg_scope_begin();
+    l->more = tg_loader_next(l->ld, x, y);
+}
+
+void tg_batch_loop_end_(tg_batch_loop_ *l) {
+    /* Left with a batch in hand (break, return, goto): the pass is over, as a DataLoader
+     * iterator that is dropped; the next pass is the next epoch. */
+    if (l->more && l->ld) l->ld->finished = true;
+    while (tg_scope_depth() > l->depth) tg_scope_end();
+}
+
 int64_t tg_loader_num_batches(const tg_loader *ld) {
     if (!ld) return 0;
     int64_t b = ld->opts.batch_size;

@@ -102,15 +102,26 @@ int64_t tg_loader_epoch(const tg_loader *ld);
 
 /* Iterates over the rest of the current epoch with one scope per batch:
  *     TG_FOR_EACH_BATCH(ld, bx, by) { ... }
- * bx and by are tg_tensor * variables declared by the caller. `continue` works; as in
- * TG_SCOPE, do not `break`, `return` or `goto` out of the body (the scope would stay
- * open): to stop early, tg_loader_seek(ld, tg_loader_num_batches(ld)) then `continue`. A failing tg_loader_next ends the loop like the end of the epoch. */
-#define TG_FOR_EACH_BATCH(ld, bx, by)                                                     \
-    for (bool TG_CONCAT(tg_more_, __LINE__) =                                             \
-             (tg_scope_begin(), tg_loader_next((ld), &(bx), &(by)));                      \
-         TG_CONCAT(tg_more_, __LINE__) || (tg_scope_end(), false);                        \
-         tg_scope_end(), tg_scope_begin(),                                                \
-                    TG_CONCAT(tg_more_, __LINE__) = tg_loader_next((ld), &(bx), &(by)))
+ * bx and by are tg_tensor * variables declared by the caller. `continue` goes to the
+ * next batch; `break`, `return` or `goto` out of the body end the batch's scope on the
+ * way out (as TG_SCOPE; nothing leaks) and end the pass, as leaving a `for x, y in
+ * loader` loop does in PyTorch: the next TG_FOR_EACH_BATCH / tg_loader_next starts
+ * the next epoch. (To end the pass early and stay in the loop,
+ * tg_loader_seek(ld, tg_loader_num_batches(ld)) then `continue`.) A failing
+ * tg_loader_next ends the loop like the end of the epoch. */
+typedef struct {
+    tg_loader *ld;
+    int depth; /* scope depth outside the loop */
+    bool more; /* the body has a batch (false: the pass ended or failed) */
+} tg_batch_loop_;
+tg_batch_loop_ tg_batch_loop_begin_(tg_loader *ld, tg_tensor **x, tg_tensor **y);
+void tg_batch_loop_next_(tg_batch_loop_ *l, tg_tensor **x, tg_tensor **y);
+void tg_batch_loop_end_(tg_batch_loop_ *l);
+#define TG_FOR_EACH_BATCH(ld, bx, by)                                                                    \
+    for (tg_batch_loop_ TG_CONCAT(tg_batches_, __LINE__) TG_CLEANUP_(tg_batch_loop_end_) =               \
+             tg_batch_loop_begin_((ld), &(bx), &(by));                                                   \
+         TG_CONCAT(tg_batches_, __LINE__).more;                                                          \
+         tg_batch_loop_next_(&TG_CONCAT(tg_batches_, __LINE__), &(bx), &(by)))
 
 /* The samples of t [N, ...] at `indices` (each in [0, N)), stacked in that order:
  * [count, ...], a new contiguous tensor on t's device (t[indices] in PyTorch, without

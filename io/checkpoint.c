@@ -14,6 +14,7 @@
 #include "ops/random.h"
 #include "ops/inplace.h"
 #include "optim/optim.h"
+#include "optim/schedule_state.h"
 
 tg_tensor_map *tg_module_state_map(tg_module *m) {
     if (!m) return tg_error("tg_module_state_map: module is NULL"), NULL;
@@ -143,6 +144,39 @@ static tg_status set_meta_u64(tg_tensor_map *m, const char *key, unsigned long l
     return tg_tensor_map_set_metadata(m, key, buf);
 }
 
+/* The state of every scheduler made on opt: "sched.count" and, per scheduler i,
+ * "sched.<i>.name", ".settings", ".last_epoch", ".step_count", ".groups" and per group g
+ * ".group.<g>.base_lr" and ".group.<g>.last_lr" (%.17g: doubles round-trip exactly). */
+static tg_status save_schedulers(tg_tensor_map *ck, tg_optim *opt) {
+    int n = tg_optim_num_schedulers_(opt);
+    tg_status s = set_meta_i64(ck, "sched.count", n);
+    for (int i = 0; i < n && !s; i++) {
+        const tg_lr_scheduler *sched = tg_optim_scheduler_(opt, i);
+        tg_scheduler_state_ st = tg_scheduler_get_state_(sched);
+        char key[96], value[1024];
+        snprintf(key, sizeof key, "sched.%d.name", i);
+        s = tg_tensor_map_set_metadata(ck, key, st.name);
+        tg_scheduler_settings_(sched, value, sizeof value);
+        snprintf(key, sizeof key, "sched.%d.settings", i);
+        if (!s) s = tg_tensor_map_set_metadata(ck, key, value);
+        snprintf(key, sizeof key, "sched.%d.last_epoch", i);
+        if (!s) s = set_meta_i64(ck, key, st.last_epoch);
+        snprintf(key, sizeof key, "sched.%d.step_count", i);
+        if (!s) s = set_meta_i64(ck, key, st.step_count);
+        snprintf(key, sizeof key, "sched.%d.groups", i);
+        if (!s) s = set_meta_i64(ck, key, st.num_groups);
+        for (int g = 0; g < st.num_groups && !s; g++) {
+            snprintf(key, sizeof key, "sched.%d.group.%d.base_lr", i, g);
+            snprintf(value, sizeof value, "%.17g", st.base_lrs[g]);
+            s = tg_tensor_map_set_metadata(ck, key, value);
+            snprintf(key, sizeof key, "sched.%d.group.%d.last_lr", i, g);
+            snprintf(value, sizeof value, "%.17g", st.last_lrs[g]);
+            if (!s) s = tg_tensor_map_set_metadata(ck, key, value);
+        }
+    }
+    return s;
+}
+
 tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                              tg_checkpoint_info info) {
     const char *op = "tg_save_checkpoint";
@@ -177,6 +211,7 @@ tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
             snprintf(lr, sizeof lr, "%.17g", tg_optim_get_group_momentum(opt, g));
             if (!s) s = tg_tensor_map_set_metadata(ck, key, lr);
         }
+        if (!s) s = save_schedulers(ck, opt);
     }
     tg_rng_state rng = tg_rng_get_state();
     if (!s) s = tg_tensor_map_set_metadata(ck, "tapegrad.checkpoint", "1");
@@ -255,6 +290,89 @@ fail:
     return NULL;
 }
 
+/* One scheduler's state read from a checkpoint, checked against the scheduler made
+ * for the resumed run. */
+typedef struct {
+    int last_epoch, step_count;
+    double *base_lrs, *last_lrs; /* one allocation */
+} saved_sched;
+
+/* Reads and checks the state of every scheduler made on opt (none: nothing to
+ * restore; the file's, if any, is ignored). Returns the array (count
+ * tg_optim_num_schedulers_) or NULL; *ok false with an error on a mismatch. */
+static saved_sched *read_schedulers(const char *op, const char *path, const tg_tensor_map *ck, tg_optim *opt,
+                                    bool *ok) {
+    *ok = true;
+    int n = tg_optim_num_schedulers_(opt);
+    if (n == 0) return NULL;
+    *ok = false;
+    uint64_t count = 0;
+    if (tg_tensor_map_metadata(ck, "sched.count") && !meta_number(op, path, ck, "sched.count", true, &count))
+        return NULL;
+    if (count == 0) {
+        tg_error("%s: %s holds no scheduler state (saved without a scheduler, or by an older tapegrad), but %d "
+                 "scheduler%s made on the optimizer (%s); resuming it from its first epoch would give other lrs",
+                 op, path, n, n == 1 ? " was" : "s were", tg_optim_name(opt));
+        return NULL;
+    }
+    if ((int64_t)count != n) {
+        tg_error("%s: %s holds the state of %lld scheduler%s, but %d %s made on the optimizer", op, path,
+                 (long long)count, count == 1 ? "" : "s", n, n == 1 ? "was" : "were");
+        return NULL;
+    }
+    saved_sched *out = calloc((size_t)n, sizeof *out);
+    TG_ASSERT(out != NULL);
+    for (int i = 0; i < n; i++) {
+        const tg_lr_scheduler *sched = tg_optim_scheduler_(opt, i);
+        tg_scheduler_state_ st = tg_scheduler_get_state_(sched);
+        char key[96], settings[1024];
+        snprintf(key, sizeof key, "sched.%d.name", i);
+        const char *name = tg_tensor_map_metadata(ck, key);
+        if (!name || strcmp(name, st.name)) {
+            tg_error("%s: %s: scheduler %d is %s in the file, %s here", op, path, i, name ? name : "(missing)",
+                     st.name);
+            goto fail;
+        }
+        snprintf(key, sizeof key, "sched.%d.settings", i);
+        const char *saved_settings = tg_tensor_map_metadata(ck, key);
+        tg_scheduler_settings_(sched, settings, sizeof settings);
+        if (!saved_settings || strcmp(saved_settings, settings)) {
+            tg_error("%s: %s: scheduler %d (%s) was made with %s in the file, %s here", op, path, i, st.name,
+                     saved_settings ? saved_settings : "(missing)", settings);
+            goto fail;
+        }
+        uint64_t v, groups;
+        snprintf(key, sizeof key, "sched.%d.groups", i);
+        if (!meta_number(op, path, ck, key, true, &groups)) goto fail;
+        if ((int64_t)groups != st.num_groups) {
+            tg_error("%s: %s: scheduler %d (%s) schedules %lld parameter groups in the file, %d here", op, path, i,
+                     st.name, (long long)groups, st.num_groups);
+            goto fail;
+        }
+        snprintf(key, sizeof key, "sched.%d.last_epoch", i);
+        if (!meta_number(op, path, ck, key, true, &v)) goto fail;
+        out[i].last_epoch = (int)(int64_t)v;
+        snprintf(key, sizeof key, "sched.%d.step_count", i);
+        if (!meta_number(op, path, ck, key, true, &v)) goto fail;
+        out[i].step_count = (int)(int64_t)v;
+        out[i].base_lrs = malloc((size_t)(groups ? 2 * groups : 1) * sizeof(double));
+        TG_ASSERT(out[i].base_lrs != NULL);
+        out[i].last_lrs = out[i].base_lrs + groups;
+        for (int g = 0; g < (int)groups; g++) {
+            snprintf(key, sizeof key, "sched.%d.group.%d.base_lr", i, g);
+            if (!meta_double(op, path, ck, key, &out[i].base_lrs[g])) goto fail;
+            snprintf(key, sizeof key, "sched.%d.group.%d.last_lr", i, g);
+            if (!meta_double(op, path, ck, key, &out[i].last_lrs[g])) goto fail;
+        }
+    }
+    *ok = true;
+    return out;
+fail:
+    for (int i = 0; i < n; i++) free(out[i].base_lrs);
+    free(out);
+    return NULL;
+}
+
 tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                              tg_checkpoint_info *info) {
     const char *op = "tg_load_checkpoint";
@@ -266,6 +384,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
     tg_tensor_map *model_state = NULL;
     double *group_lrs = NULL;
     bool has_groups = false;
+    saved_sched *scheds = NULL;
     const char *kind = tg_tensor_map_metadata(ck, "tapegrad.checkpoint");
     if (!kind || strcmp(kind, "1") != 0) {
         tg_error("%s: %s is not a tapegrad checkpoint (no \"tapegrad.checkpoint\" metadata; "
@@ -291,6 +410,9 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         }
         group_lrs = read_group_lrs(op, path, ck, opt, &has_groups);
         if (has_groups && !group_lrs) goto done;
+        bool scheds_ok;
+        scheds = read_schedulers(op, path, ck, opt, &scheds_ok);
+        if (!scheds_ok) goto done;
     }
     model_state = tg_tensor_map_select(ck, "model.");
     if (!model_state || tg_module_load_state_map(model, model_state, true, path)) goto done;
@@ -315,6 +437,9 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         } else if (!s && lr) {
             tg_optim_set_lr(opt, strtod(lr, NULL)); /* a file from before parameter groups: every group */
         }
+        for (int i = 0; i < tg_optim_num_schedulers_(opt) && scheds && !s; i++)
+            tg_scheduler_set_state_(tg_optim_scheduler_(opt, i), scheds[i].last_epoch, scheds[i].step_count,
+                                    scheds[i].base_lrs, scheds[i].last_lrs);
     }
     if (!s) {
         tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");
@@ -331,6 +456,8 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         if (info) *info = (tg_checkpoint_info){.step = (int64_t)step, .epoch = (int64_t)epoch};
     }
 done:
+    for (int i = 0; scheds && i < tg_optim_num_schedulers_(opt); i++) free(scheds[i].base_lrs);
+    free(scheds);
     free(group_lrs);
     tg_tensor_map_free(model_state);
     tg_tensor_map_free(ck);

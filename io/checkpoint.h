@@ -18,10 +18,12 @@
  * lr), "optim.groups" (the number of parameter groups) and, per group g,
  * "optim.group.<g>.params" (its parameter count), "optim.group.<g>.lr" and
  * "optim.group.<g>.momentum" (SGD/RMSprop momentum or Adam beta1, which OneCycleLR
- * moves; optional when loading), and the
- * RNG state "rng.seed", "rng.offset" (core/rng.h), all decimal strings. Files
- * written before parameter groups have no "optim.groups": loading one sets every
- * group's lr to "optim.lr".
+ * moves; optional when loading), the state of every LR scheduler made on the
+ * optimizer ("sched.count"; per scheduler i "sched.<i>.name", "sched.<i>.settings",
+ * "sched.<i>.last_epoch", "sched.<i>.step_count", "sched.<i>.groups" and per group g
+ * "sched.<i>.group.<g>.base_lr" / ".last_lr"), and the RNG state "rng.seed",
+ * "rng.offset" (core/rng.h), all decimal strings. Files written before parameter
+ * groups have no "optim.groups": loading one sets every group's lr to "optim.lr".
  *
  * Loading is all or nothing: every name, shape and dtype is checked first, every
  * problem is reported in ONE message, and nothing is modified unless all is well.
@@ -67,17 +69,19 @@ typedef struct {
     int64_t epoch;
 } tg_checkpoint_info;
 
-/* Writes model state, optimizer state and lr (opt may be NULL), step/epoch and the
+/* Writes model state, optimizer state, lrs and schedulers (opt may be NULL), step/epoch and the
  * global RNG state to path. */
 tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                              tg_checkpoint_info info);
 /* Restores what tg_save_checkpoint wrote: the model strictly, the optimizer (when
  * opt is not NULL: its kind must match, its parameter groups must have the file's
  * number and sizes, as PyTorch's load_state_dict checks, and its state entries must
- * fit), each group's lr, the RNG state, and *info (when not NULL). Fails without
- * modifying anything when the file is not a tapegrad checkpoint, the groups or the
- * model part do not match; an optimizer state that does not fit is reported after
- * the model has been restored. */
+ * fit), each group's lr, the state of the schedulers made on opt (they must be the
+ * file's, in number, order, kind and settings; with none made, the file's are
+ * ignored), the RNG state, and *info (when not NULL). Fails without modifying
+ * anything when the file is not a tapegrad checkpoint, the groups, the schedulers or
+ * the model part do not match; an optimizer state that does not fit is reported
+ * after the model has been restored. */
 tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
                              tg_checkpoint_info *info);
 

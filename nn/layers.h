@@ -6,9 +6,11 @@
  * arguments. Modules are made float32 on the CPU; tg_module_to / tg_module_cast
  * move them. Parameters are initialised exactly as PyTorch's reset_parameters()
  * does, drawing from the default generator (core/rng.h) in the same order (weight,
- * then bias); the numbers differ from PyTorch's because the generators differ.
+ * then bias) and the same numbers: after tg_manual_seed(s) a module starts from the
+ * values that torch.manual_seed(s) gives the same PyTorch module (tests/ops/random_test.cc).
  * Options structs: zero fields mean PyTorch's defaults; where 0 is a meaningful
- * value that differs from the default, pass TG_ZERO (-0.0) to mean "really zero". */
+ * value that differs from the default, pass TG_ZERO (-0.0) to mean "really zero"
+ * (core/options.h lists every such field). */
 #ifndef TG_NN_LAYERS_H
 #define TG_NN_LAYERS_H
 

@@ -3,6 +3,7 @@
 #include "nn/module.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,9 +488,20 @@ static void restore_modes(tg_module *m, const bool *modes, int *i) {
     for (int c = 0; c < m->num_children; c++) restore_modes(m->children[c].module, modes, i);
 }
 
+/* Writes printf output to buf, ending it with "..." when it does not fit (the table
+ * shows very deep names cut rather than overflowing). */
+static void format_cut(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void format_cut(char *buf, size_t size, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(buf, size, fmt, args);
+    va_end(args);
+    if (n >= (int)size && size > 4) memcpy(buf + size - 4, "...", 4);
+}
+
 static void print_rows(tg_module *m, const char *name, int depth, FILE *out) {
     char label[160], shape[96];
-    snprintf(label, sizeof label, "%*s%s (%s)", 2 * depth, "", name, type_name(m));
+    format_cut(label, sizeof label, "%*s%s (%s)", 2 * depth, "", name, type_name(m));
     if (m->has_output)
         tg_shape_str(m->output_shape, shape, sizeof shape);
     else
@@ -498,9 +510,9 @@ static void print_rows(tg_module *m, const char *name, int depth, FILE *out) {
     for (int i = 0; i < m->num_children; i++) {
         char child_name[160];
         if (depth == 0 && !*name)
-            snprintf(child_name, sizeof child_name, "%s", m->children[i].name);
+            format_cut(child_name, sizeof child_name, "%s", m->children[i].name);
         else
-            snprintf(child_name, sizeof child_name, "%s.%s", name, m->children[i].name);
+            format_cut(child_name, sizeof child_name, "%s.%s", name, m->children[i].name);
         print_rows(m->children[i].module, child_name, depth + 1, out);
     }
 }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/options.h" /* TG_ZERO */
 #include "core/tensor.h"
 
 #ifdef __cplusplus
@@ -42,10 +43,6 @@ extern "C" {
 #endif
 
 typedef struct tg_module tg_module;
-
-/* An explicit zero for option fields whose zero means "default" (layer and optimizer
- * options): -0.0 compares equal to 0 but carries its sign bit. */
-#define TG_ZERO (-0.0)
 
 /* What a kind of module does. Static storage duration; only name and forward are required. */
 typedef struct tg_module_type {

@@ -35,6 +35,24 @@ tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);
 /* torch.where(cond, a, b): cond is bool; a and b broadcast with it. */
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 
+/* With a scalar (x > 0.5, torch.gt(x, 0.5), ...) -> bool tensors of x's shape (not
+ * differentiable). s is read as the scalar arithmetic reads it (below): an integral s
+ * as a Python int, a fractional one as a Python float, so the comparison happens in
+ * torch.result_type(x, s): an int64 x against 2.5 compares in float32, as PyTorch. */
+tg_tensor *tg_eq_scalar(tg_tensor *x, double s);
+tg_tensor *tg_ne_scalar(tg_tensor *x, double s);
+tg_tensor *tg_lt_scalar(tg_tensor *x, double s);
+tg_tensor *tg_le_scalar(tg_tensor *x, double s);
+tg_tensor *tg_gt_scalar(tg_tensor *x, double s);
+tg_tensor *tg_ge_scalar(tg_tensor *x, double s);
+/* torch.where(cond, x, other) with a scalar other (e.g. masking: where(mask, x, 0.0)),
+ * and torch.where(cond, a, b) with two scalars. Dtypes as torch.result_type with s
+ * read as above (float32 x with 0.0 stays float32; two scalars: int64 when both are
+ * integral, else float32). The scalar goes to x's device (tg_where_scalars: cond's);
+ * tg_where_scalar is differentiable in x. */
+tg_tensor *tg_where_scalar(tg_tensor *cond, tg_tensor *x, double other);
+tg_tensor *tg_where_scalars(tg_tensor *cond, double a, double b);
+
 /* With a scalar: x + s, x - s, x * s, x / s (true division), s - x, x ^ s. The result
  * dtype is torch.result_type(x, s) with s read as a Python int when it is integral and
  * as a Python float otherwise (C has one double for both): floating x keeps its dtype;

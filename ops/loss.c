@@ -364,7 +364,11 @@ static void nll_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 
 static const tg_function nll_fn = {"nll_loss", 2, nll_forward, nll_backward, 0};
 
-tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
+tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target) {
+    return tg_nll_loss_opts(log_probs, target, (tg_loss_opts){0});
+}
+
+tg_tensor *tg_nll_loss_opts(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_nll_loss";
     if (!log_probs) return tg_error_null_input(op, 0), NULL;
     if (!target) return tg_error_null_input(op, 1), NULL;
@@ -407,18 +411,37 @@ static tg_tensor *reduce(tg_tensor *t, tg_reduction r) {
     return r == TG_REDUCTION_NONE ? t : r == TG_REDUCTION_SUM ? tg_sum(t) : tg_mean(t);
 }
 
-tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target, tg_reduction reduction) {
-    if (check_pair("tg_mse_loss", input, target, reduction, false)) return NULL;
+/* mse_loss and l1_loss take only a reduction: a field of tg_loss_opts that they would
+ * ignore is refused rather than dropped. */
+static tg_status only_reduction(const char *op, tg_loss_opts o) {
+    if (o.use_ignore_index || o.ignore_index || o.label_smoothing != 0 || o.weight)
+        return tg_error("%s: only .reduction applies (PyTorch's %s has no %s)", op,
+                        op + 3, o.weight ? "weight" : o.label_smoothing != 0 ? "label_smoothing" : "ignore_index");
+    return TG_OK;
+}
+
+tg_tensor *tg_mse_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
+    const char *op = "tg_mse_loss";
+    if (check_pair(op, input, target, opts.reduction, false) || only_reduction(op, opts)) return NULL;
     tg_tensor *out = NULL;
-    TG_SCOPE { out = tg_scope_return(reduce(tg_square(tg_sub(input, target)), reduction)); }
+    TG_SCOPE { out = tg_scope_return(reduce(tg_square(tg_sub(input, target)), opts.reduction)); }
     return out;
 }
 
-tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target, tg_reduction reduction) {
-    if (check_pair("tg_l1_loss", input, target, reduction, false)) return NULL;
+tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target) {
+    return tg_mse_loss_opts(input, target, (tg_loss_opts){0});
+}
+
+tg_tensor *tg_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
+    const char *op = "tg_l1_loss";
+    if (check_pair(op, input, target, opts.reduction, false) || only_reduction(op, opts)) return NULL;
     tg_tensor *out = NULL;
-    TG_SCOPE { out = tg_scope_return(reduce(tg_abs(tg_sub(input, target)), reduction)); }
+    TG_SCOPE { out = tg_scope_return(reduce(tg_abs(tg_sub(input, target)), opts.reduction)); }
     return out;
+}
+
+tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target) {
+    return tg_l1_loss_opts(input, target, (tg_loss_opts){0});
 }
 
 /* Checks an optional weight of bce_with_logits: the input's dtype and device, and
@@ -454,6 +477,6 @@ tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor
     return out;
 }
 
-tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target, tg_reduction reduction) {
-    return tg_binary_cross_entropy_with_logits_opts(logits, target, (tg_bce_opts){.reduction = reduction});
+tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target) {
+    return tg_binary_cross_entropy_with_logits_opts(logits, target, (tg_bce_opts){0});
 }

@@ -1,4 +1,12 @@
-/* Loss functions, with PyTorch's reductions and defaults. */
+/* Loss functions, with PyTorch's reductions and defaults.
+ *
+ * One signature rule for every loss: tg_<loss>(input, target) is the PyTorch call
+ * with its defaults (reduction='mean', ...), and tg_<loss>_opts(input, target, opts)
+ * takes an options struct whose zero fields are those defaults:
+ *     tg_mse_loss(pred, y)                                                 F.mse_loss(pred, y)
+ *     tg_mse_loss_opts(pred, y, (tg_loss_opts){.reduction = TG_REDUCTION_SUM})   reduction='sum'
+ * tg_loss_opts serves cross_entropy, nll_loss, mse_loss and l1_loss (the last two
+ * refuse the fields they have no use for); bce_with_logits has tg_bce_opts. */
 #ifndef TG_OPS_LOSS_H
 #define TG_OPS_LOSS_H
 
@@ -46,12 +54,16 @@ typedef struct {
 tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target);
 tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts);
 /* torch.nn.functional.nll_loss on log-probabilities. */
-tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts);
-/* mse_loss, l1_loss (same shapes, or broadcastable as PyTorch warns but allows). */
-tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target, tg_reduction reduction);
-tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target, tg_reduction reduction);
+tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target);
+tg_tensor *tg_nll_loss_opts(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts);
+/* mse_loss, l1_loss (same shapes, or broadcastable as PyTorch warns but allows).
+ * The _opts forms take only .reduction (another non-zero field is an error). */
+tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target);
+tg_tensor *tg_mse_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts);
+tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target);
+tg_tensor *tg_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts);
 /* binary_cross_entropy_with_logits (numerically stable form). */
-tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target, tg_reduction reduction);
+tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target);
 /* The same with PyTorch's weight and pos_weight (same dtype and device as the input;
  * both must broadcast to the input's shape). Differentiable in logits, target,
  * weight and pos_weight. */

@@ -511,13 +511,13 @@ static tg_status kaiming_std(const char *op, tg_tensor *t, double a, tg_fan_mode
 }
 
 tg_status tg_kaiming_uniform_(tg_tensor *t, double a, tg_fan_mode mode) {
-    double std = 0;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (kaiming_std("tg_kaiming_uniform_", t, a, mode, &std)) return TG_ERROR;
     return init_uniform(t, sqrt(3.0) * std);
 }
 
 tg_status tg_kaiming_normal_(tg_tensor *t, double a, tg_fan_mode mode) {
-    double std = 0;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (kaiming_std("tg_kaiming_normal_", t, a, mode, &std)) return TG_ERROR;
     return init_normal(t, std);
 }
@@ -533,13 +533,13 @@ static tg_status xavier_std(const char *op, tg_tensor *t, double gain, double *s
 }
 
 tg_status tg_xavier_uniform_(tg_tensor *t, double gain) {
-    double std = 0;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (xavier_std("tg_xavier_uniform_", t, gain, &std)) return TG_ERROR;
     return init_uniform(t, sqrt(3.0) * std);
 }
 
 tg_status tg_xavier_normal_(tg_tensor *t, double gain) {
-    double std = 0;
+    double std = 0; /* set when the check passes; 0 keeps -Wmaybe-uninitialized quiet */
     if (xavier_std("tg_xavier_normal_", t, gain, &std)) return TG_ERROR;
     return init_normal(t, std);
 }

@@ -18,6 +18,7 @@
 #include "ops/dispatch.h"
 #include "ops/shape.h"
 #include "optim/kernels.h"
+#include "optim/schedule_state.h"
 
 typedef enum { KIND_SGD, KIND_ADAM, KIND_ADAMW, KIND_RMSPROP } optim_kind;
 
@@ -55,6 +56,8 @@ struct tg_optim {
     int num_groups;
     int step_key;       /* index of "step" in every group's keys, or -1 (SGD) */
     char name_buf[96];  /* tg_optim_state_get's names */
+    tg_lr_scheduler **schedulers; /* borrowed: made on this optimizer and not yet freed */
+    int num_schedulers;
 };
 
 /* Option fields whose zero means "default"; TG_ZERO (-0.0) means a real zero. */
@@ -619,8 +622,32 @@ tg_tensor *tg_optim_param(const tg_optim *opt, int i) {
     return opt && i >= 0 && i < opt->count ? opt->params[i] : NULL;
 }
 
+void tg_optim_attach_scheduler_(tg_optim *opt, tg_lr_scheduler *s) {
+    tg_lr_scheduler **list = realloc(opt->schedulers, (size_t)(opt->num_schedulers + 1) * sizeof *list);
+    TG_ASSERT(list != NULL);
+    opt->schedulers = list;
+    opt->schedulers[opt->num_schedulers++] = s;
+}
+
+void tg_optim_detach_scheduler_(tg_optim *opt, tg_lr_scheduler *s) {
+    for (int i = 0; i < opt->num_schedulers; i++) {
+        if (opt->schedulers[i] != s) continue;
+        memmove(&opt->schedulers[i], &opt->schedulers[i + 1],
+                (size_t)(opt->num_schedulers - i - 1) * sizeof *opt->schedulers);
+        opt->num_schedulers--;
+        return;
+    }
+}
+
+int tg_optim_num_schedulers_(const tg_optim *opt) { return opt ? opt->num_schedulers : 0; }
+tg_lr_scheduler *tg_optim_scheduler_(const tg_optim *opt, int i) {
+    return opt && i >= 0 && i < opt->num_schedulers ? opt->schedulers[i] : NULL;
+}
+
 void tg_optim_free(tg_optim *opt) {
     if (!opt) return;
+    for (int i = 0; i < opt->num_schedulers; i++) tg_scheduler_optim_freed_(opt->schedulers[i]);
+    free(opt->schedulers);
     for (int i = 0; i < opt->count; i++) {
         tg_release(opt->params[i]);
         for (int j = 0; j < MAX_KEYS; j++) tg_release(opt->state[i].t[j]);

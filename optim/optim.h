@@ -21,8 +21,9 @@
  * Updates run without recording (no grad) and in place: on the CPU one fused loop
  * per parameter (OpenMP for large ones), on CUDA one fused kernel per parameter
  * (ops/cuda/optim.h). Parameters without a gradient are skipped, as in PyTorch.
- * Options: zero fields mean PyTorch's defaults; pass TG_ZERO (-0.0, nn/layers.h)
- * for a real zero where the default is not zero (e.g. AdamW's weight_decay). */
+ * Options: zero fields mean PyTorch's defaults; pass TG_ZERO (-0.0, core/options.h,
+ * which lists every such field) for a real zero where the default is not zero
+ * (e.g. AdamW's weight_decay). */
 #ifndef TG_OPTIM_OPTIM_H
 #define TG_OPTIM_OPTIM_H
 

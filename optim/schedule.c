@@ -5,11 +5,14 @@
 #include "optim/schedule.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "optim/optim.h"
+#include "optim/schedule_state.h"
 
 typedef enum { SCHED_STEP, SCHED_MULTI_STEP, SCHED_EXPONENTIAL, SCHED_COSINE, SCHED_LINEAR, SCHED_ONE_CYCLE } sched_kind;
 
@@ -137,6 +140,7 @@ static tg_status one_cycle_step(tg_lr_scheduler *s) {
 
 tg_status tg_scheduler_step(tg_lr_scheduler *s) {
     if (!s) return tg_error("tg_scheduler_step: scheduler is NULL");
+    if (!s->opt) return tg_error("tg_scheduler_step: the optimizer of this scheduler was freed (tg_optim_free)");
     if (s->kind == SCHED_ONE_CYCLE) {
         if (one_cycle_step(s)) return TG_ERROR;
         s->step_count++;
@@ -167,6 +171,7 @@ static tg_lr_scheduler *make(sched_kind kind, tg_optim *opt, const char *name) {
     TG_ASSERT(s->base_lrs && s->last_lrs);
     for (int g = 0; g < s->num_groups; g++) s->base_lrs[g] = tg_optim_get_group_lr(opt, g); /* group['initial_lr'] */
     s->last_epoch = -1;
+    tg_optim_attach_scheduler_(opt, s); /* its state goes into the optimizer's checkpoints */
     return s;
 }
 
@@ -362,8 +367,82 @@ double tg_scheduler_get_group_last_lr(const tg_lr_scheduler *s, int g) {
 }
 int tg_scheduler_last_epoch(const tg_lr_scheduler *s) { return s ? s->last_epoch : -1; }
 
+static const char *kind_name(sched_kind k) {
+    switch (k) {
+    case SCHED_STEP: return "StepLR";
+    case SCHED_MULTI_STEP: return "MultiStepLR";
+    case SCHED_EXPONENTIAL: return "ExponentialLR";
+    case SCHED_COSINE: return "CosineAnnealingLR";
+    case SCHED_LINEAR: return "LinearLR";
+    case SCHED_ONE_CYCLE: return "OneCycleLR";
+    }
+    return "?";
+}
+
+void tg_scheduler_optim_freed_(tg_lr_scheduler *s) { s->opt = NULL; }
+
+tg_scheduler_state_ tg_scheduler_get_state_(const tg_lr_scheduler *s) {
+    return (tg_scheduler_state_){kind_name(s->kind), s->last_epoch, s->step_count, s->num_groups, s->base_lrs,
+                                 s->last_lrs};
+}
+
+/* Appends printf output to buf (bounded; the text is only compared). */
+static void append(char *buf, size_t size, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
+    if (*len + 1 >= size) return;
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(buf + *len, size - *len, fmt, args);
+    va_end(args);
+    if (n > 0) *len = *len + (size_t)n < size ? *len + (size_t)n : size - 1;
+}
+
+void tg_scheduler_settings_(const tg_lr_scheduler *s, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    switch (s->kind) {
+    case SCHED_STEP:
+        append(buf, size, &len, "step_size=%d gamma=%.17g", s->step_size, s->gamma);
+        break;
+    case SCHED_MULTI_STEP:
+        append(buf, size, &len, "gamma=%.17g milestones=", s->gamma);
+        for (int i = 0; i < s->num_milestones; i++) append(buf, size, &len, "%s%d", i ? "," : "", s->milestones[i]);
+        break;
+    case SCHED_EXPONENTIAL:
+        append(buf, size, &len, "gamma=%.17g", s->gamma);
+        break;
+    case SCHED_COSINE:
+        append(buf, size, &len, "T_max=%d eta_min=%.17g", s->t_max, s->eta_min);
+        break;
+    case SCHED_LINEAR:
+        append(buf, size, &len, "start_factor=%.17g end_factor=%.17g total_iters=%d", s->start_factor,
+               s->end_factor, s->total_iters);
+        break;
+    case SCHED_ONE_CYCLE:
+        append(buf, size, &len, "total_steps=%d phases=%d", s->total_steps, s->num_phases);
+        for (int i = 0; i < s->num_phases; i++) append(buf, size, &len, "%s%.17g", i ? "," : " ends=", s->phases[i].end_step);
+        append(buf, size, &len, " anneal=%s cycle_momentum=%d momentum=%.17g..%.17g", s->linear ? "linear" : "cos",
+               (int)s->cycle_momentum, s->momentum_points[MOM_BASE], s->momentum_points[MOM_MAX]);
+        for (int g = 0; g < s->num_groups; g++)
+            append(buf, size, &len, " group%d_lrs=%.17g,%.17g,%.17g", g, s->lr_points[3 * g + AT_INITIAL],
+                   s->lr_points[3 * g + AT_MAX], s->lr_points[3 * g + AT_MIN]);
+        break;
+    }
+}
+
+void tg_scheduler_set_state_(tg_lr_scheduler *s, int last_epoch, int step_count, const double *base_lrs,
+                             const double *last_lrs) {
+    s->last_epoch = last_epoch;
+    s->step_count = step_count;
+    for (int g = 0; g < s->num_groups; g++) {
+        s->base_lrs[g] = base_lrs[g];
+        s->last_lrs[g] = last_lrs[g];
+    }
+}
+
 void tg_scheduler_free(tg_lr_scheduler *s) {
     if (!s) return;
+    if (s->opt) tg_optim_detach_scheduler_(s->opt, s);
     free(s->milestones);
     free(s->base_lrs);
     free(s->last_lrs);

@@ -14,13 +14,17 @@
  * PyTorch's constructor's initial step; each step then computes every group's lr
  * from its own lr and base lr. The groups are those the optimizer has when the
  * scheduler is made; a group added later is left alone. A scheduler borrows the
- * optimizer: free it first, or at least never step it after tg_optim_free. */
+ * optimizer and is attached to it until tg_scheduler_free: checkpoints of the
+ * optimizer hold its state (io/checkpoint.h), so a resumed run that makes the same
+ * schedulers continues bit for bit. Either may be freed first; stepping a scheduler
+ * whose optimizer was freed is an error. */
 #ifndef TG_OPTIM_SCHEDULE_H
 #define TG_OPTIM_SCHEDULE_H
 
 #include <stdbool.h>
 
 #include "core/error.h"
+#include "core/options.h" /* TG_ZERO */
 
 #ifdef __cplusplus
 extern "C" {

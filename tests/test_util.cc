@@ -3,6 +3,15 @@
 #include <fstream>
 #include <sstream>
 
+// The suite reads its expected errors with tg_last_error(): record them silently
+// instead of printing each one (the library's default, TG_ERRORS=warn). A test of the
+// printing sets its mode itself; TG_ERRORS=warn|abort|exit in the environment still
+// wins, to watch a test's errors. (Linked into every test: test_util is alwayslink.)
+static const bool errors_silenced = [] {
+    if (!std::getenv("TG_ERRORS")) tg_set_error_mode(TG_ERRORS_SILENT);
+    return true;
+}();
+
 std::map<std::string, FixtureTensor> load_fixtures(const std::string &path) {
     std::map<std::string, FixtureTensor> out;
     std::ifstream in(path);

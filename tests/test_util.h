@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+// Without core/trace_macros.h's wrappers, so that a failing EXPECT_EQ(tg_f(x), ...)
+// prints the call as written (tests/core/leak_trace_test.cc turns them on).
+#define TG_NO_TRACE_MACROS
 #include "tapegrad.h"
 
 // Every test runs inside a scope and must leave no tensor, storage or graph node alive.

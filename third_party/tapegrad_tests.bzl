@@ -39,6 +39,8 @@ def tg_test_suite(overrides = {}):
         ),
         # Both #include "tests/test_util.h" and #include "test_util.h" work.
         includes = ["."],
+        # test_util.cc's static initializer sets the error mode (silent) of every test.
+        alwayslink = True,
         deps = [
             "//:tapegrad",
             "@googletest//:gtest",

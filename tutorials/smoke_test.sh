@@ -23,6 +23,28 @@ check() {
   echo "ok   $name ($((SECONDS - start)) s): $(grep -Em1 "$expected" "$log")"
 }
 
+# refused NAME REGEX COMMAND...: wants exit code 2 and a message matching REGEX
+# (an option the lesson does not honour is refused, never accepted and ignored).
+refused() {
+  local name="$1" expected="$2"
+  shift 2
+  local log="$out_dir/$name.log"
+  "$@" >"$log" 2>&1
+  local rc=$?
+  if [[ $rc -ne 2 ]] || ! grep -Eq "$expected" "$log"; then
+    echo "FAIL $name: wanted exit code 2 and /$expected/, got $rc"; tail -5 "$log"; failures=$((failures + 1)); return
+  fi
+  echo "ok   $name: $(grep -Em1 "$expected" "$log")"
+}
+
+# without NAME REGEX FILE: FILE (a log written by check) has no line matching REGEX.
+without() {
+  if grep -Eqi "$2" "$out_dir/$3"; then
+    echo "FAIL $1: a line matches /$2/"; grep -Ei "$2" "$out_dir/$3" | head -3; failures=$((failures + 1)); return
+  fi
+  echo "ok   $1"
+}
+
 COMMON=(--synthetic --max-steps 5 --epochs 1 --device cpu)
 
 for arg in "$@"; do
@@ -30,21 +52,32 @@ for arg in "$@"; do
   [[ "$b" == /* ]] || b="$runfiles/$b"
   case "$(basename "$b")" in
     01_tensors_autograd)
-      check 01_tensors_autograd '^digraph' "$b" --device cpu ;;
+      check 01_tensors_autograd '^digraph' "$b" --device cpu
+      refused 01_tensors_autograd_epochs "unknown option for this lesson '--epochs'" "$b" --epochs 2 ;;
     02_mlp)
       check 02_mlp '^checkpoint: .*\(identical\)$' "$b" "${COMMON[@]}" --log mlp.csv --plot mlp.svg \
         --checkpoint mlp.safetensors --result-line
       check 02_mlp_result '^RESULT \{"bench": "mlp_epoch"' cat 02_mlp.log
       check 02_mlp_csv '^1,5,' cat mlp.csv
-      check 02_mlp_svg '</svg>' cat mlp.svg ;;
+      check 02_mlp_svg '</svg>' cat mlp.svg
+      # --name=value; --max-steps ending the run inside epoch 2 of 3 (16 steps an epoch):
+      # epoch 2 is reported with its 4 steps, epoch 3 never starts, no NaN loss.
+      check 02_mlp_max_steps '^epoch 2: train loss [0-9]' "$b" --synthetic --device=cpu --epochs=3 --max-steps=20
+      without 02_mlp_no_nan 'nan|^epoch 3' 02_mlp_max_steps.log
+      refused 02_mlp_flag_value 'option takes no value' "$b" --synthetic=1
+      refused 02_mlp_missing_value 'missing value after' "$b" --epochs
+      refused 02_mlp_unknown "unknown option for this lesson '--no-such-option'" "$b" --synthetic --no-such-option ;;
     03_lenet)
       check 03_lenet '^epoch 1: train loss .* test accuracy' "$b" "${COMMON[@]}" --plot lenet.svg --result-line
       check 03_lenet_result '^RESULT \{"bench": "lenet_epoch"' cat 03_lenet.log ;;
     04_batchnorm_gpu)
       check 04_batchnorm_gpu '^step time, batch 64: cpu' "$b" "${COMMON[@]}" --compare-steps 2 --result-line
-      check 04_batchnorm_gpu_result '^RESULT \{"bench": "lenet_bn_epoch"' cat 04_batchnorm_gpu.log ;;
+      check 04_batchnorm_gpu_result '^RESULT \{"bench": "lenet_bn_epoch"' cat 04_batchnorm_gpu.log
+      check 04_batchnorm_gpu_plot '^loss curve: ' "$b" "${COMMON[@]}" --compare-steps 0 --plot bn.svg
+      check 04_batchnorm_gpu_svg '</svg>' cat bn.svg ;;
     05_custom_op)
-      check 05_custom_op '^gradcheck: ok' "$b" "${COMMON[@]}" ;;
+      check 05_custom_op '^gradcheck: ok' "$b" "${COMMON[@]}"
+      refused 05_custom_op_plot "unknown option for this lesson '--plot'" "$b" "${COMMON[@]}" --plot x.svg ;;
     06_resume)
       check 06_resume_stop '^stopped after step 5' "$b" "${COMMON[@]}" --max-steps 10 --stop-after 5 \
         --checkpoint resume.safetensors

@@ -62,16 +62,152 @@ TEST_F(TgTest, DimOutOfRange) {
     EXPECT_ERROR_CONTAINS("tg_permute: dims are not a permutation");
 }
 
-TEST_F(TgTest, NullInputKeepsTheFirstMessage) {
+TEST_F(TgTest, NullInputNamesTheOpAndCarriesTheFirstMessage) {
     tg_tensor *bad = tg_zeros(TG_SHAPE(-1), tg_opts{});
-    std::string first = tg_last_error();
+    EXPECT_STREQ(tg_last_error(), "tg_zeros: negative size -1 in shape [-1]");
+    unsigned long before = tg_error_count();
     tg_tensor *chained = tg_sum(tg_exp(tg_mul(bad, bad)));
     EXPECT_EQ(chained, nullptr);
-    EXPECT_EQ(first, tg_last_error());
+    // Each op given NULL records its own error (so tg_error_count tells that it
+    // failed), naming itself and the first failure, never the messages in between.
+    EXPECT_EQ(tg_error_count(), before + 3);
+    EXPECT_STREQ(tg_last_error(), "tg_sum: input 0 is NULL: the op that made it failed: "
+                                  "tg_zeros: negative size -1 in shape [-1]");
+    EXPECT_TRUE(std::isnan(tg_item(nullptr)));
+    EXPECT_STREQ(tg_last_error(), "tg_item: input 0 is NULL: the op that made it failed: "
+                                  "tg_zeros: negative size -1 in shape [-1]");
+    // A NULL that no failure explains (the error was cleared, or never happened).
     tg_clear_error();
     EXPECT_EQ(tg_exp(nullptr), nullptr);
     EXPECT_STREQ(tg_last_error(), "exp: input 0 is NULL");
     EXPECT_EQ(tg_copy_(nullptr, nullptr), TG_ERROR);
+}
+
+// Runs fn with the error mode `mode` and stderr captured; returns what was printed.
+template <typename F>
+static std::string stderr_of(tg_error_mode mode, F fn) {
+    tg_error_mode prev = tg_set_error_mode(mode);
+    ::testing::internal::CaptureStderr();
+    fn();
+    std::string out = ::testing::internal::GetCapturedStderr();
+    tg_set_error_mode(prev);
+    return out;
+}
+
+static int occurrences(const std::string &text, const std::string &part) {
+    int n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) n++;
+    return n;
+}
+
+TEST_F(TgTest, WarnModePrintsEachDistinctErrorOnce) {
+    std::string out = stderr_of(TG_ERRORS_WARN, [] {
+        for (int i = 0; i < 3; i++) tg_sum(tg_add(tg_zeros(TG_SHAPE(2, 3), tg_opts{}), tg_zeros(TG_SHAPE(4), tg_opts{})));
+        tg_ones(TG_SHAPE(-7), tg_opts{});
+    });
+    EXPECT_EQ(occurrences(out, "tapegrad: error: add: shapes [2, 3] and [4] cannot be broadcast together\n"), 1)
+        << out;
+    EXPECT_EQ(occurrences(out, "tapegrad: error: tg_ones: negative size -7 in shape [-7]\n"), 1) << out;
+    EXPECT_EQ(occurrences(out, "input 0 is NULL"), 0) << "the consequences of a printed error are not printed: " << out;
+    EXPECT_EQ(occurrences(out, "tapegrad: error: "), 2) << out;
+    // The failure is still recorded for the program to read.
+    EXPECT_STREQ(tg_last_error(), "tg_ones: negative size -7 in shape [-7]");
+}
+
+TEST_F(TgTest, SilentModePrintsNothingAndStillRecords) {
+    std::string out = stderr_of(TG_ERRORS_SILENT, [] { tg_ones(TG_SHAPE(-8), tg_opts{}); });
+    EXPECT_EQ(out, "");
+    EXPECT_STREQ(tg_last_error(), "tg_ones: negative size -8 in shape [-8]");
+}
+
+TEST_F(TgTest, HandlerReplacesTheModesAction) {
+    static int calls;
+    calls = 0;
+    std::string out = stderr_of(TG_ERRORS_WARN, [] {
+        tg_set_error_handler([](const char *, void *) { calls++; }, nullptr);
+        tg_exp(tg_ones(TG_SHAPE(-9), tg_opts{}));
+        tg_set_error_handler(nullptr, nullptr);
+    });
+    EXPECT_EQ(out, "");
+    EXPECT_EQ(calls, 2);  // the failure and the op given its NULL
+}
+
+TEST(TgErrorsDeathTest, ExitModePrintsAndExits) {
+    EXPECT_EXIT(
+        {
+            tg_set_error_mode(TG_ERRORS_EXIT);
+            tg_release(tg_ones(TG_SHAPE(-3), tg_opts{}));
+            std::exit(0);
+        },
+        ::testing::ExitedWithCode(1), "tapegrad: error: tg_ones: negative size -3 in shape \\[-3\\]");
+}
+
+TEST(TgErrorsDeathTest, AbortModeAborts) {
+    EXPECT_DEATH(
+        {
+            tg_set_error_mode(TG_ERRORS_ABORT);
+            tg_release(tg_ones(TG_SHAPE(-4), tg_opts{}));
+        },
+        "tapegrad: error: tg_ones: negative size -4");
+}
+
+TEST(TgErrorsDeathTest, EnvironmentChoosesTheModeUnlessTheProgramDid) {
+    EXPECT_EXIT(
+        {
+            setenv("TG_ERRORS", "exit", 1);
+            tg_set_error_mode(TG_ERRORS_DEFAULT);
+            if (tg_get_error_mode() != TG_ERRORS_EXIT) std::exit(3);
+            tg_release(tg_ones(TG_SHAPE(-5), tg_opts{}));
+            std::exit(0);
+        },
+        ::testing::ExitedWithCode(1), "tg_ones: negative size -5");
+    EXPECT_EXIT(
+        {
+            setenv("TG_ERRORS", "exit", 1);
+            tg_set_error_mode(TG_ERRORS_SILENT);  // the program's choice wins
+            tg_release(tg_ones(TG_SHAPE(-5), tg_opts{}));
+            std::exit(tg_has_error() ? 7 : 0);
+        },
+        ::testing::ExitedWithCode(7), "");
+    EXPECT_EXIT(
+        {
+            setenv("TG_ERRORS", "loud", 1);
+            tg_set_error_mode(TG_ERRORS_DEFAULT);
+            std::exit(tg_get_error_mode() == TG_ERRORS_WARN ? 5 : 0);
+        },
+        ::testing::ExitedWithCode(5), "TG_ERRORS=loud is not one of abort, exit, warn, silent; using warn");
+}
+
+// The silent-NaN loop: a shape mistake inside a training loop whose code
+// checks nothing. The default mode tells the user once, naming the op and shapes.
+TEST_F(TgTest, UncheckedTrainingLoopReportsItsShapeMistakeOnce) {
+    tg_manual_seed(0);
+    tg_module *model = tg_nn_linear(4, 3, tg_linear_opts{});
+    tg_optim *opt = tg_sgd(model, tg_sgd_opts{.lr = 0.1});
+    tg_tensor *x = tg_randn(TG_SHAPE(8, 5), tg_opts{});  // 5 features, the model wants 4
+    tg_tensor *y = tg_zeros(TG_SHAPE(8), tg_opts{TG_INT64});
+    std::vector<double> losses;
+    std::string out = stderr_of(TG_ERRORS_WARN, [&] {
+        for (int step = 0; step < 3; step++) {
+            TG_SCOPE {
+                tg_tensor *loss = tg_cross_entropy(tg_forward(model, x), y);
+                tg_backward(loss);
+                tg_optim_step(opt);
+                tg_optim_zero_grad(opt);
+                losses.push_back(tg_item(loss));
+            }
+        }
+    });
+    EXPECT_EQ(occurrences(out, "tapegrad: error: "), 1) << out;
+    EXPECT_NE(out.find("tapegrad: error: Linear(in_features=4, out_features=3): input [8, 5] must end in 4 features\n"), std::string::npos) << out;
+    ASSERT_EQ(losses.size(), 3u);
+    EXPECT_TRUE(std::isnan(losses[2]));
+    // The program's own check at the end of a step reads the cause.
+    EXPECT_TRUE(tg_has_error());
+    EXPECT_NE(std::string(tg_last_error()).find("the op that made it failed: Linear(in_features=4"), std::string::npos)
+        << tg_last_error();
+    tg_optim_free(opt);
+    tg_module_free(model);
 }
 
 TEST_F(TgTest, ErrorHandlerIsCalled) {

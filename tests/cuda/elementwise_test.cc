@@ -219,3 +219,20 @@ TEST_F(TgTest, CudaLargeContiguousAddUsesEveryElement) {
     tg_tensor *s = tg_sum(tg_add(a, b));  // sum of 1..n
     EXPECT_DOUBLE_EQ(tg_item(s), (double)n * (double)(n + 1) / 2);
 }
+
+// Comparisons and where with a scalar, tg_full_like (issue 17): the scalar's 0-dim
+// operand lives on the tensor's device, and the results match the CPU's.
+TEST_F(TgTest, CudaScalarComparisonsWhereAndFullLike) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(33, 65), TG_FLOAT32, 3);
+    tg_tensor *dx = on_cuda(x);
+    EXPECT_TRUE(same_values(tg_gt_scalar(x, 0.25), tg_gt_scalar(dx, 0.25), 0, 0));
+    EXPECT_TRUE(same_values(tg_le_scalar(x, -1), tg_le_scalar(dx, -1), 0, 0));
+    tg_tensor *n = tg_cast(tg_mul_scalar(x, 10), TG_INT64);
+    EXPECT_TRUE(same_values(tg_eq_scalar(n, 3), tg_eq_scalar(on_cuda(n), 3), 0, 0));
+    EXPECT_TRUE(same_values(tg_ne_scalar(n, 2.5), tg_ne_scalar(on_cuda(n), 2.5), 0, 0));
+    tg_tensor *mask = tg_gt_scalar(x, 0), *dmask = tg_gt_scalar(dx, 0);
+    EXPECT_TRUE(same_values(tg_where_scalar(mask, x, 0.0), tg_where_scalar(dmask, dx, 0.0), 0, 0));
+    EXPECT_TRUE(same_values(tg_where_scalars(mask, 1, 0), tg_where_scalars(dmask, 1, 0), 0, 0));
+    EXPECT_TRUE(same_values(tg_full_like(x, 1.5), tg_full_like(dx, 1.5), 0, 0));
+}

@@ -33,7 +33,7 @@ double train_step(tg_module *model, tg_optim *opt) {
     TG_SCOPE {
         tg_tensor *x = tg_randn(TG_SHAPE(5, 4), tg_opts{});
         tg_tensor *y = tg_randn(TG_SHAPE(5, 2), tg_opts{});
-        tg_tensor *loss = tg_mse_loss(tg_forward(model, x), y, TG_REDUCTION_MEAN);
+        tg_tensor *loss = tg_mse_loss(tg_forward(model, x), y);
         tg_backward(loss);
         tg_optim_step(opt);
         tg_optim_zero_grad(opt);
@@ -233,3 +233,144 @@ TEST_F(CheckpointTest, ParamGroupLrs) {
 }
 
 }  // namespace
+
+// A scheduled run resumes bit for bit: every scheduler made on the optimizer is in its
+// checkpoint (last_epoch, step count, base and last lrs), checked against the one the
+// resumed program makes. CosineAnnealingLR's recursion depends on all of them.
+TEST_F(CheckpointTest, ScheduledRunResumesBitExact) {
+    struct Run {
+        ModulePtr model;
+        OptimPtr opt;
+        tg_lr_scheduler *cosine, *step;
+    };
+    auto make_run = [](uint64_t seed) {
+        tg_manual_seed(seed);
+        Run r{make_model(), OptimPtr(nullptr, tg_optim_free), nullptr, nullptr};
+        r.opt.reset(tg_sgd(r.model.get(), tg_sgd_opts{.lr = 0.1, .momentum = 0.9}));
+        r.cosine = tg_cosine_annealing_lr(r.opt.get(), 5, 0.001);
+        r.step = tg_step_lr(r.opt.get(), 2, 0.5);  // chained on the same optimizer, as PyTorch allows
+        return r;
+    };
+    auto advance = [](Run &r, std::vector<double> &losses, std::vector<double> &lrs) {
+        losses.push_back(train_step(r.model.get(), r.opt.get()));
+        EXPECT_EQ(tg_scheduler_step(r.cosine), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_scheduler_step(r.step), TG_OK) << tg_last_error();
+        lrs.push_back(tg_optim_get_lr(r.opt.get()));
+    };
+    Run run = make_run(11);
+    std::vector<double> losses, lrs;
+    for (int i = 0; i < 3; i++) advance(run, losses, lrs);
+    std::string path = dir_ + "/ck.safetensors";
+    ASSERT_EQ(tg_save_checkpoint(path.c_str(), run.model.get(), run.opt.get(), tg_checkpoint_info{3, 0}), TG_OK)
+        << tg_last_error();
+    std::vector<double> expected_losses, expected_lrs;
+    for (int i = 0; i < 4; i++) advance(run, expected_losses, expected_lrs);
+
+    Run resumed = make_run(999);  // other weights; its schedulers at epoch 0
+    ASSERT_EQ(tg_load_checkpoint(path.c_str(), resumed.model.get(), resumed.opt.get(), nullptr), TG_OK)
+        << tg_last_error();
+    EXPECT_EQ(tg_scheduler_last_epoch(resumed.cosine), 3);
+    EXPECT_EQ(tg_scheduler_get_last_lr(resumed.step), lrs.back());
+    std::vector<double> got_losses, got_lrs;
+    for (int i = 0; i < 4; i++) advance(resumed, got_losses, got_lrs);
+    EXPECT_EQ(got_lrs, expected_lrs);  // exactly, not approximately
+    EXPECT_EQ(got_losses, expected_losses);
+    EXPECT_NE(expected_lrs[0], expected_lrs[1]);  // the schedule does move the lr
+
+    MapPtr file(tg_safetensors_load(path.c_str()), tg_tensor_map_free);
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "sched.count"), "2");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "sched.0.name"), "CosineAnnealingLR");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "sched.0.settings"), "T_max=5 eta_min=0.001");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "sched.1.settings"), "step_size=2 gamma=0.5");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "sched.1.last_epoch"), "3");
+    EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "sched.1.group.0.base_lr"), "0.10000000000000001");
+    for (Run *r : {&run, &resumed}) {
+        tg_scheduler_free(r->cosine);
+        tg_scheduler_free(r->step);
+    }
+}
+
+TEST_F(CheckpointTest, OneCycleResumeRestoresLrAndMomentumExactly) {
+    auto make = [](uint64_t seed, ModulePtr &model, OptimPtr &opt) {
+        tg_manual_seed(seed);
+        model = make_model();
+        opt.reset(tg_adam(model.get(), tg_adam_opts{.lr = 0.01}));
+        return tg_one_cycle_lr(opt.get(), tg_one_cycle_opts{.max_lr = 0.05, .total_steps = 10});
+    };
+    ModulePtr model(nullptr, tg_module_free), model2(nullptr, tg_module_free);
+    OptimPtr opt(nullptr, tg_optim_free), opt2(nullptr, tg_optim_free);
+    tg_lr_scheduler *s = make(2, model, opt);
+    for (int i = 0; i < 4; i++) {
+        train_step(model.get(), opt.get());
+        ASSERT_EQ(tg_scheduler_step(s), TG_OK) << tg_last_error();
+    }
+    std::string path = dir_ + "/ck.safetensors";
+    ASSERT_EQ(tg_save_checkpoint(path.c_str(), model.get(), opt.get(), tg_checkpoint_info{}), TG_OK);
+    // The rest of the run, uninterrupted: losses, lrs and beta1s (the cycled momentum).
+    std::vector<double> expected, got;
+    for (int i = 0; i < 6; i++) {
+        expected.push_back(train_step(model.get(), opt.get()));
+        ASSERT_EQ(tg_scheduler_step(s), TG_OK);
+        expected.push_back(tg_optim_get_lr(opt.get()));
+        expected.push_back(tg_optim_get_group_momentum(opt.get(), 0));
+    }
+    tg_lr_scheduler *s2 = make(3, model2, opt2);
+    ASSERT_EQ(tg_load_checkpoint(path.c_str(), model2.get(), opt2.get(), nullptr), TG_OK) << tg_last_error();
+    for (int i = 0; i < 6; i++) {
+        got.push_back(train_step(model2.get(), opt2.get()));
+        ASSERT_EQ(tg_scheduler_step(s2), TG_OK) << tg_last_error();
+        got.push_back(tg_optim_get_lr(opt2.get()));
+        got.push_back(tg_optim_get_group_momentum(opt2.get(), 0));
+    }
+    EXPECT_EQ(got, expected);
+    EXPECT_NE(expected[1], expected[4]);
+    EXPECT_EQ(tg_scheduler_step(s2), TG_ERROR);  // the resumed one knows it is at its last step too
+    EXPECT_ERROR_CONTAINS("tried to step 12 times; the specified number of total steps is 10");
+    tg_scheduler_free(s);
+    tg_scheduler_free(s2);
+}
+
+TEST_F(CheckpointTest, SchedulerStateMismatchesAreRefusedBeforeAnythingChanges) {
+    tg_manual_seed(4);
+    ModulePtr model = make_model();
+    OptimPtr opt(tg_sgd(model.get(), tg_sgd_opts{.lr = 0.1}), tg_optim_free);
+    std::string plain = dir_ + "/plain.safetensors", scheduled = dir_ + "/sched.safetensors";
+    ASSERT_EQ(tg_save_checkpoint(plain.c_str(), model.get(), opt.get(), tg_checkpoint_info{}), TG_OK);
+    tg_lr_scheduler *s = tg_step_lr(opt.get(), 3, 0.5);
+    ASSERT_EQ(tg_save_checkpoint(scheduled.c_str(), model.get(), opt.get(), tg_checkpoint_info{}), TG_OK);
+
+    ModulePtr other = make_model();
+    OptimPtr other_opt(tg_sgd(other.get(), tg_sgd_opts{.lr = 0.1}), tg_optim_free);
+    std::vector<double> w = values(tg_module_get(other.get(), "0.weight"));
+    // No scheduler made for the resumed run: the file's scheduler state is not needed.
+    ASSERT_EQ(tg_load_checkpoint(scheduled.c_str(), other.get(), other_opt.get(), nullptr), TG_OK) << tg_last_error();
+    EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), values(tg_module_get(model.get(), "0.weight")));
+    TG_NO_GRAD { ASSERT_EQ(tg_fill_(tg_module_get(other.get(), "0.weight"), 5), TG_OK); }  // a parameter: as under torch.no_grad
+    w = values(tg_module_get(other.get(), "0.weight"));
+
+    tg_lr_scheduler *wrong = tg_step_lr(other_opt.get(), 4, 0.5);
+    EXPECT_EQ(tg_load_checkpoint(scheduled.c_str(), other.get(), other_opt.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS(": scheduler 0 (StepLR) was made with step_size=3 gamma=0.5 in the file, step_size=4 "
+                          "gamma=0.5 here");
+    EXPECT_EQ(tg_load_checkpoint(plain.c_str(), other.get(), other_opt.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("holds no scheduler state (saved without a scheduler, or by an older tapegrad), but 1 "
+                          "scheduler was made on the optimizer (SGD)");
+    tg_scheduler_free(wrong);
+    tg_lr_scheduler *exp = tg_exponential_lr(other_opt.get(), 0.9);
+    EXPECT_EQ(tg_load_checkpoint(scheduled.c_str(), other.get(), other_opt.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("scheduler 0 is StepLR in the file, ExponentialLR here");
+    tg_lr_scheduler *second = tg_step_lr(other_opt.get(), 3, 0.5);
+    EXPECT_EQ(tg_load_checkpoint(scheduled.c_str(), other.get(), other_opt.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("holds the state of 1 scheduler, but 2 were made on the optimizer");
+    tg_scheduler_free(exp);
+    tg_scheduler_free(second);
+    tg_scheduler_free(s);
+    EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), w) << "nothing loaded by the failures";
+
+    // A scheduler whose optimizer was freed fails instead of touching freed memory.
+    tg_lr_scheduler *orphan = tg_step_lr(other_opt.get(), 3, 0.5);
+    other_opt.reset();
+    EXPECT_EQ(tg_scheduler_step(orphan), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_scheduler_step: the optimizer of this scheduler was freed");
+    tg_scheduler_free(orphan);
+}

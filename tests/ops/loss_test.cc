@@ -52,18 +52,18 @@ TEST_P(LossTest, CrossEntropyMatchesPyTorch) {
 
 TEST_P(LossTest, OtherLossesMatchPyTorch) {
     tg_dtype dt = GetParam();
-    check_nn_case("nll_mean", {"x", "t"}, dt, [](auto &in) { return tg_nll_loss(in[0], in[1], lopts(TG_REDUCTION_MEAN)); });
+    check_nn_case("nll_mean", {"x", "t"}, dt, [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN)); });
     check_nn_case("nll_ignore", {"x", "t"}, dt,
-                  [](auto &in) { return tg_nll_loss(in[0], in[1], lopts(TG_REDUCTION_MEAN, true, 3)); });
-    check_nn_case("nll_none", {"x", "t"}, dt, [](auto &in) { return tg_nll_loss(in[0], in[1], lopts(TG_REDUCTION_NONE)); });
+                  [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, true, 3)); });
+    check_nn_case("nll_none", {"x", "t"}, dt, [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_NONE)); });
     const char *names[] = {"mean", "sum", "none"};
     tg_reduction reds[] = {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE};
     for (int i = 0; i < 3; i++) {
         tg_reduction r = reds[i];
-        check_nn_case(std::string("mse_") + names[i], {"x", "y"}, dt, [r](auto &in) { return tg_mse_loss(in[0], in[1], r); });
-        check_nn_case(std::string("l1_") + names[i], {"x", "y"}, dt, [r](auto &in) { return tg_l1_loss(in[0], in[1], r); });
+        check_nn_case(std::string("mse_") + names[i], {"x", "y"}, dt, [r](auto &in) { return tg_mse_loss_opts(in[0], in[1], tg_loss_opts{r}); });
+        check_nn_case(std::string("l1_") + names[i], {"x", "y"}, dt, [r](auto &in) { return tg_l1_loss_opts(in[0], in[1], tg_loss_opts{r}); });
         check_nn_case(std::string("bce_") + names[i], {"x", "y"}, dt,
-                      [r](auto &in) { return tg_binary_cross_entropy_with_logits(in[0], in[1], r); });
+                      [r](auto &in) { return tg_binary_cross_entropy_with_logits_opts(in[0], in[1], tg_bce_opts{r}); });
     }
 }
 
@@ -88,7 +88,7 @@ TEST_P(LossTest, WeightedLossesMatchPyTorch) {
             return tg_cross_entropy_opts(in[0], in[1], lopts(r, true, 0, 0.3, in[2]));
         });
         check_nn_case("nll_w_" + n, {"x", "t", "wt"}, dt,
-                      [r](auto &in) { return tg_nll_loss(in[0], in[1], lopts(r, true, 3, 0, in[2])); });
+                      [r](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(r, true, 3, 0, in[2])); });
         check_nn_case("bce_pw_" + n, {"x", "y", "pw"}, dt, [r](auto &in) {
             return tg_binary_cross_entropy_with_logits_opts(in[0], in[1], bopts(r, nullptr, in[2]));
         });
@@ -138,10 +138,10 @@ tg_tensor *loss_gc(tg_tensor *const *in, void *user) {
     tg_tensor *x = c->transpose ? tg_transpose(in[0], 0, 1) : in[0];
     switch (c->kind) {
     case 0: return tg_cross_entropy_opts(x, c->target, c->opts);
-    case 1: return tg_nll_loss(x, c->target, c->opts);
-    case 2: return tg_mse_loss(x, in[1], c->opts.reduction);
-    case 3: return tg_l1_loss(x, in[1], c->opts.reduction);
-    case 4: return tg_binary_cross_entropy_with_logits(x, in[1], c->opts.reduction);
+    case 1: return tg_nll_loss_opts(x, c->target, c->opts);
+    case 2: return tg_mse_loss_opts(x, in[1], tg_loss_opts{c->opts.reduction});
+    case 3: return tg_l1_loss_opts(x, in[1], tg_loss_opts{c->opts.reduction});
+    case 4: return tg_binary_cross_entropy_with_logits_opts(x, in[1], tg_bce_opts{c->opts.reduction});
     case 6: return tg_cross_entropy_opts(x, in[1], c->opts);
     default: return tg_binary_cross_entropy_with_logits_opts(x, in[1], bopts(c->opts.reduction, in[3], in[2]));
     }
@@ -347,7 +347,7 @@ TEST_F(TgTest, CrossEntropyIgnoresMinus100ByDefault) {
     ASSERT_EQ(tg_backward(loss), TG_OK);
     std::vector<double> g = values(tg_grad(x));
     for (int j = 3; j < 6; j++) EXPECT_EQ(g[j], 0) << "ignored row, column " << j - 3;
-    EXPECT_NEAR(tg_item(tg_nll_loss(tg_log_softmax(x, 1), t, {})), (l0 + l2) / 2, 1e-12);
+    EXPECT_NEAR(tg_item(tg_nll_loss(tg_log_softmax(x, 1), t)), (l0 + l2) / 2, 1e-12);
     // another ignore_index replaces -100, which is then out of range
     tg_loss_opts o = {};
     o.use_ignore_index = true;
@@ -366,7 +366,7 @@ TEST_F(TgTest, LossErrors) {
     EXPECT_EQ(tg_cross_entropy(x, tensor_i64({0, -1, 0, 0}, TG_SHAPE(4))), nullptr);
     EXPECT_ERROR_CONTAINS("target -1 is out of bounds for 5 classes");
     tg_clear_error();
-    EXPECT_EQ(tg_nll_loss(x, t, {}), nullptr);
+    EXPECT_EQ(tg_nll_loss(x, t), nullptr);
     EXPECT_ERROR_CONTAINS("tg_nll_loss: target 7 is out of bounds for 5 classes");
     tg_clear_error();
     EXPECT_EQ(tg_cross_entropy(nullptr, t), nullptr);
@@ -387,16 +387,16 @@ TEST_F(TgTest, LossErrors) {
     EXPECT_EQ(tg_cross_entropy_opts(x, tensor_i64({0, 1, 2, 3}, TG_SHAPE(4)), lopts(TG_REDUCTION_MEAN, false, 0, 1.5)), nullptr);
     EXPECT_ERROR_CONTAINS("label_smoothing must be in [0, 1], got 1.5");
     tg_clear_error();
-    EXPECT_EQ(tg_mse_loss(x, tg_zeros(TG_SHAPE(3, 5), tg_opts{}), TG_REDUCTION_MEAN), nullptr);
+    EXPECT_EQ(tg_mse_loss(x, tg_zeros(TG_SHAPE(3, 5), tg_opts{})), nullptr);
     EXPECT_ERROR_CONTAINS("tg_mse_loss: target [3, 5] does not broadcast with input [4, 5]");
     tg_clear_error();
-    EXPECT_EQ(tg_l1_loss(x, tg_zeros(TG_SHAPE(4, 5), tg_opts{TG_FLOAT64, TG_CPU, false}), TG_REDUCTION_MEAN), nullptr);
+    EXPECT_EQ(tg_l1_loss(x, tg_zeros(TG_SHAPE(4, 5), tg_opts{TG_FLOAT64, TG_CPU, false})), nullptr);
     EXPECT_ERROR_CONTAINS("tg_l1_loss: expected input and target of one floating dtype, got float32 and float64");
     tg_clear_error();
-    EXPECT_EQ(tg_binary_cross_entropy_with_logits(x, tg_zeros(TG_SHAPE(1, 5), tg_opts{}), TG_REDUCTION_MEAN), nullptr);
+    EXPECT_EQ(tg_binary_cross_entropy_with_logits(x, tg_zeros(TG_SHAPE(1, 5), tg_opts{})), nullptr);
     EXPECT_ERROR_CONTAINS("target [1, 5] must have the same shape as input [4, 5]");
     tg_clear_error();
-    EXPECT_EQ(tg_mse_loss(nullptr, x, TG_REDUCTION_MEAN), nullptr);
+    EXPECT_EQ(tg_mse_loss(nullptr, x), nullptr);
     EXPECT_ERROR_CONTAINS("tg_mse_loss: input 0 is NULL");
 }
 
@@ -407,7 +407,7 @@ TEST_F(TgTest, WeightedLossErrors) {
     EXPECT_EQ(tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(4), tg_opts{}))), nullptr);
     EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected weight of shape [5] (one per class) for input [4, 5], got [4]");
     tg_clear_error();
-    EXPECT_EQ(tg_nll_loss(x, t, lopts(TG_REDUCTION_SUM, false, 0, 0, tg_ones(TG_SHAPE(1, 5), tg_opts{}))), nullptr);
+    EXPECT_EQ(tg_nll_loss_opts(x, t, lopts(TG_REDUCTION_SUM, false, 0, 0, tg_ones(TG_SHAPE(1, 5), tg_opts{}))), nullptr);
     EXPECT_ERROR_CONTAINS("tg_nll_loss: expected weight of shape [5] (one per class) for input [4, 5], got [1, 5]");
     tg_clear_error();
     EXPECT_EQ(tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0.1,
@@ -416,7 +416,7 @@ TEST_F(TgTest, WeightedLossErrors) {
     EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected weight of the input's dtype float32, got float64");
     tg_clear_error();
     // the target check comes first
-    EXPECT_EQ(tg_nll_loss(x, tensor_i64({0, 1, 9, 2}, TG_SHAPE(4)),
+    EXPECT_EQ(tg_nll_loss_opts(x, tensor_i64({0, 1, 9, 2}, TG_SHAPE(4)),
                           lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(5), tg_opts{}))),
               nullptr);
     EXPECT_ERROR_CONTAINS("tg_nll_loss: target 9 is out of bounds for 5 classes");

@@ -51,7 +51,8 @@ int main(int argc, char **argv) {
     const char *checkpoint = "mlp_02.safetensors";
     tut_option extra[] = {{.name = "--checkpoint", .metavar = "FILE", .value = &checkpoint,
                            .help = "where to save the model (default mlp_02.safetensors)"}};
-    tut_args args = {.epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1, .plot_path = "loss_02_mlp.svg"};
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT,
+                     .epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1, .plot_path = "loss_02_mlp.svg"};
     tut_parse_args(argc, argv, "Lesson 02: an MLP on Fashion-MNIST with Adam, and a checkpoint.", &args, extra, 1);
 
     /* ---- data ---- */
@@ -87,17 +88,15 @@ int main(int argc, char **argv) {
     char device_text[16];
     printf("training on %s: %d epoch(s), batch %lld, Adam lr %g\n", tg_device_str(args.device, device_text),
            args.epochs, (long long)args.batch_size, args.lr);
-    for (int epoch = 0; epoch < args.epochs; epoch++) {
+    /* --max-steps may end the run before --epochs: no epoch starts without a step left */
+    for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         double start = tut_now();
         tg_tensor *x, *y;
         /* each pass over the loader is the next epoch, reshuffled, as with a DataLoader */
         TG_FOR_EACH_BATCH(loader, x, y) { /* a scope per batch: the step's temporaries die here */
-            if (args.max_steps && step >= args.max_steps) { /* end the epoch early */
-                tg_loader_seek(loader, tg_loader_num_batches(loader));
-                continue;
-            }
+            if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
             tg_tensor *logits = tg_forward(model, x); /* [B, 10] */
             tg_tensor *loss = tg_cross_entropy(logits, y);
             tg_backward(loss);

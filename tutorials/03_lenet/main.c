@@ -28,7 +28,8 @@ int main(int argc, char **argv) {
     const char *momentum_text = "0.9";
     tut_option extra[] = {{.name = "--momentum", .metavar = "X", .value = &momentum_text,
                            .help = "SGD momentum (default 0.9)"}};
-    tut_args args = {.epochs = 1, .batch_size = 64, .lr = 0.01, .seed = 1, .plot_path = "loss_03_lenet.svg"};
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT,
+                     .epochs = 1, .batch_size = 64, .lr = 0.01, .seed = 1, .plot_path = "loss_03_lenet.svg"};
     tut_parse_args(argc, argv, "Lesson 03: LeNet on Fashion-MNIST with SGD and momentum.", &args, extra, 1);
     double momentum = atof(momentum_text);
 
@@ -63,16 +64,14 @@ int main(int argc, char **argv) {
     char device_text[16];
     printf("training on %s: %d epoch(s), batch %lld, SGD lr %g momentum %g\n", tg_device_str(args.device, device_text),
            args.epochs, (long long)args.batch_size, args.lr, momentum);
-    for (int epoch = 0; epoch < args.epochs; epoch++) {
+    /* --max-steps may end the run before --epochs: no epoch starts without a step left */
+    for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         double start = tut_now();
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
-            if (args.max_steps && step >= args.max_steps) { /* end the epoch early */
-                tg_loader_seek(loader, tg_loader_num_batches(loader));
-                continue;
-            }
+            if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
             tg_tensor *loss = tg_cross_entropy(tg_forward(model, x), y);
             tg_backward(loss);
             tg_optim_step(opt);

@@ -66,7 +66,8 @@ int main(int argc, char **argv) {
     const char *compare_text = "20";
     tut_option extra[] = {{.name = "--compare-steps", .metavar = "N", .value = &compare_text,
                            .help = "time N steps on the CPU and the GPU at the end (default 20, 0: skip)"}};
-    tut_args args = {.device_name = "auto", .epochs = 1, .batch_size = 64, .lr = 0.01, .seed = 1};
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT,
+                     .device_name = "auto", .epochs = 1, .batch_size = 64, .lr = 0.01, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 04: LeNet + BatchNorm2d on the GPU (or the CPU), with an LR schedule.", &args,
                    extra, 1);
     int compare_steps = atoi(compare_text);
@@ -105,21 +106,22 @@ int main(int argc, char **argv) {
 
     FILE *log = tut_log_open(args.log_path);
     int64_t step = 0;
+    tut_curve curve = {0}; /* per-step losses for --plot */
     double epoch_seconds = 0, accuracy = 0;
     printf("training on %s: %d epoch(s), batch %lld, SGD lr %g momentum 0.9, StepLR(1, 0.7)\n", device_text,
            args.epochs, (long long)args.batch_size, args.lr);
-    for (int epoch = 0; epoch < args.epochs; epoch++) {
+    /* --max-steps may end the run before --epochs: no epoch starts without a step left */
+    for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {
         tg_train(model, true); /* batch norm uses the batch's statistics and updates the running ones */
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         double start = tut_now();
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
-            if (args.max_steps && step >= args.max_steps) { /* end the epoch early */
-                tg_loader_seek(loader, tg_loader_num_batches(loader));
-                continue;
-            }
-            tut_progress_update(&bar, train_step(model, opt, x, y));
+            if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
+            double value = train_step(model, opt, x, y);
+            tut_progress_update(&bar, value);
+            tut_curve_add(&curve, value);
             step++;
         }
         epoch_seconds = tut_now() - start;
@@ -134,6 +136,10 @@ int main(int argc, char **argv) {
         tg_scheduler_step(schedule); /* after the epoch's optimizer steps, as in PyTorch */
     }
     tut_log_close(log);
+    if (args.plot_path && tut_plot_svg(args.plot_path, "04_batchnorm_gpu: training loss", &curve,
+                                       tg_loader_num_batches(loader), 50) == 0)
+        printf("loss curve: %s\n", tut_output_path(args.plot_path));
+    tut_curve_free(&curve);
 
     /* ---- train vs eval: what batch norm does differently ---- */
     TG_SCOPE {

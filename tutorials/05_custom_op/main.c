@@ -170,7 +170,7 @@ static tg_module *swish_mlp_new(int64_t in, int64_t hidden, int64_t out, double 
 }
 
 int main(int argc, char **argv) {
-    tut_args args = {.epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1};
+    tut_args args = {.options = TUT_OPT_TRAINING, .epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 05: a custom op (bias + swish) with CPU and CUDA kernels, checked and trained.",
                    &args, NULL, 0);
     tg_manual_seed(args.seed);
@@ -196,15 +196,13 @@ int main(int argc, char **argv) {
                                       (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
                                                        .seed = args.seed, .device = args.device});
     int64_t step = 0;
-    for (int epoch = 0; epoch < args.epochs; epoch++) {
+    /* --max-steps may end the run before --epochs: no epoch starts without a step left */
+    for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {
         tut_progress bar;
         tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
-            if (args.max_steps && step >= args.max_steps) { /* end the epoch early */
-                tg_loader_seek(loader, tg_loader_num_batches(loader));
-                continue;
-            }
+            if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
             tg_tensor *loss = tg_cross_entropy(tg_forward(model, x), y);
             if (step == 0) printf("the loss's graph goes through: %s <- ... <- bias_swish\n", tg_grad_fn_name(loss));
             tg_backward(loss); /* runs bias_swish_backward among the built-in backwards */

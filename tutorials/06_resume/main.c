@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
         {.name = "--compare", .flag = &compare,
          .help = "run straight through, then interrupted + resumed, and compare the losses"},
     };
-    tut_args args = {.epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1};
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG, .epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 06: checkpoint a run (model, optimizer, RNG, position) and resume it exactly.",
                    &args, extra, 4);
     tut_data data = tut_load_data(&args, false);

@@ -1,5 +1,6 @@
 /* Command line, output paths, clocks and the RESULT line (see common.h). */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,38 +10,62 @@
 
 #include "tutorials/common/common.h"
 
-static void die_on_error(const char *message, void *user) {
-    (void)user;
-    fprintf(stderr, "error: %s\n", message);
-    exit(1);
-}
+/* The options every lesson may take, each honoured only by the lessons that set its
+ * bit in tut_args.options; the others refuse it as unknown. */
+typedef struct {
+    const char *name, *metavar, *help;
+    unsigned bit;
+} common_option;
 
-void tut_exit_on_error(bool on) { tg_set_error_handler(on ? die_on_error : NULL, NULL); }
+enum { OPT_HELP = 'h', OPT_COMMON = 1000, OPT_EXTRA = 2000 };
+
+static const common_option commons[] = {
+    {"device", "cpu|cuda[:N]|auto", "where to run", TUT_OPT_DEVICE},
+    {"epochs", "N", "passes over the training set", TUT_OPT_EPOCHS},
+    {"batch-size", "N", "images per step", TUT_OPT_BATCH_SIZE},
+    {"lr", "X", "learning rate", TUT_OPT_LR},
+    {"seed", "N", "seed for initialisation and shuffling", TUT_OPT_SEED},
+    {"data", "DIR", "MNIST-format data set", TUT_OPT_DATA},
+    {"synthetic", NULL, "generated images instead of the data set (smoke tests)", TUT_OPT_DATA},
+    {"max-steps", "N", "stop after N training steps in all", TUT_OPT_MAX_STEPS},
+    {"log", "FILE", "write per-epoch metrics as CSV", TUT_OPT_LOG},
+    {"plot", "FILE", "loss curve as SVG", TUT_OPT_PLOT},
+    {"result-line", NULL, "print a RESULT {...} line for bench/compare.sh", TUT_OPT_RESULT_LINE},
+    {"show-order", NULL, "print the first 10 sample indices of epoch 0", TUT_OPT_SHOW_ORDER},
+    {"save-init", "FILE", "save the initial weights (for the PyTorch twin's --init)", TUT_OPT_SAVE_INIT},
+};
+#define NUM_COMMONS ((int)(sizeof commons / sizeof commons[0]))
+
+/* The default shown after a common option's help, or "" (flags, no default). */
+static const char *default_text(int i, const tut_args *d, char *buf, size_t size) {
+    const char *name = commons[i].name;
+    buf[0] = '\0';
+    if (!strcmp(name, "device")) snprintf(buf, size, " (default %s)", d->device_name);
+    else if (!strcmp(name, "epochs")) snprintf(buf, size, " (default %d)", d->epochs);
+    else if (!strcmp(name, "batch-size")) snprintf(buf, size, " (default %lld)", (long long)d->batch_size);
+    else if (!strcmp(name, "lr")) snprintf(buf, size, " (default %g)", d->lr);
+    else if (!strcmp(name, "seed")) snprintf(buf, size, " (default %llu)", (unsigned long long)d->seed);
+    else if (!strcmp(name, "data")) snprintf(buf, size, " (default %s)", d->data_dir);
+    else if (!strcmp(name, "plot") && d->plot_path) snprintf(buf, size, " (default %s)", d->plot_path);
+    return buf;
+}
 
 static void usage(FILE *out, const char *prog, const char *about, const tut_args *d, const tut_option *extra,
                   int count) {
-    fprintf(out, "%s\n\nusage: %s [options]\n\n", about, prog);
-    fprintf(out, "  --device cpu|cuda[:N]|auto  where to train (default %s)\n", d->device_name);
-    fprintf(out, "  --epochs N           passes over the training set (default %d)\n", d->epochs);
-    fprintf(out, "  --batch-size N       images per step (default %lld)\n", (long long)d->batch_size);
-    fprintf(out, "  --lr X               learning rate (default %g)\n", d->lr);
-    fprintf(out, "  --seed N             seed for initialisation and shuffling (default %llu)\n",
-            (unsigned long long)d->seed);
-    fprintf(out, "  --data DIR           MNIST-format data set (default %s)\n", d->data_dir);
-    fprintf(out, "  --synthetic          generated images instead of the data set (smoke tests)\n");
-    fprintf(out, "  --max-steps N        stop after N training steps in all\n");
-    fprintf(out, "  --log FILE           write per-epoch metrics as CSV\n");
-    if (d->plot_path) fprintf(out, "  --plot FILE          loss curve as SVG (default %s)\n", d->plot_path);
-    fprintf(out, "  --result-line        print a RESULT {...} line for bench/compare.sh\n");
-    fprintf(out, "  --show-order         print the first 10 sample indices of epoch 0\n");
-    fprintf(out, "  --save-init FILE     save the initial weights (for the PyTorch twin's --init)\n");
+    fprintf(out, "%s\n\nusage: %s [options]   (--name VALUE or --name=VALUE)\n\n", about, prog);
+    char left[64], dflt[160];
+    for (int i = 0; i < NUM_COMMONS; i++) {
+        if (!(d->options & commons[i].bit)) continue;
+        snprintf(left, sizeof left, "--%s%s%s", commons[i].name, commons[i].metavar ? " " : "",
+                 commons[i].metavar ? commons[i].metavar : "");
+        fprintf(out, "  %-28s %s%s\n", left, commons[i].help, default_text(i, d, dflt, sizeof dflt));
+    }
     for (int i = 0; i < count; i++) {
-        char left[64];
         snprintf(left, sizeof left, "%s%s%s", extra[i].name, extra[i].metavar ? " " : "",
                  extra[i].metavar ? extra[i].metavar : "");
-        fprintf(out, "  %-20s %s\n", left, extra[i].help);
+        fprintf(out, "  %-28s %s\n", left, extra[i].help);
     }
-    fprintf(out, "  --help               this text\n");
+    fprintf(out, "  %-28s %s\n", "--help, -h", "this text");
 }
 
 static void bad(const char *prog, const char *what, const char *arg) {
@@ -56,67 +81,88 @@ static long long parse_int(const char *prog, const char *opt, const char *s, lon
     return v;
 }
 
+static void set_common(const char *prog, const char *name, const char *value, tut_args *args) {
+    if (!strcmp(name, "device")) {
+        args->device_name = value;
+    } else if (!strcmp(name, "epochs")) {
+        args->epochs = (int)parse_int(prog, "bad --epochs", value, 1);
+    } else if (!strcmp(name, "batch-size")) {
+        args->batch_size = parse_int(prog, "bad --batch-size", value, 1);
+    } else if (!strcmp(name, "lr")) {
+        char *end;
+        args->lr = strtod(value, &end);
+        if (*end || end == value || !(args->lr > 0)) bad(prog, "bad --lr", value);
+    } else if (!strcmp(name, "seed")) {
+        args->seed = (uint64_t)parse_int(prog, "bad --seed", value, 0);
+    } else if (!strcmp(name, "data")) {
+        args->data_dir = value;
+    } else if (!strcmp(name, "synthetic")) {
+        args->synthetic = true;
+    } else if (!strcmp(name, "max-steps")) {
+        args->max_steps = parse_int(prog, "bad --max-steps", value, 1);
+    } else if (!strcmp(name, "log")) {
+        args->log_path = value;
+    } else if (!strcmp(name, "plot")) {
+        args->plot_path = value;
+    } else if (!strcmp(name, "result-line")) {
+        args->result_line = true;
+    } else if (!strcmp(name, "show-order")) {
+        args->show_order = true;
+    } else if (!strcmp(name, "save-init")) {
+        args->save_init_path = value;
+    }
+}
+
 void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, const tut_option *extra,
                     int count) {
     const char *prog = argc > 0 ? argv[0] : "tutorial";
     const char *slash = strrchr(prog, '/');
     if (slash) prog = slash + 1;
+    if (!args->data_dir) args->data_dir = TG_FASHION_MNIST_DIR;
+    if (!args->device_name) args->device_name = "cpu";
     tut_args defaults = *args;
-    if (!args->data_dir) args->data_dir = defaults.data_dir = TG_FASHION_MNIST_DIR;
-    if (!args->device_name) args->device_name = defaults.device_name = "cpu";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-#define VALUE() (next ? (i++, next) : (bad(prog, "missing value after", a), ""))
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+
+    /* getopt_long's table: the common options this lesson honours, then its own. */
+    struct option *table = calloc((size_t)(NUM_COMMONS + count + 2), sizeof *table);
+    if (!table) exit(1);
+    int n = 0;
+    for (int i = 0; i < NUM_COMMONS; i++)
+        if (args->options & commons[i].bit)
+            table[n++] = (struct option){commons[i].name, commons[i].metavar ? required_argument : no_argument,
+                                         NULL, OPT_COMMON + i};
+    for (int i = 0; i < count; i++) {
+        const char *name = extra[i].name;
+        while (*name == '-') name++;
+        table[n++] = (struct option){name, extra[i].metavar ? required_argument : no_argument, NULL, OPT_EXTRA + i};
+    }
+    table[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+
+    opterr = 0; /* our own messages, which name the lesson and point to --help */
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", table, NULL)) != -1) {
+        const char *arg = argv[optind - 1];
+        if (c == OPT_HELP) {
             usage(stdout, prog, about, &defaults, extra, count);
             exit(0);
-        } else if (!strcmp(a, "--device")) {
-            args->device_name = VALUE();
-        } else if (!strcmp(a, "--epochs")) {
-            args->epochs = (int)parse_int(prog, "bad --epochs", VALUE(), 1);
-        } else if (!strcmp(a, "--batch-size")) {
-            args->batch_size = parse_int(prog, "bad --batch-size", VALUE(), 1);
-        } else if (!strcmp(a, "--lr")) {
-            const char *s = VALUE();
-            char *end;
-            args->lr = strtod(s, &end);
-            if (*end || end == s || !(args->lr > 0)) bad(prog, "bad --lr", s);
-        } else if (!strcmp(a, "--seed")) {
-            args->seed = (uint64_t)parse_int(prog, "bad --seed", VALUE(), 0);
-        } else if (!strcmp(a, "--data")) {
-            args->data_dir = VALUE();
-        } else if (!strcmp(a, "--log")) {
-            args->log_path = VALUE();
-        } else if (!strcmp(a, "--plot")) {
-            args->plot_path = VALUE();
-        } else if (!strcmp(a, "--max-steps")) {
-            args->max_steps = parse_int(prog, "bad --max-steps", VALUE(), 1);
-        } else if (!strcmp(a, "--synthetic")) {
-            args->synthetic = true;
-        } else if (!strcmp(a, "--result-line")) {
-            args->result_line = true;
-        } else if (!strcmp(a, "--show-order")) {
-            args->show_order = true;
-        } else if (!strcmp(a, "--save-init")) {
-            args->save_init_path = VALUE();
+        } else if (c >= OPT_EXTRA) {
+            const tut_option *o = &extra[c - OPT_EXTRA];
+            if (o->metavar) *o->value = optarg;
+            else *o->flag = true;
+        } else if (c >= OPT_COMMON) {
+            set_common(prog, commons[c - OPT_COMMON].name, optarg, args);
+        } else if (c == ':') {
+            bad(prog, "missing value after", arg);
         } else {
-            int k = 0;
-            for (; k < count; k++) {
-                if (strcmp(a, extra[k].name)) continue;
-                if (extra[k].metavar)
-                    *extra[k].value = VALUE();
-                else
-                    *extra[k].flag = true;
-                break;
-            }
-            if (k == count) bad(prog, "unknown option", a);
+            /* '?': not an option of this lesson, or a value given to a flag (--synthetic=1) */
+            bad(prog, strchr(arg, '=') && optopt ? "option takes no value" : "unknown option for this lesson", arg);
         }
-#undef VALUE
     }
+    if (optind < argc) bad(prog, "unexpected argument", argv[optind]);
+    free(table);
 
-    /* From here on, any tapegrad error ends the program with its message. */
-    tg_set_error_handler(die_on_error, NULL);
+    /* From here on, any tapegrad error ends the program with its message (TG_ERRORS=exit). */
+    tg_set_error_mode(TG_ERRORS_EXIT);
 
     const char *d = args->device_name;
     if (!strcmp(d, "cpu")) {

@@ -13,6 +13,27 @@
 
 /* ---- command line ---- */
 
+/* The options shared by the lessons; a lesson lists those it honours in
+ * tut_args.options, and the others are refused as unknown (every flag honoured or
+ * refused: none is accepted and then ignored). */
+enum {
+    TUT_OPT_DEVICE = 1u << 0,      /* --device */
+    TUT_OPT_EPOCHS = 1u << 1,      /* --epochs */
+    TUT_OPT_BATCH_SIZE = 1u << 2,  /* --batch-size */
+    TUT_OPT_LR = 1u << 3,          /* --lr */
+    TUT_OPT_SEED = 1u << 4,        /* --seed */
+    TUT_OPT_DATA = 1u << 5,        /* --data, --synthetic (tut_load_data) */
+    TUT_OPT_MAX_STEPS = 1u << 6,   /* --max-steps */
+    TUT_OPT_LOG = 1u << 7,         /* --log (tut_log_open) */
+    TUT_OPT_PLOT = 1u << 8,        /* --plot (tut_plot_svg) */
+    TUT_OPT_RESULT_LINE = 1u << 9, /* --result-line (tut_print_result) */
+    TUT_OPT_SHOW_ORDER = 1u << 10, /* --show-order */
+    TUT_OPT_SAVE_INIT = 1u << 11,  /* --save-init (tut_save_init) */
+    /* what a training lesson honours at least */
+    TUT_OPT_TRAINING = TUT_OPT_DEVICE | TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED |
+                       TUT_OPT_DATA | TUT_OPT_MAX_STEPS,
+};
+
 /* A lesson-specific option taking a value ("--stop-after 50"), or a flag when
  * `value` is NULL and `flag` is set. */
 typedef struct {
@@ -24,7 +45,8 @@ typedef struct {
 } tut_option;
 
 typedef struct {
-    /* The options every program takes, with their defaults filled in. */
+    unsigned options;        /* TUT_OPT_* bits: the common options this lesson honours */
+    /* The common options, with their defaults filled in. */
     const char *device_name; /* "cpu", "cuda", "cuda:1", "auto" */
     tg_device device;        /* resolved */
     int epochs;
@@ -41,18 +63,17 @@ typedef struct {
     const char *save_init_path; /* --save-init FILE: the initial weights, for the PyTorch twin */
 } tut_args;
 
-/* Parses argv into *args (which holds the program's defaults on entry) and the
- * lesson's `extra` options (count may be 0). Prints --help (the `about` line,
- * then every option with its default) and exits 0; exits 2 on a bad option.
+/* Parses argv with getopt_long (--name VALUE and --name=VALUE) into *args (which
+ * holds the program's defaults and its `options` on entry; unambiguous abbreviations
+ * such as --epoch are getopt_long's) and the lesson's `extra`
+ * options (count may be 0). Prints --help (the `about` line, then every option the
+ * lesson honours with its default) and exits 0; exits 2 on an unknown option (one
+ * the lesson does not honour included), a missing or bad value, or a stray argument.
  * Resolves the device: "auto" is CUDA when tg_cuda_available(), else the CPU;
- * asking for CUDA without it exits with a message. Also installs an error handler
- * that prints tapegrad's message and exits, so the lessons need no error checks. */
+ * asking for CUDA without it exits with a message. Also sets tapegrad's error mode to
+ * TG_ERRORS_EXIT (print the message and exit), so the lessons need no error checks. */
 void tut_parse_args(int argc, char **argv, const char *about, tut_args *args,
                     const tut_option *extra, int count);
-
-/* Turns the "print tapegrad's error and exit" handler that tut_parse_args installs
- * on or off (off: failing calls just return NULL and record the message). */
-void tut_exit_on_error(bool on);
 
 /* Where to write an output file given on the command line: `bazel run` runs the
  * program in its runfiles folder, so a relative path is taken relative to

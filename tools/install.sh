@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Installs tapegrad as a C library (//:install; docs/install.md):
+#   ./bazelw run //:install -- --prefix=$HOME/.local      (default prefix: /usr/local)
+#   PREFIX/lib/libtapegrad.so.0 (+ libtapegrad.so), PREFIX/lib/libtapegrad.a,
+#   PREFIX/include/tapegrad/ (tapegrad.h and the headers it includes),
+#   PREFIX/lib/pkgconfig/tapegrad.pc, PREFIX/lib/cmake/tapegrad/tapegradConfig*.cmake.
+# Then: cc main.c $(pkg-config --cflags --libs tapegrad), or in CMake
+#   find_package(tapegrad REQUIRED) + target_link_libraries(app tapegrad::tapegrad).
+set -euo pipefail
+
+VERSION=0.1.0
+prefix=/usr/local
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --prefix=*) prefix=${1#--prefix=} ;;
+    --prefix) [[ $# -ge 2 ]] || { echo "install: --prefix needs a folder" >&2; exit 2; }; prefix=$2; shift ;;
+    -h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install: unknown argument '$1' (--prefix=DIR)" >&2; exit 2 ;;
+  esac
+  shift
+done
+# `bazel run` runs in the runfiles; a relative prefix is the caller's.
+if [[ $prefix != /* ]]; then prefix="${BUILD_WORKING_DIRECTORY:-$PWD}/$prefix"; fi
+
+# The files: the runfiles of this script (bazel run, bazel-bin/install or a test's data).
+here=""
+for d in "${RUNFILES_DIR:-}/tapegrad" "$0.runfiles/tapegrad" "$PWD"; do
+  if [[ -f $d/public_headers.txt ]]; then here=$d; break; fi
+done
+[[ -n $here ]] || { echo "install: cannot find the built files (run it with ./bazelw run //:install)" >&2; exit 1; }
+
+# cp + chmod, not install(1): this script is itself called "install" in Bazel's runfiles.
+put() { cp -f "$2" "$3" && chmod "$1" "$3"; }
+libdir=$prefix/lib includedir=$prefix/include
+mkdir -p "$libdir/pkgconfig" "$libdir/cmake/tapegrad" "$includedir/tapegrad"
+put 755 "$here/libtapegrad.so" "$libdir/libtapegrad.so.0"
+ln -sf libtapegrad.so.0 "$libdir/libtapegrad.so"
+put 644 "$here/libtapegrad.a" "$libdir/libtapegrad.a"
+while read -r h; do
+  [[ -n $h ]] || continue
+  mkdir -p "$includedir/tapegrad/$(dirname "$h")"
+  put 644 "$here/$h" "$includedir/tapegrad/$h"
+done <"$here/public_headers.txt"
+
+# What the static archive needs besides itself (the shared library records it).
+private_libs="-L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -fopenmp -lz -lcjson -lm -lpthread"
+cat >"$libdir/pkgconfig/tapegrad.pc" <<PC
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: tapegrad
+Description: A small PyTorch in C: tensors, reverse-mode autograd, nn modules, optimizers
+Version: $VERSION
+Cflags: -I\${includedir}/tapegrad
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -ltapegrad
+Libs.private: $private_libs
+PC
+
+cat >"$libdir/cmake/tapegrad/tapegradConfig.cmake" <<'CMAKE'
+# tapegrad's CMake package: find_package(tapegrad REQUIRED), then
+#   target_link_libraries(app PRIVATE tapegrad::tapegrad)          (shared)
+#   target_link_libraries(app PRIVATE tapegrad::tapegrad_static)   (static)
+get_filename_component(_tapegrad_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET tapegrad::tapegrad)
+  add_library(tapegrad::tapegrad SHARED IMPORTED)
+  set_target_properties(tapegrad::tapegrad PROPERTIES
+    IMPORTED_LOCATION "${_tapegrad_prefix}/lib/libtapegrad.so.0"
+    IMPORTED_SONAME "libtapegrad.so.0"
+    INTERFACE_INCLUDE_DIRECTORIES "${_tapegrad_prefix}/include/tapegrad")
+  add_library(tapegrad::tapegrad_static STATIC IMPORTED)
+  set_target_properties(tapegrad::tapegrad_static PROPERTIES
+    IMPORTED_LOCATION "${_tapegrad_prefix}/lib/libtapegrad.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${_tapegrad_prefix}/include/tapegrad"
+    INTERFACE_LINK_OPTIONS "-fopenmp"
+    INTERFACE_LINK_LIBRARIES "-L/usr/lib/x86_64-linux-gnu/openblas-openmp;openblas;z;cjson;m;pthread")
+endif()
+set(tapegrad_INCLUDE_DIRS "${_tapegrad_prefix}/include/tapegrad")
+set(tapegrad_LIBRARIES tapegrad::tapegrad)
+set(tapegrad_FOUND TRUE)
+CMAKE
+
+cat >"$libdir/cmake/tapegrad/tapegradConfigVersion.cmake" <<CMAKE
+set(PACKAGE_VERSION "$VERSION")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION OR NOT PACKAGE_FIND_VERSION_MAJOR EQUAL 0)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+CMAKE
+
+echo "installed tapegrad $VERSION to $prefix"
+echo "  cc main.c \$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs tapegrad)"
+echo "  cmake -DCMAKE_PREFIX_PATH=$prefix ...   (find_package(tapegrad))"
