@@ -44,6 +44,7 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/slice.h"
 #include "ops/cuda/runtime.h"
 
 #include "nn/module.h"

@@ -213,6 +213,11 @@
 #define tg_one_hot(...) TG_TRACED_PTR_(tg_tensor, tg_one_hot, tg_one_hot(__VA_ARGS__))
 #define tg_embedding(...) TG_TRACED_PTR_(tg_tensor, tg_embedding, tg_embedding(__VA_ARGS__))
 
+/* ops/slice.h */
+#define tg_select(...) TG_TRACED_PTR_(tg_tensor, tg_select, tg_select(__VA_ARGS__))
+#define tg_slice(...) TG_TRACED_PTR_(tg_tensor, tg_slice, tg_slice(__VA_ARGS__))
+#define tg_diagonal(...) TG_TRACED_PTR_(tg_tensor, tg_diagonal, tg_diagonal(__VA_ARGS__))
+
 /* nn/module.h */
 #define tg_module_new(...) TG_TRACED_PTR_(tg_module, tg_module_new, tg_module_new(__VA_ARGS__))
 #define tg_register_parameter(...) TG_TRACED_STATUS_(tg_register_parameter, tg_register_parameter(__VA_ARGS__))

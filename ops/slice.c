@@ -1,0 +1,242 @@
+/* select, slice with a step, diagonal (one geometry each, one gradient for all) and
+ * the splits built on narrow and select. See ops/slice.h. */
+#include "ops/slice.h"
+
+#include <stdio.h>
+
+#include "autograd/function.h"
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/shape.h"
+
+typedef enum { PICK_SELECT, PICK_SLICE, PICK_DIAGONAL } pick_kind;
+
+/* What a pick takes from its input; indices already wrapped and checked. */
+typedef struct {
+    pick_kind kind;
+    int dim, dim2;         /* dim2: diagonal's second dim */
+    int64_t start, length; /* select: start is the index; diagonal: start is the offset */
+    int64_t step;
+    tg_shape full;         /* the input's shape, for the gradient */
+} pick_args;
+
+static const char *const pick_names[] = {"select", "slice", "diagonal"};
+
+/* The view a pick makes of t (t's own strides and offset, any device). */
+static tg_tensor *pick_view(tg_tensor *t, const pick_args *p) {
+    tg_shape shape = {0};
+    int64_t strides[TG_MAX_DIMS], offset = t->offset;
+    for (int d = 0; d < t->shape.ndim; d++) {
+        bool removed = (p->kind != PICK_SLICE && d == p->dim) || (p->kind == PICK_DIAGONAL && d == p->dim2);
+        if (removed) continue;
+        strides[shape.ndim] = t->strides[d];
+        shape.dims[shape.ndim++] = t->shape.dims[d];
+    }
+    switch (p->kind) {
+    case PICK_SELECT: offset += p->start * t->strides[p->dim]; break;
+    case PICK_SLICE:
+        shape.dims[p->dim] = p->length;
+        strides[p->dim] = t->strides[p->dim] * p->step;
+        if (p->length > 0) offset += p->start * t->strides[p->dim];
+        break;
+    case PICK_DIAGONAL:
+        shape.dims[shape.ndim] = p->length;
+        strides[shape.ndim++] = t->strides[p->dim] + t->strides[p->dim2];
+        if (p->length > 0) offset += p->start >= 0 ? p->start * t->strides[p->dim2] : -p->start * t->strides[p->dim];
+        break;
+    }
+    return tg_make_view(pick_names[p->kind], t, shape, strides, offset);
+}
+
+static tg_tensor *pick_forward(tg_ctx *ctx, tg_tensor *const *in) { return pick_view(in[0], tg_ctx_attrs(ctx)); }
+
+static tg_tensor *apply_pick(tg_tensor *t, const pick_args *p);
+static tg_tensor *apply_scatter(tg_tensor *g, const pick_args *p);
+
+static void pick_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    pick_args p = *(const pick_args *)tg_ctx_attrs(ctx);
+    p.full = tg_ctx_input_shape(ctx, 0);
+    grad_in[0] = apply_scatter(g, &p);
+}
+
+/* The gradient: zeros of the input's shape with g written through the same view. */
+static tg_tensor *scatter_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const pick_args *p = tg_ctx_attrs(ctx);
+    tg_tensor *out = tg_zeros(p->full, (tg_opts){.dtype = in[0]->dtype, .device = in[0]->storage->device});
+    tg_tensor *window = out ? pick_view(out, p) : NULL;
+    return window && !tg_copy_values_(window, in[0]) ? out : NULL;
+}
+
+static void scatter_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    grad_in[0] = apply_pick(g, tg_ctx_attrs(ctx));
+}
+
+static const tg_function pick_fns[] = {
+    {"select", 1, pick_forward, pick_backward, 0},
+    {"slice", 1, pick_forward, pick_backward, 0},
+    {"diagonal", 1, pick_forward, pick_backward, 0},
+};
+static const tg_function scatter_fns[] = {
+    {"select_backward", 1, scatter_forward, scatter_backward, 0},
+    {"slice_backward", 1, scatter_forward, scatter_backward, 0},
+    {"diagonal_backward", 1, scatter_forward, scatter_backward, 0},
+};
+
+static tg_tensor *apply_pick(tg_tensor *t, const pick_args *p) {
+    return tg_apply_args(&pick_fns[p->kind], &t, p, sizeof *p);
+}
+static tg_tensor *apply_scatter(tg_tensor *g, const pick_args *p) {
+    return tg_apply_args(&scatter_fns[p->kind], &g, p, sizeof *p);
+}
+
+/* ---- the ops ---- */
+
+static int wrap_dim(const char *op, tg_tensor *t, int dim) {
+    int d = t->shape.ndim > 0 ? tg_wrap_dim(dim, t->shape.ndim) : -1;
+    if (d < 0) tg_error("%s: dim %d out of range for a tensor with %d dims", op, dim, t->shape.ndim);
+    return d;
+}
+
+tg_tensor *tg_select(tg_tensor *t, int dim, int64_t index) {
+    if (!t) return tg_error_null_input("tg_select", 0), NULL;
+    if (t->shape.ndim == 0) return tg_error("tg_select: cannot be applied to a 0-dim tensor"), NULL;
+    int d = wrap_dim("tg_select", t, dim);
+    if (d < 0) return NULL;
+    int64_t size = t->shape.dims[d];
+    if (index < -size || index >= size) {
+        char buf[128];
+        return tg_error("tg_select: index %lld out of range for tensor of size %s at dimension %d",
+                        (long long)index, tg_shape_str(t->shape, buf, sizeof buf), d), NULL;
+    }
+    pick_args p = {.kind = PICK_SELECT, .dim = d, .start = index < 0 ? index + size : index};
+    return apply_pick(t, &p);
+}
+
+tg_tensor *tg_slice(tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
+    if (!t) return tg_error_null_input("tg_slice", 0), NULL;
+    int d = wrap_dim("tg_slice", t, dim);
+    if (d < 0) return NULL;
+    if (step <= 0) return tg_error("tg_slice: slice step must be positive, got %lld", (long long)step), NULL;
+    int64_t size = t->shape.dims[d];
+    /* Python's clamping: negative from the end, then into [0, size]. */
+    if (start < 0) start = start < -size ? 0 : start + size;
+    if (end < 0) end = end < -size ? 0 : end + size;
+    if (start > size) start = size;
+    if (end > size) end = size;
+    int64_t length = end > start ? (end - start - 1) / step + 1 : 0;
+    pick_args p = {.kind = PICK_SLICE, .dim = d, .start = start, .length = length, .step = step};
+    return apply_pick(t, &p);
+}
+
+tg_tensor *tg_diagonal(tg_tensor *t, int64_t offset, int dim1, int dim2) {
+    if (!t) return tg_error_null_input("tg_diagonal", 0), NULL;
+    int a = wrap_dim("tg_diagonal", t, dim1), b = a < 0 ? -1 : wrap_dim("tg_diagonal", t, dim2);
+    if (a < 0 || b < 0) return NULL;
+    if (a == b) return tg_error("tg_diagonal: diagonal dimensions cannot be identical %d, %d", dim1, dim2), NULL;
+    int64_t rows = t->shape.dims[a], cols = t->shape.dims[b];
+    int64_t length = offset >= 0 ? (cols - offset < rows ? cols - offset : rows)
+                                 : (rows + offset < cols ? rows + offset : cols);
+    pick_args p = {.kind = PICK_DIAGONAL, .dim = a, .dim2 = b, .start = offset, .length = length > 0 ? length : 0};
+    return apply_pick(t, &p);
+}
+
+/* ---- splits ---- */
+
+/* Hands the parts made in the current scope to the caller's, or drops them all. */
+static int finish_parts(int count, tg_tensor **made, tg_tensor **parts) {
+    for (int i = 0; i < count; i++)
+        if (!made[i]) return -1;
+    for (int i = 0; i < count; i++) parts[i] = tg_scope_return(made[i]);
+    return count;
+}
+
+static bool room(const char *op, int needed, int max_parts) {
+    if (needed <= max_parts) return true;
+    tg_error("%s: makes %d parts, but parts has room for %d", op, needed, max_parts);
+    return false;
+}
+
+/* Pieces of the given sizes along dim d (sizes checked by the caller). */
+static int narrow_parts(const char *op, tg_tensor *t, int d, const int64_t *sizes, int count, int64_t every,
+                        tg_tensor **parts, int max_parts) {
+    if (!room(op, count, max_parts)) return -1;
+    for (int i = 0; i < count; i++) parts[i] = NULL;
+    int made = -1;
+    TG_SCOPE {
+        tg_tensor *pieces[count > 0 ? count : 1];
+        int64_t start = 0;
+        for (int i = 0; i < count; i++) {
+            int64_t len = sizes ? sizes[i] : (t->shape.dims[d] - start < every ? t->shape.dims[d] - start : every);
+            pieces[i] = tg_narrow(t, d, start, len);
+            start += len;
+        }
+        made = finish_parts(count, pieces, parts);
+    }
+    return made;
+}
+
+int tg_split(tg_tensor *t, int64_t split_size, int dim, tg_tensor **parts, int max_parts) {
+    if (!t) return tg_error_null_input("tg_split", 0), -1;
+    int d = wrap_dim("tg_split", t, dim);
+    if (d < 0) return -1;
+    int64_t size = t->shape.dims[d];
+    if (split_size < 0)
+        return tg_error("tg_split: split_size must be non-negative, got %lld", (long long)split_size), -1;
+    if (split_size == 0 && size != 0)
+        return tg_error("tg_split: split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
+                        (long long)size), -1;
+    int64_t count = size == 0 ? 1 : (size + split_size - 1) / split_size;
+    if (count > max_parts) return room("tg_split", count > INT32_MAX ? INT32_MAX : (int)count, max_parts), -1;
+    return narrow_parts("tg_split", t, d, NULL, (int)count, split_size, parts, max_parts);
+}
+
+int tg_chunk(tg_tensor *t, int chunks, int dim, tg_tensor **parts, int max_parts) {
+    if (!t) return tg_error_null_input("tg_chunk", 0), -1;
+    if (chunks <= 0) return tg_error("tg_chunk: chunks must be greater than 0, got %d", chunks), -1;
+    int d = wrap_dim("tg_chunk", t, dim);
+    if (d < 0) return -1;
+    int64_t size = t->shape.dims[d];
+    if (size == 0) { /* as PyTorch: `chunks` empty pieces */
+        int64_t zeros[chunks];
+        for (int i = 0; i < chunks; i++) zeros[i] = 0;
+        return narrow_parts("tg_chunk", t, d, zeros, chunks, 0, parts, max_parts);
+    }
+    return tg_split(t, (size + chunks - 1) / chunks, d, parts, max_parts);
+}
+
+int tg_split_sizes(tg_tensor *t, const int64_t *sizes, int count, int dim, tg_tensor **parts, int max_parts) {
+    if (!t) return tg_error_null_input("tg_split_sizes", 0), -1;
+    if (count < 0 || (count > 0 && !sizes)) return tg_error("tg_split_sizes: %d sizes given at %p", count, (void *)sizes), -1;
+    int d = wrap_dim("tg_split_sizes", t, dim);
+    if (d < 0) return -1;
+    int64_t total = 0;
+    bool bad = false;
+    for (int i = 0; i < count; i++) bad |= sizes[i] < 0 || __builtin_add_overflow(total, sizes[i], &total);
+    if (bad || total != t->shape.dims[d]) {
+        char list[256] = "";
+        int used = 0;
+        for (int i = 0; i < count && used < (int)sizeof list - 24; i++)
+            used += snprintf(list + used, sizeof list - (size_t)used, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+        return tg_error("tg_split_sizes: split_sizes must be non-negative and sum exactly to %lld (the input's size "
+                        "at dimension %d), but got split_sizes=[%s]",
+                        (long long)t->shape.dims[d], d, list), -1;
+    }
+    return narrow_parts("tg_split_sizes", t, d, sizes, count, 0, parts, max_parts);
+}
+
+int tg_unbind(tg_tensor *t, int dim, tg_tensor **parts, int max_parts) {
+    if (!t) return tg_error_null_input("tg_unbind", 0), -1;
+    if (t->shape.ndim == 0) return tg_error("tg_unbind: cannot be applied to a 0-dim tensor"), -1;
+    int d = wrap_dim("tg_unbind", t, dim);
+    if (d < 0) return -1;
+    int64_t n = t->shape.dims[d];
+    if (n > max_parts) return room("tg_unbind", n > INT32_MAX ? INT32_MAX : (int)n, max_parts), -1;
+    for (int i = 0; i < n; i++) parts[i] = NULL;
+    int made = -1;
+    TG_SCOPE {
+        tg_tensor *pieces[n > 0 ? n : 1];
+        for (int64_t i = 0; i < n; i++) pieces[i] = tg_select(t, d, i);
+        made = finish_parts((int)n, pieces, parts);
+    }
+    return made;
+}

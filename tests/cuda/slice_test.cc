@@ -1,0 +1,23 @@
+// select, slice with a step, diagonal and the splits on cuda:0 against the CPU:
+// views only change strides, and the gradient is written through the same view, so
+// both devices run the same geometry (ops/slice.c) and the device's strided copy.
+#include "cuda_test_util.h"
+
+namespace {
+
+TEST_F(TgTest, CudaSlicesMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(3, 4, 5), TG_FLOAT32, 1);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_select(in[0], 1, -2); }, {x}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_slice(in[0], 2, 1, 5, 2); }, {x}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_diagonal(in[0], -1, 2, 1); }, {x}));
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) {
+            tg_tensor *p[4];
+            return tg_chunk(in[0], 3, 2, p, 4) == 3 ? tg_add(tg_sum_dim(p[0], 2, false), tg_sum_dim(p[2], 2, false))
+                                                    : nullptr;
+        },
+        {x}));
+}
+
+}  // namespace
