@@ -42,6 +42,7 @@
 #include "ops/norm.h"
 #include "ops/pool.h"
 #include "ops/random.h"
+#include "ops/rearrange.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/slice.h"

@@ -171,6 +171,13 @@
 #define tg_xavier_normal_(...) TG_TRACED_STATUS_(tg_xavier_normal_, tg_xavier_normal_(__VA_ARGS__))
 #define tg_calculate_fans(...) TG_TRACED_STATUS_(tg_calculate_fans, tg_calculate_fans(__VA_ARGS__))
 
+/* ops/rearrange.h */
+#define tg_movedim(...) TG_TRACED_PTR_(tg_tensor, tg_movedim, tg_movedim(__VA_ARGS__))
+#define tg_unflatten(...) TG_TRACED_PTR_(tg_tensor, tg_unflatten, tg_unflatten(__VA_ARGS__))
+#define tg_repeat(...) TG_TRACED_PTR_(tg_tensor, tg_repeat, tg_repeat(__VA_ARGS__))
+#define tg_tile(...) TG_TRACED_PTR_(tg_tensor, tg_tile, tg_tile(__VA_ARGS__))
+#define tg_roll(...) TG_TRACED_PTR_(tg_tensor, tg_roll, tg_roll(__VA_ARGS__))
+
 /* ops/reduce.h */
 #define tg_sum(...) TG_TRACED_PTR_(tg_tensor, tg_sum, tg_sum(__VA_ARGS__))
 #define tg_sum_dims(...) TG_TRACED_PTR_(tg_tensor, tg_sum_dims, tg_sum_dims(__VA_ARGS__))

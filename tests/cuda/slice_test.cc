@@ -20,4 +20,17 @@ TEST_F(TgTest, CudaSlicesMatchCpu) {
         {x}));
 }
 
+TEST_F(TgTest, CudaRearrangingOpsMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 2);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) {
+            int64_t r[4] = {2, 1, 1, 2};
+            return tg_repeat(in[0], r, 4);
+        },
+        {x}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_roll(in[0], -3, 2); }, {x}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_movedim(in[0], 2, 0); }, {x}));
+}
+
 }  // namespace

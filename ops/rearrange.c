@@ -1,0 +1,141 @@
+/* movedim, unflatten, repeat, tile, roll: compositions of differentiable views and
+ * copies (see ops/rearrange.h). */
+#include "ops/rearrange.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/shape.h"
+#include "ops/slice.h"
+
+tg_tensor *tg_movedim(tg_tensor *t, int source, int destination) {
+    if (!t) return tg_error_null_input("tg_movedim", 0), NULL;
+    int nd = t->shape.ndim, s = tg_wrap_dim(source, nd), d = tg_wrap_dim(destination, nd);
+    if (s < 0 || d < 0)
+        return tg_error("tg_movedim: source %d / destination %d out of range for a tensor with %d dims", source,
+                        destination, nd), NULL;
+    int order[TG_MAX_DIMS], rest = 0;
+    for (int i = 0; i < nd; i++) {
+        if (i == d) continue;
+        if (rest == s) rest++; /* skip the moved dim among the others */
+        order[i] = rest++;
+    }
+    if (nd > 0) order[d] = s;
+    return tg_permute(t, order);
+}
+
+tg_tensor *tg_unflatten(tg_tensor *t, int dim, const int64_t *sizes, int count) {
+    if (!t) return tg_error_null_input("tg_unflatten", 0), NULL;
+    int nd = t->shape.ndim, d = tg_wrap_dim(dim, nd);
+    if (d < 0 || nd == 0) return tg_error("tg_unflatten: dim %d out of range for a tensor with %d dims", dim, nd), NULL;
+    if (count < 1 || !sizes || nd - 1 + count > TG_MAX_DIMS)
+        return tg_error("tg_unflatten: %d sizes for a tensor with %d dims (at most %d dims in all)", count, nd,
+                        TG_MAX_DIMS), NULL;
+    int64_t known = 1, infer = -1;
+    for (int i = 0; i < count; i++) {
+        if (sizes[i] == -1 && infer < 0) infer = i;
+        else if (sizes[i] < 0 || __builtin_mul_overflow(known, sizes[i], &known)) known = -1;
+    }
+    int64_t size = t->shape.dims[d];
+    bool ok = known >= 0 && (infer >= 0 ? known != 0 && size % known == 0 : known == size);
+    if (!ok) {
+        char list[200] = "";
+        int used = 0;
+        for (int i = 0; i < count && used < (int)sizeof list - 24; i++)
+            used += snprintf(list + used, sizeof list - (size_t)used, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+        return tg_error("tg_unflatten: sizes [%s] do not multiply to %lld, the size of dim %d", list,
+                        (long long)size, d), NULL;
+    }
+    tg_shape shape = {0};
+    for (int i = 0; i < d; i++) shape.dims[shape.ndim++] = t->shape.dims[i];
+    for (int i = 0; i < count; i++) shape.dims[shape.ndim++] = i == infer ? size / known : sizes[i];
+    for (int i = d + 1; i < nd; i++) shape.dims[shape.ndim++] = t->shape.dims[i];
+    return tg_view(t, shape);
+}
+
+/* More dims than the interleaved view allows: one dim at a time, as a cat of copies. */
+static tg_tensor *repeat_by_cat(const char *op, tg_tensor *t, const int64_t *repeats, int count) {
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_shape padded = {0};
+        int lead = count - t->shape.ndim;
+        for (int i = 0; i < count; i++) padded.dims[padded.ndim++] = i < lead ? 1 : t->shape.dims[i - lead];
+        tg_tensor *x = tg_reshape(t, padded);
+        for (int i = 0; x && i < count; i++) {
+            if (repeats[i] == 1) continue;
+            if (repeats[i] > INT32_MAX) {
+                tg_error("%s: repeat %lld is too large", op, (long long)repeats[i]);
+                x = NULL;
+                break;
+            }
+            int n = (int)repeats[i];
+            tg_tensor **copies = malloc((size_t)(n > 0 ? n : 1) * sizeof *copies);
+            TG_ASSERT(copies != NULL);
+            for (int k = 0; k < n; k++) copies[k] = x;
+            x = n > 0 ? tg_cat(copies, n, i) : tg_narrow(x, i, 0, 0);
+            free(copies);
+        }
+        if (x) result = tg_scope_return(tg_same_storage(x, t) ? tg_clone(x) : x); /* always a copy */
+    }
+    return result;
+}
+
+/* repeat: t viewed as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...] and
+ * reshaped (a copy) to [r0 * s0, r1 * s1, ...]; the gradient sums the copies back. */
+static tg_tensor *repeat(const char *op, tg_tensor *t, const int64_t *repeats, int count) {
+    int nd = t->shape.ndim, lead = count - nd;
+    if (!repeats || lead < 0 || count > TG_MAX_DIMS)
+        return tg_error("%s: %d repeats for a tensor with %d dims (at least %d, at most %d)", op, count, nd, nd,
+                        TG_MAX_DIMS), NULL;
+    for (int i = 0; i < count; i++)
+        if (repeats[i] < 0) return tg_error("%s: negative repeat %lld", op, (long long)repeats[i]), NULL;
+    if (2 * count > TG_MAX_DIMS) return repeat_by_cat(op, t, repeats, count);
+    tg_shape v = {0}, e = {0}, r = {0};
+    for (int i = 0; i < count; i++) {
+        int64_t s = i < lead ? 1 : t->shape.dims[i - lead];
+        v.dims[v.ndim++] = 1, v.dims[v.ndim++] = s;
+        e.dims[e.ndim++] = repeats[i], e.dims[e.ndim++] = s;
+        if (__builtin_mul_overflow(s, repeats[i], &r.dims[r.ndim++]))
+            return tg_error("%s: repeating %lld elements %lld times overflows", op, (long long)s,
+                            (long long)repeats[i]), NULL;
+    }
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *x = tg_reshape(tg_expand(tg_reshape(t, v), e), r);
+        if (x) result = tg_scope_return(tg_same_storage(x, t) ? tg_clone(x) : x); /* always a copy */
+    }
+    return result;
+}
+
+tg_tensor *tg_repeat(tg_tensor *t, const int64_t *repeats, int count) {
+    if (!t) return tg_error_null_input("tg_repeat", 0), NULL;
+    return repeat("tg_repeat", t, repeats, count);
+}
+
+tg_tensor *tg_tile(tg_tensor *t, const int64_t *reps, int count) {
+    if (!t) return tg_error_null_input("tg_tile", 0), NULL;
+    if (count < 0 || (count > 0 && !reps) || count > TG_MAX_DIMS)
+        return tg_error("tg_tile: %d reps (at most %d)", count, TG_MAX_DIMS), NULL;
+    int64_t padded[TG_MAX_DIMS];
+    int n = count > t->shape.ndim ? count : t->shape.ndim, lead = n - count;
+    for (int i = 0; i < n; i++) padded[i] = i < lead ? 1 : reps[i - lead];
+    return repeat("tg_tile", t, padded, n);
+}
+
+tg_tensor *tg_roll(tg_tensor *t, int64_t shift, int dim) {
+    if (!t) return tg_error_null_input("tg_roll", 0), NULL;
+    int d = t->shape.ndim > 0 ? tg_wrap_dim(dim, t->shape.ndim) : -1;
+    if (d < 0) return tg_error("tg_roll: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim), NULL;
+    int64_t size = t->shape.dims[d];
+    int64_t s = size ? ((shift % size) + size) % size : 0;
+    if (s == 0) return tg_clone(t);
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *parts[2] = {tg_slice(t, d, size - s, TG_SLICE_END, 1), tg_slice(t, d, 0, size - s, 1)};
+        if (parts[0] && parts[1]) result = tg_scope_return(tg_cat(parts, 2, d));
+    }
+    return result;
+}
