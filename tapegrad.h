@@ -34,6 +34,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/profile.h"
 
+#include "ops/composite.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"

@@ -54,6 +54,18 @@
 #define tg_gradcheck(...) TG_TRACED_STATUS_(tg_gradcheck, tg_gradcheck(__VA_ARGS__))
 #define tg_gradgradcheck(...) TG_TRACED_STATUS_(tg_gradgradcheck, tg_gradgradcheck(__VA_ARGS__))
 
+/* ops/composite.h */
+#define tg_masked_fill(...) TG_TRACED_PTR_(tg_tensor, tg_masked_fill, tg_masked_fill(__VA_ARGS__))
+#define tg_tril(...) TG_TRACED_PTR_(tg_tensor, tg_tril, tg_tril(__VA_ARGS__))
+#define tg_triu(...) TG_TRACED_PTR_(tg_tensor, tg_triu, tg_triu(__VA_ARGS__))
+#define tg_flip(...) TG_TRACED_PTR_(tg_tensor, tg_flip, tg_flip(__VA_ARGS__))
+#define tg_take(...) TG_TRACED_PTR_(tg_tensor, tg_take, tg_take(__VA_ARGS__))
+#define tg_outer(...) TG_TRACED_PTR_(tg_tensor, tg_outer, tg_outer(__VA_ARGS__))
+#define tg_lerp(...) TG_TRACED_PTR_(tg_tensor, tg_lerp, tg_lerp(__VA_ARGS__))
+#define tg_lerp_tensor(...) TG_TRACED_PTR_(tg_tensor, tg_lerp_tensor, tg_lerp_tensor(__VA_ARGS__))
+#define tg_addmm(...) TG_TRACED_PTR_(tg_tensor, tg_addmm, tg_addmm(__VA_ARGS__))
+#define tg_baddbmm(...) TG_TRACED_PTR_(tg_tensor, tg_baddbmm, tg_baddbmm(__VA_ARGS__))
+
 /* ops/conv.h */
 #define tg_conv2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv2d, tg_conv2d(__VA_ARGS__))
 

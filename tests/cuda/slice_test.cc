@@ -33,4 +33,20 @@ TEST_F(TgTest, CudaRearrangingOpsMatchCpu) {
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_movedim(in[0], 2, 0); }, {x}));
 }
 
+TEST_F(TgTest, CudaCompositeOpsMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 3);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_tril(in[0], -1); }, {x}));
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) {
+            int d[2] = {0, 2};
+            return tg_flip(in[0], d, 2);
+        },
+        {x}));
+    tg_tensor *m = random_cpu(TG_SHAPE(3, 5), TG_FLOAT32, 4), *n = random_cpu(TG_SHAPE(5, 2), TG_FLOAT32, 5);
+    tg_tensor *c = random_cpu(TG_SHAPE(2), TG_FLOAT32, 6);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_addmm(in[0], in[1], in[2], 0.5, 2.0); }, {c, m, n}));
+}
+
 }  // namespace

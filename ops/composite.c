@@ -1,0 +1,149 @@
+/* Compositions of differentiable ops (see ops/composite.h). */
+#include "ops/composite.h"
+
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+tg_tensor *tg_masked_fill(tg_tensor *x, tg_tensor *mask, double value) {
+    if (!x) return tg_error_null_input("tg_masked_fill", 0), NULL;
+    if (!mask) return tg_error_null_input("tg_masked_fill", 1), NULL;
+    char a[128], b[128];
+    tg_shape out;
+    if (mask->dtype != TG_BOOL)
+        return tg_error("tg_masked_fill: mask must be bool, got %s", tg_dtype_name(mask->dtype)), NULL;
+    if (!tg_broadcast_shapes(x->shape, mask->shape, &out) || !tg_shape_equal(out, x->shape))
+        return tg_error("tg_masked_fill: mask of shape %s cannot be broadcast to the input's shape %s",
+                        tg_shape_str(mask->shape, a, sizeof a), tg_shape_str(x->shape, b, sizeof b)), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_where_scalar(tg_eq_scalar(mask, 0), x, value)); }
+    return result;
+}
+
+/* Keeps x where (col - row) compares to k as `lower` says, on the last two dims. */
+static tg_tensor *triangle(const char *op, tg_tensor *x, int64_t k, bool lower) {
+    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (x->shape.ndim < 2)
+        return tg_error("%s: input must have at least 2 dims, got %d", op, x->shape.ndim), NULL;
+    int64_t rows = x->shape.dims[x->shape.ndim - 2], cols = x->shape.dims[x->shape.ndim - 1];
+    tg_opts idx = {.dtype = TG_INT64, .device = x->storage->device};
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *r = tg_view(tg_arange(0, (double)rows, 1, idx), TG_SHAPE(rows, 1));
+        tg_tensor *c = tg_view(tg_arange(0, (double)cols, 1, idx), TG_SHAPE(1, cols));
+        tg_tensor *shifted = tg_add_scalar(r, (double)k); /* row + k */
+        tg_tensor *keep = lower ? tg_le(c, shifted) : tg_ge(c, shifted);
+        result = tg_scope_return(tg_where_scalar(keep, x, 0));
+    }
+    return result;
+}
+
+tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal) { return triangle("tg_tril", x, diagonal, true); }
+tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal) { return triangle("tg_triu", x, diagonal, false); }
+
+tg_tensor *tg_flip(tg_tensor *x, const int *dims, int count) {
+    if (!x) return tg_error_null_input("tg_flip", 0), NULL;
+    if (count < 0 || (count > 0 && !dims)) return tg_error("tg_flip: %d dims given", count), NULL;
+    bool seen[TG_MAX_DIMS] = {0};
+    for (int i = 0; i < count; i++) {
+        int d = tg_wrap_dim(dims[i], x->shape.ndim);
+        if (d < 0 || (x->shape.ndim > 0 && seen[d]))
+            return tg_error("tg_flip: dim %d is out of range or repeated (a tensor with %d dims)", dims[i],
+                            x->shape.ndim), NULL;
+        if (x->shape.ndim > 0) seen[d] = true;
+    }
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *y = tg_clone(x); /* a copy even when nothing is flipped, as PyTorch */
+        for (int d = 0; y && d < x->shape.ndim; d++) {
+            if (!seen[d] || x->shape.dims[d] < 2) continue;
+            int64_t n = x->shape.dims[d];
+            y = tg_index_select(y, d, tg_arange((double)(n - 1), -1, -1,
+                                                (tg_opts){.dtype = TG_INT64, .device = x->storage->device}));
+        }
+        if (y) result = tg_scope_return(y);
+    }
+    return result;
+}
+
+tg_tensor *tg_take(tg_tensor *x, tg_tensor *index) {
+    if (!x) return tg_error_null_input("tg_take", 0), NULL;
+    if (!index) return tg_error_null_input("tg_take", 1), NULL;
+    if (index->dtype != TG_INT64)
+        return tg_error("tg_take: index must be int64, got %s", tg_dtype_name(index->dtype)), NULL;
+    int64_t n = tg_numel(x);
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *flat = tg_reshape(index, TG_SHAPE(tg_numel(index)));
+        tg_tensor *wrapped = tg_where(tg_lt_scalar(flat, 0), tg_add_scalar(flat, (double)n), flat);
+        tg_tensor *picked = tg_index_select(tg_reshape(x, TG_SHAPE(n)), 0, wrapped);
+        result = tg_scope_return(tg_reshape(picked, index->shape));
+    }
+    return result;
+}
+
+tg_tensor *tg_outer(tg_tensor *a, tg_tensor *b) {
+    if (!a) return tg_error_null_input("tg_outer", 0), NULL;
+    if (!b) return tg_error_null_input("tg_outer", 1), NULL;
+    if (a->shape.ndim != 1 || b->shape.ndim != 1)
+        return tg_error("tg_outer: expected 1-D inputs, got %d and %d dims", a->shape.ndim, b->shape.ndim), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_mul(tg_unsqueeze(a, 1), tg_unsqueeze(b, 0))); }
+    return result;
+}
+
+tg_tensor *tg_lerp(tg_tensor *a, tg_tensor *b, double weight) {
+    if (!a) return tg_error_null_input("tg_lerp", 0), NULL;
+    if (!b) return tg_error_null_input("tg_lerp", 1), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_add(a, tg_mul_scalar(tg_sub(b, a), weight))); }
+    return result;
+}
+
+tg_tensor *tg_lerp_tensor(tg_tensor *a, tg_tensor *b, tg_tensor *weight) {
+    if (!a) return tg_error_null_input("tg_lerp_tensor", 0), NULL;
+    if (!b) return tg_error_null_input("tg_lerp_tensor", 1), NULL;
+    if (!weight) return tg_error_null_input("tg_lerp_tensor", 2), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_add(a, tg_mul(weight, tg_sub(b, a)))); }
+    return result;
+}
+
+static tg_tensor *scaled_product(const char *op, int rank, tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta,
+                                 double alpha) {
+    for (int i = 0; i < 3; i++) {
+        tg_tensor *t = i == 0 ? c : i == 1 ? a : b;
+        if (!t) return tg_error_null_input(op, i), NULL;
+    }
+    char sa[128], sb[128], sc[128];
+    if (a->shape.ndim != rank || b->shape.ndim != rank ||
+        (rank == 3 && a->shape.dims[0] != b->shape.dims[0]) ||
+        a->shape.dims[rank - 1] != b->shape.dims[rank - 2])
+        return tg_error("%s: cannot multiply %s by %s (expected %s)", op, tg_shape_str(a->shape, sa, sizeof sa),
+                        tg_shape_str(b->shape, sb, sizeof sb),
+                        rank == 2 ? "[n, k] and [k, m]" : "[B, n, k] and [B, k, m]"), NULL;
+    tg_shape out = a->shape, bc;
+    out.dims[rank - 1] = b->shape.dims[rank - 1];
+    if (!tg_broadcast_shapes(c->shape, out, &bc) || !tg_shape_equal(bc, out))
+        return tg_error("%s: c of shape %s cannot be broadcast to the product's shape %s", op,
+                        tg_shape_str(c->shape, sc, sizeof sc), tg_shape_str(out, sa, sizeof sa)), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *p = tg_matmul(a, b);
+        if (p && alpha != 1) p = tg_mul_scalar(p, alpha);
+        if (p && beta != 0) p = tg_add(p, beta != 1 ? tg_mul_scalar(c, beta) : c);
+        if (p) result = tg_scope_return(p);
+    }
+    return result;
+}
+
+tg_tensor *tg_addmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, double alpha) {
+    return scaled_product("tg_addmm", 2, c, a, b, beta, alpha);
+}
+
+tg_tensor *tg_baddbmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, double alpha) {
+    return scaled_product("tg_baddbmm", 3, c, a, b, beta, alpha);
+}

@@ -1,0 +1,113 @@
+// masked_fill, tril/triu, flip, take, outer, lerp, addmm, baddbmm: PyTorch 1.13's
+// values and gradients (tests/fixtures/gen_composite.py), gradcheck and
+// gradgradcheck, and the errors.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace {
+
+const std::map<std::string, FixtureTensor> &fx() {
+    static const std::map<std::string, FixtureTensor> f = load_fixtures("tests/fixtures/composite.txt");
+    return f;
+}
+tg_tensor *leaf(const std::string &name) { return fixture_tensor(fx(), name).make(TG_FLOAT64, true); }
+tg_tensor *mask() { return tg_cast(fixture_tensor(fx(), "mask").make(TG_INT64), TG_BOOL); }
+tg_tensor *idx() { return fixture_tensor(fx(), "idx").make(TG_INT64); }
+
+using Fn = std::function<tg_tensor *(const std::vector<tg_tensor *> &)>;
+
+void check_case(const std::string &name, const std::vector<std::string> &inputs, const Fn &fn) {
+    SCOPED_TRACE(name);
+    std::vector<tg_tensor *> in;
+    for (const std::string &n : inputs) in.push_back(leaf(n));
+    tg_tensor *out = fn(in);
+    ASSERT_NE(out, nullptr) << tg_last_error();
+    const FixtureTensor &want = fixture_tensor(fx(), name + "_out");
+    EXPECT_TRUE(tg_shape_equal(tg_shape_of(out), want.tg()));
+    EXPECT_TRUE(tensor_near(out, want.data, 1e-14, 1e-14));
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(out, fixture_tensor(fx(), name + "_w").make(TG_FLOAT64)))), TG_OK)
+        << tg_last_error();
+    for (size_t i = 0; i < in.size(); i++)
+        EXPECT_TRUE(tensor_near(tg_grad(in[i]), fixture_tensor(fx(), name + "_grad" + std::to_string(i)).data, 1e-12,
+                                1e-12))
+            << "gradient of input " << i;
+}
+
+TEST_F(TgTest, CompositeOpsMatchPyTorch) {
+    check_case("masked_fill", {"x"}, [](auto &in) { return tg_masked_fill(in[0], mask(), -2.5); });
+    check_case("tril", {"x"}, [](auto &in) { return tg_tril(in[0], -1); });
+    check_case("triu", {"x"}, [](auto &in) { return tg_triu(in[0], 1); });
+    check_case("flip", {"x"}, [](auto &in) {
+        int dims[2] = {0, 2};
+        return tg_flip(in[0], dims, 2);
+    });
+    check_case("take", {"x"}, [](auto &in) { return tg_take(in[0], idx()); });
+    check_case("outer", {"u", "v"}, [](auto &in) { return tg_outer(in[0], in[1]); });
+    check_case("lerp", {"a", "b"}, [](auto &in) { return tg_lerp(in[0], in[1], 0.3); });
+    check_case("lerp_tensor", {"a", "b", "weight"}, [](auto &in) { return tg_lerp_tensor(in[0], in[1], in[2]); });
+    check_case("addmm", {"c", "m", "n"}, [](auto &in) { return tg_addmm(in[0], in[1], in[2], 0.5, 2.0); });
+    check_case("baddbmm", {"bc", "ba", "bb"}, [](auto &in) { return tg_baddbmm(in[0], in[1], in[2], -1.0, 0.25); });
+}
+
+TEST_F(TgTest, AddmmWithBetaZeroIgnoresC) {
+    tg_tensor *c = tensor_f64({NAN, NAN}, TG_SHAPE(2));
+    tg_tensor *a = tensor_f64({1, 2}, TG_SHAPE(1, 2));
+    tg_tensor *b = tensor_f64({3, 4, 5, 6}, TG_SHAPE(2, 2));
+    EXPECT_TRUE(tensor_near(tg_addmm(c, a, b, 0, 1), {13, 16}, 0));
+}
+
+TEST_F(TgTest, CompositeOpsAreDifferentiableTwice) {
+    tg_gradcheck_opts o = {};
+    tg_tensor *x = leaf("x");
+    tg_gradcheck_fn fns[] = {
+        [](tg_tensor *const *in, void *) { return tg_square(tg_masked_fill(in[0], mask(), 1.5)); },
+        [](tg_tensor *const *in, void *) { return tg_mul(tg_tril(in[0], 0), in[0]); },
+        [](tg_tensor *const *in, void *) {
+            int d[1] = {1};
+            return tg_mul(tg_flip(in[0], d, 1), in[0]);
+        },
+        [](tg_tensor *const *in, void *) { return tg_exp(tg_take(in[0], idx())); },
+    };
+    for (tg_gradcheck_fn fn : fns) {
+        EXPECT_EQ(tg_gradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_gradgradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
+    }
+    tg_tensor *mm[3] = {leaf("c"), leaf("m"), leaf("n")};
+    auto addmm = [](tg_tensor *const *in, void *) { return tg_square(tg_addmm(in[0], in[1], in[2], 0.5, 2.0)); };
+    EXPECT_EQ(tg_gradcheck(addmm, 3, mm, &o), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_gradgradcheck(addmm, 3, mm, &o), TG_OK) << tg_last_error();
+}
+
+TEST_F(TgTest, CompositeErrorsNameTheOpAndShapes) {
+    tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), tg_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_masked_fill(x, tg_cast(tg_zeros(TG_SHAPE(4), tg_opts{}), TG_BOOL), 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_masked_fill: mask of shape [4] cannot be broadcast to the input's shape [2, 3]");
+    tg_clear_error();
+    EXPECT_EQ(tg_masked_fill(x, tg_zeros(TG_SHAPE(3), tg_opts{}), 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_masked_fill: mask must be bool, got float32");
+    tg_clear_error();
+    EXPECT_EQ(tg_tril(tg_zeros(TG_SHAPE(3), tg_opts{}), 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_tril: input must have at least 2 dims, got 1");
+    tg_clear_error();
+    int dims[2] = {1, -1};
+    EXPECT_EQ(tg_flip(x, dims, 2), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_flip: dim -1 is out of range or repeated");
+    tg_clear_error();
+    EXPECT_EQ(tg_take(x, tensor_i64({6}, TG_SHAPE(1))), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_index_select: index 6 is out of range for dim 0 of size 6");  // take reads through index_select
+    tg_clear_error();
+    EXPECT_EQ(tg_outer(x, x), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_outer: expected 1-D inputs, got 2 and 2 dims");
+    tg_clear_error();
+    EXPECT_EQ(tg_addmm(tg_zeros(TG_SHAPE(2), tg_opts{}), x, x, 1, 1), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_addmm: cannot multiply [2, 3] by [2, 3] (expected [n, k] and [k, m])");
+    tg_clear_error();
+    EXPECT_EQ(tg_addmm(tg_zeros(TG_SHAPE(3), tg_opts{}), x, tg_zeros(TG_SHAPE(3, 2), tg_opts{}), 1, 1), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_addmm: c of shape [3] cannot be broadcast to the product's shape [2, 2]");
+}
+
+}  // namespace
