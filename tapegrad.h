@@ -44,6 +44,7 @@
 #include "ops/pool.h"
 #include "ops/random.h"
 #include "ops/rearrange.h"
+#include "ops/scan.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/slice.h"

@@ -190,6 +190,9 @@
 #define tg_tile(...) TG_TRACED_PTR_(tg_tensor, tg_tile, tg_tile(__VA_ARGS__))
 #define tg_roll(...) TG_TRACED_PTR_(tg_tensor, tg_roll, tg_roll(__VA_ARGS__))
 
+/* ops/scan.h */
+#define tg_cumsum(...) TG_TRACED_PTR_(tg_tensor, tg_cumsum, tg_cumsum(__VA_ARGS__))
+
 /* ops/reduce.h */
 #define tg_sum(...) TG_TRACED_PTR_(tg_tensor, tg_sum, tg_sum(__VA_ARGS__))
 #define tg_sum_dims(...) TG_TRACED_PTR_(tg_tensor, tg_sum_dims, tg_sum_dims(__VA_ARGS__))

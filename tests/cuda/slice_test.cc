@@ -49,4 +49,15 @@ TEST_F(TgTest, CudaCompositeOpsMatchCpu) {
         [](const std::vector<tg_tensor *> &in) { return tg_addmm(in[0], in[1], in[2], 0.5, 2.0); }, {c, m, n}));
 }
 
+TEST_F(TgTest, CudaCumsumMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(3, 257, 5), TG_FLOAT32, 8);
+    for (int dim : {0, 1, 2})
+        EXPECT_TRUE(compare_devices([dim](const std::vector<tg_tensor *> &in) { return tg_cumsum(in[0], dim); }, {x},
+                                    CompareOpts{1e-6, 1e-6, true}))
+            << "dim " << dim;
+    tg_tensor *i = tg_cast(random_cpu(TG_SHAPE(4, 9), TG_FLOAT64, 9, -50, 50), TG_INT32);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumsum(in[0], 1); }, {i}));
+}
+
 }  // namespace
