@@ -205,6 +205,8 @@
 #define tg_min(...) TG_TRACED_PTR_(tg_tensor, tg_min, tg_min(__VA_ARGS__))
 #define tg_max_dim(...) TG_TRACED_PTR_(tg_tensor, tg_max_dim, tg_max_dim(__VA_ARGS__))
 #define tg_min_dim(...) TG_TRACED_PTR_(tg_tensor, tg_min_dim, tg_min_dim(__VA_ARGS__))
+#define tg_amax(...) TG_TRACED_PTR_(tg_tensor, tg_amax, tg_amax(__VA_ARGS__))
+#define tg_amin(...) TG_TRACED_PTR_(tg_tensor, tg_amin, tg_amin(__VA_ARGS__))
 #define tg_argmax(...) TG_TRACED_PTR_(tg_tensor, tg_argmax, tg_argmax(__VA_ARGS__))
 #define tg_argmin(...) TG_TRACED_PTR_(tg_tensor, tg_argmin, tg_argmin(__VA_ARGS__))
 #define tg_var(...) TG_TRACED_PTR_(tg_tensor, tg_var, tg_var(__VA_ARGS__))

@@ -147,3 +147,31 @@ tg_tensor *tg_addmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, doubl
 tg_tensor *tg_baddbmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, double alpha) {
     return scaled_product("tg_baddbmm", 3, c, a, b, beta, alpha);
 }
+
+tg_tensor *tg_clamp_tensor(tg_tensor *x, tg_tensor *min, tg_tensor *max) {
+    if (!x) return tg_error_null_input("tg_clamp_tensor", 0), NULL;
+    if (!min && !max) return tg_error("tg_clamp_tensor: at least one of min and max must be given"), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *y = x;
+        /* where(x < min, min, x): a tie keeps x (and its gradient), NaN in x stays; a NaN
+         * bound is taken explicitly, as PyTorch propagates it. */
+        if (min) y = tg_where(tg_ne(min, min), min, tg_where(tg_lt(y, min), min, y));
+        if (max && y) y = tg_where(tg_ne(max, max), max, tg_where(tg_gt(y, max), max, y));
+        if (y) result = tg_scope_return(y == x ? tg_clone(x) : y);
+    }
+    return result;
+}
+
+tg_tensor *tg_hardtanh(tg_tensor *x, double min_val, double max_val) {
+    if (!x) return tg_error_null_input("tg_hardtanh", 0), NULL;
+    if (!(min_val <= max_val))
+        return tg_error("tg_hardtanh: min_val %g must not exceed max_val %g", min_val, max_val), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE { /* x not at or beyond a bound passes (with its gradient; NaN stays NaN) */
+        tg_tensor *below_max = tg_eq_scalar(tg_ge_scalar(x, max_val), 0);
+        tg_tensor *above_min = tg_eq_scalar(tg_le_scalar(x, min_val), 0);
+        result = tg_scope_return(tg_where_scalar(above_min, tg_where_scalar(below_max, x, max_val), min_val));
+    }
+    return result;
+}

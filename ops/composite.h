@@ -1,5 +1,6 @@
 /* PyTorch ops that are compositions of other ops (where, index_select, matmul,
- * arithmetic): masked_fill, tril/triu, flip, take, outer, lerp, addmm, baddbmm.
+ * arithmetic): masked_fill, tril/triu, flip, take, outer, lerp, addmm, baddbmm, clamp with
+ * tensor bounds, hardtanh.
  * Their gradients and devices are those of the ops they are made of, so they need
  * no kernels or formulas of their own. Each returns a NEW reference, or NULL with a
  * message naming the op and the shapes. */
@@ -34,6 +35,14 @@ tg_tensor *tg_lerp_tensor(tg_tensor *a, tg_tensor *b, tg_tensor *weight);
  * PyTorch. torch.baddbmm is the same for batches a [B, n, k], b [B, k, m]. */
 tg_tensor *tg_addmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, double alpha);
 tg_tensor *tg_baddbmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, double alpha);
+
+/* torch.clamp(x, min, max) with tensor bounds (broadcast; either may be NULL). A
+ * bound that is NaN makes the result NaN, as PyTorch. The gradient goes to x where
+ * min <= x <= max, else to the bound that was taken. */
+tg_tensor *tg_clamp_tensor(tg_tensor *x, tg_tensor *min, tg_tensor *max);
+/* torch.nn.functional.hardtanh(x, min_val, max_val): x clamped, with no gradient at
+ * the bounds themselves (PyTorch's hardtanh_backward). */
+tg_tensor *tg_hardtanh(tg_tensor *x, double min_val, double max_val);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,10 @@ tg_tensor *tg_min(tg_tensor *t);
  * indices is not NULL. Gradient flows to the first maximal index. */
 tg_tensor *tg_max_dim(tg_tensor *t, int dim, bool keepdim, tg_tensor **indices);
 tg_tensor *tg_min_dim(tg_tensor *t, int dim, bool keepdim, tg_tensor **indices);
+/* torch.amax / torch.amin(t, dims, keepdim): the extreme over dims (num_dims 0:
+ * all), NaN winning; the gradient is split evenly among the elements equal to it. */
+tg_tensor *tg_amax(tg_tensor *t, const int *dims, int num_dims, bool keepdim);
+tg_tensor *tg_amin(tg_tensor *t, const int *dims, int num_dims, bool keepdim);
 /* torch.argmax / argmin(t, dim, keepdim) -> int64. */
 tg_tensor *tg_argmax(tg_tensor *t, int dim, bool keepdim);
 tg_tensor *tg_argmin(tg_tensor *t, int dim, bool keepdim);

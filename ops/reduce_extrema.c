@@ -121,6 +121,57 @@ static tg_tensor *extreme_all(const char *op, const tg_function *fn, tg_tensor *
 tg_tensor *tg_max(tg_tensor *t) { return extreme_all("tg_max", &max_all_fn, t, true); }
 tg_tensor *tg_min(tg_tensor *t) { return extreme_all("tg_min", &min_all_fn, t, false); }
 
+/* ---- amax / amin over dims ---- */
+
+typedef struct {
+    bool is_max, keepdim;
+    bool mask[TG_MAX_DIMS];
+} amax_args;
+
+static tg_tensor *amax_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const amax_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = in[0];
+    tg_tensor *out = tg_empty(tg_reduced_shape(x->shape, a->mask, a->keepdim),
+                              (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+    if (!out || extreme_compute(a->is_max ? "tg_amax" : "tg_amin", out, NULL, x, a->mask, a->is_max)) return NULL;
+    tg_ctx_save(ctx, x);
+    tg_ctx_save(ctx, out);
+    return out;
+}
+
+/* As tg_max's: the elements equal to their group's extreme share its gradient evenly. */
+static void amax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const amax_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *y = tg_ctx_saved(ctx, 1);
+    if (!x || !y) return;
+    tg_shape kept = tg_reduced_shape(tg_shape_of(x), a->mask, true);
+    tg_tensor *hit = tg_cast(tg_eq(x, tg_reshape(tg_detach(y), kept)), tg_dtype_of(x));
+    int dims[TG_MAX_DIMS], n = 0;
+    for (int d = 0; d < tg_ndim(x); d++)
+        if (a->mask[d]) dims[n++] = d;
+    tg_tensor *count = n ? tg_sum_dims(hit, dims, n, true) : tg_ones_like(hit);
+    grad_in[0] = tg_mul(tg_div(tg_reshape(g, kept), count), hit);
+}
+
+static const tg_function amax_fn = {"amax", 1, amax_forward, amax_backward, 0};
+static const tg_function amin_fn = {"amin", 1, amax_forward, amax_backward, 0};
+
+static tg_tensor *amax(const char *op, const tg_function *fn, tg_tensor *t, const int *dims, int num_dims,
+                       bool keepdim, bool is_max) {
+    if (!t) return tg_error_null_input(op, 0), NULL;
+    amax_args a = {is_max, keepdim, {0}};
+    if (num_dims < 0 || (num_dims > 0 && !dims)) return tg_error("%s: %d dims given", op, num_dims), NULL;
+    if (tg_reduce_dims_mask(op, t, dims, num_dims, a.mask) || check_extreme_input(op, t, a.mask)) return NULL;
+    return tg_apply_args(fn, &t, &a, sizeof a);
+}
+
+tg_tensor *tg_amax(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
+    return amax("tg_amax", &amax_fn, t, dims, num_dims, keepdim, true);
+}
+tg_tensor *tg_amin(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
+    return amax("tg_amin", &amin_fn, t, dims, num_dims, keepdim, false);
+}
+
 /* ---- max / min along a dim: values and indices ---- */
 
 static tg_tensor *extreme_dim_forward(tg_ctx *ctx, tg_tensor *const *in) {

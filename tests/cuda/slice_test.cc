@@ -60,4 +60,18 @@ TEST_F(TgTest, CudaCumsumMatchesCpu) {
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumsum(in[0], 1); }, {i}));
 }
 
+TEST_F(TgTest, CudaAmaxAndTensorClampMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(3, 6, 5), TG_FLOAT32, 10);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) {
+            int d[2] = {0, 2};
+            return tg_amax(in[0], d, 2, true);
+        },
+        {x}));
+    tg_tensor *lo = random_cpu(TG_SHAPE(5), TG_FLOAT32, 11, -1, 0);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_clamp_tensor(in[0], in[1], nullptr); }, {x, lo}));
+}
+
 }  // namespace

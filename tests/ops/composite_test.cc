@@ -1,6 +1,7 @@
 // masked_fill, tril/triu, flip, take, outer, lerp, addmm, baddbmm: PyTorch 1.13's
 // values and gradients (tests/fixtures/gen_composite.py), gradcheck and
 // gradgradcheck, and the errors.
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,6 +53,30 @@ TEST_F(TgTest, CompositeOpsMatchPyTorch) {
     check_case("baddbmm", {"bc", "ba", "bb"}, [](auto &in) { return tg_baddbmm(in[0], in[1], in[2], -1.0, 0.25); });
 }
 
+TEST_F(TgTest, AmaxClampAndHardtanhMatchPyTorchIncludingTies) {
+    check_case("amax", {"x"}, [](auto &in) {
+        int d[2] = {0, 2};
+        return tg_amax(in[0], d, 2, false);
+    });
+    check_case("amin_keep", {"x"}, [](auto &in) {
+        int d[1] = {-1};
+        return tg_amin(in[0], d, 1, true);
+    });
+    check_case("amax_tie", {"tie"}, [](auto &in) {  // ties share the gradient
+        int d[1] = {1};
+        return tg_amax(in[0], d, 1, false);
+    });
+    check_case("amax_all", {"tie"}, [](auto &in) { return tg_amax(in[0], nullptr, 0, false); });
+    check_case("clamp_tensor", {"x", "lo", "hi"}, [](auto &in) { return tg_clamp_tensor(in[0], in[1], in[2]); });
+    check_case("clamp_tie", {"tie"}, [](auto &in) {  // at a tie x keeps the gradient
+        return tg_clamp_tensor(in[0], tensor_f64({3, 0, 2}, TG_SHAPE(3)), nullptr);
+    });
+    check_case("hardtanh", {"x"}, [](auto &in) { return tg_hardtanh(in[0], -0.5, 0.7); });
+    check_case("hardtanh_bounds", {"tie"}, [](auto &in) { return tg_hardtanh(in[0], -1.0, 2.0); });
+    tg_tensor *nan_lo = tensor_f64({NAN}, TG_SHAPE(1));
+    EXPECT_TRUE(std::isnan(values(tg_clamp_tensor(tensor_f64({1, 2}, TG_SHAPE(2)), nan_lo, nullptr))[1]));
+}
+
 TEST_F(TgTest, AddmmWithBetaZeroIgnoresC) {
     tg_tensor *c = tensor_f64({NAN, NAN}, TG_SHAPE(2));
     tg_tensor *a = tensor_f64({1, 2}, TG_SHAPE(1, 2));
@@ -70,6 +95,11 @@ TEST_F(TgTest, CompositeOpsAreDifferentiableTwice) {
             return tg_mul(tg_flip(in[0], d, 1), in[0]);
         },
         [](tg_tensor *const *in, void *) { return tg_exp(tg_take(in[0], idx())); },
+        [](tg_tensor *const *in, void *) {
+            int d[1] = {1};
+            return tg_square(tg_amax(in[0], d, 1, true));
+        },
+        [](tg_tensor *const *in, void *) { return tg_square(tg_hardtanh(in[0], -0.5, 0.7)); },
     };
     for (tg_gradcheck_fn fn : fns) {
         EXPECT_EQ(tg_gradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
@@ -108,6 +138,20 @@ TEST_F(TgTest, CompositeErrorsNameTheOpAndShapes) {
     tg_clear_error();
     EXPECT_EQ(tg_addmm(tg_zeros(TG_SHAPE(3), tg_opts{}), x, tg_zeros(TG_SHAPE(3, 2), tg_opts{}), 1, 1), nullptr);
     EXPECT_ERROR_CONTAINS("tg_addmm: c of shape [3] cannot be broadcast to the product's shape [2, 2]");
+    tg_clear_error();
+    int twice[2] = {1, -1};
+    EXPECT_EQ(tg_amax(x, twice, 2, false), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_amax: dim 1 appears twice in the dims list");
+    tg_clear_error();
+    int d0[1] = {0};
+    EXPECT_EQ(tg_amin(tg_zeros(TG_SHAPE(0, 2), tg_opts{}), d0, 1, false), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_amin: cannot reduce over an empty dim of a tensor of shape [0, 2]");
+    tg_clear_error();
+    EXPECT_EQ(tg_clamp_tensor(x, nullptr, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_clamp_tensor: at least one of min and max must be given");
+    tg_clear_error();
+    EXPECT_EQ(tg_hardtanh(x, 1, -1), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_hardtanh: min_val 1 must not exceed max_val -1");
 }
 
 }  // namespace
