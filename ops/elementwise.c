@@ -16,54 +16,23 @@
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/unary_formulas.h"
 
 /* ======================= CPU kernels ======================= */
 
-#define SQRT1_2 0.70710678118654752440
-/* torch.clamp is min(max(x, lo), hi) (so lo > hi gives hi); a NaN bound is no bound. */
-#define CLAMP_LO(x, lo) ((lo) == (lo) && (x) < (lo) ? (lo) : (x))
-#define CLAMP_HI(T, y, hi) ((hi) == (hi) && (T)(y) > (hi) ? (hi) : (T)(y))
-#define SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
-
-/* One expression per kind, in the element type T (x the input, a/b the parameters). */
-#define UNARY_CASES(T, EXP, LOG, LOG1P, SQRT, TANH, ERF, POW, FABS, SIN, COS)                   \
-    case TG_UNARY_NEG: UNARY_LOOP(T, -x); break;                                                \
-    case TG_UNARY_EXP: UNARY_LOOP(T, EXP(x)); break;                                            \
-    case TG_UNARY_LOG: UNARY_LOOP(T, LOG(x)); break;                                            \
-    case TG_UNARY_ADD_SCALAR: UNARY_LOOP(T, x + a); break;                                      \
-    case TG_UNARY_MUL_SCALAR: UNARY_LOOP(T, x * a); break;                                      \
-    case TG_UNARY_RSUB_SCALAR: UNARY_LOOP(T, a - x); break;                                     \
-    case TG_UNARY_DIV_SCALAR: UNARY_LOOP(T, x / a); break;                                      \
-    case TG_UNARY_POW_SCALAR:                                                                   \
-        if (a == 2) UNARY_LOOP(T, x * x);                                                       \
-        else UNARY_LOOP(T, POW(x, a));                                                          \
-        break;                                                                                  \
-    case TG_UNARY_SQRT: UNARY_LOOP(T, SQRT(x)); break;                                          \
-    case TG_UNARY_RSQRT: UNARY_LOOP(T, (T)1 / SQRT(x)); break;                                  \
-    case TG_UNARY_ABS: UNARY_LOOP(T, FABS(x)); break;                                           \
-    case TG_UNARY_SIGN: UNARY_LOOP(T, (T)((x > 0) - (x < 0))); break;                           \
-    case TG_UNARY_RELU: UNARY_LOOP(T, x > 0 ? x : (x != x ? x : (T)0)); break;                  \
-    case TG_UNARY_LEAKY_RELU: UNARY_LOOP(T, x > 0 ? x : x * a); break;                          \
-    case TG_UNARY_SIGMOID: UNARY_LOOP(T, (T)1 / ((T)1 + EXP(-x))); break;                       \
-    case TG_UNARY_TANH: UNARY_LOOP(T, TANH(x)); break;                                          \
-    case TG_UNARY_GELU: UNARY_LOOP(T, (T)0.5 * x * ((T)1 + ERF(x * (T)SQRT1_2))); break;        \
-    case TG_UNARY_GELU_TANH:                                                                    \
-        UNARY_LOOP(T, (T)0.5 * x * ((T)1 + TANH((T)SQRT2_PI * (x + (T)0.044715 * x * x * x)))); \
-        break;                                                                                  \
-    case TG_UNARY_SILU: UNARY_LOOP(T, x / ((T)1 + EXP(-x))); break;                             \
-    case TG_UNARY_SOFTPLUS: UNARY_LOOP(T, x * a > b ? x : LOG1P(EXP(x * a)) / a); break;        \
-    case TG_UNARY_CLAMP:                                                                        \
-        UNARY_LOOP(T, x != x ? x : CLAMP_HI(T, CLAMP_LO(x, a), b));                            \
-        break;                                                                                  \
-    case TG_UNARY_ERF: UNARY_LOOP(T, ERF(x)); break;                                            \
-    case TG_UNARY_RECIPROCAL: UNARY_LOOP(T, (T)1 / x); break;                                   \
-    case TG_UNARY_SQUARE: UNARY_LOOP(T, x * x); break;                                          \
-    case TG_UNARY_SIN: UNARY_LOOP(T, SIN(x)); break;                                            \
-    case TG_UNARY_COS: UNARY_LOOP(T, COS(x)); break;                                            \
-    case TG_UNARY_GT_SCALAR: UNARY_LOOP(T, (T)(x > a)); break;                                  \
-    case TG_UNARY_NOT_LE_SCALAR: UNARY_LOOP(T, (T)!(x <= a)); break;                            \
-    case TG_UNARY_ISFINITE: UNARY_LOOP(T, (T)(x - x == 0)); break; /* NaN and Inf give NaN */   \
-    default: break;
+/* libm by type, for ops/unary_formulas.h's rows. */
+#define TG_EXP(x) _Generic((x), float: expf, default: exp)(x)
+#define TG_LOG(x) _Generic((x), float: logf, default: log)(x)
+#define TG_LOG1P(x) _Generic((x), float: log1pf, default: log1p)(x)
+#define TG_SQRT(x) _Generic((x), float: sqrtf, default: sqrt)(x)
+#define TG_TANH(x) _Generic((x), float: tanhf, default: tanh)(x)
+#define TG_ERF(x) _Generic((x), float: erff, default: erf)(x)
+#define TG_POW(x, y) _Generic((x), float: powf, default: pow)(x, y)
+#define TG_FABS(x) _Generic((x), float: fabsf, default: fabs)(x)
+#define TG_SIN(x) _Generic((x), float: sinf, default: sin)(x)
+#define TG_COS(x) _Generic((x), float: cosf, default: cos)(x)
+#define UNARY_CPU_CASE(KIND, expr) \
+    case TG_UNARY_##KIND: UNARY_LOOP(scalar_t, expr); break;
 
 #define UNARY_LOOP(T, expr)                                                 \
     do {                                                                    \
@@ -88,15 +57,23 @@ typedef struct {
 } unary_ctx;
 
 static void unary_row_f32(char **p, const int64_t *s, int64_t n, void *vctx) {
+    typedef float scalar_t;
     const unary_ctx *c = vctx;
-    const float a = (float)c->a, b = (float)c->b;
-    switch (c->kind) { UNARY_CASES(float, expf, logf, log1pf, sqrtf, tanhf, erff, powf, fabsf, sinf, cosf) }
+    const scalar_t a = (scalar_t)c->a, b = (scalar_t)c->b;
+    switch (c->kind) {
+        TG_UNARY_FLOAT_FORMULAS(UNARY_CPU_CASE)
+    default: break;
+    }
 }
 
 static void unary_row_f64(char **p, const int64_t *s, int64_t n, void *vctx) {
+    typedef double scalar_t;
     const unary_ctx *c = vctx;
-    const double a = c->a, b = c->b;
-    switch (c->kind) { UNARY_CASES(double, exp, log, log1p, sqrt, tanh, erf, pow, fabs, sin, cos) }
+    const scalar_t a = c->a, b = c->b;
+    switch (c->kind) {
+        TG_UNARY_FLOAT_FORMULAS(UNARY_CPU_CASE)
+    default: break;
+    }
 }
 
 #define IABS(x) ((x) < 0 ? -(x) : (x))
@@ -320,16 +297,16 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     case TG_UNARY_SIGMOID: d = tg_mul(v, tg_rsub_scalar(v, 1)); break;
     case TG_UNARY_TANH: d = tg_rsub_scalar(tg_mul(v, v), 1); break;
     case TG_UNARY_GELU: { /* Phi(x) + x phi(x) */
-        tg_tensor *cdf = tg_mul_scalar(tg_add_scalar(tg_erf(tg_mul_scalar(v, SQRT1_2)), 1), 0.5);
+        tg_tensor *cdf = tg_mul_scalar(tg_add_scalar(tg_erf(tg_mul_scalar(v, TG_SQRT1_2)), 1), 0.5);
         tg_tensor *pdf = tg_mul_scalar(tg_exp(tg_mul_scalar(tg_mul(v, v), -0.5)), 0.39894228040143267794);
         d = tg_add(cdf, tg_mul(v, pdf));
         break;
     }
     case TG_UNARY_GELU_TANH: { /* 0.5(1+t) + 0.5x(1-t^2) k (1 + 3c x^2), t = tanh(k(x + c x^3)) */
         tg_tensor *x2 = tg_mul(v, v);
-        tg_tensor *t = tg_tanh(tg_mul_scalar(tg_add(v, tg_mul_scalar(tg_mul(x2, v), 0.044715)), SQRT2_PI));
+        tg_tensor *t = tg_tanh(tg_mul_scalar(tg_add(v, tg_mul_scalar(tg_mul(x2, v), 0.044715)), TG_SQRT2_PI));
         tg_tensor *left = tg_mul_scalar(tg_add_scalar(t, 1), 0.5);
-        tg_tensor *inner = tg_mul_scalar(tg_add_scalar(tg_mul_scalar(x2, 3 * 0.044715), 1), SQRT2_PI);
+        tg_tensor *inner = tg_mul_scalar(tg_add_scalar(tg_mul_scalar(x2, 3 * 0.044715), 1), TG_SQRT2_PI);
         d = tg_add(left, tg_mul(tg_mul_scalar(v, 0.5), tg_mul(tg_rsub_scalar(tg_mul(t, t), 1), inner)));
         break;
     }

@@ -12,9 +12,8 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/internal.h"
+#include "ops/unary_formulas.h"
 
-#define SQRT1_2 0.70710678118654752440
-#define SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
 
 // ============================ element functions ============================
 
@@ -53,43 +52,25 @@ struct unary_params {
     double a, b; // the op's scalar parameters, converted to T in the kernel as the CPU does
 };
 
-// y = f(x) for float32/float64 (the UNARY_CASES of ops/elementwise.c).
-template <typename T> __device__ __forceinline__ T unary_float(const unary_params &p, T x) {
-    const T a = (T)p.a, b = (T)p.b;
+// libm by type (the overloads above), for ops/unary_formulas.h's rows.
+#define TG_EXP dexp
+#define TG_LOG dlog
+#define TG_LOG1P dlog1p
+#define TG_SQRT dsqrt
+#define TG_TANH dtanh
+#define TG_ERF derf
+#define TG_POW dpow
+#define TG_FABS dfabs
+#define TG_SIN dsin
+#define TG_COS dcos
+#define UNARY_DEVICE_CASE(KIND, expr) \
+    case TG_UNARY_##KIND: return expr;
+
+// y = f(x) for float32/float64: the rows of ops/unary_formulas.h, as on the CPU.
+template <typename scalar_t> __device__ __forceinline__ scalar_t unary_float(const unary_params &p, scalar_t x) {
+    const scalar_t a = (scalar_t)p.a, b = (scalar_t)p.b;
     switch (p.kind) {
-    case TG_UNARY_NEG: return -x;
-    case TG_UNARY_EXP: return dexp(x);
-    case TG_UNARY_LOG: return dlog(x);
-    case TG_UNARY_ADD_SCALAR: return x + a;
-    case TG_UNARY_MUL_SCALAR: return x * a;
-    case TG_UNARY_RSUB_SCALAR: return a - x;
-    case TG_UNARY_DIV_SCALAR: return x / a;
-    case TG_UNARY_POW_SCALAR: return a == 2 ? x * x : dpow(x, a);
-    case TG_UNARY_SQRT: return dsqrt(x);
-    case TG_UNARY_RSQRT: return (T)1 / dsqrt(x);
-    case TG_UNARY_ABS: return dfabs(x);
-    case TG_UNARY_SIGN: return (T)((x > 0) - (x < 0));
-    case TG_UNARY_RELU: return x > 0 ? x : (x != x ? x : (T)0);
-    case TG_UNARY_LEAKY_RELU: return x > 0 ? x : x * a;
-    case TG_UNARY_SIGMOID: return (T)1 / ((T)1 + dexp(-x));
-    case TG_UNARY_TANH: return dtanh(x);
-    case TG_UNARY_GELU: return (T)0.5 * x * ((T)1 + derf(x * (T)SQRT1_2));
-    case TG_UNARY_GELU_TANH: return (T)0.5 * x * ((T)1 + dtanh((T)SQRT2_PI * (x + (T)0.044715 * x * x * x)));
-    case TG_UNARY_SILU: return x / ((T)1 + dexp(-x));
-    case TG_UNARY_SOFTPLUS: return x * a > b ? x : dlog1p(dexp(x * a)) / a;
-    case TG_UNARY_CLAMP: { // min(max(x, lo), hi), as torch.clamp (lo > hi gives hi)
-        if (x != x) return x;
-        T y = (a == a && x < a) ? a : x;
-        return (b == b && y > b) ? b : y;
-    }
-    case TG_UNARY_ERF: return derf(x);
-    case TG_UNARY_RECIPROCAL: return (T)1 / x;
-    case TG_UNARY_SQUARE: return x * x;
-    case TG_UNARY_SIN: return dsin(x);
-    case TG_UNARY_COS: return dcos(x);
-    case TG_UNARY_GT_SCALAR: return (T)(x > a);
-    case TG_UNARY_NOT_LE_SCALAR: return (T)!(x <= a);
-    case TG_UNARY_ISFINITE: return (T)(x - x == (T)0); // NaN and Inf give NaN
+        TG_UNARY_FLOAT_FORMULAS(UNARY_DEVICE_CASE)
     default: return x;
     }
 }

@@ -1,0 +1,51 @@
+/* The formula of every floating unary kind: the one definition both devices compile.
+ * ops/elementwise.c expands TG_UNARY_FLOAT_FORMULAS into its CPU loops and
+ * ops/cuda/elementwise.cu into its device switch, so the CPU tests check the very
+ * expression the GPU runs. Each row is X(KIND, expression): the kind's name after
+ * TG_UNARY_, and y in terms of x, a and b, all of type scalar_t, with the math
+ * functions TG_EXP, TG_LOG, ... that each backend defines for float and double
+ * (libm's f / plain functions). Adding a kind: a row here, its enum entry in
+ * ops/elementwise_kinds.h, its derivative in unary_backward (ops/elementwise.c) and
+ * its public function; both devices then compute it. */
+#ifndef TG_OPS_UNARY_FORMULAS_H
+#define TG_OPS_UNARY_FORMULAS_H
+
+#define TG_SQRT1_2 0.70710678118654752440  /* 1/sqrt(2) */
+#define TG_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+/* torch.clamp is min(max(x, lo), hi) (so lo > hi gives hi); a NaN bound is no bound. */
+#define TG_CLAMP_LO(x, lo) ((lo) == (lo) && (x) < (lo) ? (lo) : (x))
+#define TG_CLAMP_HI(y, hi) ((hi) == (hi) && (scalar_t)(y) > (hi) ? (hi) : (scalar_t)(y))
+
+#define TG_UNARY_FLOAT_FORMULAS(X)                                                                           \
+    X(NEG, -x)                                                                                               \
+    X(EXP, TG_EXP(x))                                                                                        \
+    X(LOG, TG_LOG(x))                                                                                        \
+    X(ADD_SCALAR, x + a)                                                                                     \
+    X(MUL_SCALAR, x * a)                                                                                     \
+    X(RSUB_SCALAR, a - x)                                                                                    \
+    X(DIV_SCALAR, x / a)                                                                                     \
+    X(POW_SCALAR, a == 2 ? x * x : TG_POW(x, a))                                                             \
+    X(SQRT, TG_SQRT(x))                                                                                      \
+    X(RSQRT, (scalar_t)1 / TG_SQRT(x))                                                                       \
+    X(ABS, TG_FABS(x))                                                                                       \
+    X(SIGN, (scalar_t)((x > 0) - (x < 0)))                                                                   \
+    X(RELU, x > 0 ? x : (x != x ? x : (scalar_t)0))                                                          \
+    X(LEAKY_RELU, x > 0 ? x : x * a)                                                                         \
+    X(SIGMOID, (scalar_t)1 / ((scalar_t)1 + TG_EXP(-x)))                                                     \
+    X(TANH, TG_TANH(x))                                                                                      \
+    X(GELU, (scalar_t)0.5 * x * ((scalar_t)1 + TG_ERF(x * (scalar_t)TG_SQRT1_2)))                            \
+    X(GELU_TANH,                                                                                             \
+      (scalar_t)0.5 * x * ((scalar_t)1 + TG_TANH((scalar_t)TG_SQRT2_PI * (x + (scalar_t)0.044715 * x * x * x)))) \
+    X(SILU, x / ((scalar_t)1 + TG_EXP(-x)))                                                                  \
+    X(SOFTPLUS, x * a > b ? x : TG_LOG1P(TG_EXP(x * a)) / a) /* beta a, threshold b */                      \
+    X(CLAMP, x != x ? x : TG_CLAMP_HI(TG_CLAMP_LO(x, a), b))                                                 \
+    X(ERF, TG_ERF(x))                                                                                        \
+    X(RECIPROCAL, (scalar_t)1 / x)                                                                           \
+    X(SQUARE, x * x)                                                                                         \
+    X(SIN, TG_SIN(x))                                                                                        \
+    X(COS, TG_COS(x))                                                                                        \
+    X(GT_SCALAR, (scalar_t)(x > a))                                                                          \
+    X(NOT_LE_SCALAR, (scalar_t)!(x <= a)) /* relu's mask: 1 at NaN, as PyTorch's */                          \
+    X(ISFINITE, (scalar_t)(x - x == (scalar_t)0)) /* NaN and Inf give NaN */
+
+#endif
