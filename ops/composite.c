@@ -175,3 +175,10 @@ tg_tensor *tg_hardtanh(tg_tensor *x, double min_val, double max_val) {
     }
     return result;
 }
+
+tg_tensor *tg_softmin(tg_tensor *x, int dim) {
+    if (!x) return tg_error_null_input("tg_softmin", 0), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE { result = tg_scope_return(tg_softmax(tg_neg(x), dim)); }
+    return result;
+}

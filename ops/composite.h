@@ -36,6 +36,8 @@ tg_tensor *tg_lerp_tensor(tg_tensor *a, tg_tensor *b, tg_tensor *weight);
 tg_tensor *tg_addmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, double alpha);
 tg_tensor *tg_baddbmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, double alpha);
 
+/* torch.nn.functional.softmin(x, dim) = softmax(-x, dim). */
+tg_tensor *tg_softmin(tg_tensor *x, int dim);
 /* torch.clamp(x, min, max) with tensor bounds (broadcast; either may be NULL). A
  * bound that is NaN makes the result NaN, as PyTorch. The gradient goes to x where
  * min <= x <= max, else to the bound that was taken. */

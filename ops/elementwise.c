@@ -31,6 +31,11 @@
 #define TG_FABS(x) _Generic((x), float: fabsf, default: fabs)(x)
 #define TG_SIN(x) _Generic((x), float: sinf, default: sin)(x)
 #define TG_COS(x) _Generic((x), float: cosf, default: cos)(x)
+#define TG_EXPM1(x) _Generic((x), float: expm1f, default: expm1)(x)
+#define TG_FLOOR(x) _Generic((x), float: floorf, default: floor)(x)
+#define TG_CEIL(x) _Generic((x), float: ceilf, default: ceil)(x)
+#define TG_NEARBYINT(x) _Generic((x), float: nearbyintf, default: nearbyint)(x)
+#define TG_TRUNC(x) _Generic((x), float: truncf, default: trunc)(x)
 #define UNARY_CPU_CASE(KIND, expr) \
     case TG_UNARY_##KIND: UNARY_LOOP(scalar_t, expr); break;
 
@@ -335,7 +340,29 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     case TG_UNARY_SQUARE: d = tg_mul_scalar(v, 2); break;
     case TG_UNARY_SIN: d = tg_cos(v); break;
     case TG_UNARY_COS: d = tg_neg(tg_sin(v)); break;
-    default: d = tg_zeros_like(v); break;
+    case TG_UNARY_EXPM1: d = tg_exp(v); break;
+    case TG_UNARY_LOG1P: grad_in[0] = tg_div(g, tg_add_scalar(v, 1)); return;
+    case TG_UNARY_LOGSIGMOID: d = tg_sigmoid(tg_neg(v)); break;
+    case TG_UNARY_ELU: { /* a b e^x at or below 0, b above (PyTorch's elu_backward) */
+        tg_tensor *above = tg_gt_mask(v, 0);
+        d = tg_add(tg_mul_scalar(above, b), tg_mul(tg_rsub_scalar(above, 1), tg_mul_scalar(tg_exp(v), a * b)));
+        break;
+    }
+    case TG_UNARY_MISH: { /* t + x sigmoid(x) (1 - t^2), t = tanh(log1p(e^x)) */
+        tg_tensor *t = tg_tanh(tg_log1p(tg_exp(v)));
+        d = tg_add(t, tg_mul(tg_mul(v, tg_sigmoid(v)), tg_rsub_scalar(tg_mul(t, t), 1)));
+        break;
+    }
+    case TG_UNARY_HARDSWISH: { /* 0 below -3, x/3 + 1/2 from -3 to below 3, 1 from 3 (PyTorch 1.13) */
+        tg_tensor *below = tg_gt_mask(tg_neg(v), 3), *above = tg_rsub_scalar(tg_gt_mask(tg_neg(v), -3), 1);
+        tg_tensor *inside = tg_mul(tg_rsub_scalar(above, 1), tg_add_scalar(tg_div_scalar(v, 3), 0.5));
+        d = tg_mul(tg_rsub_scalar(below, 1), tg_add(inside, above));
+        break;
+    }
+    case TG_UNARY_HARDSIGMOID: /* 1/6 strictly inside (-3, 3), as PyTorch's: 1/6 rounded to float32 */
+        d = tg_mul_scalar(tg_mul(tg_gt_mask(v, -3), tg_gt_mask(tg_neg(v), -3)), (double)(1.0f / 6.0f));
+        break;
+    default: d = tg_zeros_like(v); break; /* sign, floor, ceil, round, trunc */
     }
     grad_in[0] = tg_mul(g, d);
 }
@@ -368,6 +395,18 @@ UNARY_OP(reciprocal, TG_UNARY_RECIPROCAL, false);
 UNARY_OP(square, TG_UNARY_SQUARE, true);
 UNARY_OP(sin, TG_UNARY_SIN, false);
 UNARY_OP(cos, TG_UNARY_COS, false);
+UNARY_OP(expm1, TG_UNARY_EXPM1, false);
+UNARY_OP(log1p, TG_UNARY_LOG1P, false);
+UNARY_OP(floor, TG_UNARY_FLOOR, false);
+UNARY_OP(ceil, TG_UNARY_CEIL, false);
+UNARY_OP(round, TG_UNARY_ROUND, false);
+UNARY_OP(trunc, TG_UNARY_TRUNC, false);
+UNARY_OP(logsigmoid, TG_UNARY_LOGSIGMOID, false);
+UNARY_OP(elu, TG_UNARY_ELU, false);
+UNARY_OP(selu, TG_UNARY_ELU, false);
+UNARY_OP(mish, TG_UNARY_MISH, false);
+UNARY_OP(hardswish, TG_UNARY_HARDSWISH, false);
+UNARY_OP(hardsigmoid, TG_UNARY_HARDSIGMOID, false);
 
 static tg_tensor *apply_unary(const unary_op *op, tg_tensor *x, double a, double b) {
     scalar_args args = {a, b};
@@ -425,6 +464,20 @@ tg_tensor *tg_erf(tg_tensor *x) { return apply_unary(&erf_op, x, 0, 0); }
 tg_tensor *tg_reciprocal(tg_tensor *x) { return apply_unary(&reciprocal_op, x, 0, 0); }
 tg_tensor *tg_square(tg_tensor *x) { return apply_unary(&square_op, x, 0, 0); }
 tg_tensor *tg_sin(tg_tensor *x) { return apply_unary(&sin_op, x, 0, 0); }
+tg_tensor *tg_expm1(tg_tensor *x) { return apply_unary(&expm1_op, x, 0, 0); }
+tg_tensor *tg_log1p(tg_tensor *x) { return apply_unary(&log1p_op, x, 0, 0); }
+tg_tensor *tg_floor(tg_tensor *x) { return apply_unary(&floor_op, x, 0, 0); }
+tg_tensor *tg_ceil(tg_tensor *x) { return apply_unary(&ceil_op, x, 0, 0); }
+tg_tensor *tg_round(tg_tensor *x) { return apply_unary(&round_op, x, 0, 0); }
+tg_tensor *tg_trunc(tg_tensor *x) { return apply_unary(&trunc_op, x, 0, 0); }
+tg_tensor *tg_logsigmoid(tg_tensor *x) { return apply_unary(&logsigmoid_op, x, 0, 0); }
+tg_tensor *tg_elu(tg_tensor *x, double alpha) { return apply_unary(&elu_op, x, alpha, 1); }
+tg_tensor *tg_selu(tg_tensor *x) {
+    return apply_unary(&selu_op, x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946);
+}
+tg_tensor *tg_mish(tg_tensor *x) { return apply_unary(&mish_op, x, 0, 0); }
+tg_tensor *tg_hardswish(tg_tensor *x) { return apply_unary(&hardswish_op, x, 0, 0); }
+tg_tensor *tg_hardsigmoid(tg_tensor *x) { return apply_unary(&hardsigmoid_op, x, 0, 0); }
 tg_tensor *tg_cos(tg_tensor *x) { return apply_unary(&cos_op, x, 0, 0); }
 
 tg_tensor *tg_softplus(tg_tensor *x, double beta, double threshold) {

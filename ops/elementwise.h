@@ -78,6 +78,13 @@ tg_tensor *tg_reciprocal(tg_tensor *x);
 tg_tensor *tg_square(tg_tensor *x);
 tg_tensor *tg_sin(tg_tensor *x);
 tg_tensor *tg_cos(tg_tensor *x);
+tg_tensor *tg_expm1(tg_tensor *x);
+tg_tensor *tg_log1p(tg_tensor *x);
+/* Rounding (gradient zero); torch.round rounds half to even. Floating inputs only. */
+tg_tensor *tg_floor(tg_tensor *x);
+tg_tensor *tg_ceil(tg_tensor *x);
+tg_tensor *tg_round(tg_tensor *x);
+tg_tensor *tg_trunc(tg_tensor *x);
 
 /* Activations (torch.nn.functional names). */
 tg_tensor *tg_relu(tg_tensor *x);
@@ -88,6 +95,12 @@ tg_tensor *tg_gelu(tg_tensor *x);      /* approximate='none' */
 tg_tensor *tg_gelu_tanh(tg_tensor *x); /* approximate='tanh' */
 tg_tensor *tg_silu(tg_tensor *x);
 tg_tensor *tg_softplus(tg_tensor *x, double beta, double threshold); /* PyTorch: 1, 20 */
+tg_tensor *tg_logsigmoid(tg_tensor *x);
+tg_tensor *tg_elu(tg_tensor *x, double alpha); /* PyTorch default alpha 1 */
+tg_tensor *tg_selu(tg_tensor *x);
+tg_tensor *tg_mish(tg_tensor *x);
+tg_tensor *tg_hardswish(tg_tensor *x);
+tg_tensor *tg_hardsigmoid(tg_tensor *x);
 /* torch.clamp; pass NAN for a missing bound. */
 tg_tensor *tg_clamp(tg_tensor *x, double min, double max);
 

@@ -34,6 +34,17 @@ typedef enum {
     TG_UNARY_ISFINITE,    /* 1 where x is neither NaN nor +-Inf, as 0/1 in x's dtype */
     TG_UNARY_DIV_SCALAR,  /* x / a (floating only) */
     TG_UNARY_NOT_LE_SCALAR, /* !(x <= a) as 0/1 in x's dtype: relu's mask, 1 at NaN as PyTorch's */
+    TG_UNARY_EXPM1,
+    TG_UNARY_LOG1P,
+    TG_UNARY_FLOOR,
+    TG_UNARY_CEIL,
+    TG_UNARY_ROUND,       /* half to even, as torch.round */
+    TG_UNARY_TRUNC,
+    TG_UNARY_LOGSIGMOID,
+    TG_UNARY_ELU,         /* alpha a, scale b (elu: b = 1; selu: PyTorch's constants) */
+    TG_UNARY_MISH,
+    TG_UNARY_HARDSWISH,
+    TG_UNARY_HARDSIGMOID,
     TG_UNARY_COUNT
 } tg_unary_kind;
 

@@ -16,6 +16,11 @@
 #define TG_CLAMP_LO(x, lo) ((lo) == (lo) && (x) < (lo) ? (lo) : (x))
 #define TG_CLAMP_HI(y, hi) ((hi) == (hi) && (scalar_t)(y) > (hi) ? (hi) : (scalar_t)(y))
 
+/* std::max / std::min's comparisons, which PyTorch's scalar kernels use (a NaN first
+ * argument comes back). */
+#define TG_STD_MAX(p, q) ((p) < (q) ? (q) : (p))
+#define TG_STD_MIN(p, q) ((q) < (p) ? (q) : (p))
+
 #define TG_UNARY_FLOAT_FORMULAS(X)                                                                           \
     X(NEG, -x)                                                                                               \
     X(EXP, TG_EXP(x))                                                                                        \
@@ -46,6 +51,17 @@
     X(COS, TG_COS(x))                                                                                        \
     X(GT_SCALAR, (scalar_t)(x > a))                                                                          \
     X(NOT_LE_SCALAR, (scalar_t)!(x <= a)) /* relu's mask: 1 at NaN, as PyTorch's */                          \
-    X(ISFINITE, (scalar_t)(x - x == (scalar_t)0)) /* NaN and Inf give NaN */
+    X(ISFINITE, (scalar_t)(x - x == (scalar_t)0)) /* NaN and Inf give NaN */                                 \
+    X(EXPM1, TG_EXPM1(x))                                                                                    \
+    X(LOG1P, TG_LOG1P(x))                                                                                    \
+    X(FLOOR, TG_FLOOR(x))                                                                                    \
+    X(CEIL, TG_CEIL(x))                                                                                      \
+    X(ROUND, TG_NEARBYINT(x))                                                                                \
+    X(TRUNC, TG_TRUNC(x))                                                                                    \
+    X(LOGSIGMOID, (x < 0 ? x : (scalar_t)0) - TG_LOG1P(TG_EXP(-TG_FABS(x))))                                  \
+    X(ELU, x <= 0 ? (TG_EXP(x) - (scalar_t)1) * (a * b) : x * b) /* PyTorch 1.13: exp - 1, not expm1 */     \
+    X(MISH, x * TG_TANH(TG_LOG1P(TG_EXP(x))))                                                                \
+    X(HARDSWISH, x * TG_STD_MIN(TG_STD_MAX(x + (scalar_t)3, (scalar_t)0), (scalar_t)6) / (scalar_t)6)       \
+    X(HARDSIGMOID, TG_STD_MIN(TG_STD_MAX(x + (scalar_t)3, (scalar_t)0), (scalar_t)6) / (scalar_t)6)
 
 #endif

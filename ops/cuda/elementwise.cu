@@ -37,6 +37,16 @@ __device__ __forceinline__ float dsin(float x) { return sinf(x); }
 __device__ __forceinline__ double dsin(double x) { return sin(x); }
 __device__ __forceinline__ float dcos(float x) { return cosf(x); }
 __device__ __forceinline__ double dcos(double x) { return cos(x); }
+__device__ __forceinline__ float dexpm1(float x) { return expm1f(x); }
+__device__ __forceinline__ double dexpm1(double x) { return expm1(x); }
+__device__ __forceinline__ float dfloor(float x) { return floorf(x); }
+__device__ __forceinline__ double dfloor(double x) { return floor(x); }
+__device__ __forceinline__ float dceil(float x) { return ceilf(x); }
+__device__ __forceinline__ double dceil(double x) { return ceil(x); }
+__device__ __forceinline__ float dnearbyint(float x) { return nearbyintf(x); }
+__device__ __forceinline__ double dnearbyint(double x) { return nearbyint(x); }
+__device__ __forceinline__ float dtrunc(float x) { return truncf(x); }
+__device__ __forceinline__ double dtrunc(double x) { return trunc(x); }
 
 // x^y for integer-valued x and y, as the CPU's (T)pow((double)x, (double)y). glibc's
 // pow is exact whenever the result is representable; CUDA's allows 2 ulp, so
@@ -63,6 +73,11 @@ struct unary_params {
 #define TG_FABS dfabs
 #define TG_SIN dsin
 #define TG_COS dcos
+#define TG_EXPM1 dexpm1
+#define TG_FLOOR dfloor
+#define TG_CEIL dceil
+#define TG_NEARBYINT dnearbyint
+#define TG_TRUNC dtrunc
 #define UNARY_DEVICE_CASE(KIND, expr) \
     case TG_UNARY_##KIND: return expr;
 
