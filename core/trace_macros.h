@@ -65,6 +65,7 @@
 #define tg_lerp_tensor(...) TG_TRACED_PTR_(tg_tensor, tg_lerp_tensor, tg_lerp_tensor(__VA_ARGS__))
 #define tg_addmm(...) TG_TRACED_PTR_(tg_tensor, tg_addmm, tg_addmm(__VA_ARGS__))
 #define tg_baddbmm(...) TG_TRACED_PTR_(tg_tensor, tg_baddbmm, tg_baddbmm(__VA_ARGS__))
+#define tg_softmin(...) TG_TRACED_PTR_(tg_tensor, tg_softmin, tg_softmin(__VA_ARGS__))
 #define tg_clamp_tensor(...) TG_TRACED_PTR_(tg_tensor, tg_clamp_tensor, tg_clamp_tensor(__VA_ARGS__))
 #define tg_hardtanh(...) TG_TRACED_PTR_(tg_tensor, tg_hardtanh, tg_hardtanh(__VA_ARGS__))
 
