@@ -158,11 +158,20 @@ static void take_chunks(void) {
     }
 }
 
+typedef struct {
+    int id;
+    uint32_t seen; /* the epoch when the worker was created: any later job or the shutdown wakes it */
+} worker_start;
+
+static worker_start starts[MAX_THREADS];
+
 static void *worker_main(void *arg) {
-    int id = (int)(intptr_t)arg;
-    in_region = true; /* loops called from a chunk run serially */
-    uint32_t seen = atomic_load(&epoch);
+    const worker_start *start = arg;
+    int id = start->id;
+    uint32_t seen = start->seen; /* not read here: a worker that starts late must still see the change */
+    in_region = true;            /* loops called from a chunk run serially */
     for (;;) {
+        if (atomic_load(&shutting_down)) break;
         uint32_t e = atomic_load_explicit(&epoch, memory_order_acquire);
         if (e == seen) {
             int64_t deadline = now_ns() + spin_ns;
@@ -192,7 +201,10 @@ static void start_workers(int want) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the program's own threads */
     while (num_workers < want) {
-        if (pthread_create(&workers[num_workers], NULL, worker_main, (void *)(intptr_t)(num_workers + 1)) != 0)
+        worker_start *st = &starts[num_workers];
+        st->id = num_workers + 1;
+        st->seen = atomic_load(&epoch);
+        if (pthread_create(&workers[num_workers], NULL, worker_main, st) != 0)
             break; /* run with the workers we have */
         num_workers++;
     }

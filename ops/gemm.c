@@ -2,6 +2,7 @@
 #include "ops/gemm.h"
 
 #include <cblas.h>
+#include <pthread.h>
 
 #include "core/parallel.h"
 
@@ -38,7 +39,13 @@ static void gemm_block(int64_t u0, int64_t u1, void *arg) {
         call_blas(g, g->m, hi - lo, a, b + (g->trans_b ? lo * g->ldb : lo) * es, c + lo * es);
 }
 
+/* OpenBLAS's pthread build, on one thread: concurrent calls are safe (its memory pool is
+ * locked) and its own threads never run; our pool splits the work instead. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_single_thread(void) { openblas_set_num_threads(1); }
+
 static void gemm(gemm_job *g) {
+    pthread_once(&blas_once, blas_single_thread);
     if (g->m <= 0 || g->n <= 0) return;
     int threads = tg_get_num_threads();
     if (threads <= 1 || g->m * g->n * g->k < TG_GEMM_PARALLEL_MIN || tg_in_parallel_region()) {

@@ -1,5 +1,5 @@
-/* CPU GEMM for the ops (matmul, linear, conv2d): OpenBLAS's single-threaded build,
- * spread over tapegrad's thread pool (core/parallel.h) by blocks of C when large. */
+/* CPU GEMM for the ops (matmul, linear, conv2d): OpenBLAS held to one thread, spread
+ * over tapegrad's thread pool (core/parallel.h) by blocks of C when large. */
 #ifndef TG_OPS_GEMM_H
 #define TG_OPS_GEMM_H
 

@@ -267,3 +267,25 @@ TEST_F(Parallel, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
         EXPECT_EQ(one[i], three[i]) << "result " << i;
     }
 }
+
+// Two threads in OpenBLAS at once (one block of C each), float64: the same bits as one
+// thread, every time. (Debian's serial OpenBLAS build failed tests/optim/training_models_test
+// this way, docs/design.md; this small case alone does not show it.)
+TEST_F(Parallel, SplitGemmFloat64MatchesOneThread) {
+    tg_manual_seed(5);
+    tg_opts d = {TG_FLOAT64, TG_CPU, false};
+    tg_tensor *x = tg_randn(TG_SHAPE(8, 800), d), *w = tg_randn(TG_SHAPE(500, 800), d), *g = tg_randn(TG_SHAPE(8, 500), d);
+    auto products = [&] {
+        std::vector<std::vector<double>> r;
+        TG_SCOPE {
+            r.push_back(values(tg_matmul(x, tg_transpose(w, 0, 1))));  // forward, split by columns
+            r.push_back(values(tg_matmul(g, w)));                       // input gradient
+            r.push_back(values(tg_matmul(tg_transpose(g, 0, 1), x)));   // weight gradient, split by rows
+        }
+        return r;
+    };
+    tg_set_num_threads(1);
+    std::vector<std::vector<double>> one = products();
+    tg_set_num_threads(2);
+    for (int rep = 0; rep < 50; rep++) ASSERT_EQ(products(), one) << "repetition " << rep;
+}
