@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/reduce.h"
@@ -12,7 +13,6 @@
 #include "ops/reduce.h"
 #include "ops/reduce_dims.h"
 #include "ops/reduce_plan.h"
-#include "core/parallel.h"
 #include "ops/shape.h"
 
 #define EXTREME_GRAIN 32768

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/reduce.h"
@@ -13,7 +14,6 @@
 #include "ops/reduce.h"
 #include "ops/reduce_dims.h"
 #include "ops/reduce_plan.h"
-#include "core/parallel.h"
 #include "ops/shape.h"
 
 #define STATS_GRAIN 32768

@@ -4,10 +4,10 @@
 #include <math.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/softmax.h"
-#include "core/parallel.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
