@@ -22,6 +22,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/options.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "core/scope.h"
 #include "core/shape.h"

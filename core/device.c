@@ -55,9 +55,5 @@ const char *tg_build_info(void) {
 #else
            "no CUDA"
 #endif
-           ", OpenBLAS"
-#ifdef _OPENMP
-           ", OpenMP " TG_STR(_OPENMP)
-#endif
-        ;
+           ", OpenBLAS, thread pool";
 }

@@ -43,7 +43,7 @@ int tg_cuda_device_count(void);
 /* Waits for all queued work on every CUDA device (torch.cuda.synchronize). No-op without CUDA. */
 void tg_cuda_synchronize(void);
 
-/* What the library was built with: CUDA version and architectures, OpenBLAS, OpenMP.
+/* What the library was built with: CUDA version and architectures, OpenBLAS, the thread pool.
  * A static string. */
 const char *tg_build_info(void);
 

@@ -2,9 +2,7 @@
 
 #include "core/tensor_impl.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "core/parallel.h"
 
 void tg_iter_init(tg_iter *it, tg_shape shape, int n, tg_tensor *const *operands) {
     TG_ASSERT(n <= TG_ITER_MAX);
@@ -71,44 +69,40 @@ static void run_rows(const tg_iter *it, int64_t first, int64_t last, tg_iter_row
     }
 }
 
+typedef struct {
+    const tg_iter *it;
+    tg_iter_row_fn fn;
+    void *ctx;
+} iter_job;
+
+static void rows_chunk(int64_t first, int64_t last, void *arg) {
+    const iter_job *j = arg;
+    run_rows(j->it, first, last, j->fn, j->ctx);
+}
+
+/* Elements [first, last) of an iterator with at most one dim (one long row). */
+static void row_part(int64_t first, int64_t last, void *arg) {
+    const iter_job *j = arg;
+    char *ptrs[TG_ITER_MAX];
+    int64_t strides[TG_ITER_MAX];
+    for (int i = 0; i < j->it->n; i++) {
+        strides[i] = j->it->ndim ? j->it->strides[i][0] : 0;
+        ptrs[i] = j->it->data[i] + first * strides[i];
+    }
+    j->fn(ptrs, strides, last - first, j->ctx);
+}
+
 void tg_iter_run(const tg_iter *it, tg_iter_row_fn fn, void *ctx, bool parallel) {
     if (it->numel == 0) return;
     int64_t inner = it->ndim ? it->shape[it->ndim - 1] : 1;
     int64_t rows = it->numel / inner;
+    iter_job j = {it, fn, ctx};
     if (parallel && it->numel >= TG_PARALLEL_GRAIN && rows > 1) {
-#pragma omp parallel
-        {
-#ifdef _OPENMP
-            int nt = omp_get_num_threads(), id = omp_get_thread_num();
-#else
-            int nt = 1, id = 0;
-#endif
-            int64_t chunk = (rows + nt - 1) / nt;
-            int64_t first = id * chunk, last = first + chunk < rows ? first + chunk : rows;
-            if (first < last) run_rows(it, first, last, fn, ctx);
-        }
+        /* Whole rows per chunk, at least TG_PARALLEL_GRAIN elements each. */
+        tg_parallel_for(rows, (TG_PARALLEL_GRAIN + inner - 1) / inner, rows_chunk, &j);
     } else if (parallel && it->numel >= TG_PARALLEL_GRAIN && it->ndim <= 1) {
         /* One long row: split the row itself. */
-        int64_t n = it->numel;
-#pragma omp parallel
-        {
-#ifdef _OPENMP
-            int nt = omp_get_num_threads(), id = omp_get_thread_num();
-#else
-            int nt = 1, id = 0;
-#endif
-            int64_t chunk = (n + nt - 1) / nt;
-            int64_t first = id * chunk, last = first + chunk < n ? first + chunk : n;
-            if (first < last) {
-                char *ptrs[TG_ITER_MAX];
-                int64_t strides[TG_ITER_MAX];
-                for (int i = 0; i < it->n; i++) {
-                    strides[i] = it->ndim ? it->strides[i][0] : 0;
-                    ptrs[i] = it->data[i] + first * strides[i];
-                }
-                fn(ptrs, strides, last - first, ctx);
-            }
-        }
+        tg_parallel_for(it->numel, TG_PARALLEL_GRAIN, row_part, &j);
     } else {
         run_rows(it, 0, rows, fn, ctx);
     }

@@ -32,8 +32,9 @@ void tg_iter_init(tg_iter *it, tg_shape shape, int n, tg_tensor *const *operands
  * row, strides[i] is its inner stride in bytes, n the row length. */
 typedef void (*tg_iter_row_fn)(char **ptrs, const int64_t *strides, int64_t n, void *ctx);
 
-/* Runs fn over every row; rows are split across OpenMP threads when the work is large
- * enough to pay for it and `parallel` allows (false for order-dependent work). */
+/* Runs fn over every row; rows are split across the thread pool (core/parallel.h) when
+ * the work is large enough to pay for it and `parallel` allows (false for
+ * order-dependent work). */
 void tg_iter_run(const tg_iter *it, tg_iter_row_fn fn, void *ctx, bool parallel);
 
 /* Element counts above which CPU kernels go parallel. */

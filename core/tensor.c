@@ -5,6 +5,7 @@
 
 #include "core/convert.h"
 #include "core/iter.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 
@@ -213,6 +214,16 @@ tg_status tg_copy_values_(tg_tensor *dst, tg_tensor *src) {
     return status;
 }
 
+typedef struct {
+    float *d;
+    float v;
+} fill_f32_job;
+
+static void fill_f32_chunk(int64_t begin, int64_t end, void *arg) {
+    const fill_f32_job *j = arg;
+    for (int64_t i = begin; i < end; i++) j->d[i] = j->v;
+}
+
 tg_status tg_fill_values_(tg_tensor *t, double value) {
     if (!t) return tg_error_null_input("tg_fill_", 0);
     if (t->storage->device.kind != TG_DEVICE_CPU) {
@@ -230,9 +241,8 @@ tg_status tg_fill_values_(tg_tensor *t, double value) {
     tg_tensor src = {.storage = &one, .dtype = t->dtype, .refcount = 1};
     int64_t n = tg_numel(t);
     if (tg_is_contiguous(t) && t->dtype == TG_FLOAT32) {
-        float *d = tg_elem_ptr(t), v = (float)value;
-#pragma omp parallel for if (n >= TG_PARALLEL_GRAIN)
-        for (int64_t i = 0; i < n; i++) d[i] = v;
+        fill_f32_job j = {tg_elem_ptr(t), (float)value};
+        tg_parallel_for(n, TG_PARALLEL_GRAIN, fill_f32_chunk, &j);
     } else if (tg_is_contiguous(t) && value == 0) {
         memset(tg_elem_ptr(t), 0, (size_t)n * tg_dtype_size(t->dtype));
     } else {

@@ -16,19 +16,20 @@
  * im2col buffer col [C*kH*kW, B*Ho*Wo] stays near L2 size (1 MiB); one GEMM per
  * group then covers the whole chunk, which keeps OpenBLAS efficient for small
  * images. The columns of image b are b*L .. b*L+L-1 (L = Ho*Wo). Workspaces are
- * allocated once per call, never in the loops. Large calls give each OpenMP thread
- * whole chunks with a workspace of its own (see make_plan). */
+ * allocated once per call, never in the loops. Large calls give each task of the
+ * thread pool (core/parallel.h) a block of whole chunks with a workspace of its own
+ * (see make_plan). */
 #include "ops/conv.h"
 
-#include <cblas.h>
-#include <omp.h>
 #include <string.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
+#include "ops/gemm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -65,9 +66,9 @@ static int64_t chunk_images(const conv_geom *g, size_t elem) {
     return b < g->n ? b : g->n;
 }
 
-/* How a call splits the batch: `threads` workers each take whole chunks of `chunk` images
- * (im2col, a single-threaded GEMM -- OpenBLAS's OpenMP build runs serially inside a
- * parallel region -- and the copy out), with a workspace each; threads == 1 runs the
+/* How a call splits the batch: `threads` tasks each take a block of whole chunks of `chunk`
+ * images (im2col, a single-threaded GEMM -- ops/gemm.h runs serially inside a parallel
+ * loop -- and the copy out), with a workspace each; threads == 1 runs the
  * chunks in order with the parallelism inside im2col and the GEMM instead. Small images
  * make small GEMMs whose threading overhead outweighs them, so splitting by images wins
  * when there are enough of them (note "conv chunks"). */
@@ -78,7 +79,7 @@ typedef struct {
 
 static conv_plan make_plan(const conv_geom *g, size_t elem) {
     conv_plan p = {1, chunk_images(g, elem)};
-    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    int nt = tg_in_parallel_region() ? 1 : tg_get_num_threads();
     int64_t work = g->n * g->co * (g->c / g->groups) * g->kh * g->kw * g->ho * g->wo; /* multiply-adds */
     if (nt < 2 || g->n < nt || work < ((int64_t)1 << 22)) return p;
     /* Weight grad keeps a partial weight per extra thread: only when that stays small next to
@@ -115,144 +116,222 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
     if (i < n) memcpy(d + n - 16, s + n - 16, 16);
 }
 
-#define CONV_KERNELS(SFX, T, GEMM)                                                                       \
-    /* col [C*kH*kW, B*L] from x [B, C, H, W]. */                                                      \
-    static void im2col_##SFX(const conv_geom *g, const T *x, int64_t b_count, T *col) {                \
-        int64_t rows = g->c * g->kh * g->kw, L = g->ho * g->wo, BL = b_count * L;                      \
-        _Pragma("omp parallel for if (rows * BL >= CONV_GRAIN)")                                       \
-        for (int64_t r = 0; r < rows; r++) {                                                           \
-            int64_t c = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;                 \
-            int64_t lo, hi, olo, ohi; /* the output columns and rows that read inside the image */    \
-            valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                              \
-            valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                            \
-            bool whole_rows = g->sw == 1 && lo == 0 && hi == g->wo && g->wo * (int64_t)sizeof(T) >= 16; \
-            for (int64_t b = 0; b < b_count; b++) {                                                    \
-                const T *src = x + (b * g->c + c) * g->h * g->w;                                       \
-                T *dst = col + r * BL + b * L;                                                         \
-                memset(dst, 0, (size_t)(olo * g->wo) * sizeof(T));                                     \
-                memset(dst + ohi * g->wo, 0, (size_t)((g->ho - ohi) * g->wo) * sizeof(T));             \
-                const T *row = src + (olo * g->sh - g->ph + ki * g->dh) * g->w - g->pw + kj * g->dw;   \
-                T *d = dst + olo * g->wo;                                                              \
-                for (int64_t oh = olo; oh < ohi; oh++, d += g->wo, row += g->sh * g->w) {              \
-                    if (whole_rows) {                                                                  \
-                        copy_short(d, row, (size_t)g->wo * sizeof(T));                                 \
-                        continue;                                                                      \
-                    }                                                                                  \
-                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                     \
-                    if (g->sw == 1) for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow];              \
-                    else for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->sw];                 \
-                    for (int64_t ow = hi; ow < g->wo; ow++) d[ow] = 0;                                 \
-                }                                                                                      \
-            }                                                                                          \
-        }                                                                                              \
-    }                                                                                                  \
-    /* gx [B, C, H, W] += col2im(col [C*kH*kW, B*L]); each (b, c) plane by one thread. */               \
-    static void col2im_##SFX(const conv_geom *g, const T *col, int64_t b_count, T *gx) {               \
-        int64_t L = g->ho * g->wo, BL = b_count * L, planes = b_count * g->c;                          \
-        _Pragma("omp parallel for if (planes * g->kh * g->kw * L >= CONV_GRAIN)")                      \
-        for (int64_t pl = 0; pl < planes; pl++) {                                                      \
-            int64_t b = pl / g->c, c = pl % g->c;                                                      \
-            T *dst = gx + pl * g->h * g->w;                                                            \
-            for (int64_t ki = 0; ki < g->kh; ki++)                                                     \
-                for (int64_t kj = 0; kj < g->kw; kj++) {                                               \
-                    int64_t lo, hi;                                                                    \
-                    valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                      \
-                    const T *src = col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                 \
-                    for (int64_t oh = 0; oh < g->ho; oh++) {                                           \
-                        int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                  \
-                        if (ih < 0 || ih >= g->h) continue;                                            \
-                        T *row = dst + ih * g->w - g->pw + kj * g->dw;                                 \
-                        const T *s = src + oh * g->wo;                                                 \
-                        for (int64_t ow = lo; ow < hi; ow++) row[ow * g->sw] += s[ow];                 \
-                    }                                                                                  \
-                }                                                                                      \
-        }                                                                                              \
-    }                                                                                                  \
-    /* y [N, Co, Ho, Wo] = w [Co, C/G, kH, kW] * x [N, C, H, W] + bias [Co] (bias may be NULL). */      \
-    static void conv_forward_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *w, const T *bias, T *y, \
-                                   T *col_all, T *tmp_all) {                                           \
-        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0;                                \
-        _Pragma("omp parallel for num_threads(pl.threads) schedule(dynamic) if (pl.threads > 1)")      \
-        for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
-            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
-            int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
-            T *col = col_all + tid * (g->c * g->kh * g->kw * chunk * L);                               \
-            T *tmp = tmp_all + tid * (g->co * chunk * L);                                              \
-            im2col_##SFX(g, x + n0 * g->c * g->h * g->w, B, col);                                      \
-            for (int64_t gr = 0; gr < G; gr++)                                                         \
-                GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)cog, (int)BL, (int)kg, 1,         \
-                     w + gr * cog * kg, (int)kg, col + gr * kg * BL, (int)BL, 0, tmp + gr * cog * BL,  \
-                     (int)BL);                                                                         \
-            /* tmp [Co, B*L] -> y [B, Co, L], adding the bias. */                                      \
-            _Pragma("omp parallel for if (B * g->co * L >= CONV_GRAIN)")                               \
-            for (int64_t p = 0; p < B * g->co; p++) {                                                  \
-                int64_t b = p / g->co, o = p % g->co;                                                  \
-                T *dst = y + ((n0 + b) * g->co + o) * L;                                               \
-                const T *src = tmp + o * BL + b * L;                                                   \
-                T add = bias ? bias[o] : 0;                                                            \
-                for (int64_t l = 0; l < L; l++) dst[l] = src[l] + add;                                 \
-            }                                                                                          \
-        }                                                                                              \
-    }                                                                                                  \
-    /* grad [B, Co, L] (images n0..) -> gmat [Co, B*L]. */                                             \
-    static void gather_grad_##SFX(const conv_geom *g, const T *grad, int64_t n0, int64_t B, T *gmat) { \
-        int64_t L = g->ho * g->wo, BL = B * L;                                                         \
-        _Pragma("omp parallel for if (B * g->co * L >= CONV_GRAIN)")                                   \
-        for (int64_t p = 0; p < B * g->co; p++) {                                                      \
-            int64_t b = p / g->co, o = p % g->co;                                                      \
-            memcpy(gmat + o * BL + b * L, grad + ((n0 + b) * g->co + o) * L, (size_t)L * sizeof(T));   \
-        }                                                                                              \
-    }                                                                                                  \
-    /* gx [N, C, H, W] = col2im(w^T grad). */                                                          \
-    static void conv_input_grad_##SFX(const conv_geom *g, conv_plan pl, const T *grad, const T *w, T *gx, \
-                                      T *col_all, T *gmat_all) {                                       \
-        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0;                                \
-        memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(T));                                \
-        _Pragma("omp parallel for num_threads(pl.threads) schedule(dynamic) if (pl.threads > 1)")      \
-        for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
-            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
-            int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
-            T *col = col_all + tid * (g->c * g->kh * g->kw * chunk * L);                               \
-            T *gmat = gmat_all + tid * (g->co * chunk * L);                                            \
-            gather_grad_##SFX(g, grad, n0, B, gmat);                                                   \
-            for (int64_t gr = 0; gr < G; gr++)                                                         \
-                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kg, (int)BL, (int)cog, 1,           \
-                     w + gr * cog * kg, (int)kg, gmat + gr * cog * BL, (int)BL, 0, col + gr * kg * BL, \
-                     (int)BL);                                                                         \
-            col2im_##SFX(g, col, B, gx + n0 * g->c * g->h * g->w);                                     \
-        }                                                                                              \
-    }                                                                                                  \
-    /* gw [Co, C/G, kH, kW] = sum over images of grad * im2col(x)^T. */                                \
-    /* part: (threads - 1) * Co * kg more elements, the other threads' partial sums. */                \
-    static void conv_weight_grad_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *grad, T *gw, \
-                                       T *col_all, T *gmat_all, T *part) {                             \
-        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw;       \
-        int64_t chunk = pl.chunk, nchunks = chunk > 0 ? (g->n + chunk - 1) / chunk : 0, wsize = g->co * kg;            \
-        memset(gw, 0, (size_t)wsize * sizeof(T));                                                      \
-        if (pl.threads > 1) memset(part, 0, (size_t)((pl.threads - 1) * wsize) * sizeof(T));           \
-        _Pragma("omp parallel for num_threads(pl.threads) schedule(static) if (pl.threads > 1)")      \
-        for (int64_t ci = 0; ci < nchunks; ci++) {                                                     \
-            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;            \
-            int tid = pl.threads > 1 ? omp_get_thread_num() : 0;                                       \
-            T *col = col_all + tid * (g->c * g->kh * g->kw * chunk * L);                               \
-            T *gmat = gmat_all + tid * (g->co * chunk * L);                                            \
-            T *acc = tid == 0 ? gw : part + (tid - 1) * wsize;                                         \
-            im2col_##SFX(g, x + n0 * g->c * g->h * g->w, B, col);                                      \
-            gather_grad_##SFX(g, grad, n0, B, gmat);                                                   \
-            for (int64_t gr = 0; gr < G; gr++)                                                         \
-                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)cog, (int)kg, (int)BL, 1,           \
-                     gmat + gr * cog * BL, (int)BL, col + gr * kg * BL, (int)BL, 1, acc + gr * cog * kg, \
-                     (int)kg);                                                                         \
-        }                                                                                              \
-        /* In thread order: the same sums for the same thread count. */                                \
-        for (int t = 1; t < pl.threads; t++)                                                           \
-            for (int64_t i = 0; i < wsize; i++) gw[i] += part[(t - 1) * wsize + i];                    \
+#define CONV_KERNELS(SFX, T, GEMM)                                                                                     \
+    /* col [C*kH*kW, B*L] rows [r0, r1) from x [B, C, H, W]. */                                                        \
+    typedef struct {                                                                                                   \
+        const conv_geom *g;                                                                                            \
+        const T *x;                                                                                                    \
+        int64_t b_count;                                                                                               \
+        T *col;                                                                                                        \
+    } im2col_job_##SFX;                                                                                                \
+    static void im2col_rows_##SFX(int64_t r0, int64_t r1, void *arg) {                                                 \
+        const im2col_job_##SFX *j = arg;                                                                               \
+        const conv_geom *g = j->g;                                                                                     \
+        const T *x = j->x;                                                                                             \
+        int64_t b_count = j->b_count, L = g->ho * g->wo, BL = b_count * L;                                             \
+        for (int64_t r = r0; r < r1; r++) {                                                                            \
+            int64_t c = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;                                 \
+            int64_t lo, hi, olo, ohi; /* the output columns and rows that read inside the image */                     \
+            valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                              \
+            valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                                            \
+            bool whole_rows = g->sw == 1 && lo == 0 && hi == g->wo && g->wo * (int64_t)sizeof(T) >= 16;                \
+            for (int64_t b = 0; b < b_count; b++) {                                                                    \
+                const T *src = x + (b * g->c + c) * g->h * g->w;                                                       \
+                T *dst = j->col + r * BL + b * L;                                                                      \
+                memset(dst, 0, (size_t)(olo * g->wo) * sizeof(T));                                                     \
+                memset(dst + ohi * g->wo, 0, (size_t)((g->ho - ohi) * g->wo) * sizeof(T));                             \
+                const T *row = src + (olo * g->sh - g->ph + ki * g->dh) * g->w - g->pw + kj * g->dw;                   \
+                T *d = dst + olo * g->wo;                                                                              \
+                for (int64_t oh = olo; oh < ohi; oh++, d += g->wo, row += g->sh * g->w) {                              \
+                    if (whole_rows) {                                                                                  \
+                        copy_short(d, row, (size_t)g->wo * sizeof(T));                                                 \
+                        continue;                                                                                      \
+                    }                                                                                                  \
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                                     \
+                    if (g->sw == 1) for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow];                              \
+                    else for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->sw];                                 \
+                    for (int64_t ow = hi; ow < g->wo; ow++) d[ow] = 0;                                                 \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void im2col_##SFX(const conv_geom *g, const T *x, int64_t b_count, T *col) {                                \
+        int64_t rows = g->c * g->kh * g->kw, BL = b_count * g->ho * g->wo;                                             \
+        im2col_job_##SFX j = {g, x, b_count, col};                                                                     \
+        tg_parallel_for(rows, rows * BL >= CONV_GRAIN ? 1 : rows, im2col_rows_##SFX, &j);                              \
+    }                                                                                                                  \
+    /* gx [B, C, H, W] += col2im(col [C*kH*kW, B*L]); each (b, c) plane by one thread. */                              \
+    typedef struct {                                                                                                   \
+        const conv_geom *g;                                                                                            \
+        const T *col;                                                                                                  \
+        int64_t b_count;                                                                                               \
+        T *gx;                                                                                                         \
+    } col2im_job_##SFX;                                                                                                \
+    static void col2im_planes_##SFX(int64_t p0, int64_t p1, void *arg) {                                               \
+        const col2im_job_##SFX *j = arg;                                                                               \
+        const conv_geom *g = j->g;                                                                                     \
+        int64_t L = g->ho * g->wo, BL = j->b_count * L;                                                                \
+        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
+            int64_t b = pl / g->c, c = pl % g->c;                                                                      \
+            T *dst = j->gx + pl * g->h * g->w;                                                                         \
+            for (int64_t ki = 0; ki < g->kh; ki++)                                                                     \
+                for (int64_t kj = 0; kj < g->kw; kj++) {                                                               \
+                    int64_t lo, hi;                                                                                    \
+                    valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                      \
+                    const T *src = j->col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                              \
+                    for (int64_t oh = 0; oh < g->ho; oh++) {                                                           \
+                        int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                                  \
+                        if (ih < 0 || ih >= g->h) continue;                                                            \
+                        T *row = dst + ih * g->w - g->pw + kj * g->dw;                                                 \
+                        const T *s = src + oh * g->wo;                                                                 \
+                        for (int64_t ow = lo; ow < hi; ow++) row[ow * g->sw] += s[ow];                                 \
+                    }                                                                                                  \
+                }                                                                                                      \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void col2im_##SFX(const conv_geom *g, const T *col, int64_t b_count, T *gx) {                               \
+        int64_t L = g->ho * g->wo, planes = b_count * g->c;                                                            \
+        col2im_job_##SFX j = {g, col, b_count, gx};                                                                    \
+        tg_parallel_for(planes, planes * g->kh * g->kw * L >= CONV_GRAIN ? 1 : planes, col2im_planes_##SFX, &j);       \
+    }                                                                                                                  \
+    /* tmp [Co, B*L] -> y [B, Co, L] (images n0..), adding the bias; and back for the gradient. */                     \
+    typedef struct {                                                                                                   \
+        const conv_geom *g;                                                                                            \
+        int64_t n0, B;                                                                                                 \
+        const T *bias;                                                                                                 \
+        T *y, *tmp;                                                                                                    \
+    } layout_job_##SFX;                                                                                                \
+    static void scatter_out_##SFX(int64_t p0, int64_t p1, void *arg) {                                                 \
+        const layout_job_##SFX *j = arg;                                                                               \
+        const conv_geom *g = j->g;                                                                                     \
+        int64_t L = g->ho * g->wo, BL = j->B * L;                                                                      \
+        for (int64_t p = p0; p < p1; p++) {                                                                            \
+            int64_t b = p / g->co, o = p % g->co;                                                                      \
+            T *dst = j->y + ((j->n0 + b) * g->co + o) * L;                                                             \
+            const T *src = j->tmp + o * BL + b * L;                                                                    \
+            T add = j->bias ? j->bias[o] : 0;                                                                          \
+            for (int64_t l = 0; l < L; l++) dst[l] = src[l] + add;                                                     \
+        }                                                                                                              \
+    }                                                                                                                  \
+    /* grad [B, Co, L] (images n0..) -> gmat [Co, B*L]. */                                                             \
+    static void gather_rows_##SFX(int64_t p0, int64_t p1, void *arg) {                                                 \
+        const layout_job_##SFX *j = arg;                                                                               \
+        const conv_geom *g = j->g;                                                                                     \
+        int64_t L = g->ho * g->wo, BL = j->B * L;                                                                      \
+        for (int64_t p = p0; p < p1; p++) {                                                                            \
+            int64_t b = p / g->co, o = p % g->co;                                                                      \
+            memcpy(j->tmp + o * BL + b * L, j->y + ((j->n0 + b) * g->co + o) * L, (size_t)L * sizeof(T));              \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void gather_grad_##SFX(const conv_geom *g, const T *grad, int64_t n0, int64_t B, T *gmat) {                 \
+        layout_job_##SFX j = {g, n0, B, NULL, (T *)grad, gmat};                                                        \
+        int64_t n = B * g->co;                                                                                         \
+        tg_parallel_for(n, n * g->ho * g->wo >= CONV_GRAIN ? 1 : n, gather_rows_##SFX, &j);                            \
+    }                                                                                                                  \
+    /* The calls' common arguments; task t of a plan with `threads` tasks takes a block of the                         \
+     * chunks, with workspace t (and, for the weight gradient, partial sum t). */                                      \
+    typedef struct {                                                                                                   \
+        const conv_geom *g;                                                                                            \
+        conv_plan pl;                                                                                                  \
+        const T *x, *w, *bias, *grad;                                                                                  \
+        T *out, *col_all, *mat_all, *part;                                                                             \
+    } conv_job_##SFX;                                                                                                  \
+    static void chunk_range_##SFX(const conv_job_##SFX *j, int64_t t, int64_t *c0, int64_t *c1) {                      \
+        int64_t nchunks = j->pl.chunk > 0 ? (j->g->n + j->pl.chunk - 1) / j->pl.chunk : 0;                             \
+        int64_t per = (nchunks + j->pl.threads - 1) / j->pl.threads;                                                   \
+        *c0 = t * per < nchunks ? t * per : nchunks;                                                                   \
+        *c1 = *c0 + per < nchunks ? *c0 + per : nchunks;                                                               \
+    }                                                                                                                  \
+    /* y [N, Co, Ho, Wo] = w [Co, C/G, kH, kW] * x [N, C, H, W] + bias [Co] (bias may be NULL). */                     \
+    static void forward_tasks_##SFX(int64_t t0, int64_t t1, void *arg) {                                               \
+        const conv_job_##SFX *j = arg;                                                                                 \
+        const conv_geom *g = j->g;                                                                                     \
+        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
+        for (int64_t t = t0; t < t1; t++) {                                                                            \
+            T *col = j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                              \
+            T *tmp = j->mat_all + t * (g->co * chunk * L);                                                             \
+            int64_t c0, c1;                                                                                            \
+            chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
+            for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
+                int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                        \
+                im2col_##SFX(g, j->x + n0 * g->c * g->h * g->w, B, col);                                               \
+                for (int64_t gr = 0; gr < G; gr++)                                                                     \
+                    GEMM(false, false, cog, BL, kg, 1, j->w + gr * cog * kg, kg, col + gr * kg * BL, BL, 0,            \
+                         tmp + gr * cog * BL, BL);                                                                     \
+                layout_job_##SFX lj = {g, n0, B, j->bias, j->out, tmp};                                                \
+                int64_t n = B * g->co;                                                                                 \
+                tg_parallel_for(n, n * L >= CONV_GRAIN ? 1 : n, scatter_out_##SFX, &lj);                               \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void conv_forward_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *w, const T *bias, T *y,      \
+                                   T *col_all, T *tmp_all) {                                                           \
+        conv_job_##SFX j = {g, pl, x, w, bias, NULL, y, col_all, tmp_all, NULL};                                       \
+        tg_parallel_for(pl.threads, 1, forward_tasks_##SFX, &j);                                                       \
+    }                                                                                                                  \
+    /* gx [N, C, H, W] = col2im(w^T grad). */                                                                          \
+    static void input_grad_tasks_##SFX(int64_t t0, int64_t t1, void *arg) {                                            \
+        const conv_job_##SFX *j = arg;                                                                                 \
+        const conv_geom *g = j->g;                                                                                     \
+        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
+        for (int64_t t = t0; t < t1; t++) {                                                                            \
+            T *col = j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                              \
+            T *gmat = j->mat_all + t * (g->co * chunk * L);                                                            \
+            int64_t c0, c1;                                                                                            \
+            chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
+            for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
+                int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                        \
+                gather_grad_##SFX(g, j->grad, n0, B, gmat);                                                            \
+                for (int64_t gr = 0; gr < G; gr++)                                                                     \
+                    GEMM(true, false, kg, BL, cog, 1, j->w + gr * cog * kg, kg, gmat + gr * cog * BL, BL, 0,           \
+                         col + gr * kg * BL, BL);                                                                      \
+                col2im_##SFX(g, col, B, j->out + n0 * g->c * g->h * g->w);                                             \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void conv_input_grad_##SFX(const conv_geom *g, conv_plan pl, const T *grad, const T *w, T *gx,              \
+                                      T *col_all, T *gmat_all) {                                                       \
+        memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(T));                                                \
+        conv_job_##SFX j = {g, pl, NULL, w, NULL, grad, gx, col_all, gmat_all, NULL};                                  \
+        tg_parallel_for(pl.threads, 1, input_grad_tasks_##SFX, &j);                                                    \
+    }                                                                                                                  \
+    /* gw [Co, C/G, kH, kW] = sum over images of grad * im2col(x)^T; task t > 0 sums its images                        \
+     * into part + (t - 1) * Co * kg, added to gw in task order afterwards. */                                         \
+    static void weight_grad_tasks_##SFX(int64_t t0, int64_t t1, void *arg) {                                           \
+        const conv_job_##SFX *j = arg;                                                                                 \
+        const conv_geom *g = j->g;                                                                                     \
+        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
+        int64_t wsize = g->co * kg;                                                                                    \
+        for (int64_t t = t0; t < t1; t++) {                                                                            \
+            T *col = j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                              \
+            T *gmat = j->mat_all + t * (g->co * chunk * L);                                                            \
+            T *acc = t == 0 ? j->out : j->part + (t - 1) * wsize;                                                      \
+            int64_t c0, c1;                                                                                            \
+            chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
+            for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
+                int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                        \
+                im2col_##SFX(g, j->x + n0 * g->c * g->h * g->w, B, col);                                               \
+                gather_grad_##SFX(g, j->grad, n0, B, gmat);                                                            \
+                for (int64_t gr = 0; gr < G; gr++)                                                                     \
+                    GEMM(false, true, cog, kg, BL, 1, gmat + gr * cog * BL, BL, col + gr * kg * BL, BL, 1,             \
+                         acc + gr * cog * kg, kg);                                                                     \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void conv_weight_grad_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *grad, T *gw,             \
+                                       T *col_all, T *gmat_all, T *part) {                                             \
+        int64_t wsize = g->co * (g->c / g->groups) * g->kh * g->kw;                                                    \
+        memset(gw, 0, (size_t)wsize * sizeof(T));                                                                      \
+        if (pl.threads > 1) memset(part, 0, (size_t)((pl.threads - 1) * wsize) * sizeof(T));                           \
+        conv_job_##SFX j = {g, pl, x, NULL, NULL, grad, gw, col_all, gmat_all, part};                                  \
+        tg_parallel_for(pl.threads, 1, weight_grad_tasks_##SFX, &j);                                                   \
+        /* In task order: the same sums for the same plan, whichever threads ran the tasks. */                         \
+        for (int t = 1; t < pl.threads; t++)                                                                           \
+            for (int64_t i = 0; i < wsize; i++) gw[i] += part[(t - 1) * wsize + i];                                    \
     }
 
-CONV_KERNELS(f32, float, cblas_sgemm)
-CONV_KERNELS(f64, double, cblas_dgemm)
+CONV_KERNELS(f32, float, tg_gemm_f32)
+CONV_KERNELS(f64, double, tg_gemm_f64)
 
 /* ======================= the three functions ======================= */
 

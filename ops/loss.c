@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/loss.h"
@@ -95,11 +96,21 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
 
 #define CE_KERNEL(SFX, T)                                                                                \
     /* loss [n*d] and lse [n*d] from x [n, c, d]; ignored elements give loss 0. */                     \
-    static void ce_forward_##SFX(const ce_args *a, const T *x, const int64_t *target, T *loss, T *lse) { \
+    typedef struct {                                                                                   \
+        const ce_args *a;                                                                              \
+        const T *x;                                                                                    \
+        const int64_t *target;                                                                         \
+        T *loss, *lse;                                                                                 \
+    } ce_forward_job_##SFX;                                                                            \
+    static void ce_forward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
+        const ce_forward_job_##SFX *j_ = arg_;                                                         \
+        const ce_args *a = j_->a;                                                                      \
+        const T *x = j_->x;                                                                            \
+        const int64_t *target = j_->target;                                                            \
+        T *loss = j_->loss, *lse = j_->lse;                                                            \
         int64_t C = a->c, D = a->d;                                                                    \
         double eps = a->smoothing;                                                                     \
-        _Pragma("omp parallel for if (a->n * C * D >= 32768)")                                         \
-        for (int64_t r = 0; r < a->n * D; r++) {                                                       \
+        for (int64_t r = lo_; r < hi_; r++) {                                                          \
             int64_t n = r / D, d = r % D;                                                              \
             const T *row = x + n * C * D + d;                                                          \
             double m = -INFINITY, s = 0, total = 0;                                                    \
@@ -119,6 +130,11 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
             double nll = l - row[t * D], smooth = (double)C * l - total;                               \
             loss[r] = (T)((1 - eps) * nll + eps / (double)C * smooth);                                 \
         }                                                                                              \
+    }                                                                                                  \
+    static void ce_forward_##SFX(const ce_args *a, const T *x, const int64_t *target, T *loss, T *lse) { \
+        ce_forward_job_##SFX j_ = {a, x, target, loss, lse};                                           \
+        int64_t rows = a->n * a->d;                                                                    \
+        tg_parallel_for(rows, a->n * a->c * a->d >= 32768 ? 1 : rows, ce_forward_chunk_##SFX, &j_);    \
     }
 CE_KERNEL(f32, float)
 CE_KERNEL(f64, double)

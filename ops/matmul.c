@@ -1,17 +1,18 @@
 /* Matrix products: matmul (torch.matmul) and linear (torch.nn.functional.linear).
- * CPU through OpenBLAS, CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
+ * CPU through OpenBLAS (ops/gemm.h), CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
  * one strided-batched GEMM description (gemm_desc below), so a transposed view is
  * passed as a transpose flag instead of being copied. */
 #include "ops/matmul.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/matmul.h"
 #include "ops/dispatch.h"
+#include "ops/gemm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -55,6 +56,33 @@ typedef struct {
     double alpha, beta;
 } gemm_desc;
 
+/* Product i of a batch on the CPU (split over the thread pool when large and not nested). */
+static void gemm_one(const gemm_desc *g, const void *a, int64_t stride_a, const void *b, int64_t stride_b, void *c,
+                     int64_t stride_c, int64_t i) {
+    if (g->dtype == TG_FLOAT32)
+        tg_gemm_f32(g->la.trans, g->lb.trans, g->m, g->n, g->k, (float)g->alpha, (const float *)a + i * stride_a,
+                    g->la.ld, (const float *)b + i * stride_b, g->lb.ld, (float)g->beta, (float *)c + i * stride_c,
+                    g->ldc);
+    else
+        tg_gemm_f64(g->la.trans, g->lb.trans, g->m, g->n, g->k, g->alpha, (const double *)a + i * stride_a, g->la.ld,
+                    (const double *)b + i * stride_b, g->lb.ld, g->beta, (double *)c + i * stride_c, g->ldc);
+}
+
+typedef struct {
+    const gemm_desc *g;
+    const void *a;
+    int64_t stride_a;
+    const void *b;
+    int64_t stride_b;
+    void *c;
+    int64_t stride_c;
+} batch_job;
+
+static void gemm_batch_chunk(int64_t i0, int64_t i1, void *arg) {
+    const batch_job *j = arg;
+    for (int64_t i = i0; i < i1; i++) gemm_one(j->g, j->a, j->stride_a, j->b, j->stride_b, j->c, j->stride_c, i);
+}
+
 static tg_status gemm_run(const char *op, const gemm_desc *g, const void *a, int64_t stride_a, const void *b,
                           int64_t stride_b, void *c, int64_t stride_c, int64_t batch) {
     if (g->m == 0 || g->n == 0 || batch == 0) return TG_OK;
@@ -62,17 +90,13 @@ static tg_status gemm_run(const char *op, const gemm_desc *g, const void *a, int
         return TG_CUDA_CALL(op, tg_cuda_gemm, g->dtype, g->device.index, g->la.trans, g->lb.trans, g->m, g->n,
                             g->k, g->alpha, a, g->la.ld, stride_a, b, g->lb.ld, stride_b, g->beta, c, g->ldc,
                             stride_c, batch);
-    CBLAS_TRANSPOSE ta = g->la.trans ? CblasTrans : CblasNoTrans, tb = g->lb.trans ? CblasTrans : CblasNoTrans;
-    for (int64_t i = 0; i < batch; i++) {
-        if (g->dtype == TG_FLOAT32)
-            cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, (float)g->alpha,
-                        (const float *)a + i * stride_a, (int)g->la.ld, (const float *)b + i * stride_b,
-                        (int)g->lb.ld, (float)g->beta, (float *)c + i * stride_c, (int)g->ldc);
-        else
-            cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, g->alpha,
-                        (const double *)a + i * stride_a, (int)g->la.ld, (const double *)b + i * stride_b,
-                        (int)g->lb.ld, g->beta, (double *)c + i * stride_c, (int)g->ldc);
+    if (batch > 1 && g->m * g->n * g->k < TG_GEMM_PARALLEL_MIN && batch * g->m * g->n * g->k >= TG_GEMM_PARALLEL_MIN) {
+        /* Many small products: whole products per thread. */
+        batch_job j = {g, a, stride_a, b, stride_b, c, stride_c};
+        tg_parallel_for(batch, 1, gemm_batch_chunk, &j);
+        return TG_OK;
     }
+    for (int64_t i = 0; i < batch; i++) gemm_one(g, a, stride_a, b, stride_b, c, stride_c, i);
     return TG_OK;
 }
 

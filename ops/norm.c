@@ -20,6 +20,7 @@
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/norm.h"
@@ -41,11 +42,20 @@ typedef struct {
      * Layer norm: statistics per row r of x [rows, inner]; w, b [inner] (or NULL).                    \
      * Two passes: shifted sums (shift = the group's first element, so E[d^2] - E[d]^2 does not        \
      * cancel badly) for mean and var, then normalise. stats (or NULL) gets mean, invstd in double. */  \
-    static void norm_forward_##SFX(const norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out, \
-                                   T *var_out, double *stats) {                                         \
+    typedef struct {                                                                                   \
+        const norm_args *a;                                                                            \
+        const T *x, *w, *b;                                                                            \
+        T *y, *mean_out, *var_out;                                                                     \
+        double *stats;                                                                                 \
+    } norm_forward_job_##SFX;                                                                          \
+    static void norm_forward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                       \
+        const norm_forward_job_##SFX *j_ = arg_;                                                       \
+        const norm_args *a = j_->a;                                                                    \
+        const T *x = j_->x, *w = j_->w, *b = j_->b;                                                    \
+        T *y = j_->y, *mean_out = j_->mean_out, *var_out = j_->var_out;                                \
+        double *stats = j_->stats;                                                                     \
         int64_t O = a->outer, G = a->groups, I = a->inner;                                             \
-        _Pragma("omp parallel for if (O * G * I >= 32768 && G > 1)")                                   \
-        for (int64_t c = 0; c < G; c++) {                                                              \
+        for (int64_t c = lo_; c < hi_; c++) {                                                          \
             double s = 0, ss = 0, m = (double)(O * I);                                                  \
             const T shift = x[c * I];                                                                  \
             for (int64_t o = 0; o < O; o++) {                                                          \
@@ -83,13 +93,29 @@ typedef struct {
             }                                                                                          \
         }                                                                                              \
     }                                                                                                  \
+    static void norm_forward_##SFX(const norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out, \
+                                   T *var_out, double *stats) {                                         \
+        norm_forward_job_##SFX j_ = {a, x, w, b, y, mean_out, var_out, stats};                         \
+        int64_t G = a->groups;                                                                         \
+        bool par = a->outer * G * a->inner >= 32768 && G > 1;                                          \
+        tg_parallel_for(G, par ? 1 : G, norm_forward_chunk_##SFX, &j_);                                \
+    }                                                                                                  \
     /* Batch norm training backward, per channel c of x [O, C, I] (M = O*I elements):                  \
      * pass 1: sum_g = sum(g), sum_gxhat = sum(g * xhat); pass 2:                                      \
      * gx = w*invstd/M * (M*g - sum_g - xhat*sum_gxhat) = a*g - b*x + k. Any output may be NULL. */     \
-    static void bn_backward_##SFX(int64_t O, int64_t C, int64_t I, const T *g, const T *x, const T *w,  \
-                                  const double *stats, T *gx, T *gw, T *gb) {                           \
-        _Pragma("omp parallel for if (O * C * I >= 32768 && C > 1)")                                   \
-        for (int64_t c = 0; c < C; c++) {                                                              \
+    typedef struct {                                                                                   \
+        int64_t O, C, I;                                                                               \
+        const T *g, *x, *w;                                                                            \
+        const double *stats;                                                                           \
+        T *gx, *gw, *gb;                                                                               \
+    } bn_backward_job_##SFX;                                                                           \
+    static void bn_backward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                        \
+        const bn_backward_job_##SFX *j_ = arg_;                                                        \
+        int64_t O = j_->O, C = j_->C, I = j_->I;                                                       \
+        const T *g = j_->g, *x = j_->x, *w = j_->w;                                                    \
+        const double *stats = j_->stats;                                                               \
+        T *gx = j_->gx, *gw = j_->gw, *gb = j_->gb;                                                    \
+        for (int64_t c = lo_; c < hi_; c++) {                                                          \
             double mean = stats[2 * c], invstd = stats[2 * c + 1], m = (double)(O * I);                 \
             double sg = 0, sgx = 0;                                                                    \
             const T tm = (T)mean;                                                                      \
@@ -116,6 +142,11 @@ typedef struct {
                 for (int64_t i = 0; i < I; i++) q[i] = ta * gp[i] - tb * (xp[i] - tm) + tk;            \
             }                                                                                          \
         }                                                                                              \
+    }                                                                                                  \
+    static void bn_backward_##SFX(int64_t O, int64_t C, int64_t I, const T *g, const T *x, const T *w,  \
+                                  const double *stats, T *gx, T *gw, T *gb) {                           \
+        bn_backward_job_##SFX j_ = {O, C, I, g, x, w, stats, gx, gw, gb};                              \
+        tg_parallel_for(C, O * C * I >= 32768 && C > 1 ? 1 : C, bn_backward_chunk_##SFX, &j_);         \
     }
 NORM_KERNEL(f32, float)
 NORM_KERNEL(f64, double)

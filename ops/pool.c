@@ -1,6 +1,6 @@
 /* 2-D pooling: max, avg, adaptive avg. Definitions, backward and CPU kernels
  * (CUDA: ops/cuda/pool.cu). Tensors are [N, C, H, W] (a [C, H, W] input is
- * unsqueezed); kernels walk contiguous [planes, H, W] with OpenMP over the N*C planes.
+ * unsqueezed); kernels walk contiguous [planes, H, W], the N*C planes split over the thread pool.
  *
  * Each backward is itself a tg_function whose backward is the forward's linear
  * part, so pooling is differentiable to any order:
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/pool.h"
@@ -82,12 +83,22 @@ static inline int64_t first_tap(int64_t start, int dilation) {
 #define MAX_KERNELS(SFX, T)                                                                              \
     /* Per plane, row by row; kernel 2 stride 2 without padding (every window whole) has its own loop. \
      * Ties keep the first index in window order (row-major), as ATen does. */                         \
-    static void max_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y, int64_t *idx) { \
+    typedef struct {                                                                                    \
+        const pool_params *q;                                                                           \
+        const T *x;                                                                                     \
+        T *y;                                                                                           \
+        int64_t *idx;                                                                                   \
+    } max_forward_job_##SFX;                                                                            \
+    static void max_forward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
+        const max_forward_job_##SFX *j_ = arg_;                                                         \
+        const pool_params *q = j_->q;                                                                   \
+        const T *x = j_->x;                                                                             \
+        T *y = j_->y;                                                                                   \
+        int64_t *idx = j_->idx;                                                                         \
         const int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                       \
         const int k = q->k, st = q->s, pad = q->p, dil = q->d;                                          \
         const bool k2 = k == 2 && st == 2 && pad == 0 && dil == 1 && 2 * Ho <= H && 2 * Wo <= W;        \
-        _Pragma("omp parallel for if (planes > 1 && planes * H * W >= POOL_PAR_MIN)")                  \
-        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
+        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
             const T *src = x + pl * H * W;                                                              \
             T *dst = y + pl * Ho * Wo;                                                                  \
             int64_t *di = idx + pl * Ho * Wo;                                                           \
@@ -139,23 +150,46 @@ static inline int64_t first_tap(int64_t start, int dilation) {
             }                                                                                           \
         }                                                                                               \
     }                                                                                                   \
+    static void max_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y, int64_t *idx) { \
+        max_forward_job_##SFX j_ = {q, x, y, idx};                                                      \
+        bool par = planes > 1 && planes * q->h * q->w >= POOL_PAR_MIN;                                  \
+        tg_parallel_for(planes, par ? 1 : planes, max_forward_chunk_##SFX, &j_);                        \
+    }                                                                                                   \
     /* gx [planes, H*W] = scatter-add of g [planes, Ho*Wo] at idx (per plane: no races). */            \
-    static void max_scatter_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,           \
-                                  const int64_t *idx, T *gx) {                                          \
-        _Pragma("omp parallel for if (planes > 1 && planes * in_hw >= POOL_PAR_MIN)")                  \
-        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
-            T *dst = gx + pl * in_hw;                                                                   \
-            const T *gp = g + pl * out_hw;                                                              \
-            const int64_t *ip = idx + pl * out_hw;                                                      \
+    typedef struct {                                                                                    \
+        int64_t in_hw, out_hw;                                                                          \
+        const T *g;                                                                                     \
+        const int64_t *idx;                                                                             \
+        T *out;                                                                                         \
+    } max_index_job_##SFX;                                                                              \
+    static void max_scatter_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                        \
+        const max_index_job_##SFX *j_ = arg_;                                                           \
+        int64_t in_hw = j_->in_hw, out_hw = j_->out_hw;                                                 \
+        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
+            T *dst = j_->out + pl * in_hw;                                                              \
+            const T *gp = j_->g + pl * out_hw;                                                          \
+            const int64_t *ip = j_->idx + pl * out_hw;                                                  \
             memset(dst, 0, (size_t)in_hw * sizeof(T));                                                  \
             for (int64_t o = 0; o < out_hw; o++) dst[ip[o]] += gp[o];                                   \
         }                                                                                               \
     }                                                                                                   \
+    static void max_scatter_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,           \
+                                  const int64_t *idx, T *gx) {                                          \
+        max_index_job_##SFX j_ = {in_hw, out_hw, g, idx, gx};                                           \
+        bool par = planes > 1 && planes * in_hw >= POOL_PAR_MIN;                                        \
+        tg_parallel_for(planes, par ? 1 : planes, max_scatter_chunk_##SFX, &j_);                        \
+    }                                                                                                   \
+    static void max_gather_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
+        const max_index_job_##SFX *j_ = arg_;                                                           \
+        int64_t in_hw = j_->in_hw, out_hw = j_->out_hw;                                                 \
+        for (int64_t pl = lo_; pl < hi_; pl++)                                                          \
+            for (int64_t o = 0; o < out_hw; o++)                                                        \
+                j_->out[pl * out_hw + o] = j_->g[pl * in_hw + j_->idx[pl * out_hw + o]];                \
+    }                                                                                                   \
     static void max_gather_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,            \
                                  const int64_t *idx, T *y) {                                            \
-        _Pragma("omp parallel for if (planes * out_hw >= POOL_GRAIN)")                                  \
-        for (int64_t pl = 0; pl < planes; pl++)                                                         \
-            for (int64_t o = 0; o < out_hw; o++) y[pl * out_hw + o] = g[pl * in_hw + idx[pl * out_hw + o]]; \
+        max_index_job_##SFX j_ = {in_hw, out_hw, g, idx, y};                                            \
+        tg_parallel_for(planes, planes * out_hw >= POOL_GRAIN ? 1 : planes, max_gather_chunk_##SFX, &j_); \
     }
 
 MAX_KERNELS(f32, float)
@@ -252,10 +286,18 @@ static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_para
 /* ======================= average pooling ======================= */
 
 #define AVG_KERNELS(SFX, T)                                                                              \
-    static void avg_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y) {             \
+    typedef struct {                                                                                    \
+        const pool_params *q;                                                                           \
+        const T *in;                                                                                    \
+        T *out;                                                                                         \
+    } avg_job_##SFX;                                                                                    \
+    static void avg_forward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
+        const avg_job_##SFX *j_ = arg_;                                                                 \
+        const pool_params *q = j_->q;                                                                   \
+        const T *x = j_->in;                                                                            \
+        T *y = j_->out;                                                                                 \
         int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
-        _Pragma("omp parallel for if (planes * H * W >= POOL_GRAIN)")                                   \
-        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
+        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
             const T *src = x + pl * H * W;                                                              \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
                 int64_t hs, he, hd;                                                                     \
@@ -271,11 +313,17 @@ static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_para
             }                                                                                           \
         }                                                                                               \
     }                                                                                                   \
-    static void avg_backward_##SFX(const pool_params *q, int64_t planes, const T *g, T *gx) {           \
+    static void avg_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y) {             \
+        avg_job_##SFX j_ = {q, x, y};                                                                   \
+        tg_parallel_for(planes, planes * q->h * q->w >= POOL_GRAIN ? 1 : planes, avg_forward_chunk_##SFX, &j_); \
+    }                                                                                                   \
+    static void avg_backward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                        \
+        const avg_job_##SFX *j_ = arg_;                                                                 \
+        const pool_params *q = j_->q;                                                                   \
+        const T *g = j_->in;                                                                            \
+        T *gx = j_->out;                                                                                \
         int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
-        memset(gx, 0, (size_t)(planes * H * W) * sizeof(T));                                            \
-        _Pragma("omp parallel for if (planes * H * W >= POOL_GRAIN)")                                   \
-        for (int64_t pl = 0; pl < planes; pl++) {                                                       \
+        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
             T *dst = gx + pl * H * W;                                                                   \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
                 int64_t hs, he, hd;                                                                     \
@@ -289,6 +337,11 @@ static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_para
                 }                                                                                       \
             }                                                                                           \
         }                                                                                               \
+    }                                                                                                   \
+    static void avg_backward_##SFX(const pool_params *q, int64_t planes, const T *g, T *gx) {           \
+        memset(gx, 0, (size_t)(planes * q->h * q->w) * sizeof(T));                                      \
+        avg_job_##SFX j_ = {q, g, gx};                                                                  \
+        tg_parallel_for(planes, planes * q->h * q->w >= POOL_GRAIN ? 1 : planes, avg_backward_chunk_##SFX, &j_); \
     }
 
 AVG_KERNELS(f32, float)

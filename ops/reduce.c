@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
@@ -23,31 +24,35 @@ typedef struct {
  * - columns: leading dims reduced, trailing ones kept and contiguous (bias gradients,
  *   [N, C] -> [C]): rows are added into a row of accumulators, memory read in order;
  * - rows: one reduced dim per output (contiguous or strided);
- * - general: the last reduced dim is walked as a row, the others by offset. */
+ * - general: the last reduced dim is walked as a row, the others by offset.
+ * Each output is summed by one thread in one order, so the result does not depend on
+ * the number of threads. */
 #define SUM_KERNEL(NAME, T, ACC)                                                            \
-    static void NAME(const tg_reduce_plan *p, const T *x, T *out) {                         \
-        int64_t inner = p->inner_numel;                                                     \
-        if (p->outer_ndim == 1 && p->outer_strides[0] == 1 && p->inner_ndim == 1 &&         \
-            p->outer_numel > 1) {                                                           \
-            int64_t cols = p->outer_numel, st = p->inner_strides[0];                        \
-            ACC *acc = calloc((size_t)cols, sizeof(ACC));                                   \
-            TG_ASSERT(acc != NULL);                                                         \
-            _Pragma("omp parallel for if (cols * inner >= TG_REDUCE_GRAIN && cols >= 256)") \
-            for (int64_t c0 = 0; c0 < cols; c0 += 256) {                                    \
-                int64_t c1 = c0 + 256 < cols ? c0 + 256 : cols;                             \
-                for (int64_t r = 0; r < inner; r++) {                                       \
-                    const T *row = x + r * st;                                              \
-                    for (int64_t c = c0; c < c1; c++) acc[c] += row[c];                     \
-                }                                                                           \
+    typedef struct {                                                                        \
+        const tg_reduce_plan *p;                                                            \
+        const T *x;                                                                         \
+        T *out;                                                                             \
+        ACC *acc;                                                                           \
+    } NAME##_job;                                                                           \
+    /* Columns [c0, c1) in blocks of 256 (block b covers columns 256b ..). */               \
+    static void NAME##_cols(int64_t b0, int64_t b1, void *arg) {                            \
+        const NAME##_job *j = arg;                                                          \
+        int64_t cols = j->p->outer_numel, inner = j->p->inner_numel, st = j->p->inner_strides[0]; \
+        for (int64_t b = b0; b < b1; b++) {                                                 \
+            int64_t c0 = b * 256, c1 = c0 + 256 < cols ? c0 + 256 : cols;                   \
+            for (int64_t r = 0; r < inner; r++) {                                           \
+                const T *row = j->x + r * st;                                               \
+                for (int64_t c = c0; c < c1; c++) j->acc[c] += row[c];                      \
             }                                                                               \
-            for (int64_t c = 0; c < cols; c++) out[c] = (T)acc[c];                          \
-            free(acc);                                                                      \
-            return;                                                                         \
         }                                                                                   \
+    }                                                                                       \
+    static void NAME##_rows(int64_t o0, int64_t o1, void *arg) {                            \
+        const NAME##_job *j = arg;                                                          \
+        const tg_reduce_plan *p = j->p;                                                     \
+        int64_t inner = p->inner_numel;                                                     \
         bool unit = p->inner_ndim == 1 && p->inner_strides[0] == 1;                         \
-        _Pragma("omp parallel for if (p->outer_numel * inner >= TG_REDUCE_GRAIN && p->outer_numel > 1)") \
-        for (int64_t o = 0; o < p->outer_numel; o++) {                                      \
-            const T *base = x + tg_reduce_outer_offset(p, o);                               \
+        for (int64_t o = o0; o < o1; o++) {                                                 \
+            const T *base = j->x + tg_reduce_outer_offset(p, o);                            \
             ACC acc = 0;                                                                    \
             if (unit || p->inner_ndim == 0) { /* 0: only size-1 dims were reduced */       \
                 for (int64_t k = 0; k < inner; k++) acc += base[k];                         \
@@ -62,19 +67,65 @@ typedef struct {
                     for (int64_t k = 0; k < len; k++) acc += row[k * st];                   \
                 }                                                                           \
             }                                                                               \
-            out[o] = (T)acc;                                                                \
+            j->out[o] = (T)acc;                                                             \
         }                                                                                   \
+    }                                                                                       \
+    static void NAME(const tg_reduce_plan *p, const T *x, T *out) {                         \
+        int64_t inner = p->inner_numel;                                                     \
+        NAME##_job j = {p, x, out, NULL};                                                   \
+        if (p->outer_ndim == 1 && p->outer_strides[0] == 1 && p->inner_ndim == 1 &&         \
+            p->outer_numel > 1) {                                                           \
+            int64_t cols = p->outer_numel, blocks = (cols + 255) / 256;                     \
+            j.acc = calloc((size_t)cols, sizeof(ACC));                                      \
+            TG_ASSERT(j.acc != NULL);                                                       \
+            bool par = cols * inner >= TG_REDUCE_GRAIN && cols >= 256;                      \
+            tg_parallel_for(blocks, par ? 1 : blocks, NAME##_cols, &j);                     \
+            for (int64_t c = 0; c < cols; c++) out[c] = (T)j.acc[c];                        \
+            free(j.acc);                                                                    \
+            return;                                                                         \
+        }                                                                                   \
+        int64_t outer = p->outer_numel;                                                     \
+        bool par = outer * inner >= TG_REDUCE_GRAIN && outer > 1;                           \
+        tg_parallel_for(outer, par ? 1 : outer, NAME##_rows, &j);                           \
     }
 #define TG_REDUCE_GRAIN 32768
 SUM_KERNEL(sum_f32, float, double)
 SUM_KERNEL(sum_f64, double, double)
 SUM_KERNEL(sum_i64, int64_t, int64_t)
 
-/* A full sum of a long contiguous float32 run: split across threads. */
+/* A full sum of a long contiguous float32 run: partial sums (in double) of fixed blocks
+ * of TG_REDUCE_GRAIN elements, the blocks split across threads, the partials added in
+ * block order. The same blocks for any number of threads: the same result. */
+typedef struct {
+    const float *x;
+    int64_t n;
+    double *partial;
+} sum_all_job;
+
+static void sum_all_blocks(int64_t b0, int64_t b1, void *arg) {
+    const sum_all_job *j = arg;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t i0 = b * TG_REDUCE_GRAIN, i1 = i0 + TG_REDUCE_GRAIN < j->n ? i0 + TG_REDUCE_GRAIN : j->n;
+        double total = 0;
+        for (int64_t i = i0; i < i1; i++) total += j->x[i];
+        j->partial[b] = total;
+    }
+}
+
 static double sum_f32_all(const float *x, int64_t n) {
+    int64_t blocks = (n + TG_REDUCE_GRAIN - 1) / TG_REDUCE_GRAIN;
+    if (blocks <= 1) {
+        double total = 0;
+        for (int64_t i = 0; i < n; i++) total += x[i];
+        return total;
+    }
+    double stack[256], *partial = blocks <= 256 ? stack : malloc((size_t)blocks * sizeof(double));
+    TG_ASSERT(partial != NULL);
+    sum_all_job j = {x, n, partial};
+    tg_parallel_for(blocks, 1, sum_all_blocks, &j);
     double total = 0;
-#pragma omp parallel for reduction(+ : total) if (n >= TG_REDUCE_GRAIN)
-    for (int64_t i = 0; i < n; i++) total += x[i];
+    for (int64_t b = 0; b < blocks; b++) total += partial[b];
+    if (partial != stack) free(partial);
     return total;
 }
 

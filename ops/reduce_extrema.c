@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/reduce.h"
@@ -19,11 +20,23 @@
 /* The first extreme element of each output's reduced elements; NaN beats everything
  * (it propagates, as in PyTorch), so the first NaN is picked. */
 #define EXTREME_KERNEL(NAME, T)                                                                    \
-    static void NAME(const tg_reduce_plan *p, const T *x, T *values, int64_t *indices, bool is_max) { \
+    typedef struct {                                                                               \
+        const tg_reduce_plan *p;                                                                   \
+        const T *x;                                                                                \
+        T *values;                                                                                 \
+        int64_t *indices;                                                                          \
+        bool is_max;                                                                               \
+    } NAME##_job;                                                                                  \
+    static void NAME##_chunk(int64_t lo_, int64_t hi_, void *arg_) {                               \
+        const NAME##_job *j_ = arg_;                                                               \
+        const tg_reduce_plan *p = j_->p;                                                           \
+        const T *x = j_->x;                                                                        \
+        T *values = j_->values;                                                                    \
+        int64_t *indices = j_->indices;                                                            \
+        bool is_max = j_->is_max;                                                                  \
         int64_t inner = p->inner_numel;                                                            \
         int64_t st = p->inner_ndim == 1 ? p->inner_strides[0] : 0;                                 \
-        _Pragma("omp parallel for if (p->outer_numel * inner >= EXTREME_GRAIN && p->outer_numel > 1)") \
-        for (int64_t o = 0; o < p->outer_numel; o++) {                                             \
+        for (int64_t o = lo_; o < hi_; o++) {                                                      \
             const T *base = x + tg_reduce_outer_offset(p, o);                                      \
             T best = base[0];                                                                      \
             int64_t best_k = 0;                                                                    \
@@ -37,6 +50,12 @@
             if (values) values[o] = best;                                                          \
             if (indices) indices[o] = best_k;                                                      \
         }                                                                                          \
+    }                                                                                              \
+    static void NAME(const tg_reduce_plan *p, const T *x, T *values, int64_t *indices, bool is_max) { \
+        NAME##_job j_ = {p, x, values, indices, is_max};                                           \
+        int64_t outer = p->outer_numel;                                                            \
+        bool par = outer * p->inner_numel >= EXTREME_GRAIN && outer > 1;                           \
+        tg_parallel_for(outer, par ? 1 : outer, NAME##_chunk, &j_);                                \
     }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtautological-compare" /* v != v is the NaN test; integers never pass it */

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/reduce.h"
@@ -33,11 +34,23 @@ typedef struct {
 
 /* One output element from the reduced elements of `base` (n of them, k-th at AT(k)). */
 #define STATS_KERNEL(NAME, T)                                                                          \
-    static void NAME(const tg_reduce_plan *p, const T *x, T *out, stat_kind kind, double param) {      \
+    typedef struct {                                                                                   \
+        const tg_reduce_plan *p;                                                                       \
+        const T *x;                                                                                    \
+        T *out;                                                                                        \
+        stat_kind kind;                                                                                \
+        double param;                                                                                  \
+    } NAME##_job;                                                                                      \
+    static void NAME##_chunk(int64_t lo_, int64_t hi_, void *arg_) {                                   \
+        const NAME##_job *j_ = arg_;                                                                   \
+        const tg_reduce_plan *p = j_->p;                                                               \
+        const T *x = j_->x;                                                                            \
+        T *out = j_->out;                                                                              \
+        stat_kind kind = j_->kind;                                                                     \
+        double param = j_->param;                                                                      \
         int64_t n = p->inner_numel, st = p->inner_ndim == 1 ? p->inner_strides[0] : 0;                 \
         bool flat = p->inner_ndim <= 1;                                                                \
-        _Pragma("omp parallel for if (p->outer_numel * n >= STATS_GRAIN && p->outer_numel > 1)")       \
-        for (int64_t o = 0; o < p->outer_numel; o++) {                                                 \
+        for (int64_t o = lo_; o < hi_; o++) {                                                          \
             const T *base = x + tg_reduce_outer_offset(p, o);                                          \
             double r = 0;                                                                              \
             switch (kind) {                                                                            \
@@ -72,6 +85,12 @@ typedef struct {
             }                                                                                          \
             out[o] = (T)r;                                                                             \
         }                                                                                              \
+    }                                                                                                  \
+    static void NAME(const tg_reduce_plan *p, const T *x, T *out, stat_kind kind, double param) {      \
+        NAME##_job j_ = {p, x, out, kind, param};                                                      \
+        int64_t outer = p->outer_numel;                                                                \
+        bool par = outer * p->inner_numel >= STATS_GRAIN && outer > 1;                                 \
+        tg_parallel_for(outer, par ? 1 : outer, NAME##_chunk, &j_);                                    \
     }
 #define AT(k) ((double)(flat ? base[(k) * st] : base[tg_reduce_inner_offset(p, (k))]))
 STATS_KERNEL(stats_f32, float)

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/softmax.h"
@@ -17,11 +18,21 @@
 /* One row of `len` elements at stride xs (input) / os (output). Stable: exp(x - max).
  * A row whose max is -inf (all -inf) gives NaN, as PyTorch's. */
 #define SOFTMAX_KERNEL(NAME, T, EXP, LOG)                                                            \
-    static void NAME(const tg_reduce_plan *px, const tg_reduce_plan *po, const T *x, T *out, bool log_out) { \
+    typedef struct {                                                                                 \
+        const tg_reduce_plan *px, *po;                                                               \
+        const T *x;                                                                                  \
+        T *out;                                                                                      \
+        bool log_out;                                                                                \
+    } NAME##_job;                                                                                    \
+    static void NAME##_chunk(int64_t lo_, int64_t hi_, void *arg_) {                                 \
+        const NAME##_job *j_ = arg_;                                                                 \
+        const tg_reduce_plan *px = j_->px, *po = j_->po;                                             \
+        const T *x = j_->x;                                                                          \
+        T *out = j_->out;                                                                            \
+        bool log_out = j_->log_out;                                                                  \
         int64_t len = px->inner_numel;                                                               \
         int64_t xs = px->inner_ndim ? px->inner_strides[0] : 1, os = po->inner_ndim ? po->inner_strides[0] : 1; \
-        _Pragma("omp parallel for if (px->outer_numel * len >= SOFTMAX_GRAIN && px->outer_numel > 1)") \
-        for (int64_t o = 0; o < px->outer_numel; o++) {                                              \
+        for (int64_t o = lo_; o < hi_; o++) {                                                        \
             const T *row = x + tg_reduce_outer_offset(px, o);                                        \
             T *dst = out + tg_reduce_outer_offset(po, o);                                            \
             T max = -INFINITY;                                                                       \
@@ -45,6 +56,12 @@
                 for (int64_t k = 0; k < len; k++) dst[k * os] *= inv;                               \
             }                                                                                        \
         }                                                                                            \
+    }                                                                                                \
+    static void NAME(const tg_reduce_plan *px, const tg_reduce_plan *po, const T *x, T *out, bool log_out) { \
+        NAME##_job j_ = {px, po, x, out, log_out};                                                   \
+        int64_t outer = px->outer_numel;                                                             \
+        bool par = outer * px->inner_numel >= SOFTMAX_GRAIN && outer > 1;                            \
+        tg_parallel_for(outer, par ? 1 : outer, NAME##_chunk, &j_);                                  \
     }
 SOFTMAX_KERNEL(softmax_f32, float, expf, log)
 SOFTMAX_KERNEL(softmax_f64, double, exp, log)

@@ -4,17 +4,21 @@
 #include "optim/kernels.h"
 
 #include <math.h>
+#include <stddef.h>
 
-/* Parallel only when a parameter is large enough to pay for the threads. */
+#include "core/parallel.h"
+
+/* Parallel only when a parameter is large enough to pay for the threads: each kernel is
+ * a serial loop over elements (*_range) run on pieces of the tensor by tg_parallel_for. */
 #define TG_OPTIM_PARALLEL_MIN 32768
+#define OFF(p, lo) ((p) ? (p) + (lo) : NULL) /* optional state tensors may be NULL */
 
 /* torch/optim/sgd.py _single_tensor_sgd. */
 #define DEFINE_SGD(T, SUFFIX)                                                                   \
-    void tg_sgd_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
-                                tg_sgd_args a) {                                                \
+    static void sgd_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
+                                   tg_sgd_args a) {                                             \
         const T wd = (T)a.weight_decay, mom = (T)a.momentum, keep = (T)(1 - a.dampening);       \
         const T neg_lr = (T)(-a.lr);                                                            \
-        _Pragma("omp parallel for if (n >= TG_OPTIM_PARALLEL_MIN) schedule(static)")            \
         for (int64_t i = 0; i < n; i++) {                                                       \
             T d_p = a.maximize ? -grad[i] : grad[i];                                            \
             if (a.weight_decay != 0) d_p = d_p + wd * param[i]; /* d_p.add(param, alpha=wd) */  \
@@ -26,20 +30,34 @@
             }                                                                                   \
             param[i] = param[i] + neg_lr * d_p; /* param.add_(d_p, alpha=-lr) */                \
         }                                                                                       \
+    }                                                                                           \
+    typedef struct {                                                                            \
+        T *param;                                                                               \
+        const T *grad;                                                                          \
+        T *buf;                                                                                 \
+        tg_sgd_args a;                                                                          \
+    } sgd_job_##SUFFIX;                                                                         \
+    static void sgd_chunk_##SUFFIX(int64_t lo, int64_t hi, void *arg) {                         \
+        const sgd_job_##SUFFIX *j = arg;                                                        \
+        sgd_range_##SUFFIX(j->param + lo, j->grad + lo, OFF(j->buf, lo), hi - lo, j->a);        \
+    }                                                                                           \
+    void tg_sgd_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
+                                tg_sgd_args a) {                                                \
+        sgd_job_##SUFFIX j = {param, grad, buf, a};                                             \
+        tg_parallel_for(n, TG_OPTIM_PARALLEL_MIN, sgd_chunk_##SUFFIX, &j);                      \
     }
 
 /* torch/optim/adam.py _single_tensor_adam and adamw.py _single_tensor_adamw
  * (capturable=False): AdamW decays the parameter itself (param.mul_(1 - lr * wd))
  * instead of adding wd * param to the gradient. */
 #define DEFINE_ADAM(T, SUFFIX)                                                                  \
-    void tg_adam_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
-                                 T *restrict vmax, int64_t n, tg_adam_args a) {                 \
+    static void adam_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
+                                    T *restrict vmax, int64_t n, tg_adam_args a) {              \
         const T decay = (T)(1 - a.lr * a.weight_decay), wd = (T)a.weight_decay;                 \
         const T b1 = (T)a.beta1, one_b1 = (T)(1 - a.beta1);                                     \
         const T b2 = (T)a.beta2, one_b2 = (T)(1 - a.beta2);                                     \
         const T bc2_sqrt = (T)a.bias_correction2_sqrt, eps = (T)a.eps;                          \
         const T neg_step_size = (T)(-(a.lr / a.bias_correction1));                              \
-        _Pragma("omp parallel for if (n >= TG_OPTIM_PARALLEL_MIN) schedule(static)")            \
         for (int64_t i = 0; i < n; i++) {                                                       \
             T g = a.maximize ? -grad[i] : grad[i];                                              \
             T p = param[i];                                                                     \
@@ -58,15 +76,29 @@
             T denom = SQRT_##SUFFIX(vi) / bc2_sqrt + eps;  /* (v.sqrt() / bc2_sqrt).add_(eps) */ \
             param[i] = p + neg_step_size * mi / denom; /* param.addcdiv_(m, denom, value=-step_size) */ \
         }                                                                                       \
+    }                                                                                           \
+    typedef struct {                                                                            \
+        T *param;                                                                               \
+        const T *grad;                                                                          \
+        T *m, *v, *vmax;                                                                        \
+        tg_adam_args a;                                                                         \
+    } adam_job_##SUFFIX;                                                                        \
+    static void adam_chunk_##SUFFIX(int64_t lo, int64_t hi, void *arg) {                        \
+        const adam_job_##SUFFIX *j = arg;                                                       \
+        adam_range_##SUFFIX(j->param + lo, j->grad + lo, j->m + lo, j->v + lo, OFF(j->vmax, lo), hi - lo, j->a); \
+    }                                                                                           \
+    void tg_adam_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
+                                 T *restrict vmax, int64_t n, tg_adam_args a) {                 \
+        adam_job_##SUFFIX j = {param, grad, m, v, vmax, a};                                     \
+        tg_parallel_for(n, TG_OPTIM_PARALLEL_MIN, adam_chunk_##SUFFIX, &j);                     \
     }
 
 /* torch/optim/rmsprop.py _single_tensor_rmsprop. */
 #define DEFINE_RMSPROP(T, SUFFIX)                                                               \
-    void tg_rmsprop_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
-                                    T *restrict gavg, T *restrict buf, int64_t n, tg_rmsprop_args a) { \
+    static void rmsprop_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
+                                       T *restrict gavg, T *restrict buf, int64_t n, tg_rmsprop_args a) { \
         const T wd = (T)a.weight_decay, alpha = (T)a.alpha, one_alpha = (T)(1 - a.alpha);       \
         const T eps = (T)a.eps, mom = (T)a.momentum, neg_lr = (T)(-a.lr);                       \
-        _Pragma("omp parallel for if (n >= TG_OPTIM_PARALLEL_MIN) schedule(static)")            \
         for (int64_t i = 0; i < n; i++) {                                                       \
             T g = a.maximize ? -grad[i] : grad[i];                                              \
             if (a.weight_decay != 0) g = g + wd * param[i]; /* grad.add(param, alpha=wd) */     \
@@ -89,6 +121,22 @@
                 param[i] = param[i] + neg_lr * g / avg; /* param.addcdiv_(grad, avg, value=-lr) */ \
             }                                                                                   \
         }                                                                                       \
+    }                                                                                           \
+    typedef struct {                                                                            \
+        T *param;                                                                               \
+        const T *grad;                                                                          \
+        T *sq, *gavg, *buf;                                                                     \
+        tg_rmsprop_args a;                                                                      \
+    } rmsprop_job_##SUFFIX;                                                                     \
+    static void rmsprop_chunk_##SUFFIX(int64_t lo, int64_t hi, void *arg) {                     \
+        const rmsprop_job_##SUFFIX *j = arg;                                                    \
+        rmsprop_range_##SUFFIX(j->param + lo, j->grad + lo, j->sq + lo, OFF(j->gavg, lo), OFF(j->buf, lo), hi - lo, \
+                               j->a);                                                           \
+    }                                                                                           \
+    void tg_rmsprop_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
+                                    T *restrict gavg, T *restrict buf, int64_t n, tg_rmsprop_args a) { \
+        rmsprop_job_##SUFFIX j = {param, grad, sq, gavg, buf, a};                               \
+        tg_parallel_for(n, TG_OPTIM_PARALLEL_MIN, rmsprop_chunk_##SUFFIX, &j);                  \
     }
 
 #define SQRT_f32 sqrtf

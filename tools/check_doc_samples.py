@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FENCE = re.compile(r"^```c[ \t]*\n(.*?)^```", re.S | re.M)
 CONTEXT = re.compile(r"<!--\s*sample:(.*?)-->", re.S)
 TOP = re.compile(r"^(#include|#define|typedef\b|static\b|struct \w+\s*\{|enum\b)")
-LIBS = ["-L/usr/lib/x86_64-linux-gnu/openblas-openmp", "-lopenblas", "-fopenmp", "-lz", "-lcjson", "-lm",
+LIBS = ["-L/usr/lib/x86_64-linux-gnu/openblas-pthread", "-lopenblas", "-lz", "-lcjson", "-lm",
         "-lpthread"]
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
           "-Wno-unused-function", "-Wno-unused-parameter"]

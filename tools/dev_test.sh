@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 test_file=$1; shift
 out=${TG_DEV_OUT:-/tmp/tg_dev}; mkdir -p "$out/obj"
-cflags="-std=c11 -O2 -g -fopenmp -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -I. ${TG_DEV_CFLAGS:-}"
+cflags="-std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -I. ${TG_DEV_CFLAGS:-}"
 if [[ ! -f $out/libgtest.a ]]; then
   g++ -std=c++17 -O1 -I/usr/src/googletest/googletest/include -I/usr/src/googletest/googletest \
     -c /usr/src/googletest/googletest/src/gtest-all.cc -o "$out/gtest-all.o"
@@ -26,7 +26,7 @@ for src in core/*.c autograd/*.c ops/*.c nn/*.c optim/*.c data/*.c io/*.c; do
 done
 wait
 name=$(basename "$test_file" .cc)
-g++ -std=c++17 -O1 -g -fopenmp -I. -Itests -I/usr/src/googletest/googletest/include ${TG_DEV_CFLAGS:-} \
+g++ -std=c++17 -O1 -g -I. -Itests -I/usr/src/googletest/googletest/include ${TG_DEV_CFLAGS:-} \
   "$test_file" $(ls tests/*.c tests/*.cc 2>/dev/null | grep -v '_test.cc' || true) "${objs[@]}" "$out/libgtest.a" \
-  -L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lz -lcjson -lm -lpthread -o "$out/$name"
+  -L/usr/lib/x86_64-linux-gnu/openblas-pthread -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas -lz -lcjson -lm -lpthread -o "$out/$name"
 "$out/$name" "$@"

@@ -597,7 +597,7 @@ TEST_F(TgTest, IsfiniteAndAllFinite) {
 }
 
 TEST_F(TgTest, LargeStridedAndBroadcastInputsTakeTheParallelPath) {
-    // Big enough for OpenMP; transposed and broadcast operands; checked element by element.
+    // Big enough for the thread pool; transposed and broadcast operands; checked element by element.
     const int64_t n = 300, m = 257;
     tg_tensor *base = tg_arange(0, (double)(n * m), 1, tg_opts{TG_FLOAT64});
     tg_tensor *a = tg_transpose(tg_reshape(base, TG_SHAPE(m, n)), 0, 1);   // [n, m], a[i][j] = j * n + i

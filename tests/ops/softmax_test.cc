@@ -38,7 +38,7 @@ TEST_F(TgTest, SoftmaxIsStableForHugeInputs) {
 }
 
 TEST_F(TgTest, SoftmaxLargeRowsInParallel) {
-    // Enough rows to take the OpenMP path; every row sums to 1.
+    // Enough rows to take the parallel path; every row sums to 1.
     tg_tensor *x = tg_mul_scalar(tg_arange(0, 300 * 257, 1, tg_opts{}), 0.001);
     tg_tensor *y = tg_softmax(tg_reshape(x, TG_SHAPE(300, 257)), -1);
     EXPECT_TRUE(tensor_near(tg_sum_dim(y, 1, false), std::vector<double>(300, 1.0), 1e-5));

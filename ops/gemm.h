@@ -1,0 +1,27 @@
+/* CPU GEMM for the ops (matmul, linear, conv2d): OpenBLAS held to one thread, spread
+ * over tapegrad's thread pool (core/parallel.h) by blocks of C when large. */
+#ifndef TG_OPS_GEMM_H
+#define TG_OPS_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C [m, n] = alpha * op(A) op(B) + beta * C, all row-major (cblas_?gemm's arguments with
+ * CblasRowMajor). Below TG_GEMM_PARALLEL_MIN multiply-adds, with one thread, or inside a
+ * parallel loop: one cblas call on this thread. Otherwise C is cut into one block of rows
+ * (or of columns, whichever dim is longer) per thread, each block its own cblas call; every
+ * element of C is still computed by one call over all of k. */
+#define TG_GEMM_PARALLEL_MIN (INT64_C(1) << 18)
+void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                 int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
