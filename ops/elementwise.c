@@ -780,10 +780,9 @@ static tg_status binary_inplace(const char *op, tg_binary_kind kind, tg_tensor *
         bool record = false;
         if (!tg_inplace_check(op, a, &b, 1, &record)) {
             tg_tensor *bc = tg_cast(alpha != 1 ? tg_mul_scalar(b, alpha) : b, a->dtype);
-            if (!bc) {
-            } else if (record) { /* mul saves its inputs: give it a copy of a's old value */
+            if (bc && record) { /* mul saves its inputs: give it a copy of a's old value */
                 status = tg_inplace_commit(a, kind == TG_BINARY_MUL ? tg_mul(tg_clone(a), bc) : tg_add(a, bc));
-            } else if (!tg_binary_into(op, kind, a, a, bc)) {
+            } else if (bc && !tg_binary_into(op, kind, a, a, bc)) {
                 a->storage->version++;
                 status = TG_OK;
             }

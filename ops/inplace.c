@@ -79,11 +79,7 @@ static const tg_function copy_fn = {"copy_", 2, copy_forward, copy_backward, 0};
 tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
     if (!dst) return tg_error_null_input("tg_copy_", 0);
     if (!src) return tg_error_null_input("tg_copy_", 1);
-    char a[128], b[128];
-    tg_shape bshape;
-    if (!tg_broadcast_shapes(dst->shape, src->shape, &bshape) || !tg_shape_equal(bshape, dst->shape))
-        return tg_error("tg_copy_: source of shape %s cannot be broadcast to destination shape %s",
-                        tg_shape_str(src->shape, a, sizeof a), tg_shape_str(dst->shape, b, sizeof b));
+    /* Shapes, dtypes and devices are checked by tg_copy_values_, which both paths reach. */
     if (src->requires_grad && tg_is_grad_enabled() && !tg_dtype_is_floating(dst->dtype))
         return tg_error("tg_copy_: a %s destination cannot receive a gradient from a source that requires grad",
                         tg_dtype_name(dst->dtype));

@@ -10,6 +10,8 @@ import os
 import re
 import sys
 
+from tapegrad_api import public_headers  # the same header walk as the ABI's
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = "core/trace_macros.h"
 POINTER_TYPES = ("tg_tensor", "tg_module", "tg_optim", "tg_lr_scheduler", "tg_loader", "tg_tensor_map")
@@ -18,33 +20,14 @@ POINTER_TYPES = ("tg_tensor", "tg_module", "tg_optim", "tg_lr_scheduler", "tg_lo
 SKIP = {"tg_retain", "tg_scope_return", "tg_scope_track", "tg_error", "tg_error_null_input"}
 
 DECL = re.compile(r"^(?:(%s)\s*\*|(tg_status)\s+)\s*(tg_\w+)\s*\(" % "|".join(POINTER_TYPES), re.M)
-INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
-
-
-def public_headers():
-    """tapegrad.h and the project headers it includes, transitively, in include order."""
-    seen, order = set(), []
-
-    def visit(path):
-        if path in seen or path == OUT:
-            return
-        seen.add(path)
-        full = os.path.join(ROOT, path)
-        if not os.path.exists(full):
-            return
-        text = open(full).read()
-        for inc in INCLUDE.findall(text):
-            visit(inc)
-        order.append(path)
-
-    visit("tapegrad.h")
-    return order
 
 
 def generate():
     entries = []
     seen = set()
     for path in public_headers():
+        if path == OUT:
+            continue  # the file this writes
         text = open(os.path.join(ROOT, path)).read()
         for m in DECL.finditer(text):
             ptype, status, name = m.groups()
