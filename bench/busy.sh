@@ -25,22 +25,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 ]] || { echo "usage: bench/busy.sh [--busy N] [--rounds R] NAME=COMMAND ..." >&2; exit 2; }
 
-pids=()
-stop_load() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pids=()
-}
+source "$(dirname "$0")/load.sh"
 trap stop_load EXIT
-start_load() {
-  local i
-  for ((i = 0; i < busy; i++)); do
-    sh -c 'while :; do :; done' &
-    pids+=($!)
-  done
-  [[ $busy -eq 0 ]] || sleep 0.5 # let the scheduler see them
-}
 
 names=()
 declare -A cmds times
@@ -53,7 +39,7 @@ done
 
 for ((r = 1; r <= rounds; r++)); do
   for name in "${names[@]}"; do
-    start_load
+    start_load "$busy"
     t0=$(date +%s.%N)
     out=$(bash -c "${cmds[$name]}" 2>&1) || echo "busy.sh: $name exited with an error" >&2
     t1=$(date +%s.%N)

@@ -1,16 +1,36 @@
 #!/usr/bin/env bash
 # Runs every benchmark next to its PyTorch twin on this machine, alternately, and
 # writes the table into docs/perf.md (between the BEGIN/END markers).
-#   bench/compare.sh                 all pairs, 3 rounds
+#   bench/compare.sh                 all pairs, 3 rounds, against Debian's PyTorch 1.13
 #   bench/compare.sh overhead matmul only these pairs
 #   ROUNDS=5 bench/compare.sh
+#   bench/compare.sh --peers         also PyTorch 2 (eager; compiled for the epochs) and
+#                                    JAX (bench/peers/, installed by bench/peers/setup.sh)
+#   bench/compare.sh --peers --busy 2  N CPU-bound processes run during every measurement
 # Each program prints "RESULT {json}" lines; the median over rounds is reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
+peers=0 busy=0
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --peers) peers=1; shift ;;
+    --busy) busy=$2; shift 2 ;;
+    --busy=*) busy=${1#*=}; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) break ;;
+  esac
+done
 ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn)
+[[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv mlp lenet lenet_bn)
 PAIRS=("$@")
 [[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=("${ALL_PAIRS[@]}")
+source bench/load.sh
+trap stop_load EXIT
+peer_python=""
+if [[ $peers == 1 ]]; then
+  peer_python=$(bench/peers/setup.sh)
+fi
 
 # The twins need Debian's PyTorch with OpenBLAS behind libblas.so.3 (else PyTorch
 # runs the reference BLAS at ~5 GFLOP/s and the comparison means nothing).
@@ -36,7 +56,7 @@ for pair in "${PAIRS[@]}"; do targets+=("${TARGET[$pair]:-//bench:$pair}"); done
 bin=$(./bazelw info -c opt bazel-bin 2>/dev/null)
 scratch=$(mktemp -d)
 results=$scratch/results
-trap 'rm -rf "$scratch"' EXIT
+trap 'stop_load; rm -rf "$scratch"' EXIT
 command_for() {
   local t=${TARGET[$1]:-}
   if [[ -n $t ]]; then
@@ -46,13 +66,40 @@ command_for() {
     echo "$bin/bench/$1"
   fi
 }
+# One measured program, under the chosen load; its RESULT lines go to $results.
+measure() {
+  local name=$1
+  shift
+  echo "  $name" >&2
+  start_load "$busy"
+  "$@" | grep '^RESULT ' >>"$results" || echo "$name failed" >&2
+  stop_load
+}
 for round in $(seq "$ROUNDS"); do
   for pair in "${PAIRS[@]}"; do
     echo "round $round: $pair" >&2
-    $(command_for "$pair") | grep '^RESULT ' >>"$results" || echo "$pair (tapegrad) failed" >&2
+    # shellcheck disable=SC2046
+    measure tapegrad $(command_for "$pair")
     twin_args=()
     [[ -n ${TARGET[$pair]:-} ]] && twin_args=(--init "$scratch/init_$pair.safetensors")
-    /usr/bin/python3 "bench/${pair}_torch.py" "${twin_args[@]}" | grep '^RESULT ' >>"$results" || echo "bench/${pair}_torch.py failed" >&2
+    measure "PyTorch 1.13" /usr/bin/python3 "bench/${pair}_torch.py" "${twin_args[@]}"
+    [[ $peers == 1 ]] || continue
+    measure "PyTorch 2" "$peer_python" "bench/${pair}_torch.py" "${twin_args[@]}"
+    if [[ -n ${TARGET[$pair]:-} ]]; then
+      measure "PyTorch 2 compile" "$peer_python" "bench/${pair}_torch.py" --compile "${twin_args[@]}"
+      measure JAX "$peer_python" bench/peers/jax_epoch.py "$pair" "${twin_args[@]}"
+    else
+      measure JAX "$peer_python" bench/peers/jax_micro.py "$pair"
+    fi
   done
 done
-/usr/bin/python3 bench/report.py "$results" docs/perf.md
+marker="bench/compare.sh"
+if [[ $peers == 1 ]]; then
+  marker="bench/compare.sh --peers --busy $busy"
+  TG_BENCH_VERSIONS="Debian's PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), $("$peer_python" -c 'import torch, jax; print(f"PyTorch {torch.__version__}, JAX {jax.__version__}")') from PyPI"
+  export TG_BENCH_VERSIONS
+fi
+if [[ $busy -gt 0 ]]; then
+  export TG_BENCH_LOAD="Busy: $busy CPU-bound processes ran beside every measured program."
+fi
+/usr/bin/python3 bench/report.py "$results" docs/perf.md "$marker"

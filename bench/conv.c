@@ -19,7 +19,7 @@ int main(void) {
             tg_backward(tg_sum(y));
         }
         if (r > 0) times[r - 1] = bench_now() - start;
-        check = tg_item(tg_sum(tg_grad(b)));
+        TG_SCOPE { check = tg_item(tg_sum(tg_grad(b))); }
         tg_zero_grad(x);
         tg_zero_grad(w);
         tg_zero_grad(b);

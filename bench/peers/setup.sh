@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Makes the virtual environment of the strongest CPU peers, from PyPI: PyTorch 2
+# (eager and torch.compile) and JAX with optax. Benchmarks only: no test and no CI
+# stage needs it. Prints the environment's python.
+#   bench/peers/setup.sh            # into $TG_PEERS_VENV (default ~/.cache/tapegrad-peers)
+# The versions are pinned so that a table names what it measured; PyPI's torch wheel
+# carries CUDA libraries (a few GB) that stay unused here.
+set -euo pipefail
+venv=${TG_PEERS_VENV:-$HOME/.cache/tapegrad-peers}
+TORCH_VERSION=2.15.0
+JAX_VERSION=0.10.2
+if [[ ! -x $venv/bin/python ]] ||
+   ! "$venv/bin/python" -c "import torch, jax, optax; assert torch.__version__.startswith('$TORCH_VERSION') and jax.__version__ == '$JAX_VERSION'" 2>/dev/null; then
+  echo "peers: installing torch $TORCH_VERSION, jax $JAX_VERSION and optax into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    "torch==$TORCH_VERSION" "jax==$JAX_VERSION" optax numpy >&2
+fi
+echo "$venv/bin/python"
