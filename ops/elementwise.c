@@ -11,6 +11,7 @@
 #include "core/convert.h"
 #include "core/iter.h"
 #include "core/scope.h"
+#include "core/simd.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/dispatch.h"
@@ -61,7 +62,7 @@ typedef struct {
     double a, b;
 } unary_ctx;
 
-static void unary_row_f32(char **p, const int64_t *s, int64_t n, void *vctx) {
+TG_VECTOR_CLONES static void unary_row_f32(char **p, const int64_t *s, int64_t n, void *vctx) {
     typedef float scalar_t;
     const unary_ctx *c = vctx;
     const scalar_t a = (scalar_t)c->a, b = (scalar_t)c->b;
@@ -71,7 +72,7 @@ static void unary_row_f32(char **p, const int64_t *s, int64_t n, void *vctx) {
     }
 }
 
-static void unary_row_f64(char **p, const int64_t *s, int64_t n, void *vctx) {
+TG_VECTOR_CLONES static void unary_row_f64(char **p, const int64_t *s, int64_t n, void *vctx) {
     typedef double scalar_t;
     const unary_ctx *c = vctx;
     const scalar_t a = c->a, b = c->b;
@@ -173,7 +174,7 @@ static bool int_kind_ok(tg_unary_kind k) {
     } while (0)
 
 #define BINARY_ROW(NAME, T, POW, FMAX, FMIN)                                \
-    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {   \
+    TG_VECTOR_CLONES static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {   \
         switch (*(const tg_binary_kind *)vctx) { BINARY_CASES(T, POW, FMAX, FMIN) } \
     }
 #define IPOW2(x, y) ((int64_t)pow((double)(x), (double)(y)))

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "core/parallel.h"
+#include "core/simd.h"
 
 /* Parallel only when a parameter is large enough to pay for the threads: each kernel is
  * a serial loop over elements (*_range) run on pieces of the tensor by tg_parallel_for. */
@@ -15,7 +16,7 @@
 
 /* torch/optim/sgd.py _single_tensor_sgd. */
 #define DEFINE_SGD(T, SUFFIX)                                                                   \
-    static void sgd_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
+    TG_VECTOR_CLONES static void sgd_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
                                    tg_sgd_args a) {                                             \
         const T wd = (T)a.weight_decay, mom = (T)a.momentum, keep = (T)(1 - a.dampening);       \
         const T neg_lr = (T)(-a.lr);                                                            \
@@ -51,7 +52,7 @@
  * (capturable=False): AdamW decays the parameter itself (param.mul_(1 - lr * wd))
  * instead of adding wd * param to the gradient. */
 #define DEFINE_ADAM(T, SUFFIX)                                                                  \
-    static void adam_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
+    TG_VECTOR_CLONES static void adam_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
                                     T *restrict vmax, int64_t n, tg_adam_args a) {              \
         const T decay = (T)(1 - a.lr * a.weight_decay), wd = (T)a.weight_decay;                 \
         const T b1 = (T)a.beta1, one_b1 = (T)(1 - a.beta1);                                     \
@@ -95,7 +96,7 @@
 
 /* torch/optim/rmsprop.py _single_tensor_rmsprop. */
 #define DEFINE_RMSPROP(T, SUFFIX)                                                               \
-    static void rmsprop_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
+    TG_VECTOR_CLONES static void rmsprop_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
                                        T *restrict gavg, T *restrict buf, int64_t n, tg_rmsprop_args a) { \
         const T wd = (T)a.weight_decay, alpha = (T)a.alpha, one_alpha = (T)(1 - a.alpha);       \
         const T eps = (T)a.eps, mom = (T)a.momentum, neg_lr = (T)(-a.lr);                       \
