@@ -68,9 +68,11 @@ static void *cpu_alloc(size_t nbytes) {
         cpu_stats.cached -= rounded;
     }
     pthread_mutex_unlock(&cpu_lock);
-    if (!p) p = aligned_alloc(64, rounded);
+    bool from_system = !p;
+    if (from_system) p = aligned_alloc(64, rounded);
     if (!p) return NULL;
     pthread_mutex_lock(&cpu_lock);
+    cpu_stats.system_allocs += from_system;
     cpu_stats.allocated += rounded;
     if (cpu_stats.allocated > cpu_stats.peak) cpu_stats.peak = cpu_stats.allocated;
     pthread_mutex_unlock(&cpu_lock);

@@ -45,6 +45,7 @@ typedef struct {
     size_t allocated; /* held by live storages */
     size_t cached;    /* freed, kept for reuse */
     size_t peak;      /* highest `allocated` so far */
+    size_t system_allocs; /* blocks ever taken from the system (a warmed-up training step takes none) */
 } tg_memory_stats;
 tg_memory_stats tg_cpu_memory_stats(void);
 /* Returns every cached CPU block to the system. */

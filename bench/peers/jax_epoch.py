@@ -97,6 +97,7 @@ def main():
     ap.add_argument("--max-steps", type=int, default=0)
     ap.add_argument("--data", default=FASHION_DIR)
     ap.add_argument("--init", help="start from these weights (a tutorial's --save-init file)")
+    ap.add_argument("--cost", action="store_true", help="print XLA's cost analysis of the train step and stop")
     args = ap.parse_args()
     bench, forward, make_torch_model, make_opt, image_shape = MODELS[args.model]
 
@@ -127,6 +128,12 @@ def main():
     compiled = {}
     for size in {bs, n % bs or bs}:  # ahead of time, before the clock
         compiled[size] = jitted.lower(params, state, opt_state, train_x[:size], train_y[:size]).compile()
+    if args.cost:  # what XLA counts for one step of batch 64: the machine's lower bound
+        cost = compiled[bs].cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        print(f"COST {args.model}: {cost.get('flops', 0) / 1e6:.1f} MFLOP, "
+              f"{cost.get('bytes accessed', 0) / 1e6:.1f} MB accessed per step")
+        return
     evaluate_batch = jax.jit(lambda p, s, x: jnp.argmax(forward(p, s, x, False)[0], 1))
 
     losses, steps = [], 0
