@@ -8,6 +8,7 @@
 #include "autograd/profile.h"
 #include "core/scope.h"
 #include "core/thread_exit.h"
+#include "ops/elementwise.h"
 
 static atomic_long live_nodes;
 static _Thread_local uint64_t next_sequence_nr;
@@ -231,15 +232,52 @@ static tg_tensor_meta meta_of(const tg_tensor *t) {
     return (tg_tensor_meta){t->shape, t->dtype, t->storage->device};
 }
 
+/* TG_LOW_PRECISION_IN_FLOAT32: the op on float32 copies of the inputs of dtype `low`,
+ * its floating outputs cast back to `low`. The casts are ops of their own, so the
+ * graph is cast -> op -> cast and gradients come back in the inputs' dtypes. */
+static tg_status apply_in_float32(const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size,
+                                  tg_tensor **outputs, int num_outputs, tg_dtype low) {
+    for (int i = 0; i < fn->num_inputs; i++) {
+        tg_dtype d = inputs[i]->dtype;
+        if (tg_dtype_is_floating(d) && d != low)
+            return tg_error("%s: expected floating inputs of one dtype, got %s and %s (cast first, or use "
+                            "autocast)", fn->name, tg_dtype_name(low), tg_dtype_name(d));
+    }
+    tg_status status = TG_ERROR;
+    tg_scope_begin(); /* owns the casts and the float32 outputs */
+    tg_tensor *wide[TG_MAX_OP_INPUTS], *out[TG_MAX_OP_OUTPUTS];
+    bool ok = true;
+    for (int i = 0; i < fn->num_inputs && ok; i++)
+        ok = (wide[i] = inputs[i]->dtype == low ? tg_cast(inputs[i], TG_FLOAT32) : inputs[i]) != NULL;
+    ok = ok && !tg_apply_multi_args(fn, wide, args, size, out);
+    for (int i = 0; i < num_outputs && ok; i++)
+        ok = (out[i] = out[i]->dtype == TG_FLOAT32 ? tg_cast(out[i], low) : out[i]) != NULL;
+    if (ok) {
+        for (int i = 0; i < num_outputs; i++) outputs[i] = tg_scope_return(out[i]);
+        status = TG_OK;
+    }
+    tg_scope_end();
+    return status;
+}
+
 tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args,
                               size_t size, tg_tensor **outputs) {
     int num_outputs = fn->num_outputs > 0 ? fn->num_outputs : 1;
     TG_ASSERT(fn->num_inputs <= TG_MAX_OP_INPUTS && num_outputs <= TG_MAX_OP_OUTPUTS);
     for (int i = 0; i < num_outputs; i++) outputs[i] = NULL;
     bool any_requires_grad = false;
+    int low = -1; /* an input of a low-precision dtype */
     for (int i = 0; i < fn->num_inputs; i++) {
         if (!inputs[i]) return tg_error_null_input(fn->name, i);
         any_requires_grad |= inputs[i]->requires_grad;
+        if (low < 0 && tg_dtype_is_low_precision(inputs[i]->dtype)) low = i;
+    }
+    if (low >= 0 && fn->low_precision != TG_LOW_PRECISION_NATIVE) {
+        tg_dtype d = inputs[low]->dtype;
+        if (fn->low_precision == TG_LOW_PRECISION_IN_FLOAT32)
+            return apply_in_float32(fn, inputs, args, size, outputs, num_outputs, d);
+        return tg_error("%s: no %s kernel (input %d is %s); cast it to float32 first", fn->name,
+                        tg_dtype_name(d), low, tg_dtype_name(d));
     }
     bool record = fn->backward && any_requires_grad && tg_is_grad_enabled();
     tg_node *node = record ? new_node(fn, num_outputs) : NULL;

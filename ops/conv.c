@@ -468,10 +468,10 @@ static void weight_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = conv_apply(x, gg, NULL, p);
 }
 
-static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0};
-static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0};
-static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0};
-static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0};
+static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
 
 static tg_tensor *conv_apply(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p) {
     conv_params q = *p;
@@ -509,7 +509,7 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_o
     if (weight->shape.ndim != 4)
         return tg_error("%s: expected weight [C_out, C_in / groups, kH, kW] (4-D), got %s", op, ws), NULL;
     if (!tg_dtype_is_floating(x->dtype) || x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
-        return tg_error("%s: expected input, weight and bias of one floating dtype (float32 or float64), got "
+        return tg_error("%s: expected input, weight and bias of one floating dtype, got "
                         "input %s, weight %s%s%s", op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype),
                         bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), NULL;
     if (!tg_device_equal(x->storage->device, weight->storage->device) ||

@@ -202,7 +202,32 @@ static tg_iter_row_fn binary_row_for(tg_dtype d) {
 
 /* ======================= kernel entries ======================= */
 
+/* float16 / bfloat16 operands: computed in float32 and rounded once into out, as
+ * PyTorch's CPU kernels do (each element is widened exactly, so comparisons are
+ * exact and arithmetic differs from a float32 tensor's only by the final rounding).
+ * Runs on either device (the casts are tg_copy_values_). */
+static tg_tensor *widened(tg_tensor *t) {
+    if (!tg_dtype_is_low_precision(t->dtype)) return t;
+    tg_tensor *w = tg_empty(t->shape, (tg_opts){.dtype = TG_FLOAT32, .device = t->storage->device});
+    return w && !tg_copy_values_(w, t) ? w : NULL;
+}
+
+static tg_status low_precision_into(const char *op, int kind, bool binary, tg_tensor *out, tg_tensor *x,
+                                    tg_tensor *y, double a, double b) {
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        tg_tensor *wx = widened(x), *wy = binary ? widened(y) : NULL, *wo = widened(out);
+        if (wx && wo && (!binary || wy) &&
+            !(binary ? tg_binary_into(op, (tg_binary_kind)kind, wo, wx, wy)
+                     : tg_unary_into(op, (tg_unary_kind)kind, wo, wx, a, b)))
+            status = wo == out ? TG_OK : tg_copy_values_(out, wo);
+    }
+    return status;
+}
+
 tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b) {
+    if (tg_dtype_is_low_precision(x->dtype) || tg_dtype_is_low_precision(out->dtype))
+        return low_precision_into(op, kind, false, out, x, NULL, a, b);
     if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
     tg_iter_row_fn row = NULL;
     switch (x->dtype) {
@@ -222,6 +247,9 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
 }
 
 tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b) {
+    if (tg_dtype_is_low_precision(a->dtype) || tg_dtype_is_low_precision(b->dtype) ||
+        tg_dtype_is_low_precision(out->dtype))
+        return low_precision_into(op, kind, true, out, a, b, 0, 0);
     if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
     tg_iter_row_fn row = binary_row_for(a->dtype);
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(a->dtype));
@@ -368,7 +396,7 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 #define UNARY_OP(NAME, KIND, INTS) \
-    static const unary_op NAME##_op = {{#NAME, 1, unary_forward, unary_backward, 0}, KIND, INTS}
+    static const unary_op NAME##_op = {{#NAME, 1, unary_forward, unary_backward, 0, TG_LOW_PRECISION_NATIVE}, KIND, INTS}
 UNARY_OP(neg, TG_UNARY_NEG, true);
 UNARY_OP(exp, TG_UNARY_EXP, false);
 UNARY_OP(log, TG_UNARY_LOG, false);
@@ -632,7 +660,7 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 #define BINARY_OP(NAME, KIND, BACKWARD) \
-    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0}, KIND}
+    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0, TG_LOW_PRECISION_NATIVE}, KIND}
 BINARY_OP(add, TG_BINARY_ADD, binary_backward);
 BINARY_OP(sub, TG_BINARY_SUB, binary_backward);
 BINARY_OP(mul, TG_BINARY_MUL, binary_backward);
@@ -676,6 +704,7 @@ typedef struct {
                                                                        : *(const T *)(p[3] + i * s[3]); \
     }
 WHERE_ROW(where_row_1, uint8_t)
+WHERE_ROW(where_row_2, uint16_t)
 WHERE_ROW(where_row_4, uint32_t)
 WHERE_ROW(where_row_8, uint64_t)
 
@@ -704,7 +733,8 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
         tg_iter it;
         tg_tensor *ops[4] = {out, cond, a, b};
         tg_iter_init(&it, shape, 4, ops);
-        tg_iter_run(&it, es == 1 ? where_row_1 : es == 4 ? where_row_4 : where_row_8, NULL, true);
+        tg_iter_run(&it, es == 1 ? where_row_1 : es == 2 ? where_row_2 : es == 4 ? where_row_4 : where_row_8, NULL,
+                    true);
     }
     tg_ctx_save(ctx, cond);
     return out;
@@ -718,7 +748,7 @@ static void where_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = tg_where(cond, zero, g);
 }
 
-static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0};
+static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0, TG_LOW_PRECISION_NATIVE};
 
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
     return tg_apply(&where_fn, (tg_tensor *[]){cond, a, b});
@@ -729,7 +759,7 @@ tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
 static tg_tensor *cast_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const tg_dtype *dtype = tg_ctx_attrs(ctx);
     if (!tg_dtype_is_supported(*dtype))
-        return tg_error("tg_cast: dtype %s is not supported", tg_dtype_name(*dtype)), NULL;
+        return tg_error("tg_cast: dtype %d is not a tg_dtype", (int)*dtype), NULL;
     tg_tensor *out = tg_empty(in[0]->shape, (tg_opts){.dtype = *dtype, .device = in[0]->storage->device});
     if (!out || tg_copy_values_(out, in[0])) return NULL;
     return out;
@@ -739,7 +769,7 @@ static void cast_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_cast(g, tg_ctx_input_dtype(ctx, 0));
 }
 
-static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0};
+static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0, TG_LOW_PRECISION_NATIVE};
 
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
     if (x && x->dtype == dtype) return tg_scope_track(tg_retain(x));

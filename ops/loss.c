@@ -49,8 +49,8 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
     char xs[128], ts[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     tg_shape_str(target->shape, ts, sizeof ts);
-    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
-        return tg_error("%s: expected float32 or float64 input, got %s", op, tg_dtype_name(x->dtype));
+    if (!tg_dtype_is_floating(x->dtype))
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype));
     if (target->dtype != TG_INT64)
         return tg_error("%s: expected int64 class indices as target, got %s", op, tg_dtype_name(target->dtype));
     if (tg_check_same_device(op, x, target, "input and target")) return TG_ERROR;
@@ -222,7 +222,7 @@ static void ce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_sub(p, dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0};
+static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
 
 /* ======================= class weights (composed) ======================= */
 
@@ -295,8 +295,8 @@ static tg_tensor *weighted_loss(tg_tensor *x, tg_tensor *target, const ce_args *
 static tg_tensor *prob_target_loss(const char *op, tg_tensor *x, tg_tensor *target, tg_loss_opts o) {
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
-    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
-        return tg_error("%s: expected float32 or float64 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    if (!tg_dtype_is_floating(x->dtype))
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
     if (x->shape.ndim == 0) return tg_error("%s: expected input [N, C] or [N, C, d...], got a 0-dim tensor", op), NULL;
     if (!tg_dtype_is_floating(target->dtype))
         return tg_error("%s: a target shaped like the input %s holds class probabilities and must be floating, "
@@ -378,7 +378,7 @@ static void nll_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_neg(dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function nll_fn = {"nll_loss", 2, nll_forward, nll_backward, 0};
+static const tg_function nll_fn = {"nll_loss", 2, nll_forward, nll_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
 
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target) {
     return tg_nll_loss_opts(log_probs, target, (tg_loss_opts){0});

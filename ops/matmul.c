@@ -129,8 +129,8 @@ static bool uniform_rows(const tg_tensor *t, int ndim, int64_t k, int64_t *row_s
 
 static tg_status check_pair(const char *op, tg_tensor *a, tg_tensor *b, const char *what_b) {
     char da[16], db[16];
-    if (a->dtype != TG_FLOAT32 && a->dtype != TG_FLOAT64)
-        return tg_error("%s: expected float32 or float64 tensors, got %s", op, tg_dtype_name(a->dtype));
+    if (!tg_dtype_is_floating(a->dtype))
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 tensors, got %s", op, tg_dtype_name(a->dtype));
     if (a->dtype != b->dtype)
         return tg_error("%s: expected tensors of one dtype, got %s and %s (%s)", op, tg_dtype_name(a->dtype),
                         tg_dtype_name(b->dtype), what_b);
@@ -211,7 +211,7 @@ static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_matmul(tg_transpose(a, -1, -2), g);
 }
 
-static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0};
+static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
 
 tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
     if (!a) return tg_error_null_input("tg_matmul", 0), NULL;
@@ -290,8 +290,8 @@ static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
 }
 
-static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0};
-static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0};
+static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
 
 tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
     if (!x) return tg_error_null_input("tg_linear", 0), NULL;
