@@ -30,6 +30,7 @@
 #include "core/tensor.h"
 
 #include "autograd/function.h"
+#include "autograd/autocast.h"
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"

@@ -395,18 +395,22 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(g, d);
 }
 
-#define UNARY_OP(NAME, KIND, INTS) \
-    static const unary_op NAME##_op = {{#NAME, 1, unary_forward, unary_backward, 0, TG_LOW_PRECISION_NATIVE}, KIND, INTS}
+#define UNARY_OP_AUTOCAST(NAME, KIND, INTS, AUTOCAST)                                                      \
+    static const unary_op NAME##_op = {                                                                      \
+        {#NAME, 1, unary_forward, unary_backward, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, KIND, INTS}
+#define UNARY_OP(NAME, KIND, INTS) UNARY_OP_AUTOCAST(NAME, KIND, INTS, TG_AUTOCAST_NONE)
+/* PyTorch's CUDA autocast float32 list: exp, log, pow, rsqrt, ... */
+#define UNARY_OP_F32_ON_CUDA(NAME, KIND, INTS) UNARY_OP_AUTOCAST(NAME, KIND, INTS, TG_AUTOCAST_FLOAT32_ON_CUDA)
 UNARY_OP(neg, TG_UNARY_NEG, true);
-UNARY_OP(exp, TG_UNARY_EXP, false);
-UNARY_OP(log, TG_UNARY_LOG, false);
+UNARY_OP_F32_ON_CUDA(exp, TG_UNARY_EXP, false);
+UNARY_OP_F32_ON_CUDA(log, TG_UNARY_LOG, false);
 UNARY_OP(add_scalar, TG_UNARY_ADD_SCALAR, true);
 UNARY_OP(mul_scalar, TG_UNARY_MUL_SCALAR, true);
 UNARY_OP(rsub_scalar, TG_UNARY_RSUB_SCALAR, true);
 UNARY_OP(div_scalar, TG_UNARY_DIV_SCALAR, false);
-UNARY_OP(pow_scalar, TG_UNARY_POW_SCALAR, true);
+UNARY_OP_F32_ON_CUDA(pow_scalar, TG_UNARY_POW_SCALAR, true);
 UNARY_OP(sqrt, TG_UNARY_SQRT, false);
-UNARY_OP(rsqrt, TG_UNARY_RSQRT, false);
+UNARY_OP_F32_ON_CUDA(rsqrt, TG_UNARY_RSQRT, false);
 UNARY_OP(abs, TG_UNARY_ABS, true);
 UNARY_OP(sign, TG_UNARY_SIGN, true);
 UNARY_OP(relu, TG_UNARY_RELU, true);
@@ -416,15 +420,15 @@ UNARY_OP(tanh, TG_UNARY_TANH, false);
 UNARY_OP(gelu, TG_UNARY_GELU, false);
 UNARY_OP(gelu_tanh, TG_UNARY_GELU_TANH, false);
 UNARY_OP(silu, TG_UNARY_SILU, false);
-UNARY_OP(softplus, TG_UNARY_SOFTPLUS, false);
+UNARY_OP_F32_ON_CUDA(softplus, TG_UNARY_SOFTPLUS, false);
 UNARY_OP(clamp, TG_UNARY_CLAMP, true);
 UNARY_OP(erf, TG_UNARY_ERF, false);
-UNARY_OP(reciprocal, TG_UNARY_RECIPROCAL, false);
+UNARY_OP_F32_ON_CUDA(reciprocal, TG_UNARY_RECIPROCAL, false);
 UNARY_OP(square, TG_UNARY_SQUARE, true);
 UNARY_OP(sin, TG_UNARY_SIN, false);
 UNARY_OP(cos, TG_UNARY_COS, false);
-UNARY_OP(expm1, TG_UNARY_EXPM1, false);
-UNARY_OP(log1p, TG_UNARY_LOG1P, false);
+UNARY_OP_F32_ON_CUDA(expm1, TG_UNARY_EXPM1, false);
+UNARY_OP_F32_ON_CUDA(log1p, TG_UNARY_LOG1P, false);
 UNARY_OP(floor, TG_UNARY_FLOOR, false);
 UNARY_OP(ceil, TG_UNARY_CEIL, false);
 UNARY_OP(round, TG_UNARY_ROUND, false);
@@ -659,15 +663,16 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     }
 }
 
-#define BINARY_OP(NAME, KIND, BACKWARD) \
-    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0, TG_LOW_PRECISION_NATIVE}, KIND}
+#define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST) \
+    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, KIND}
+#define BINARY_OP(NAME, KIND, BACKWARD) BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, TG_AUTOCAST_NONE)
 BINARY_OP(add, TG_BINARY_ADD, binary_backward);
 BINARY_OP(sub, TG_BINARY_SUB, binary_backward);
 BINARY_OP(mul, TG_BINARY_MUL, binary_backward);
 BINARY_OP(div, TG_BINARY_DIV, binary_backward);
 BINARY_OP(maximum, TG_BINARY_MAXIMUM, binary_backward);
 BINARY_OP(minimum, TG_BINARY_MINIMUM, binary_backward);
-BINARY_OP(pow, TG_BINARY_POW, binary_backward);
+BINARY_OP_AUTOCAST(pow, TG_BINARY_POW, binary_backward, TG_AUTOCAST_FLOAT32_ON_CUDA);
 BINARY_OP(eq, TG_BINARY_EQ, NULL);
 BINARY_OP(ne, TG_BINARY_NE, NULL);
 BINARY_OP(lt, TG_BINARY_LT, NULL);
@@ -748,7 +753,7 @@ static void where_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = tg_where(cond, zero, g);
 }
 
-static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0, TG_LOW_PRECISION_NATIVE};
+static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
     return tg_apply(&where_fn, (tg_tensor *[]){cond, a, b});
@@ -769,7 +774,7 @@ static void cast_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_cast(g, tg_ctx_input_dtype(ctx, 0));
 }
 
-static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0, TG_LOW_PRECISION_NATIVE};
+static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
     if (x && x->dtype == dtype) return tg_scope_track(tg_retain(x));

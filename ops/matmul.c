@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "autograd/autocast_impl.h"
 #include "autograd/function.h"
 #include "core/parallel.h"
 #include "core/scope.h"
@@ -211,9 +212,9 @@ static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_matmul(tg_transpose(a, -1, -2), g);
 }
 
-static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_LOWER};
 
-tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
+static tg_tensor *matmul_checked(tg_tensor *a, tg_tensor *b) {
     if (!a) return tg_error_null_input("tg_matmul", 0), NULL;
     if (!b) return tg_error_null_input("tg_matmul", 1), NULL;
     char sa[128], sb[128];
@@ -290,10 +291,10 @@ static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
 }
 
-static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
-static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_LOWER};
+static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_LOWER};
 
-tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
+static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
     if (!x) return tg_error_null_input("tg_linear", 0), NULL;
     if (!weight) return tg_error_null_input("tg_linear", 1), NULL;
     char sx[128], sw[128], sb[128];
@@ -313,4 +314,26 @@ tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
         return tg_error("tg_linear: bias must be [%lld] for weight %s, got %s", (long long)weight->shape.dims[0], sw,
                         sb), NULL;
     return tg_apply(&linear_fn, (tg_tensor *[]){x, weight, bias});
+}
+
+/* Autocast casts the inputs before the checks above, which require one dtype (the
+ * functions' TG_AUTOCAST_LOWER covers calls that reach tg_apply directly). */
+tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
+    if (!tg_autocast_active()) return matmul_checked(a, b);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {a, b};
+        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 2)) out = tg_scope_return(matmul_checked(t[0], t[1]));
+    }
+    return out;
+}
+
+tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
+    if (!tg_autocast_active()) return linear_checked(x, weight, bias);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {x, weight, bias};
+        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(linear_checked(t[0], t[1], t[2]));
+    }
+    return out;
 }

@@ -215,7 +215,7 @@ static tg_tensor *bn_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return gx;
 }
 
-static const tg_function bn_backward_fn = {"batch_norm_backward", 4, bn_backward_forward, NULL, 3, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function bn_backward_fn = {"batch_norm_backward", 4, bn_backward_forward, NULL, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const norm_args *a = tg_ctx_attrs(ctx);
@@ -261,8 +261,9 @@ static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_reshape(tg_sum_dims(g, param_dims, num_param_dims, false), w->shape);
 }
 
-static const tg_function norm_fn = {"batch_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32};
-static const tg_function layer_norm_fn = {"layer_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function norm_fn = {"batch_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function layer_norm_fn = {"layer_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32,
+                                            TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 /* weight/bias, or constants of ones/zeros of `shape` when NULL (owned by the scope). */
 static tg_tensor *param_or(tg_tensor *p, tg_shape shape, tg_tensor *x, double value) {
@@ -295,6 +296,20 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
     if (x->shape.ndim < 2) return tg_error("%s: expected input [N, C, ...] (at least 2-D), got %s", op, xs), NULL;
     if (!tg_dtype_is_floating(x->dtype))
         return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    tg_tensor *given[] = {weight, bias, running_mean, running_var};
+    bool float32_params = false;
+    for (int i = 0; i < 4; i++) float32_params |= given[i] && given[i]->dtype == TG_FLOAT32;
+    if (tg_dtype_is_low_precision(x->dtype) && float32_params) {
+        /* PyTorch's mixed batch norm: a float16/bfloat16 input with float32 parameters and
+         * statistics (what autocast gives after a conv) is normalised in float32 and
+         * rounded once; the running statistics stay float32. */
+        tg_tensor *y = NULL;
+        TG_SCOPE {
+            y = tg_scope_return(tg_cast(tg_batch_norm(tg_cast(x, TG_FLOAT32), running_mean, running_var, weight, bias,
+                                                      training, momentum, eps), x->dtype));
+        }
+        return y;
+    }
     int64_t c = x->shape.dims[1];
     tg_shape cshape = TG_SHAPE(c);
     if (check_param(op, "weight", weight, x, cshape) || check_param(op, "bias", bias, x, cshape) ||

@@ -246,6 +246,25 @@ TEST_F(LowTest, OpsMatchPyTorchInFloat16) {
     check_op("cast_f32", TG_FLOAT16, [](auto &in) { return tg_cast(in[0], TG_FLOAT32); }, TG_FLOAT32, true);
 }
 
+TEST_F(LowTest, MixedBatchNormAsPyTorch) {
+    tg_tensor *x = fx("bn_mixed_x").make(TG_BFLOAT16, true);
+    tg_tensor *w = fx("bn_mixed_w").make(TG_FLOAT32, true), *b = fx("bn_mixed_b").make(TG_FLOAT32, true);
+    tg_tensor *rm = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv = tg_ones(TG_SHAPE(3), tg_opts{});
+    tg_tensor *y = tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    EXPECT_EQ(tg_dtype_of(y), TG_BFLOAT16);
+    EXPECT_TRUE(tensor_near(y, fx("bn_mixed_out").data, 0.02, 0.01));
+    EXPECT_EQ(tg_dtype_of(rm), TG_FLOAT32);
+    EXPECT_TRUE(tensor_near(rm, fx("bn_mixed_running_mean").data, 1e-6, 1e-5));
+    EXPECT_TRUE(tensor_near(rv, fx("bn_mixed_running_var").data, 1e-6, 1e-5));
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, fx("bn_mixed_wt").make(TG_BFLOAT16)))), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_BFLOAT16);
+    EXPECT_EQ(tg_dtype_of(tg_grad(w)), TG_FLOAT32);
+    EXPECT_TRUE(tensor_near(tg_grad(x), fx("bn_mixed_grad_x").data, 0.03, 0.02));
+    EXPECT_TRUE(tensor_near(tg_grad(w), fx("bn_mixed_grad_w").data, 0.02, 0.01));
+    EXPECT_TRUE(tensor_near(tg_grad(b), fx("bn_mixed_grad_b").data, 0.02, 0.01));
+}
+
 TEST_F(LowTest, CastGradientComesBackInTheInputDtype) {
     tg_tensor *w = tg_requires_grad(tensor_f32({0.5f, -1.25f, 3.0f}, TG_SHAPE(3)), true);
     tg_tensor *y = tg_mul_scalar(tg_cast(w, TG_BFLOAT16), 3.0);
@@ -310,8 +329,8 @@ TEST_F(LowTest, SafetensorsReadsAndWritesF16AndBF16) {
 tg_tensor *reads_floats(tg_ctx *, tg_tensor *const *in) { return tg_clone(in[0]); }
 
 TEST_F(LowTest, CustomOpsRefuseLowPrecisionUnlessTheyOptIn) {
-    static const tg_function plain = {"my_op", 1, reads_floats, nullptr, 0, TG_LOW_PRECISION_REFUSE};
-    static const tg_function native = {"my_op", 1, reads_floats, nullptr, 0, TG_LOW_PRECISION_NATIVE};
+    static const tg_function plain = {"my_op", 1, reads_floats, nullptr, 0, TG_LOW_PRECISION_REFUSE, TG_AUTOCAST_NONE};
+    static const tg_function native = {"my_op", 1, reads_floats, nullptr, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
     tg_tensor *x = tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16});
     tg_clear_error();
     EXPECT_EQ(tg_apply(&plain, &x), nullptr);
@@ -328,7 +347,7 @@ tg_tensor *needs_float32(tg_ctx *, tg_tensor *const *in) {
 }
 
 TEST_F(LowTest, CustomOpsCanAskForFloat32) {
-    static const tg_function op = {"plus_third", 2, needs_float32, nullptr, 0, TG_LOW_PRECISION_IN_FLOAT32};
+    static const tg_function op = {"plus_third", 2, needs_float32, nullptr, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
     tg_tensor *a = tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16}), *b = tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16});
     tg_tensor *ab[] = {a, b};
     tg_tensor *y = tg_apply(&op, ab);
