@@ -55,6 +55,7 @@
 #include "nn/module.h"
 #include "nn/layers.h"
 #include "optim/optim.h"
+#include "optim/grad_scaler.h"
 
 #include "data/mnist.h"
 #include "data/loader.h"
