@@ -1,6 +1,6 @@
 // float16 / bfloat16 on CUDA against the CPU: casts bit for bit (core/lowp.h is
-// compiled by both), fills, ops computed in float32 (elementwise, matmul, softmax,
-// sum, cross_entropy) with their gradients, and CUDA autocast's lists (matmul in
+// compiled by both), fills, matmul / linear through cublasGemmEx, ops computed in
+// float32 (elementwise, softmax, sum, cross_entropy), all with their gradients, and CUDA autocast's lists (matmul in
 // float16, softmax in float32, which the CPU list leaves alone). Skipped without a GPU.
 #include <cstring>
 
@@ -48,7 +48,12 @@ TEST_F(TgTest, CudaLowPrecisionOpsMatchCpu) {
         tg_tensor *c = random_cpu(TG_SHAPE(6, 5), dt, 3);
         EXPECT_TRUE(compare_devices([](auto &in) { return tg_mul(tg_add(in[0], in[1]), in[0]); }, {a, c}, o));
         EXPECT_TRUE(compare_devices([](auto &in) { return tg_sigmoid(in[0]); }, {a}, o));
+        // cublasGemmEx (float32 accumulation) against the CPU's float32 GEMM rounded once.
         EXPECT_TRUE(compare_devices([](auto &in) { return tg_matmul(in[0], in[1]); }, {a, b}, o));
+        tg_tensor *ba = random_cpu(TG_SHAPE(3, 6, 5), dt, 4), *bb = random_cpu(TG_SHAPE(3, 5, 4), dt, 5);
+        EXPECT_TRUE(compare_devices([](auto &in) { return tg_matmul(in[0], in[1]); }, {ba, bb}, o));
+        tg_tensor *w = random_cpu(TG_SHAPE(4, 5), dt, 6), *bias = random_cpu(TG_SHAPE(4), dt, 7);
+        EXPECT_TRUE(compare_devices([](auto &in) { return tg_linear(in[0], in[1], in[2]); }, {a, w, bias}, o));
         EXPECT_TRUE(compare_devices([](auto &in) { return tg_softmax(in[0], 1); }, {a}, o));
         EXPECT_TRUE(compare_devices([](auto &in) { return tg_sum(in[0]); }, {a}, o));
         tg_tensor *target = tensor_i64({0, 4, 2, 1, 3, 0}, TG_SHAPE(6));
