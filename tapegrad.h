@@ -30,6 +30,7 @@
 #include "core/tensor.h"
 
 #include "autograd/function.h"
+#include "autograd/autocast.h"
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
@@ -54,6 +55,7 @@
 #include "nn/module.h"
 #include "nn/layers.h"
 #include "optim/optim.h"
+#include "optim/grad_scaler.h"
 
 #include "data/mnist.h"
 #include "data/loader.h"

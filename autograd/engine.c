@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/autocast_impl.h"
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
@@ -303,7 +304,9 @@ static void call_backward(graph_task *t, node_state *st, tg_tensor **grad_inputs
         tg_current_backward_frame = (tg_backward_frame){n, st->grads};
         tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
         bool was_in_backward = profiling && tg_profile_set_in_backward(true);
+        tg_autocast_suspend(); /* backward formulas run in the dtypes forward saw */
         n->fn->backward(&n->ctx, grad0, grad_inputs);
+        tg_autocast_resume();
         if (profiling) tg_profile_set_in_backward(was_in_backward);
         tg_current_backward_frame = outer;
         if (profiling)

@@ -3,11 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/autocast_impl.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "autograd/profile.h"
 #include "core/scope.h"
 #include "core/thread_exit.h"
+#include "ops/elementwise.h"
 
 static atomic_long live_nodes;
 static _Thread_local uint64_t next_sequence_nr;
@@ -231,15 +233,80 @@ static tg_tensor_meta meta_of(const tg_tensor *t) {
     return (tg_tensor_meta){t->shape, t->dtype, t->storage->device};
 }
 
+/* TG_LOW_PRECISION_IN_FLOAT32: the op on float32 copies of the inputs of dtype `low`,
+ * its floating outputs cast back to `low`. The casts are ops of their own, so the
+ * graph is cast -> op -> cast and gradients come back in the inputs' dtypes. */
+static tg_status apply_in_float32(const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size,
+                                  tg_tensor **outputs, int num_outputs, tg_dtype low) {
+    for (int i = 0; i < fn->num_inputs; i++) {
+        tg_dtype d = inputs[i]->dtype;
+        if (tg_dtype_is_floating(d) && d != low)
+            return tg_error("%s: expected floating inputs of one dtype, got %s and %s (cast first, or use "
+                            "autocast)", fn->name, tg_dtype_name(low), tg_dtype_name(d));
+    }
+    tg_status status = TG_ERROR;
+    tg_scope_begin(); /* owns the casts and the float32 outputs */
+    tg_tensor *wide[TG_MAX_OP_INPUTS], *out[TG_MAX_OP_OUTPUTS];
+    bool ok = true;
+    for (int i = 0; i < fn->num_inputs && ok; i++)
+        ok = (wide[i] = inputs[i]->dtype == low ? tg_cast(inputs[i], TG_FLOAT32) : inputs[i]) != NULL;
+    tg_autocast_suspend(); /* the float32 copies are what this op computes on */
+    ok = ok && !tg_apply_multi_args(fn, wide, args, size, out);
+    tg_autocast_resume();
+    for (int i = 0; i < num_outputs && ok; i++)
+        ok = (out[i] = out[i]->dtype == TG_FLOAT32 ? tg_cast(out[i], low) : out[i]) != NULL;
+    if (ok) {
+        for (int i = 0; i < num_outputs; i++) outputs[i] = tg_scope_return(out[i]);
+        status = TG_OK;
+    }
+    tg_scope_end();
+    return status;
+}
+
+/* Under autocast: the op on its inputs cast as fn->autocast asks (to[i] >= 0: cast
+ * input i to that dtype), recorded, so gradients come back in each input's dtype. */
+static tg_status apply_autocast(const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size,
+                                tg_tensor **outputs, int num_outputs, const int *to) {
+    tg_status status = TG_ERROR;
+    tg_scope_begin();
+    tg_tensor *cast[TG_MAX_OP_INPUTS], *out[TG_MAX_OP_OUTPUTS];
+    bool ok = true;
+    for (int i = 0; i < fn->num_inputs && ok; i++)
+        ok = (cast[i] = to[i] >= 0 ? tg_cast(inputs[i], (tg_dtype)to[i]) : inputs[i]) != NULL;
+    tg_autocast_suspend();
+    ok = ok && !tg_apply_multi_args(fn, cast, args, size, out);
+    tg_autocast_resume();
+    if (ok) {
+        for (int i = 0; i < num_outputs; i++) outputs[i] = tg_scope_return(out[i]);
+        status = TG_OK;
+    }
+    tg_scope_end();
+    return status;
+}
+
 tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args,
                               size_t size, tg_tensor **outputs) {
     int num_outputs = fn->num_outputs > 0 ? fn->num_outputs : 1;
     TG_ASSERT(fn->num_inputs <= TG_MAX_OP_INPUTS && num_outputs <= TG_MAX_OP_OUTPUTS);
     for (int i = 0; i < num_outputs; i++) outputs[i] = NULL;
     bool any_requires_grad = false;
+    int low = -1; /* an input of a low-precision dtype */
     for (int i = 0; i < fn->num_inputs; i++) {
         if (!inputs[i]) return tg_error_null_input(fn->name, i);
         any_requires_grad |= inputs[i]->requires_grad;
+        if (low < 0 && tg_dtype_is_low_precision(inputs[i]->dtype)) low = i;
+    }
+    if (fn->autocast != TG_AUTOCAST_NONE && tg_autocast_active()) {
+        int to[TG_MAX_OP_INPUTS], casts = 0;
+        for (int i = 0; i < fn->num_inputs; i++) casts += (to[i] = tg_autocast_target(fn->autocast, inputs[i])) >= 0;
+        if (casts) return apply_autocast(fn, inputs, args, size, outputs, num_outputs, to);
+    }
+    if (low >= 0 && fn->low_precision != TG_LOW_PRECISION_NATIVE) {
+        tg_dtype d = inputs[low]->dtype;
+        if (fn->low_precision == TG_LOW_PRECISION_IN_FLOAT32)
+            return apply_in_float32(fn, inputs, args, size, outputs, num_outputs, d);
+        return tg_error("%s: no %s kernel (input %d is %s); cast it to float32 first", fn->name,
+                        tg_dtype_name(d), low, tg_dtype_name(d));
     }
     bool record = fn->backward && any_requires_grad && tg_is_grad_enabled();
     tg_node *node = record ? new_node(fn, num_outputs) : NULL;
@@ -254,7 +321,9 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     double started = profiling ? tg_profile_clock() : 0;
     size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
     tg_scope_begin();
+    tg_autocast_suspend(); /* ops inside a forward are not autocast (as PyTorch's dispatcher) */
     ctx->outputs[0] = fn->forward(ctx, inputs);
+    tg_autocast_resume();
     if (profiling)
         tg_profile_record(fn->name, tg_profile_in_backward(), tg_profile_clock() - started,
                           tg_thread_bytes_allocated() - bytes_before);

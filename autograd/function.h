@@ -15,7 +15,9 @@
  *         tg_tensor *x = tg_ctx_saved(ctx, 0), *s = tg_sigmoid(x);
  *         grad_in[0] = tg_mul(grad, tg_add(s, tg_mul(x, tg_mul(s, tg_rsub_scalar(s, 1.0)))));
  *     }
- *     static const tg_function swish = {"swish", 1, swish_forward, swish_backward};
+ *     static const tg_function swish = {.name = "swish", .num_inputs = 1, .forward = swish_forward,
+ *                                       .backward = swish_backward,
+ *                                       .low_precision = TG_LOW_PRECISION_NATIVE}; // built from ops
  *     tg_tensor *y = tg_apply(&swish, (tg_tensor *[]){x});
  */
 #ifndef TG_AUTOGRAD_FUNCTION_H
@@ -40,12 +42,37 @@ typedef tg_tensor *(*tg_forward_fn)(tg_ctx *ctx, tg_tensor *const *inputs);
  * shape it broadcasts to (the engine sums them back). */
 typedef void (*tg_backward_fn)(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_inputs);
 
+/* What tg_apply does with float16 / bfloat16 inputs (docs/mixed-precision.md). */
+typedef enum {
+    /* Refused with "<op>: no float16/bfloat16 kernel ...": the forward would read
+     * the 2-byte elements as something else. The default, so a custom op whose
+     * forward reads data pointers is safe until it says otherwise. */
+    TG_LOW_PRECISION_REFUSE = 0,
+    /* The forward handles them itself (views, copies, ops built from other ops). */
+    TG_LOW_PRECISION_NATIVE,
+    /* Computed in float32 and rounded once, as PyTorch's CPU kernels do: inputs of
+     * one low-precision dtype d are cast to float32 (recorded, so gradients flow
+     * back as d), the op runs, and its floating outputs are cast back to d. A mix
+     * of d with another floating dtype is refused. */
+    TG_LOW_PRECISION_IN_FLOAT32,
+} tg_low_precision;
+
+/* What autocast does with the op's inputs (autograd/autocast.h). */
+typedef enum {
+    TG_AUTOCAST_NONE = 0,        /* runs in its inputs' dtypes */
+    TG_AUTOCAST_LOWER,           /* matmul, linear, conv: floating inputs to the autocast dtype */
+    TG_AUTOCAST_FLOAT32,         /* losses: to float32 */
+    TG_AUTOCAST_FLOAT32_ON_CUDA, /* softmax, exp, sum, ...: to float32 under CUDA autocast only */
+} tg_autocast_policy;
+
 typedef struct tg_function {
     const char *name;
     int num_inputs;          /* at most TG_MAX_OP_INPUTS */
     tg_forward_fn forward;
     tg_backward_fn backward; /* NULL: not differentiable (outputs never require grad) */
     int num_outputs;         /* 0 means 1; more: forward sets outputs 1.. with tg_ctx_set_output */
+    tg_low_precision low_precision; /* float16/bfloat16 inputs; zero: refused */
+    tg_autocast_policy autocast;    /* zero: not cast */
 } tg_function;
 
 #define TG_MAX_OP_INPUTS 8

@@ -19,6 +19,8 @@ static void print_value(const printer *p, const char *elem) {
     double v = tg_load_as_double(elem, p->t->dtype);
     switch (p->t->dtype) {
     case TG_BOOL: fprintf(p->f, "%s", v != 0 ? "True" : "False"); break;
+    case TG_FLOAT16:
+    case TG_BFLOAT16:
     case TG_FLOAT32:
     case TG_FLOAT64: fprintf(p->f, p->scientific ? "%.4e" : "%.4f", v); break;
     case TG_INT64: fprintf(p->f, "%lld", (long long)*(const int64_t *)elem); break;

@@ -320,6 +320,14 @@
 #define tg_clip_grad_value(...) TG_TRACED_STATUS_(tg_clip_grad_value, tg_clip_grad_value(__VA_ARGS__))
 #define tg_clip_grad_value_params(...) TG_TRACED_STATUS_(tg_clip_grad_value_params, tg_clip_grad_value_params(__VA_ARGS__))
 
+/* optim/grad_scaler.h */
+#define tg_grad_scaler_scale(...) TG_TRACED_PTR_(tg_tensor, tg_grad_scaler_scale, tg_grad_scaler_scale(__VA_ARGS__))
+#define tg_grad_scaler_unscale_(...) TG_TRACED_STATUS_(tg_grad_scaler_unscale_, tg_grad_scaler_unscale_(__VA_ARGS__))
+#define tg_grad_scaler_step(...) TG_TRACED_STATUS_(tg_grad_scaler_step, tg_grad_scaler_step(__VA_ARGS__))
+#define tg_grad_scaler_update(...) TG_TRACED_STATUS_(tg_grad_scaler_update, tg_grad_scaler_update(__VA_ARGS__))
+#define tg_grad_scaler_update_to(...) TG_TRACED_STATUS_(tg_grad_scaler_update_to, tg_grad_scaler_update_to(__VA_ARGS__))
+#define tg_grad_scaler_set_state(...) TG_TRACED_STATUS_(tg_grad_scaler_set_state, tg_grad_scaler_set_state(__VA_ARGS__))
+
 /* data/mnist.h */
 #define tg_idx_load(...) TG_TRACED_PTR_(tg_tensor, tg_idx_load, tg_idx_load(__VA_ARGS__))
 #define tg_idx_parse(...) TG_TRACED_PTR_(tg_tensor, tg_idx_parse, tg_idx_parse(__VA_ARGS__))

@@ -14,6 +14,7 @@
 #include "ops/random.h"
 #include "ops/inplace.h"
 #include "optim/optim.h"
+#include "optim/grad_scaler_state.h"
 #include "optim/schedule_state.h"
 
 tg_tensor_map *tg_module_state_map(tg_module *m) {
@@ -144,6 +145,26 @@ static tg_status set_meta_u64(tg_tensor_map *m, const char *key, unsigned long l
     return tg_tensor_map_set_metadata(m, key, buf);
 }
 
+/* The GradScaler made on opt, if any (scaler.state_dict()): "scaler.scale" (the
+ * float32 scale, exactly), ".growth_tracker", ".growth_factor", ".backoff_factor",
+ * ".growth_interval", ".enabled". */
+static tg_status save_scaler(tg_tensor_map *ck, tg_optim *opt) {
+    const tg_grad_scaler *sc = tg_optim_scaler_(opt);
+    if (!sc) return TG_OK;
+    tg_grad_scaler_opts o = tg_grad_scaler_get_opts(sc);
+    char v[40];
+    snprintf(v, sizeof v, "%.17g", tg_grad_scaler_is_enabled(sc) ? tg_grad_scaler_get_scale(sc) : o.init_scale);
+    tg_status s = tg_tensor_map_set_metadata(ck, "scaler.scale", v);
+    if (!s) s = set_meta_i64(ck, "scaler.growth_tracker", (long long)tg_grad_scaler_growth_tracker(sc));
+    snprintf(v, sizeof v, "%.17g", o.growth_factor);
+    if (!s) s = tg_tensor_map_set_metadata(ck, "scaler.growth_factor", v);
+    snprintf(v, sizeof v, "%.17g", o.backoff_factor);
+    if (!s) s = tg_tensor_map_set_metadata(ck, "scaler.backoff_factor", v);
+    if (!s) s = set_meta_i64(ck, "scaler.growth_interval", o.growth_interval);
+    if (!s) s = set_meta_i64(ck, "scaler.enabled", tg_grad_scaler_is_enabled(sc));
+    return s;
+}
+
 /* The state of every scheduler made on opt: "sched.count" and, per scheduler i,
  * "sched.<i>.name", ".settings", ".last_epoch", ".step_count", ".groups" and per group g
  * ".group.<g>.base_lr" and ".group.<g>.last_lr" (%.17g: doubles round-trip exactly). */
@@ -212,6 +233,7 @@ tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
             if (!s) s = tg_tensor_map_set_metadata(ck, key, lr);
         }
         if (!s) s = save_schedulers(ck, opt);
+        if (!s) s = save_scaler(ck, opt);
     }
     tg_rng_state rng = tg_rng_get_state();
     if (!s) s = tg_tensor_map_set_metadata(ck, "tapegrad.checkpoint", "1");
@@ -252,6 +274,38 @@ static bool meta_double(const char *op, const char *path, const tg_tensor_map *m
     }
     tg_error("%s: %s: metadata \"%s\" is %s", op, path, key, v ? "not a number" : "missing");
     return false;
+}
+
+/* A GradScaler's state read from a checkpoint. */
+typedef struct {
+    double scale;
+    uint64_t growth_tracker, enabled, interval;
+    tg_grad_scaler_opts opts;
+} saved_scaler;
+
+/* Reads the state of the GradScaler made on opt (none: nothing to read, true); false
+ * with an error when the file has none or another kind (enabled / disabled). */
+static bool read_scaler(const char *op, const char *path, const tg_tensor_map *ck, tg_optim *opt, saved_scaler *out) {
+    const tg_grad_scaler *sc = tg_optim_scaler_(opt);
+    if (!sc) return true;
+    if (!tg_tensor_map_metadata(ck, "scaler.scale"))
+        return tg_error("%s: %s holds no GradScaler state (saved without one, or by an older tapegrad), but a "
+                        "GradScaler was made on the optimizer (%s)", op, path, tg_optim_name(opt)), false;
+    if (!meta_double(op, path, ck, "scaler.scale", &out->scale) ||
+        !meta_number(op, path, ck, "scaler.growth_tracker", false, &out->growth_tracker) ||
+        !meta_double(op, path, ck, "scaler.growth_factor", &out->opts.growth_factor) ||
+        !meta_double(op, path, ck, "scaler.backoff_factor", &out->opts.backoff_factor) ||
+        !meta_number(op, path, ck, "scaler.growth_interval", false, &out->interval) ||
+        !meta_number(op, path, ck, "scaler.enabled", false, &out->enabled))
+        return false;
+    if ((out->enabled != 0) != tg_grad_scaler_is_enabled(sc))
+        return tg_error("%s: %s holds the state of a%s GradScaler, but the one made on the optimizer is %s", op,
+                        path, out->enabled ? "n enabled" : " disabled", out->enabled ? "disabled" : "enabled"),
+               false;
+    out->opts.growth_interval = (int)out->interval;
+    out->opts.init_scale = tg_grad_scaler_get_opts(sc).init_scale;
+    out->opts.disabled = !out->enabled;
+    return true;
 }
 
 /* The per-group lrs of a file with "optim.groups" (its groups must match the
@@ -385,6 +439,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
     double *group_lrs = NULL;
     bool has_groups = false;
     saved_sched *scheds = NULL;
+    saved_scaler scaler = {0};
     const char *kind = tg_tensor_map_metadata(ck, "tapegrad.checkpoint");
     if (!kind || strcmp(kind, "1") != 0) {
         tg_error("%s: %s is not a tapegrad checkpoint (no \"tapegrad.checkpoint\" metadata; "
@@ -412,7 +467,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         if (has_groups && !group_lrs) goto done;
         bool scheds_ok;
         scheds = read_schedulers(op, path, ck, opt, &scheds_ok);
-        if (!scheds_ok) goto done;
+        if (!scheds_ok || !read_scaler(op, path, ck, opt, &scaler)) goto done;
     }
     model_state = tg_tensor_map_select(ck, "model.");
     if (!model_state || tg_module_load_state_map(model, model_state, true, path)) goto done;
@@ -440,6 +495,9 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         for (int i = 0; i < tg_optim_num_schedulers_(opt) && scheds && !s; i++)
             tg_scheduler_set_state_(tg_optim_scheduler_(opt, i), scheds[i].last_epoch, scheds[i].step_count,
                                     scheds[i].base_lrs, scheds[i].last_lrs);
+        tg_grad_scaler *sc = tg_optim_scaler_(opt);
+        if (!s && sc)
+            s = tg_grad_scaler_set_state(sc, scaler.scale, (int64_t)scaler.growth_tracker, scaler.opts);
     }
     if (!s) {
         tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");

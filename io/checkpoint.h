@@ -22,7 +22,11 @@
  * optimizer ("sched.count"; per scheduler i "sched.<i>.name", "sched.<i>.settings",
  * "sched.<i>.last_epoch", "sched.<i>.step_count", "sched.<i>.groups" and per group g
  * "sched.<i>.group.<g>.base_lr" / ".last_lr"), and the RNG state "rng.seed",
- * "rng.offset" (core/rng.h), all decimal strings. Files written before parameter
+ * "rng.offset" (core/rng.h), all decimal strings, and, when a GradScaler was made on
+ * the optimizer (optim/grad_scaler.h), "scaler.scale", "scaler.growth_tracker",
+ * "scaler.growth_factor", "scaler.backoff_factor", "scaler.growth_interval" and
+ * "scaler.enabled" (loading restores them into the scaler made on the optimizer; a
+ * file without them is then an error). Files written before parameter
  * groups have no "optim.groups": loading one sets every group's lr to "optim.lr".
  *
  * Loading is all or nothing: every name, shape and dtype is checked first, every

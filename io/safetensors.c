@@ -28,9 +28,10 @@ typedef struct {
 static const st_dtype DTYPES[] = {
     {"F32", TG_FLOAT32}, {"F64", TG_FLOAT64}, {"I64", TG_INT64},
     {"I32", TG_INT32},   {"U8", TG_UINT8},    {"BOOL", TG_BOOL},
+    {"F16", TG_FLOAT16}, {"BF16", TG_BFLOAT16},
 };
-/* Valid in the format, but tapegrad has no dtype (or no kernels) for them. */
-static const char *const UNSUPPORTED[] = {"F16", "BF16", "I8", "I16", "U16", "U32", "U64",
+/* Valid in the format, but tapegrad has no dtype for them. */
+static const char *const UNSUPPORTED[] = {"I8", "I16", "U16", "U32", "U64",
                                           "F8_E4M3", "F8_E5M2", "F64_C", "C64"};
 
 static const char *dtype_file_name(tg_dtype d) {
@@ -145,7 +146,7 @@ tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_
             free(sizes);
             free(offsets);
             return tg_error("%s: tensor \"%s\" has dtype %s, which safetensors files from "
-                            "tapegrad cannot hold yet (F32, F64, I64, I32, U8, BOOL)",
+                            "tapegrad cannot hold yet (F32, F64, I64, I32, U8, BOOL, F16, BF16)",
                             op, tg_tensor_map_name(m, i), tg_dtype_name(tg_dtype_of(t)));
         }
         if (!first) sb_put(&h, ",", 1);
@@ -292,7 +293,7 @@ static bool parse_entry(const char *op, const char *file, const cJSON *item, st_
         for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof UNSUPPORTED[0]; i++)
             if (strcmp(dtype->valuestring, UNSUPPORTED[i]) == 0)
                 return tg_error("%s: %s: tensor \"%s\": dtype %s is not supported by tapegrad "
-                                "(it reads F32, F64, I64, I32, U8, BOOL)",
+                                "(it reads F32, F64, I64, I32, U8, BOOL, F16, BF16)",
                                 op, file, name, UNSUPPORTED[i]), false;
         return tg_error("%s: %s: tensor \"%s\": unknown dtype \"%.32s\"", op, file, name,
                         dtype->valuestring), false;

@@ -14,7 +14,7 @@
  * {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
  *  "__metadata__": {"key": "value"}}, then the raw little-endian data of every tensor,
  * row-major, at [begin, end) of the byte buffer that follows the header. Dtypes:
- * F32, F64, I64, I32, U8, BOOL (tapegrad's dtypes). tapegrad writes the header in
+ * F32, F64, I64, I32, U8, BOOL, F16, BF16 (tapegrad's dtypes). tapegrad writes the header in
  * map order, pads it with spaces to a multiple of 8 bytes and lays the data out
  * largest element size first, as the reference implementation does, so every
  * tensor's data is aligned to its element size; the output is a deterministic

@@ -1,6 +1,7 @@
 /* Compositions of differentiable ops (see ops/composite.h). */
 #include "ops/composite.h"
 
+#include "autograd/autocast_impl.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"
@@ -132,6 +133,9 @@ static tg_tensor *scaled_product(const char *op, int rank, tg_tensor *c, tg_tens
                         tg_shape_str(c->shape, sc, sizeof sc), tg_shape_str(out, sa, sizeof sa)), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
+        tg_tensor *cab[] = {c, a, b}; /* in autocast's lower-precision list, as PyTorch's addmm */
+        if (tg_autocast_inputs(TG_AUTOCAST_LOWER, cab, 3)) break;
+        c = cab[0], a = cab[1], b = cab[2];
         tg_tensor *p = tg_matmul(a, b);
         if (p && alpha != 1) p = tg_mul_scalar(p, alpha);
         if (p && beta != 0) p = tg_add(p, beta != 1 ? tg_mul_scalar(c, beta) : c);

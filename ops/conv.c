@@ -23,6 +23,7 @@
 
 #include <string.h>
 
+#include "autograd/autocast_impl.h"
 #include "autograd/function.h"
 #include "core/parallel.h"
 #include "core/scope.h"
@@ -468,10 +469,10 @@ static void weight_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = conv_apply(x, gg, NULL, p);
 }
 
-static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0};
-static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0};
-static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0};
-static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0};
+static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_LOWER};
+static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_LOWER};
+static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 static tg_tensor *conv_apply(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p) {
     conv_params q = *p;
@@ -489,7 +490,7 @@ static tg_tensor *weight_grad_apply(tg_tensor *x, tg_tensor *g, const conv_param
 
 /* ======================= public entry ======================= */
 
-tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts) {
+static tg_tensor *conv2d_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts) {
     const char *op = "tg_conv2d";
     if (!x) return tg_error_null_input(op, 0), NULL;
     if (!weight) return tg_error_null_input(op, 1), NULL;
@@ -500,7 +501,7 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_o
         tg_tensor *y = NULL;
         TG_SCOPE {
             tg_tensor *x4 = tg_unsqueeze(x, 0);
-            y = tg_scope_return(tg_squeeze(tg_conv2d(x4, weight, bias, opts), 0));
+            y = tg_scope_return(tg_squeeze(conv2d_checked(x4, weight, bias, opts), 0));
         }
         return y;
     }
@@ -509,7 +510,7 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_o
     if (weight->shape.ndim != 4)
         return tg_error("%s: expected weight [C_out, C_in / groups, kH, kW] (4-D), got %s", op, ws), NULL;
     if (!tg_dtype_is_floating(x->dtype) || x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
-        return tg_error("%s: expected input, weight and bias of one floating dtype (float32 or float64), got "
+        return tg_error("%s: expected input, weight and bias of one floating dtype, got "
                         "input %s, weight %s%s%s", op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype),
                         bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), NULL;
     if (!tg_device_equal(x->storage->device, weight->storage->device) ||
@@ -540,4 +541,15 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_o
                         op, xs, (long long)p.kh, (long long)p.kw, stride, padding, dilation,
                         (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
     return conv_apply(x, weight, bias, &p);
+}
+
+/* Autocast casts the inputs before the checks above, which require one dtype. */
+tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts) {
+    if (!tg_autocast_active()) return conv2d_checked(x, weight, bias, opts);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {x, weight, bias};
+        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(conv2d_checked(t[0], t[1], t[2], opts));
+    }
+    return out;
 }

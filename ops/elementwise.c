@@ -203,7 +203,32 @@ static tg_iter_row_fn binary_row_for(tg_dtype d) {
 
 /* ======================= kernel entries ======================= */
 
+/* float16 / bfloat16 operands: computed in float32 and rounded once into out, as
+ * PyTorch's CPU kernels do (each element is widened exactly, so comparisons are
+ * exact and arithmetic differs from a float32 tensor's only by the final rounding).
+ * Runs on either device (the casts are tg_copy_values_). */
+static tg_tensor *widened(tg_tensor *t) {
+    if (!tg_dtype_is_low_precision(t->dtype)) return t;
+    tg_tensor *w = tg_empty(t->shape, (tg_opts){.dtype = TG_FLOAT32, .device = t->storage->device});
+    return w && !tg_copy_values_(w, t) ? w : NULL;
+}
+
+static tg_status low_precision_into(const char *op, int kind, bool binary, tg_tensor *out, tg_tensor *x,
+                                    tg_tensor *y, double a, double b) {
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        tg_tensor *wx = widened(x), *wy = binary ? widened(y) : NULL, *wo = widened(out);
+        if (wx && wo && (!binary || wy) &&
+            !(binary ? tg_binary_into(op, (tg_binary_kind)kind, wo, wx, wy)
+                     : tg_unary_into(op, (tg_unary_kind)kind, wo, wx, a, b)))
+            status = wo == out ? TG_OK : tg_copy_values_(out, wo);
+    }
+    return status;
+}
+
 tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b) {
+    if (tg_dtype_is_low_precision(x->dtype) || tg_dtype_is_low_precision(out->dtype))
+        return low_precision_into(op, kind, false, out, x, NULL, a, b);
     if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
     tg_iter_row_fn row = NULL;
     switch (x->dtype) {
@@ -223,6 +248,9 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
 }
 
 tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b) {
+    if (tg_dtype_is_low_precision(a->dtype) || tg_dtype_is_low_precision(b->dtype) ||
+        tg_dtype_is_low_precision(out->dtype))
+        return low_precision_into(op, kind, true, out, a, b, 0, 0);
     if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
     tg_iter_row_fn row = binary_row_for(a->dtype);
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(a->dtype));
@@ -368,18 +396,22 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(g, d);
 }
 
-#define UNARY_OP(NAME, KIND, INTS) \
-    static const unary_op NAME##_op = {{#NAME, 1, unary_forward, unary_backward, 0}, KIND, INTS}
+#define UNARY_OP_AUTOCAST(NAME, KIND, INTS, AUTOCAST)                                                      \
+    static const unary_op NAME##_op = {                                                                      \
+        {#NAME, 1, unary_forward, unary_backward, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, KIND, INTS}
+#define UNARY_OP(NAME, KIND, INTS) UNARY_OP_AUTOCAST(NAME, KIND, INTS, TG_AUTOCAST_NONE)
+/* PyTorch's CUDA autocast float32 list: exp, log, pow, rsqrt, ... */
+#define UNARY_OP_F32_ON_CUDA(NAME, KIND, INTS) UNARY_OP_AUTOCAST(NAME, KIND, INTS, TG_AUTOCAST_FLOAT32_ON_CUDA)
 UNARY_OP(neg, TG_UNARY_NEG, true);
-UNARY_OP(exp, TG_UNARY_EXP, false);
-UNARY_OP(log, TG_UNARY_LOG, false);
+UNARY_OP_F32_ON_CUDA(exp, TG_UNARY_EXP, false);
+UNARY_OP_F32_ON_CUDA(log, TG_UNARY_LOG, false);
 UNARY_OP(add_scalar, TG_UNARY_ADD_SCALAR, true);
 UNARY_OP(mul_scalar, TG_UNARY_MUL_SCALAR, true);
 UNARY_OP(rsub_scalar, TG_UNARY_RSUB_SCALAR, true);
 UNARY_OP(div_scalar, TG_UNARY_DIV_SCALAR, false);
-UNARY_OP(pow_scalar, TG_UNARY_POW_SCALAR, true);
+UNARY_OP_F32_ON_CUDA(pow_scalar, TG_UNARY_POW_SCALAR, true);
 UNARY_OP(sqrt, TG_UNARY_SQRT, false);
-UNARY_OP(rsqrt, TG_UNARY_RSQRT, false);
+UNARY_OP_F32_ON_CUDA(rsqrt, TG_UNARY_RSQRT, false);
 UNARY_OP(abs, TG_UNARY_ABS, true);
 UNARY_OP(sign, TG_UNARY_SIGN, true);
 UNARY_OP(relu, TG_UNARY_RELU, true);
@@ -389,15 +421,15 @@ UNARY_OP(tanh, TG_UNARY_TANH, false);
 UNARY_OP(gelu, TG_UNARY_GELU, false);
 UNARY_OP(gelu_tanh, TG_UNARY_GELU_TANH, false);
 UNARY_OP(silu, TG_UNARY_SILU, false);
-UNARY_OP(softplus, TG_UNARY_SOFTPLUS, false);
+UNARY_OP_F32_ON_CUDA(softplus, TG_UNARY_SOFTPLUS, false);
 UNARY_OP(clamp, TG_UNARY_CLAMP, true);
 UNARY_OP(erf, TG_UNARY_ERF, false);
-UNARY_OP(reciprocal, TG_UNARY_RECIPROCAL, false);
+UNARY_OP_F32_ON_CUDA(reciprocal, TG_UNARY_RECIPROCAL, false);
 UNARY_OP(square, TG_UNARY_SQUARE, true);
 UNARY_OP(sin, TG_UNARY_SIN, false);
 UNARY_OP(cos, TG_UNARY_COS, false);
-UNARY_OP(expm1, TG_UNARY_EXPM1, false);
-UNARY_OP(log1p, TG_UNARY_LOG1P, false);
+UNARY_OP_F32_ON_CUDA(expm1, TG_UNARY_EXPM1, false);
+UNARY_OP_F32_ON_CUDA(log1p, TG_UNARY_LOG1P, false);
 UNARY_OP(floor, TG_UNARY_FLOOR, false);
 UNARY_OP(ceil, TG_UNARY_CEIL, false);
 UNARY_OP(round, TG_UNARY_ROUND, false);
@@ -632,15 +664,16 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     }
 }
 
-#define BINARY_OP(NAME, KIND, BACKWARD) \
-    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0}, KIND}
+#define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST) \
+    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, KIND}
+#define BINARY_OP(NAME, KIND, BACKWARD) BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, TG_AUTOCAST_NONE)
 BINARY_OP(add, TG_BINARY_ADD, binary_backward);
 BINARY_OP(sub, TG_BINARY_SUB, binary_backward);
 BINARY_OP(mul, TG_BINARY_MUL, binary_backward);
 BINARY_OP(div, TG_BINARY_DIV, binary_backward);
 BINARY_OP(maximum, TG_BINARY_MAXIMUM, binary_backward);
 BINARY_OP(minimum, TG_BINARY_MINIMUM, binary_backward);
-BINARY_OP(pow, TG_BINARY_POW, binary_backward);
+BINARY_OP_AUTOCAST(pow, TG_BINARY_POW, binary_backward, TG_AUTOCAST_FLOAT32_ON_CUDA);
 BINARY_OP(eq, TG_BINARY_EQ, NULL);
 BINARY_OP(ne, TG_BINARY_NE, NULL);
 BINARY_OP(lt, TG_BINARY_LT, NULL);
@@ -677,6 +710,7 @@ typedef struct {
                                                                        : *(const T *)(p[3] + i * s[3]); \
     }
 WHERE_ROW(where_row_1, uint8_t)
+WHERE_ROW(where_row_2, uint16_t)
 WHERE_ROW(where_row_4, uint32_t)
 WHERE_ROW(where_row_8, uint64_t)
 
@@ -705,7 +739,8 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
         tg_iter it;
         tg_tensor *ops[4] = {out, cond, a, b};
         tg_iter_init(&it, shape, 4, ops);
-        tg_iter_run(&it, es == 1 ? where_row_1 : es == 4 ? where_row_4 : where_row_8, NULL, true);
+        tg_iter_run(&it, es == 1 ? where_row_1 : es == 2 ? where_row_2 : es == 4 ? where_row_4 : where_row_8, NULL,
+                    true);
     }
     tg_ctx_save(ctx, cond);
     return out;
@@ -719,7 +754,7 @@ static void where_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = tg_where(cond, zero, g);
 }
 
-static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0};
+static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
     return tg_apply(&where_fn, (tg_tensor *[]){cond, a, b});
@@ -730,7 +765,7 @@ tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
 static tg_tensor *cast_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const tg_dtype *dtype = tg_ctx_attrs(ctx);
     if (!tg_dtype_is_supported(*dtype))
-        return tg_error("tg_cast: dtype %s is not supported", tg_dtype_name(*dtype)), NULL;
+        return tg_error("tg_cast: dtype %d is not a tg_dtype", (int)*dtype), NULL;
     tg_tensor *out = tg_empty(in[0]->shape, (tg_opts){.dtype = *dtype, .device = in[0]->storage->device});
     if (!out || tg_copy_values_(out, in[0])) return NULL;
     return out;
@@ -740,7 +775,7 @@ static void cast_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_cast(g, tg_ctx_input_dtype(ctx, 0));
 }
 
-static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0};
+static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
     if (x && x->dtype == dtype) return tg_scope_track(tg_retain(x));

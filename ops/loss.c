@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autograd/autocast_impl.h"
 #include "autograd/function.h"
 #include "core/parallel.h"
 #include "core/scope.h"
@@ -49,8 +50,8 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
     char xs[128], ts[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     tg_shape_str(target->shape, ts, sizeof ts);
-    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
-        return tg_error("%s: expected float32 or float64 input, got %s", op, tg_dtype_name(x->dtype));
+    if (!tg_dtype_is_floating(x->dtype))
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype));
     if (target->dtype != TG_INT64)
         return tg_error("%s: expected int64 class indices as target, got %s", op, tg_dtype_name(target->dtype));
     if (tg_check_same_device(op, x, target, "input and target")) return TG_ERROR;
@@ -222,7 +223,7 @@ static void ce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_sub(p, dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0};
+static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 /* ======================= class weights (composed) ======================= */
 
@@ -295,8 +296,8 @@ static tg_tensor *weighted_loss(tg_tensor *x, tg_tensor *target, const ce_args *
 static tg_tensor *prob_target_loss(const char *op, tg_tensor *x, tg_tensor *target, tg_loss_opts o) {
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
-    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
-        return tg_error("%s: expected float32 or float64 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    if (!tg_dtype_is_floating(x->dtype))
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
     if (x->shape.ndim == 0) return tg_error("%s: expected input [N, C] or [N, C, d...], got a 0-dim tensor", op), NULL;
     if (!tg_dtype_is_floating(target->dtype))
         return tg_error("%s: a target shaped like the input %s holds class probabilities and must be floating, "
@@ -329,7 +330,7 @@ static tg_tensor *prob_target_loss(const char *op, tg_tensor *x, tg_tensor *targ
     return out;
 }
 
-tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
+static tg_tensor *cross_entropy_impl(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_cross_entropy";
     if (!logits) return tg_error_null_input(op, 0), NULL;
     if (!target) return tg_error_null_input(op, 1), NULL;
@@ -346,6 +347,19 @@ tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_o
         return weighted_loss(logits, target, &a, opts.weight, true);
     }
     return tg_apply_args(&ce_fn, (tg_tensor *[]){logits, target}, &a, sizeof a);
+}
+
+/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
+tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
+    if (!tg_autocast_active()) return cross_entropy_impl(logits, target, opts);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {logits, target, opts.weight};
+        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
+        opts.weight = t[2];
+        out = tg_scope_return(cross_entropy_impl(t[0], t[1], opts));
+    }
+    return out;
 }
 
 tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target) {
@@ -378,13 +392,13 @@ static void nll_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_neg(dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function nll_fn = {"nll_loss", 2, nll_forward, nll_backward, 0};
+static const tg_function nll_fn = {"nll_loss", 2, nll_forward, nll_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target) {
     return tg_nll_loss_opts(log_probs, target, (tg_loss_opts){0});
 }
 
-tg_tensor *tg_nll_loss_opts(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
+static tg_tensor *nll_loss_impl(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_nll_loss";
     if (!log_probs) return tg_error_null_input(op, 0), NULL;
     if (!target) return tg_error_null_input(op, 1), NULL;
@@ -399,6 +413,19 @@ tg_tensor *tg_nll_loss_opts(tg_tensor *log_probs, tg_tensor *target, tg_loss_opt
         return weighted_loss(log_probs, target, &a, opts.weight, false);
     }
     return tg_apply_args(&nll_fn, (tg_tensor *[]){log_probs, target}, &a, sizeof a);
+}
+
+/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
+tg_tensor *tg_nll_loss_opts(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
+    if (!tg_autocast_active()) return nll_loss_impl(log_probs, target, opts);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {log_probs, target, opts.weight};
+        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
+        opts.weight = t[2];
+        out = tg_scope_return(nll_loss_impl(t[0], t[1], opts));
+    }
+    return out;
 }
 
 /* ======================= elementwise losses ======================= */
@@ -436,7 +463,7 @@ static tg_status only_reduction(const char *op, tg_loss_opts o) {
     return TG_OK;
 }
 
-tg_tensor *tg_mse_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
+static tg_tensor *mse_loss_impl(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_mse_loss";
     if (check_pair(op, input, target, opts.reduction, false) || only_reduction(op, opts)) return NULL;
     tg_tensor *out = NULL;
@@ -444,15 +471,41 @@ tg_tensor *tg_mse_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts op
     return out;
 }
 
+/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
+tg_tensor *tg_mse_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
+    if (!tg_autocast_active()) return mse_loss_impl(input, target, opts);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {input, target, opts.weight};
+        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
+        opts.weight = t[2];
+        out = tg_scope_return(mse_loss_impl(t[0], t[1], opts));
+    }
+    return out;
+}
+
 tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target) {
     return tg_mse_loss_opts(input, target, (tg_loss_opts){0});
 }
 
-tg_tensor *tg_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
+static tg_tensor *l1_loss_impl(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_l1_loss";
     if (check_pair(op, input, target, opts.reduction, false) || only_reduction(op, opts)) return NULL;
     tg_tensor *out = NULL;
     TG_SCOPE { out = tg_scope_return(reduce(tg_abs(tg_sub(input, target)), opts.reduction)); }
+    return out;
+}
+
+/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
+tg_tensor *tg_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
+    if (!tg_autocast_active()) return l1_loss_impl(input, target, opts);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {input, target, opts.weight};
+        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
+        opts.weight = t[2];
+        out = tg_scope_return(l1_loss_impl(t[0], t[1], opts));
+    }
     return out;
 }
 
@@ -476,7 +529,7 @@ static tg_status check_bce_weight(const char *op, const char *name, tg_tensor *x
 /* ATen's binary_cross_entropy_with_logits (Loss.cpp): with m = max(-x, 0),
  *   sp = m + log(exp(-m) + exp(-x - m))            (= log(1 + exp(-x)))
  *   loss = (1 - y) x + (1 + (pos_weight - 1) y) sp,  times weight. */
-tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor *target, tg_bce_opts opts) {
+static tg_tensor *binary_cross_entropy_with_logits_impl(tg_tensor *logits, tg_tensor *target, tg_bce_opts opts) {
     const char *op = "tg_binary_cross_entropy_with_logits";
     if (check_pair(op, logits, target, opts.reduction, true)) return NULL;
     if (opts.weight && check_bce_weight(op, "weight", logits, opts.weight)) return NULL;
@@ -489,6 +542,19 @@ tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor
         tg_tensor *loss = tg_add(tg_mul(tg_rsub_scalar(target, 1), logits), sp);
         if (opts.weight) loss = tg_mul(loss, opts.weight);
         out = tg_scope_return(reduce(loss, opts.reduction));
+    }
+    return out;
+}
+
+/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
+tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor *target, tg_bce_opts opts) {
+    if (!tg_autocast_active()) return binary_cross_entropy_with_logits_impl(logits, target, opts);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {logits, target, opts.weight, opts.pos_weight};
+        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 4)) break;
+        opts.weight = t[2], opts.pos_weight = t[3];
+        out = tg_scope_return(binary_cross_entropy_with_logits_impl(t[0], t[1], opts));
     }
     return out;
 }

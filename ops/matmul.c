@@ -6,12 +6,14 @@
 
 #include <string.h>
 
+#include "autograd/autocast_impl.h"
 #include "autograd/function.h"
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/matmul.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -90,6 +92,8 @@ static tg_status gemm_run(const char *op, const gemm_desc *g, const void *a, int
         return TG_CUDA_CALL(op, tg_cuda_gemm, g->dtype, g->device.index, g->la.trans, g->lb.trans, g->m, g->n,
                             g->k, g->alpha, a, g->la.ld, stride_a, b, g->lb.ld, stride_b, g->beta, c, g->ldc,
                             stride_c, batch);
+    if (g->dtype != TG_FLOAT32 && g->dtype != TG_FLOAT64) /* low precision widens before it gets here */
+        return tg_error("%s: no CPU GEMM for %s", op, tg_dtype_name(g->dtype));
     if (batch > 1 && g->m * g->n * g->k < TG_GEMM_PARALLEL_MIN && batch * g->m * g->n * g->k >= TG_GEMM_PARALLEL_MIN) {
         /* Many small products: whole products per thread. */
         batch_job j = {g, a, stride_a, b, stride_b, c, stride_c};
@@ -129,8 +133,8 @@ static bool uniform_rows(const tg_tensor *t, int ndim, int64_t k, int64_t *row_s
 
 static tg_status check_pair(const char *op, tg_tensor *a, tg_tensor *b, const char *what_b) {
     char da[16], db[16];
-    if (a->dtype != TG_FLOAT32 && a->dtype != TG_FLOAT64)
-        return tg_error("%s: expected float32 or float64 tensors, got %s", op, tg_dtype_name(a->dtype));
+    if (!tg_dtype_is_floating(a->dtype))
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 tensors, got %s", op, tg_dtype_name(a->dtype));
     if (a->dtype != b->dtype)
         return tg_error("%s: expected tensors of one dtype, got %s and %s (%s)", op, tg_dtype_name(a->dtype),
                         tg_dtype_name(b->dtype), what_b);
@@ -141,6 +145,13 @@ static tg_status check_pair(const char *op, tg_tensor *a, tg_tensor *b, const ch
 }
 
 /* ======================= batched matmul (both operands >= 2-D) ======================= */
+
+/* float16 / bfloat16 on the CPU: the forwards below run the float32 GEMM on widened
+ * copies and round the result once (PyTorch's CPU kernels accumulate in float32 too;
+ * docs/mixed-precision.md). On CUDA they go to cublasGemmEx (ops/cuda/matmul.cu). */
+static bool low_precision_on_cpu(const tg_tensor *t) {
+    return tg_dtype_is_low_precision(t->dtype) && t->storage->device.kind == TG_DEVICE_CPU;
+}
 
 /* a [..., n, k] x b [..., k, m] -> [batch..., n, m]; the checks are done by tg_matmul. */
 static tg_tensor *bmm_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -159,6 +170,11 @@ static tg_tensor *bmm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     full_b.dims[full_b.ndim++] = k;
     full_b.dims[full_b.ndim++] = m;
     tg_opts opts = {.dtype = a->dtype, .device = a->storage->device};
+    if (low_precision_on_cpu(a)) { /* float32 GEMM, rounded once */
+        tg_ctx_save(ctx, a);
+        tg_ctx_save(ctx, b);
+        return tg_cast(tg_matmul(tg_cast(a, TG_FLOAT32), tg_cast(b, TG_FLOAT32)), a->dtype);
+    }
     tg_tensor *out = k == 0 ? tg_zeros(out_shape, opts) : tg_empty(out_shape, opts);
     if (!out) return NULL;
     tg_ctx_save(ctx, a);
@@ -211,9 +227,9 @@ static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_matmul(tg_transpose(a, -1, -2), g);
 }
 
-static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0};
+static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
 
-tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
+static tg_tensor *matmul_checked(tg_tensor *a, tg_tensor *b) {
     if (!a) return tg_error_null_input("tg_matmul", 0), NULL;
     if (!b) return tg_error_null_input("tg_matmul", 1), NULL;
     char sa[128], sb[128];
@@ -259,6 +275,12 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_shape out_shape = x->shape;
     out_shape.dims[out_shape.ndim - 1] = out_features;
     tg_opts opts = {.dtype = x->dtype, .device = x->storage->device};
+    if (low_precision_on_cpu(x)) { /* float32 GEMM and bias, rounded once */
+        tg_ctx_save(ctx, x);
+        tg_ctx_save(ctx, w);
+        return tg_cast(tg_linear(tg_cast(x, TG_FLOAT32), tg_cast(w, TG_FLOAT32), bias ? tg_cast(bias, TG_FLOAT32) : NULL),
+                       x->dtype);
+    }
     tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), opts);
     tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features)); /* a view unless x is scattered */
     if (!out || !x2) return NULL;
@@ -290,10 +312,10 @@ static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
 }
 
-static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0};
-static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0};
+static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
+static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
 
-tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
+static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
     if (!x) return tg_error_null_input("tg_linear", 0), NULL;
     if (!weight) return tg_error_null_input("tg_linear", 1), NULL;
     char sx[128], sw[128], sb[128];
@@ -313,4 +335,26 @@ tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
         return tg_error("tg_linear: bias must be [%lld] for weight %s, got %s", (long long)weight->shape.dims[0], sw,
                         sb), NULL;
     return tg_apply(&linear_fn, (tg_tensor *[]){x, weight, bias});
+}
+
+/* Autocast casts the inputs before the checks above, which require one dtype (the
+ * functions' TG_AUTOCAST_LOWER covers calls that reach tg_apply directly). */
+tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
+    if (!tg_autocast_active()) return matmul_checked(a, b);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {a, b};
+        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 2)) out = tg_scope_return(matmul_checked(t[0], t[1]));
+    }
+    return out;
+}
+
+tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
+    if (!tg_autocast_active()) return linear_checked(x, weight, bias);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *t[] = {x, weight, bias};
+        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(linear_checked(t[0], t[1], t[2]));
+    }
+    return out;
 }

@@ -215,7 +215,7 @@ static tg_tensor *bn_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return gx;
 }
 
-static const tg_function bn_backward_fn = {"batch_norm_backward", 4, bn_backward_forward, NULL, 3};
+static const tg_function bn_backward_fn = {"batch_norm_backward", 4, bn_backward_forward, NULL, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const norm_args *a = tg_ctx_attrs(ctx);
@@ -261,8 +261,9 @@ static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_reshape(tg_sum_dims(g, param_dims, num_param_dims, false), w->shape);
 }
 
-static const tg_function norm_fn = {"batch_norm", 3, norm_forward, norm_backward, 3};
-static const tg_function layer_norm_fn = {"layer_norm", 3, norm_forward, norm_backward, 3};
+static const tg_function norm_fn = {"batch_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function layer_norm_fn = {"layer_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32,
+                                            TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 /* weight/bias, or constants of ones/zeros of `shape` when NULL (owned by the scope). */
 static tg_tensor *param_or(tg_tensor *p, tg_shape shape, tg_tensor *x, double value) {
@@ -293,8 +294,22 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     if (x->shape.ndim < 2) return tg_error("%s: expected input [N, C, ...] (at least 2-D), got %s", op, xs), NULL;
-    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
-        return tg_error("%s: expected a float32 or float64 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    if (!tg_dtype_is_floating(x->dtype))
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    tg_tensor *given[] = {weight, bias, running_mean, running_var};
+    bool float32_params = false;
+    for (int i = 0; i < 4; i++) float32_params |= given[i] && given[i]->dtype == TG_FLOAT32;
+    if (tg_dtype_is_low_precision(x->dtype) && float32_params) {
+        /* PyTorch's mixed batch norm: a float16/bfloat16 input with float32 parameters and
+         * statistics (what autocast gives after a conv) is normalised in float32 and
+         * rounded once; the running statistics stay float32. */
+        tg_tensor *y = NULL;
+        TG_SCOPE {
+            y = tg_scope_return(tg_cast(tg_batch_norm(tg_cast(x, TG_FLOAT32), running_mean, running_var, weight, bias,
+                                                      training, momentum, eps), x->dtype));
+        }
+        return y;
+    }
     int64_t c = x->shape.dims[1];
     tg_shape cshape = TG_SHAPE(c);
     if (check_param(op, "weight", weight, x, cshape) || check_param(op, "bias", bias, x, cshape) ||
@@ -353,8 +368,8 @@ tg_tensor *tg_layer_norm(tg_tensor *x, int normalized_ndim, tg_tensor *weight, t
     if (normalized_ndim < 1 || normalized_ndim > x->shape.ndim)
         return tg_error("%s: expected 1 <= normalized_ndim <= %d for input %s, got %d", op, x->shape.ndim, xs,
                         normalized_ndim), NULL;
-    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
-        return tg_error("%s: expected a float32 or float64 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+    if (!tg_dtype_is_floating(x->dtype))
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
     int lead = x->shape.ndim - normalized_ndim;
     tg_shape nshape = tg_shape_from(normalized_ndim, x->shape.dims + lead);
     if (check_param(op, "weight", weight, x, nshape) || check_param(op, "bias", bias, x, nshape)) return NULL;

@@ -272,9 +272,9 @@ static void max_gather_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in)
     if (idx) grad_in[0] = max_scatter_apply(gg, idx, tg_ctx_attrs(ctx));
 }
 
-static const tg_function max_pool_fn = {"max_pool2d", 1, max_forward, max_backward, 2};
-static const tg_function max_scatter_fn = {"max_pool2d_backward", 2, max_scatter_forward, max_scatter_backward, 0};
-static const tg_function max_gather_fn = {"max_pool2d_gather", 2, max_gather_forward, max_gather_backward, 0};
+static const tg_function max_pool_fn = {"max_pool2d", 1, max_forward, max_backward, 2, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function max_scatter_fn = {"max_pool2d_backward", 2, max_scatter_forward, max_scatter_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function max_gather_fn = {"max_pool2d_gather", 2, max_gather_forward, max_gather_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 static tg_tensor *max_scatter_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
     return tg_apply_args(&max_scatter_fn, (tg_tensor *[]){g, idx}, q, sizeof *q);
@@ -396,10 +396,10 @@ static void avg_backward_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_i
     grad_in[0] = avg_apply(gg, tg_ctx_attrs(ctx));
 }
 
-static const tg_function avg_pool_fn = {"avg_pool2d", 1, avg_forward, avg_forward_backward, 0};
-static const tg_function adaptive_pool_fn = {"adaptive_avg_pool2d", 1, avg_forward, avg_forward_backward, 0};
+static const tg_function avg_pool_fn = {"avg_pool2d", 1, avg_forward, avg_forward_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function adaptive_pool_fn = {"adaptive_avg_pool2d", 1, avg_forward, avg_forward_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 static const tg_function avg_pool_backward_fn = {"avg_pool2d_backward", 1, avg_backward_forward,
-                                                 avg_backward_backward, 0};
+                                                 avg_backward_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 static tg_tensor *avg_apply(tg_tensor *x, const pool_params *q) {
     return tg_apply_args(q->adaptive ? &adaptive_pool_fn : &avg_pool_fn, &x, q, sizeof *q);
@@ -415,8 +415,8 @@ static tg_status check_input(const char *op, tg_tensor *x) {
     if (x->shape.ndim != 3 && x->shape.ndim != 4)
         return tg_error("%s: expected input [N, C, H, W] or [C, H, W], got %s", op,
                         tg_shape_str(x->shape, buf, sizeof buf));
-    if (x->dtype != TG_FLOAT32 && x->dtype != TG_FLOAT64)
-        return tg_error("%s: expected a float32 or float64 input, got %s", op, tg_dtype_name(x->dtype));
+    if (!tg_dtype_is_floating(x->dtype))
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype));
     for (int d = 1; d < x->shape.ndim; d++)
         if (x->shape.dims[d] == 0)
             return tg_error("%s: expected non-empty C, H and W, got input %s", op,

@@ -210,7 +210,7 @@ static tg_tensor *make_random(const char *op, tg_shape shape, tg_opts opts, cons
 }
 
 static tg_status check_floating(const char *op, tg_dtype dtype) {
-    if (tg_dtype_is_floating(dtype) && tg_dtype_is_supported(dtype)) return TG_OK;
+    if (tg_dtype_is_floating(dtype) && !tg_dtype_is_low_precision(dtype)) return TG_OK;
     return tg_error("%s: expected a floating dtype (float32 or float64), got %s", op, tg_dtype_name(dtype));
 }
 
@@ -356,7 +356,8 @@ static tg_status bernoulli_fill(tg_tensor *t, const dist *scalar_p);
 tg_status tg_bernoulli_(tg_tensor *t, double p) {
     if (!t) return tg_error_null_input("tg_bernoulli_", 0);
     if (!(p >= 0 && p <= 1)) return tg_error("tg_bernoulli_: expected p in [0, 1], but got p=%g", p);
-    if (!tg_dtype_is_supported(t->dtype)) return tg_error("tg_bernoulli_: %s is not supported", tg_dtype_name(t->dtype));
+    if (tg_dtype_is_low_precision(t->dtype))
+        return tg_error("tg_bernoulli_: %s is not supported (draw in float32 and cast)", tg_dtype_name(t->dtype));
     dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = p, .b = 1};
     return fill_inplace("tg_bernoulli_", &bernoulli_fn, t, &d, bernoulli_fill);
 }

@@ -164,7 +164,7 @@ static void sum_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = unreduce(g, tg_ctx_input_shape(ctx, 0), tg_ctx_attrs(ctx));
 }
 
-static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0};
+static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
     if (!t) return tg_error_null_input("tg_sum", 0), NULL;

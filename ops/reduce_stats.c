@@ -186,16 +186,16 @@ static void stat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     }
 }
 
-static const stat_op var_op = {{"var", 1, stat_forward, stat_backward, 0}, STAT_VAR, "tg_var"};
-static const stat_op std_op = {{"std", 1, stat_forward, stat_backward, 0}, STAT_STD, "tg_std"};
-static const stat_op logsumexp_op = {{"logsumexp", 1, stat_forward, stat_backward, 0}, STAT_LOGSUMEXP, "tg_logsumexp"};
-static const stat_op norm_op = {{"norm", 1, stat_forward, stat_backward, 0}, STAT_NORM, "tg_norm"};
+static const stat_op var_op = {{"var", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE}, STAT_VAR, "tg_var"};
+static const stat_op std_op = {{"std", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE}, STAT_STD, "tg_std"};
+static const stat_op logsumexp_op = {{"logsumexp", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA}, STAT_LOGSUMEXP, "tg_logsumexp"};
+static const stat_op norm_op = {{"norm", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA}, STAT_NORM, "tg_norm"};
 
 static tg_tensor *apply_stat(const stat_op *op, tg_tensor *t, const int *dims, int num_dims, bool keepdim,
                              double param) {
     if (!t) return tg_error_null_input(op->op, 0), NULL;
-    if (t->dtype != TG_FLOAT32 && t->dtype != TG_FLOAT64)
-        return tg_error("%s: expected a float32 or float64 tensor, got %s", op->op, tg_dtype_name(t->dtype)), NULL;
+    if (!tg_dtype_is_floating(t->dtype))
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op->op, tg_dtype_name(t->dtype)), NULL;
     if (num_dims < 0 || num_dims > TG_MAX_DIMS || (num_dims > 0 && !dims))
         return tg_error("%s: invalid dims list (%d entries)", op->op, num_dims), NULL;
     stat_args a = {.keepdim = keepdim, .param = param};

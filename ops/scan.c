@@ -55,7 +55,7 @@ static void cumsum_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_flip(tg_cumsum(tg_flip(g, &dim, 1), dim), &dim, 1);
 }
 
-static const tg_function cumsum_fn = {"cumsum", 1, cumsum_forward, cumsum_backward, 0};
+static const tg_function cumsum_fn = {"cumsum", 1, cumsum_forward, cumsum_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 tg_tensor *tg_cumsum(tg_tensor *x, int dim) {
     if (!x) return tg_error_null_input("tg_cumsum", 0), NULL;

@@ -72,14 +72,14 @@ static void scatter_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 static const tg_function pick_fns[] = {
-    {"select", 1, pick_forward, pick_backward, 0},
-    {"slice", 1, pick_forward, pick_backward, 0},
-    {"diagonal", 1, pick_forward, pick_backward, 0},
+    {"select", 1, pick_forward, pick_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
+    {"slice", 1, pick_forward, pick_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
+    {"diagonal", 1, pick_forward, pick_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
 };
 static const tg_function scatter_fns[] = {
-    {"select_backward", 1, scatter_forward, scatter_backward, 0},
-    {"slice_backward", 1, scatter_forward, scatter_backward, 0},
-    {"diagonal_backward", 1, scatter_forward, scatter_backward, 0},
+    {"select_backward", 1, scatter_forward, scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
+    {"slice_backward", 1, scatter_forward, scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
+    {"diagonal_backward", 1, scatter_forward, scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
 };
 
 static tg_tensor *apply_pick(tg_tensor *t, const pick_args *p) {

@@ -116,13 +116,13 @@ static void softmax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[0] = tg_mul(y, tg_sub(g, tg_sum_dim(tg_mul(g, y), dim, true)));
 }
 
-static const tg_function softmax_fn = {"softmax", 1, softmax_forward, softmax_backward, 0};
-static const tg_function log_softmax_fn = {"log_softmax", 1, softmax_forward, softmax_backward, 0};
+static const tg_function softmax_fn = {"softmax", 1, softmax_forward, softmax_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function log_softmax_fn = {"log_softmax", 1, softmax_forward, softmax_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 static tg_tensor *apply_softmax(const char *op, const tg_function *fn, tg_tensor *t, int dim, bool log) {
     if (!t) return tg_error_null_input(op, 0), NULL;
-    if (t->dtype != TG_FLOAT32 && t->dtype != TG_FLOAT64)
-        return tg_error("%s: expected a float32 or float64 tensor, got %s", op, tg_dtype_name(t->dtype)), NULL;
+    if (!tg_dtype_is_floating(t->dtype))
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op, tg_dtype_name(t->dtype)), NULL;
     int d = tg_wrap_dim(dim, t->shape.ndim);
     if (d < 0) {
         char s[128];

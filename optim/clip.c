@@ -9,11 +9,17 @@
 
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
+#include "core/convert.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
 #include "optim/optim.h"
 
-static double round_to(tg_dtype dtype, double v) { return dtype == TG_FLOAT32 ? (double)(float)v : v; }
+/* v rounded to a floating dtype (float64: unchanged). */
+static double round_to(tg_dtype dtype, double v) {
+    uint64_t bits = 0;
+    tg_store_from_double(&bits, dtype, v);
+    return tg_load_as_double(&bits, dtype);
+}
 
 /* p-norm of one gradient (host copy in double), rounded to its dtype. */
 static tg_status grad_norm(tg_tensor *g, double p, double *out) {

@@ -18,6 +18,7 @@
 #include "ops/dispatch.h"
 #include "ops/shape.h"
 #include "optim/kernels.h"
+#include "optim/grad_scaler_state.h"
 #include "optim/schedule_state.h"
 
 typedef enum { KIND_SGD, KIND_ADAM, KIND_ADAMW, KIND_RMSPROP } optim_kind;
@@ -58,6 +59,7 @@ struct tg_optim {
     char name_buf[96];  /* tg_optim_state_get's names */
     tg_lr_scheduler **schedulers; /* borrowed: made on this optimizer and not yet freed */
     int num_schedulers;
+    tg_grad_scaler *scaler; /* borrowed: the GradScaler made on this optimizer, if any */
 };
 
 /* Option fields whose zero means "default"; TG_ZERO (-0.0) means a real zero. */
@@ -644,8 +646,23 @@ tg_lr_scheduler *tg_optim_scheduler_(const tg_optim *opt, int i) {
     return opt && i >= 0 && i < opt->num_schedulers ? opt->schedulers[i] : NULL;
 }
 
+tg_status tg_optim_attach_scaler_(tg_optim *opt, tg_grad_scaler *s) {
+    if (opt->scaler)
+        return tg_error("tg_grad_scaler_new: %s already has a GradScaler (a checkpoint holds one per optimizer); "
+                        "free it first", opt->name);
+    opt->scaler = s;
+    return TG_OK;
+}
+
+void tg_optim_detach_scaler_(tg_optim *opt, tg_grad_scaler *s) {
+    if (opt->scaler == s) opt->scaler = NULL;
+}
+
+tg_grad_scaler *tg_optim_scaler_(const tg_optim *opt) { return opt ? opt->scaler : NULL; }
+
 void tg_optim_free(tg_optim *opt) {
     if (!opt) return;
+    if (opt->scaler) tg_grad_scaler_optim_freed_(opt->scaler);
     for (int i = 0; i < opt->num_schedulers; i++) tg_scheduler_optim_freed_(opt->schedulers[i]);
     free(opt->schedulers);
     for (int i = 0; i < opt->count; i++) {

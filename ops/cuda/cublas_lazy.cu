@@ -72,6 +72,20 @@ TG_CUBLAS_FORWARD(cublasDgemmStridedBatched,
                    long long int sB, const double *beta, double *C, int ldc, long long int sC, int batch),
                   (h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch))
 
+TG_CUBLAS_FORWARD(cublasGemmEx,
+                  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                   const void *alpha, const void *A, cudaDataType At, int lda, const void *B, cudaDataType Bt,
+                   int ldb, const void *beta, void *C, cudaDataType Ct, int ldc, cublasComputeType_t compute,
+                   cublasGemmAlgo_t algo),
+                  (h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb, beta, C, Ct, ldc, compute, algo))
+TG_CUBLAS_FORWARD(cublasGemmStridedBatchedEx,
+                  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                   const void *alpha, const void *A, cudaDataType At, int lda, long long int sA, const void *B,
+                   cudaDataType Bt, int ldb, long long int sB, const void *beta, void *C, cudaDataType Ct, int ldc,
+                   long long int sC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t algo),
+                  (h, ta, tb, m, n, k, alpha, A, At, lda, sA, B, Bt, ldb, sB, beta, C, Ct, ldc, sC, batch, compute,
+                   algo))
+
 extern "C" const char *CUBLASWINAPI cublasGetStatusString(cublasStatus_t status) {
     using fn_t = const char *(CUBLASWINAPI *)(cublasStatus_t);
     static fn_t real = resolve<fn_t>("cublasGetStatusString");

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "core/lowp.h"
 #include "core/tensor_impl.h"
 
 /* ---- context (ops/cuda/runtime.cu) ---- */
@@ -116,6 +117,49 @@ TG_CAST_TO_U8(int64_t)
 TG_CAST_TO_U8(int32_t)
 TG_CAST_TO_U8(bool)
 #undef TG_CAST_TO_U8
+
+/* float16 / bfloat16 elements for the copy kernels: the bits, converted through
+ * float32 by core/lowp.h's functions, as the CPU's core/convert.h does (so a cast
+ * rounds the same on both devices). Compute kernels have no case for them: ops
+ * compute them in float32 (docs/mixed-precision.md). */
+struct tg_half_t {
+    uint16_t bits;
+};
+struct tg_bf16_t {
+    uint16_t bits;
+};
+#define TG_CAST_FROM_LOWP(L, TO_FLOAT, D)                                          \
+    template <> __host__ __device__ __forceinline__ D tg_cast_value<D, L>(L v) { \
+        return tg_cast_value<D, float>(TO_FLOAT(v.bits));                          \
+    }
+#define TG_CAST_FROM_LOWP_ALL(L, TO_FLOAT)   \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, float)    \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, double)   \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, int64_t)  \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, int32_t)  \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, uint8_t)  \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, bool)
+TG_CAST_FROM_LOWP_ALL(tg_half_t, tg_half_bits_to_float)
+TG_CAST_FROM_LOWP_ALL(tg_bf16_t, tg_bf16_bits_to_float)
+#undef TG_CAST_FROM_LOWP_ALL
+#undef TG_CAST_FROM_LOWP
+#define TG_CAST_TO_LOWP(L, FROM_FLOAT, S)                                          \
+    template <> __host__ __device__ __forceinline__ L tg_cast_value<L, S>(S v) { \
+        return L{FROM_FLOAT(tg_cast_value<float, S>(v))};                          \
+    }
+#define TG_CAST_TO_LOWP_ALL(L, FROM_FLOAT, OTHER) \
+    TG_CAST_TO_LOWP(L, FROM_FLOAT, float)         \
+    TG_CAST_TO_LOWP(L, FROM_FLOAT, double)        \
+    TG_CAST_TO_LOWP(L, FROM_FLOAT, int64_t)       \
+    TG_CAST_TO_LOWP(L, FROM_FLOAT, int32_t)       \
+    TG_CAST_TO_LOWP(L, FROM_FLOAT, uint8_t)       \
+    TG_CAST_TO_LOWP(L, FROM_FLOAT, bool)          \
+    TG_CAST_TO_LOWP(L, FROM_FLOAT, OTHER)         \
+    template <> __host__ __device__ __forceinline__ L tg_cast_value<L, L>(L v) { return v; }
+TG_CAST_TO_LOWP_ALL(tg_half_t, tg_float_to_half_bits, tg_bf16_t)
+TG_CAST_TO_LOWP_ALL(tg_bf16_t, tg_float_to_bf16_bits, tg_half_t)
+#undef TG_CAST_TO_LOWP_ALL
+#undef TG_CAST_TO_LOWP
 
 /* ---- broadcast / strided indexing ----
  * N operands broadcast to one shape (operand 0 is the output). On the host, dims

@@ -7,7 +7,8 @@
 // operand keeps its own transpose flag.
 //
 // TF32: cuBLAS uses TF32 tensor cores for float32 only when tg_set_allow_tf32(true)
-// (the handle's math mode is set in tg_cuda_cublas, ops/cuda/runtime.cu).
+// (the handle's math mode is set in tg_cuda_cublas, ops/cuda/runtime.cu). float16 and
+// bfloat16 go through cublasGemmEx with float32 accumulation.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -45,6 +46,22 @@ static tg_status gemm_f64(cublasHandle_t h, cublasOperation_t op_b, cublasOperat
     return st == CUBLAS_STATUS_SUCCESS ? TG_OK : cublas_failed("cublasDgemm", st);
 }
 
+// float16 / bfloat16 operands and result, float32 accumulation (Tensor Cores where the
+// GPU has them): cublasGemmEx, as PyTorch's CUDA half/bf16 GEMM. alpha and beta are
+// float32 (CUBLAS_COMPUTE_32F); C is read (beta) and written in the 16-bit type,
+// rounded once.
+static tg_status gemm_lowp(cublasHandle_t h, cudaDataType type, cublasOperation_t op_b, cublasOperation_t op_a,
+                           int n, int m, int k, float alpha, const void *b, int ldb, int64_t stride_b, const void *a,
+                           int lda, int64_t stride_a, float beta, void *c, int ldc, int64_t stride_c, int batch) {
+    cublasStatus_t st =
+        batch == 1 ? cublasGemmEx(h, op_b, op_a, n, m, k, &alpha, b, type, ldb, a, type, lda, &beta, c, type, ldc,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+                   : cublasGemmStridedBatchedEx(h, op_b, op_a, n, m, k, &alpha, b, type, ldb, stride_b, a, type, lda,
+                                                stride_a, &beta, c, type, ldc, stride_c, batch, CUBLAS_COMPUTE_32F,
+                                                CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? TG_OK : cublas_failed("cublasGemmEx", st);
+}
+
 // ============================ entry points ============================
 
 extern "C" tg_status tg_cuda_gemm(tg_dtype dtype, int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
@@ -69,7 +86,13 @@ extern "C" tg_status tg_cuda_gemm(tg_dtype dtype, int device, bool trans_a, bool
     case TG_FLOAT64:
         return gemm_f64(h, op_b, op_a, (int)n, (int)m, (int)k, alpha, (const double *)b, (int)ldb, stride_b,
                         (const double *)a, (int)lda, stride_a, beta, (double *)c, (int)ldc, stride_c, (int)batch);
+    case TG_FLOAT16:
+    case TG_BFLOAT16:
+        return gemm_lowp(h, dtype == TG_FLOAT16 ? CUDA_R_16F : CUDA_R_16BF, op_b, op_a, (int)n, (int)m, (int)k,
+                         (float)alpha, b, (int)ldb, stride_b, a, (int)lda, stride_a, (float)beta, c, (int)ldc,
+                         stride_c, (int)batch);
     default:
-        return tg_error("%s: CUDA GEMM supports float32 and float64, not %s", op, tg_dtype_name(dtype));
+        return tg_error("%s: CUDA GEMM supports float32, float64, float16 and bfloat16, not %s", op,
+                        tg_dtype_name(dtype));
     }
 }

@@ -357,6 +357,8 @@ static tg_status copy_strided_from(tg_tensor *dst, tg_tensor *src, cudaStream_t 
     case TG_INT32: return launch_copy_strided<D, int32_t>(dst, src, stream);
     case TG_UINT8: return launch_copy_strided<D, uint8_t>(dst, src, stream);
     case TG_BOOL: return launch_copy_strided<D, bool>(dst, src, stream);
+    case TG_FLOAT16: return launch_copy_strided<D, tg_half_t>(dst, src, stream);
+    case TG_BFLOAT16: return launch_copy_strided<D, tg_bf16_t>(dst, src, stream);
     default: return tg_error("tg_copy_: dtype %s has no CUDA kernel", tg_dtype_name(src->dtype));
     }
 }
@@ -368,6 +370,8 @@ static tg_status backend_copy_strided(tg_tensor *dst, tg_tensor *src) {
                         tg_device_str(dst->storage->device, a), tg_device_str(src->storage->device, b));
     }
     TG_CUDA_ENTER("tg_copy_", dst);
+    if (dst->dtype == TG_FLOAT16) return copy_strided_from<tg_half_t>(dst, src, stream);
+    if (dst->dtype == TG_BFLOAT16) return copy_strided_from<tg_bf16_t>(dst, src, stream);
     TG_CUDA_DISPATCH_ALL("tg_copy_", dst->dtype, return copy_strided_from<scalar_t>(dst, src, stream));
     return TG_OK;
 }
@@ -394,10 +398,13 @@ static tg_status backend_fill(tg_tensor *t, double value) {
     case TG_INT32: { int32_t v = (int32_t)value; memcpy(&bits, &v, 4); break; }
     case TG_UINT8: bits = (uint8_t)(int64_t)value; break;
     case TG_BOOL: bits = value != 0; break;
+    case TG_FLOAT16: bits = tg_float_to_half_bits((float)value); break;
+    case TG_BFLOAT16: bits = tg_float_to_bf16_bits((float)value); break;
     default: return tg_error("tg_fill_: dtype %s has no CUDA kernel", tg_dtype_name(t->dtype));
     }
     switch (tg_dtype_size(t->dtype)) {
     case 1: return launch_fill<uint8_t>(t, (uint8_t)bits, stream);
+    case 2: return launch_fill<uint16_t>(t, (uint16_t)bits, stream);
     case 4: return launch_fill<uint32_t>(t, (uint32_t)bits, stream);
     default: return launch_fill<uint64_t>(t, bits, stream);
     }

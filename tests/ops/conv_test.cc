@@ -98,7 +98,7 @@ TEST_F(TgTest, Conv2dErrors) {
     EXPECT_ERROR_CONTAINS("expected bias [50] (weight [50, 10, 5, 5]), got [49]");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(x, tg_zeros(TG_SHAPE(50, 10, 5, 5), tg_opts{TG_FLOAT64, TG_CPU, false}), nullptr, {}), nullptr);
-    EXPECT_ERROR_CONTAINS("one floating dtype (float32 or float64), got input float32, weight float64");
+    EXPECT_ERROR_CONTAINS("one floating dtype, got input float32, weight float64");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(tg_zeros(TG_SHAPE(1, 10, 5, 5), tg_opts{TG_INT64, TG_CPU, false}),
                         tg_zeros(TG_SHAPE(5, 10, 5, 5), tg_opts{TG_INT64, TG_CPU, false}), nullptr, {}), nullptr);

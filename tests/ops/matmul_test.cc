@@ -95,7 +95,7 @@ TEST_F(TgTest, MatmulErrors) {
     EXPECT_ERROR_CONTAINS("float32 and float64");
     tg_clear_error();
     EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 3), tg_opts{TG_INT64}), tg_ones(TG_SHAPE(3, 2), tg_opts{TG_INT64})), nullptr);
-    EXPECT_ERROR_CONTAINS("expected float32 or float64 tensors, got int64");
+    EXPECT_ERROR_CONTAINS("expected float32, float64, float16 or bfloat16 tensors, got int64");
     tg_clear_error();
     EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 2, 3), tg_opts{}), tg_ones(TG_SHAPE(3, 3, 2), tg_opts{})), nullptr);
     EXPECT_ERROR_CONTAINS("batch dims of [2, 2, 3] and [3, 3, 2] cannot be broadcast");

@@ -91,7 +91,7 @@ TEST_F(TgTest, NormErrors) {
     EXPECT_ERROR_CONTAINS("expected running_mean of the input's dtype float32, got float64");
     tg_clear_error();
     EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(4, 3), tg_opts{TG_INT64, TG_CPU, false}), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5), nullptr);
-    EXPECT_ERROR_CONTAINS("expected a float32 or float64 input, got int64");
+    EXPECT_ERROR_CONTAINS("expected a float32, float64, float16 or bfloat16 input, got int64");
     tg_clear_error();
     EXPECT_EQ(tg_batch_norm(x, nullptr, nullptr, c3, c3, false, 0.1, 1e-5), nullptr);
     EXPECT_ERROR_CONTAINS("running_mean and running_var must be given in evaluation mode");

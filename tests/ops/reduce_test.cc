@@ -171,7 +171,7 @@ TEST_F(TgTest, ReductionErrors) {
     EXPECT_ERROR_CONTAINS("tg_argmax: cannot reduce over an empty dim");
     tg_clear_error();
     EXPECT_EQ(tg_var(tg_ones(TG_SHAPE(3), tg_opts{TG_INT64}), nullptr, 0, true, false), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_var: expected a float32 or float64 tensor, got int64");
+    EXPECT_ERROR_CONTAINS("tg_var: expected a float32, float64, float16 or bfloat16 tensor, got int64");
     tg_clear_error();
     int bad[] = {0, 0};
     EXPECT_EQ(tg_std(x, bad, 2, true, false), nullptr);
@@ -184,7 +184,7 @@ TEST_F(TgTest, ReductionErrors) {
     EXPECT_ERROR_CONTAINS("tg_norm: p must be positive");
     tg_clear_error();
     EXPECT_EQ(tg_norm(tg_ones(TG_SHAPE(3), tg_opts{TG_INT32}), 2, nullptr, 0, false), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_norm: expected a float32 or float64 tensor, got int32");
+    EXPECT_ERROR_CONTAINS("tg_norm: expected a float32, float64, float16 or bfloat16 tensor, got int32");
     const char *names[] = {"tg_max", "tg_min", "tg_max_dim", "tg_min_dim", "tg_argmax", "tg_argmin",
                            "tg_var", "tg_std", "tg_logsumexp", "tg_norm"};
     tg_tensor *results[10];

@@ -34,7 +34,10 @@ std::vector<BadInput> cases() {
         {"where non-bool condition", {"tg_where", "bool", "float32"},
          [] { return null(tg_where(f32(TG_SHAPE(2)), f32(TG_SHAPE(2)), f32(TG_SHAPE(2)))); }},
         {"clamp without bounds", {"tg_clamp"}, [] { return null(tg_clamp(f32(TG_SHAPE(2)), NAN, NAN)); }},
-        {"cast to float16", {"float16"}, [] { return null(tg_cast(f32(TG_SHAPE(2)), TG_FLOAT16)); }},
+        {"cast to no dtype", {"tg_cast", "not a tg_dtype"},
+         [] { return null(tg_cast(f32(TG_SHAPE(2)), (tg_dtype)TG_NUM_DTYPES)); }},
+        {"uniform_ on bfloat16", {"tg_uniform_", "bfloat16"},
+         [] { return err(tg_uniform_(tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16}), 0, 1)); }},
         {"in-place shape", {"tg_add_", "[3]", "[2]"}, [] { return err(tg_add_(f32(TG_SHAPE(2)), f32(TG_SHAPE(3)))); }},
         // creation
         {"negative size", {"tg_zeros", "-3"}, [] { return null(tg_zeros(TG_SHAPE(2, -3), tg_opts{})); }},
