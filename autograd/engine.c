@@ -620,3 +620,16 @@ tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumul
     tg_autograd_install();
     return TG_OK;
 }
+
+bool tg_remove_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user) {
+    if (!leaf || !leaf->hooks) return false;
+    for (tg_post_hook_entry **at = &leaf->hooks->post_first; *at; at = &(*at)->next) {
+        if ((*at)->fn == hook && (*at)->user == user) {
+            tg_post_hook_entry *gone = *at;
+            *at = gone->next;
+            free(gone);
+            return true;
+        }
+    }
+    return false;
+}

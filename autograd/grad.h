@@ -40,6 +40,9 @@ tg_status tg_register_hook(tg_tensor *t, tg_grad_hook hook, void *user);
  * when it returns. Fails on a non-leaf or a tensor that does not require grad. */
 typedef void (*tg_post_accumulate_hook)(tg_tensor *leaf, void *user);
 tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user);
+/* Removes the first registration of (hook, user) on leaf (PyTorch's handle.remove());
+ * false when there is none. */
+bool tg_remove_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user);
 
 typedef struct {
     tg_tensor *gradient;  /* d(loss)/d(t); NULL means 1 for a one-element t */

@@ -153,6 +153,10 @@ TEST_F(TgTest, PostAccumulateHooksRunAsSoonAsALeafIsDone) {
     ASSERT_EQ(tg_backward(tg_sum(tg_mul_scalar(w_out, 2))), TG_OK);
     EXPECT_EQ(out_log.calls, 2);
     EXPECT_DOUBLE_EQ(out_log.own_grad, std::exp(6.0) + 2);
+    EXPECT_TRUE(tg_remove_post_accumulate_grad_hook(w_out, post_hook, &out_log));
+    EXPECT_FALSE(tg_remove_post_accumulate_grad_hook(w_out, post_hook, &out_log));
+    ASSERT_EQ(tg_backward(tg_sum(w_out)), TG_OK);
+    EXPECT_EQ(out_log.calls, 2);
 }
 
 TEST_F(TgTest, PostAccumulateHookBadInput) {
