@@ -77,3 +77,30 @@ def tg_test_suite(overrides = {}):
     for name in overrides:
         if name not in names:
             fail("tests/BUILD: override for '%s', but there is no tests/%s.cc" % (name, name))
+
+def tg_mpi_test(name, srcs, ranks = 2, size = "medium", **kwargs):
+    """A GoogleTest binary run on `ranks` ranks under mpirun (tests/dist/run_mpi.sh).
+
+    `name` is the sh_test; `name + "_bin"` the binary (tests/dist/mpi_main.cc is its
+    main: rank 0 writes the XML report, so .ci/run counts the cases). Links //dist.
+    """
+    native.cc_binary(
+        name = name + "_bin",
+        testonly = True,
+        srcs = srcs + ["dist/mpi_main.cc"],
+        deps = [
+            ":test_util",
+            "//:tapegrad",
+            "//dist",
+            "@googletest//:gtest",
+        ],
+        linkstatic = True,
+    )
+    native.sh_test(
+        name = name,
+        size = size,
+        srcs = ["dist/run_mpi.sh"],
+        args = [str(ranks), "$(rootpath :%s_bin)" % name],
+        data = [":%s_bin" % name, "dist/lsan_openmpi.supp"] + native.glob(["**/fixtures/**"], allow_empty = True),
+        **kwargs
+    )
