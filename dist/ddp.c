@@ -135,6 +135,7 @@ static void on_gradient(tg_tensor *leaf, void *user) {
 
 static tg_status build_buckets(tg_ddp *d) {
     double cap = (d->opts.bucket_cap_mb > 0 ? d->opts.bucket_cap_mb : DEFAULT_BUCKET_MB) * 1024 * 1024;
+    double first_cap = cap < FIRST_BUCKET_BYTES ? cap : FIRST_BUCKET_BYTES;
     /* One open bucket per (dtype, device); PyTorch's compute_bucket_assignment_by_size
      * over the parameters in reverse order, the first bucket of each kind capped at 1 MB. */
     typedef struct {
@@ -167,7 +168,7 @@ static tg_status build_buckets(tg_ddp *d) {
         b->params[b->count++] = i;
         d->slots[i].bucket = k->bucket;
         k->bytes += (double)tg_numel(p) * tg_dtype_size(tg_dtype_of(p));
-        if (k->bytes >= (k->closed == 0 ? FIRST_BUCKET_BYTES : cap)) {
+        if (k->bytes >= (k->closed == 0 ? first_cap : cap)) {
             k->bucket = -1;
             k->closed++;
             k->bytes = 0;

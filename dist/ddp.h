@@ -16,7 +16,7 @@
  * As PyTorch's DDP:
  * - tg_ddp_new broadcasts rank 0's parameters and buffers to every rank.
  * - Parameters are grouped into buckets in reverse registration order (the order
- *   backward produces their gradients): the first bucket holds up to 1 MB, the
+ *   backward produces their gradients): the first bucket holds up to 1 MB (or bucket_cap_mb when smaller), the
  *   others up to bucket_cap_mb (25 MB), split by dtype and device. A post-accumulate
  *   hook on each parameter copies its gradient into its bucket; a full bucket's
  *   all-reduce (average) starts at once, MPI_Iallreduce on the CPU, NCCL on its own
