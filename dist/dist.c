@@ -35,6 +35,9 @@ static struct {
     int nccl_device;
 } dist = {.world_size = 1, .timeout_s = DEFAULT_TIMEOUT_S, .comm = MPI_COMM_NULL};
 
+/* This process's place in the job, kept after tg_dist_finalize for the SIGTERM message. */
+static volatile int job_rank = 0, job_size = 1;
+
 struct tg_dist_work {
     MPI_Request request;
     void *nccl; /* the NCCL handle instead of `request` for CUDA tensors */
@@ -75,7 +78,7 @@ static void on_sigterm(int sig) {
     int n = snprintf(line, sizeof line,
                      "tg_dist: rank %d of %d stopped by the launcher (signal %d): another rank exited with an "
                      "error or died; its messages say why\n",
-                     dist.rank, dist.world_size, sig);
+                     job_rank, job_size, sig);
     if (n > 0) (void)!write(STDERR_FILENO, line, (size_t)n);
     signal(sig, SIG_DFL);
     raise(sig);
@@ -154,6 +157,8 @@ tg_status tg_dist_init(void) {
     dist.broken = false;
     dist.nccl_ready = false;
     dist.initialized = true;
+    job_rank = rank;
+    job_size = size;
     install_sigterm_message();
     return TG_OK;
 }
@@ -162,13 +167,9 @@ tg_status tg_dist_finalize(void) {
     if (!dist.initialized) return TG_OK;
     if (dist.nccl_ready && tg_nccl_shutdown) tg_nccl_shutdown(dist.broken);
     dist.nccl_ready = false;
-    if (dist.broken && dist.world_size > 1) {
-        /* Requests of the failed collective are still pending: a clean finalize could wait
-         * forever for a rank that is gone. */
-        fprintf(stderr, "tg_dist: rank %d of %d ends the MPI job after a failed collective\n", dist.rank,
-                dist.world_size);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    /* A broken group is finalized like a healthy one (MPI_Finalize waits for every rank,
+     * and each rank of a broken group times out on its own); MPI_Abort instead would
+     * turn a reported error into a killed job. */
     MPI_Comm_free(&dist.comm);
     dist.comm = MPI_COMM_NULL;
     dist.initialized = false;

@@ -55,8 +55,9 @@ typedef enum {
  * Fails when called twice without tg_dist_finalize, when RANK/WORLD_SIZE disagree
  * with MPI's world, or on a bad TG_DIST_TIMEOUT. */
 tg_status tg_dist_init(void);
-/* Leaves the group (MPI_Finalize if tg_dist_init called MPI_Init). A rank whose
- * group is broken aborts the MPI job instead, so that no rank waits for it. */
+/* Leaves the group (MPI_Finalize if tg_dist_init called MPI_Init; it waits for every
+ * rank to get there). After an error a program may instead exit non-zero at once:
+ * mpirun then stops the other ranks. */
 tg_status tg_dist_finalize(void);
 bool tg_dist_is_initialized(void);
 /* 0 and 1 before tg_dist_init (one process on its own). */
