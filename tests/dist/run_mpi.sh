@@ -21,6 +21,10 @@ export TG_NUM_THREADS=${TG_NUM_THREADS:-1}
 # Under LeakSanitizer (--config=asan): Open MPI's libraries keep allocations that they
 # free only at process exit, or never; the suppressions name those libraries only.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Open MPI unloads its plugins (mca_*.so) at MPI_Finalize; kept loaded, their
+# allocations are attributed to them (not to "<unknown module>") and suppressed by name.
+export OMPI_MCA_mca_base_component_disable_dlclose=1
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 export LSAN_OPTIONS="suppressions=$here/lsan_openmpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 exec mpirun -np "$ranks" --bind-to none "$binary" "$@"
