@@ -17,7 +17,8 @@
 - Like //:tapegrad, tests see TG_WITH_CUDA (and TG_CUDA_ARCHS/VERSION) when the
   CUDA backend is built.
 - `overrides` maps a test name to extra cc_test attributes, e.g.
-  {"nn/mnist_train_test": {"size": "large"}}.
+  {"nn/mnist_train_test": {"size": "large"}}; "extra_deps" adds libraries
+  (tests/cuda/nccl_test links //dist:dist_nccl).
 """
 
 load(
@@ -58,6 +59,7 @@ def tg_test_suite(overrides = {}):
             "tags": ["cuda"] if is_cuda else [],
         }
         attrs.update(overrides.get(name, {}))
+        extra_deps = attrs.pop("extra_deps", [])
         native.cc_test(
             name = name,
             srcs = [src],
@@ -66,7 +68,7 @@ def tg_test_suite(overrides = {}):
                 ":test_util",
                 "//:tapegrad",
                 "@googletest//:gtest_main",
-            ] + (if_cuda(["@local_cuda//:cuda_headers"]) if is_cuda else []),
+            ] + extra_deps + (if_cuda(["@local_cuda//:cuda_headers"]) if is_cuda else []),
             local_defines = tg_cuda_defines(),
             toolchains = TG_CUDA_TOOLCHAINS,
             # Static: //:tapegrad's weak-symbol backend lookup needs every object

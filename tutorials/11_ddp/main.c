@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
     double epoch_seconds = 0, accuracy = 0;
     for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {
         tut_progress bar;
-        if (chief) tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size);
+        if (chief) /* images per second counted over all ranks */
+            tut_progress_begin(&bar, epoch, args.epochs, tg_loader_num_batches(loader), args.batch_size * world);
         double start = tut_now(), loss_sum = 0;
         int64_t batches = 0;
         tg_tensor *x, *y;
@@ -95,7 +96,7 @@ int main(int argc, char **argv) {
         if (chief) {
             tut_eval test = tut_evaluate(model, data.test_x, data.test_y, 1000, args.device);
             accuracy = test.accuracy;
-            printf("epoch %d: train loss %.4f (mean over ranks), test loss %.4f, test accuracy %.2f%%, %.1f s\n",
+            printf("epoch %d: train loss %.4f (mean over ranks), test loss %.4f, test accuracy %.2f%%, %.2f s\n",
                    epoch + 1, train_loss, test.loss, test.accuracy, epoch_seconds);
         }
     }
