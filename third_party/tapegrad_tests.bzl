@@ -18,7 +18,7 @@
   CUDA backend is built.
 - `overrides` maps a test name to extra cc_test attributes, e.g.
   {"nn/mnist_train_test": {"size": "large"}}; "extra_deps" adds libraries
-  (tests/cuda/nccl_test links //dist:dist_nccl).
+  (tests/cuda/nccl_test links //dist:nccl_api).
 """
 
 load(
