@@ -5,12 +5,19 @@
  * by polling with a deadline, so that a rank that stops calling collectives shows up
  * as an error on the others after TG_DIST_TIMEOUT seconds instead of a hang. The
  * communicator is a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, so MPI's
- * errors come back as codes (turned into messages) instead of aborting the job. */
+ * errors come back as codes (turned into messages) instead of aborting the job.
+ *
+ * Progress: Open MPI moves a non-blocking collective forward only inside MPI calls,
+ * so a DDP bucket started during backward would otherwise wait for the next hook.
+ * While non-blocking works are in flight, a progress thread tests them every 50 us.
+ * Every MPI call of this file holds mpi_lock, which keeps the calls one at a time
+ * (MPI_THREAD_SERIALIZED). */
 #include "dist/dist.h"
 
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +47,7 @@ static volatile int job_rank = 0, job_size = 1;
 
 struct tg_dist_work {
     MPI_Request request;
+    int error;  /* an MPI error the progress thread met on this request */
     void *nccl; /* the NCCL handle instead of `request` for CUDA tensors */
     tg_tensor *tensor; /* owned reference until the wait */
     tg_dist_op op;
@@ -52,12 +60,90 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* ---- serialised MPI calls and the progress thread ---- */
+
+static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+#define LOCKED(call) (pthread_mutex_lock(&mpi_lock), locked_result_ = (call), pthread_mutex_unlock(&mpi_lock), locked_result_)
+static _Thread_local int locked_result_;
+
+#define MAX_IN_FLIGHT 256
+static struct {
+    pthread_t thread;
+    bool running, stop;
+    pthread_cond_t wake;
+    tg_dist_work *works[MAX_IN_FLIGHT]; /* under mpi_lock */
+    int count;
+} progress = {.wake = PTHREAD_COND_INITIALIZER};
+
+static void *progress_main(void *unused) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_mutex_lock(&mpi_lock);
+    while (!progress.stop) {
+        if (progress.count == 0) {
+            pthread_cond_wait(&progress.wake, &mpi_lock);
+            continue;
+        }
+        for (int i = 0; i < progress.count; i++) {
+            tg_dist_work *w = progress.works[i];
+            if (w->request == MPI_REQUEST_NULL || w->error) continue;
+            int done = 0;
+            int code = MPI_Test(&w->request, &done, MPI_STATUS_IGNORE);
+            if (code != MPI_SUCCESS) w->error = code;
+            break; /* one call progresses every outstanding collective */
+        }
+        pthread_mutex_unlock(&mpi_lock);
+        struct timespec pause = {0, 50000};
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&mpi_lock);
+    }
+    pthread_mutex_unlock(&mpi_lock);
+    return NULL;
+}
+
+/* Hands w to the progress thread (started on first use); false when it cannot take it. */
+static void progress_add(tg_dist_work *w) {
+    pthread_mutex_lock(&mpi_lock);
+    if (!progress.running && !progress.stop)
+        progress.running = pthread_create(&progress.thread, NULL, progress_main, NULL) == 0;
+    if (progress.running && progress.count < MAX_IN_FLIGHT) {
+        progress.works[progress.count++] = w;
+        pthread_cond_signal(&progress.wake);
+    }
+    pthread_mutex_unlock(&mpi_lock);
+}
+
+static void progress_remove(tg_dist_work *w) {
+    pthread_mutex_lock(&mpi_lock);
+    for (int i = 0; i < progress.count; i++)
+        if (progress.works[i] == w) {
+            progress.works[i] = progress.works[--progress.count];
+            break;
+        }
+    pthread_mutex_unlock(&mpi_lock);
+}
+
+static void progress_shutdown(void) {
+    pthread_mutex_lock(&mpi_lock);
+    bool running = progress.running;
+    progress.stop = true;
+    progress.count = 0;
+    pthread_cond_signal(&progress.wake);
+    pthread_mutex_unlock(&mpi_lock);
+    if (running) pthread_join(progress.thread, NULL);
+    progress.running = false;
+    progress.stop = false;
+}
+
 /* ---- errors ---- */
 
 static tg_status mpi_failed(const char *op, int code) {
     char text[MPI_MAX_ERROR_STRING] = "";
     int length = 0;
+    pthread_mutex_lock(&mpi_lock);
     MPI_Error_string(code, text, &length);
+    pthread_mutex_unlock(&mpi_lock);
     dist.broken = true;
     return tg_error("%s: MPI failed on rank %d of %d: %s", op, dist.rank, dist.world_size, text);
 }
@@ -165,6 +251,7 @@ tg_status tg_dist_init(void) {
 
 tg_status tg_dist_finalize(void) {
     if (!dist.initialized) return TG_OK;
+    progress_shutdown();
     if (dist.nccl_ready && tg_nccl_shutdown) tg_nccl_shutdown(dist.broken);
     dist.nccl_ready = false;
     /* A broken group is finalized like a healthy one (MPI_Finalize waits for every rank,
@@ -248,7 +335,7 @@ static tg_status ensure_nccl(const char *op, const tg_tensor *t) {
     unsigned char id[TG_NCCL_UNIQUE_ID_BYTES] = {0};
     if (dist.rank == 0 && tg_nccl_unique_id(id)) return TG_ERROR;
     MPI_Request request;
-    int code = MPI_Ibcast(id, TG_NCCL_UNIQUE_ID_BYTES, MPI_BYTE, 0, dist.comm, &request);
+    int code = LOCKED(MPI_Ibcast(id, TG_NCCL_UNIQUE_ID_BYTES, MPI_BYTE, 0, dist.comm, &request));
     if (code != MPI_SUCCESS) return mpi_failed(op, code);
     tg_dist_work w = {.request = request, .name = op};
     tg_status status = wait_work(&w);
@@ -268,7 +355,7 @@ static tg_status ensure_nccl(const char *op, const tg_tensor *t) {
 static int poll_work(tg_dist_work *w) {
     if (w->nccl) return tg_nccl_query(w->nccl);
     int done = 0;
-    int code = MPI_Test(&w->request, &done, MPI_STATUS_IGNORE);
+    int code = LOCKED(w->error ? w->error : MPI_Test(&w->request, &done, MPI_STATUS_IGNORE));
     if (code != MPI_SUCCESS) {
         mpi_failed(w->name, code);
         return -1;
@@ -328,7 +415,7 @@ static tg_status finish(tg_dist_work *w) {
 tg_status tg_dist_barrier(void) {
     if (check_ready("tg_dist_barrier")) return TG_ERROR;
     tg_dist_work w = {.name = "tg_dist_barrier"};
-    int code = MPI_Ibarrier(dist.comm, &w.request);
+    int code = LOCKED(MPI_Ibarrier(dist.comm, &w.request));
     if (code != MPI_SUCCESS) return mpi_failed(w.name, code);
     return finish(&w);
 }
@@ -351,7 +438,7 @@ tg_status tg_dist_broadcast(tg_tensor *t, int root) {
         if (start_cuda(&w, TG_NCCL_BROADCAST, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, root))
             return TG_ERROR;
     } else {
-        int code = MPI_Ibcast(tg_data_ptr(t), (int)count, mpi_type(t->dtype), root, dist.comm, &w.request);
+        int code = LOCKED(MPI_Ibcast(tg_data_ptr(t), (int)count, mpi_type(t->dtype), root, dist.comm, &w.request));
         if (code != MPI_SUCCESS) return mpi_failed(op, code);
     }
     return finish(&w);
@@ -363,8 +450,8 @@ static tg_status start_all_reduce(tg_dist_work *w, tg_tensor *t, tg_dist_op redu
     size_t count = (size_t)tg_numel(t);
     if (count > (size_t)1 << 31) return tg_error("%s: more than 2^31 elements in one call", w->name);
     if (is_cuda(t)) return start_cuda(w, TG_NCCL_ALL_REDUCE, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, 0);
-    int code = MPI_Iallreduce(MPI_IN_PLACE, tg_data_ptr(t), (int)count, mpi_type(t->dtype), mpi_op(reduce),
-                              dist.comm, &w->request);
+    int code = LOCKED(MPI_Iallreduce(MPI_IN_PLACE, tg_data_ptr(t), (int)count, mpi_type(t->dtype),
+                                     mpi_op(reduce), dist.comm, &w->request));
     return code == MPI_SUCCESS ? TG_OK : mpi_failed(w->name, code);
 }
 
@@ -387,6 +474,7 @@ tg_dist_work *tg_dist_all_reduce_start(tg_tensor *t, tg_dist_op reduce) {
         return NULL;
     }
     tg_retain(t);
+    if (!w->nccl) progress_add(w);
     return w;
 }
 
@@ -398,6 +486,7 @@ bool tg_dist_test(tg_dist_work *w) {
 tg_status tg_dist_wait(tg_dist_work *w) {
     if (!w) return TG_OK;
     tg_status status = finish(w);
+    progress_remove(w);
     if (w->nccl) tg_nccl_finish(w->nccl);
     tg_release(w->tensor);
     free(w);
@@ -422,8 +511,8 @@ tg_tensor *tg_dist_all_gather(tg_tensor *t) {
     if (is_cuda(t)) {
         if (start_cuda(&w, TG_NCCL_ALL_GATHER, tg_data_ptr(t), tg_data_ptr(out), count, t->dtype, 0)) return NULL;
     } else {
-        int code = MPI_Iallgather(tg_data_ptr(t), (int)count, mpi_type(t->dtype), tg_data_ptr(out), (int)count,
-                                  mpi_type(t->dtype), dist.comm, &w.request);
+        int code = LOCKED(MPI_Iallgather(tg_data_ptr(t), (int)count, mpi_type(t->dtype), tg_data_ptr(out),
+                                         (int)count, mpi_type(t->dtype), dist.comm, &w.request));
         if (code != MPI_SUCCESS) return mpi_failed(op, code), NULL;
     }
     return finish(&w) ? NULL : out;
@@ -444,8 +533,8 @@ tg_tensor *tg_dist_reduce_scatter(tg_tensor *t, tg_dist_op reduce) {
         if (start_cuda(&w, TG_NCCL_REDUCE_SCATTER, tg_data_ptr(t), tg_data_ptr(out), count, t->dtype, 0))
             return NULL;
     } else {
-        int code = MPI_Ireduce_scatter_block(tg_data_ptr(t), tg_data_ptr(out), (int)count, mpi_type(t->dtype),
-                                             mpi_op(reduce), dist.comm, &w.request);
+        int code = LOCKED(MPI_Ireduce_scatter_block(tg_data_ptr(t), tg_data_ptr(out), (int)count,
+                                                    mpi_type(t->dtype), mpi_op(reduce), dist.comm, &w.request));
         if (code != MPI_SUCCESS) return mpi_failed(op, code), NULL;
     }
     return finish(&w) ? NULL : out;
