@@ -18,7 +18,7 @@ while [[ $# -gt 0 ]]; do
 done
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ./bazelw build --config=cpu_only //tutorials/11_ddp >&2  # the library is -O3 in every mode
-binary=bazel-bin/tutorials/11_ddp/11_ddp
+binary=$(./bazelw info --config=cpu_only bazel-bin 2>/dev/null)/tutorials/11_ddp/11_ddp
 export TG_NUM_THREADS=1
 
 run() { # RANKS BATCH -> "seconds_per_step comm_ms wait_ms hidden_pct"
