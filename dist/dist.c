@@ -487,7 +487,8 @@ tg_status tg_dist_wait(tg_dist_work *w) {
     if (!w) return TG_OK;
     tg_status status = finish(w);
     progress_remove(w);
-    if (w->nccl) tg_nccl_finish(w->nccl);
+    /* A failed NCCL work keeps its handle: making tapegrad's stream wait for a
+     * collective that will not end would hang the next kernel instead of reporting. */
     tg_release(w->tensor);
     free(w);
     return status;
