@@ -32,7 +32,7 @@
  *   locally; the next backward with sync on reduces the accumulated sum.
  * - Buffers (BatchNorm's running statistics) are broadcast from rank 0 before every
  *   forward (broadcast_buffers=True); BatchNorm normalises with each rank's own batch
- *   statistics (there is no SyncBatchNorm yet).
+ *   statistics; tg_nn_sync_batch_norm (dist/sync_batch_norm.h) uses the global batch's.
  * - Checkpoints: rank 0 saves (io/checkpoint.h), every rank loads; the module is
  *   the plain module (no "module." prefix in the names).
  * With one rank (or without tg_dist_init) it does nothing but forward.

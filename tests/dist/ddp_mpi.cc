@@ -247,3 +247,56 @@ TEST_F(DistTest, RankZeroSavesEveryRankLoads) {
 }
 
 }  // namespace
+
+namespace {
+
+// SyncBatchNorm on 2 ranks of 4 samples equals BatchNorm2d on the 8 samples in one
+// process: outputs, running statistics, parameter gradients (averaged by DDP) and input
+// gradients (each rank's backward carries the whole loss through the statistics).
+TEST_F(DistTest, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
+    int rank = tg_dist_rank();
+    tg_manual_seed(30);
+    tg_tensor *x_all = tg_add_scalar(tg_mul_scalar(tg_randn(TG_SHAPE(8, 3, 2, 2), tg_opts{TG_FLOAT64}), 2.0), 0.5);
+    tg_tensor *w_out = tg_randn(TG_SHAPE(8, 3, 2, 2), tg_opts{TG_FLOAT64});  // a loss that weighs every output
+    tg_module *bn = tg_nn_batch_norm2d(3, tg_batch_norm_opts{});
+    tg_module *sync = tg_nn_sync_batch_norm(3, tg_batch_norm_opts{});
+    ASSERT_NE(sync, nullptr) << tg_last_error();
+    tg_module_cast(bn, TG_FLOAT64);
+    tg_module_cast(sync, TG_FLOAT64);
+    tg_ddp *ddp = tg_ddp_new(sync, tg_ddp_opts{});
+    ASSERT_NE(ddp, nullptr);
+    for (int step = 0; step < 2; step++) {
+        tg_tensor *x_ref = tg_requires_grad(tg_clone(x_all), true);
+        tg_tensor *y_ref = tg_forward(bn, x_ref);
+        ASSERT_EQ(tg_backward(tg_div_scalar(tg_sum(tg_mul(y_ref, w_out)), 8)), TG_OK);  // mean over 8 samples
+        tg_tensor *x = tg_requires_grad(tg_clone(tg_narrow(x_all, 0, 4 * rank, 4)), true);
+        tg_tensor *y = tg_ddp_forward(ddp, x);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        EXPECT_TRUE(tensor_near(y, values(tg_narrow(y_ref, 0, 4 * rank, 4)), 1e-12)) << "step " << step;
+        ASSERT_EQ(tg_backward(tg_div_scalar(tg_sum(tg_mul(y, tg_narrow(w_out, 0, 4 * rank, 4))), 4)), TG_OK)
+            << tg_last_error();
+        for (const char *name : {"weight", "bias"}) {
+            EXPECT_TRUE(tensor_near(tg_grad(tg_module_get(sync, name)), values(tg_grad(tg_module_get(bn, name))), 1e-12))
+                << name;
+            tg_zero_grad(tg_module_get(sync, name));
+            tg_zero_grad(tg_module_get(bn, name));
+        }
+        // d(mean of the rank losses)/dx = d(L_0 + L_1)/dx / 2 in the reference; each rank
+        // differentiates L_0 + L_1 through the statistics, its own half directly.
+        EXPECT_TRUE(tensor_near(tg_mul_scalar(tg_grad(x), 0.5), values(tg_narrow(tg_grad(x_ref), 0, 4 * rank, 4)), 1e-12));
+        for (const char *name : {"running_mean", "running_var"})
+            EXPECT_TRUE(tensor_near(tg_module_get(sync, name), values(tg_module_get(bn, name)), 1e-12)) << name;
+    }
+    tg_eval(sync);
+    tg_eval(bn);
+    tg_tensor *probe = tg_narrow(x_all, 0, 0, 2);
+    EXPECT_TRUE(tensor_near(tg_forward(sync, probe), values(tg_forward(bn, probe)), 1e-12));
+    tg_clear_error();
+    EXPECT_EQ(tg_forward(sync, tg_zeros(TG_SHAPE(2, 4), tg_opts{TG_FLOAT64})), nullptr);
+    EXPECT_ERROR_CONTAINS("SyncBatchNorm(3): the input must be [N, C, ...] with 3 channels in dim 1");
+    tg_ddp_free(ddp);
+    tg_module_free(sync);
+    tg_module_free(bn);
+}
+
+}  // namespace

@@ -4,6 +4,7 @@
 
 #include "dist/ddp.h"
 #include "dist/dist.h"
+#include "dist/sync_batch_norm.h"
 #include "tests/test_util.h"
 
 // TgTest whose outcome is agreed by every rank: a test that fails on one rank fails
