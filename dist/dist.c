@@ -102,7 +102,8 @@ static void *progress_main(void *unused) {
     return NULL;
 }
 
-/* Hands w to the progress thread (started on first use); false when it cannot take it. */
+/* Hands w to the progress thread (started on first use); when the thread cannot start
+ * or holds MAX_IN_FLIGHT works already, w progresses only in tg_dist_test / the wait. */
 static void progress_add(tg_dist_work *w) {
     pthread_mutex_lock(&mpi_lock);
     if (!progress.running && !progress.stop)
