@@ -300,3 +300,70 @@ TEST_F(DistTest, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
 }
 
 }  // namespace
+
+namespace {
+
+// Steps of DDP training on this rank's shard, starting the next epoch when one ends.
+void train_steps(tg_ddp *ddp, tg_optim *opt, tg_loader *ld, int steps) {
+    for (int i = 0; i < steps; i++) {
+        TG_SCOPE {
+            tg_tensor *bx, *by;
+            next_batch(ld, &bx, &by);
+            tg_optim_zero_grad(opt);
+            ASSERT_EQ(tg_backward(tg_cross_entropy(tg_ddp_forward(ddp, bx), by)), TG_OK) << tg_last_error();
+            ASSERT_EQ(tg_optim_step(opt), TG_OK);
+        }
+    }
+}
+
+// A DDP run checkpointed by rank 0 after 6 steps and resumed on every rank from the file
+// (model, Adam state, position in the sharded data) takes the same 6 next steps, bit for bit.
+TEST_F(DistTest, ResumeFromARankZeroCheckpointIsExact) {
+    const char *tmp = getenv("TEST_TMPDIR");
+    std::string path = std::string(tmp ? tmp : "/tmp") + "/ddp_resume.tgc";
+    tg_manual_seed(40);
+    tg_tensor *x = tg_randn(TG_SHAPE(128, 1, 8, 8), tg_opts{TG_FLOAT64});
+    tg_tensor *y = tg_randint(0, kClasses, TG_SHAPE(128), tg_opts{TG_INT64});
+    tg_loader_opts shard = {};
+    shard.batch_size = 16, shard.shuffle = true, shard.seed = 9, shard.world_size = 2, shard.rank = tg_dist_rank();
+    const int64_t batches = 4;  // 64 samples per rank in batches of 16
+
+    tg_manual_seed(41);
+    tg_module *a = make_net(TG_FLOAT64);
+    tg_ddp *ddp_a = tg_ddp_new(a, tg_ddp_opts{});
+    tg_optim *opt_a = make_optimizer(a, true);
+    tg_loader *ld_a = tg_loader_new(x, y, shard);
+    ASSERT_EQ(tg_loader_num_batches(ld_a), batches);
+    train_steps(ddp_a, opt_a, ld_a, 6);
+    if (tg_dist_rank() == 0) {
+        tg_checkpoint_info info = {};
+        info.step = 6;
+        ASSERT_EQ(tg_save_checkpoint(path.c_str(), a, opt_a, info), TG_OK) << tg_last_error();
+    }
+    ASSERT_EQ(tg_dist_barrier(), TG_OK);
+    train_steps(ddp_a, opt_a, ld_a, 6);
+
+    tg_manual_seed(99);  // other weights: the checkpoint must bring everything back
+    tg_module *b = make_net(TG_FLOAT64);
+    tg_ddp *ddp_b = tg_ddp_new(b, tg_ddp_opts{});
+    tg_optim *opt_b = make_optimizer(b, true);
+    tg_checkpoint_info info = {};
+    ASSERT_EQ(tg_load_checkpoint(path.c_str(), b, opt_b, &info), TG_OK) << tg_last_error();
+    ASSERT_EQ(info.step, 6);
+    tg_loader *ld_b = tg_loader_new(x, y, shard);
+    tg_loader_reset(ld_b, info.step / batches);
+    ASSERT_EQ(tg_loader_seek(ld_b, info.step % batches), TG_OK);
+    train_steps(ddp_b, opt_b, ld_b, 6);
+    EXPECT_EQ(max_param_diff(a, b), 0.0);
+
+    tg_loader_free(ld_b);
+    tg_loader_free(ld_a);
+    tg_optim_free(opt_b);
+    tg_optim_free(opt_a);
+    tg_ddp_free(ddp_b);
+    tg_ddp_free(ddp_a);
+    tg_module_free(b);
+    tg_module_free(a);
+}
+
+}  // namespace
