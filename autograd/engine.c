@@ -12,7 +12,11 @@
  *   execute   a node runs once all its dependencies have delivered; among ready
  *             nodes the highest sequence number runs first (the tape, reversed);
  *   leaves    each leaf once, with the sum of what reached it: hooks, then .grad
- *             under the aliasing rule (accumulate_grad).
+ *             under the aliasing rule (accumulate_grad), then the post-accumulate
+ *             hooks. A leaf is finished as soon as the last edge into it has
+ *             delivered (PyTorch's AccumulateGrad node), not at the end, so that
+ *             data-parallel training can start sending a gradient while the rest
+ *             of the backward runs (dist/ddp.c).
  *
  * Nothing recurses, so a chain of 100,000 ops backpropagates in constant stack. */
 #include <math.h>
@@ -39,6 +43,8 @@ typedef struct {
 typedef struct {
     tg_tensor *leaf; /* borrowed (edges and the caller hold it) */
     tg_tensor *grad; /* owned sum of what reached it */
+    long pending;    /* edges into the leaf still to deliver (counted by collect) */
+    bool finished;
 } leaf_entry;
 
 typedef struct {
@@ -133,7 +139,7 @@ static leaf_entry *leaf_slot(graph_task *t, tg_tensor *leaf) {
     for (long i = 0; i < t->num_leaves; i++)
         if (t->leaves[i].leaf == leaf) return &t->leaves[i];
     GROW(t->leaves, t->num_leaves, t->leaves_capacity, 16);
-    t->leaves[t->num_leaves] = (leaf_entry){leaf, NULL};
+    t->leaves[t->num_leaves] = (leaf_entry){leaf, NULL, 0, false};
     return &t->leaves[t->num_leaves++];
 }
 
@@ -240,7 +246,10 @@ static tg_status collect(graph_task *t, tg_tensor *const *roots, int num_roots) 
         tg_node *n = t->states[stack[--depth]].node;
         for (int i = 0; i < n->num_inputs; i++) {
             tg_node *child = n->edges[i].node;
-            if (!child) continue;
+            if (!child) {
+                if (n->edges[i].leaf) leaf_slot(t, n->edges[i].leaf)->pending++;
+                continue;
+            }
             long s = state_of(t, child, &added);
             if (s < 0) break;
             t->states[s].dependencies++;
@@ -273,6 +282,76 @@ static void seed(graph_task *t, tg_tensor *const *roots, tg_tensor *const *root_
         long s = find_state(t, roots[r]->grad_fn);
         if (t->states[s].dependencies == 0) make_ready(t, s);
     }
+}
+
+/* ---- leaves ---- */
+
+/* Only this tensor struct, held once, sees its storage. */
+static bool owned_alone(const tg_tensor *g) { return g->refcount == 1 && g->storage->refcount == 1; }
+
+/* PyTorch's gradient layout contract: a dense leaf's gradient has the leaf's strides
+ * (size-1 dims aside); any other leaf's gradient is contiguous. */
+static bool obeys_layout(const tg_tensor *g, const tg_tensor *leaf) {
+    if (!tg_is_non_overlapping_and_dense(leaf)) return tg_is_contiguous(g);
+    for (int d = 0; d < leaf->shape.ndim; d++)
+        if (leaf->shape.dims[d] != 1 && g->strides[d] != leaf->strides[d]) return false;
+    return true;
+}
+
+/* The aliasing rule (docs/design.md, "Gradients and in-place writes"): .grad adopts
+ * g without a copy only when nothing else can see g's storage and g has the leaf's
+ * layout; later gradients are added in place only into storage .grad alone owns.
+ * With create_graph every step is recorded, out of place. g is consumed. */
+static void accumulate_grad(tg_tensor *leaf, tg_tensor *g, bool create_graph) {
+    if (!leaf->grad) {
+        if (!create_graph && !g->grad_fn && owned_alone(g) && obeys_layout(g, leaf)) {
+            leaf->grad = g;
+            return;
+        }
+        TG_SCOPE {
+            tg_tensor *copy = create_graph ? tg_clone(g) : tg_empty_strided_like(leaf);
+            if (copy && (create_graph || !tg_copy_values_(copy, g))) leaf->grad = tg_retain(copy);
+        }
+        tg_release(g);
+    } else if (!create_graph && !leaf->grad->grad_fn && leaf->grad->storage->refcount == 1 &&
+               tg_is_non_overlapping_and_dense(leaf->grad)) {
+        tg_add_(leaf->grad, g);
+        tg_release(g);
+    } else {
+        accumulate(&leaf->grad, g);
+    }
+}
+
+static void run_post_accumulate_hooks(tg_tensor *leaf) {
+    for (tg_post_hook_entry *h = leaf->hooks ? leaf->hooks->post_first : NULL; h; h = h->next)
+        TG_SCOPE { h->fn(leaf, h->user); }
+}
+
+/* Hooks, .grad (or the captured gradient of tg_grad_of), post-accumulate hooks. */
+static void finish_leaf(graph_task *t, leaf_entry *e) {
+    tg_tensor *g = e->grad;
+    e->grad = NULL;
+    e->finished = true;
+    if (t->status != TG_OK) {
+        tg_release(g);
+        return;
+    }
+    g = run_hooks(e->leaf->hooks ? e->leaf->hooks->first : NULL, g);
+    if (g && !t->cap.inputs) {
+        accumulate_grad(e->leaf, g, t->opts.create_graph);
+        run_post_accumulate_hooks(e->leaf);
+    } else if (g) {
+        for (int j = 0; j < t->cap.num_inputs; j++)
+            if (t->cap.inputs[j] == e->leaf && !t->cap.grads[j]) t->cap.grads[j] = tg_retain(g);
+        tg_release(g);
+    }
+    if (tg_error_count() != t->errors_before) t->status = TG_ERROR;
+}
+
+/* The leaves no edge reaches (a leaf root) or whose edges did not all deliver. */
+static void finish_leaves(graph_task *t) {
+    for (long k = 0; k < t->num_leaves; k++)
+        if (!t->leaves[k].finished) finish_leaf(t, &t->leaves[k]);
 }
 
 /* ---- execute ---- */
@@ -330,8 +409,10 @@ static void deliver(graph_task *t, tg_node *n, tg_tensor **grad_inputs) {
             long s = find_state(t, e->node);
             if (grad_inputs[i]) accumulate(&t->states[s].grads[e->output_nr], grad_inputs[i]);
             if (--t->states[s].dependencies == 0) make_ready(t, s);
-        } else if (e->leaf && grad_inputs[i]) {
-            accumulate(&leaf_slot(t, e->leaf)->grad, grad_inputs[i]);
+        } else if (e->leaf) {
+            leaf_entry *entry = leaf_slot(t, e->leaf);
+            if (grad_inputs[i]) accumulate(&entry->grad, grad_inputs[i]);
+            if (--entry->pending == 0) finish_leaf(t, entry);
         } else {
             tg_release(grad_inputs[i]);
         }
@@ -373,66 +454,6 @@ static void execute(graph_task *t) {
         }
         deliver(t, n, grad_inputs);
     }
-}
-
-/* ---- leaves ---- */
-
-/* Only this tensor struct, held once, sees its storage. */
-static bool owned_alone(const tg_tensor *g) { return g->refcount == 1 && g->storage->refcount == 1; }
-
-/* PyTorch's gradient layout contract: a dense leaf's gradient has the leaf's strides
- * (size-1 dims aside); any other leaf's gradient is contiguous. */
-static bool obeys_layout(const tg_tensor *g, const tg_tensor *leaf) {
-    if (!tg_is_non_overlapping_and_dense(leaf)) return tg_is_contiguous(g);
-    for (int d = 0; d < leaf->shape.ndim; d++)
-        if (leaf->shape.dims[d] != 1 && g->strides[d] != leaf->strides[d]) return false;
-    return true;
-}
-
-/* The aliasing rule (docs/design.md, "Gradients and in-place writes"): .grad adopts
- * g without a copy only when nothing else can see g's storage and g has the leaf's
- * layout; later gradients are added in place only into storage .grad alone owns.
- * With create_graph every step is recorded, out of place. g is consumed. */
-static void accumulate_grad(tg_tensor *leaf, tg_tensor *g, bool create_graph) {
-    if (!leaf->grad) {
-        if (!create_graph && !g->grad_fn && owned_alone(g) && obeys_layout(g, leaf)) {
-            leaf->grad = g;
-            return;
-        }
-        TG_SCOPE {
-            tg_tensor *copy = create_graph ? tg_clone(g) : tg_empty_strided_like(leaf);
-            if (copy && (create_graph || !tg_copy_values_(copy, g))) leaf->grad = tg_retain(copy);
-        }
-        tg_release(g);
-    } else if (!create_graph && !leaf->grad->grad_fn && leaf->grad->storage->refcount == 1 &&
-               tg_is_non_overlapping_and_dense(leaf->grad)) {
-        tg_add_(leaf->grad, g);
-        tg_release(g);
-    } else {
-        accumulate(&leaf->grad, g);
-    }
-}
-
-static void finish_leaves(graph_task *t) {
-    for (long k = 0; k < t->num_leaves; k++) {
-        leaf_entry *e = &t->leaves[k];
-        tg_tensor *g = e->grad;
-        e->grad = NULL;
-        if (t->status != TG_OK) {
-            tg_release(g);
-            continue;
-        }
-        g = run_hooks(e->leaf->hooks ? e->leaf->hooks->first : NULL, g);
-        if (!g) continue;
-        if (!t->cap.inputs) {
-            accumulate_grad(e->leaf, g, t->opts.create_graph);
-            continue;
-        }
-        for (int j = 0; j < t->cap.num_inputs; j++)
-            if (t->cap.inputs[j] == e->leaf && !t->cap.grads[j]) t->cap.grads[j] = tg_retain(g);
-        tg_release(g);
-    }
-    if (tg_error_count() != t->errors_before) t->status = TG_ERROR;
 }
 
 /* ---- the task ---- */
@@ -554,6 +575,14 @@ void tg_zero_grad(tg_tensor *t) {
 
 extern void tg_autograd_install(void);
 
+static struct tg_hook_list *hook_list_of(tg_tensor *t) {
+    if (!t->hooks) {
+        t->hooks = calloc(1, sizeof *t->hooks);
+        TG_ASSERT(t->hooks != NULL);
+    }
+    return t->hooks;
+}
+
 tg_status tg_register_hook(tg_tensor *t, tg_grad_hook hook, void *user) {
     if (!t) return tg_error_null_input("tg_register_hook", 0);
     if (!t->requires_grad)
@@ -566,14 +595,44 @@ tg_status tg_register_hook(tg_tensor *t, tg_grad_hook hook, void *user) {
     if (t->grad_fn) {
         head = &t->grad_fn->output_hooks[t->output_nr];
     } else {
-        if (!t->hooks) {
-            t->hooks = calloc(1, sizeof *t->hooks);
-            TG_ASSERT(t->hooks != NULL);
-        }
-        head = &t->hooks->first;
+        head = &hook_list_of(t)->first;
     }
     while (*head) head = &(*head)->next;
     *head = e;
     tg_autograd_install();
     return TG_OK;
+}
+
+tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user) {
+    const char *op = "tg_register_post_accumulate_grad_hook";
+    if (!leaf) return tg_error_null_input(op, 0);
+    if (!hook) return tg_error("%s: the hook is NULL", op);
+    if (leaf->grad_fn)
+        return tg_error("%s: post-accumulate-grad hooks can only be registered on leaf tensors, not on the "
+                        "output of '%s'",
+                        op, leaf->grad_fn->fn->name);
+    if (!leaf->requires_grad)
+        return tg_error("%s: cannot register a hook on a tensor that does not require grad", op);
+    tg_post_hook_entry *e = calloc(1, sizeof *e);
+    TG_ASSERT(e != NULL);
+    e->fn = hook;
+    e->user = user;
+    tg_post_hook_entry **head = &hook_list_of(leaf)->post_first;
+    while (*head) head = &(*head)->next;
+    *head = e;
+    tg_autograd_install();
+    return TG_OK;
+}
+
+bool tg_remove_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user) {
+    if (!leaf || !leaf->hooks) return false;
+    for (tg_post_hook_entry **at = &leaf->hooks->post_first; *at; at = &(*at)->next) {
+        if ((*at)->fn == hook && (*at)->user == user) {
+            tg_post_hook_entry *gone = *at;
+            *at = gone->next;
+            free(gone);
+            return true;
+        }
+    }
+    return false;
 }

@@ -109,6 +109,10 @@ static void free_tensor_slots(tg_tensor *t) {
     if (t->grad_fn) tg_node_release(t->grad_fn);
     if (t->hooks) {
         free_hooks(t->hooks->first);
+        for (tg_post_hook_entry *h = t->hooks->post_first, *next; h; h = next) {
+            next = h->next;
+            free(h);
+        }
         free(t->hooks);
     }
     t->grad_fn = NULL;

@@ -32,6 +32,18 @@ const char *tg_grad_fn_name(const tg_tensor *t);
 typedef tg_tensor *(*tg_grad_hook)(tg_tensor *grad, void *user);
 tg_status tg_register_hook(tg_tensor *t, tg_grad_hook hook, void *user);
 
+/* A post-accumulate-grad hook (torch.Tensor.register_post_accumulate_grad_hook) runs
+ * on a leaf right after backward has added this backward's gradient into its .grad,
+ * as soon as every edge into the leaf has delivered, while the rest of the backward
+ * still has to run (data-parallel training starts sending gradients there). It reads
+ * or modifies tg_grad(leaf) in place; tensors it makes belong to a scope that ends
+ * when it returns. Fails on a non-leaf or a tensor that does not require grad. */
+typedef void (*tg_post_accumulate_hook)(tg_tensor *leaf, void *user);
+tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user);
+/* Removes the first registration of (hook, user) on leaf (PyTorch's handle.remove());
+ * false when there is none. */
+bool tg_remove_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user);
+
 typedef struct {
     tg_tensor *gradient;  /* d(loss)/d(t); NULL means 1 for a one-element t */
     bool retain_graph;    /* keep saved tensors for another backward */

@@ -38,8 +38,15 @@ typedef struct tg_hook_entry {
     struct tg_hook_entry *next;
 } tg_hook_entry;
 
+typedef struct tg_post_hook_entry {
+    void (*fn)(tg_tensor *leaf, void *user);
+    void *user;
+    struct tg_post_hook_entry *next;
+} tg_post_hook_entry;
+
 struct tg_hook_list {
     tg_hook_entry *first;
+    tg_post_hook_entry *post_first; /* post-accumulate-grad hooks (leaves only) */
 };
 
 struct tg_ctx {

@@ -45,6 +45,7 @@
 #define tg_requires_grad(...) TG_TRACED_PTR_(tg_tensor, tg_requires_grad, tg_requires_grad(__VA_ARGS__))
 #define tg_grad(...) TG_TRACED_PTR_(tg_tensor, tg_grad, tg_grad(__VA_ARGS__))
 #define tg_register_hook(...) TG_TRACED_STATUS_(tg_register_hook, tg_register_hook(__VA_ARGS__))
+#define tg_register_post_accumulate_grad_hook(...) TG_TRACED_STATUS_(tg_register_post_accumulate_grad_hook, tg_register_post_accumulate_grad_hook(__VA_ARGS__))
 #define tg_backward(...) TG_TRACED_STATUS_(tg_backward, tg_backward(__VA_ARGS__))
 #define tg_backward_opts_run(...) TG_TRACED_STATUS_(tg_backward_opts_run, tg_backward_opts_run(__VA_ARGS__))
 #define tg_grad_of(...) TG_TRACED_STATUS_(tg_grad_of, tg_grad_of(__VA_ARGS__))

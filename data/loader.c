@@ -11,9 +11,10 @@
 struct tg_loader {
     tg_tensor *x;   /* owned reference, contiguous, [N, ...] */
     tg_tensor *y;   /* owned reference, contiguous, [N, ...], or NULL */
-    int64_t n;      /* samples */
+    int64_t n;      /* samples in the data set */
+    int64_t len;    /* samples per epoch: n, or this rank's shard (world_size > 0) */
     tg_loader_opts opts;
-    int64_t *order; /* [N] this epoch's sample order */
+    int64_t *order; /* [len] this epoch's sample order */
     int64_t pos;    /* next position in order */
     int64_t epoch;
     bool finished;  /* tg_loader_next said the epoch is over: the next call starts epoch + 1 */
@@ -23,6 +24,34 @@ struct tg_loader {
 };
 
 /* ---- shuffling ---- */
+
+static int64_t shard_len(int64_t n, int world, bool drop_last) {
+    /* DistributedSampler: ceil((n - world) / world) with drop_last, else ceil(n / world). */
+    if (drop_last && n % world != 0) return n > world ? (n - 1) / world : 0;
+    return (n + world - 1) / world;
+}
+
+int64_t tg_distributed_indices(int64_t *indices, int64_t n, int world_size, int rank, bool shuffle,
+                               uint64_t seed, int64_t epoch, bool drop_last) {
+    if (n <= 0 || world_size <= 0 || rank < 0 || rank >= world_size) return 0;
+    int64_t per_rank = shard_len(n, world_size, drop_last);
+    int64_t total = per_rank * world_size;
+    if (!indices || per_rank == 0) return per_rank;
+    int64_t *all = malloc((size_t)(n > total ? n : total) * sizeof *all);
+    if (!all) return -1;
+    if (shuffle) { /* g = torch.Generator(); g.manual_seed(seed + epoch); torch.randperm(n, generator=g) */
+        tg_mt19937 g;
+        tg_mt19937_seed(&g, seed + (uint64_t)epoch);
+        tg_mt19937_permutation(&g, all, n);
+    } else {
+        for (int64_t i = 0; i < n; i++) all[i] = i;
+    }
+    /* Not drop_last: pad by repeating the list from its head until it divides evenly. */
+    for (int64_t i = n; i < total; i++) all[i] = all[(i - n) % n];
+    for (int64_t i = 0; i < per_rank; i++) indices[i] = all[rank + i * world_size];
+    free(all);
+    return per_rank;
+}
 
 /* DataLoader(shuffle=True, generator=g): each epoch first draws a 64-bit base seed for
  * workers from g, then torch.randperm(n, generator=g). */
@@ -115,6 +144,9 @@ tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts) {
     if (opts.batch_size < 0)
         return tg_error("tg_loader_new: batch_size %lld is negative", (long long)opts.batch_size),
                NULL;
+    if (opts.world_size < 0 || (opts.world_size > 0 && (opts.rank < 0 || opts.rank >= opts.world_size)) ||
+        (opts.world_size == 0 && opts.rank != 0))
+        return tg_error("tg_loader_new: rank %d is not in [0, world_size %d)", opts.rank, opts.world_size), NULL;
     if (opts.batch_size == 0) opts.batch_size = 1;
     int64_t n = tg_size(x, 0);
     tg_loader *ld = calloc(1, sizeof *ld);
@@ -135,6 +167,7 @@ tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts) {
         return NULL;
     }
     ld->n = n;
+    ld->len = opts.world_size > 0 ? shard_len(n, opts.world_size, opts.shard_drop_last) : n;
     ld->opts = opts;
     ld->order = order;
     ld->shuffler_epoch = -1;
@@ -162,6 +195,22 @@ void tg_loader_reset(tg_loader *ld, int64_t epoch) {
  * DataLoader draws when iteration starts: with seed 0 the default generator's numbers
  * then go in PyTorch's sequence wherever the program builds its model. */
 static void draw_order(tg_loader *ld) {
+    if (ld->opts.world_size > 0) {
+        /* DataLoader(sampler=DistributedSampler(...)) without a generator: the pass draws
+         * the workers' base seed from the default generator; the sampler shuffles with
+         * its own torch.Generator seeded seed + epoch. */
+        tg_rng_state *s = tg_rng_lock_cpu();
+        (void)tg_mt19937_next64(&s->cpu);
+        tg_rng_unlock_cpu();
+        if (tg_distributed_indices(ld->order, ld->n, ld->opts.world_size, ld->opts.rank, ld->opts.shuffle,
+                                   ld->opts.seed, ld->epoch, ld->opts.shard_drop_last) < 0) {
+            tg_error("tg_loader_next: out of memory for the %lld indices of the distributed sampler",
+                     (long long)ld->n);
+            for (int64_t i = 0; i < ld->len; i++) ld->order[i] = (ld->opts.rank + i * ld->opts.world_size) % ld->n;
+        }
+        ld->ordered = true;
+        return;
+    }
     uint64_t sampler_seed = 0;
     if (ld->opts.seed == 0) {
         /* DataLoader without a generator: every pass draws the workers' base seed from
@@ -198,8 +247,8 @@ static tg_tensor *deliver(const tg_loader *ld, tg_tensor *batch) {
 tg_status tg_loader_seek(tg_loader *ld, int64_t batch) {
     if (!ld) return tg_error("tg_loader_seek: the loader is NULL");
     if (batch < 0) return tg_error("tg_loader_seek: batch %lld is negative", (long long)batch);
-    int64_t pos = batch > ld->n / ld->opts.batch_size + 1 ? ld->n : batch * ld->opts.batch_size;
-    ld->pos = pos < ld->n ? pos : ld->n;
+    int64_t pos = batch > ld->len / ld->opts.batch_size + 1 ? ld->len : batch * ld->opts.batch_size;
+    ld->pos = pos < ld->len ? pos : ld->len;
     return TG_OK;
 }
 
@@ -213,7 +262,7 @@ bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y) {
     /* As iterating a DataLoader again: a new pass is the next epoch, reshuffled. */
     if (ld->finished) tg_loader_reset(ld, ld->epoch + 1);
     if (!ld->ordered) draw_order(ld);
-    int64_t left = ld->n - ld->pos;
+    int64_t left = ld->len - ld->pos;
     int64_t count = left < ld->opts.batch_size ? left : ld->opts.batch_size;
     if (count <= 0 || (ld->opts.drop_last && count < ld->opts.batch_size)) {
         ld->finished = true;
@@ -262,7 +311,7 @@ void tg_batch_loop_end_(tg_batch_loop_ *l) {
 int64_t tg_loader_num_batches(const tg_loader *ld) {
     if (!ld) return 0;
     int64_t b = ld->opts.batch_size;
-    return ld->opts.drop_last ? ld->n / b : (ld->n + b - 1) / b;
+    return ld->opts.drop_last ? ld->len / b : (ld->len + b - 1) / b;
 }
 
 int64_t tg_loader_num_samples(const tg_loader *ld) { return ld ? ld->n : 0; }

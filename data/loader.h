@@ -61,6 +61,17 @@ typedef struct {
      * data set is", so a data set kept on the GPU is never copied back. Keeping the
      * data set on the CPU and setting .device = tg_cuda(0) moves one batch at a time. */
     tg_device device;
+    /* Sharding across ranks (torch.utils.data.DistributedSampler(dataset, num_replicas=
+     * world_size, rank=rank, shuffle=shuffle, seed=seed, drop_last=shard_drop_last),
+     * set_epoch(epoch) each pass). world_size 0: no sharding. With world_size >= 1 each
+     * epoch is this rank's shard: the permutation of torch.randperm(N) with a generator
+     * seeded seed + epoch (here 0 is a seed like any other, DistributedSampler's
+     * default), padded by repeating its head to a multiple of world_size (or cut to
+     * one, shard_drop_last), then every world_size-th index from `rank`; the ranks'
+     * shards are disjoint but for the padding. As a DataLoader without a generator, each
+     * pass also draws one number from the default generator. See dist/ (tg_dist_rank). */
+    int world_size, rank;
+    bool shard_drop_last;
 } tg_loader_opts;
 
 /* A loader over x [N, ...] and y [N, ...] (y may be NULL). Retains both (a
@@ -86,7 +97,8 @@ void tg_loader_reset(tg_loader *ld, int64_t epoch);
  * changes). */
 bool tg_loader_next(tg_loader *ld, tg_tensor **x, tg_tensor **y);
 
-/* Batches per epoch: ceil(N / B), or floor(N / B) with drop_last. */
+/* Batches per epoch: ceil(N / B), or floor(N / B) with drop_last (N: this rank's
+ * shard when sharded). */
 int64_t tg_loader_num_batches(const tg_loader *ld);
 /* Moves to batch `batch` of the current epoch (same order, no batches copied):
  * resuming mid-epoch from a checkpoint, or, with tg_loader_num_batches(ld), ending
@@ -134,6 +146,12 @@ tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count);
  * torch.Generator().manual_seed(seed) draws on its epoch+1-th pass); usable on its own
  * for random splits. Costs O(n) per epoch before `epoch`. */
 void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
+
+/* DistributedSampler's indices for `rank` in epoch `epoch` (see tg_loader_opts), written
+ * to indices (room for ceil(n / world_size); NULL to just count). Returns their count
+ * (len(sampler)), 0 for bad arguments, -1 when out of memory. */
+int64_t tg_distributed_indices(int64_t *indices, int64_t n, int world_size, int rank, bool shuffle, uint64_t seed,
+                               int64_t epoch, bool drop_last);
 
 #ifdef __cplusplus
 }

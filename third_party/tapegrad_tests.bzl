@@ -17,7 +17,8 @@
 - Like //:tapegrad, tests see TG_WITH_CUDA (and TG_CUDA_ARCHS/VERSION) when the
   CUDA backend is built.
 - `overrides` maps a test name to extra cc_test attributes, e.g.
-  {"nn/mnist_train_test": {"size": "large"}}.
+  {"nn/mnist_train_test": {"size": "large"}}; "extra_deps" adds libraries
+  (tests/cuda/nccl_test links //dist:nccl_api).
 """
 
 load(
@@ -58,6 +59,7 @@ def tg_test_suite(overrides = {}):
             "tags": ["cuda"] if is_cuda else [],
         }
         attrs.update(overrides.get(name, {}))
+        extra_deps = attrs.pop("extra_deps", [])
         native.cc_test(
             name = name,
             srcs = [src],
@@ -66,7 +68,7 @@ def tg_test_suite(overrides = {}):
                 ":test_util",
                 "//:tapegrad",
                 "@googletest//:gtest_main",
-            ] + (if_cuda(["@local_cuda//:cuda_headers"]) if is_cuda else []),
+            ] + extra_deps + (if_cuda(["@local_cuda//:cuda_headers"]) if is_cuda else []),
             local_defines = tg_cuda_defines(),
             toolchains = TG_CUDA_TOOLCHAINS,
             # Static: //:tapegrad's weak-symbol backend lookup needs every object
@@ -77,3 +79,30 @@ def tg_test_suite(overrides = {}):
     for name in overrides:
         if name not in names:
             fail("tests/BUILD: override for '%s', but there is no tests/%s.cc" % (name, name))
+
+def tg_mpi_test(name, srcs, ranks = 2, size = "medium", **kwargs):
+    """A GoogleTest binary run on `ranks` ranks under mpirun (tests/dist/run_mpi.sh).
+
+    `name` is the sh_test; `name + "_bin"` the binary (tests/dist/mpi_main.cc is its
+    main: rank 0 writes the XML report, so .ci/run counts the cases). Links //dist.
+    """
+    native.cc_binary(
+        name = name + "_bin",
+        testonly = True,
+        srcs = srcs + ["dist/mpi_main.cc"],
+        deps = [
+            ":test_util",
+            "//:tapegrad",
+            "//dist",
+            "@googletest//:gtest",
+        ],
+        linkstatic = True,
+    )
+    native.sh_test(
+        name = name,
+        size = size,
+        srcs = ["dist/run_mpi.sh"],
+        args = [str(ranks), "$(rootpath :%s_bin)" % name],
+        data = [":%s_bin" % name, "dist/lsan_openmpi.supp"] + native.glob(["**/fixtures/**"], allow_empty = True),
+        **kwargs
+    )

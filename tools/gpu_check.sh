@@ -12,6 +12,8 @@
 #       TG_GPU_CHECK_BUDGET seconds (default 270). Logs go to $OUT (default
 #       gpu_stage/out): one <name>.log per binary and summary.txt. Exit status 0 when
 #       every test passed (skips count as failures there: a GPU run must not skip).
+#       cuda/nccl_test is the 1-rank NCCL all-reduce (//dist's NCCL half, no MPI);
+#       NCCL itself is the GPU machine's, in its toolkit (/usr/local/cuda/lib64).
 #
 # With the device tool:  run(command="tools/gpu_check.sh run", carry=["gpu_stage"])
 set -euo pipefail
@@ -44,7 +46,7 @@ build() {
     ldd "$STAGE"/pack/tests/* "$STAGE"/pack/bench/* | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
         case "$(basename "$lib")" in
         libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
-        libcudart* | libcublas* | libcurand* | libnvrtc* | libnvJitLink*) ;;
+        libcudart* | libcublas* | libcurand* | libnvrtc* | libnvJitLink* | libnccl*) ;;
         *) cp -L "$lib" "$STAGE/pack/lib/" ;;
         esac
     done

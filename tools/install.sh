@@ -3,7 +3,9 @@
 #   ./bazelw run //:install -- --prefix=$HOME/.local      (default prefix: /usr/local)
 #   PREFIX/lib/libtapegrad.so.0 (+ libtapegrad.so), PREFIX/lib/libtapegrad.a,
 #   PREFIX/include/tapegrad/ (tapegrad.h and the headers it includes),
-#   PREFIX/lib/pkgconfig/tapegrad.pc, PREFIX/lib/cmake/tapegrad/tapegradConfig*.cmake.
+#   PREFIX/lib/pkgconfig/tapegrad.pc, PREFIX/lib/cmake/tapegrad/tapegradConfig*.cmake,
+#   and data-parallel training (dist/, docs/distributed.md): PREFIX/lib/libtapegrad_dist.a,
+#   PREFIX/include/tapegrad/dist/*.h, PREFIX/lib/pkgconfig/tapegrad-dist.pc.
 # Then: cc main.c $(pkg-config --cflags --libs tapegrad), or in CMake
 #   find_package(tapegrad REQUIRED) + target_link_libraries(app tapegrad::tapegrad).
 set -euo pipefail
@@ -93,6 +95,27 @@ else()
 endif()
 CMAKE
 
+# Data-parallel training: a static library that uses the library's internal functions, so
+# it links with libtapegrad.a (whose internal symbols the shared library hides), and MPI.
+# CPU tensors only (MPI): a CUDA build's NCCL objects are not in it.
+if [[ -f $here/dist/libtapegrad_dist.a ]]; then
+  put 644 "$here/dist/libtapegrad_dist.a" "$libdir/libtapegrad_dist.a"
+  mkdir -p "$includedir/tapegrad/dist"
+  for h in dist.h ddp.h sync_batch_norm.h; do put 644 "$here/dist/$h" "$includedir/tapegrad/dist/$h"; done
+  cat >"$libdir/pkgconfig/tapegrad-dist.pc" <<PC
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: tapegrad-dist
+Description: tapegrad's data-parallel training over MPI (collectives, DDP, SyncBatchNorm); links libtapegrad statically
+Version: $VERSION
+Cflags: -I\${includedir}/tapegrad
+Libs: -L\${libdir} -ltapegrad_dist \${libdir}/libtapegrad.a -lmpi $private_libs
+PC
+fi
+
 echo "installed tapegrad $VERSION to $prefix"
 echo "  cc main.c \$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs tapegrad)"
 echo "  cmake -DCMAKE_PREFIX_PATH=$prefix ...   (find_package(tapegrad))"
+echo "  cc main.c \$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs tapegrad-dist)   (MPI programs)"

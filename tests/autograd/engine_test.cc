@@ -114,6 +114,67 @@ TEST_F(TgTest, HooksSeeAndReplaceGradients) {
     EXPECT_TRUE(tensor_near(tg_grad(x), {38, 74}, 1e-4));
 }
 
+namespace {
+struct PostHookLog {
+    tg_tensor *other;          // the other leaf, whose .grad the hook looks at
+    int calls = 0;
+    bool other_had_grad = false;
+    double own_grad = 0;
+};
+void post_hook(tg_tensor *leaf, void *user) {
+    auto *log = static_cast<PostHookLog *>(user);
+    log->calls++;
+    log->other_had_grad = tg_grad(log->other) != nullptr;
+    log->own_grad = values(tg_grad(leaf))[0];
+}
+}  // namespace
+
+// The post-accumulate hook of a leaf runs once its gradient is in .grad, before the
+// backward reaches leaves nearer the input (PyTorch's AccumulateGrad order).
+TEST_F(TgTest, PostAccumulateHooksRunAsSoonAsALeafIsDone) {
+    tg_tensor *w_in = tensor_f64({2}, TG_SHAPE(1), true);
+    tg_tensor *w_out = tensor_f64({5}, TG_SHAPE(1), true);
+    PostHookLog in_log, out_log;
+    in_log.other = w_out;
+    out_log.other = w_in;
+    ASSERT_EQ(tg_register_post_accumulate_grad_hook(w_in, post_hook, &in_log), TG_OK);
+    ASSERT_EQ(tg_register_post_accumulate_grad_hook(w_out, post_hook, &out_log), TG_OK);
+    // y = sum(exp(3 w_in) * w_out + w_in): w_in is reached twice, by the first op and the last.
+    tg_tensor *h = tg_exp(tg_mul_scalar(w_in, 3));
+    tg_tensor *y = tg_sum(tg_add(tg_mul(h, w_out), w_in));
+    ASSERT_EQ(tg_backward(y), TG_OK);
+    EXPECT_EQ(out_log.calls, 1);
+    EXPECT_EQ(in_log.calls, 1);
+    EXPECT_FALSE(out_log.other_had_grad);  // w_out finished first
+    EXPECT_TRUE(in_log.other_had_grad);
+    EXPECT_DOUBLE_EQ(out_log.own_grad, std::exp(6.0));
+    EXPECT_NEAR(in_log.own_grad, 3 * 5 * std::exp(6.0) + 1, 1e-9);  // the summed gradient
+    // A second backward accumulates; the hook sees the sum in .grad.
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul_scalar(w_out, 2))), TG_OK);
+    EXPECT_EQ(out_log.calls, 2);
+    EXPECT_DOUBLE_EQ(out_log.own_grad, std::exp(6.0) + 2);
+    EXPECT_TRUE(tg_remove_post_accumulate_grad_hook(w_out, post_hook, &out_log));
+    EXPECT_FALSE(tg_remove_post_accumulate_grad_hook(w_out, post_hook, &out_log));
+    ASSERT_EQ(tg_backward(tg_sum(w_out)), TG_OK);
+    EXPECT_EQ(out_log.calls, 2);
+}
+
+TEST_F(TgTest, PostAccumulateHookBadInput) {
+    tg_tensor *x = tensor_f32({1}, TG_SHAPE(1), true);
+    tg_tensor *y = tg_mul_scalar(x, 2);
+    tg_tensor *c = tensor_f32({1}, TG_SHAPE(1), false);
+    PostHookLog log;
+    tg_clear_error();
+    EXPECT_EQ(tg_register_post_accumulate_grad_hook(y, post_hook, &log), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("only be registered on leaf tensors, not on the output of 'mul_scalar'");
+    tg_clear_error();
+    EXPECT_EQ(tg_register_post_accumulate_grad_hook(c, post_hook, &log), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("does not require grad");
+    tg_clear_error();
+    EXPECT_EQ(tg_register_post_accumulate_grad_hook(x, nullptr, &log), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("the hook is NULL");
+}
+
 TEST_F(TgTest, LongChainBackpropagatesWithoutRecursion) {
     tg_tensor *x = tensor_f64({1.0}, TG_SHAPE(1), true);
     tg_tensor *y = x;

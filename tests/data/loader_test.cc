@@ -349,3 +349,76 @@ TEST_F(LoaderTest, SeekResumesMidEpochAndEndsItEarly) {
     EXPECT_STREQ(tg_last_error(), "tg_loader_seek: batch -1 is negative");
     tg_loader_free(ld);
 }
+
+// ---- sharding across ranks: torch.utils.data.DistributedSampler ----
+
+TEST_F(TgTest, DistributedIndicesMatchPyTorch) {
+    auto fixtures = load_fixtures("tests/fixtures/distributed_sampler.txt");
+    struct Case {
+        int64_t n;
+        int world;
+        bool shuffle;
+        uint64_t seed;
+        bool drop_last;
+    };
+    int checked = 0;
+    for (Case c : {Case{10, 3, true, 0, false}, Case{10, 3, true, 0, true}, Case{10, 3, false, 0, false},
+                   Case{100, 4, true, 7, false}, Case{5, 8, true, 3, false}, Case{5, 8, true, 3, true},
+                   Case{64, 2, true, 1, false}}) {
+        for (int64_t epoch : {0, 1, 5}) {
+            std::vector<int64_t> all;
+            for (int rank = 0; rank < c.world; rank++) {
+                char name[128];
+                snprintf(name, sizeof name, "n%lld_w%d_s%d_seed%llu_d%d_e%lld_r%d", (long long)c.n, c.world,
+                         c.shuffle, (unsigned long long)c.seed, c.drop_last, (long long)epoch, rank);
+                const FixtureTensor &want = fixture_tensor(fixtures, name);
+                std::vector<int64_t> got(c.n + c.world);
+                int64_t count = tg_distributed_indices(got.data(), c.n, c.world, rank, c.shuffle, c.seed, epoch,
+                                                       c.drop_last);
+                ASSERT_EQ(count, (int64_t)want.data.size()) << name;
+                EXPECT_EQ(tg_distributed_indices(nullptr, c.n, c.world, rank, c.shuffle, c.seed, epoch, c.drop_last),
+                          count);
+                for (int64_t i = 0; i < count; i++) EXPECT_EQ(got[i], (int64_t)want.data[i]) << name << " at " << i;
+                all.insert(all.end(), got.begin(), got.begin() + count);
+                checked++;
+            }
+            // Disjoint shards when no padding is needed.
+            if (c.drop_last || c.n % c.world == 0) {
+                std::sort(all.begin(), all.end());
+                EXPECT_EQ(std::unique(all.begin(), all.end()), all.end());
+            }
+        }
+    }
+    EXPECT_EQ(checked, 93);
+    EXPECT_EQ(tg_distributed_indices(nullptr, 10, 2, 2, true, 0, 0, false), 0);  // rank out of range
+}
+
+// Two sharded loaders see the batches of one DistributedSampler each; together the
+// samples of the epoch's permutation.
+TEST_F(TgTest, ShardedLoaderDeliversThisRanksShard) {
+    tg_tensor *x = tg_arange(0, 10, 1, (tg_opts){.dtype = TG_FLOAT64});
+    auto fixtures = load_fixtures("tests/fixtures/distributed_sampler.txt");
+    for (int rank = 0; rank < 3; rank++) {
+        tg_loader *ld = tg_loader_new(x, nullptr,
+                                      (tg_loader_opts){.batch_size = 3, .shuffle = true, .world_size = 3, .rank = rank});
+        ASSERT_NE(ld, nullptr);
+        EXPECT_EQ(tg_loader_num_batches(ld), 2);  // 4 samples per rank (10 padded to 12)
+        for (int64_t epoch : {0, 1}) {
+            char name[128];
+            snprintf(name, sizeof name, "n10_w3_s1_seed0_d0_e%lld_r%d", (long long)epoch, rank);
+            std::vector<double> seen;
+            tg_tensor *bx, *by;
+            TG_FOR_EACH_BATCH(ld, bx, by) {
+                for (double v : values(bx)) seen.push_back(v);
+            }
+            EXPECT_EQ(seen, fixture_tensor(fixtures, name).data) << name;
+        }
+        tg_loader_free(ld);
+    }
+    tg_clear_error();
+    EXPECT_EQ(tg_loader_new(x, nullptr, (tg_loader_opts){.world_size = 2, .rank = 2}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_loader_new: rank 2 is not in [0, world_size 2)");
+    tg_clear_error();
+    EXPECT_EQ(tg_loader_new(x, nullptr, (tg_loader_opts){.world_size = -1}), nullptr);
+    EXPECT_ERROR_CONTAINS("rank 0 is not in [0, world_size -1)");
+}

@@ -1,0 +1,543 @@
+/* Collectives across processes: MPI for CPU tensors, NCCL (dist/nccl.cu) for CUDA
+ * tensors. See dist/dist.h.
+ *
+ * Every collective is started non-blocking (MPI_I* / an NCCL launch) and waited for
+ * by polling with a deadline, so that a rank that stops calling collectives shows up
+ * as an error on the others after TG_DIST_TIMEOUT seconds instead of a hang. The
+ * communicator is a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, so MPI's
+ * errors come back as codes (turned into messages) instead of aborting the job.
+ *
+ * Progress: Open MPI moves a non-blocking collective forward only inside MPI calls,
+ * so a DDP bucket started during backward would otherwise wait for the next hook.
+ * While non-blocking works are in flight, a progress thread tests them every 50 us.
+ * Every MPI call of this file holds mpi_lock, which keeps the calls one at a time
+ * (MPI_THREAD_SERIALIZED). */
+#include "dist/dist.h"
+
+#include <errno.h>
+#include <math.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "dist/nccl.h"
+
+#define DEFAULT_TIMEOUT_S 1800.0
+
+static struct {
+    bool initialized;
+    bool we_called_init; /* MPI_Finalize is ours to call */
+    bool broken;         /* a collective failed or timed out: the group cannot be trusted */
+    int rank, world_size, local_rank;
+    double timeout_s;
+    MPI_Comm comm;
+    bool nccl_ready;
+    int nccl_device;
+} dist = {.world_size = 1, .timeout_s = DEFAULT_TIMEOUT_S, .comm = MPI_COMM_NULL};
+
+/* This process's place in the job, kept after tg_dist_finalize for the SIGTERM message. */
+static volatile int job_rank = 0, job_size = 1;
+
+struct tg_dist_work {
+    MPI_Request request;
+    int error;  /* an MPI error the progress thread met on this request */
+    void *nccl; /* the NCCL handle instead of `request` for CUDA tensors */
+    tg_tensor *tensor; /* owned reference until the wait */
+    tg_dist_op op;
+    const char *name;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- serialised MPI calls and the progress thread ---- */
+
+static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+#define LOCKED(call) (pthread_mutex_lock(&mpi_lock), locked_result_ = (call), pthread_mutex_unlock(&mpi_lock), locked_result_)
+static _Thread_local int locked_result_;
+
+#define MAX_IN_FLIGHT 256
+static struct {
+    pthread_t thread;
+    bool running, stop;
+    pthread_cond_t wake;
+    tg_dist_work *works[MAX_IN_FLIGHT]; /* under mpi_lock */
+    int count;
+} progress = {.wake = PTHREAD_COND_INITIALIZER};
+
+static void *progress_main(void *unused) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_mutex_lock(&mpi_lock);
+    while (!progress.stop) {
+        if (progress.count == 0) {
+            pthread_cond_wait(&progress.wake, &mpi_lock);
+            continue;
+        }
+        for (int i = 0; i < progress.count; i++) {
+            tg_dist_work *w = progress.works[i];
+            if (w->request == MPI_REQUEST_NULL || w->error) continue;
+            int done = 0;
+            int code = MPI_Test(&w->request, &done, MPI_STATUS_IGNORE);
+            if (code != MPI_SUCCESS) w->error = code;
+            break; /* one call progresses every outstanding collective */
+        }
+        pthread_mutex_unlock(&mpi_lock);
+        struct timespec pause = {0, 50000};
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&mpi_lock);
+    }
+    pthread_mutex_unlock(&mpi_lock);
+    return NULL;
+}
+
+/* Hands w to the progress thread (started on first use); when the thread cannot start
+ * or holds MAX_IN_FLIGHT works already, w progresses only in tg_dist_test / the wait. */
+static void progress_add(tg_dist_work *w) {
+    pthread_mutex_lock(&mpi_lock);
+    if (!progress.running && !progress.stop)
+        progress.running = pthread_create(&progress.thread, NULL, progress_main, NULL) == 0;
+    if (progress.running && progress.count < MAX_IN_FLIGHT) {
+        progress.works[progress.count++] = w;
+        pthread_cond_signal(&progress.wake);
+    }
+    pthread_mutex_unlock(&mpi_lock);
+}
+
+static void progress_remove(tg_dist_work *w) {
+    pthread_mutex_lock(&mpi_lock);
+    for (int i = 0; i < progress.count; i++)
+        if (progress.works[i] == w) {
+            progress.works[i] = progress.works[--progress.count];
+            break;
+        }
+    pthread_mutex_unlock(&mpi_lock);
+}
+
+static void progress_shutdown(void) {
+    pthread_mutex_lock(&mpi_lock);
+    bool running = progress.running;
+    progress.stop = true;
+    progress.count = 0;
+    pthread_cond_signal(&progress.wake);
+    pthread_mutex_unlock(&mpi_lock);
+    if (running) pthread_join(progress.thread, NULL);
+    progress.running = false;
+    progress.stop = false;
+}
+
+/* ---- errors ---- */
+
+static tg_status mpi_failed(const char *op, int code) {
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int length = 0;
+    pthread_mutex_lock(&mpi_lock);
+    MPI_Error_string(code, text, &length);
+    pthread_mutex_unlock(&mpi_lock);
+    dist.broken = true;
+    return tg_error("%s: MPI failed on rank %d of %d: %s", op, dist.rank, dist.world_size, text);
+}
+
+static tg_status check_ready(const char *op) {
+    if (!dist.initialized) return tg_error("%s: call tg_dist_init first", op);
+    if (dist.broken)
+        return tg_error("%s: the process group of rank %d is broken by an earlier failure (timeout or "
+                        "MPI error); end the program",
+                        op, dist.rank);
+    return TG_OK;
+}
+
+/* mpirun stops the other ranks with SIGTERM when one exits non-zero or dies: say so
+ * before going (write(2) only: async-signal-safe). */
+static void on_sigterm(int sig) {
+    char line[160];
+    int n = snprintf(line, sizeof line,
+                     "tg_dist: rank %d of %d stopped by the launcher (signal %d): another rank exited with an "
+                     "error or died; its messages say why\n",
+                     job_rank, job_size, sig);
+    if (n > 0) (void)!write(STDERR_FILENO, line, (size_t)n);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_sigterm_message(void) {
+    struct sigaction old;
+    if (sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_sigterm;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+    }
+}
+
+/* ---- environment ---- */
+
+static bool env_int(const char *name, int *value) {
+    const char *text = getenv(name);
+    if (!text || !*text) return false;
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*end || v < 0 || v > 1 << 30) return false;
+    *value = (int)v;
+    return true;
+}
+
+static tg_status read_timeout(void) {
+    const char *text = getenv("TG_DIST_TIMEOUT");
+    if (!text || !*text) return TG_OK;
+    char *end;
+    double v = strtod(text, &end);
+    if (*end || !(v > 0) || !isfinite(v))
+        return tg_error("tg_dist_init: TG_DIST_TIMEOUT='%s' is not a positive number of seconds", text);
+    dist.timeout_s = v;
+    return TG_OK;
+}
+
+tg_status tg_dist_init(void) {
+    const char *op = "tg_dist_init";
+    if (dist.initialized) return tg_error("%s: already initialized (call tg_dist_finalize first)", op);
+    if (read_timeout()) return TG_ERROR;
+    int mpi_ready = 0;
+    MPI_Initialized(&mpi_ready);
+    if (!mpi_ready) {
+        int provided = 0;
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+            return tg_error("%s: MPI_Init_thread failed", op);
+        dist.we_called_init = true;
+    }
+    MPI_Comm comm;
+    int code = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    if (code != MPI_SUCCESS) return mpi_failed(op, code);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int env_rank, env_size;
+    bool has_rank = env_int("RANK", &env_rank), has_size = env_int("WORLD_SIZE", &env_size);
+    if ((has_size && env_size != size) || (has_rank && env_rank != rank)) {
+        MPI_Comm_free(&comm);
+        return tg_error("%s: RANK=%s / WORLD_SIZE=%s are set, but MPI's world has this process as rank %d "
+                        "of %d: the ranks meet through MPI, so launch the program with mpirun -np N "
+                        "(a torchrun launch without mpirun gives N worlds of one)",
+                        op, getenv("RANK") ? getenv("RANK") : "(unset)",
+                        getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "(unset)", rank, size);
+    }
+    int local = 0;
+    if (!env_int("LOCAL_RANK", &local) && !env_int("OMPI_COMM_WORLD_LOCAL_RANK", &local) &&
+        !env_int("MPI_LOCALRANKID", &local))
+        local = size == 1 ? 0 : rank;
+    dist.comm = comm;
+    dist.rank = rank;
+    dist.world_size = size;
+    dist.local_rank = local;
+    dist.broken = false;
+    dist.nccl_ready = false;
+    dist.initialized = true;
+    job_rank = rank;
+    job_size = size;
+    install_sigterm_message();
+    return TG_OK;
+}
+
+tg_status tg_dist_finalize(void) {
+    if (!dist.initialized) return TG_OK;
+    progress_shutdown();
+    if (dist.nccl_ready && tg_nccl_shutdown) tg_nccl_shutdown(dist.broken);
+    dist.nccl_ready = false;
+    /* A broken group is finalized like a healthy one (MPI_Finalize waits for every rank,
+     * and each rank of a broken group times out on its own); MPI_Abort instead would
+     * turn a reported error into a killed job. */
+    MPI_Comm_free(&dist.comm);
+    dist.comm = MPI_COMM_NULL;
+    dist.initialized = false;
+    dist.rank = 0;
+    dist.world_size = 1;
+    dist.local_rank = 0;
+    if (dist.we_called_init) {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) MPI_Finalize();
+        dist.we_called_init = false;
+    }
+    return TG_OK;
+}
+
+bool tg_dist_is_initialized(void) { return dist.initialized; }
+int tg_dist_rank(void) { return dist.rank; }
+int tg_dist_world_size(void) { return dist.world_size; }
+int tg_dist_local_rank(void) { return dist.local_rank; }
+double tg_dist_timeout(void) { return dist.timeout_s; }
+void tg_dist_set_timeout(double seconds) {
+    if (seconds > 0 && isfinite(seconds)) dist.timeout_s = seconds;
+}
+
+static tg_status wait_work(tg_dist_work *w);
+
+/* ---- tensors ---- */
+
+static MPI_Datatype mpi_type(tg_dtype dtype) {
+    switch (dtype) {
+    case TG_FLOAT32: return MPI_FLOAT;
+    case TG_FLOAT64: return MPI_DOUBLE;
+    case TG_INT32: return MPI_INT32_T;
+    case TG_INT64: return MPI_INT64_T;
+    case TG_UINT8:
+    case TG_BOOL: return MPI_UINT8_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+static bool is_cuda(const tg_tensor *t) { return t->storage->device.kind == TG_DEVICE_CUDA; }
+
+/* The checks every collective makes on its tensor. reducing: the op adds values. */
+static tg_status check_tensor(const char *op, const tg_tensor *t, bool reducing, tg_dist_op reduce) {
+    if (check_ready(op)) return TG_ERROR;
+    if (!t) return tg_error_null_input(op, 0);
+    if (!tg_is_contiguous(t)) return tg_error("%s: the tensor must be contiguous", op);
+    tg_dtype dtype = t->dtype;
+    bool arithmetic = dtype == TG_FLOAT32 || dtype == TG_FLOAT64 || dtype == TG_INT32 || dtype == TG_INT64;
+    if (mpi_type(dtype) == MPI_DATATYPE_NULL || (reducing && !arithmetic))
+        return tg_error("%s: dtype %s is not supported (float32, float64, int32, int64%s)", op,
+                        tg_dtype_name(dtype), reducing ? "" : ", uint8, bool");
+    if (reducing && reduce == TG_DIST_AVG && !tg_dtype_is_floating(dtype))
+        return tg_error("%s: TG_DIST_AVG needs a floating dtype, not %s", op, tg_dtype_name(dtype));
+    if (reducing && (reduce < TG_DIST_SUM || reduce > TG_DIST_MAX))
+        return tg_error("%s: unknown reduction %d", op, (int)reduce);
+    if (is_cuda(t) && !tg_nccl_start)
+        return tg_error("%s: a CUDA tensor needs NCCL, and this build of tapegrad has no NCCL (built with "
+                        "--config=cpu_only or without a CUDA toolkit)",
+                        op);
+    return TG_OK;
+}
+
+static MPI_Op mpi_op(tg_dist_op op) { return op == TG_DIST_MAX ? MPI_MAX : MPI_SUM; }
+
+/* The NCCL communicator, made on the first CUDA collective (every rank's first CUDA
+ * collective is the same call, so they all get here together). */
+static tg_status ensure_nccl(const char *op, const tg_tensor *t) {
+    if (dist.nccl_ready) {
+        if (t->storage->device.index != dist.nccl_device)
+            return tg_error("%s: the tensor is on cuda:%d but this rank's NCCL communicator is on cuda:%d "
+                            "(one GPU per rank)",
+                            op, t->storage->device.index, dist.nccl_device);
+        return TG_OK;
+    }
+    unsigned char id[TG_NCCL_UNIQUE_ID_BYTES] = {0};
+    if (dist.rank == 0 && tg_nccl_unique_id(id)) return TG_ERROR;
+    MPI_Request request;
+    int code = LOCKED(MPI_Ibcast(id, TG_NCCL_UNIQUE_ID_BYTES, MPI_BYTE, 0, dist.comm, &request));
+    if (code != MPI_SUCCESS) return mpi_failed(op, code);
+    tg_dist_work w = {.request = request, .name = op};
+    tg_status status = wait_work(&w);
+    if (status) return status;
+    if (tg_nccl_init(id, dist.rank, dist.world_size, t->storage->device.index, now_s() + dist.timeout_s)) {
+        dist.broken = true;
+        return TG_ERROR;
+    }
+    dist.nccl_ready = true;
+    dist.nccl_device = t->storage->device.index;
+    return TG_OK;
+}
+
+/* ---- waiting with a deadline ---- */
+
+/* 1 done, 0 running, -1 failed (error recorded). */
+static int poll_work(tg_dist_work *w) {
+    if (w->nccl) return tg_nccl_query(w->nccl);
+    int done = 0;
+    int code = LOCKED(w->error ? w->error : MPI_Test(&w->request, &done, MPI_STATUS_IGNORE));
+    if (code != MPI_SUCCESS) {
+        mpi_failed(w->name, code);
+        return -1;
+    }
+    return done;
+}
+
+static tg_status wait_work(tg_dist_work *w) {
+    double deadline = now_s() + dist.timeout_s;
+    for (long polls = 0;; polls++) {
+        int state = poll_work(w);
+        if (state < 0) {
+            dist.broken = true;
+            return TG_ERROR;
+        }
+        if (state > 0) return TG_OK;
+        if (now_s() > deadline) {
+            dist.broken = true;
+            return tg_error("%s: rank %d of %d waited %.3g s (TG_DIST_TIMEOUT) for the other ranks: one of "
+                            "them failed, died or stopped calling the same collectives",
+                            w->name, dist.rank, dist.world_size, dist.timeout_s);
+        }
+        /* Spin briefly (a collective between ranks of one machine takes microseconds),
+         * then sleep so that a rank that waits long leaves the core to the others. */
+        if (polls > 64) {
+            struct timespec pause = {0, polls > 4096 ? 200000 : 20000};
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
+static void divide_for_avg(tg_tensor *t) {
+    int64_t n = tg_numel(t);
+    if (t->dtype == TG_FLOAT32) {
+        float *p = tg_data_ptr(t);
+        for (int64_t i = 0; i < n; i++) p[i] /= (float)dist.world_size;
+    } else {
+        double *p = tg_data_ptr(t);
+        for (int64_t i = 0; i < n; i++) p[i] /= dist.world_size;
+    }
+}
+
+static tg_status finish(tg_dist_work *w) {
+    tg_status status = wait_work(w);
+    if (!status && w->nccl) {
+        status = tg_nccl_finish(w->nccl);
+        w->nccl = NULL;
+    } else if (!status && w->op == TG_DIST_AVG && w->tensor) {
+        divide_for_avg(w->tensor);
+    }
+    if (!status && w->tensor) w->tensor->storage->version++;
+    return status;
+}
+
+/* ---- collectives ---- */
+
+tg_status tg_dist_barrier(void) {
+    if (check_ready("tg_dist_barrier")) return TG_ERROR;
+    tg_dist_work w = {.name = "tg_dist_barrier"};
+    int code = LOCKED(MPI_Ibarrier(dist.comm, &w.request));
+    if (code != MPI_SUCCESS) return mpi_failed(w.name, code);
+    return finish(&w);
+}
+
+static tg_status start_cuda(tg_dist_work *w, tg_nccl_kind kind, const void *send, void *recv, size_t count,
+                            tg_dtype dtype, int root) {
+    if (ensure_nccl(w->name, w->tensor)) return TG_ERROR;
+    w->nccl = tg_nccl_start(kind, send, recv, count, dtype, (int)w->op, root);
+    return w->nccl ? TG_OK : TG_ERROR;
+}
+
+tg_status tg_dist_broadcast(tg_tensor *t, int root) {
+    const char *op = "tg_dist_broadcast";
+    if (check_tensor(op, t, false, TG_DIST_SUM)) return TG_ERROR;
+    if (root < 0 || root >= dist.world_size)
+        return tg_error("%s: root %d is not a rank (world size %d)", op, root, dist.world_size);
+    tg_dist_work w = {.tensor = t, .name = op};
+    size_t count = (size_t)tg_numel(t);
+    if (is_cuda(t)) {
+        if (start_cuda(&w, TG_NCCL_BROADCAST, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, root))
+            return TG_ERROR;
+    } else {
+        int code = LOCKED(MPI_Ibcast(tg_data_ptr(t), (int)count, mpi_type(t->dtype), root, dist.comm, &w.request));
+        if (code != MPI_SUCCESS) return mpi_failed(op, code);
+    }
+    return finish(&w);
+}
+
+static tg_status start_all_reduce(tg_dist_work *w, tg_tensor *t, tg_dist_op reduce) {
+    w->tensor = t;
+    w->op = reduce;
+    size_t count = (size_t)tg_numel(t);
+    if (count > (size_t)1 << 31) return tg_error("%s: more than 2^31 elements in one call", w->name);
+    if (is_cuda(t)) return start_cuda(w, TG_NCCL_ALL_REDUCE, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, 0);
+    int code = LOCKED(MPI_Iallreduce(MPI_IN_PLACE, tg_data_ptr(t), (int)count, mpi_type(t->dtype),
+                                     mpi_op(reduce), dist.comm, &w->request));
+    return code == MPI_SUCCESS ? TG_OK : mpi_failed(w->name, code);
+}
+
+tg_status tg_dist_all_reduce(tg_tensor *t, tg_dist_op reduce) {
+    const char *op = "tg_dist_all_reduce";
+    if (check_tensor(op, t, true, reduce)) return TG_ERROR;
+    tg_dist_work w = {.name = op};
+    if (start_all_reduce(&w, t, reduce)) return TG_ERROR;
+    return finish(&w);
+}
+
+tg_dist_work *tg_dist_all_reduce_start(tg_tensor *t, tg_dist_op reduce) {
+    const char *op = "tg_dist_all_reduce_start";
+    if (check_tensor(op, t, true, reduce)) return NULL;
+    tg_dist_work *w = calloc(1, sizeof *w);
+    if (!w) return tg_error("%s: out of memory", op), NULL;
+    w->name = op;
+    if (start_all_reduce(w, t, reduce)) {
+        free(w);
+        return NULL;
+    }
+    tg_retain(t);
+    if (!w->nccl) progress_add(w);
+    return w;
+}
+
+bool tg_dist_test(tg_dist_work *w) {
+    if (!w) return true;
+    return poll_work(w) != 0;
+}
+
+tg_status tg_dist_wait(tg_dist_work *w) {
+    if (!w) return TG_OK;
+    tg_status status = finish(w);
+    progress_remove(w);
+    /* A failed NCCL work keeps its handle: making tapegrad's stream wait for a
+     * collective that will not end would hang the next kernel instead of reporting. */
+    tg_release(w->tensor);
+    free(w);
+    return status;
+}
+
+/* [world * d0, ...] or [d0 / world, ...] on t's device and dtype. */
+static tg_tensor *resized_dim0(tg_tensor *t, int64_t d0) {
+    tg_shape shape = t->shape;
+    shape.dims[0] = d0;
+    return tg_empty(shape, (tg_opts){.dtype = t->dtype, .device = t->storage->device});
+}
+
+tg_tensor *tg_dist_all_gather(tg_tensor *t) {
+    const char *op = "tg_dist_all_gather";
+    if (check_tensor(op, t, false, TG_DIST_SUM)) return NULL;
+    if (t->shape.ndim == 0) return tg_error("%s: the tensor is 0-dim; ranks are stacked along dim 0", op), NULL;
+    tg_tensor *out = resized_dim0(t, t->shape.dims[0] * dist.world_size);
+    if (!out) return NULL;
+    tg_dist_work w = {.tensor = out, .name = op};
+    size_t count = (size_t)tg_numel(t);
+    if (is_cuda(t)) {
+        if (start_cuda(&w, TG_NCCL_ALL_GATHER, tg_data_ptr(t), tg_data_ptr(out), count, t->dtype, 0)) return NULL;
+    } else {
+        int code = LOCKED(MPI_Iallgather(tg_data_ptr(t), (int)count, mpi_type(t->dtype), tg_data_ptr(out),
+                                         (int)count, mpi_type(t->dtype), dist.comm, &w.request));
+        if (code != MPI_SUCCESS) return mpi_failed(op, code), NULL;
+    }
+    return finish(&w) ? NULL : out;
+}
+
+tg_tensor *tg_dist_reduce_scatter(tg_tensor *t, tg_dist_op reduce) {
+    const char *op = "tg_dist_reduce_scatter";
+    if (check_tensor(op, t, true, reduce)) return NULL;
+    if (t->shape.ndim == 0 || t->shape.dims[0] % dist.world_size != 0)
+        return tg_error("%s: dim 0 (%lld) must be divisible by the world size %d", op,
+                        t->shape.ndim ? (long long)t->shape.dims[0] : 0LL, dist.world_size),
+               NULL;
+    tg_tensor *out = resized_dim0(t, t->shape.dims[0] / dist.world_size);
+    if (!out) return NULL;
+    tg_dist_work w = {.tensor = out, .op = reduce, .name = op};
+    size_t count = (size_t)tg_numel(out);
+    if (is_cuda(t)) {
+        if (start_cuda(&w, TG_NCCL_REDUCE_SCATTER, tg_data_ptr(t), tg_data_ptr(out), count, t->dtype, 0))
+            return NULL;
+    } else {
+        int code = LOCKED(MPI_Ireduce_scatter_block(tg_data_ptr(t), tg_data_ptr(out), (int)count,
+                                                    mpi_type(t->dtype), mpi_op(reduce), dist.comm, &w.request));
+        if (code != MPI_SUCCESS) return mpi_failed(op, code), NULL;
+    }
+    return finish(&w) ? NULL : out;
+}
