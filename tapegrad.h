@@ -37,6 +37,7 @@
 
 #include "ops/composite.h"
 #include "ops/conv.h"
+#include "ops/distance.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/loss.h"

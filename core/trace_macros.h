@@ -72,6 +72,10 @@
 /* ops/conv.h */
 #define tg_conv2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv2d, tg_conv2d(__VA_ARGS__))
 
+/* ops/distance.h */
+#define tg_cosine_similarity(...) TG_TRACED_PTR_(tg_tensor, tg_cosine_similarity, tg_cosine_similarity(__VA_ARGS__))
+#define tg_pairwise_distance(...) TG_TRACED_PTR_(tg_tensor, tg_pairwise_distance, tg_pairwise_distance(__VA_ARGS__))
+
 /* ops/elementwise.h */
 #define tg_add(...) TG_TRACED_PTR_(tg_tensor, tg_add, tg_add(__VA_ARGS__))
 #define tg_sub(...) TG_TRACED_PTR_(tg_tensor, tg_sub, tg_sub(__VA_ARGS__))
@@ -163,6 +167,16 @@
 #define tg_l1_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_l1_loss_opts, tg_l1_loss_opts(__VA_ARGS__))
 #define tg_binary_cross_entropy_with_logits(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy_with_logits, tg_binary_cross_entropy_with_logits(__VA_ARGS__))
 #define tg_binary_cross_entropy_with_logits_opts(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy_with_logits_opts, tg_binary_cross_entropy_with_logits_opts(__VA_ARGS__))
+#define tg_binary_cross_entropy(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy, tg_binary_cross_entropy(__VA_ARGS__))
+#define tg_binary_cross_entropy_opts(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy_opts, tg_binary_cross_entropy_opts(__VA_ARGS__))
+#define tg_kl_div(...) TG_TRACED_PTR_(tg_tensor, tg_kl_div, tg_kl_div(__VA_ARGS__))
+#define tg_kl_div_opts(...) TG_TRACED_PTR_(tg_tensor, tg_kl_div_opts, tg_kl_div_opts(__VA_ARGS__))
+#define tg_smooth_l1_loss(...) TG_TRACED_PTR_(tg_tensor, tg_smooth_l1_loss, tg_smooth_l1_loss(__VA_ARGS__))
+#define tg_smooth_l1_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_smooth_l1_loss_opts, tg_smooth_l1_loss_opts(__VA_ARGS__))
+#define tg_huber_loss(...) TG_TRACED_PTR_(tg_tensor, tg_huber_loss, tg_huber_loss(__VA_ARGS__))
+#define tg_huber_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_huber_loss_opts, tg_huber_loss_opts(__VA_ARGS__))
+#define tg_triplet_margin_loss(...) TG_TRACED_PTR_(tg_tensor, tg_triplet_margin_loss, tg_triplet_margin_loss(__VA_ARGS__))
+#define tg_triplet_margin_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_triplet_margin_loss_opts, tg_triplet_margin_loss_opts(__VA_ARGS__))
 
 /* ops/matmul.h */
 #define tg_matmul(...) TG_TRACED_PTR_(tg_tensor, tg_matmul, tg_matmul(__VA_ARGS__))
