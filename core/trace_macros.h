@@ -226,6 +226,9 @@
 
 /* ops/scan.h */
 #define tg_cumsum(...) TG_TRACED_PTR_(tg_tensor, tg_cumsum, tg_cumsum(__VA_ARGS__))
+#define tg_cumprod(...) TG_TRACED_PTR_(tg_tensor, tg_cumprod, tg_cumprod(__VA_ARGS__))
+#define tg_prod(...) TG_TRACED_PTR_(tg_tensor, tg_prod, tg_prod(__VA_ARGS__))
+#define tg_prod_dim(...) TG_TRACED_PTR_(tg_tensor, tg_prod_dim, tg_prod_dim(__VA_ARGS__))
 
 /* ops/reduce.h */
 #define tg_sum(...) TG_TRACED_PTR_(tg_tensor, tg_sum, tg_sum(__VA_ARGS__))

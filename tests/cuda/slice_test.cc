@@ -60,6 +60,28 @@ TEST_F(TgTest, CudaCumsumMatchesCpu) {
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumsum(in[0], 1); }, {i}));
 }
 
+// cumprod runs the same TG_SCAN_LINE as cumsum; its gradient with zeros and prod's
+// are compositions (any_zero reads a count back to the host).
+TEST_F(TgTest, CudaCumprodAndProdMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(3, 17, 5), TG_FLOAT32, 12, 0.6, 1.4);
+    for (int dim : {0, 1, 2}) {
+        EXPECT_TRUE(compare_devices([dim](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], dim); },
+                                    {x}, CompareOpts{1e-5, 1e-5, true}))
+            << "dim " << dim;
+        EXPECT_TRUE(compare_devices(
+            [dim](const std::vector<tg_tensor *> &in) { return tg_prod_dim(in[0], dim, dim == 1); }, {x},
+            CompareOpts{1e-5, 1e-5, true}))
+            << "dim " << dim;
+    }
+    tg_tensor *z = tg_mul(random_cpu(TG_SHAPE(4, 6), TG_FLOAT64, 13),
+                          tg_cast(tg_gt_scalar(random_cpu(TG_SHAPE(4, 6), TG_FLOAT64, 14), -1.2), TG_FLOAT64));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], 1); }, {z}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_prod(in[0]); }, {z}));
+    tg_tensor *i = tg_cast(random_cpu(TG_SHAPE(4, 9), TG_FLOAT64, 15, -4, 4), TG_INT64);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], 1); }, {i}));
+}
+
 TEST_F(TgTest, CudaAmaxAndTensorClampMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(3, 6, 5), TG_FLOAT32, 10);
