@@ -43,6 +43,7 @@
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "ops/pad.h"
 #include "ops/pool.h"
 #include "ops/random.h"
 #include "ops/rearrange.h"

@@ -191,6 +191,9 @@
 #define tg_batch_norm(...) TG_TRACED_PTR_(tg_tensor, tg_batch_norm, tg_batch_norm(__VA_ARGS__))
 #define tg_layer_norm(...) TG_TRACED_PTR_(tg_tensor, tg_layer_norm, tg_layer_norm(__VA_ARGS__))
 
+/* ops/pad.h */
+#define tg_pad(...) TG_TRACED_PTR_(tg_tensor, tg_pad, tg_pad(__VA_ARGS__))
+
 /* ops/pool.h */
 #define tg_max_pool2d(...) TG_TRACED_PTR_(tg_tensor, tg_max_pool2d, tg_max_pool2d(__VA_ARGS__))
 #define tg_avg_pool2d(...) TG_TRACED_PTR_(tg_tensor, tg_avg_pool2d, tg_avg_pool2d(__VA_ARGS__))
@@ -223,6 +226,8 @@
 #define tg_repeat(...) TG_TRACED_PTR_(tg_tensor, tg_repeat, tg_repeat(__VA_ARGS__))
 #define tg_tile(...) TG_TRACED_PTR_(tg_tensor, tg_tile, tg_tile(__VA_ARGS__))
 #define tg_roll(...) TG_TRACED_PTR_(tg_tensor, tg_roll, tg_roll(__VA_ARGS__))
+#define tg_repeat_interleave(...) TG_TRACED_PTR_(tg_tensor, tg_repeat_interleave, tg_repeat_interleave(__VA_ARGS__))
+#define tg_repeat_interleave_tensor(...) TG_TRACED_PTR_(tg_tensor, tg_repeat_interleave_tensor, tg_repeat_interleave_tensor(__VA_ARGS__))
 
 /* ops/scan.h */
 #define tg_cumsum(...) TG_TRACED_PTR_(tg_tensor, tg_cumsum, tg_cumsum(__VA_ARGS__))

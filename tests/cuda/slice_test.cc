@@ -33,6 +33,25 @@ TEST_F(TgTest, CudaRearrangingOpsMatchCpu) {
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_movedim(in[0], 2, 0); }, {x}));
 }
 
+// pad's index modes and repeat_interleave with a tensor upload a host-built index.
+TEST_F(TgTest, CudaPadAndRepeatInterleaveMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 16);
+    for (tg_pad_mode mode : {TG_PAD_CONSTANT, TG_PAD_REFLECT, TG_PAD_REPLICATE, TG_PAD_CIRCULAR})
+        EXPECT_TRUE(compare_devices(
+            [mode](const std::vector<tg_tensor *> &in) {
+                int64_t p[4] = {2, -1, 1, 2};
+                return tg_pad(in[0], p, 4, mode, 0);
+            },
+            {x}))
+            << "mode " << mode;
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave(in[0], 3, 1); },
+                                {x}));
+    tg_tensor *r = tensor_i64({2, 0, 1, 3}, TG_SHAPE(4));
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave_tensor(in[0], in[1], 2); }, {x, r}));
+}
+
 TEST_F(TgTest, CudaCompositeOpsMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 3);
