@@ -51,6 +51,7 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/slice.h"
+#include "ops/sort.h"
 #include "ops/cuda/runtime.h"
 
 #include "nn/module.h"

@@ -284,6 +284,14 @@
 #define tg_slice(...) TG_TRACED_PTR_(tg_tensor, tg_slice, tg_slice(__VA_ARGS__))
 #define tg_diagonal(...) TG_TRACED_PTR_(tg_tensor, tg_diagonal, tg_diagonal(__VA_ARGS__))
 
+/* ops/sort.h */
+#define tg_sort(...) TG_TRACED_PTR_(tg_tensor, tg_sort, tg_sort(__VA_ARGS__))
+#define tg_argsort(...) TG_TRACED_PTR_(tg_tensor, tg_argsort, tg_argsort(__VA_ARGS__))
+#define tg_topk(...) TG_TRACED_PTR_(tg_tensor, tg_topk, tg_topk(__VA_ARGS__))
+#define tg_kthvalue(...) TG_TRACED_PTR_(tg_tensor, tg_kthvalue, tg_kthvalue(__VA_ARGS__))
+#define tg_median_dim(...) TG_TRACED_PTR_(tg_tensor, tg_median_dim, tg_median_dim(__VA_ARGS__))
+#define tg_median(...) TG_TRACED_PTR_(tg_tensor, tg_median, tg_median(__VA_ARGS__))
+
 /* nn/module.h */
 #define tg_module_new(...) TG_TRACED_PTR_(tg_module, tg_module_new, tg_module_new(__VA_ARGS__))
 #define tg_register_parameter(...) TG_TRACED_STATUS_(tg_register_parameter, tg_register_parameter(__VA_ARGS__))
