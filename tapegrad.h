@@ -39,6 +39,7 @@
 #include "ops/conv.h"
 #include "ops/distance.h"
 #include "ops/elementwise.h"
+#include "ops/index.h"
 #include "ops/inplace.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"

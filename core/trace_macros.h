@@ -153,6 +153,12 @@
 #define tg_binary_into(...) TG_TRACED_STATUS_(tg_binary_into, tg_binary_into(__VA_ARGS__))
 #define tg_gt_mask(...) TG_TRACED_PTR_(tg_tensor, tg_gt_mask, tg_gt_mask(__VA_ARGS__))
 
+/* ops/index.h */
+#define tg_nonzero(...) TG_TRACED_PTR_(tg_tensor, tg_nonzero, tg_nonzero(__VA_ARGS__))
+#define tg_masked_select(...) TG_TRACED_PTR_(tg_tensor, tg_masked_select, tg_masked_select(__VA_ARGS__))
+#define tg_index_mask(...) TG_TRACED_PTR_(tg_tensor, tg_index_mask, tg_index_mask(__VA_ARGS__))
+#define tg_index_put(...) TG_TRACED_PTR_(tg_tensor, tg_index_put, tg_index_put(__VA_ARGS__))
+
 /* ops/inplace.h */
 #define tg_copy_(...) TG_TRACED_STATUS_(tg_copy_, tg_copy_(__VA_ARGS__))
 #define tg_fill_(...) TG_TRACED_STATUS_(tg_fill_, tg_fill_(__VA_ARGS__))

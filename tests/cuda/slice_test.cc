@@ -52,6 +52,26 @@ TEST_F(TgTest, CudaPadAndRepeatInterleaveMatchCpu) {
         [](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave_tensor(in[0], in[1], 2); }, {x, r}));
 }
 
+// Boolean and advanced indexing read positions on the host, then index on the device.
+TEST_F(TgTest, CudaMaskedSelectAndIndexPutMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(3, 4, 2), TG_FLOAT32, 17);
+    tg_tensor *m = tg_gt_scalar(random_cpu(TG_SHAPE(3, 4), TG_FLOAT32, 18), 0);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_index_mask(in[0], in[1]); },
+                                {x, m}));
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_masked_select(in[0], tg_unsqueeze(in[1], 2)); }, {x, m}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_nonzero(in[0]); }, {m}));
+    tg_tensor *v = random_cpu(TG_SHAPE(2), TG_FLOAT32, 19);
+    for (bool accumulate : {false, true})
+        EXPECT_TRUE(compare_devices(
+            [accumulate](const std::vector<tg_tensor *> &in) {
+                tg_tensor *idx[2] = {in[1], tg_tensor_to(tensor_i64({1, 1, -1}, TG_SHAPE(3)), tg_device_of(in[0]))};
+                return tg_index_put(in[0], idx, accumulate ? 2 : 1, in[2], accumulate);
+            },
+            {x, m, v}));
+}
+
 TEST_F(TgTest, CudaCompositeOpsMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 3);
