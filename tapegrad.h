@@ -38,6 +38,7 @@
 #include "ops/composite.h"
 #include "ops/conv.h"
 #include "ops/distance.h"
+#include "ops/einsum.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
 #include "ops/inplace.h"

@@ -76,6 +76,9 @@
 #define tg_cosine_similarity(...) TG_TRACED_PTR_(tg_tensor, tg_cosine_similarity, tg_cosine_similarity(__VA_ARGS__))
 #define tg_pairwise_distance(...) TG_TRACED_PTR_(tg_tensor, tg_pairwise_distance, tg_pairwise_distance(__VA_ARGS__))
 
+/* ops/einsum.h */
+#define tg_einsum(...) TG_TRACED_PTR_(tg_tensor, tg_einsum, tg_einsum(__VA_ARGS__))
+
 /* ops/elementwise.h */
 #define tg_add(...) TG_TRACED_PTR_(tg_tensor, tg_add, tg_add(__VA_ARGS__))
 #define tg_sub(...) TG_TRACED_PTR_(tg_tensor, tg_sub, tg_sub(__VA_ARGS__))

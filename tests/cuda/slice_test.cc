@@ -72,6 +72,16 @@ TEST_F(TgTest, CudaMaskedSelectAndIndexPutMatchCpu) {
             {x, m, v}));
 }
 
+TEST_F(TgTest, CudaEinsumMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *q = random_cpu(TG_SHAPE(2, 3, 4, 5), TG_FLOAT32, 20), *k = random_cpu(TG_SHAPE(2, 3, 6, 5), TG_FLOAT32, 21);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_einsum("bhqd,bhkd->bhqk", in.data(), 2); }, {q, k}));
+    tg_tensor *s = random_cpu(TG_SHAPE(4, 4, 2), TG_FLOAT32, 22);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_einsum("iij->ji", in.data(), 1); },
+                                {s}));
+}
+
 TEST_F(TgTest, CudaCompositeOpsMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 3);
