@@ -44,6 +44,7 @@
 /* autograd/grad.h */
 #define tg_requires_grad(...) TG_TRACED_PTR_(tg_tensor, tg_requires_grad, tg_requires_grad(__VA_ARGS__))
 #define tg_grad(...) TG_TRACED_PTR_(tg_tensor, tg_grad, tg_grad(__VA_ARGS__))
+#define tg_retain_grad(...) TG_TRACED_STATUS_(tg_retain_grad, tg_retain_grad(__VA_ARGS__))
 #define tg_register_hook(...) TG_TRACED_STATUS_(tg_register_hook, tg_register_hook(__VA_ARGS__))
 #define tg_backward(...) TG_TRACED_STATUS_(tg_backward, tg_backward(__VA_ARGS__))
 #define tg_backward_opts_run(...) TG_TRACED_STATUS_(tg_backward_opts_run, tg_backward_opts_run(__VA_ARGS__))
