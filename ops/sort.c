@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/sort.h"
@@ -16,18 +17,23 @@
 #include "ops/shape.h"
 #include "ops/sort_line.h"
 
-static void cpu_sort_order(tg_tensor *order, tg_tensor *x, int dim, bool descending) {
-    bool mask[TG_MAX_DIMS] = {false};
-    mask[dim] = true;
+typedef struct {
     tg_reduce_plan px, po;
-    tg_reduce_plan_init(&px, x, mask);
-    tg_reduce_plan_init(&po, order, mask);
-    int64_t len = px.inner_numel, xs = px.inner_ndim ? px.inner_strides[0] : 1;
-    int64_t os = po.inner_ndim ? po.inner_strides[0] : 1;
-    int64_t *line = malloc((size_t)(2 * len > 0 ? 2 * len : 1) * sizeof *line), *tmp = line + len;
+    tg_tensor *order, *x;
+    bool descending;
+} sort_job;
+
+/* Lines [lo, hi) of a sort: each line's order into a scratch of the chunk's own. */
+static void sort_lines(int64_t lo, int64_t hi, void *arg) {
+    const sort_job *j = arg;
+    tg_tensor *x = j->x;
+    bool descending = j->descending;
+    int64_t len = j->px.inner_numel, xs = j->px.inner_ndim ? j->px.inner_strides[0] : 1;
+    int64_t os = j->po.inner_ndim ? j->po.inner_strides[0] : 1;
+    int64_t *line = malloc((size_t)(2 * len) * sizeof *line), *tmp = line + len;
     TG_ASSERT(line != NULL);
-    for (int64_t o = 0; o < px.outer_numel && len > 0; o++) {
-        int64_t xo = tg_reduce_outer_offset(&px, o);
+    for (int64_t o = lo; o < hi; o++) {
+        int64_t xo = tg_reduce_outer_offset(&j->px, o);
         switch (x->dtype) {
         case TG_FLOAT32: TG_SORT_LINE(float, (const float *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending); break;
         case TG_FLOAT64: TG_SORT_LINE(double, (const double *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending); break;
@@ -37,10 +43,24 @@ static void cpu_sort_order(tg_tensor *order, tg_tensor *x, int dim, bool descend
             TG_SORT_LINE(uint8_t, (const uint8_t *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending);
             break;
         }
-        int64_t *dst = (int64_t *)tg_elem_ptr(order) + tg_reduce_outer_offset(&po, o);
+        int64_t *dst = (int64_t *)tg_elem_ptr(j->order) + tg_reduce_outer_offset(&j->po, o);
         for (int64_t k = 0; k < len; k++) dst[k * os] = line[k];
     }
     free(line);
+}
+
+/* Every line sorted on its own, so lines are split over the thread pool (a chunk's
+ * result does not depend on who sorts it). */
+static void cpu_sort_order(tg_tensor *order, tg_tensor *x, int dim, bool descending) {
+    bool mask[TG_MAX_DIMS] = {false};
+    mask[dim] = true;
+    sort_job j = {.order = order, .x = x, .descending = descending};
+    tg_reduce_plan_init(&j.px, x, mask);
+    tg_reduce_plan_init(&j.po, order, mask);
+    int64_t len = j.px.inner_numel;
+    if (len == 0 || j.px.outer_numel == 0) return;
+    int64_t grain = len >= 32768 ? 1 : 32768 / len; /* about 32k elements per chunk */
+    tg_parallel_for(j.px.outer_numel, grain, sort_lines, &j);
 }
 
 /* int64 [x's shape]: the stable sort order of every line along dim (x has dims). */

@@ -83,6 +83,25 @@ TEST_F(TgTest, SortIntegersScalarsAndEmpty) {
     EXPECT_EQ(dims(tg_sort(tg_zeros(TG_SHAPE(0, 4), tg_opts{}), 1, false, nullptr)), (std::vector<int64_t>{0, 4}));
 }
 
+// Large inputs split their lines over the thread pool: the same order with 1 and 3
+// threads, and sorted.
+TEST_F(TgTest, SortSplitsLinesOverThreads) {
+    int threads = tg_get_num_threads();
+    tg_tensor *x = tg_round(tg_mul_scalar(rand64(TG_SHAPE(40, 3000), 11, false), 50));  // ties too
+    tg_set_num_threads(1);
+    tg_tensor *one = tg_argsort(x, 1, true);
+    tg_set_num_threads(3);
+    tg_tensor *three = tg_argsort(x, 1, true);
+    tg_set_num_threads(threads);
+    ASSERT_NE(one, nullptr) << tg_last_error();
+    EXPECT_TRUE(tensor_near(three, values(one), 0));
+    std::vector<double> v = values(tg_gather(x, 1, one)), idx = values(one);
+    for (size_t i = 0; i + 1 < v.size(); i++) {
+        if ((i + 1) % 3000 == 0) continue;  // the next line starts
+        ASSERT_TRUE(v[i] > v[i + 1] || (v[i] == v[i + 1] && idx[i] < idx[i + 1])) << "position " << i;
+    }
+}
+
 tg_tensor *sort_fn(tg_tensor *const *in, void *) { return tg_square(tg_sort(in[0], 1, true, nullptr)); }
 tg_tensor *topk_fn(tg_tensor *const *in, void *) { return tg_exp(tg_topk(in[0], 2, -1, false, true, nullptr)); }
 tg_tensor *kth_fn(tg_tensor *const *in, void *) { return tg_square(tg_kthvalue(in[0], 3, 0, true, nullptr)); }
