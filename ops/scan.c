@@ -4,6 +4,7 @@
 #include "ops/scan.h"
 
 #include "autograd/function.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/composite.h"
@@ -17,16 +18,20 @@
 #include "ops/shape.h"
 #include "ops/slice.h"
 
-static void cpu_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *x, int dim) {
-    bool mask[TG_MAX_DIMS] = {false};
-    mask[dim] = true;
+typedef struct {
+    tg_scan_kind kind;
     tg_reduce_plan px, po;
-    tg_reduce_plan_init(&px, x, mask);
-    tg_reduce_plan_init(&po, out, mask);
-    int64_t len = px.inner_numel, xs = px.inner_ndim ? px.inner_strides[0] : 1;
-    int64_t os = po.inner_ndim ? po.inner_strides[0] : 1;
-    for (int64_t o = 0; o < px.outer_numel && len > 0; o++) {
-        int64_t xo = tg_reduce_outer_offset(&px, o), oo = tg_reduce_outer_offset(&po, o);
+    tg_tensor *out, *x;
+} scan_job;
+
+static void scan_lines(int64_t lo, int64_t hi, void *arg) {
+    const scan_job *j = arg;
+    tg_scan_kind kind = j->kind;
+    tg_tensor *x = j->x, *out = j->out;
+    int64_t len = j->px.inner_numel, xs = j->px.inner_ndim ? j->px.inner_strides[0] : 1;
+    int64_t os = j->po.inner_ndim ? j->po.inner_strides[0] : 1;
+    for (int64_t o = lo; o < hi; o++) {
+        int64_t xo = tg_reduce_outer_offset(&j->px, o), oo = tg_reduce_outer_offset(&j->po, o);
         switch (x->dtype) {
         case TG_FLOAT32: TG_SCAN_LINE(kind, float, double, (const float *)tg_elem_ptr(x) + xo, xs,
                                       (float *)tg_elem_ptr(out) + oo, os, len); break;
@@ -36,6 +41,19 @@ static void cpu_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *x, int dim) {
                               (int64_t *)tg_elem_ptr(out) + oo, os, len); break;
         }
     }
+}
+
+/* Lines are independent (each one runs start to end on one thread), so they are split
+ * over the thread pool with results that do not depend on the thread count. */
+static void cpu_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *x, int dim) {
+    bool mask[TG_MAX_DIMS] = {false};
+    mask[dim] = true;
+    scan_job j = {.kind = kind, .out = out, .x = x};
+    tg_reduce_plan_init(&j.px, x, mask);
+    tg_reduce_plan_init(&j.po, out, mask);
+    int64_t len = j.px.inner_numel;
+    if (len == 0 || j.px.outer_numel == 0) return;
+    tg_parallel_for(j.px.outer_numel, len >= 32768 ? 1 : 32768 / len, scan_lines, &j);
 }
 
 typedef struct {

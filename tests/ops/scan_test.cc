@@ -2,6 +2,7 @@
 // accumulated in double, as its CPU kernels), gradients (with zeros for cumprod and
 // prod), strided input, integer promotion, gradcheck twice, errors.
 #include <string>
+#include <vector>
 
 #include "tests/test_util.h"
 
@@ -91,6 +92,19 @@ TEST_F(TgTest, CumprodAndProdAreDifferentiableTwiceWithZeros) {
             EXPECT_EQ(tg_gradgradcheck(fn, 1, &t, &o), TG_OK) << tg_last_error();
         }
     }
+}
+
+// Lines are split over the thread pool: the same bits with 1 and 3 threads.
+TEST_F(TgTest, ScansSplitLinesOverThreads) {
+    int threads = tg_get_num_threads();
+    tg_tensor *x = tg_cast(tg_add_scalar(tg_rand(TG_SHAPE(300, 500), tg_opts{}), 0.5), TG_FLOAT32);
+    tg_set_num_threads(1);
+    std::vector<double> sum1 = values(tg_cumsum(x, 1)), prod1 = values(tg_cumprod(x, 0));
+    tg_set_num_threads(3);
+    tg_tensor *sum3 = tg_cumsum(x, 1), *prod3 = tg_cumprod(x, 0);
+    tg_set_num_threads(threads);
+    EXPECT_TRUE(tensor_near(sum3, sum1, 0));
+    EXPECT_TRUE(tensor_near(prod3, prod1, 0));
 }
 
 TEST_F(TgTest, CumsumErrors) {
