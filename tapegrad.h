@@ -38,11 +38,15 @@
 
 #include "ops/composite.h"
 #include "ops/conv.h"
+#include "ops/distance.h"
+#include "ops/einsum.h"
 #include "ops/elementwise.h"
+#include "ops/index.h"
 #include "ops/inplace.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "ops/pad.h"
 #include "ops/pool.h"
 #include "ops/random.h"
 #include "ops/rearrange.h"
@@ -50,6 +54,7 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/slice.h"
+#include "ops/sort.h"
 #include "ops/cuda/runtime.h"
 
 #include "nn/module.h"

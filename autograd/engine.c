@@ -427,6 +427,17 @@ static void capture_node_grads(graph_task *t, node_state *st) {
     }
 }
 
+/* A tensor that retains its gradient (tg_retain_grad): the summed gradient that
+ * reached it, after its hooks, as PyTorch's retains_grad hook (which runs last):
+ * a copy the first time, then .grad + g (recorded under create_graph). */
+static void retain_grad_into(tg_tensor *t, tg_tensor *g) {
+    tg_tensor *next = NULL;
+    TG_SCOPE { next = tg_retain(t->grad ? tg_add(t->grad, g) : tg_clone(g)); }
+    if (!next) return;
+    tg_release(t->grad);
+    t->grad = next;
+}
+
 static void execute(graph_task *t) {
     while (t->num_ready > 0 && t->status == TG_OK) {
         node_state *st = &t->states[pop_ready(t)];
@@ -434,6 +445,7 @@ static void execute(graph_task *t) {
         bool any_grad = false;
         for (int o = 0; o < n->num_outputs; o++) {
             if (n->output_hooks[o] && st->grads[o]) st->grads[o] = run_hooks(n->output_hooks[o], st->grads[o]);
+            if (n->retains_grad[o] && st->grads[o] && !t->cap.inputs) retain_grad_into(n->retains_grad[o], st->grads[o]);
             any_grad |= st->grads[o] != NULL;
         }
         capture_node_grads(t, st);
@@ -558,6 +570,18 @@ tg_tensor *tg_requires_grad(tg_tensor *t, bool on) {
 
 bool tg_get_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
 bool tg_is_leaf(const tg_tensor *t) { return !t->grad_fn; }
+
+tg_status tg_retain_grad(tg_tensor *t) {
+    if (!t) return tg_error_null_input("tg_retain_grad", 0);
+    if (!t->requires_grad)
+        return tg_error("tg_retain_grad: cannot retain the gradient of a tensor that does not require grad");
+    if (t->grad_fn) t->grad_fn->retains_grad[t->output_nr] = t; /* a leaf keeps its .grad anyway */
+    return TG_OK;
+}
+
+bool tg_retains_grad(const tg_tensor *t) {
+    return t && t->grad_fn && t->grad_fn->retains_grad[t->output_nr] == t;
+}
 tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
 const char *tg_grad_fn_name(const tg_tensor *t) { return t->grad_fn ? t->grad_fn->fn->name : NULL; }
 

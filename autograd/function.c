@@ -106,6 +106,7 @@ void tg_node_release(tg_node *n) {
 }
 
 static void free_tensor_slots(tg_tensor *t) {
+    if (t->grad_fn && t->grad_fn->retains_grad[t->output_nr] == t) t->grad_fn->retains_grad[t->output_nr] = NULL;
     if (t->grad_fn) tg_node_release(t->grad_fn);
     if (t->hooks) {
         free_hooks(t->hooks->first);

@@ -17,8 +17,17 @@ tg_tensor *tg_requires_grad(tg_tensor *t, bool on);
 bool tg_get_requires_grad(const tg_tensor *t);
 /* True for tensors not produced by a recorded op. */
 bool tg_is_leaf(const tg_tensor *t);
-/* The accumulated gradient of a leaf, or NULL. Borrowed. */
+/* The accumulated gradient of a leaf (or of a tensor that retains it), or NULL.
+ * Borrowed. */
 tg_tensor *tg_grad(const tg_tensor *t);
+/* torch.Tensor.retain_grad: a non-leaf t gets a .grad in each tg_backward that
+ * reaches it (the gradient flowing into t, after its hooks; summed over backward
+ * calls, as a leaf's). A no-op on a leaf; an error on a tensor that does not require
+ * grad. The mark belongs to this tensor struct (not to views or aliases of it) and
+ * follows it through recorded in-place writes; tg_grad_of leaves .grad alone. */
+tg_status tg_retain_grad(tg_tensor *t);
+/* torch.Tensor.retains_grad: true for a non-leaf marked by tg_retain_grad. */
+bool tg_retains_grad(const tg_tensor *t);
 /* Replaces t's gradient (NULL clears it); takes a new reference to grad. */
 void tg_set_grad(tg_tensor *t, tg_tensor *grad);
 /* Drops the gradient (PyTorch's zero_grad(set_to_none=True) default since 2.0). */

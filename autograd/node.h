@@ -65,6 +65,10 @@ struct tg_node {
     tg_edge edges[TG_MAX_OP_INPUTS];
     bool output_differentiable[TG_MAX_OP_OUTPUTS];
     tg_hook_entry *output_hooks[TG_MAX_OP_OUTPUTS]; /* hooks on non-leaf outputs (owned) */
+    /* Not owned: the tensor whose .grad keeps output k's gradient (tg_retain_grad).
+     * Cleared when that tensor is freed (free_tensor_slots) and moved with it by an
+     * in-place write (tg_inplace_commit), so it never dangles. */
+    tg_tensor *retains_grad[TG_MAX_OP_OUTPUTS];
     tg_saved *saved; /* saved_inline, or heap beyond its size */
     int num_saved, saved_capacity;
     bool saved_freed; /* released by a backward without retain_graph */

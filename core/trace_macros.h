@@ -44,6 +44,7 @@
 /* autograd/grad.h */
 #define tg_requires_grad(...) TG_TRACED_PTR_(tg_tensor, tg_requires_grad, tg_requires_grad(__VA_ARGS__))
 #define tg_grad(...) TG_TRACED_PTR_(tg_tensor, tg_grad, tg_grad(__VA_ARGS__))
+#define tg_retain_grad(...) TG_TRACED_STATUS_(tg_retain_grad, tg_retain_grad(__VA_ARGS__))
 #define tg_register_hook(...) TG_TRACED_STATUS_(tg_register_hook, tg_register_hook(__VA_ARGS__))
 #define tg_register_post_accumulate_grad_hook(...) TG_TRACED_STATUS_(tg_register_post_accumulate_grad_hook, tg_register_post_accumulate_grad_hook(__VA_ARGS__))
 #define tg_backward(...) TG_TRACED_STATUS_(tg_backward, tg_backward(__VA_ARGS__))
@@ -73,6 +74,13 @@
 /* ops/conv.h */
 #define tg_conv2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv2d, tg_conv2d(__VA_ARGS__))
 
+/* ops/distance.h */
+#define tg_cosine_similarity(...) TG_TRACED_PTR_(tg_tensor, tg_cosine_similarity, tg_cosine_similarity(__VA_ARGS__))
+#define tg_pairwise_distance(...) TG_TRACED_PTR_(tg_tensor, tg_pairwise_distance, tg_pairwise_distance(__VA_ARGS__))
+
+/* ops/einsum.h */
+#define tg_einsum(...) TG_TRACED_PTR_(tg_tensor, tg_einsum, tg_einsum(__VA_ARGS__))
+
 /* ops/elementwise.h */
 #define tg_add(...) TG_TRACED_PTR_(tg_tensor, tg_add, tg_add(__VA_ARGS__))
 #define tg_sub(...) TG_TRACED_PTR_(tg_tensor, tg_sub, tg_sub(__VA_ARGS__))
@@ -81,6 +89,11 @@
 #define tg_maximum(...) TG_TRACED_PTR_(tg_tensor, tg_maximum, tg_maximum(__VA_ARGS__))
 #define tg_minimum(...) TG_TRACED_PTR_(tg_tensor, tg_minimum, tg_minimum(__VA_ARGS__))
 #define tg_pow(...) TG_TRACED_PTR_(tg_tensor, tg_pow, tg_pow(__VA_ARGS__))
+#define tg_atan2(...) TG_TRACED_PTR_(tg_tensor, tg_atan2, tg_atan2(__VA_ARGS__))
+#define tg_fmod(...) TG_TRACED_PTR_(tg_tensor, tg_fmod, tg_fmod(__VA_ARGS__))
+#define tg_remainder(...) TG_TRACED_PTR_(tg_tensor, tg_remainder, tg_remainder(__VA_ARGS__))
+#define tg_fmod_scalar(...) TG_TRACED_PTR_(tg_tensor, tg_fmod_scalar, tg_fmod_scalar(__VA_ARGS__))
+#define tg_remainder_scalar(...) TG_TRACED_PTR_(tg_tensor, tg_remainder_scalar, tg_remainder_scalar(__VA_ARGS__))
 #define tg_eq(...) TG_TRACED_PTR_(tg_tensor, tg_eq, tg_eq(__VA_ARGS__))
 #define tg_ne(...) TG_TRACED_PTR_(tg_tensor, tg_ne, tg_ne(__VA_ARGS__))
 #define tg_lt(...) TG_TRACED_PTR_(tg_tensor, tg_lt, tg_lt(__VA_ARGS__))
@@ -145,6 +158,12 @@
 #define tg_binary_into(...) TG_TRACED_STATUS_(tg_binary_into, tg_binary_into(__VA_ARGS__))
 #define tg_gt_mask(...) TG_TRACED_PTR_(tg_tensor, tg_gt_mask, tg_gt_mask(__VA_ARGS__))
 
+/* ops/index.h */
+#define tg_nonzero(...) TG_TRACED_PTR_(tg_tensor, tg_nonzero, tg_nonzero(__VA_ARGS__))
+#define tg_masked_select(...) TG_TRACED_PTR_(tg_tensor, tg_masked_select, tg_masked_select(__VA_ARGS__))
+#define tg_index_mask(...) TG_TRACED_PTR_(tg_tensor, tg_index_mask, tg_index_mask(__VA_ARGS__))
+#define tg_index_put(...) TG_TRACED_PTR_(tg_tensor, tg_index_put, tg_index_put(__VA_ARGS__))
+
 /* ops/inplace.h */
 #define tg_copy_(...) TG_TRACED_STATUS_(tg_copy_, tg_copy_(__VA_ARGS__))
 #define tg_fill_(...) TG_TRACED_STATUS_(tg_fill_, tg_fill_(__VA_ARGS__))
@@ -164,6 +183,16 @@
 #define tg_l1_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_l1_loss_opts, tg_l1_loss_opts(__VA_ARGS__))
 #define tg_binary_cross_entropy_with_logits(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy_with_logits, tg_binary_cross_entropy_with_logits(__VA_ARGS__))
 #define tg_binary_cross_entropy_with_logits_opts(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy_with_logits_opts, tg_binary_cross_entropy_with_logits_opts(__VA_ARGS__))
+#define tg_binary_cross_entropy(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy, tg_binary_cross_entropy(__VA_ARGS__))
+#define tg_binary_cross_entropy_opts(...) TG_TRACED_PTR_(tg_tensor, tg_binary_cross_entropy_opts, tg_binary_cross_entropy_opts(__VA_ARGS__))
+#define tg_kl_div(...) TG_TRACED_PTR_(tg_tensor, tg_kl_div, tg_kl_div(__VA_ARGS__))
+#define tg_kl_div_opts(...) TG_TRACED_PTR_(tg_tensor, tg_kl_div_opts, tg_kl_div_opts(__VA_ARGS__))
+#define tg_smooth_l1_loss(...) TG_TRACED_PTR_(tg_tensor, tg_smooth_l1_loss, tg_smooth_l1_loss(__VA_ARGS__))
+#define tg_smooth_l1_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_smooth_l1_loss_opts, tg_smooth_l1_loss_opts(__VA_ARGS__))
+#define tg_huber_loss(...) TG_TRACED_PTR_(tg_tensor, tg_huber_loss, tg_huber_loss(__VA_ARGS__))
+#define tg_huber_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_huber_loss_opts, tg_huber_loss_opts(__VA_ARGS__))
+#define tg_triplet_margin_loss(...) TG_TRACED_PTR_(tg_tensor, tg_triplet_margin_loss, tg_triplet_margin_loss(__VA_ARGS__))
+#define tg_triplet_margin_loss_opts(...) TG_TRACED_PTR_(tg_tensor, tg_triplet_margin_loss_opts, tg_triplet_margin_loss_opts(__VA_ARGS__))
 
 /* ops/matmul.h */
 #define tg_matmul(...) TG_TRACED_PTR_(tg_tensor, tg_matmul, tg_matmul(__VA_ARGS__))
@@ -172,6 +201,9 @@
 /* ops/norm.h */
 #define tg_batch_norm(...) TG_TRACED_PTR_(tg_tensor, tg_batch_norm, tg_batch_norm(__VA_ARGS__))
 #define tg_layer_norm(...) TG_TRACED_PTR_(tg_tensor, tg_layer_norm, tg_layer_norm(__VA_ARGS__))
+
+/* ops/pad.h */
+#define tg_pad(...) TG_TRACED_PTR_(tg_tensor, tg_pad, tg_pad(__VA_ARGS__))
 
 /* ops/pool.h */
 #define tg_max_pool2d(...) TG_TRACED_PTR_(tg_tensor, tg_max_pool2d, tg_max_pool2d(__VA_ARGS__))
@@ -205,9 +237,14 @@
 #define tg_repeat(...) TG_TRACED_PTR_(tg_tensor, tg_repeat, tg_repeat(__VA_ARGS__))
 #define tg_tile(...) TG_TRACED_PTR_(tg_tensor, tg_tile, tg_tile(__VA_ARGS__))
 #define tg_roll(...) TG_TRACED_PTR_(tg_tensor, tg_roll, tg_roll(__VA_ARGS__))
+#define tg_repeat_interleave(...) TG_TRACED_PTR_(tg_tensor, tg_repeat_interleave, tg_repeat_interleave(__VA_ARGS__))
+#define tg_repeat_interleave_tensor(...) TG_TRACED_PTR_(tg_tensor, tg_repeat_interleave_tensor, tg_repeat_interleave_tensor(__VA_ARGS__))
 
 /* ops/scan.h */
 #define tg_cumsum(...) TG_TRACED_PTR_(tg_tensor, tg_cumsum, tg_cumsum(__VA_ARGS__))
+#define tg_cumprod(...) TG_TRACED_PTR_(tg_tensor, tg_cumprod, tg_cumprod(__VA_ARGS__))
+#define tg_prod(...) TG_TRACED_PTR_(tg_tensor, tg_prod, tg_prod(__VA_ARGS__))
+#define tg_prod_dim(...) TG_TRACED_PTR_(tg_tensor, tg_prod_dim, tg_prod_dim(__VA_ARGS__))
 
 /* ops/reduce.h */
 #define tg_sum(...) TG_TRACED_PTR_(tg_tensor, tg_sum, tg_sum(__VA_ARGS__))
@@ -257,6 +294,14 @@
 #define tg_select(...) TG_TRACED_PTR_(tg_tensor, tg_select, tg_select(__VA_ARGS__))
 #define tg_slice(...) TG_TRACED_PTR_(tg_tensor, tg_slice, tg_slice(__VA_ARGS__))
 #define tg_diagonal(...) TG_TRACED_PTR_(tg_tensor, tg_diagonal, tg_diagonal(__VA_ARGS__))
+
+/* ops/sort.h */
+#define tg_sort(...) TG_TRACED_PTR_(tg_tensor, tg_sort, tg_sort(__VA_ARGS__))
+#define tg_argsort(...) TG_TRACED_PTR_(tg_tensor, tg_argsort, tg_argsort(__VA_ARGS__))
+#define tg_topk(...) TG_TRACED_PTR_(tg_tensor, tg_topk, tg_topk(__VA_ARGS__))
+#define tg_kthvalue(...) TG_TRACED_PTR_(tg_tensor, tg_kthvalue, tg_kthvalue(__VA_ARGS__))
+#define tg_median_dim(...) TG_TRACED_PTR_(tg_tensor, tg_median_dim, tg_median_dim(__VA_ARGS__))
+#define tg_median(...) TG_TRACED_PTR_(tg_tensor, tg_median, tg_median(__VA_ARGS__))
 
 /* nn/module.h */
 #define tg_module_new(...) TG_TRACED_PTR_(tg_module, tg_module_new, tg_module_new(__VA_ARGS__))

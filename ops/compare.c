@@ -1,5 +1,5 @@
-/* Comparisons and where with a Python-style scalar (ops/elementwise.h): the scalar
- * becomes a 0-dim tensor on the other operand's device and the tensor ops do the
+/* Comparisons, where, fmod and remainder with a Python-style scalar
+ * (ops/elementwise.h): the scalar becomes a 0-dim tensor on the other operand's device and the tensor ops do the
  * rest, promotion included. A 0-dim tensor widens a dimensioned one only from a
  * higher category, which is how torch.result_type treats a Python scalar too, except
  * that a Python float promotes an integer tensor to the default dtype (float32), not
@@ -23,20 +23,25 @@ static tg_tensor *scalar_tensor(double s, tg_tensor *other) {
     return tg_full(TG_SCALAR_SHAPE, s, (tg_opts){.dtype = dt, .device = tg_device_of(other)});
 }
 
-static tg_tensor *compare_scalar(const char *op, tg_tensor *(*cmp)(tg_tensor *, tg_tensor *), tg_tensor *x,
+static tg_tensor *with_scalar(const char *op, tg_tensor *(*op_fn)(tg_tensor *, tg_tensor *), tg_tensor *x,
                                  double s) {
     if (!x) return tg_error_null_input(op, 0), NULL;
     tg_tensor *out = NULL;
-    TG_SCOPE { out = tg_scope_return(cmp(x, scalar_tensor(s, x))); }
+    TG_SCOPE { out = tg_scope_return(op_fn(x, scalar_tensor(s, x))); }
     return out;
 }
 
-tg_tensor *tg_eq_scalar(tg_tensor *x, double s) { return compare_scalar("tg_eq_scalar", tg_eq, x, s); }
-tg_tensor *tg_ne_scalar(tg_tensor *x, double s) { return compare_scalar("tg_ne_scalar", tg_ne, x, s); }
-tg_tensor *tg_lt_scalar(tg_tensor *x, double s) { return compare_scalar("tg_lt_scalar", tg_lt, x, s); }
-tg_tensor *tg_le_scalar(tg_tensor *x, double s) { return compare_scalar("tg_le_scalar", tg_le, x, s); }
-tg_tensor *tg_gt_scalar(tg_tensor *x, double s) { return compare_scalar("tg_gt_scalar", tg_gt, x, s); }
-tg_tensor *tg_ge_scalar(tg_tensor *x, double s) { return compare_scalar("tg_ge_scalar", tg_ge, x, s); }
+tg_tensor *tg_eq_scalar(tg_tensor *x, double s) { return with_scalar("tg_eq_scalar", tg_eq, x, s); }
+tg_tensor *tg_ne_scalar(tg_tensor *x, double s) { return with_scalar("tg_ne_scalar", tg_ne, x, s); }
+tg_tensor *tg_lt_scalar(tg_tensor *x, double s) { return with_scalar("tg_lt_scalar", tg_lt, x, s); }
+tg_tensor *tg_le_scalar(tg_tensor *x, double s) { return with_scalar("tg_le_scalar", tg_le, x, s); }
+tg_tensor *tg_gt_scalar(tg_tensor *x, double s) { return with_scalar("tg_gt_scalar", tg_gt, x, s); }
+tg_tensor *tg_ge_scalar(tg_tensor *x, double s) { return with_scalar("tg_ge_scalar", tg_ge, x, s); }
+
+tg_tensor *tg_fmod_scalar(tg_tensor *x, double s) { return with_scalar("tg_fmod_scalar", tg_fmod, x, s); }
+tg_tensor *tg_remainder_scalar(tg_tensor *x, double s) {
+    return with_scalar("tg_remainder_scalar", tg_remainder, x, s);
+}
 
 tg_tensor *tg_where_scalar(tg_tensor *cond, tg_tensor *x, double other) {
     if (!cond) return tg_error_null_input("tg_where_scalar", 0), NULL;

@@ -17,6 +17,7 @@
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/binary_formulas.h"
 #include "ops/unary_formulas.h"
 
 /* ======================= CPU kernels ======================= */
@@ -122,22 +123,6 @@ static bool int_kind_ok(tg_unary_kind k) {
     }
 }
 
-#define BINARY_CASES(T, POW, FMAX, FMIN)                                         \
-    case TG_BINARY_ADD: BINARY_LOOP(T, T, x + y); break;                         \
-    case TG_BINARY_SUB: BINARY_LOOP(T, T, x - y); break;                         \
-    case TG_BINARY_MUL: BINARY_LOOP(T, T, x * y); break;                         \
-    case TG_BINARY_DIV: BINARY_LOOP(T, T, x / y); break;                         \
-    case TG_BINARY_MAXIMUM: BINARY_LOOP(T, T, (x != x || x > y) ? x : y); break; \
-    case TG_BINARY_MINIMUM: BINARY_LOOP(T, T, (x != x || x < y) ? x : y); break; \
-    case TG_BINARY_POW: BINARY_LOOP(T, T, POW(x, y)); break;                     \
-    case TG_BINARY_EQ: BINARY_LOOP(T, bool, x == y); break;                      \
-    case TG_BINARY_NE: BINARY_LOOP(T, bool, x != y); break;                      \
-    case TG_BINARY_LT: BINARY_LOOP(T, bool, x < y); break;                       \
-    case TG_BINARY_LE: BINARY_LOOP(T, bool, x <= y); break;                      \
-    case TG_BINARY_GT: BINARY_LOOP(T, bool, x > y); break;                       \
-    case TG_BINARY_GE: BINARY_LOOP(T, bool, x >= y); break;                      \
-    default: break;
-
 /* Fast paths: all contiguous, or b (or a) a broadcast scalar; then the general one. */
 #define BINARY_LOOP(T, OUT, expr)                                                          \
     do {                                                                                   \
@@ -173,20 +158,35 @@ static bool int_kind_ok(tg_unary_kind k) {
         }                                                                                  \
     } while (0)
 
-#define BINARY_ROW(NAME, T, POW, FMAX, FMIN)                                \
-    TG_VECTOR_CLONES static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {   \
-        switch (*(const tg_binary_kind *)vctx) { BINARY_CASES(T, POW, FMAX, FMIN) } \
+/* The rows of ops/binary_formulas.h; pow per type; EXTRA: the float or int table. */
+#define BINARY_CPU_CASE(KIND, expr) \
+    case TG_BINARY_##KIND: BINARY_LOOP(scalar_t, scalar_t, expr); break;
+#define COMPARE_CPU_CASE(KIND, expr) \
+    case TG_BINARY_##KIND: BINARY_LOOP(scalar_t, bool, expr); break;
+#define NO_ROWS(X)
+#define BINARY_ROW(NAME, T, POW, EXTRA)                                   \
+    TG_VECTOR_CLONES static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) { \
+        typedef T scalar_t;                                               \
+        switch (*(const tg_binary_kind *)vctx) {                          \
+            TG_BINARY_FORMULAS(BINARY_CPU_CASE)                           \
+            TG_BINARY_COMPARE_FORMULAS(COMPARE_CPU_CASE)                  \
+            EXTRA(BINARY_CPU_CASE)                                        \
+        case TG_BINARY_POW: BINARY_LOOP(T, T, POW(x, y)); break;          \
+        default: break;                                                   \
+        }                                                                 \
     }
 #define IPOW2(x, y) ((int64_t)pow((double)(x), (double)(y)))
-BINARY_ROW(binary_row_f32, float, powf, fmaxf, fminf)
-BINARY_ROW(binary_row_f64, double, pow, fmax, fmin)
-BINARY_ROW(binary_row_i64, int64_t, IPOW2, fmax, fmin)
-BINARY_ROW(binary_row_i32, int32_t, IPOW2, fmax, fmin)
-BINARY_ROW(binary_row_u8, uint8_t, IPOW2, fmax, fmin)
+#define TG_ATAN2(x, y) _Generic((x), float: atan2f, default: atan2)(x, y)
+#define TG_FMOD(x, y) _Generic((x), float: fmodf, default: fmod)(x, y)
+BINARY_ROW(binary_row_f32, float, powf, TG_BINARY_FLOAT_FORMULAS)
+BINARY_ROW(binary_row_f64, double, pow, TG_BINARY_FLOAT_FORMULAS)
+BINARY_ROW(binary_row_i64, int64_t, IPOW2, TG_BINARY_INT_FORMULAS)
+BINARY_ROW(binary_row_i32, int32_t, IPOW2, TG_BINARY_INT_FORMULAS)
+BINARY_ROW(binary_row_u8, uint8_t, IPOW2, NO_ROWS)
 /* bool arithmetic follows C's (true * true == true); only comparisons matter in practice. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wint-in-bool-context"
-BINARY_ROW(binary_row_bool, bool, IPOW2, fmax, fmin)
+BINARY_ROW(binary_row_bool, bool, IPOW2, NO_ROWS)
 #pragma GCC diagnostic pop
 
 static tg_iter_row_fn binary_row_for(tg_dtype d) {
@@ -589,21 +589,41 @@ static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_s
     return TG_OK;
 }
 
+/* PyTorch's ZeroDivisionError for integer fmod / remainder: one count read on the host. */
+static tg_status integer_zero_divisor(const char *op, tg_tensor *b) {
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        tg_tensor *zeros = tg_sum(tg_cast(tg_eq(b, tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = b->dtype,
+                                                                                         .device = b->storage->device})),
+                                          TG_INT64));
+        tg_tensor *host = zeros ? tg_tensor_to(zeros, TG_CPU) : NULL;
+        if (!host) status = TG_ERROR;
+        else if (*(const int64_t *)tg_data_ptr(host) > 0)
+            status = tg_error("%s: integer division by zero (ZeroDivisionError)", op);
+    }
+    return status;
+}
+
 static tg_tensor *binary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const binary_op *op = (const binary_op *)tg_ctx_function(ctx);
     tg_tensor *a = in[0], *b = in[1];
     tg_shape shape;
     tg_dtype dtype;
     if (binary_prepare(op->fn.name, a, b, &shape, &dtype)) return NULL;
-    if (op->kind == TG_BINARY_DIV && !tg_dtype_is_floating(dtype)) dtype = TG_FLOAT32;
+    if ((op->kind == TG_BINARY_DIV || op->kind == TG_BINARY_ATAN2) && !tg_dtype_is_floating(dtype))
+        dtype = TG_FLOAT32;
+    bool modulo = op->kind == TG_BINARY_FMOD || op->kind == TG_BINARY_REMAINDER;
+    if (modulo && (dtype == TG_BOOL || dtype == TG_UINT8))
+        return tg_error("%s: not implemented for %s (cast to int64 or a floating dtype first)", op->fn.name,
+                        tg_dtype_name(dtype)), NULL;
     if (a->dtype != dtype) a = tg_cast(a, dtype);
     if (b->dtype != dtype) b = tg_cast(b, dtype);
     if (!a || !b) return NULL;
+    if (modulo && !tg_dtype_is_floating(dtype) && integer_zero_divisor(op->fn.name, b)) return NULL;
     tg_dtype out_dtype = TG_BINARY_IS_COMPARISON(op->kind) ? TG_BOOL : dtype;
     tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = out_dtype, .device = a->storage->device});
     if (!out || tg_binary_into(op->fn.name, op->kind, out, a, b)) return NULL;
-    if (op->kind == TG_BINARY_MUL || op->kind == TG_BINARY_DIV || op->kind == TG_BINARY_MAXIMUM ||
-        op->kind == TG_BINARY_MINIMUM || op->kind == TG_BINARY_POW) {
+    if (op->kind != TG_BINARY_ADD && op->kind != TG_BINARY_SUB && !TG_BINARY_IS_COMPARISON(op->kind)) {
         tg_ctx_save(ctx, in[0]);
         tg_ctx_save(ctx, in[1]);
     }
@@ -660,6 +680,21 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         }
         break;
     }
+    case TG_BINARY_ATAN2: { /* d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
+        tg_tensor *recip = tg_reciprocal(tg_add(tg_mul(a, a), tg_mul(b, b)));
+        if (need_a) grad_in[0] = tg_mul(g, tg_mul(b, recip));
+        if (need_b) grad_in[1] = tg_mul(g, tg_mul(tg_neg(a), recip));
+        break;
+    }
+    case TG_BINARY_FMOD:      /* a - trunc(a / b) b: d/db = -trunc(a / b) */
+    case TG_BINARY_REMAINDER: /* a - floor(a / b) b: d/db = -floor(a / b) (PyTorch's formulas) */
+        if (need_a) grad_in[0] = g;
+        if (need_b) {
+            tg_tensor *q = tg_div(a, b);
+            q = op->kind == TG_BINARY_FMOD ? tg_trunc(q) : tg_floor(q);
+            grad_in[1] = tg_neg(tg_mul(g, q));
+        }
+        break;
     default: break;
     }
 }
@@ -674,6 +709,9 @@ BINARY_OP(div, TG_BINARY_DIV, binary_backward);
 BINARY_OP(maximum, TG_BINARY_MAXIMUM, binary_backward);
 BINARY_OP(minimum, TG_BINARY_MINIMUM, binary_backward);
 BINARY_OP_AUTOCAST(pow, TG_BINARY_POW, binary_backward, TG_AUTOCAST_FLOAT32_ON_CUDA);
+BINARY_OP(atan2, TG_BINARY_ATAN2, binary_backward);
+BINARY_OP(fmod, TG_BINARY_FMOD, binary_backward);
+BINARY_OP(remainder, TG_BINARY_REMAINDER, binary_backward);
 BINARY_OP(eq, TG_BINARY_EQ, NULL);
 BINARY_OP(ne, TG_BINARY_NE, NULL);
 BINARY_OP(lt, TG_BINARY_LT, NULL);
@@ -690,6 +728,9 @@ BINARY_API(div)
 BINARY_API(maximum)
 BINARY_API(minimum)
 BINARY_API(pow)
+BINARY_API(atan2)
+BINARY_API(fmod)
+BINARY_API(remainder)
 BINARY_API(eq)
 BINARY_API(ne)
 BINARY_API(lt)

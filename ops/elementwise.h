@@ -23,6 +23,18 @@ tg_tensor *tg_div(tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b); /* ties split the gradient in half, as PyTorch */
 tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b);
+/* torch.atan2(a, b): the angle of (b, a), in (-pi, pi]; integer inputs give float32.
+ * Gradients b / (a^2 + b^2) and -a / (a^2 + b^2). */
+tg_tensor *tg_atan2(tg_tensor *a, tg_tensor *b);
+/* torch.fmod (C's fmod: the result takes the dividend's sign) and torch.remainder
+ * (Python's %: the divisor's sign), floating and int32/int64; an integer zero divisor
+ * is an error, a floating one gives NaN. Gradients as PyTorch's: 1 for a, and
+ * -trunc(a / b) (fmod) or -floor(a / b) (remainder) for b. */
+tg_tensor *tg_fmod(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_remainder(tg_tensor *a, tg_tensor *b);
+/* The same with a scalar divisor (read as the scalar arithmetic reads it: torch.fmod(x, 2)). */
+tg_tensor *tg_fmod_scalar(tg_tensor *a, double b);
+tg_tensor *tg_remainder_scalar(tg_tensor *a, double b);
 
 /* Comparisons -> bool tensors (not differentiable). */
 tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b);

@@ -48,7 +48,7 @@ typedef enum {
     TG_UNARY_COUNT
 } tg_unary_kind;
 
-/* out = f(a, b), broadcast. Comparisons give bool. */
+/* out = f(a, b), broadcast. Comparisons give bool. Formulas: ops/binary_formulas.h. */
 typedef enum {
     TG_BINARY_ADD,
     TG_BINARY_SUB,
@@ -57,7 +57,10 @@ typedef enum {
     TG_BINARY_MAXIMUM,
     TG_BINARY_MINIMUM,
     TG_BINARY_POW,
-    TG_BINARY_EQ,
+    TG_BINARY_ATAN2,     /* floating only */
+    TG_BINARY_FMOD,      /* C's fmod / %: the dividend's sign */
+    TG_BINARY_REMAINDER, /* Python's %: the divisor's sign */
+    TG_BINARY_EQ,        /* comparisons from here on (TG_BINARY_IS_COMPARISON) */
     TG_BINARY_NE,
     TG_BINARY_LT,
     TG_BINARY_LE,

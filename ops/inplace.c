@@ -52,6 +52,9 @@ tg_status tg_inplace_commit(tg_tensor *target, tg_tensor *result) {
     if (!result) return TG_ERROR;
     if (tg_copy_values_(target, result)) return TG_ERROR;
     tg_node *old = target->grad_fn;
+    bool retains = old && old->retains_grad[target->output_nr] == target; /* tg_retain_grad moves along */
+    if (retains) old->retains_grad[target->output_nr] = NULL;
+    if (retains && result->grad_fn) result->grad_fn->retains_grad[result->output_nr] = target;
     if (result->grad_fn) tg_node_retain(result->grad_fn);
     target->grad_fn = result->grad_fn;
     target->output_nr = result->output_nr;

@@ -25,6 +25,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/loss.h"
 #include "ops/dispatch.h"
+#include "ops/distance.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -37,6 +38,14 @@ typedef struct {
     int64_t count; /* non-ignored targets (the mean's divisor) */
     int64_t n, c, d; /* logits viewed as [n, c, d] */
 } ce_args;
+
+/* A reduction the loss knows: batchmean is kl_div's only, as PyTorch's. */
+static tg_status check_reduction(const char *op, tg_reduction r, bool allow_batchmean) {
+    if (r == TG_REDUCTION_BATCHMEAN && !allow_batchmean)
+        return tg_error("%s: reduction batchmean is kl_div's only (use mean, sum or none)", op);
+    if (r < TG_REDUCTION_MEAN || r > TG_REDUCTION_BATCHMEAN) return tg_error("%s: unknown reduction %d", op, (int)r);
+    return TG_OK;
+}
 
 static bool ignored(const ce_args *a, int64_t t) { return a->use_ignore && t == a->ignore_index; }
 
@@ -336,8 +345,7 @@ static tg_tensor *cross_entropy_impl(tg_tensor *logits, tg_tensor *target, tg_lo
     if (!target) return tg_error_null_input(op, 1), NULL;
     if (!(opts.label_smoothing >= 0 && opts.label_smoothing <= 1))
         return tg_error("%s: label_smoothing must be in [0, 1], got %g", op, opts.label_smoothing), NULL;
-    if (opts.reduction < TG_REDUCTION_MEAN || opts.reduction > TG_REDUCTION_NONE)
-        return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
+    if (check_reduction(op, opts.reduction, false)) return NULL;
     /* PyTorch's rule: a target of the input's shape is class probabilities */
     if (tg_shape_equal(logits->shape, target->shape)) return prob_target_loss(op, logits, target, opts);
     ce_args a = {opts.reduction, true, ignore_index_of(opts), opts.label_smoothing, 0, 0, 0, 0};
@@ -402,8 +410,7 @@ static tg_tensor *nll_loss_impl(tg_tensor *log_probs, tg_tensor *target, tg_loss
     const char *op = "tg_nll_loss";
     if (!log_probs) return tg_error_null_input(op, 0), NULL;
     if (!target) return tg_error_null_input(op, 1), NULL;
-    if (opts.reduction < TG_REDUCTION_MEAN || opts.reduction > TG_REDUCTION_NONE)
-        return tg_error("%s: unknown reduction %d", op, (int)opts.reduction), NULL;
+    if (check_reduction(op, opts.reduction, false)) return NULL;
     if (opts.label_smoothing != 0)
         return tg_error("%s: label_smoothing is a cross_entropy option, got %g", op, opts.label_smoothing), NULL;
     ce_args a = {opts.reduction, true, ignore_index_of(opts), 0, 0, 0, 0, 0};
@@ -436,8 +443,7 @@ static tg_status check_pair(const char *op, tg_tensor *input, tg_tensor *target,
     tg_shape out;
     if (!input) return tg_error_null_input(op, 0);
     if (!target) return tg_error_null_input(op, 1);
-    if (reduction < TG_REDUCTION_MEAN || reduction > TG_REDUCTION_NONE)
-        return tg_error("%s: unknown reduction %d", op, (int)reduction);
+    if (check_reduction(op, reduction, false)) return TG_ERROR;
     if (!tg_dtype_is_floating(input->dtype) || input->dtype != target->dtype)
         return tg_error("%s: expected input and target of one floating dtype, got %s and %s", op,
                         tg_dtype_name(input->dtype), tg_dtype_name(target->dtype));
@@ -561,4 +567,193 @@ tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor
 
 tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *target) {
     return tg_binary_cross_entropy_with_logits_opts(logits, target, (tg_bce_opts){0});
+}
+
+/* ======================= binary_cross_entropy ======================= */
+
+/* -(y max(log x, -100) + (1 - y) max(log(1 - x), -100)) per element, with PyTorch
+ * 1.13's own gradients (binary_cross_entropy_backward and _target_backward in
+ * Loss.cpp): they differ from the clamped formula's at x = 0 and 1, where PyTorch
+ * divides by max(x (1 - x), 1e-12). The backward is written with ops, so it runs on
+ * any device and differentiates again. */
+static tg_tensor *bce_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    tg_tensor *x = in[0], *y = in[1];
+    tg_ctx_save(ctx, x);
+    tg_ctx_save(ctx, y);
+    tg_tensor *log_x = tg_clamp(tg_log(x), -100, NAN);
+    tg_tensor *log_1mx = tg_clamp(tg_log(tg_rsub_scalar(x, 1)), -100, NAN);
+    return tg_neg(tg_add(tg_mul(y, log_x), tg_mul(tg_rsub_scalar(y, 1), log_1mx)));
+}
+
+static void bce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *y = tg_ctx_saved(ctx, 1);
+    if (!x || !y) return;
+    if (tg_ctx_needs_input_grad(ctx, 0)) {
+        /* PyTorch's EPSILON is the float 1e-12 (9.99999996e-13 as a double) */
+        tg_tensor *denominator = tg_clamp(tg_mul(x, tg_rsub_scalar(x, 1)), (double)1e-12f, NAN);
+        grad_in[0] = tg_mul(g, tg_div(tg_sub(x, y), denominator));
+    }
+    if (tg_ctx_needs_input_grad(ctx, 1))
+        grad_in[1] = tg_mul(g, tg_sub(tg_log(tg_rsub_scalar(x, 1)), tg_log(x)));
+}
+
+static const tg_function bce_fn = {"binary_cross_entropy", 2, bce_forward, bce_backward, 0,
+                                   TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32};
+
+/* PyTorch's CPU kernel refuses probabilities outside [0, 1] (its CUDA kernel asserts):
+ * one count read on the host. */
+static tg_status check_probabilities(const char *op, tg_tensor *x) {
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        tg_tensor *outside = tg_sum(tg_cast(tg_eq_scalar(tg_mul(tg_ge_scalar(x, 0), tg_le_scalar(x, 1)), 0),
+                                            TG_INT64));
+        tg_tensor *host = outside ? tg_tensor_to(outside, TG_CPU) : NULL;
+        if (!host) status = TG_ERROR;
+        else if (*(const int64_t *)tg_data_ptr(host) > 0)
+            status = tg_error("%s: all elements of input should be between 0 and 1 (%lld are not)", op,
+                              (long long)*(const int64_t *)tg_data_ptr(host));
+    }
+    return status;
+}
+
+tg_tensor *tg_binary_cross_entropy_opts(tg_tensor *input, tg_tensor *target, tg_bce_opts opts) {
+    const char *op = "tg_binary_cross_entropy";
+    if (check_pair(op, input, target, opts.reduction, true)) return NULL;
+    if (opts.pos_weight)
+        return tg_error("%s: pos_weight is a binary_cross_entropy_with_logits option", op), NULL;
+    if (opts.weight && check_bce_weight(op, "weight", input, opts.weight)) return NULL;
+    if (check_probabilities(op, input)) return NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *loss = tg_apply(&bce_fn, (tg_tensor *[]){input, target});
+        if (opts.weight) loss = tg_mul(loss, opts.weight);
+        out = tg_scope_return(reduce(loss, opts.reduction));
+    }
+    return out;
+}
+
+tg_tensor *tg_binary_cross_entropy(tg_tensor *input, tg_tensor *target) {
+    return tg_binary_cross_entropy_opts(input, target, (tg_bce_opts){0});
+}
+
+/* ======================= kl_div, smooth_l1, huber (composed) ======================= */
+
+/* t log t, 0 where t == 0 (torch.xlogy(t, t)). The log reads a 1 there, so that the
+ * unused branch is finite and its zero gradient stays zero (0 * log 0 would be NaN). */
+static tg_tensor *x_log_x(tg_tensor *t) {
+    tg_tensor *nonzero = tg_ne_scalar(t, 0);
+    return tg_where_scalar(nonzero, tg_mul(t, tg_log(tg_where_scalar(nonzero, t, 1.0))), 0.0);
+}
+
+/* PyTorch's kl_div (Loss.cpp) and F.kl_div's batchmean (the sum over the input's
+ * first dim; a 0-dim input is just summed). */
+tg_tensor *tg_kl_div_opts(tg_tensor *input, tg_tensor *target, tg_kl_opts opts) {
+    const char *op = "tg_kl_div";
+    if (input && target && check_reduction(op, opts.reduction, true)) return NULL;
+    bool batchmean = opts.reduction == TG_REDUCTION_BATCHMEAN;
+    /* check_pair knows the three reductions; batchmean is checked above */
+    if (check_pair(op, input, target, batchmean ? TG_REDUCTION_SUM : opts.reduction, false)) return NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *pointwise = opts.log_target ? tg_mul(tg_exp(target), tg_sub(target, input))
+                                               : tg_sub(x_log_x(target), tg_mul(target, input));
+        tg_tensor *r;
+        if (batchmean) {
+            r = tg_sum(pointwise);
+            if (input->shape.ndim > 0) r = tg_div_scalar(r, (double)input->shape.dims[0]);
+        } else {
+            r = reduce(pointwise, opts.reduction);
+        }
+        out = tg_scope_return(r);
+    }
+    return out;
+}
+
+tg_tensor *tg_kl_div(tg_tensor *input, tg_tensor *target) {
+    return tg_kl_div_opts(input, target, (tg_kl_opts){0});
+}
+
+/* A double option whose PyTorch default is not zero: 0 means the default, TG_ZERO
+ * (-0.0) a real zero (core/options.h). */
+static double or_default(double v, double def) { return v == 0 && !signbit(v) ? def : v; }
+
+/* The two pieces of smooth_l1 / huber, chosen with where: inside |d| < k,
+ * inside_scale * d^2, else outside_scale * (|d| - k / 2). PyTorch's backward gives
+ * the outside slope at |d| == k, as this does. */
+static tg_tensor *piecewise_quadratic(tg_tensor *d, double k, double inside_scale, double outside_scale) {
+    tg_tensor *abs_d = tg_abs(d);
+    tg_tensor *inside = tg_mul_scalar(tg_square(d), inside_scale);
+    tg_tensor *outside = tg_mul_scalar(tg_sub_scalar(abs_d, 0.5 * k), outside_scale);
+    return tg_where(tg_lt_scalar(abs_d, k), inside, outside);
+}
+
+tg_tensor *tg_smooth_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_smooth_l1_opts opts) {
+    const char *op = "tg_smooth_l1_loss";
+    if (check_pair(op, input, target, opts.reduction, false)) return NULL;
+    double beta = or_default(opts.beta, 1.0);
+    if (!(beta >= 0)) return tg_error("%s: beta must not be negative, got %g", op, beta), NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *d = tg_sub(input, target);
+        /* beta 0 is an L1 loss (PyTorch calls l1_loss) */
+        tg_tensor *loss = beta == 0 ? tg_abs(d) : piecewise_quadratic(d, beta, 0.5 / beta, 1.0);
+        out = tg_scope_return(reduce(loss, opts.reduction));
+    }
+    return out;
+}
+
+tg_tensor *tg_smooth_l1_loss(tg_tensor *input, tg_tensor *target) {
+    return tg_smooth_l1_loss_opts(input, target, (tg_smooth_l1_opts){0});
+}
+
+tg_tensor *tg_huber_loss_opts(tg_tensor *input, tg_tensor *target, tg_huber_opts opts) {
+    const char *op = "tg_huber_loss";
+    if (check_pair(op, input, target, opts.reduction, false)) return NULL;
+    double delta = or_default(opts.delta, 1.0);
+    if (!(delta > 0)) return tg_error("%s: delta must be positive, got %g", op, delta), NULL;
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *loss = piecewise_quadratic(tg_sub(input, target), delta, 0.5, delta);
+        out = tg_scope_return(reduce(loss, opts.reduction));
+    }
+    return out;
+}
+
+tg_tensor *tg_huber_loss(tg_tensor *input, tg_tensor *target) {
+    return tg_huber_loss_opts(input, target, (tg_huber_opts){0});
+}
+
+/* ======================= triplet_margin_loss (composed) ======================= */
+
+tg_tensor *tg_triplet_margin_loss_opts(tg_tensor *anchor, tg_tensor *positive, tg_tensor *negative,
+                                       tg_triplet_opts opts) {
+    const char *op = "tg_triplet_margin_loss";
+    tg_tensor *in[3] = {anchor, positive, negative};
+    for (int i = 0; i < 3; i++)
+        if (!in[i]) return tg_error_null_input(op, i), NULL;
+    if (check_reduction(op, opts.reduction, false)) return NULL;
+    if (anchor->shape.ndim != positive->shape.ndim || anchor->shape.ndim != negative->shape.ndim)
+        return tg_error("%s: anchor, positive and negative must have the same number of dims, got %d, %d and %d",
+                        op, anchor->shape.ndim, positive->shape.ndim, negative->shape.ndim), NULL;
+    tg_shape ap, apn;
+    char sa[128], sp[128], sn[128];
+    if (!tg_broadcast_shapes(anchor->shape, positive->shape, &ap) || !tg_broadcast_shapes(ap, negative->shape, &apn))
+        return tg_error("%s: anchor %s, positive %s and negative %s cannot be broadcast together", op,
+                        tg_shape_str(anchor->shape, sa, sizeof sa), tg_shape_str(positive->shape, sp, sizeof sp),
+                        tg_shape_str(negative->shape, sn, sizeof sn)), NULL;
+    double margin = or_default(opts.margin, 1.0), p = or_default(opts.p, 2.0), eps = or_default(opts.eps, 1e-6);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *d_pos = tg_pairwise_distance(anchor, positive, p, eps, false);
+        tg_tensor *d_neg = tg_pairwise_distance(anchor, negative, p, eps, false);
+        if (opts.swap) d_neg = tg_minimum(d_neg, tg_pairwise_distance(positive, negative, p, eps, false));
+        /* clamp passes the gradient at 0 itself, as PyTorch's clamp_min */
+        tg_tensor *loss = tg_clamp(tg_add_scalar(tg_sub(d_pos, d_neg), margin), 0, NAN);
+        if (loss) out = tg_scope_return(reduce(loss, opts.reduction));
+    }
+    return out;
+}
+
+tg_tensor *tg_triplet_margin_loss(tg_tensor *anchor, tg_tensor *positive, tg_tensor *negative) {
+    return tg_triplet_margin_loss_opts(anchor, positive, negative, (tg_triplet_opts){0});
 }

@@ -6,7 +6,11 @@
  *     tg_mse_loss(pred, y)                                                 F.mse_loss(pred, y)
  *     tg_mse_loss_opts(pred, y, (tg_loss_opts){.reduction = TG_REDUCTION_SUM})   reduction='sum'
  * tg_loss_opts serves cross_entropy, nll_loss, mse_loss and l1_loss (the last two
- * refuse the fields they have no use for); bce_with_logits has tg_bce_opts. */
+ * refuse the fields they have no use for); bce_with_logits and binary_cross_entropy
+ * have tg_bce_opts, kl_div tg_kl_opts, smooth_l1 / huber tg_smooth_l1_opts /
+ * tg_huber_opts, triplet_margin_loss tg_triplet_opts. Fields whose PyTorch default is
+ * not zero (beta, delta, margin, p, eps) read 0 as that default and TG_ZERO
+ * (core/options.h) as a real zero. */
 #ifndef TG_OPS_LOSS_H
 #define TG_OPS_LOSS_H
 
@@ -19,7 +23,9 @@
 extern "C" {
 #endif
 
-typedef enum { TG_REDUCTION_MEAN = 0, TG_REDUCTION_SUM, TG_REDUCTION_NONE } tg_reduction;
+/* BATCHMEAN (the sum divided by the input's first dim) is kl_div's only; the other
+ * losses refuse it. */
+typedef enum { TG_REDUCTION_MEAN = 0, TG_REDUCTION_SUM, TG_REDUCTION_NONE, TG_REDUCTION_BATCHMEAN } tg_reduction;
 
 /* Zero fields: mean reduction, ignore_index -100 (PyTorch's default: targets of -100
  * are skipped, the mean divides by the others), no smoothing, no class weights. */
@@ -68,6 +74,65 @@ tg_tensor *tg_binary_cross_entropy_with_logits(tg_tensor *logits, tg_tensor *tar
  * both must broadcast to the input's shape). Differentiable in logits, target,
  * weight and pos_weight. */
 tg_tensor *tg_binary_cross_entropy_with_logits_opts(tg_tensor *logits, tg_tensor *target, tg_bce_opts opts);
+
+/* binary_cross_entropy on probabilities in [0, 1] (checked: an element outside is an
+ * error, as PyTorch's CPU kernel): -w (y log x + (1 - y) log(1 - x)), each log clamped
+ * at -100. Gradients as PyTorch 1.13's: w (x - y) / max(x (1 - x), 1e-12) for the
+ * input, w (log(1 - x) - log x) (unclamped) for the target; the weight's is the
+ * element's loss. Target of the input's shape; opts.weight broadcastable to it;
+ * opts.pos_weight is refused (a bce_with_logits option). */
+tg_tensor *tg_binary_cross_entropy(tg_tensor *input, tg_tensor *target);
+tg_tensor *tg_binary_cross_entropy_opts(tg_tensor *input, tg_tensor *target, tg_bce_opts opts);
+
+/* Options of tg_kl_div_opts; zero fields: mean (elementwise, PyTorch's default),
+ * target given as probabilities. */
+typedef struct {
+    tg_reduction reduction; /* also TG_REDUCTION_BATCHMEAN: sum / input's dim 0 */
+    bool log_target;        /* target holds log-probabilities */
+} tg_kl_opts;
+/* torch.nn.functional.kl_div(input, target) with input log-probabilities:
+ * target (log target - input), or exp(target) (target - input) with log_target;
+ * a zero target contributes 0 (xlogy). Broadcasting as PyTorch. The target's gradient
+ * at a zero target is finite here (-input), where PyTorch 1.13 gives NaN. */
+tg_tensor *tg_kl_div(tg_tensor *input, tg_tensor *target);
+tg_tensor *tg_kl_div_opts(tg_tensor *input, tg_tensor *target, tg_kl_opts opts);
+
+/* Options of tg_smooth_l1_loss_opts; zero fields: mean, beta 1 (TG_ZERO: beta 0, an
+ * L1 loss, as PyTorch). */
+typedef struct {
+    tg_reduction reduction;
+    double beta;
+} tg_smooth_l1_opts;
+/* torch.nn.functional.smooth_l1_loss: with d = input - target,
+ * 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta. A negative beta is an error. */
+tg_tensor *tg_smooth_l1_loss(tg_tensor *input, tg_tensor *target);
+tg_tensor *tg_smooth_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_smooth_l1_opts opts);
+
+/* Options of tg_huber_loss_opts; zero fields: mean, delta 1. */
+typedef struct {
+    tg_reduction reduction;
+    double delta;
+} tg_huber_opts;
+/* torch.nn.functional.huber_loss: 0.5 d^2 where |d| < delta, else
+ * delta (|d| - 0.5 delta). delta must be positive. */
+tg_tensor *tg_huber_loss(tg_tensor *input, tg_tensor *target);
+tg_tensor *tg_huber_loss_opts(tg_tensor *input, tg_tensor *target, tg_huber_opts opts);
+
+/* Options of tg_triplet_margin_loss_opts; zero fields: mean, margin 1, p 2, eps 1e-6,
+ * no swap (TG_ZERO: a real zero margin or eps). */
+typedef struct {
+    tg_reduction reduction;
+    double margin;
+    double p;   /* the distance's norm: positive, or INFINITY */
+    double eps; /* added to the differences, as tg_pairwise_distance */
+    bool swap;  /* the negative distance is min(d(a, n), d(p, n)) */
+} tg_triplet_opts;
+/* torch.nn.functional.triplet_margin_loss(anchor, positive, negative):
+ * max(d(a, p) - d(a, n) + margin, 0) with d = tg_pairwise_distance over the last dim.
+ * The three must have the same number of dims and broadcast together. */
+tg_tensor *tg_triplet_margin_loss(tg_tensor *anchor, tg_tensor *positive, tg_tensor *negative);
+tg_tensor *tg_triplet_margin_loss_opts(tg_tensor *anchor, tg_tensor *positive, tg_tensor *negative,
+                                       tg_triplet_opts opts);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-/* movedim, unflatten, repeat, tile, roll: compositions of differentiable views and
- * copies (see ops/rearrange.h). */
+/* movedim, unflatten, repeat, tile, roll, repeat_interleave: compositions of
+ * differentiable views and copies (see ops/rearrange.h). */
 #include "ops/rearrange.h"
 
 #include <stdint.h>
@@ -8,6 +8,7 @@
 
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "ops/slice.h"
 
@@ -136,6 +137,78 @@ tg_tensor *tg_roll(tg_tensor *t, int64_t shift, int dim) {
     TG_SCOPE {
         tg_tensor *parts[2] = {tg_slice(t, d, size - s, TG_SLICE_END, 1), tg_slice(t, d, 0, size - s, 1)};
         if (parts[0] && parts[1]) result = tg_scope_return(tg_cat(parts, 2, d));
+    }
+    return result;
+}
+
+static int interleave_dim(const char *op, tg_tensor *t, int dim) {
+    int d = t->shape.ndim > 0 ? tg_wrap_dim(dim, t->shape.ndim) : -1;
+    if (d < 0) tg_error("%s: dim %d out of range for a tensor with %d dims", op, dim, t->shape.ndim);
+    return d;
+}
+
+/* t [..., n, ...] viewed as [..., n, 1, ...], expanded to [..., n, r, ...], reshaped
+ * (a copy) to [..., n r, ...]; the gradient sums the copies back. */
+tg_tensor *tg_repeat_interleave(tg_tensor *t, int64_t repeats, int dim) {
+    const char *op = "tg_repeat_interleave";
+    if (!t) return tg_error_null_input(op, 0), NULL;
+    int d = interleave_dim(op, t, dim);
+    if (d < 0) return NULL;
+    if (repeats < 0) return tg_error("%s: repeats can not be negative, got %lld", op, (long long)repeats), NULL;
+    if (t->shape.ndim >= TG_MAX_DIMS)
+        return tg_error("%s: a tensor with %d dims has no room for the repeat dim (at most %d)", op, t->shape.ndim,
+                        TG_MAX_DIMS), NULL;
+    tg_shape out = t->shape, wide = {0};
+    if (__builtin_mul_overflow(t->shape.dims[d], repeats, &out.dims[d]))
+        return tg_error("%s: repeating %lld elements %lld times overflows", op, (long long)t->shape.dims[d],
+                        (long long)repeats), NULL;
+    for (int i = 0; i < t->shape.ndim; i++) {
+        wide.dims[wide.ndim++] = t->shape.dims[i];
+        if (i == d) wide.dims[wide.ndim++] = repeats;
+    }
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *x = tg_reshape(tg_expand(tg_unsqueeze(t, d + 1), wide), out);
+        if (x) result = tg_scope_return(tg_same_storage(x, t) ? tg_clone(x) : x); /* always a copy */
+    }
+    return result;
+}
+
+/* The index k repeated repeats[k] times (repeats read on the host), then index_select. */
+tg_tensor *tg_repeat_interleave_tensor(tg_tensor *t, tg_tensor *repeats, int dim) {
+    const char *op = "tg_repeat_interleave_tensor";
+    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (!repeats) return tg_error_null_input(op, 1), NULL;
+    int d = interleave_dim(op, t, dim);
+    if (d < 0) return NULL;
+    int64_t n = t->shape.dims[d], count = tg_numel(repeats);
+    if ((repeats->dtype != TG_INT64 && repeats->dtype != TG_INT32) || repeats->shape.ndim > 1)
+        return tg_error("%s: repeats must be a 0-dim or 1-D int64 or int32 tensor, got %s with %d dims", op,
+                        tg_dtype_name(repeats->dtype), repeats->shape.ndim), NULL;
+    if (count != n && count != 1)
+        return tg_error("%s: repeats must have the same size as input along dim: %lld repeats for size %lld", op,
+                        (long long)count, (long long)n), NULL;
+    tg_tensor *result = NULL;
+    TG_SCOPE {
+        tg_tensor *host = tg_contiguous(tg_tensor_to(tg_cast(repeats, TG_INT64), TG_CPU));
+        const int64_t *r = host ? tg_data_ptr(host) : NULL;
+        int64_t total = 0;
+        bool ok = r != NULL;
+        for (int64_t k = 0; ok && k < n; k++) {
+            int64_t rk = r[count == 1 ? 0 : k];
+            if (rk < 0) ok = !tg_error("%s: repeats can not be negative, got %lld", op, (long long)rk);
+            else if (__builtin_add_overflow(total, rk, &total)) ok = !tg_error("%s: the repeats overflow", op);
+        }
+        int64_t *index = ok ? malloc((size_t)(total > 0 ? total : 1) * sizeof *index) : NULL;
+        if (ok) {
+            TG_ASSERT(index != NULL);
+            for (int64_t k = 0, at = 0; k < n; k++)
+                for (int64_t j = 0; j < r[count == 1 ? 0 : k]; j++) index[at++] = k;
+            tg_tensor *idx = tg_tensor_to(tg_from_data(index, TG_SHAPE(total), (tg_opts){.dtype = TG_INT64}),
+                                          t->storage->device);
+            free(index);
+            result = tg_scope_return(tg_index_select(t, d, idx));
+        }
     }
     return result;
 }

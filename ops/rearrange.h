@@ -1,6 +1,6 @@
 /* Rearranging ops built from views and copies that already have gradients
- * (permute, view, expand, reshape, slice, cat): movedim, unflatten, repeat, tile and
- * roll, as PyTorch's. Being compositions, they run on any device and differentiate
+ * (permute, view, expand, reshape, slice, cat, index_select): movedim, unflatten,
+ * repeat, tile, roll and repeat_interleave, as PyTorch's. Being compositions, they run on any device and differentiate
  * to any order with no formula of their own. Each returns a NEW reference, or NULL
  * with a message naming the op and the offending values. */
 #ifndef TG_OPS_REARRANGE_H
@@ -27,6 +27,13 @@ tg_tensor *tg_tile(tg_tensor *t, const int64_t *reps, int count);
 /* torch.roll(t, shift, dim): elements shifted along dim, wrapping around (negative
  * shifts go the other way). A copy. */
 tg_tensor *tg_roll(tg_tensor *t, int64_t shift, int dim);
+/* torch.repeat_interleave(t, repeats, dim): each element along dim repeated `repeats`
+ * times in place (x0 x0 x1 x1 ...). tg_repeat_interleave_tensor takes a 1-D int64 or
+ * int32 tensor of repeats, one per element along dim (or one for all), read on the
+ * host. PyTorch's dim=None (flatten first) is tg_flatten(t, 0, -1) then dim 0. Copies;
+ * negative repeats are an error. */
+tg_tensor *tg_repeat_interleave(tg_tensor *t, int64_t repeats, int dim);
+tg_tensor *tg_repeat_interleave_tensor(tg_tensor *t, tg_tensor *repeats, int dim);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/internal.h"
+#include "ops/binary_formulas.h"
 #include "ops/unary_formulas.h"
 
 
@@ -119,32 +120,46 @@ template <typename T> __device__ __forceinline__ T unary_apply(const unary_param
         return unary_int<T>(p, x);
 }
 
-// z = f(x, y): arithmetic kinds give T, comparisons bool (BINARY_CASES).
+__device__ __forceinline__ float datan2(float x, float y) { return atan2f(x, y); }
+__device__ __forceinline__ double datan2(double x, double y) { return atan2(x, y); }
+__device__ __forceinline__ float dfmod(float x, float y) { return fmodf(x, y); }
+__device__ __forceinline__ double dfmod(double x, double y) { return fmod(x, y); }
+#define TG_ATAN2 datan2
+#define TG_FMOD dfmod
+#define BINARY_DEVICE_CASE(KIND, expr) \
+    case TG_BINARY_##KIND: return expr;
+
+// z = f(x, y): the rows of ops/binary_formulas.h, as on the CPU; arithmetic kinds give
+// T, comparisons bool. The floating and integer tables only where the CPU has them
+// (uint8 and bool fmod are refused on the host).
 template <typename T> __device__ __forceinline__ T binary_arith(tg_binary_kind kind, T x, T y) {
+    typedef T scalar_t;
     switch (kind) {
-    case TG_BINARY_ADD: return x + y;
-    case TG_BINARY_SUB: return x - y;
-    case TG_BINARY_MUL: return x * y;
-    case TG_BINARY_DIV: return x / y;
-    case TG_BINARY_MAXIMUM: return (x != x || x > y) ? x : y;
-    case TG_BINARY_MINIMUM: return (x != x || x < y) ? x : y;
+        TG_BINARY_FORMULAS(BINARY_DEVICE_CASE)
     case TG_BINARY_POW:
         if constexpr (std::is_floating_point<T>::value)
             return dpow(x, y);
         else
             return (T)(int64_t)int_pow((double)x, (double)y);
-    default: return x;
+    default: break;
     }
+    if constexpr (std::is_floating_point<T>::value) {
+        switch (kind) {
+            TG_BINARY_FLOAT_FORMULAS(BINARY_DEVICE_CASE)
+        default: break;
+        }
+    } else if constexpr (std::is_same<T, int64_t>::value || std::is_same<T, int32_t>::value) {
+        switch (kind) {
+            TG_BINARY_INT_FORMULAS(BINARY_DEVICE_CASE)
+        default: break;
+        }
+    }
+    return x;
 }
 
 template <typename T> __device__ __forceinline__ bool binary_compare(tg_binary_kind kind, T x, T y) {
     switch (kind) {
-    case TG_BINARY_EQ: return x == y;
-    case TG_BINARY_NE: return x != y;
-    case TG_BINARY_LT: return x < y;
-    case TG_BINARY_LE: return x <= y;
-    case TG_BINARY_GT: return x > y;
-    case TG_BINARY_GE: return x >= y;
+        TG_BINARY_COMPARE_FORMULAS(BINARY_DEVICE_CASE)
     default: return false;
     }
 }

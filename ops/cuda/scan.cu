@@ -1,5 +1,5 @@
-// CUDA kernel of ops/scan.c: cumsum along one dim, one thread per line, each running
-// ops/scan_line.h's TG_CUMSUM_LINE (the CPU's formula and accumulator).
+// CUDA kernel of ops/scan.c: cumsum / cumprod along one dim, one thread per line, each
+// running ops/scan_line.h's TG_SCAN_LINE (the CPU's formula and accumulator).
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -10,7 +10,7 @@
 #include "ops/scan_line.h"
 
 template <typename T>
-__global__ void cumsum_kernel(tg_reduce_plan px, tg_reduce_plan po, const T *x, T *out) {
+__global__ void scan_kernel(tg_scan_kind kind, tg_reduce_plan px, tg_reduce_plan po, const T *x, T *out) {
     int64_t len = px.inner_numel;
     int64_t xs = px.inner_ndim ? px.inner_strides[0] : 1, os = po.inner_ndim ? po.inner_strides[0] : 1;
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < px.outer_numel;
@@ -18,35 +18,36 @@ __global__ void cumsum_kernel(tg_reduce_plan px, tg_reduce_plan po, const T *x, 
         typedef typename tg_acc_type<T>::type acc_t;
         const T *line = x + tg_reduce_outer_offset(&px, o);
         T *dst = out + tg_reduce_outer_offset(&po, o);
-        TG_CUMSUM_LINE(T, acc_t, line, xs, dst, os, len);
+        TG_SCAN_LINE(kind, T, acc_t, line, xs, dst, os, len);
     }
 }
 
-extern "C" tg_status tg_cuda_cumsum(tg_tensor *out, tg_tensor *x, int dim) {
+extern "C" tg_status tg_cuda_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *x, int dim) {
+    const char *op = kind == TG_SCAN_SUM ? "tg_cumsum" : "tg_cumprod";
     if (x->shape.ndim == 0 || dim < 0 || dim >= x->shape.ndim)
-        return tg_error("tg_cumsum: dim %d is out of range for a CUDA kernel on %d dims", dim, x->shape.ndim);
+        return tg_error("%s: dim %d is out of range for a CUDA kernel on %d dims", op, dim, x->shape.ndim);
     bool mask[TG_MAX_DIMS] = {false};
     mask[dim] = true;
     tg_reduce_plan px, po;
     tg_reduce_plan_init(&px, x, mask);
     tg_reduce_plan_init(&po, out, mask);
     if (px.outer_numel == 0 || px.inner_numel == 0) return TG_OK;
-    TG_CUDA_ENTER("tg_cumsum", x);
+    TG_CUDA_ENTER(op, x);
     unsigned blocks = tg_cuda_blocks(px.outer_numel, tg_cuda_device_of(x));
     switch (x->dtype) {
     case TG_FLOAT32:
-        cumsum_kernel<float><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const float *)tg_elem_ptr(x),
+        scan_kernel<float><<<blocks, TG_CUDA_THREADS, 0, stream>>>(kind, px, po, (const float *)tg_elem_ptr(x),
                                                                      (float *)tg_elem_ptr(out));
         break;
     case TG_FLOAT64:
-        cumsum_kernel<double><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const double *)tg_elem_ptr(x),
+        scan_kernel<double><<<blocks, TG_CUDA_THREADS, 0, stream>>>(kind, px, po, (const double *)tg_elem_ptr(x),
                                                                       (double *)tg_elem_ptr(out));
         break;
     case TG_INT64:
-        cumsum_kernel<int64_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const int64_t *)tg_elem_ptr(x),
+        scan_kernel<int64_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(kind, px, po, (const int64_t *)tg_elem_ptr(x),
                                                                        (int64_t *)tg_elem_ptr(out));
         break;
-    default: return tg_error("tg_cumsum: dtype %s has no CUDA kernel", tg_dtype_name(x->dtype));
+    default: return tg_error("%s: dtype %s has no CUDA kernel", op, tg_dtype_name(x->dtype));
     }
-    return tg_cuda_check_launch("tg_cumsum");
+    return tg_cuda_check_launch(op);
 }

@@ -4,14 +4,15 @@
 #define TG_OPS_CUDA_SCAN_H
 
 #include "core/tensor.h"
+#include "ops/scan_line.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* out (contiguous, x's shape, x's dtype: float32, float64 or int64) = cumsum of x
- * along dim (already wrapped; x any strides). */
-tg_status tg_cuda_cumsum(tg_tensor *out, tg_tensor *x, int dim) __attribute__((weak));
+/* out (contiguous, x's shape, x's dtype: float32, float64 or int64) = cumsum or
+ * cumprod (kind) of x along dim (already wrapped; x any strides). */
+tg_status tg_cuda_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *x, int dim) __attribute__((weak));
 
 #ifdef __cplusplus
 }

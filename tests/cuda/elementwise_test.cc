@@ -102,7 +102,8 @@ TEST_F(TgTest, CudaBinaryOpsMatchCpuWithBroadcasting) {
         {"div", tg_div, false}, {"maximum", tg_maximum, false}, {"minimum", tg_minimum, false},
         {"pow", tg_pow, true},  {"eq", tg_eq, false},           {"ne", tg_ne, false},
         {"lt", tg_lt, false},   {"le", tg_le, false},           {"gt", tg_gt, false},
-        {"ge", tg_ge, false},
+        {"ge", tg_ge, false},   {"atan2", tg_atan2, false},     {"fmod", tg_fmod, false},
+        {"remainder", tg_remainder, false},
     };
     struct Shapes {
         tg_shape a, b;
@@ -151,6 +152,23 @@ TEST_F(TgTest, CudaBinaryOpsOnIntegersAndBools) {
                                         o))
                 << tg_dtype_name(dt);
         }
+    }
+}
+
+// The integer rows of ops/binary_formulas.h, with both signs of dividend and divisor.
+TEST_F(TgTest, CudaIntegerFmodAndRemainderMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    CompareOpts o;
+    o.atol = o.rtol = 0;
+    for (tg_dtype dt : {TG_INT64, TG_INT32}) {
+        tg_tensor *a = random_cpu(TG_SHAPE(6, 40), dt, 1, -20, 20);
+        std::vector<int64_t> divisors(40);
+        for (int k = 0; k < 40; k++) divisors[k] = (k % 2 ? -1 : 1) * (k % 7 + 1);  // +-1 .. +-7, never 0
+        tg_tensor *b = tg_cast(tensor_i64(divisors, TG_SHAPE(40)), dt);
+        for (auto f : {tg_fmod, tg_remainder})
+            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0], in[1]); }, {a, b},
+                                        o))
+                << tg_dtype_name(dt);
     }
 }
 

@@ -33,6 +33,55 @@ TEST_F(TgTest, CudaRearrangingOpsMatchCpu) {
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_movedim(in[0], 2, 0); }, {x}));
 }
 
+// pad's index modes and repeat_interleave with a tensor upload a host-built index.
+TEST_F(TgTest, CudaPadAndRepeatInterleaveMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 16);
+    for (tg_pad_mode mode : {TG_PAD_CONSTANT, TG_PAD_REFLECT, TG_PAD_REPLICATE, TG_PAD_CIRCULAR})
+        EXPECT_TRUE(compare_devices(
+            [mode](const std::vector<tg_tensor *> &in) {
+                int64_t p[4] = {2, -1, 1, 2};
+                return tg_pad(in[0], p, 4, mode, 0);
+            },
+            {x}))
+            << "mode " << mode;
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave(in[0], 3, 1); },
+                                {x}));
+    tg_tensor *r = tensor_i64({2, 0, 1, 3}, TG_SHAPE(4));
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave_tensor(in[0], in[1], 2); }, {x, r}));
+}
+
+// Boolean and advanced indexing read positions on the host, then index on the device.
+TEST_F(TgTest, CudaMaskedSelectAndIndexPutMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(3, 4, 2), TG_FLOAT32, 17);
+    tg_tensor *m = tg_gt_scalar(random_cpu(TG_SHAPE(3, 4), TG_FLOAT32, 18), 0);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_index_mask(in[0], in[1]); },
+                                {x, m}));
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_masked_select(in[0], tg_unsqueeze(in[1], 2)); }, {x, m}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_nonzero(in[0]); }, {m}));
+    tg_tensor *v = random_cpu(TG_SHAPE(2), TG_FLOAT32, 19);
+    for (bool accumulate : {false, true})
+        EXPECT_TRUE(compare_devices(
+            [accumulate](const std::vector<tg_tensor *> &in) {
+                tg_tensor *idx[2] = {in[1], tg_tensor_to(tensor_i64({1, 1, -1}, TG_SHAPE(3)), tg_device_of(in[0]))};
+                return tg_index_put(in[0], idx, accumulate ? 2 : 1, in[2], accumulate);
+            },
+            {x, m, v}));
+}
+
+TEST_F(TgTest, CudaEinsumMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *q = random_cpu(TG_SHAPE(2, 3, 4, 5), TG_FLOAT32, 20), *k = random_cpu(TG_SHAPE(2, 3, 6, 5), TG_FLOAT32, 21);
+    EXPECT_TRUE(compare_devices(
+        [](const std::vector<tg_tensor *> &in) { return tg_einsum("bhqd,bhkd->bhqk", in.data(), 2); }, {q, k}));
+    tg_tensor *s = random_cpu(TG_SHAPE(4, 4, 2), TG_FLOAT32, 22);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_einsum("iij->ji", in.data(), 1); },
+                                {s}));
+}
+
 TEST_F(TgTest, CudaCompositeOpsMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 4), TG_FLOAT32, 3);
@@ -58,6 +107,28 @@ TEST_F(TgTest, CudaCumsumMatchesCpu) {
             << "dim " << dim;
     tg_tensor *i = tg_cast(random_cpu(TG_SHAPE(4, 9), TG_FLOAT64, 9, -50, 50), TG_INT32);
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumsum(in[0], 1); }, {i}));
+}
+
+// cumprod runs the same TG_SCAN_LINE as cumsum; its gradient with zeros and prod's
+// are compositions (any_zero reads a count back to the host).
+TEST_F(TgTest, CudaCumprodAndProdMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(3, 17, 5), TG_FLOAT32, 12, 0.6, 1.4);
+    for (int dim : {0, 1, 2}) {
+        EXPECT_TRUE(compare_devices([dim](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], dim); },
+                                    {x}, CompareOpts{1e-5, 1e-5, true}))
+            << "dim " << dim;
+        EXPECT_TRUE(compare_devices(
+            [dim](const std::vector<tg_tensor *> &in) { return tg_prod_dim(in[0], dim, dim == 1); }, {x},
+            CompareOpts{1e-5, 1e-5, true}))
+            << "dim " << dim;
+    }
+    tg_tensor *z = tg_mul(random_cpu(TG_SHAPE(4, 6), TG_FLOAT64, 13),
+                          tg_cast(tg_gt_scalar(random_cpu(TG_SHAPE(4, 6), TG_FLOAT64, 14), -1.2), TG_FLOAT64));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], 1); }, {z}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_prod(in[0]); }, {z}));
+    tg_tensor *i = tg_cast(random_cpu(TG_SHAPE(4, 9), TG_FLOAT64, 15, -4, 4), TG_INT64);
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], 1); }, {i}));
 }
 
 TEST_F(TgTest, CudaAmaxAndTensorClampMatchCpu) {

@@ -1,4 +1,4 @@
-// movedim, unflatten, repeat, tile, roll: PyTorch 1.13's values and gradients
+// movedim, unflatten, repeat, tile, roll, repeat_interleave: PyTorch 1.13's values and gradients
 // (tests/fixtures/gen_rearrange.py), gradcheck and gradgradcheck, and the errors.
 #include <string>
 
@@ -47,6 +47,21 @@ TEST_F(TgTest, RearrangingOpsMatchPyTorch) {
     check_case("roll_neg", [](tg_tensor *x) { return tg_roll(x, -1, 1); });
 }
 
+TEST_F(TgTest, RepeatInterleaveMatchesPyTorch) {
+    check_case("repeat_interleave", [](tg_tensor *x) { return tg_repeat_interleave(x, 2, 1); });
+    check_case("repeat_interleave_last", [](tg_tensor *x) { return tg_repeat_interleave(x, 3, -1); });
+    check_case("repeat_interleave_tensor",
+               [](tg_tensor *x) { return tg_repeat_interleave_tensor(x, tensor_i64({2, 0, 1}, TG_SHAPE(3)), 1); });
+    check_case("repeat_interleave_one", [](tg_tensor *x) {  // one repeat for every element, int32
+        return tg_repeat_interleave_tensor(x, tg_cast(tensor_i64({3}, TG_SHAPE(1)), TG_INT32), 0);
+    });
+    check_case("repeat_interleave_flat", [](tg_tensor *x) {  // PyTorch's dim=None: flatten first
+        return tg_repeat_interleave_tensor(tg_flatten(x, 0, -1),
+                                           tg_remainder_scalar(tg_arange(0, 24, 1, tg_opts{TG_INT64}), 3), 0);
+    });
+    EXPECT_EQ(tg_size(tg_repeat_interleave(fixture_tensor(fx(), "x").make(TG_FLOAT64), 0, 2), 2), 0);
+}
+
 TEST_F(TgTest, RepeatAlwaysCopies) {
     tg_tensor *x = tensor_f32({1, 2}, TG_SHAPE(2));
     int64_t one[1] = {1};
@@ -67,6 +82,10 @@ TEST_F(TgTest, RearrangingOpsAreDifferentiableTwice) {
         },
         [](tg_tensor *const *in, void *) { return tg_mul(tg_roll(in[0], 1, 0), in[0]); },
         [](tg_tensor *const *in, void *) { return tg_exp(tg_movedim(in[0], 1, 0)); },
+        [](tg_tensor *const *in, void *) { return tg_square(tg_repeat_interleave(in[0], 2, 2)); },
+        [](tg_tensor *const *in, void *) {
+            return tg_square(tg_repeat_interleave_tensor(in[0], tensor_i64({1, 3, 0}, TG_SHAPE(3)), 1));
+        },
     };
     for (tg_gradcheck_fn fn : fns) {
         EXPECT_EQ(tg_gradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
@@ -94,6 +113,23 @@ TEST_F(TgTest, RearrangingErrorsNameTheOp) {
     tg_clear_error();
     EXPECT_EQ(tg_roll(x, 1, 3), nullptr);
     EXPECT_ERROR_CONTAINS("tg_roll: dim 3 out of range for a tensor with 2 dims");
+    tg_clear_error();
+    EXPECT_EQ(tg_repeat_interleave(x, -1, 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_repeat_interleave: repeats can not be negative, got -1");
+    tg_clear_error();
+    EXPECT_EQ(tg_repeat_interleave(tensor_f64({1}, TG_SCALAR_SHAPE), 2, 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_repeat_interleave: dim 0 out of range for a tensor with 0 dims");
+    tg_clear_error();
+    EXPECT_EQ(tg_repeat_interleave_tensor(x, tensor_i64({1, 2}, TG_SHAPE(2)), 1), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_repeat_interleave_tensor: repeats must have the same size as input along dim: 2 "
+                          "repeats for size 6");
+    tg_clear_error();
+    EXPECT_EQ(tg_repeat_interleave_tensor(x, tensor_i64({1, -2}, TG_SHAPE(2)), 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_repeat_interleave_tensor: repeats can not be negative, got -2");
+    tg_clear_error();
+    EXPECT_EQ(tg_repeat_interleave_tensor(x, tg_zeros(TG_SHAPE(2), tg_opts{}), 0), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_repeat_interleave_tensor: repeats must be a 0-dim or 1-D int64 or int32 tensor, got "
+                          "float32 with 1 dims");
 }
 
 }  // namespace

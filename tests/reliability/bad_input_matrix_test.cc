@@ -125,6 +125,35 @@ std::vector<BadInput> cases() {
          }},
         {"backward NULL", {"tg_backward: input 0 is NULL"}, [] { return err(tg_backward(nullptr)); }},
         {"requires_grad on int", {"tg_requires_grad", "int64"}, [] { return null(tg_requires_grad(i64(TG_SHAPE(1)), true)); }},
+        // losses, math, sorting, indexing, padding, einsum (issue 19)
+        {"bce input outside [0, 1]", {"tg_binary_cross_entropy", "between 0 and 1"},
+         [] { return null(tg_binary_cross_entropy(tg_full(TG_SHAPE(2), 1.5, tg_opts{}), f32(TG_SHAPE(2)))); }},
+        {"batchmean outside kl_div", {"tg_mse_loss", "batchmean"},
+         [] { return null(tg_mse_loss_opts(f32(TG_SHAPE(2)), f32(TG_SHAPE(2)), tg_loss_opts{TG_REDUCTION_BATCHMEAN})); }},
+        {"integer fmod by zero", {"fmod", "division by zero"},
+         [] { return null(tg_fmod(i64(TG_SHAPE(2)), i64(TG_SHAPE(2)))); }},
+        {"cumprod dim", {"tg_cumprod", "dim 2"}, [] { return null(tg_cumprod(f32(TG_SHAPE(2, 3)), 2)); }},
+        {"topk k too large", {"tg_topk", "k 4", "size 3"},
+         [] { return null(tg_topk(f32(TG_SHAPE(2, 3)), 4, 1, true, true, nullptr)); }},
+        {"reflect pad too wide", {"tg_pad", "(3, 0)", "[1, 2, 3]", "reflect"},
+         [] {
+             int64_t p[2] = {3, 0};
+             return null(tg_pad(f32(TG_SHAPE(1, 2, 3)), p, 2, TG_PAD_REFLECT, 0));
+         }},
+        {"repeat_interleave negative", {"tg_repeat_interleave", "-2"},
+         [] { return null(tg_repeat_interleave(f32(TG_SHAPE(2)), -2, 0)); }},
+        {"index_put out of bounds", {"tg_index_put", "index 5", "size 2"},
+         [] {
+             tg_tensor *idx[1] = {tg_full(TG_SHAPE(1), 5, tg_opts{TG_INT64})};
+             return null(tg_index_put(f32(TG_SHAPE(2)), idx, 1, f32(TG_SHAPE(1)), false));
+         }},
+        {"masked_select non-bool mask", {"tg_masked_select", "bool", "float32"},
+         [] { return null(tg_masked_select(f32(TG_SHAPE(2)), f32(TG_SHAPE(2)))); }},
+        {"einsum size mismatch", {"tg_einsum", "ij,jk->ik", "4 and 3"},
+         [] {
+             tg_tensor *ops[2] = {f32(TG_SHAPE(3, 4)), f32(TG_SHAPE(3, 4))};
+             return null(tg_einsum("ij,jk->ik", ops, 2));
+         }},
         // io / data
         {"safetensors missing file", {"/nonexistent/x.safetensors"},
          [] {

@@ -1,0 +1,111 @@
+// pad: PyTorch 1.13's values and gradients for every mode (tests/fixtures/gen_pad.py),
+// negative pads, gradcheck and gradgradcheck, and the errors.
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace {
+
+const std::map<std::string, FixtureTensor> &fx() {
+    static const std::map<std::string, FixtureTensor> f = load_fixtures("tests/fixtures/pad.txt");
+    return f;
+}
+
+void check_case(const std::string &name, const std::string &input, std::vector<int64_t> pad, tg_pad_mode mode,
+                double value = 0) {
+    SCOPED_TRACE(name);
+    tg_tensor *x = fixture_tensor(fx(), input).make(TG_FLOAT64, true);
+    tg_tensor *out = tg_pad(x, pad.data(), (int)pad.size(), mode, value);
+    ASSERT_NE(out, nullptr) << tg_last_error();
+    const FixtureTensor &want = fixture_tensor(fx(), name + "_out");
+    EXPECT_EQ(dims(out), want.shape);
+    EXPECT_TRUE(tensor_near(out, want.data, 0));
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(out, fixture_tensor(fx(), name + "_w").make(TG_FLOAT64)))), TG_OK)
+        << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(x), fixture_tensor(fx(), name + "_grad").data, 1e-12));
+}
+
+TEST_F(TgTest, PadMatchesPyTorch) {
+    check_case("constant", "x3", {1, 2}, TG_PAD_CONSTANT);
+    check_case("constant_value", "x3", {0, 1, 2, 0, 1, 1}, TG_PAD_CONSTANT, -1.5);
+    check_case("constant_crop", "x3", {-1, 2, 1, -2}, TG_PAD_CONSTANT);
+    check_case("reflect_1d", "x3", {3, 2}, TG_PAD_REFLECT);
+    check_case("reflect_2d", "x4", {2, 1, 1, 2}, TG_PAD_REFLECT);
+    check_case("reflect_2d_unbatched", "x3", {1, 3, 2, 0}, TG_PAD_REFLECT);
+    check_case("reflect_crop", "x3", {-1, 2}, TG_PAD_REFLECT);
+    check_case("replicate_1d", "x3", {2, 5}, TG_PAD_REPLICATE);
+    check_case("replicate_2d", "x4", {1, 2, 3, 0}, TG_PAD_REPLICATE);
+    check_case("replicate_3d", "x5", {1, 1, 0, 2, 2, 1}, TG_PAD_REPLICATE);
+    check_case("circular_2d", "x4", {2, 1, 3, 1}, TG_PAD_CIRCULAR);
+}
+
+TEST_F(TgTest, PadCopiesAndKeepsIntegerDtypes) {
+    tg_tensor *x = tensor_i64({1, 2, 3}, TG_SHAPE(1, 3));
+    int64_t none[2] = {0, 0}, two[2] = {2, 0};
+    tg_tensor *same = tg_pad(x, none, 2, TG_PAD_CONSTANT, 0);
+    ASSERT_NE(same, nullptr) << tg_last_error();
+    EXPECT_FALSE(tg_same_storage(same, x));
+    tg_tensor *r = tg_pad(x, two, 2, TG_PAD_REFLECT, 0);
+    EXPECT_EQ(tg_dtype_of(r), TG_INT64);
+    EXPECT_TRUE(tensor_near(r, {3, 2, 1, 2, 3}, 0));
+    EXPECT_TRUE(tensor_near(tg_pad(x, two, 2, TG_PAD_CONSTANT, 7), {7, 7, 1, 2, 3}, 0));
+}
+
+TEST_F(TgTest, PadIsDifferentiableTwice) {
+    tg_gradcheck_opts o = {};
+    tg_tensor *x = fixture_tensor(fx(), "x4").make(TG_FLOAT64, true);
+    tg_gradcheck_fn fns[] = {
+        [](tg_tensor *const *in, void *) {
+            int64_t p[4] = {1, -1, 2, 1};
+            return tg_square(tg_pad(in[0], p, 4, TG_PAD_CONSTANT, 0.5));
+        },
+        [](tg_tensor *const *in, void *) {
+            int64_t p[4] = {3, 1, 1, 2};
+            return tg_square(tg_pad(in[0], p, 4, TG_PAD_REFLECT, 0));
+        },
+        [](tg_tensor *const *in, void *) {
+            int64_t p[4] = {2, 2, 0, 1};
+            return tg_square(tg_pad(in[0], p, 4, TG_PAD_REPLICATE, 0));
+        },
+        [](tg_tensor *const *in, void *) {
+            int64_t p[4] = {4, 3, 1, 2};
+            return tg_square(tg_pad(in[0], p, 4, TG_PAD_CIRCULAR, 0));
+        },
+    };
+    for (tg_gradcheck_fn fn : fns) {
+        EXPECT_EQ(tg_gradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_gradgradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
+    }
+}
+
+TEST_F(TgTest, PadErrors) {
+    tg_tensor *x = tg_zeros(TG_SHAPE(1, 3, 4), tg_opts{});
+    int64_t p3[3] = {1, 2, 3}, p8[8] = {1, 1, 0, 0, 0, 0, 1, 1}, big[2] = {4, 1}, crop[2] = {1, -6}, p4[4] = {1, 1, 1, 1};
+    int64_t wrap[2] = {5, 0};
+    struct {
+        const int64_t *pad;
+        int count;
+        int mode;  // an int: an out-of-range value in a C++ enum object is undefined
+        double value;
+        tg_tensor *input;
+        const char *msg;
+    } cases[] = {
+        {p3, 3, TG_PAD_CONSTANT, 0, x, "tg_pad: padding length must be divisible by 2, got 3"},
+        {p8, 8, TG_PAD_CONSTANT, 0, x, "tg_pad: padding length 8 too large for input [1, 3, 4]"},
+        {big, 2, TG_PAD_REFLECT, 0, x,
+         "tg_pad: padding (4, 1) of dim 2 of input [1, 3, 4] must be less than the dim's size for reflect"},
+        {wrap, 2, TG_PAD_CIRCULAR, 0, x, "tg_pad: padding (5, 0) of dim 2 of input [1, 3, 4] would wrap around"},
+        {crop, 2, TG_PAD_CONSTANT, 0, x, "tg_pad: padding (1, -6) of dim 2 of input [1, 3, 4] would give a negative size"},
+        {p4, 4, TG_PAD_REPLICATE, 0, tg_zeros(TG_SHAPE(3, 4), tg_opts{}),
+         "tg_pad: replicate padding of the last 2 dims needs an input of 3 or 4 dims, got [3, 4]"},
+        {p4, 4, TG_PAD_REFLECT, 1.0, x, "tg_pad: padding mode reflect does not take a value (got 1)"},
+        {p4, 4, 9, 0, x, "tg_pad: unknown mode 9"},
+    };
+    for (auto &c : cases) {
+        tg_clear_error();
+        EXPECT_EQ(tg_pad(c.input, c.pad, c.count, static_cast<tg_pad_mode>(c.mode), c.value), nullptr);
+        EXPECT_ERROR_CONTAINS(c.msg);
+    }
+}
+
+}  // namespace
