@@ -53,6 +53,8 @@
 
 #include "nn/module.h"
 #include "nn/layers.h"
+#include "nn/conv_layers.h"
+#include "nn/norm_layers.h"
 #include "optim/optim.h"
 
 #include "data/mnist.h"

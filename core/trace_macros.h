@@ -192,6 +192,7 @@
 #define tg_get_rng_state(...) TG_TRACED_PTR_(tg_tensor, tg_get_rng_state, tg_get_rng_state(__VA_ARGS__))
 #define tg_set_rng_state(...) TG_TRACED_STATUS_(tg_set_rng_state, tg_set_rng_state(__VA_ARGS__))
 #define tg_dropout(...) TG_TRACED_PTR_(tg_tensor, tg_dropout, tg_dropout(__VA_ARGS__))
+#define tg_dropout2d(...) TG_TRACED_PTR_(tg_tensor, tg_dropout2d, tg_dropout2d(__VA_ARGS__))
 #define tg_kaiming_uniform_(...) TG_TRACED_STATUS_(tg_kaiming_uniform_, tg_kaiming_uniform_(__VA_ARGS__))
 #define tg_kaiming_normal_(...) TG_TRACED_STATUS_(tg_kaiming_normal_, tg_kaiming_normal_(__VA_ARGS__))
 #define tg_xavier_uniform_(...) TG_TRACED_STATUS_(tg_xavier_uniform_, tg_xavier_uniform_(__VA_ARGS__))
@@ -281,15 +282,29 @@
 #define tg_nn_batch_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm2d, tg_nn_batch_norm2d(__VA_ARGS__))
 #define tg_nn_layer_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_layer_norm, tg_nn_layer_norm(__VA_ARGS__))
 #define tg_nn_dropout(...) TG_TRACED_PTR_(tg_module, tg_nn_dropout, tg_nn_dropout(__VA_ARGS__))
+#define tg_nn_dropout2d(...) TG_TRACED_PTR_(tg_module, tg_nn_dropout2d, tg_nn_dropout2d(__VA_ARGS__))
 #define tg_nn_embedding(...) TG_TRACED_PTR_(tg_module, tg_nn_embedding, tg_nn_embedding(__VA_ARGS__))
 #define tg_nn_relu(...) TG_TRACED_PTR_(tg_module, tg_nn_relu, tg_nn_relu(__VA_ARGS__))
 #define tg_nn_leaky_relu(...) TG_TRACED_PTR_(tg_module, tg_nn_leaky_relu, tg_nn_leaky_relu(__VA_ARGS__))
 #define tg_nn_sigmoid(...) TG_TRACED_PTR_(tg_module, tg_nn_sigmoid, tg_nn_sigmoid(__VA_ARGS__))
 #define tg_nn_tanh(...) TG_TRACED_PTR_(tg_module, tg_nn_tanh, tg_nn_tanh(__VA_ARGS__))
 #define tg_nn_gelu(...) TG_TRACED_PTR_(tg_module, tg_nn_gelu, tg_nn_gelu(__VA_ARGS__))
+#define tg_nn_softmax(...) TG_TRACED_PTR_(tg_module, tg_nn_softmax, tg_nn_softmax(__VA_ARGS__))
+#define tg_nn_log_softmax(...) TG_TRACED_PTR_(tg_module, tg_nn_log_softmax, tg_nn_log_softmax(__VA_ARGS__))
+#define tg_nn_identity(...) TG_TRACED_PTR_(tg_module, tg_nn_identity, tg_nn_identity(__VA_ARGS__))
 #define tg_nn_flatten(...) TG_TRACED_PTR_(tg_module, tg_nn_flatten, tg_nn_flatten(__VA_ARGS__))
 #define tg_nn_sequential(...) TG_TRACED_PTR_(tg_module, tg_nn_sequential, tg_nn_sequential(__VA_ARGS__))
 #define tg_nn_sequential_append(...) TG_TRACED_STATUS_(tg_nn_sequential_append, tg_nn_sequential_append(__VA_ARGS__))
+#define tg_nn_module_list(...) TG_TRACED_PTR_(tg_module, tg_nn_module_list, tg_nn_module_list(__VA_ARGS__))
+#define tg_nn_module_list_append(...) TG_TRACED_STATUS_(tg_nn_module_list_append, tg_nn_module_list_append(__VA_ARGS__))
+#define tg_nn_module_list_get(...) TG_TRACED_PTR_(tg_module, tg_nn_module_list_get, tg_nn_module_list_get(__VA_ARGS__))
+
+/* nn/conv_layers.h */
+#define tg_nn_conv1d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv1d, tg_nn_conv1d(__VA_ARGS__))
+
+/* nn/norm_layers.h */
+#define tg_nn_group_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_group_norm, tg_nn_group_norm(__VA_ARGS__))
+#define tg_nn_instance_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_instance_norm2d, tg_nn_instance_norm2d(__VA_ARGS__))
 
 /* optim/schedule.h */
 #define tg_step_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_step_lr, tg_step_lr(__VA_ARGS__))

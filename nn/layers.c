@@ -13,6 +13,7 @@
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 
 /* Resolves an option whose zero means "default": TG_ZERO (-0.0) means a real 0. */
@@ -319,6 +320,21 @@ tg_module *tg_nn_dropout(double p) {
     return m;
 }
 
+static tg_tensor *dropout2d_forward(tg_module *self, tg_tensor *x) {
+    return tg_dropout2d(x, *(double *)tg_module_state(self), tg_is_training(self));
+}
+static const tg_module_type dropout2d_type = {"Dropout2d", dropout2d_forward, NULL, dropout_repr};
+
+tg_module *tg_nn_dropout2d(double p) {
+    if (!(p >= 0 && p <= 1)) {
+        tg_error("tg_nn_dropout2d: p must be in [0, 1], got %g", p);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&dropout2d_type, sizeof(double));
+    *(double *)tg_module_state(m) = p;
+    return m;
+}
+
 static tg_tensor *embedding_forward(tg_module *self, tg_tensor *x) {
     return tg_embedding(tg_module_param(self, "weight"), x, *(tg_embedding_opts *)tg_module_state(self));
 }
@@ -385,6 +401,26 @@ tg_module *tg_nn_leaky_relu(double negative_slope) {
     return m;
 }
 
+static tg_tensor *softmax_forward(tg_module *self, tg_tensor *x) { return tg_softmax(x, *(int *)tg_module_state(self)); }
+static tg_tensor *log_softmax_forward(tg_module *self, tg_tensor *x) {
+    return tg_log_softmax(x, *(int *)tg_module_state(self));
+}
+static void dim_repr(tg_module *self, char *buf, size_t size) { snprintf(buf, size, "dim=%d", *(int *)tg_module_state(self)); }
+static const tg_module_type softmax_type = {"Softmax", softmax_forward, NULL, dim_repr};
+static const tg_module_type log_softmax_type = {"LogSoftmax", log_softmax_forward, NULL, dim_repr};
+
+static tg_module *make_dim_module(const tg_module_type *type, int dim) {
+    tg_module *m = tg_module_new(type, sizeof(int));
+    *(int *)tg_module_state(m) = dim;
+    return m;
+}
+tg_module *tg_nn_softmax(int dim) { return make_dim_module(&softmax_type, dim); }
+tg_module *tg_nn_log_softmax(int dim) { return make_dim_module(&log_softmax_type, dim); }
+
+static tg_tensor *identity_forward(tg_module *self, tg_tensor *x) { return tg_scope_track(tg_retain(x)); }
+static const tg_module_type identity_type = {"Identity", identity_forward, NULL, NULL};
+tg_module *tg_nn_identity(void) { return tg_module_new(&identity_type, 0); }
+
 typedef struct {
     int start_dim, end_dim;
 } flatten_state;
@@ -447,4 +483,68 @@ tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
             tg_module_free(modules[i]);
     }
     return finish(seq, status);
+}
+
+/* ---- ModuleList ---- */
+
+static tg_tensor *module_list_forward(tg_module *self, tg_tensor *x) {
+    tg_error("ModuleList (%d modules) has no forward: call its modules (tg_nn_module_list_get) from a forward of your "
+             "own", tg_module_num_children(self));
+    return NULL;
+}
+static const tg_module_type module_list_type = {"ModuleList", module_list_forward, NULL, NULL};
+
+static bool is_module_list(const char *op, tg_module *list) {
+    if (list && tg_module_type_of(list) == &module_list_type) return true;
+    tg_error("%s: the first argument is %s, not a ModuleList", op,
+             list ? tg_module_type_of(list)->name : "NULL");
+    return false;
+}
+
+tg_status tg_nn_module_list_append(tg_module *list, tg_module *m) {
+    if (!is_module_list("tg_nn_module_list_append", list)) {
+        tg_module_free(m);
+        return TG_ERROR;
+    }
+    char name[24];
+    snprintf(name, sizeof name, "%d", tg_module_num_children(list));
+    return tg_register_module(list, name, m);
+}
+
+tg_module *tg_nn_module_list_get(tg_module *list, int i) {
+    if (!is_module_list("tg_nn_module_list_get", list)) return NULL;
+    int n = tg_module_num_children(list);
+    if (i < -n || i >= n) {
+        tg_error("tg_nn_module_list_get: index %d is out of range for a ModuleList of %d modules", i, n);
+        return NULL;
+    }
+    return tg_module_child_at(list, i < 0 ? i + n : i, NULL);
+}
+
+int tg_nn_module_list_len(tg_module *list) {
+    return is_module_list("tg_nn_module_list_len", list) ? tg_module_num_children(list) : -1;
+}
+
+tg_module *tg_nn_module_list(int count, tg_module *const *modules) {
+    bool ok = count >= 0 && (count == 0 || modules);
+    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
+    if (!ok) {
+        int missing = -1;
+        for (int i = 0; modules && i < count; i++) {
+            if (!modules[i] && missing < 0) missing = i;
+            tg_module_free(modules[i]);
+        }
+        if (!tg_has_error() || missing < 0)
+            tg_error("tg_nn_module_list: module %d of %d is NULL (did its constructor fail?)", missing, count);
+        return NULL;
+    }
+    tg_module *list = tg_module_new(&module_list_type, 0);
+    tg_status status = TG_OK;
+    for (int i = 0; i < count; i++) {
+        if (status == TG_OK)
+            status = tg_nn_module_list_append(list, modules[i]);
+        else
+            tg_module_free(modules[i]);
+    }
+    return finish(list, status);
 }

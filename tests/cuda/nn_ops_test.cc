@@ -1,5 +1,6 @@
 // The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
-// conv2d, pooling, batch/layer norm, random fills (the Philox stream),
+// conv2d, pooling, batch/layer norm, random fills (the Philox stream), dropout2d,
+// the modules composed of device ops (Conv1d, GroupNorm, InstanceNorm2d),
 // optimizer steps, and a whole MLP training step. Skipped without a GPU.
 #include <cmath>
 #include <cstring>
@@ -273,6 +274,52 @@ TEST_F(TgTest, CudaDropoutAndBernoulliDrawThePhiloxStream) {
             tg_philox(9, (uint64_t)i / 4, w);
             ASSERT_EQ(gv[i], (double)w[i % 4] * (1.0 / 4294967296.0) < p_dt ? 1.0 : 0.0) << "bernoulli_ " << i;
         }
+    }
+}
+
+// tg_dropout2d: one Philox word per [n, c] channel (the mask [N, C, 1, 1] is drawn as
+// tg_dropout draws), broadcast over the plane; the gradient is the same mask.
+TEST_F(TgTest, CudaDropout2dDrawsOneWordPerChannel) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = tg_ones(TG_SHAPE(3, 7, 4, 5), tg_opts{dt, TG_CPU, false});
+        tg_tensor *gx = on_cuda(x);
+        tg_requires_grad(gx, true);
+        tg_manual_seed(7);
+        tg_tensor *y = tg_dropout2d(gx, 0.3, true);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
+        std::vector<double> v = values(y), g = values(tg_grad(gx));
+        double keep = 1.0 - 0.3, scale = dt == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;
+        uint64_t threshold = (uint64_t)(0.3 * 4294967296.0);
+        for (int64_t i = 0; i < 3 * 7 * 20; i++) {
+            int64_t channel = i / 20;
+            uint32_t w[4];
+            tg_philox(7, (uint64_t)channel / 4, w);
+            double expected = w[channel % 4] < threshold ? 0.0 : scale;
+            ASSERT_EQ(v[i], expected) << "element " << i;
+            ASSERT_EQ(g[i], expected) << "gradient " << i;
+        }
+        EXPECT_EQ(tg_rng_get_state().offset, (uint64_t)(3 * 7 + 3) / 4);
+    }
+}
+
+// Conv1d, GroupNorm, InstanceNorm2d and Dropout2d (eval) are composed of device ops:
+// the same module moved to CUDA gives the CPU's outputs.
+TEST_F(TgTest, CudaComposedModulesMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_manual_seed(3);
+    tg_module *modules[] = {tg_nn_conv1d(4, 6, 3, tg_conv_opts{.stride = 2, .padding = 1}),
+                            tg_nn_group_norm(2, 4, tg_group_norm_opts{}),
+                            tg_nn_instance_norm2d(4, tg_instance_norm_opts{.affine = true})};
+    tg_shape shapes[] = {TG_SHAPE(2, 4, 9), TG_SHAPE(2, 4, 3, 5), TG_SHAPE(2, 4, 3, 5)};
+    for (int i = 0; i < 3; i++) {
+        tg_tensor *x = random_cpu(shapes[i], TG_FLOAT32, 5 + i);
+        tg_tensor *cpu = tg_forward(modules[i], x);
+        ASSERT_EQ(tg_module_to(modules[i], tg_cuda(0)), TG_OK) << tg_last_error();
+        tg_tensor *gpu = tg_forward(modules[i], on_cuda(x));
+        EXPECT_TRUE(same_values(cpu, gpu, 1e-5, 1e-5)) << tg_module_type_of(modules[i])->name;
+        tg_module_free(modules[i]);
     }
 }
 

@@ -1,0 +1,90 @@
+/* Conv1d as a 2-D convolution over [N, C, 1, L] with a [out, in/g, 1, k] kernel:
+ * the length is zero-padded by concatenation first (conv2d pads both spatial dims
+ * alike, and a padded height would add rows), then conv2d runs unpadded, so the
+ * height stays 1. See nn/conv_layers.h. */
+#include "nn/conv_layers.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "core/scope.h"
+#include "ops/random.h"
+#include "ops/shape.h"
+
+typedef struct {
+    int64_t in_channels, out_channels;
+    int kernel_size;
+    tg_conv_opts opts;
+} conv1d_state;
+
+static void conv1d_repr(tg_module *self, char *buf, size_t size) {
+    conv1d_state *s = tg_module_state(self);
+    snprintf(buf, size, "%lld, %lld, kernel_size=(%d,), stride=(%d,), padding=(%d,), dilation=(%d,), groups=%d, bias=%s",
+             (long long)s->in_channels, (long long)s->out_channels, s->kernel_size, s->opts.stride ? s->opts.stride : 1,
+             s->opts.padding, s->opts.dilation ? s->opts.dilation : 1, s->opts.groups ? s->opts.groups : 1,
+             s->opts.no_bias ? "False" : "True");
+}
+
+static tg_tensor *conv1d_forward(tg_module *self, tg_tensor *x) {
+    conv1d_state *s = tg_module_state(self);
+    int nd = tg_ndim(x);
+    if ((nd != 2 && nd != 3) || tg_size(x, -2) != s->in_channels) {
+        char buf[96];
+        tg_error("Conv1d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, L] or [%lld, L]",
+                 (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
+                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->in_channels,
+                 (long long)s->in_channels);
+        return NULL;
+    }
+    tg_tensor *batched = nd == 2 ? tg_unsqueeze(x, 0) : x;
+    if (s->opts.padding > 0) {
+        tg_shape pad_shape = tg_shape_of(batched);
+        pad_shape.dims[2] = s->opts.padding;
+        tg_tensor *zeros = tg_zeros(pad_shape, (tg_opts){.dtype = tg_dtype_of(x), .device = tg_device_of(x)});
+        tg_tensor *parts[3] = {zeros, batched, zeros};
+        batched = zeros ? tg_cat(parts, 3, 2) : NULL;
+    }
+    tg_tensor *x4 = batched ? tg_unsqueeze(batched, 2) : NULL;
+    tg_tensor *w4 = tg_unsqueeze(tg_module_param(self, "weight"), 2);
+    tg_conv_opts opts = s->opts;
+    opts.padding = 0;
+    tg_tensor *y = x4 && w4 ? tg_conv2d(x4, w4, tg_module_param(self, "bias"), opts) : NULL;
+    if (!y) return NULL;
+    y = tg_squeeze(y, 2);
+    return y && nd == 2 ? tg_squeeze(y, 0) : y;
+}
+
+static const tg_module_type conv1d_type = {"Conv1d", conv1d_forward, NULL, conv1d_repr};
+
+tg_module *tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts) {
+    int groups = opts.groups ? opts.groups : 1;
+    if (in_channels <= 0 || out_channels <= 0 || kernel_size <= 0 || groups <= 0 || in_channels % groups ||
+        out_channels % groups || opts.stride < 0 || opts.padding < 0 || opts.dilation < 0) {
+        tg_error("tg_nn_conv1d: in_channels=%lld and out_channels=%lld must be positive multiples of groups=%d, "
+                 "kernel_size=%d positive, stride=%d, padding=%d, dilation=%d non-negative",
+                 (long long)in_channels, (long long)out_channels, groups, kernel_size, opts.stride, opts.padding,
+                 opts.dilation);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&conv1d_type, sizeof(conv1d_state));
+    *(conv1d_state *)tg_module_state(m) = (conv1d_state){in_channels, out_channels, kernel_size, opts};
+    /* _ConvNd.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)), then the bias from fan_in */
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        tg_shape shape = TG_SHAPE(out_channels, in_channels / groups, kernel_size);
+        tg_tensor *w = tg_empty(shape, (tg_opts){0});
+        status = w ? tg_kaiming_uniform_(w, sqrt(5.0), TG_FAN_IN) : TG_ERROR;
+        if (!status) status = tg_register_parameter(m, "weight", w);
+        if (!status && !opts.no_bias) {
+            double bound = 1.0 / sqrt((double)(in_channels / groups * kernel_size));
+            tg_tensor *b = tg_empty(TG_SHAPE(out_channels), (tg_opts){0});
+            status = b ? tg_uniform_(b, -bound, bound) : TG_ERROR;
+            if (!status) status = tg_register_parameter(m, "bias", b);
+        }
+    }
+    if (status) {
+        tg_module_free(m);
+        return NULL;
+    }
+    return m;
+}
