@@ -71,6 +71,7 @@
 
 /* ops/conv.h */
 #define tg_conv2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv2d, tg_conv2d(__VA_ARGS__))
+#define tg_conv_transpose2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv_transpose2d, tg_conv_transpose2d(__VA_ARGS__))
 
 /* ops/elementwise.h */
 #define tg_add(...) TG_TRACED_PTR_(tg_tensor, tg_add, tg_add(__VA_ARGS__))
@@ -301,6 +302,7 @@
 
 /* nn/conv_layers.h */
 #define tg_nn_conv1d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv1d, tg_nn_conv1d(__VA_ARGS__))
+#define tg_nn_conv_transpose2d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv_transpose2d, tg_nn_conv_transpose2d(__VA_ARGS__))
 
 /* nn/norm_layers.h */
 #define tg_nn_group_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_group_norm, tg_nn_group_norm(__VA_ARGS__))

@@ -1,4 +1,4 @@
-/* Conv1d as a 2-D convolution over [N, C, 1, L] with a [out, in/g, 1, k] kernel:
+/* Conv1d and ConvTranspose2d. Conv1d is a 2-D convolution over [N, C, 1, L] with a [out, in/g, 1, k] kernel:
  * the length is zero-padded by concatenation first (conv2d pads both spatial dims
  * alike, and a padded height would add rows), then conv2d runs unpadded, so the
  * height stays 1. See nn/conv_layers.h. */
@@ -10,6 +10,26 @@
 #include "core/scope.h"
 #include "ops/random.h"
 #include "ops/shape.h"
+
+/* _ConvNd.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)), then the bias from
+ * the weight's fan_in (dims 1.. of whatever layout the module's weight has). */
+static tg_status init_weight_and_bias(tg_module *m, tg_shape weight_shape, int64_t bias_size, bool bias) {
+    tg_status status = TG_OK;
+    TG_SCOPE {
+        tg_tensor *w = tg_empty(weight_shape, (tg_opts){0});
+        status = w ? tg_kaiming_uniform_(w, sqrt(5.0), TG_FAN_IN) : TG_ERROR;
+        if (!status) status = tg_register_parameter(m, "weight", w);
+        if (!status && bias) {
+            int64_t fan_in = 0;
+            status = tg_calculate_fans(weight_shape, &fan_in, NULL);
+            double bound = fan_in > 0 ? 1.0 / sqrt((double)fan_in) : 0.0;
+            tg_tensor *b = status ? NULL : tg_empty(TG_SHAPE(bias_size), (tg_opts){0});
+            if (!status) status = b ? tg_uniform_(b, -bound, bound) : TG_ERROR;
+            if (!status) status = tg_register_parameter(m, "bias", b);
+        }
+    }
+    return status;
+}
 
 typedef struct {
     int64_t in_channels, out_channels;
@@ -68,20 +88,66 @@ tg_module *tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int kernel_si
     }
     tg_module *m = tg_module_new(&conv1d_type, sizeof(conv1d_state));
     *(conv1d_state *)tg_module_state(m) = (conv1d_state){in_channels, out_channels, kernel_size, opts};
-    /* _ConvNd.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)), then the bias from fan_in */
-    tg_status status = TG_OK;
-    TG_SCOPE {
-        tg_shape shape = TG_SHAPE(out_channels, in_channels / groups, kernel_size);
-        tg_tensor *w = tg_empty(shape, (tg_opts){0});
-        status = w ? tg_kaiming_uniform_(w, sqrt(5.0), TG_FAN_IN) : TG_ERROR;
-        if (!status) status = tg_register_parameter(m, "weight", w);
-        if (!status && !opts.no_bias) {
-            double bound = 1.0 / sqrt((double)(in_channels / groups * kernel_size));
-            tg_tensor *b = tg_empty(TG_SHAPE(out_channels), (tg_opts){0});
-            status = b ? tg_uniform_(b, -bound, bound) : TG_ERROR;
-            if (!status) status = tg_register_parameter(m, "bias", b);
-        }
+    tg_status status = init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size),
+                                            out_channels, !opts.no_bias);
+    if (status) {
+        tg_module_free(m);
+        return NULL;
     }
+    return m;
+}
+
+/* ---- ConvTranspose2d ---- */
+
+typedef struct {
+    int64_t in_channels, out_channels;
+    int kernel_size;
+    tg_conv_transpose_opts opts;
+} conv_transpose_state;
+
+static void conv_transpose_repr(tg_module *self, char *buf, size_t size) {
+    conv_transpose_state *s = tg_module_state(self);
+    const tg_conv_transpose_opts *o = &s->opts;
+    snprintf(buf, size, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d), padding=(%d, %d), output_padding=(%d, %d), "
+             "dilation=(%d, %d), groups=%d, bias=%s", (long long)s->in_channels, (long long)s->out_channels,
+             s->kernel_size, s->kernel_size, o->stride ? o->stride : 1, o->stride ? o->stride : 1, o->padding,
+             o->padding, o->output_padding, o->output_padding, o->dilation ? o->dilation : 1,
+             o->dilation ? o->dilation : 1, o->groups ? o->groups : 1, o->no_bias ? "False" : "True");
+}
+
+static tg_tensor *conv_transpose_forward(tg_module *self, tg_tensor *x) {
+    conv_transpose_state *s = tg_module_state(self);
+    int nd = tg_ndim(x);
+    if ((nd != 3 && nd != 4) || tg_size(x, -3) != s->in_channels) {
+        char buf[96];
+        tg_error("ConvTranspose2d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, H, W] or [%lld, H, W]",
+                 (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
+                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->in_channels,
+                 (long long)s->in_channels);
+        return NULL;
+    }
+    return tg_conv_transpose2d(x, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->opts);
+}
+
+static const tg_module_type conv_transpose_type = {"ConvTranspose2d", conv_transpose_forward, NULL,
+                                                   conv_transpose_repr};
+
+tg_module *tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int kernel_size,
+                                  tg_conv_transpose_opts opts) {
+    int groups = opts.groups ? opts.groups : 1, stride = opts.stride ? opts.stride : 1;
+    if (in_channels <= 0 || out_channels <= 0 || kernel_size <= 0 || groups <= 0 || in_channels % groups ||
+        out_channels % groups || opts.stride < 0 || opts.padding < 0 || opts.dilation < 0 ||
+        opts.output_padding < 0 || opts.output_padding >= stride) {
+        tg_error("tg_nn_conv_transpose2d: in_channels=%lld and out_channels=%lld must be positive multiples of "
+                 "groups=%d, kernel_size=%d positive, stride=%d, padding=%d, dilation=%d non-negative and "
+                 "output_padding=%d in [0, stride)", (long long)in_channels, (long long)out_channels, groups,
+                 kernel_size, opts.stride, opts.padding, opts.dilation, opts.output_padding);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&conv_transpose_type, sizeof(conv_transpose_state));
+    *(conv_transpose_state *)tg_module_state(m) = (conv_transpose_state){in_channels, out_channels, kernel_size, opts};
+    tg_status status = init_weight_and_bias(
+        m, TG_SHAPE(in_channels, out_channels / groups, kernel_size, kernel_size), out_channels, !opts.no_bias);
     if (status) {
         tg_module_free(m);
         return NULL;

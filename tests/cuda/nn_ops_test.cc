@@ -1,6 +1,7 @@
 // The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
 // conv2d, pooling, batch/layer norm, random fills (the Philox stream), dropout2d,
-// the modules composed of device ops (Conv1d, GroupNorm, InstanceNorm2d),
+// conv_transpose2d, the modules composed of device ops (Conv1d, ConvTranspose2d,
+// GroupNorm, InstanceNorm2d),
 // optimizer steps, and a whole MLP training step. Skipped without a GPU.
 #include <cmath>
 #include <cstring>
@@ -304,16 +305,35 @@ TEST_F(TgTest, CudaDropout2dDrawsOneWordPerChannel) {
     }
 }
 
-// Conv1d, GroupNorm, InstanceNorm2d and Dropout2d (eval) are composed of device ops:
+// tg_conv_transpose2d runs conv2d's input-gradient kernel forward: values and
+// gradients against the CPU.
+TEST_F(TgTest, CudaConvTranspose2dMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = random_cpu(TG_SHAPE(3, 4, 5, 6), dt, 1), *w = random_cpu(TG_SHAPE(4, 3, 3, 2), dt, 2);
+        tg_tensor *b = random_cpu(TG_SHAPE(6), dt, 3);
+        CompareOpts o;
+        EXPECT_TRUE(compare_devices(
+            [](const std::vector<tg_tensor *> &in) {
+                return tg_conv_transpose2d(in[0], in[1], in[2], tg_conv_transpose_opts{
+                    .stride = 2, .padding = 1, .output_padding = 1, .dilation = 2, .groups = 2});
+            },
+            {x, w, b}, o))
+            << tg_dtype_name(dt);
+    }
+}
+
+// Conv1d, ConvTranspose2d, GroupNorm, InstanceNorm2d (eval) are composed of device ops:
 // the same module moved to CUDA gives the CPU's outputs.
 TEST_F(TgTest, CudaComposedModulesMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_manual_seed(3);
     tg_module *modules[] = {tg_nn_conv1d(4, 6, 3, tg_conv_opts{.stride = 2, .padding = 1}),
                             tg_nn_group_norm(2, 4, tg_group_norm_opts{}),
-                            tg_nn_instance_norm2d(4, tg_instance_norm_opts{.affine = true})};
-    tg_shape shapes[] = {TG_SHAPE(2, 4, 9), TG_SHAPE(2, 4, 3, 5), TG_SHAPE(2, 4, 3, 5)};
-    for (int i = 0; i < 3; i++) {
+                            tg_nn_instance_norm2d(4, tg_instance_norm_opts{.affine = true}),
+                            tg_nn_conv_transpose2d(4, 2, 3, tg_conv_transpose_opts{.stride = 2})};
+    tg_shape shapes[] = {TG_SHAPE(2, 4, 9), TG_SHAPE(2, 4, 3, 5), TG_SHAPE(2, 4, 3, 5), TG_SHAPE(2, 4, 3, 5)};
+    for (int i = 0; i < 4; i++) {
         tg_tensor *x = random_cpu(shapes[i], TG_FLOAT32, 5 + i);
         tg_tensor *cpu = tg_forward(modules[i], x);
         ASSERT_EQ(tg_module_to(modules[i], tg_cuda(0)), TG_OK) << tg_last_error();

@@ -203,6 +203,78 @@ TEST_F(MoreLayersTest, Conv1dGradcheckUnbatchedAndErrors) {
     tg_module_free(m);
 }
 
+// ---- ConvTranspose2d ----
+
+TEST_F(MoreLayersTest, ConvTranspose2dSameSeedSameWeightsAndMatchesPyTorch) {
+    tg_manual_seed(13);
+    tg_module *m = tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1,
+                                                                           .output_padding = 1});
+    ASSERT_NE(m, nullptr) << tg_last_error();
+    EXPECT_EQ(state_names(m), (std::vector<std::string>{"weight", "bias"}));
+    EXPECT_EQ(dims(tg_module_param(m, "weight")), (std::vector<int64_t>{3, 4, 3, 3})) << "[in, out, k, k]";
+    EXPECT_TRUE(tensor_near(tg_module_param(m, "weight"), want("conv_transpose.weight"), 0));
+    EXPECT_TRUE(tensor_near(tg_module_param(m, "bias"), want("conv_transpose.bias"), 0));
+    ASSERT_EQ(tg_module_cast(m, TG_FLOAT64), TG_OK);
+    check_case(m, "conv_transpose", 1e-12);
+
+    tg_manual_seed(14);
+    tg_module *g = tg_nn_conv_transpose2d(
+        4, 6, 2, tg_conv_transpose_opts{.stride = 3, .output_padding = 2, .dilation = 2, .groups = 2, .no_bias = true});
+    EXPECT_EQ(dims(tg_module_param(g, "weight")), (std::vector<int64_t>{4, 3, 2, 2}));
+    EXPECT_TRUE(tensor_near(tg_module_param(g, "weight"), want("conv_transpose_groups.weight"), 0));
+    ASSERT_EQ(tg_module_cast(g, TG_FLOAT64), TG_OK);
+    check_case(g, "conv_transpose_groups", 1e-12);
+    tg_module_free(m);
+    tg_module_free(g);
+}
+
+namespace {
+tg_tensor *conv_transpose_fn(tg_tensor *const *in, void *user) {
+    return tg_conv_transpose2d(in[0], in[1], in[2], *static_cast<tg_conv_transpose_opts *>(user));
+}
+}  // namespace
+
+TEST_F(MoreLayersTest, ConvTranspose2dGradcheckSecondOrderAndErrors) {
+    tg_manual_seed(6);
+    tg_conv_transpose_opts o = {.stride = 2, .padding = 1, .output_padding = 1, .dilation = 2, .groups = 2};
+    tg_opts f64o = {TG_FLOAT64, TG_CPU, true};
+    tg_tensor *in[] = {tg_randn(TG_SHAPE(2, 4, 3, 2), f64o), tg_randn(TG_SHAPE(4, 1, 2, 3), f64o),
+                       tg_randn(TG_SHAPE(2), f64o)};
+    tg_gradcheck_opts go = {};
+    go.user = &o;
+    EXPECT_EQ(tg_gradcheck(conv_transpose_fn, 3, in, &go), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_gradgradcheck(conv_transpose_fn, 3, in, &go), TG_OK) << tg_last_error();
+    // unbatched input is the batched result's first image
+    tg_tensor *batched = tg_conv_transpose2d(in[0], in[1], in[2], o);
+    tg_tensor *single = tg_conv_transpose2d(tg_select(in[0], 0, 0), in[1], in[2], o);
+    EXPECT_EQ(dims(single), (std::vector<int64_t>{2, 6, 6}));
+    EXPECT_TRUE(tensor_near(single, values(tg_select(batched, 0, 0)), 1e-15));
+
+    tg_clear_error();
+    EXPECT_EQ(tg_conv_transpose2d(in[0], tg_randn(TG_SHAPE(3, 1, 2, 2), f64o), nullptr, tg_conv_transpose_opts{}),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_conv_transpose2d: expected input [N, C_in, H, W] with C_in == 3 (weight [3, 1, 2, 2]), "
+                          "got [2, 4, 3, 2]");
+    tg_clear_error();
+    EXPECT_EQ(tg_conv_transpose2d(in[0], in[1], nullptr, tg_conv_transpose_opts{.stride = 2, .output_padding = 2}),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("output_padding (2) must be smaller than stride (2)");
+    tg_clear_error();
+    EXPECT_EQ(tg_conv_transpose2d(in[0], in[1], tg_randn(TG_SHAPE(3), f64o), o), nullptr);
+    EXPECT_ERROR_CONTAINS("expected bias [2] (weight [4, 1, 2, 3], groups 2), got [3]");
+    tg_clear_error();
+    EXPECT_EQ(tg_conv_transpose2d(tg_cast(in[0], TG_FLOAT32), in[1], nullptr, o), nullptr);
+    EXPECT_ERROR_CONTAINS("got input float32, weight float64");
+    tg_module *m = tg_nn_conv_transpose2d(4, 2, 2, tg_conv_transpose_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_forward(m, tg_zeros(TG_SHAPE(1, 3, 2, 2), tg_opts{})), nullptr);
+    EXPECT_ERROR_CONTAINS("ConvTranspose2d(4, 2, kernel_size=2): input [1, 3, 2, 2] must be [N, 4, H, W]");
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_conv_transpose2d(4, 2, 2, tg_conv_transpose_opts{.output_padding = 1}), nullptr);
+    EXPECT_ERROR_CONTAINS("output_padding=1 in [0, stride)");
+    tg_module_free(m);
+}
+
 // ---- GroupNorm ----
 
 TEST_F(MoreLayersTest, GroupNormMatchesPyTorch) {
