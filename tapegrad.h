@@ -39,6 +39,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
+#include "ops/interpolate.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"

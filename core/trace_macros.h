@@ -153,6 +153,9 @@
 #define tg_inplace_overwrite(...) TG_TRACED_STATUS_(tg_inplace_overwrite, tg_inplace_overwrite(__VA_ARGS__))
 #define tg_overwrite_forward(...) TG_TRACED_PTR_(tg_tensor, tg_overwrite_forward, tg_overwrite_forward(__VA_ARGS__))
 
+/* ops/interpolate.h */
+#define tg_interpolate(...) TG_TRACED_PTR_(tg_tensor, tg_interpolate, tg_interpolate(__VA_ARGS__))
+
 /* ops/loss.h */
 #define tg_cross_entropy(...) TG_TRACED_PTR_(tg_tensor, tg_cross_entropy, tg_cross_entropy(__VA_ARGS__))
 #define tg_cross_entropy_opts(...) TG_TRACED_PTR_(tg_tensor, tg_cross_entropy_opts, tg_cross_entropy_opts(__VA_ARGS__))
@@ -292,6 +295,7 @@
 #define tg_nn_gelu(...) TG_TRACED_PTR_(tg_module, tg_nn_gelu, tg_nn_gelu(__VA_ARGS__))
 #define tg_nn_softmax(...) TG_TRACED_PTR_(tg_module, tg_nn_softmax, tg_nn_softmax(__VA_ARGS__))
 #define tg_nn_log_softmax(...) TG_TRACED_PTR_(tg_module, tg_nn_log_softmax, tg_nn_log_softmax(__VA_ARGS__))
+#define tg_nn_upsample(...) TG_TRACED_PTR_(tg_module, tg_nn_upsample, tg_nn_upsample(__VA_ARGS__))
 #define tg_nn_identity(...) TG_TRACED_PTR_(tg_module, tg_nn_identity, tg_nn_identity(__VA_ARGS__))
 #define tg_nn_flatten(...) TG_TRACED_PTR_(tg_module, tg_nn_flatten, tg_nn_flatten(__VA_ARGS__))
 #define tg_nn_sequential(...) TG_TRACED_PTR_(tg_module, tg_nn_sequential, tg_nn_sequential(__VA_ARGS__))

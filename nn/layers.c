@@ -417,6 +417,37 @@ static tg_module *make_dim_module(const tg_module_type *type, int dim) {
 tg_module *tg_nn_softmax(int dim) { return make_dim_module(&softmax_type, dim); }
 tg_module *tg_nn_log_softmax(int dim) { return make_dim_module(&log_softmax_type, dim); }
 
+static tg_tensor *upsample_forward(tg_module *self, tg_tensor *x) {
+    return tg_interpolate(x, *(tg_interpolate_opts *)tg_module_state(self));
+}
+static void upsample_repr(tg_module *self, char *buf, size_t size) {
+    tg_interpolate_opts *o = tg_module_state(self);
+    const char *mode = o->mode == TG_INTERP_BILINEAR ? "bilinear" : "nearest";
+    if (o->size[0])
+        snprintf(buf, size, "size=(%lld, %lld), mode='%s'", (long long)o->size[0],
+                 (long long)(o->size[1] ? o->size[1] : o->size[0]), mode);
+    else
+        snprintf(buf, size, "scale_factor=(%g, %g), mode='%s'", o->scale_factor[0],
+                 o->scale_factor[1] ? o->scale_factor[1] : o->scale_factor[0], mode);
+}
+static const tg_module_type upsample_type = {"Upsample", upsample_forward, NULL, upsample_repr};
+
+tg_module *tg_nn_upsample(tg_interpolate_opts opts) {
+    /* PyTorch's constructor accepts anything and its forward fails; tapegrad refuses early */
+    bool has_size = opts.size[0] != 0 || opts.size[1] != 0;
+    bool has_scale = opts.scale_factor[0] != 0 || opts.scale_factor[1] != 0;
+    if (has_size == has_scale || opts.size[0] < 0 || opts.size[1] < 0 || opts.scale_factor[0] < 0 ||
+        opts.scale_factor[1] < 0 || (opts.mode != TG_INTERP_NEAREST && opts.mode != TG_INTERP_BILINEAR) ||
+        (opts.align_corners && opts.mode == TG_INTERP_NEAREST)) {
+        tg_error("tg_nn_upsample: give exactly one of size (positive) or scale_factor (positive), mode nearest or "
+                 "bilinear, align_corners only with bilinear");
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&upsample_type, sizeof opts);
+    *(tg_interpolate_opts *)tg_module_state(m) = opts;
+    return m;
+}
+
 static tg_tensor *identity_forward(tg_module *self, tg_tensor *x) { return tg_scope_track(tg_retain(x)); }
 static const tg_module_type identity_type = {"Identity", identity_forward, NULL, NULL};
 tg_module *tg_nn_identity(void) { return tg_module_new(&identity_type, 0); }

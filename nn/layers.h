@@ -20,6 +20,7 @@
 #include "core/tensor.h"
 #include "nn/module.h"
 #include "ops/conv.h"
+#include "ops/interpolate.h"
 #include "ops/pool.h"
 #include "ops/shape.h"
 
@@ -93,6 +94,10 @@ tg_module *tg_nn_gelu(void);
  * deprecated guess); the dim is checked against the input at forward. */
 tg_module *tg_nn_softmax(int dim);
 tg_module *tg_nn_log_softmax(int dim);
+
+/* torch.nn.Upsample(size | scale_factor, mode, align_corners) on [N, C, H, W]
+ * (tg_interpolate, whose options these are: nearest or bilinear). */
+tg_module *tg_nn_upsample(tg_interpolate_opts opts);
 
 /* torch.nn.Identity: returns its input (the same tensor, as PyTorch). */
 tg_module *tg_nn_identity(void);

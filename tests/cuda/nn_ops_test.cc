@@ -1,6 +1,6 @@
 // The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
 // conv2d, pooling, batch/layer norm, random fills (the Philox stream), dropout2d,
-// conv_transpose2d, the modules composed of device ops (Conv1d, ConvTranspose2d,
+// conv_transpose2d, interpolate, the modules composed of device ops (Conv1d, ConvTranspose2d,
 // GroupNorm, InstanceNorm2d),
 // optimizer steps, and a whole MLP training step. Skipped without a GPU.
 #include <cmath>
@@ -320,6 +320,21 @@ TEST_F(TgTest, CudaConvTranspose2dMatchesCpu) {
             },
             {x, w, b}, o))
             << tg_dtype_name(dt);
+    }
+}
+
+// tg_interpolate (index_select and broadcast arithmetic on the device).
+TEST_F(TgTest, CudaInterpolateMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_interpolate_opts modes[] = {{.mode = TG_INTERP_NEAREST, .scale_factor = {2}},
+                                   {.mode = TG_INTERP_BILINEAR, .scale_factor = {1.7, 0.6}},
+                                   {.mode = TG_INTERP_BILINEAR, .size = {9, 5}, .align_corners = true}};
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 6, 7), dt, 4);
+        for (const tg_interpolate_opts &o : modes)
+            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_interpolate(in[0], o); },
+                                        {x}))
+                << tg_dtype_name(dt) << " mode " << o.mode;
     }
 }
 

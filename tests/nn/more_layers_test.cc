@@ -275,6 +275,68 @@ TEST_F(MoreLayersTest, ConvTranspose2dGradcheckSecondOrderAndErrors) {
     tg_module_free(m);
 }
 
+// ---- Upsample ----
+
+TEST_F(MoreLayersTest, UpsampleMatchesPyTorch) {
+    struct Case {
+        const char *name;
+        tg_interpolate_opts opts;
+    };
+    const Case cases[] = {
+        {"nearest_x2", {.mode = TG_INTERP_NEAREST, .scale_factor = {2}}},
+        {"nearest_size", {.mode = TG_INTERP_NEAREST, .size = {5, 7}}},
+        {"nearest_frac", {.mode = TG_INTERP_NEAREST, .scale_factor = {1.5, 0.75}}},
+        {"bilinear_x2", {.mode = TG_INTERP_BILINEAR, .scale_factor = {2}}},
+        {"bilinear_size_ac", {.mode = TG_INTERP_BILINEAR, .size = {5, 7}, .align_corners = true}},
+        {"bilinear_frac", {.mode = TG_INTERP_BILINEAR, .scale_factor = {1.7, 0.6}}},
+        {"bilinear_down_ac", {.mode = TG_INTERP_BILINEAR, .size = {2, 3}, .align_corners = true}},
+    };
+    for (const Case &c : cases) {
+        std::string name = std::string("upsample_") + c.name;
+        tg_module *m = tg_nn_upsample(c.opts);
+        ASSERT_NE(m, nullptr) << tg_last_error();
+        check_case(m, name, 1e-14);
+        tg_tensor *x32 = fixture_tensor(fx(), "upsample.x").make(TG_FLOAT32);
+        EXPECT_TRUE(tensor_near(tg_forward(m, x32), want(name + ".y32"), 1e-6)) << name << " float32";
+        tg_module_free(m);
+    }
+}
+
+namespace {
+tg_tensor *interpolate_fn(tg_tensor *const *in, void *user) {
+    return tg_interpolate(in[0], *static_cast<tg_interpolate_opts *>(user));
+}
+}  // namespace
+
+TEST_F(MoreLayersTest, InterpolateGradcheckAndErrors) {
+    tg_manual_seed(8);
+    tg_tensor *x = tg_randn(TG_SHAPE(1, 2, 3, 4), tg_opts{TG_FLOAT64, TG_CPU, true});
+    tg_interpolate_opts modes[] = {{.mode = TG_INTERP_BILINEAR, .scale_factor = {1.6, 2.2}},
+                                   {.mode = TG_INTERP_BILINEAR, .size = {4, 3}, .align_corners = true},
+                                   {.mode = TG_INTERP_NEAREST, .size = {5, 6}}};
+    for (tg_interpolate_opts &o : modes) {
+        tg_gradcheck_opts go = {};
+        go.user = &o;
+        EXPECT_EQ(tg_gradcheck(interpolate_fn, 1, &x, &go), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_gradgradcheck(interpolate_fn, 1, &x, &go), TG_OK) << tg_last_error();
+    }
+    tg_clear_error();
+    EXPECT_EQ(tg_interpolate(tg_zeros(TG_SHAPE(2, 3, 4), tg_opts{}), tg_interpolate_opts{.size = {2}}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_interpolate: expected input [N, C, H, W] (4-D; nearest and bilinear), got [2, 3, 4]");
+    tg_clear_error();
+    EXPECT_EQ(tg_interpolate(x, tg_interpolate_opts{.size = {2}, .scale_factor = {2}}), nullptr);
+    EXPECT_ERROR_CONTAINS("only one of size or scale_factor should be defined");
+    tg_clear_error();
+    EXPECT_EQ(tg_interpolate(x, tg_interpolate_opts{.scale_factor = {0.1}}), nullptr);
+    EXPECT_ERROR_CONTAINS("input [1, 2, 3, 4] and output size 0x0 must be non-empty");
+    tg_clear_error();
+    EXPECT_EQ(tg_interpolate(x, tg_interpolate_opts{.size = {2}, .align_corners = true}), nullptr);
+    EXPECT_ERROR_CONTAINS("align_corners option can only be set with the interpolating modes");
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_upsample(tg_interpolate_opts{}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_upsample: give exactly one of size");
+}
+
 // ---- GroupNorm ----
 
 TEST_F(MoreLayersTest, GroupNormMatchesPyTorch) {
