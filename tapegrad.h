@@ -56,6 +56,7 @@
 #include "nn/layers.h"
 #include "nn/conv_layers.h"
 #include "nn/norm_layers.h"
+#include "nn/recurrent.h"
 #include "optim/optim.h"
 
 #include "data/mnist.h"

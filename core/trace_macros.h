@@ -312,6 +312,15 @@
 #define tg_nn_group_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_group_norm, tg_nn_group_norm(__VA_ARGS__))
 #define tg_nn_instance_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_instance_norm2d, tg_nn_instance_norm2d(__VA_ARGS__))
 
+/* nn/recurrent.h */
+#define tg_nn_rnn(...) TG_TRACED_PTR_(tg_module, tg_nn_rnn, tg_nn_rnn(__VA_ARGS__))
+#define tg_nn_lstm(...) TG_TRACED_PTR_(tg_module, tg_nn_lstm, tg_nn_lstm(__VA_ARGS__))
+#define tg_nn_gru(...) TG_TRACED_PTR_(tg_module, tg_nn_gru, tg_nn_gru(__VA_ARGS__))
+#define tg_nn_rnn_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_rnn_cell, tg_nn_rnn_cell(__VA_ARGS__))
+#define tg_nn_lstm_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_lstm_cell, tg_nn_lstm_cell(__VA_ARGS__))
+#define tg_nn_gru_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_gru_cell, tg_nn_gru_cell(__VA_ARGS__))
+#define tg_rnn_forward(...) TG_TRACED_STATUS_(tg_rnn_forward, tg_rnn_forward(__VA_ARGS__))
+
 /* optim/schedule.h */
 #define tg_step_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_step_lr, tg_step_lr(__VA_ARGS__))
 #define tg_multi_step_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_multi_step_lr, tg_multi_step_lr(__VA_ARGS__))

@@ -1,7 +1,7 @@
 // The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
 // conv2d, pooling, batch/layer norm, random fills (the Philox stream), dropout2d,
 // conv_transpose2d, interpolate, the modules composed of device ops (Conv1d, ConvTranspose2d,
-// GroupNorm, InstanceNorm2d),
+// GroupNorm, InstanceNorm2d, LSTM, GRU),
 // optimizer steps, and a whole MLP training step. Skipped without a GPU.
 #include <cmath>
 #include <cstring>
@@ -354,6 +354,26 @@ TEST_F(TgTest, CudaComposedModulesMatchCpu) {
         ASSERT_EQ(tg_module_to(modules[i], tg_cuda(0)), TG_OK) << tg_last_error();
         tg_tensor *gpu = tg_forward(modules[i], on_cuda(x));
         EXPECT_TRUE(same_values(cpu, gpu, 1e-5, 1e-5)) << tg_module_type_of(modules[i])->name;
+        tg_module_free(modules[i]);
+    }
+}
+
+// LSTM, GRU and RNN (compositions of device ops) moved to CUDA give the CPU's results.
+TEST_F(TgTest, CudaRecurrentModulesMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_manual_seed(5);
+    tg_module *modules[] = {tg_nn_lstm(3, 4, tg_rnn_opts{.num_layers = 2, .bidirectional = true}),
+                            tg_nn_gru(3, 4, tg_rnn_opts{.batch_first = true}), tg_nn_lstm_cell(3, 4, tg_rnn_opts{})};
+    tg_shape shapes[] = {TG_SHAPE(5, 2, 3), TG_SHAPE(2, 5, 3), TG_SHAPE(2, 3)};
+    for (int i = 0; i < 3; i++) {
+        tg_tensor *x = random_cpu(shapes[i], TG_FLOAT32, 8 + i);
+        tg_rnn_result cpu, gpu;
+        ASSERT_EQ(tg_rnn_forward(modules[i], x, nullptr, nullptr, &cpu), TG_OK) << tg_last_error();
+        ASSERT_EQ(tg_module_to(modules[i], tg_cuda(0)), TG_OK) << tg_last_error();
+        ASSERT_EQ(tg_rnn_forward(modules[i], on_cuda(x), nullptr, nullptr, &gpu), TG_OK) << tg_last_error();
+        EXPECT_TRUE(same_values(cpu.output, gpu.output, 1e-5, 1e-5)) << i;
+        EXPECT_TRUE(same_values(cpu.h_n, gpu.h_n, 1e-5, 1e-5)) << i;
+        if (cpu.c_n) EXPECT_TRUE(same_values(cpu.c_n, gpu.c_n, 1e-5, 1e-5)) << i;
         tg_module_free(modules[i]);
     }
 }
