@@ -35,6 +35,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/profile.h"
 
+#include "ops/attention.h"
 #include "ops/composite.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
@@ -57,6 +58,7 @@
 #include "nn/conv_layers.h"
 #include "nn/norm_layers.h"
 #include "nn/recurrent.h"
+#include "nn/attention.h"
 #include "optim/optim.h"
 
 #include "data/mnist.h"

@@ -54,6 +54,10 @@
 #define tg_gradcheck(...) TG_TRACED_STATUS_(tg_gradcheck, tg_gradcheck(__VA_ARGS__))
 #define tg_gradgradcheck(...) TG_TRACED_STATUS_(tg_gradgradcheck, tg_gradgradcheck(__VA_ARGS__))
 
+/* ops/attention.h */
+#define tg_scaled_dot_product_attention(...) TG_TRACED_PTR_(tg_tensor, tg_scaled_dot_product_attention, tg_scaled_dot_product_attention(__VA_ARGS__))
+#define tg_attention_with_weights(...) TG_TRACED_PTR_(tg_tensor, tg_attention_with_weights, tg_attention_with_weights(__VA_ARGS__))
+
 /* ops/composite.h */
 #define tg_masked_fill(...) TG_TRACED_PTR_(tg_tensor, tg_masked_fill, tg_masked_fill(__VA_ARGS__))
 #define tg_tril(...) TG_TRACED_PTR_(tg_tensor, tg_tril, tg_tril(__VA_ARGS__))
@@ -320,6 +324,10 @@
 #define tg_nn_lstm_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_lstm_cell, tg_nn_lstm_cell(__VA_ARGS__))
 #define tg_nn_gru_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_gru_cell, tg_nn_gru_cell(__VA_ARGS__))
 #define tg_rnn_forward(...) TG_TRACED_STATUS_(tg_rnn_forward, tg_rnn_forward(__VA_ARGS__))
+
+/* nn/attention.h */
+#define tg_nn_multihead_attention(...) TG_TRACED_PTR_(tg_module, tg_nn_multihead_attention, tg_nn_multihead_attention(__VA_ARGS__))
+#define tg_mha_forward(...) TG_TRACED_STATUS_(tg_mha_forward, tg_mha_forward(__VA_ARGS__))
 
 /* optim/schedule.h */
 #define tg_step_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_step_lr, tg_step_lr(__VA_ARGS__))

@@ -1,7 +1,7 @@
 // The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
 // conv2d, pooling, batch/layer norm, random fills (the Philox stream), dropout2d,
 // conv_transpose2d, interpolate, the modules composed of device ops (Conv1d, ConvTranspose2d,
-// GroupNorm, InstanceNorm2d, LSTM, GRU),
+// GroupNorm, InstanceNorm2d, LSTM, GRU, MultiheadAttention), scaled dot-product attention,
 // optimizer steps, and a whole MLP training step. Skipped without a GPU.
 #include <cmath>
 #include <cstring>
@@ -376,6 +376,39 @@ TEST_F(TgTest, CudaRecurrentModulesMatchCpu) {
         if (cpu.c_n) EXPECT_TRUE(same_values(cpu.c_n, gpu.c_n, 1e-5, 1e-5)) << i;
         tg_module_free(modules[i]);
     }
+}
+
+// tg_scaled_dot_product_attention (matmul, softmax, masks on the device) and
+// MultiheadAttention moved to CUDA give the CPU's results.
+TEST_F(TgTest, CudaAttentionMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *q = random_cpu(TG_SHAPE(2, 3, 5, 8), dt, 1), *k = random_cpu(TG_SHAPE(2, 3, 7, 8), dt, 2);
+        tg_tensor *v = random_cpu(TG_SHAPE(2, 3, 7, 4), dt, 3), *m = random_cpu(TG_SHAPE(5, 7), dt, 4);
+        EXPECT_TRUE(compare_devices(
+            [](const std::vector<tg_tensor *> &in) {
+                return tg_scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0.0, false);
+            },
+            {q, k, v, m}))
+            << tg_dtype_name(dt);
+        EXPECT_TRUE(compare_devices(
+            [](const std::vector<tg_tensor *> &in) {
+                return tg_scaled_dot_product_attention(in[0], in[1], in[2], nullptr, 0.0, true);
+            },
+            {q, k, v}))
+            << tg_dtype_name(dt) << " causal";
+    }
+    tg_manual_seed(2);
+    tg_module *mha = tg_nn_multihead_attention(8, 2, tg_mha_opts{});
+    tg_tensor *x = random_cpu(TG_SHAPE(5, 3, 8), TG_FLOAT32, 6);
+    tg_tensor *cpu_out = nullptr, *cpu_w = nullptr, *gpu_out = nullptr, *gpu_w = nullptr;
+    ASSERT_EQ(tg_mha_forward(mha, x, x, x, tg_mha_call_opts{}, &cpu_out, &cpu_w), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_module_to(mha, tg_cuda(0)), TG_OK) << tg_last_error();
+    tg_tensor *gx = on_cuda(x);
+    ASSERT_EQ(tg_mha_forward(mha, gx, gx, gx, tg_mha_call_opts{}, &gpu_out, &gpu_w), TG_OK) << tg_last_error();
+    EXPECT_TRUE(same_values(cpu_out, gpu_out, 1e-5, 1e-5));
+    EXPECT_TRUE(same_values(cpu_w, gpu_w, 1e-5, 1e-5));
+    tg_module_free(mha);
 }
 
 TEST_F(TgTest, CudaOptimizerStepsMatchCpu) {
