@@ -201,6 +201,24 @@ TEST_F(AttentionTest, MultiheadAttentionStateDictForwardAndErrors) {
     tg_module_free(m);
 }
 
+TEST_F(AttentionTest, MultiheadAttentionLoadsPyTorchsStateDict) {
+    tg_manual_seed(99);
+    tg_module *m = tg_nn_multihead_attention(8, 2, tg_mha_opts{});
+    tg_tensor_map *from_torch = tg_tensor_map_new();
+    for (const char *k : {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"})
+        tg_tensor_map_set(from_torch, k, fixture_tensor(fx(), std::string("mha_cross.") + k).make(TG_FLOAT32));
+    ASSERT_EQ(tg_module_load_state_map(m, from_torch, true, "PyTorch"), TG_OK) << tg_last_error();
+    tg_tensor_map_free(from_torch);
+    tg_tensor_map *mine = tg_module_state_map(m);
+    tg_module *fresh = tg_nn_multihead_attention(8, 2, tg_mha_opts{});
+    ASSERT_EQ(tg_module_load_state_map(fresh, mine, true, nullptr), TG_OK) << tg_last_error();
+    tg_tensor_map_free(mine);
+    EXPECT_TRUE(tensor_near(tg_module_get(fresh, "in_proj_weight"), want("mha_cross.in_proj_weight"), 0));
+    EXPECT_TRUE(tensor_near(tg_module_get(fresh, "out_proj.weight"), want("mha_cross.out_proj.weight"), 0));
+    tg_module_free(fresh);
+    tg_module_free(m);
+}
+
 namespace {
 tg_tensor *mha_fn(tg_tensor *const *in, void *user) {
     tg_tensor *out = nullptr, *w = nullptr;

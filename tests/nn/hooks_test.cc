@@ -140,3 +140,19 @@ TEST_F(HooksTest, BadRegistrations) {
     EXPECT_FALSE(tg_hook_remove(h));
     tg_module_free(relu);
 }
+
+namespace {
+tg_status drop_output(tg_module *, tg_tensor *, tg_tensor **output, void *) {
+    *output = nullptr;
+    return TG_OK;
+}
+}  // namespace
+
+TEST_F(HooksTest, AHookThatLosesTheOutputIsAnError) {
+    tg_module *relu = tg_nn_relu();
+    tg_register_forward_hook(relu, drop_output, nullptr);
+    tg_clear_error();
+    EXPECT_EQ(tg_forward(relu, tensor_f32({1}, TG_SHAPE(1))), nullptr);
+    EXPECT_ERROR_CONTAINS("ReLU: a forward hook set the output to NULL");
+    tg_module_free(relu);
+}

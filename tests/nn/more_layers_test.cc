@@ -337,6 +337,31 @@ TEST_F(MoreLayersTest, InterpolateGradcheckAndErrors) {
     EXPECT_ERROR_CONTAINS("tg_nn_upsample: give exactly one of size");
 }
 
+TEST_F(MoreLayersTest, ConvStateDictsLoadBothWays) {
+    // PyTorch's state (its names) into modules drawn from another seed, then out and back in
+    tg_manual_seed(99);
+    tg_module *c1 = tg_nn_conv1d(4, 6, 3, tg_conv_opts{.stride = 2, .padding = 1});
+    tg_module *ct = tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1,
+                                                                            .output_padding = 1});
+    load_from_pytorch(c1, "conv1d", {"weight", "bias"});
+    load_from_pytorch(ct, "conv_transpose", {"weight", "bias"});
+    EXPECT_TRUE(tensor_near(tg_module_param(c1, "weight"), want("conv1d.weight"), 0));
+    EXPECT_TRUE(tensor_near(tg_module_param(ct, "bias"), want("conv_transpose.bias"), 0));
+    for (tg_module *m : {c1, ct}) {
+        tg_tensor_map *map = tg_module_state_map(m);
+        tg_module *fresh = tg_module_type_of(m) == tg_module_type_of(c1)
+                               ? tg_nn_conv1d(4, 6, 3, tg_conv_opts{.stride = 2, .padding = 1})
+                               : tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1,
+                                                                                         .output_padding = 1});
+        EXPECT_EQ(tg_module_load_state_map(fresh, map, true, nullptr), TG_OK) << tg_last_error();
+        EXPECT_TRUE(tensor_near(tg_module_param(fresh, "weight"), values(tg_module_param(m, "weight")), 0));
+        tg_tensor_map_free(map);
+        tg_module_free(fresh);
+    }
+    tg_module_free(c1);
+    tg_module_free(ct);
+}
+
 // ---- GroupNorm ----
 
 TEST_F(MoreLayersTest, GroupNormMatchesPyTorch) {

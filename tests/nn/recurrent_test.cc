@@ -144,6 +144,35 @@ TEST_F(RecurrentTest, StateDictNamesAndTgForward) {
     tg_module_free(lstm);
 }
 
+TEST_F(RecurrentTest, StateDictsLoadBothWays) {
+    // PyTorch's bidirectional two-layer LSTM and GRUCell weights, by PyTorch's names, into
+    // modules drawn from another seed; then tapegrad's map back into fresh modules
+    tg_manual_seed(99);
+    tg_module *lstm = tg_nn_lstm(5, 4, tg_rnn_opts{.num_layers = 2, .batch_first = true, .bidirectional = true});
+    tg_module *cell = tg_nn_gru_cell(4, 3, tg_rnn_opts{});
+    for (auto [m, name] : {std::pair<tg_module *, std::string>{lstm, "lstm_bi"}, {cell, "gru_cell"}}) {
+        tg_tensor_map *from_torch = tg_tensor_map_new();
+        int n = 0;
+        const tg_named_tensor *sd = tg_state_dict(m, &n);
+        for (int i = 0; i < n; i++)
+            tg_tensor_map_set(from_torch, sd[i].name, fixture_tensor(fx(), name + "." + sd[i].name).make(TG_FLOAT32));
+        ASSERT_EQ(tg_module_load_state_map(m, from_torch, true, "PyTorch"), TG_OK) << tg_last_error();
+        tg_tensor_map_free(from_torch);
+        tg_module *fresh = m == lstm ? tg_nn_lstm(5, 4, tg_rnn_opts{.num_layers = 2, .batch_first = true,
+                                                                   .bidirectional = true})
+                                     : tg_nn_gru_cell(4, 3, tg_rnn_opts{});
+        tg_tensor_map *mine = tg_module_state_map(m);
+        ASSERT_EQ(tg_module_load_state_map(fresh, mine, true, nullptr), TG_OK) << tg_last_error();
+        tg_tensor_map_free(mine);
+        sd = tg_state_dict(fresh, &n);
+        for (int i = 0; i < n; i++)
+            EXPECT_TRUE(tensor_near(sd[i].tensor, want(name + "." + sd[i].name), 0)) << sd[i].name;
+        tg_module_free(fresh);
+    }
+    tg_module_free(lstm);
+    tg_module_free(cell);
+}
+
 namespace {
 struct GcCase {
     tg_module *m;
