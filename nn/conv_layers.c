@@ -137,10 +137,10 @@ tg_module *tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int
     int groups = opts.groups ? opts.groups : 1, stride = opts.stride ? opts.stride : 1;
     if (in_channels <= 0 || out_channels <= 0 || kernel_size <= 0 || groups <= 0 || in_channels % groups ||
         out_channels % groups || opts.stride < 0 || opts.padding < 0 || opts.dilation < 0 ||
-        opts.output_padding < 0 || opts.output_padding >= stride) {
+        opts.output_padding < 0 || (opts.output_padding >= stride && opts.output_padding >= (opts.dilation ? opts.dilation : 1))) {
         tg_error("tg_nn_conv_transpose2d: in_channels=%lld and out_channels=%lld must be positive multiples of "
                  "groups=%d, kernel_size=%d positive, stride=%d, padding=%d, dilation=%d non-negative and "
-                 "output_padding=%d in [0, stride)", (long long)in_channels, (long long)out_channels, groups,
+                 "output_padding=%d non-negative and below stride or dilation", (long long)in_channels, (long long)out_channels, groups,
                  kernel_size, opts.stride, opts.padding, opts.dilation, opts.output_padding);
         return NULL;
     }

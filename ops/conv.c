@@ -544,11 +544,36 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_o
     return conv_apply(x, weight, bias, &p);
 }
 
+/* output_padding >= stride (allowed below dilation): the conv that maps the output size
+ * back onto x's does not exist, so take the whole transposed conv (no padding: every
+ * tap lands), keep rows and columns [padding, padding + size) and zero-fill what lies
+ * past its end (rows no input reaches, as in PyTorch). */
+static tg_tensor *uncropped_then_cropped(tg_tensor *x, tg_tensor *w, int stride, int padding, int dilation, int groups,
+                                         int64_t ho, int64_t wo) {
+    int64_t kh = w->shape.dims[2], kw = w->shape.dims[3];
+    int64_t full_h = (x->shape.dims[2] - 1) * stride + (int64_t)dilation * (kh - 1) + 1;
+    int64_t full_w = (x->shape.dims[3] - 1) * stride + (int64_t)dilation * (kw - 1) + 1;
+    conv_params p = {stride, stride, 0, 0, dilation, dilation, groups, kh, kw, full_h, full_w};
+    tg_tensor *y = input_grad_apply(x, w, &p);
+    int64_t want[2] = {ho, wo}, full[2] = {full_h, full_w};
+    for (int d = 0; d < 2 && y; d++) {
+        int64_t keep = full[d] - padding < want[d] ? full[d] - padding : want[d];
+        y = tg_narrow(y, 2 + d, padding, keep);
+        if (y && keep < want[d]) {
+            tg_shape zshape = tg_shape_of(y);
+            zshape.dims[2 + d] = want[d] - keep;
+            tg_tensor *parts[2] = {y, tg_zeros(zshape, (tg_opts){.dtype = y->dtype, .device = y->storage->device})};
+            y = parts[1] ? tg_cat(parts, 2, 2 + d) : NULL;
+        }
+    }
+    return y;
+}
+
 /* conv_transpose2d(x, w) = conv2d_input_grad(x, w) for the conv2d whose input has the
  * transposed conv's output size: x plays the conv's output gradient, w [C_in, C_out/g,
  * kH, kW] the conv's weight [Co, C/g, kH, kW]. With output_padding < stride the conv
  * maps the larger size back onto x's exactly; the extra rows and columns take no
- * window and stay zero, as PyTorch's. */
+ * window and stay zero, as PyTorch's. Larger output_padding: uncropped_then_cropped. */
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts) {
     const char *op = "tg_conv_transpose2d";
     if (!x) return tg_error_null_input(op, 0), NULL;
@@ -582,8 +607,9 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         return tg_error("%s: stride (%d), padding (%d), output_padding (%d), dilation (%d) and groups (%d) must not "
                         "be negative", op, opts.stride, opts.padding, opts.output_padding, opts.dilation,
                         opts.groups), NULL;
-    if (output_padding >= stride)
-        return tg_error("%s: output_padding (%d) must be smaller than stride (%d)", op, output_padding, stride), NULL;
+    if (output_padding >= stride && output_padding >= dilation)
+        return tg_error("%s: output_padding (%d) must be smaller than either stride (%d) or dilation (%d)", op,
+                        output_padding, stride, dilation), NULL;
     int64_t ci = weight->shape.dims[0], cog = weight->shape.dims[1];
     if (ci % groups != 0)
         return tg_error("%s: weight %s has %lld input channels, not divisible by groups %d", op, ws, (long long)ci,
@@ -602,12 +628,17 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
                         "dilation %d gives %lldx%lld", op, xs, (long long)kh, (long long)kw, stride, padding,
                         dilation, (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
-    conv_params p = {stride, stride, padding, padding, dilation, dilation, groups, kh, kw, ho, wo};
-    if (!bias) return input_grad_apply(x, weight, &p);
     tg_tensor *y = NULL;
     TG_SCOPE {
-        tg_tensor *raw = input_grad_apply(x, weight, &p);
-        y = raw ? tg_scope_return(tg_add(raw, tg_view(bias, TG_SHAPE(1, co, 1, 1)))) : NULL;
+        tg_tensor *raw;
+        if (output_padding < stride) {
+            conv_params p = {stride, stride, padding, padding, dilation, dilation, groups, kh, kw, ho, wo};
+            raw = input_grad_apply(x, weight, &p);
+        } else {
+            raw = uncropped_then_cropped(x, weight, stride, padding, dilation, groups, ho, wo);
+        }
+        if (raw && bias) raw = tg_add(raw, tg_view(bias, TG_SHAPE(1, co, 1, 1)));
+        if (raw) y = tg_scope_return(raw);
     }
     return y;
 }

@@ -31,8 +31,8 @@ typedef struct {
  * weight [C_in, C_out / groups, kH, kW], bias [C_out] or NULL ->
  * [N, C_out, (H-1)*stride - 2*padding + dilation*(kH-1) + output_padding + 1, ...].
  * It is conv2d's input gradient (the same kernels, CPU and CUDA), so it is
- * differentiable to any order. output_padding must be smaller than stride
- * (PyTorch also allows it below dilation; tapegrad refuses that case). */
+ * differentiable to any order. output_padding must be smaller than stride or
+ * dilation, as PyTorch's. */
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts);
 
 #ifdef __cplusplus

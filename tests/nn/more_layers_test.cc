@@ -226,6 +226,22 @@ TEST_F(MoreLayersTest, ConvTranspose2dSameSeedSameWeightsAndMatchesPyTorch) {
     check_case(g, "conv_transpose_groups", 1e-12);
     tg_module_free(m);
     tg_module_free(g);
+
+    // output_padding >= stride (PyTorch allows it below dilation)
+    tg_manual_seed(15);
+    tg_module *big = tg_nn_conv_transpose2d(2, 3, 3, tg_conv_transpose_opts{.stride = 1, .padding = 1,
+                                                                              .output_padding = 2, .dilation = 3});
+    ASSERT_NE(big, nullptr) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_module_param(big, "weight"), want("conv_transpose_big_op.weight"), 0));
+    ASSERT_EQ(tg_module_cast(big, TG_FLOAT64), TG_OK);
+    check_case(big, "conv_transpose_big_op", 1e-12);
+    tg_manual_seed(16);
+    tg_module *pad = tg_nn_conv_transpose2d(2, 2, 2, tg_conv_transpose_opts{.stride = 2, .padding = 3,
+                                                                              .output_padding = 3, .dilation = 4});
+    ASSERT_EQ(tg_module_cast(pad, TG_FLOAT64), TG_OK);
+    check_case(pad, "conv_transpose_big_op_pad", 1e-12);
+    tg_module_free(big);
+    tg_module_free(pad);
 }
 
 namespace {
@@ -244,6 +260,10 @@ TEST_F(MoreLayersTest, ConvTranspose2dGradcheckSecondOrderAndErrors) {
     go.user = &o;
     EXPECT_EQ(tg_gradcheck(conv_transpose_fn, 3, in, &go), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_gradgradcheck(conv_transpose_fn, 3, in, &go), TG_OK) << tg_last_error();
+    tg_conv_transpose_opts cropped = {.stride = 1, .padding = 1, .output_padding = 2, .dilation = 3, .groups = 2};
+    go.user = &cropped;
+    EXPECT_EQ(tg_gradcheck(conv_transpose_fn, 3, in, &go), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_gradgradcheck(conv_transpose_fn, 3, in, &go), TG_OK) << tg_last_error();
     // unbatched input is the batched result's first image
     tg_tensor *batched = tg_conv_transpose2d(in[0], in[1], in[2], o);
     tg_tensor *single = tg_conv_transpose2d(tg_select(in[0], 0, 0), in[1], in[2], o);
@@ -258,7 +278,7 @@ TEST_F(MoreLayersTest, ConvTranspose2dGradcheckSecondOrderAndErrors) {
     tg_clear_error();
     EXPECT_EQ(tg_conv_transpose2d(in[0], in[1], nullptr, tg_conv_transpose_opts{.stride = 2, .output_padding = 2}),
               nullptr);
-    EXPECT_ERROR_CONTAINS("output_padding (2) must be smaller than stride (2)");
+    EXPECT_ERROR_CONTAINS("output_padding (2) must be smaller than either stride (2) or dilation (1)");
     tg_clear_error();
     EXPECT_EQ(tg_conv_transpose2d(in[0], in[1], tg_randn(TG_SHAPE(3), f64o), o), nullptr);
     EXPECT_ERROR_CONTAINS("expected bias [2] (weight [4, 1, 2, 3], groups 2), got [3]");
@@ -271,7 +291,7 @@ TEST_F(MoreLayersTest, ConvTranspose2dGradcheckSecondOrderAndErrors) {
     EXPECT_ERROR_CONTAINS("ConvTranspose2d(4, 2, kernel_size=2): input [1, 3, 2, 2] must be [N, 4, H, W]");
     tg_clear_error();
     EXPECT_EQ(tg_nn_conv_transpose2d(4, 2, 2, tg_conv_transpose_opts{.output_padding = 1}), nullptr);
-    EXPECT_ERROR_CONTAINS("output_padding=1 in [0, stride)");
+    EXPECT_ERROR_CONTAINS("output_padding=1 non-negative and below stride or dilation");
     tg_module_free(m);
 }
 
