@@ -9,6 +9,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
+#include "nn/layer_helpers.h"
 #include "nn/layers.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
@@ -23,8 +24,6 @@ typedef struct {
     double dropout;
     bool batch_first;
 } mha_state;
-
-static const char *shape_text(tg_tensor *t, char *buf, size_t size) { return tg_shape_str(tg_shape_of(t), buf, size); }
 
 /* A bool mask (true = masked) as 0 / -inf in dtype; a floating one cast to dtype. */
 static tg_tensor *additive(tg_tensor *mask, tg_dtype dtype) {
@@ -50,8 +49,9 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
                     tg_size(value, batch_dim) == tg_size(query, batch_dim);
     if (!shapes_ok)
         return tg_error("MultiheadAttention(embed_dim=%lld, num_heads=%lld): query %s, key %s and value %s must be %s "
-                        "with one batch size, key and value of one length", (long long)e, (long long)heads,
-                        shape_text(query, a, sizeof a), shape_text(key, b, sizeof b), shape_text(value, c, sizeof c),
+                        "with one batch size, key and value of one length",
+                        (long long)e, (long long)heads, nn_shape_text(query, a, sizeof a),
+                        nn_shape_text(key, b, sizeof b), nn_shape_text(value, c, sizeof c),
                         s->batch_first ? "[B, L, E], [B, S, E], [B, S, E] (or unbatched [L, E], [S, E])"
                                        : "[L, B, E], [S, B, E], [S, B, E] (or unbatched [L, E], [S, E])");
     tg_tensor *q = query, *k = key, *v = value;
@@ -73,7 +73,7 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
                      tg_size(am, 2) == src));
         if (!ok)
             return tg_error("MultiheadAttention: attn_mask %s (%s) must be bool or floating, [%lld, %lld] or "
-                            "[%lld, %lld, %lld]", shape_text(am, a, sizeof a), tg_dtype_name(tg_dtype_of(am)),
+                            "[%lld, %lld, %lld]", nn_shape_text(am, a, sizeof a), tg_dtype_name(tg_dtype_of(am)),
                             (long long)l, (long long)src, (long long)(bsz * heads), (long long)l, (long long)src);
         mask = additive(am, tg_dtype_of(query));
     }
@@ -81,8 +81,9 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
         tg_tensor *kp = o.key_padding_mask;
         tg_shape want = batched ? TG_SHAPE(bsz, src) : TG_SHAPE(src);
         if (tg_dtype_of(kp) != TG_BOOL || !tg_shape_equal(tg_shape_of(kp), want))
-            return tg_error("MultiheadAttention: key_padding_mask %s (%s) must be bool %s", shape_text(kp, a, sizeof a),
-                            tg_dtype_name(tg_dtype_of(kp)), tg_shape_str(want, b, sizeof b));
+            return tg_error("MultiheadAttention: key_padding_mask %s (%s) must be bool %s",
+                            nn_shape_text(kp, a, sizeof a), tg_dtype_name(tg_dtype_of(kp)),
+                            tg_shape_str(want, b, sizeof b));
         tg_tensor *kpf = tg_reshape(additive(kp, tg_dtype_of(query)), TG_SHAPE(bsz, 1, 1, src));
         kpf = tg_reshape(tg_expand(kpf, TG_SHAPE(bsz, heads, 1, src)), TG_SHAPE(bsz * heads, 1, src));
         mask = mask ? tg_add(mask, kpf) : kpf;

@@ -39,7 +39,8 @@ typedef struct {
 
 static void conv1d_repr(tg_module *self, char *buf, size_t size) {
     conv1d_state *s = tg_module_state(self);
-    snprintf(buf, size, "%lld, %lld, kernel_size=(%d,), stride=(%d,), padding=(%d,), dilation=(%d,), groups=%d, bias=%s",
+    snprintf(buf, size,
+             "%lld, %lld, kernel_size=(%d,), stride=(%d,), padding=(%d,), dilation=(%d,), groups=%d, bias=%s",
              (long long)s->in_channels, (long long)s->out_channels, s->kernel_size, s->opts.stride ? s->opts.stride : 1,
              s->opts.padding, s->opts.dilation ? s->opts.dilation : 1, s->opts.groups ? s->opts.groups : 1,
              s->opts.no_bias ? "False" : "True");
@@ -136,12 +137,13 @@ tg_module *tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int
                                   tg_conv_transpose_opts opts) {
     int groups = opts.groups ? opts.groups : 1, stride = opts.stride ? opts.stride : 1;
     if (in_channels <= 0 || out_channels <= 0 || kernel_size <= 0 || groups <= 0 || in_channels % groups ||
-        out_channels % groups || opts.stride < 0 || opts.padding < 0 || opts.dilation < 0 ||
-        opts.output_padding < 0 || (opts.output_padding >= stride && opts.output_padding >= (opts.dilation ? opts.dilation : 1))) {
+        out_channels % groups || opts.stride < 0 || opts.padding < 0 || opts.dilation < 0 || opts.output_padding < 0 ||
+        (opts.output_padding >= stride && opts.output_padding >= (opts.dilation ? opts.dilation : 1))) {
         tg_error("tg_nn_conv_transpose2d: in_channels=%lld and out_channels=%lld must be positive multiples of "
                  "groups=%d, kernel_size=%d positive, stride=%d, padding=%d, dilation=%d non-negative and "
-                 "output_padding=%d non-negative and below stride or dilation", (long long)in_channels, (long long)out_channels, groups,
-                 kernel_size, opts.stride, opts.padding, opts.dilation, opts.output_padding);
+                 "output_padding=%d non-negative and below stride or dilation",
+                 (long long)in_channels, (long long)out_channels, groups, kernel_size, opts.stride, opts.padding,
+                 opts.dilation, opts.output_padding);
         return NULL;
     }
     tg_module *m = tg_module_new(&conv_transpose_type, sizeof(conv_transpose_state));

@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
+#include "nn/layer_helpers.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/matmul.h"
@@ -15,24 +16,6 @@
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
-
-/* Resolves an option whose zero means "default": TG_ZERO (-0.0) means a real 0. */
-static double or_default(double v, double dflt) {
-    if (v == 0) return signbit(v) ? 0.0 : dflt;
-    return v;
-}
-
-static const char *shape_text(tg_tensor *t, char *buf, size_t size) { return tg_shape_str(tg_shape_of(t), buf, size); }
-
-/* Constructors make their tensors inside a TG_SCOPE of their own, so that the
- * module's reference (taken by tg_register_*) is the only one left. */
-static tg_module *finish(tg_module *m, tg_status status) {
-    if (status != TG_OK) {
-        tg_module_free(m);
-        return NULL;
-    }
-    return m;
-}
 
 /* ---- Linear ---- */
 
@@ -51,7 +34,7 @@ static tg_tensor *linear_forward(tg_module *self, tg_tensor *x) {
     if (tg_ndim(x) < 1 || tg_size(x, -1) != s->in_features) {
         char buf[96];
         tg_error("Linear(in_features=%lld, out_features=%lld): input %s must end in %lld features",
-                 (long long)s->in_features, (long long)s->out_features, shape_text(x, buf, sizeof buf),
+                 (long long)s->in_features, (long long)s->out_features, nn_shape_text(x, buf, sizeof buf),
                  (long long)s->in_features);
         return NULL;
     }
@@ -88,7 +71,7 @@ tg_module *tg_nn_linear(int64_t in_features, int64_t out_features, tg_linear_opt
     }
     tg_module *m = tg_module_new(&linear_type, sizeof(linear_state));
     *(linear_state *)tg_module_state(m) = (linear_state){in_features, out_features};
-    return finish(m, init_weight_and_bias(m, TG_SHAPE(out_features, in_features), out_features, !opts.no_bias));
+    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_features, in_features), out_features, !opts.no_bias));
 }
 
 /* ---- Conv2d ---- */
@@ -114,7 +97,7 @@ static tg_tensor *conv_forward(tg_module *self, tg_tensor *x) {
         char buf[96];
         tg_error("Conv2d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, H, W] or [%lld, H, W]",
                  (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
-                 shape_text(x, buf, sizeof buf), (long long)s->in_channels, (long long)s->in_channels);
+                 nn_shape_text(x, buf, sizeof buf), (long long)s->in_channels, (long long)s->in_channels);
         return NULL;
     }
     return tg_conv2d(x, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->opts);
@@ -135,7 +118,7 @@ tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_si
     }
     tg_module *m = tg_module_new(&conv_type, sizeof(conv_state));
     *(conv_state *)tg_module_state(m) = (conv_state){in_channels, out_channels, kernel_size, opts};
-    return finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size),
+    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size),
                                           out_channels, !opts.no_bias));
 }
 
@@ -200,7 +183,7 @@ static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
     if (!rank_ok || tg_size(x, 1) != s->num_features) {
         char buf[96];
         tg_error("%s(%lld): input %s must be %s with %lld channels in dim 1", type, (long long)s->num_features,
-                 shape_text(x, buf, sizeof buf), is2d ? "[N, C, H, W]" : "[N, C] or [N, C, L]",
+                 nn_shape_text(x, buf, sizeof buf), is2d ? "[N, C, H, W]" : "[N, C] or [N, C, L]",
                  (long long)s->num_features);
         return NULL;
     }
@@ -230,7 +213,7 @@ static tg_module *make_batch_norm(const tg_module_type *type, int64_t c, tg_batc
     }
     tg_module *m = tg_module_new(type, sizeof(batch_norm_state));
     batch_norm_state *s = tg_module_state(m);
-    *s = (batch_norm_state){c, or_default(opts.eps, 1e-5), or_default(opts.momentum, 0.1), opts.cumulative,
+    *s = (batch_norm_state){c, nn_or_default(opts.eps, 1e-5), nn_or_default(opts.momentum, 0.1), opts.cumulative,
                             !opts.no_affine, !opts.no_track_running_stats};
     tg_status status = TG_OK;
     TG_SCOPE {
@@ -246,7 +229,7 @@ static tg_module *make_batch_norm(const tg_module_type *type, int64_t c, tg_batc
                                             tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT64}));
         }
     }
-    return finish(m, status);
+    return nn_finish(m, status);
 }
 
 tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts) {
@@ -277,7 +260,7 @@ static tg_tensor *layer_norm_forward(tg_module *self, tg_tensor *x) {
     if (!ok) {
         char a[96], b[96];
         tg_error("LayerNorm(%s): input %s must end in the normalized shape",
-                 tg_shape_str(s->normalized_shape, a, sizeof a), shape_text(x, b, sizeof b));
+                 tg_shape_str(s->normalized_shape, a, sizeof a), nn_shape_text(x, b, sizeof b));
         return NULL;
     }
     return tg_layer_norm(x, k, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->eps);
@@ -291,13 +274,13 @@ tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts) 
         return NULL;
     }
     tg_module *m = tg_module_new(&layer_norm_type, sizeof(layer_norm_state));
-    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, or_default(opts.eps, 1e-5)};
+    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, nn_or_default(opts.eps, 1e-5)};
     tg_status status = TG_OK;
     if (!opts.no_affine) TG_SCOPE {
             status = tg_register_parameter(m, "weight", tg_ones(normalized_shape, (tg_opts){0}));
             if (!status) status = tg_register_parameter(m, "bias", tg_zeros(normalized_shape, (tg_opts){0}));
         }
-    return finish(m, status);
+    return nn_finish(m, status);
 }
 
 /* ---- Dropout, Embedding ---- */
@@ -370,7 +353,7 @@ tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, tg_emb
         if (!status && opts.use_padding_idx) status = tg_fill_(tg_narrow(w, 0, opts.padding_idx, 1), 0.0);
         if (!status) status = tg_register_parameter(m, "weight", w);
     }
-    return finish(m, status);
+    return nn_finish(m, status);
 }
 
 /* ---- activations, Flatten ---- */
@@ -397,15 +380,19 @@ tg_module *tg_nn_tanh(void) { return tg_module_new(&tanh_type, 0); }
 tg_module *tg_nn_gelu(void) { return tg_module_new(&gelu_type, 0); }
 tg_module *tg_nn_leaky_relu(double negative_slope) {
     tg_module *m = tg_module_new(&leaky_relu_type, sizeof(double));
-    *(double *)tg_module_state(m) = or_default(negative_slope, 0.01);
+    *(double *)tg_module_state(m) = nn_or_default(negative_slope, 0.01);
     return m;
 }
 
-static tg_tensor *softmax_forward(tg_module *self, tg_tensor *x) { return tg_softmax(x, *(int *)tg_module_state(self)); }
+static tg_tensor *softmax_forward(tg_module *self, tg_tensor *x) {
+    return tg_softmax(x, *(int *)tg_module_state(self));
+}
 static tg_tensor *log_softmax_forward(tg_module *self, tg_tensor *x) {
     return tg_log_softmax(x, *(int *)tg_module_state(self));
 }
-static void dim_repr(tg_module *self, char *buf, size_t size) { snprintf(buf, size, "dim=%d", *(int *)tg_module_state(self)); }
+static void dim_repr(tg_module *self, char *buf, size_t size) {
+    snprintf(buf, size, "dim=%d", *(int *)tg_module_state(self));
+}
 static const tg_module_type softmax_type = {"Softmax", softmax_forward, NULL, dim_repr};
 static const tg_module_type log_softmax_type = {"LogSoftmax", log_softmax_forward, NULL, dim_repr};
 
@@ -513,7 +500,7 @@ tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
         else
             tg_module_free(modules[i]);
     }
-    return finish(seq, status);
+    return nn_finish(seq, status);
 }
 
 /* ---- ModuleList ---- */
@@ -577,5 +564,5 @@ tg_module *tg_nn_module_list(int count, tg_module *const *modules) {
         else
             tg_module_free(modules[i]);
     }
-    return finish(list, status);
+    return nn_finish(list, status);
 }

@@ -8,24 +8,12 @@
 
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
+#include "nn/layer_helpers.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
-
-static double or_default(double v, double dflt) {
-    if (v == 0) return signbit(v) ? 0.0 : dflt;
-    return v;
-}
-
-static tg_module *finish(tg_module *m, tg_status status) {
-    if (status != TG_OK) {
-        tg_module_free(m);
-        return NULL;
-    }
-    return m;
-}
 
 static tg_status register_affine(tg_module *m, int64_t c) {
     tg_status status = TG_OK;
@@ -83,8 +71,8 @@ tg_module *tg_nn_group_norm(int64_t num_groups, int64_t num_channels, tg_group_n
     }
     tg_module *m = tg_module_new(&group_norm_type, sizeof(group_norm_state));
     *(group_norm_state *)tg_module_state(m) =
-        (group_norm_state){num_groups, num_channels, or_default(opts.eps, 1e-5), !opts.no_affine};
-    return finish(m, opts.no_affine ? TG_OK : register_affine(m, num_channels));
+        (group_norm_state){num_groups, num_channels, nn_or_default(opts.eps, 1e-5), !opts.no_affine};
+    return nn_finish(m, opts.no_affine ? TG_OK : register_affine(m, num_channels));
 }
 
 /* ---- InstanceNorm2d ---- */
@@ -159,8 +147,8 @@ tg_module *tg_nn_instance_norm2d(int64_t num_features, tg_instance_norm_opts opt
     }
     tg_module *m = tg_module_new(&instance_norm_type, sizeof(instance_norm_state));
     instance_norm_state *s = tg_module_state(m);
-    *s = (instance_norm_state){num_features, or_default(opts.eps, 1e-5), or_default(opts.momentum, 0.1), opts.affine,
-                               opts.track_running_stats};
+    *s = (instance_norm_state){num_features, nn_or_default(opts.eps, 1e-5), nn_or_default(opts.momentum, 0.1),
+                               opts.affine, opts.track_running_stats};
     tg_status status = s->affine ? register_affine(m, num_features) : TG_OK;
     if (!status && s->track) TG_SCOPE {
             int64_t c = num_features;
@@ -170,5 +158,5 @@ tg_module *tg_nn_instance_norm2d(int64_t num_features, tg_instance_norm_opts opt
                 status = tg_register_buffer(m, "num_batches_tracked",
                                             tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT64}));
         }
-    return finish(m, status);
+    return nn_finish(m, status);
 }

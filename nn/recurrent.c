@@ -30,12 +30,14 @@ typedef struct {
 static int gates_of(rnn_kind kind) { return kind == KIND_LSTM ? 4 : kind == KIND_GRU ? 3 : 1; }
 
 static const char *kind_name(const rnn_state *s) {
-    static const char *const seq[] = {"RNN", "RNN", "LSTM", "GRU"}, *const cells[] = {"RNNCell", "RNNCell", "LSTMCell",
-                                                                                       "GRUCell"};
+    static const char *const seq[] = {"RNN", "RNN", "LSTM", "GRU"};
+    static const char *const cells[] = {"RNNCell", "RNNCell", "LSTMCell", "GRUCell"};
     return s->cell ? cells[s->kind] : seq[s->kind];
 }
 
-static tg_tensor *chunk(tg_tensor *t, int k, int64_t hidden) { return tg_narrow(t, tg_ndim(t) - 1, k * hidden, hidden); }
+static tg_tensor *chunk(tg_tensor *t, int k, int64_t hidden) {
+    return tg_narrow(t, tg_ndim(t) - 1, k * hidden, hidden);
+}
 
 /* One step of the cell given the input projection xw = x W_ih^T + b_ih, as ATen's
  * RNN.cpp cells: h' (and the LSTM's c') into *h_out / *c_out. */
@@ -210,7 +212,8 @@ static void rnn_repr(tg_module *self, char *buf, size_t size) {
         n += snprintf(buf + n, size - (size_t)n, ", nonlinearity=relu");
     if (n >= 0 && (size_t)n < size && !s->bias) n += snprintf(buf + n, size - (size_t)n, ", bias=False");
     if (n >= 0 && (size_t)n < size && s->batch_first) n += snprintf(buf + n, size - (size_t)n, ", batch_first=True");
-    if (n >= 0 && (size_t)n < size && s->dropout > 0) n += snprintf(buf + n, size - (size_t)n, ", dropout=%g", s->dropout);
+    if (n >= 0 && (size_t)n < size && s->dropout > 0)
+        n += snprintf(buf + n, size - (size_t)n, ", dropout=%g", s->dropout);
     if (n >= 0 && (size_t)n < size && s->directions == 2) snprintf(buf + n, size - (size_t)n, ", bidirectional=True");
 }
 
@@ -284,9 +287,15 @@ static tg_module *make(const tg_module_type *type, const char *ctor, rnn_kind ki
     if (kind == KIND_RNN_TANH && opts.nonlinearity == TG_RNN_RELU) kind = KIND_RNN_RELU;
     tg_module *m = tg_module_new(type, sizeof(rnn_state));
     rnn_state *s = tg_module_state(m);
-    *s = (rnn_state){kind,       cell,          input_size,   hidden_size, cell ? 1 : layers,
-                     cell ? 1 : (opts.bidirectional ? 2 : 1), !opts.no_bias, !cell && opts.batch_first,
-                     cell ? 0 : opts.dropout};
+    *s = (rnn_state){.kind = kind,
+                     .cell = cell,
+                     .input_size = input_size,
+                     .hidden_size = hidden_size,
+                     .num_layers = cell ? 1 : layers,
+                     .directions = !cell && opts.bidirectional ? 2 : 1,
+                     .bias = !opts.no_bias,
+                     .batch_first = !cell && opts.batch_first,
+                     .dropout = cell ? 0 : opts.dropout};
     int64_t rows = gates_of(kind) * hidden_size;
     tg_status status = TG_OK;
     if (cell) status = add_weights(m, "", rows, input_size, hidden_size, s->bias);

@@ -622,8 +622,10 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         return tg_error("%s: expected bias [%lld] (weight %s, groups %d), got %s", op, (long long)co, ws, groups,
                         tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
     int64_t kh = weight->shape.dims[2], kw = weight->shape.dims[3];
-    int64_t ho = (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + output_padding + 1;
-    int64_t wo = (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + output_padding + 1;
+    int64_t ho =
+        (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + output_padding + 1;
+    int64_t wo =
+        (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + output_padding + 1;
     if (ho <= 0 || wo <= 0 || kh <= 0 || kw <= 0 || x->shape.dims[2] <= 0 || x->shape.dims[3] <= 0)
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
                         "dilation %d gives %lldx%lld", op, xs, (long long)kh, (long long)kw, stride, padding,
