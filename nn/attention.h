@@ -40,7 +40,7 @@ typedef struct {
  * ([B, L, E] with batch_first; [L, E] and [S, E] unbatched) -> *output [L, B, E];
  * *weights (when weights is not NULL: need_weights=True) [B, L, S] averaged over the
  * heads, or [B, num_heads, L, S]. NEW references in the caller's scope.
- * tg_forward(m, x) is self-attention m(x, x, x)'s output. */
+ * tg_forward(m, x) is self-attention m(x, x, x)'s output; hooks run with tg_forward only. */
 tg_status tg_mha_forward(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *value, tg_mha_call_opts opts,
                          tg_tensor **output, tg_tensor **weights);
 
