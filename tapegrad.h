@@ -36,6 +36,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/profile.h"
 
+#include "ops/attention.h"
 #include "ops/composite.h"
 #include "ops/conv.h"
 #include "ops/distance.h"
@@ -43,6 +44,7 @@
 #include "ops/elementwise.h"
 #include "ops/index.h"
 #include "ops/inplace.h"
+#include "ops/interpolate.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
@@ -59,6 +61,10 @@
 
 #include "nn/module.h"
 #include "nn/layers.h"
+#include "nn/conv_layers.h"
+#include "nn/norm_layers.h"
+#include "nn/recurrent.h"
+#include "nn/attention.h"
 #include "optim/optim.h"
 #include "optim/grad_scaler.h"
 

@@ -56,6 +56,10 @@
 #define tg_gradcheck(...) TG_TRACED_STATUS_(tg_gradcheck, tg_gradcheck(__VA_ARGS__))
 #define tg_gradgradcheck(...) TG_TRACED_STATUS_(tg_gradgradcheck, tg_gradgradcheck(__VA_ARGS__))
 
+/* ops/attention.h */
+#define tg_scaled_dot_product_attention(...) TG_TRACED_PTR_(tg_tensor, tg_scaled_dot_product_attention, tg_scaled_dot_product_attention(__VA_ARGS__))
+#define tg_attention_with_weights(...) TG_TRACED_PTR_(tg_tensor, tg_attention_with_weights, tg_attention_with_weights(__VA_ARGS__))
+
 /* ops/composite.h */
 #define tg_masked_fill(...) TG_TRACED_PTR_(tg_tensor, tg_masked_fill, tg_masked_fill(__VA_ARGS__))
 #define tg_tril(...) TG_TRACED_PTR_(tg_tensor, tg_tril, tg_tril(__VA_ARGS__))
@@ -73,6 +77,7 @@
 
 /* ops/conv.h */
 #define tg_conv2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv2d, tg_conv2d(__VA_ARGS__))
+#define tg_conv_transpose2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv_transpose2d, tg_conv_transpose2d(__VA_ARGS__))
 
 /* ops/distance.h */
 #define tg_cosine_similarity(...) TG_TRACED_PTR_(tg_tensor, tg_cosine_similarity, tg_cosine_similarity(__VA_ARGS__))
@@ -172,6 +177,9 @@
 #define tg_inplace_overwrite(...) TG_TRACED_STATUS_(tg_inplace_overwrite, tg_inplace_overwrite(__VA_ARGS__))
 #define tg_overwrite_forward(...) TG_TRACED_PTR_(tg_tensor, tg_overwrite_forward, tg_overwrite_forward(__VA_ARGS__))
 
+/* ops/interpolate.h */
+#define tg_interpolate(...) TG_TRACED_PTR_(tg_tensor, tg_interpolate, tg_interpolate(__VA_ARGS__))
+
 /* ops/loss.h */
 #define tg_cross_entropy(...) TG_TRACED_PTR_(tg_tensor, tg_cross_entropy, tg_cross_entropy(__VA_ARGS__))
 #define tg_cross_entropy_opts(...) TG_TRACED_PTR_(tg_tensor, tg_cross_entropy_opts, tg_cross_entropy_opts(__VA_ARGS__))
@@ -225,6 +233,7 @@
 #define tg_get_rng_state(...) TG_TRACED_PTR_(tg_tensor, tg_get_rng_state, tg_get_rng_state(__VA_ARGS__))
 #define tg_set_rng_state(...) TG_TRACED_STATUS_(tg_set_rng_state, tg_set_rng_state(__VA_ARGS__))
 #define tg_dropout(...) TG_TRACED_PTR_(tg_tensor, tg_dropout, tg_dropout(__VA_ARGS__))
+#define tg_dropout2d(...) TG_TRACED_PTR_(tg_tensor, tg_dropout2d, tg_dropout2d(__VA_ARGS__))
 #define tg_kaiming_uniform_(...) TG_TRACED_STATUS_(tg_kaiming_uniform_, tg_kaiming_uniform_(__VA_ARGS__))
 #define tg_kaiming_normal_(...) TG_TRACED_STATUS_(tg_kaiming_normal_, tg_kaiming_normal_(__VA_ARGS__))
 #define tg_xavier_uniform_(...) TG_TRACED_STATUS_(tg_xavier_uniform_, tg_xavier_uniform_(__VA_ARGS__))
@@ -327,15 +336,44 @@
 #define tg_nn_batch_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm2d, tg_nn_batch_norm2d(__VA_ARGS__))
 #define tg_nn_layer_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_layer_norm, tg_nn_layer_norm(__VA_ARGS__))
 #define tg_nn_dropout(...) TG_TRACED_PTR_(tg_module, tg_nn_dropout, tg_nn_dropout(__VA_ARGS__))
+#define tg_nn_dropout2d(...) TG_TRACED_PTR_(tg_module, tg_nn_dropout2d, tg_nn_dropout2d(__VA_ARGS__))
 #define tg_nn_embedding(...) TG_TRACED_PTR_(tg_module, tg_nn_embedding, tg_nn_embedding(__VA_ARGS__))
 #define tg_nn_relu(...) TG_TRACED_PTR_(tg_module, tg_nn_relu, tg_nn_relu(__VA_ARGS__))
 #define tg_nn_leaky_relu(...) TG_TRACED_PTR_(tg_module, tg_nn_leaky_relu, tg_nn_leaky_relu(__VA_ARGS__))
 #define tg_nn_sigmoid(...) TG_TRACED_PTR_(tg_module, tg_nn_sigmoid, tg_nn_sigmoid(__VA_ARGS__))
 #define tg_nn_tanh(...) TG_TRACED_PTR_(tg_module, tg_nn_tanh, tg_nn_tanh(__VA_ARGS__))
 #define tg_nn_gelu(...) TG_TRACED_PTR_(tg_module, tg_nn_gelu, tg_nn_gelu(__VA_ARGS__))
+#define tg_nn_softmax(...) TG_TRACED_PTR_(tg_module, tg_nn_softmax, tg_nn_softmax(__VA_ARGS__))
+#define tg_nn_log_softmax(...) TG_TRACED_PTR_(tg_module, tg_nn_log_softmax, tg_nn_log_softmax(__VA_ARGS__))
+#define tg_nn_upsample(...) TG_TRACED_PTR_(tg_module, tg_nn_upsample, tg_nn_upsample(__VA_ARGS__))
+#define tg_nn_identity(...) TG_TRACED_PTR_(tg_module, tg_nn_identity, tg_nn_identity(__VA_ARGS__))
 #define tg_nn_flatten(...) TG_TRACED_PTR_(tg_module, tg_nn_flatten, tg_nn_flatten(__VA_ARGS__))
 #define tg_nn_sequential(...) TG_TRACED_PTR_(tg_module, tg_nn_sequential, tg_nn_sequential(__VA_ARGS__))
 #define tg_nn_sequential_append(...) TG_TRACED_STATUS_(tg_nn_sequential_append, tg_nn_sequential_append(__VA_ARGS__))
+#define tg_nn_module_list(...) TG_TRACED_PTR_(tg_module, tg_nn_module_list, tg_nn_module_list(__VA_ARGS__))
+#define tg_nn_module_list_append(...) TG_TRACED_STATUS_(tg_nn_module_list_append, tg_nn_module_list_append(__VA_ARGS__))
+#define tg_nn_module_list_get(...) TG_TRACED_PTR_(tg_module, tg_nn_module_list_get, tg_nn_module_list_get(__VA_ARGS__))
+
+/* nn/conv_layers.h */
+#define tg_nn_conv1d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv1d, tg_nn_conv1d(__VA_ARGS__))
+#define tg_nn_conv_transpose2d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv_transpose2d, tg_nn_conv_transpose2d(__VA_ARGS__))
+
+/* nn/norm_layers.h */
+#define tg_nn_group_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_group_norm, tg_nn_group_norm(__VA_ARGS__))
+#define tg_nn_instance_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_instance_norm2d, tg_nn_instance_norm2d(__VA_ARGS__))
+
+/* nn/recurrent.h */
+#define tg_nn_rnn(...) TG_TRACED_PTR_(tg_module, tg_nn_rnn, tg_nn_rnn(__VA_ARGS__))
+#define tg_nn_lstm(...) TG_TRACED_PTR_(tg_module, tg_nn_lstm, tg_nn_lstm(__VA_ARGS__))
+#define tg_nn_gru(...) TG_TRACED_PTR_(tg_module, tg_nn_gru, tg_nn_gru(__VA_ARGS__))
+#define tg_nn_rnn_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_rnn_cell, tg_nn_rnn_cell(__VA_ARGS__))
+#define tg_nn_lstm_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_lstm_cell, tg_nn_lstm_cell(__VA_ARGS__))
+#define tg_nn_gru_cell(...) TG_TRACED_PTR_(tg_module, tg_nn_gru_cell, tg_nn_gru_cell(__VA_ARGS__))
+#define tg_rnn_forward(...) TG_TRACED_STATUS_(tg_rnn_forward, tg_rnn_forward(__VA_ARGS__))
+
+/* nn/attention.h */
+#define tg_nn_multihead_attention(...) TG_TRACED_PTR_(tg_module, tg_nn_multihead_attention, tg_nn_multihead_attention(__VA_ARGS__))
+#define tg_mha_forward(...) TG_TRACED_STATUS_(tg_mha_forward, tg_mha_forward(__VA_ARGS__))
 
 /* optim/schedule.h */
 #define tg_step_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_step_lr, tg_step_lr(__VA_ARGS__))

@@ -8,30 +8,14 @@
 
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
+#include "nn/layer_helpers.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/random.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
-
-/* Resolves an option whose zero means "default": TG_ZERO (-0.0) means a real 0. */
-static double or_default(double v, double dflt) {
-    if (v == 0) return signbit(v) ? 0.0 : dflt;
-    return v;
-}
-
-static const char *shape_text(tg_tensor *t, char *buf, size_t size) { return tg_shape_str(tg_shape_of(t), buf, size); }
-
-/* Constructors make their tensors inside a TG_SCOPE of their own, so that the
- * module's reference (taken by tg_register_*) is the only one left. */
-static tg_module *finish(tg_module *m, tg_status status) {
-    if (status != TG_OK) {
-        tg_module_free(m);
-        return NULL;
-    }
-    return m;
-}
 
 /* ---- Linear ---- */
 
@@ -50,7 +34,7 @@ static tg_tensor *linear_forward(tg_module *self, tg_tensor *x) {
     if (tg_ndim(x) < 1 || tg_size(x, -1) != s->in_features) {
         char buf[96];
         tg_error("Linear(in_features=%lld, out_features=%lld): input %s must end in %lld features",
-                 (long long)s->in_features, (long long)s->out_features, shape_text(x, buf, sizeof buf),
+                 (long long)s->in_features, (long long)s->out_features, nn_shape_text(x, buf, sizeof buf),
                  (long long)s->in_features);
         return NULL;
     }
@@ -87,7 +71,7 @@ tg_module *tg_nn_linear(int64_t in_features, int64_t out_features, tg_linear_opt
     }
     tg_module *m = tg_module_new(&linear_type, sizeof(linear_state));
     *(linear_state *)tg_module_state(m) = (linear_state){in_features, out_features};
-    return finish(m, init_weight_and_bias(m, TG_SHAPE(out_features, in_features), out_features, !opts.no_bias));
+    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_features, in_features), out_features, !opts.no_bias));
 }
 
 /* ---- Conv2d ---- */
@@ -113,7 +97,7 @@ static tg_tensor *conv_forward(tg_module *self, tg_tensor *x) {
         char buf[96];
         tg_error("Conv2d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, H, W] or [%lld, H, W]",
                  (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
-                 shape_text(x, buf, sizeof buf), (long long)s->in_channels, (long long)s->in_channels);
+                 nn_shape_text(x, buf, sizeof buf), (long long)s->in_channels, (long long)s->in_channels);
         return NULL;
     }
     return tg_conv2d(x, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->opts);
@@ -134,7 +118,7 @@ tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_si
     }
     tg_module *m = tg_module_new(&conv_type, sizeof(conv_state));
     *(conv_state *)tg_module_state(m) = (conv_state){in_channels, out_channels, kernel_size, opts};
-    return finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size),
+    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size),
                                           out_channels, !opts.no_bias));
 }
 
@@ -199,7 +183,7 @@ static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
     if (!rank_ok || tg_size(x, 1) != s->num_features) {
         char buf[96];
         tg_error("%s(%lld): input %s must be %s with %lld channels in dim 1", type, (long long)s->num_features,
-                 shape_text(x, buf, sizeof buf), is2d ? "[N, C, H, W]" : "[N, C] or [N, C, L]",
+                 nn_shape_text(x, buf, sizeof buf), is2d ? "[N, C, H, W]" : "[N, C] or [N, C, L]",
                  (long long)s->num_features);
         return NULL;
     }
@@ -229,7 +213,7 @@ static tg_module *make_batch_norm(const tg_module_type *type, int64_t c, tg_batc
     }
     tg_module *m = tg_module_new(type, sizeof(batch_norm_state));
     batch_norm_state *s = tg_module_state(m);
-    *s = (batch_norm_state){c, or_default(opts.eps, 1e-5), or_default(opts.momentum, 0.1), opts.cumulative,
+    *s = (batch_norm_state){c, nn_or_default(opts.eps, 1e-5), nn_or_default(opts.momentum, 0.1), opts.cumulative,
                             !opts.no_affine, !opts.no_track_running_stats};
     tg_status status = TG_OK;
     TG_SCOPE {
@@ -245,7 +229,7 @@ static tg_module *make_batch_norm(const tg_module_type *type, int64_t c, tg_batc
                                             tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT64}));
         }
     }
-    return finish(m, status);
+    return nn_finish(m, status);
 }
 
 tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts) {
@@ -276,7 +260,7 @@ static tg_tensor *layer_norm_forward(tg_module *self, tg_tensor *x) {
     if (!ok) {
         char a[96], b[96];
         tg_error("LayerNorm(%s): input %s must end in the normalized shape",
-                 tg_shape_str(s->normalized_shape, a, sizeof a), shape_text(x, b, sizeof b));
+                 tg_shape_str(s->normalized_shape, a, sizeof a), nn_shape_text(x, b, sizeof b));
         return NULL;
     }
     return tg_layer_norm(x, k, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->eps);
@@ -290,13 +274,13 @@ tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts) 
         return NULL;
     }
     tg_module *m = tg_module_new(&layer_norm_type, sizeof(layer_norm_state));
-    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, or_default(opts.eps, 1e-5)};
+    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, nn_or_default(opts.eps, 1e-5)};
     tg_status status = TG_OK;
     if (!opts.no_affine) TG_SCOPE {
             status = tg_register_parameter(m, "weight", tg_ones(normalized_shape, (tg_opts){0}));
             if (!status) status = tg_register_parameter(m, "bias", tg_zeros(normalized_shape, (tg_opts){0}));
         }
-    return finish(m, status);
+    return nn_finish(m, status);
 }
 
 /* ---- Dropout, Embedding ---- */
@@ -315,6 +299,21 @@ tg_module *tg_nn_dropout(double p) {
         return NULL;
     }
     tg_module *m = tg_module_new(&dropout_type, sizeof(double));
+    *(double *)tg_module_state(m) = p;
+    return m;
+}
+
+static tg_tensor *dropout2d_forward(tg_module *self, tg_tensor *x) {
+    return tg_dropout2d(x, *(double *)tg_module_state(self), tg_is_training(self));
+}
+static const tg_module_type dropout2d_type = {"Dropout2d", dropout2d_forward, NULL, dropout_repr};
+
+tg_module *tg_nn_dropout2d(double p) {
+    if (!(p >= 0 && p <= 1)) {
+        tg_error("tg_nn_dropout2d: p must be in [0, 1], got %g", p);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&dropout2d_type, sizeof(double));
     *(double *)tg_module_state(m) = p;
     return m;
 }
@@ -354,7 +353,7 @@ tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, tg_emb
         if (!status && opts.use_padding_idx) status = tg_fill_(tg_narrow(w, 0, opts.padding_idx, 1), 0.0);
         if (!status) status = tg_register_parameter(m, "weight", w);
     }
-    return finish(m, status);
+    return nn_finish(m, status);
 }
 
 /* ---- activations, Flatten ---- */
@@ -381,9 +380,64 @@ tg_module *tg_nn_tanh(void) { return tg_module_new(&tanh_type, 0); }
 tg_module *tg_nn_gelu(void) { return tg_module_new(&gelu_type, 0); }
 tg_module *tg_nn_leaky_relu(double negative_slope) {
     tg_module *m = tg_module_new(&leaky_relu_type, sizeof(double));
-    *(double *)tg_module_state(m) = or_default(negative_slope, 0.01);
+    *(double *)tg_module_state(m) = nn_or_default(negative_slope, 0.01);
     return m;
 }
+
+static tg_tensor *softmax_forward(tg_module *self, tg_tensor *x) {
+    return tg_softmax(x, *(int *)tg_module_state(self));
+}
+static tg_tensor *log_softmax_forward(tg_module *self, tg_tensor *x) {
+    return tg_log_softmax(x, *(int *)tg_module_state(self));
+}
+static void dim_repr(tg_module *self, char *buf, size_t size) {
+    snprintf(buf, size, "dim=%d", *(int *)tg_module_state(self));
+}
+static const tg_module_type softmax_type = {"Softmax", softmax_forward, NULL, dim_repr};
+static const tg_module_type log_softmax_type = {"LogSoftmax", log_softmax_forward, NULL, dim_repr};
+
+static tg_module *make_dim_module(const tg_module_type *type, int dim) {
+    tg_module *m = tg_module_new(type, sizeof(int));
+    *(int *)tg_module_state(m) = dim;
+    return m;
+}
+tg_module *tg_nn_softmax(int dim) { return make_dim_module(&softmax_type, dim); }
+tg_module *tg_nn_log_softmax(int dim) { return make_dim_module(&log_softmax_type, dim); }
+
+static tg_tensor *upsample_forward(tg_module *self, tg_tensor *x) {
+    return tg_interpolate(x, *(tg_interpolate_opts *)tg_module_state(self));
+}
+static void upsample_repr(tg_module *self, char *buf, size_t size) {
+    tg_interpolate_opts *o = tg_module_state(self);
+    const char *mode = o->mode == TG_INTERP_BILINEAR ? "bilinear" : "nearest";
+    if (o->size[0])
+        snprintf(buf, size, "size=(%lld, %lld), mode='%s'", (long long)o->size[0],
+                 (long long)(o->size[1] ? o->size[1] : o->size[0]), mode);
+    else
+        snprintf(buf, size, "scale_factor=(%g, %g), mode='%s'", o->scale_factor[0],
+                 o->scale_factor[1] ? o->scale_factor[1] : o->scale_factor[0], mode);
+}
+static const tg_module_type upsample_type = {"Upsample", upsample_forward, NULL, upsample_repr};
+
+tg_module *tg_nn_upsample(tg_interpolate_opts opts) {
+    /* PyTorch's constructor accepts anything and its forward fails; tapegrad refuses early */
+    bool has_size = opts.size[0] != 0 || opts.size[1] != 0;
+    bool has_scale = opts.scale_factor[0] != 0 || opts.scale_factor[1] != 0;
+    if (has_size == has_scale || opts.size[0] < 0 || opts.size[1] < 0 || opts.scale_factor[0] < 0 ||
+        opts.scale_factor[1] < 0 || (opts.mode != TG_INTERP_NEAREST && opts.mode != TG_INTERP_BILINEAR) ||
+        (opts.align_corners && opts.mode == TG_INTERP_NEAREST)) {
+        tg_error("tg_nn_upsample: give exactly one of size (positive) or scale_factor (positive), mode nearest or "
+                 "bilinear, align_corners only with bilinear");
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&upsample_type, sizeof opts);
+    *(tg_interpolate_opts *)tg_module_state(m) = opts;
+    return m;
+}
+
+static tg_tensor *identity_forward(tg_module *self, tg_tensor *x) { return tg_scope_track(tg_retain(x)); }
+static const tg_module_type identity_type = {"Identity", identity_forward, NULL, NULL};
+tg_module *tg_nn_identity(void) { return tg_module_new(&identity_type, 0); }
 
 typedef struct {
     int start_dim, end_dim;
@@ -446,5 +500,69 @@ tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
         else
             tg_module_free(modules[i]);
     }
-    return finish(seq, status);
+    return nn_finish(seq, status);
+}
+
+/* ---- ModuleList ---- */
+
+static tg_tensor *module_list_forward(tg_module *self, tg_tensor *x) {
+    tg_error("ModuleList (%d modules) has no forward: call its modules (tg_nn_module_list_get) from a forward of your "
+             "own", tg_module_num_children(self));
+    return NULL;
+}
+static const tg_module_type module_list_type = {"ModuleList", module_list_forward, NULL, NULL};
+
+static bool is_module_list(const char *op, tg_module *list) {
+    if (list && tg_module_type_of(list) == &module_list_type) return true;
+    tg_error("%s: the first argument is %s, not a ModuleList", op,
+             list ? tg_module_type_of(list)->name : "NULL");
+    return false;
+}
+
+tg_status tg_nn_module_list_append(tg_module *list, tg_module *m) {
+    if (!is_module_list("tg_nn_module_list_append", list)) {
+        tg_module_free(m);
+        return TG_ERROR;
+    }
+    char name[24];
+    snprintf(name, sizeof name, "%d", tg_module_num_children(list));
+    return tg_register_module(list, name, m);
+}
+
+tg_module *tg_nn_module_list_get(tg_module *list, int i) {
+    if (!is_module_list("tg_nn_module_list_get", list)) return NULL;
+    int n = tg_module_num_children(list);
+    if (i < -n || i >= n) {
+        tg_error("tg_nn_module_list_get: index %d is out of range for a ModuleList of %d modules", i, n);
+        return NULL;
+    }
+    return tg_module_child_at(list, i < 0 ? i + n : i, NULL);
+}
+
+int tg_nn_module_list_len(tg_module *list) {
+    return is_module_list("tg_nn_module_list_len", list) ? tg_module_num_children(list) : -1;
+}
+
+tg_module *tg_nn_module_list(int count, tg_module *const *modules) {
+    bool ok = count >= 0 && (count == 0 || modules);
+    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
+    if (!ok) {
+        int missing = -1;
+        for (int i = 0; modules && i < count; i++) {
+            if (!modules[i] && missing < 0) missing = i;
+            tg_module_free(modules[i]);
+        }
+        if (!tg_has_error() || missing < 0)
+            tg_error("tg_nn_module_list: module %d of %d is NULL (did its constructor fail?)", missing, count);
+        return NULL;
+    }
+    tg_module *list = tg_module_new(&module_list_type, 0);
+    tg_status status = TG_OK;
+    for (int i = 0; i < count; i++) {
+        if (status == TG_OK)
+            status = tg_nn_module_list_append(list, modules[i]);
+        else
+            tg_module_free(modules[i]);
+    }
+    return nn_finish(list, status);
 }

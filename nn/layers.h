@@ -20,6 +20,7 @@
 #include "core/tensor.h"
 #include "nn/module.h"
 #include "ops/conv.h"
+#include "ops/interpolate.h"
 #include "ops/pool.h"
 #include "ops/shape.h"
 
@@ -73,6 +74,10 @@ tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts);
 /* torch.nn.Dropout(p): zeroes with probability p in training, identity in eval. */
 tg_module *tg_nn_dropout(double p);
 
+/* torch.nn.Dropout2d(p): zeroes whole channels of [N, C, H, W] ([N, C, L]) with
+ * probability p in training (tg_dropout2d), identity in eval. */
+tg_module *tg_nn_dropout2d(double p);
+
 /* torch.nn.Embedding(num_embeddings, embedding_dim, padding_idx): "weight" [num, dim]
  * ~ N(0, 1), the padding_idx row zeros; input int64 indices [...] -> [..., dim]
  * (tg_embedding, whose options these are). Fails on a padding_idx out of [-num, num). */
@@ -85,6 +90,18 @@ tg_module *tg_nn_sigmoid(void);
 tg_module *tg_nn_tanh(void);
 tg_module *tg_nn_gelu(void);
 
+/* torch.nn.Softmax(dim) / LogSoftmax(dim) (dim required: PyTorch's dim=None is a
+ * deprecated guess); the dim is checked against the input at forward. */
+tg_module *tg_nn_softmax(int dim);
+tg_module *tg_nn_log_softmax(int dim);
+
+/* torch.nn.Upsample(size | scale_factor, mode, align_corners) on [N, C, H, W]
+ * (tg_interpolate, whose options these are: nearest or bilinear). */
+tg_module *tg_nn_upsample(tg_interpolate_opts opts);
+
+/* torch.nn.Identity: returns its input (the same tensor, as PyTorch). */
+tg_module *tg_nn_identity(void);
+
 /* torch.nn.Flatten(start_dim, end_dim); PyTorch's defaults are (1, -1). */
 tg_module *tg_nn_flatten(int start_dim, int end_dim);
 
@@ -94,6 +111,18 @@ tg_module *tg_nn_flatten(int start_dim, int end_dim);
 tg_module *tg_nn_sequential(int count, tg_module *const *modules);
 /* Appends m as the next child (Sequential.append); takes ownership of m. */
 tg_status tg_nn_sequential_append(tg_module *sequential, tg_module *m);
+
+/* torch.nn.ModuleList: holds modules as children "0", "1", ... (so the state dict
+ * names them as PyTorch's) without running them: its forward fails, as PyTorch's
+ * does; a user module's forward calls tg_nn_module_list_get(list, i). Ownership and
+ * NULL entries as tg_nn_sequential (count 0 makes an empty list). */
+tg_module *tg_nn_module_list(int count, tg_module *const *modules);
+/* ModuleList.append: takes ownership of m (also on failure). */
+tg_status tg_nn_module_list_append(tg_module *list, tg_module *m);
+/* list[i] (borrowed; negative i counts from the end), or NULL + error naming the index and the length. */
+tg_module *tg_nn_module_list_get(tg_module *list, int i);
+/* len(list); -1 + error when list is not a ModuleList. */
+int tg_nn_module_list_len(tg_module *list);
 
 #ifdef __cplusplus
 }

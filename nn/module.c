@@ -40,6 +40,15 @@ typedef struct {
     int num_names, names_capacity;
 } flat_cache;
 
+typedef struct {
+    uint64_t id;
+    tg_forward_pre_hook_fn pre; /* exactly one of pre / post is set */
+    tg_forward_hook_fn post;
+    void *user;
+} hook;
+
+static atomic_uint_fast64_t next_hook_id = 1;
+
 struct tg_module {
     const tg_module_type *type;
     void *state;
@@ -49,6 +58,8 @@ struct tg_module {
     child *children;
     int num_children, children_capacity;
     flat_cache cache;
+    hook *hooks; /* pre-hooks and forward hooks, in registration order */
+    int num_hooks, hooks_capacity;
     bool has_output; /* tg_module_print: the shape of the last forward's output */
     tg_shape output_shape;
 };
@@ -342,6 +353,88 @@ int64_t tg_module_num_params(tg_module *m) { return m ? own_and_descendant_param
 
 /* ---- running ---- */
 
+/* ---- hooks ---- */
+
+static tg_hook_handle add_hook(tg_module *m, hook h) {
+    if (m->num_hooks == m->hooks_capacity) {
+        int cap = m->hooks_capacity ? 2 * m->hooks_capacity : 4;
+        hook *items = realloc(m->hooks, (size_t)cap * sizeof *items);
+        TG_ASSERT(items != NULL);
+        m->hooks = items;
+        m->hooks_capacity = cap;
+    }
+    h.id = atomic_fetch_add(&next_hook_id, 1);
+    m->hooks[m->num_hooks++] = h;
+    return (tg_hook_handle){m, h.id};
+}
+
+tg_hook_handle tg_register_forward_pre_hook(tg_module *m, tg_forward_pre_hook_fn fn, void *user) {
+    if (!m || !fn) {
+        tg_error("tg_register_forward_pre_hook: %s is NULL", m ? "the hook function" : "module");
+        return (tg_hook_handle){NULL, 0};
+    }
+    return add_hook(m, (hook){.pre = fn, .user = user});
+}
+
+tg_hook_handle tg_register_forward_hook(tg_module *m, tg_forward_hook_fn fn, void *user) {
+    if (!m || !fn) {
+        tg_error("tg_register_forward_hook: %s is NULL", m ? "the hook function" : "module");
+        return (tg_hook_handle){NULL, 0};
+    }
+    return add_hook(m, (hook){.post = fn, .user = user});
+}
+
+bool tg_hook_remove(tg_hook_handle handle) {
+    tg_module *m = handle.module;
+    if (!m || !handle.id) return false;
+    for (int i = 0; i < m->num_hooks; i++) {
+        if (m->hooks[i].id != handle.id) continue;
+        memmove(&m->hooks[i], &m->hooks[i + 1], (size_t)(m->num_hooks - i - 1) * sizeof *m->hooks);
+        m->num_hooks--;
+        return true;
+    }
+    return false;
+}
+
+static const hook *find_hook(const tg_module *m, uint64_t id) {
+    for (int i = 0; i < m->num_hooks; i++)
+        if (m->hooks[i].id == id) return &m->hooks[i];
+    return NULL;
+}
+
+/* Pre-hooks, forward, forward hooks (in m's scope). The hooks present when the
+ * forward starts run, in order, each looked up by id when its turn comes: a hook
+ * may remove itself or others (a removed one is skipped), and one added meanwhile
+ * waits for the next call. */
+static tg_tensor *run_hooked(tg_module *m, tg_tensor *x) {
+    int n = m->num_hooks;
+    if (n == 0) return m->type->forward(m, x);
+    uint64_t *ids = malloc((size_t)n * sizeof *ids);
+    TG_ASSERT(ids != NULL);
+    for (int i = 0; i < n; i++) ids[i] = m->hooks[i].id;
+    tg_tensor *y = NULL;
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        const hook *h = find_hook(m, ids[i]);
+        if (!h || !h->pre) continue;
+        tg_tensor *in = x;
+        if (h->pre(m, &in, h->user)) ok = false;
+        else if (!in) ok = false, tg_error("%s: a forward pre-hook set the input to NULL", type_name(m));
+        else x = in;
+    }
+    if (ok) y = m->type->forward(m, x);
+    for (int i = 0; y && i < n; i++) {
+        const hook *h = find_hook(m, ids[i]);
+        if (!h || !h->post) continue;
+        tg_tensor *out = y;
+        if (h->post(m, x, &out, h->user)) y = NULL;
+        else if (!out) y = NULL, tg_error("%s: a forward hook set the output to NULL", type_name(m));
+        else y = out;
+    }
+    free(ids);
+    return y;
+}
+
 tg_tensor *tg_forward(tg_module *m, tg_tensor *x) {
     if (!m) {
         tg_error("tg_forward: module is NULL");
@@ -353,7 +446,7 @@ tg_tensor *tg_forward(tg_module *m, tg_tensor *x) {
     }
     unsigned long errors = tg_error_count();
     tg_scope_begin();
-    tg_tensor *y = m->type->forward(m, x);
+    tg_tensor *y = run_hooked(m, x);
     if (y) {
         tg_scope_return(y);
         m->has_output = true;
@@ -458,6 +551,7 @@ void tg_module_free(tg_module *m) {
         free(m->children[i].name);
     }
     free(m->children);
+    free(m->hooks);
     free_members(&m->params);
     free_members(&m->buffers);
     cache_clear(&m->cache);

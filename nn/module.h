@@ -121,6 +121,33 @@ int64_t tg_module_num_params(tg_module *m);
  * scope); an identity layer returns tg_scope_track(tg_retain(x)). */
 tg_tensor *tg_forward(tg_module *m, tg_tensor *x);
 
+/* ---- hooks (torch.nn.Module.register_forward_pre_hook / register_forward_hook) ----
+ *
+ * tg_forward(m, x) runs, inside m's scope: every pre-hook in registration order, each
+ * seeing the input the previous one left; m's forward; every forward hook in order,
+ * each seeing the (possibly replaced) input and the output the previous one left.
+ * A hook returns TG_OK, or TG_ERROR after recording an error, which makes tg_forward
+ * fail with that error (later hooks and the forward do not run). To replace the input
+ * (pre-hook) or the output (forward hook), store a tensor made by an op into
+ * *input / *output (PyTorch's "return a modified value"); leave it to keep it. Hooks
+ * are not inherited: a hook on a Sequential runs once around the whole sequence, a
+ * hook on a child each time the child runs. `user` is borrowed, passed through. */
+typedef tg_status (*tg_forward_pre_hook_fn)(tg_module *m, tg_tensor **input, void *user);
+typedef tg_status (*tg_forward_hook_fn)(tg_module *m, tg_tensor *input, tg_tensor **output, void *user);
+
+/* PyTorch's RemovableHandle: pass it to tg_hook_remove. id 0 marks a failed registration. */
+typedef struct {
+    tg_module *module;
+    uint64_t id;
+} tg_hook_handle;
+
+/* Adds a hook to m; the handle removes it. A NULL m or fn records an error and returns {NULL, 0}. */
+tg_hook_handle tg_register_forward_pre_hook(tg_module *m, tg_forward_pre_hook_fn fn, void *user);
+tg_hook_handle tg_register_forward_hook(tg_module *m, tg_forward_hook_fn fn, void *user);
+/* handle.remove(): removes the hook if still there (a second remove does nothing, as in
+ * PyTorch). The module must still be alive. Returns whether a hook was removed. */
+bool tg_hook_remove(tg_hook_handle handle);
+
 /* torch.nn.Module.train(on) / eval(): sets the mode of m and all its descendants. */
 void tg_train(tg_module *m, bool on);
 static inline void tg_eval(tg_module *m) { tg_train(m, false); }

@@ -1,4 +1,5 @@
-/* 2-D convolution: definition, backward and CPU kernels (im2col + OpenBLAS GEMM).
+/* 2-D convolution: definition, backward and CPU kernels (im2col + OpenBLAS GEMM);
+ * tg_conv_transpose2d is the input-gradient function applied forward (at the end).
  * CUDA kernels: ops/cuda/conv.cu.
  *
  * The op is three tg_functions, each a GEMM around im2col/col2im:
@@ -30,6 +31,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -552,4 +554,105 @@ tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_o
         if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(conv2d_checked(t[0], t[1], t[2], opts));
     }
     return out;
+}
+
+/* output_padding >= stride (allowed below dilation): the conv that maps the output size
+ * back onto x's does not exist, so take the whole transposed conv (no padding: every
+ * tap lands), keep rows and columns [padding, padding + size) and zero-fill what lies
+ * past its end (rows no input reaches, as in PyTorch). */
+static tg_tensor *uncropped_then_cropped(tg_tensor *x, tg_tensor *w, int stride, int padding, int dilation, int groups,
+                                         int64_t ho, int64_t wo) {
+    int64_t kh = w->shape.dims[2], kw = w->shape.dims[3];
+    int64_t full_h = (x->shape.dims[2] - 1) * stride + (int64_t)dilation * (kh - 1) + 1;
+    int64_t full_w = (x->shape.dims[3] - 1) * stride + (int64_t)dilation * (kw - 1) + 1;
+    conv_params p = {stride, stride, 0, 0, dilation, dilation, groups, kh, kw, full_h, full_w};
+    tg_tensor *y = input_grad_apply(x, w, &p);
+    int64_t want[2] = {ho, wo}, full[2] = {full_h, full_w};
+    for (int d = 0; d < 2 && y; d++) {
+        int64_t keep = full[d] - padding < want[d] ? full[d] - padding : want[d];
+        y = tg_narrow(y, 2 + d, padding, keep);
+        if (y && keep < want[d]) {
+            tg_shape zshape = tg_shape_of(y);
+            zshape.dims[2 + d] = want[d] - keep;
+            tg_tensor *parts[2] = {y, tg_zeros(zshape, (tg_opts){.dtype = y->dtype, .device = y->storage->device})};
+            y = parts[1] ? tg_cat(parts, 2, 2 + d) : NULL;
+        }
+    }
+    return y;
+}
+
+/* conv_transpose2d(x, w) = conv2d_input_grad(x, w) for the conv2d whose input has the
+ * transposed conv's output size: x plays the conv's output gradient, w [C_in, C_out/g,
+ * kH, kW] the conv's weight [Co, C/g, kH, kW]. With output_padding < stride the conv
+ * maps the larger size back onto x's exactly; the extra rows and columns take no
+ * window and stay zero, as PyTorch's. Larger output_padding: uncropped_then_cropped. */
+tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts) {
+    const char *op = "tg_conv_transpose2d";
+    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (!weight) return tg_error_null_input(op, 1), NULL;
+    char xs[128], ws[128], bs[128], d1[16], d2[16];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    tg_shape_str(weight->shape, ws, sizeof ws);
+    if (x->shape.ndim == 3) { /* unbatched [C, H, W] */
+        tg_tensor *y = NULL;
+        TG_SCOPE {
+            tg_tensor *x4 = tg_unsqueeze(x, 0);
+            y = tg_scope_return(tg_squeeze(tg_conv_transpose2d(x4, weight, bias, opts), 0));
+        }
+        return y;
+    }
+    if (x->shape.ndim != 4)
+        return tg_error("%s: expected input [N, C_in, H, W] (4-D, or 3-D unbatched), got %s", op, xs), NULL;
+    if (weight->shape.ndim != 4)
+        return tg_error("%s: expected weight [C_in, C_out / groups, kH, kW] (4-D), got %s", op, ws), NULL;
+    if (!tg_dtype_is_floating(x->dtype) || x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
+        return tg_error("%s: expected input, weight and bias of one floating dtype (float32 or float64), got "
+                        "input %s, weight %s%s%s", op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype),
+                        bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), NULL;
+    if (!tg_device_equal(x->storage->device, weight->storage->device) ||
+        (bias && !tg_device_equal(x->storage->device, bias->storage->device)))
+        return tg_error("%s: expected all tensors on one device, got input on %s and weight on %s", op,
+                        tg_device_str(x->storage->device, d1), tg_device_str(weight->storage->device, d2)), NULL;
+    int stride = opts.stride ? opts.stride : 1, dilation = opts.dilation ? opts.dilation : 1;
+    int groups = opts.groups ? opts.groups : 1, padding = opts.padding, output_padding = opts.output_padding;
+    if (stride < 0 || dilation < 0 || groups < 0 || padding < 0 || output_padding < 0)
+        return tg_error("%s: stride (%d), padding (%d), output_padding (%d), dilation (%d) and groups (%d) must not "
+                        "be negative", op, opts.stride, opts.padding, opts.output_padding, opts.dilation,
+                        opts.groups), NULL;
+    if (output_padding >= stride && output_padding >= dilation)
+        return tg_error("%s: output_padding (%d) must be smaller than either stride (%d) or dilation (%d)", op,
+                        output_padding, stride, dilation), NULL;
+    int64_t ci = weight->shape.dims[0], cog = weight->shape.dims[1];
+    if (ci % groups != 0)
+        return tg_error("%s: weight %s has %lld input channels, not divisible by groups %d", op, ws, (long long)ci,
+                        groups), NULL;
+    if (x->shape.dims[1] != ci)
+        return tg_error("%s: expected input [N, C_in, H, W] with C_in == %lld (weight %s), got %s", op,
+                        (long long)ci, ws, xs), NULL;
+    int64_t co = cog * groups;
+    if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != co))
+        return tg_error("%s: expected bias [%lld] (weight %s, groups %d), got %s", op, (long long)co, ws, groups,
+                        tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
+    int64_t kh = weight->shape.dims[2], kw = weight->shape.dims[3];
+    int64_t ho =
+        (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + output_padding + 1;
+    int64_t wo =
+        (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + output_padding + 1;
+    if (ho <= 0 || wo <= 0 || kh <= 0 || kw <= 0 || x->shape.dims[2] <= 0 || x->shape.dims[3] <= 0)
+        return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
+                        "dilation %d gives %lldx%lld", op, xs, (long long)kh, (long long)kw, stride, padding,
+                        dilation, (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
+    tg_tensor *y = NULL;
+    TG_SCOPE {
+        tg_tensor *raw;
+        if (output_padding < stride) {
+            conv_params p = {stride, stride, padding, padding, dilation, dilation, groups, kh, kw, ho, wo};
+            raw = input_grad_apply(x, weight, &p);
+        } else {
+            raw = uncropped_then_cropped(x, weight, stride, padding, dilation, groups, ho, wo);
+        }
+        if (raw && bias) raw = tg_add(raw, tg_view(bias, TG_SHAPE(1, co, 1, 1)));
+        if (raw) y = tg_scope_return(raw);
+    }
+    return y;
 }

@@ -1,4 +1,4 @@
-/* 2-D convolution (im2col + GEMM on the CPU, im2col + cuBLAS on CUDA). */
+/* 2-D convolution and its transpose (im2col + GEMM on the CPU, im2col + cuBLAS on CUDA). */
 #ifndef TG_OPS_CONV_H
 #define TG_OPS_CONV_H
 
@@ -19,6 +19,21 @@ typedef struct {
  * bias [C_out] or NULL -> [N, C_out, H_out, W_out]. Fails on wrong ranks, channel
  * counts that do not match the groups, or an empty output. */
 tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts);
+
+/* Zero fields mean PyTorch's defaults: stride 1, padding 0, output_padding 0,
+ * dilation 1, groups 1 (both spatial dims alike). no_bias is for the module. */
+typedef struct {
+    int stride, padding, output_padding, dilation, groups;
+    bool no_bias;
+} tg_conv_transpose_opts;
+
+/* torch.nn.functional.conv_transpose2d: x [N, C_in, H, W] (or unbatched [C_in, H, W]),
+ * weight [C_in, C_out / groups, kH, kW], bias [C_out] or NULL ->
+ * [N, C_out, (H-1)*stride - 2*padding + dilation*(kH-1) + output_padding + 1, ...].
+ * It is conv2d's input gradient (the same kernels, CPU and CUDA), so it is
+ * differentiable to any order. output_padding must be smaller than stride or
+ * dilation, as PyTorch's. */
+tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts);
 
 #ifdef __cplusplus
 }

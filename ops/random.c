@@ -436,6 +436,24 @@ tg_status tg_set_rng_state(tg_tensor *state) {
 
 /* ---- dropout ---- */
 
+/* keep / (1 - p) with keep ~ Bernoulli(1 - p), of x's dtype and device, shaped
+ * mask_shape (PyTorch: empty(...).bernoulli_(1 - p).div_(1 - p), the division in x's
+ * dtype); p == 1 keeps nothing (zeros). A new reference in the current scope. */
+static tg_tensor *dropout_mask(tg_tensor *x, tg_shape mask_shape, double p) {
+    double keep = 1.0 - p, scale = x->dtype == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;
+    tg_opts opts = {.dtype = x->dtype, .device = x->storage->device};
+    tg_tensor *mask = p == 1 ? tg_zeros(mask_shape, opts) : tg_empty(mask_shape, opts);
+    if (mask && p < 1 && x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) {
+        uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
+        tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(mask) + 3) / 4);
+        if (tg_cuda_dropout_mask(mask, threshold, scale, r.seed, r.offset)) mask = NULL;
+    } else if (mask && p < 1) {
+        dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = keep, .b = scale};
+        if (fill(mask, &d)) mask = NULL;
+    }
+    return mask;
+}
+
 tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
     if (!x) return tg_error_null_input("tg_dropout", 0), NULL;
     if (!(p >= 0 && p <= 1))
@@ -444,19 +462,30 @@ tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
     if (!training || p == 0) return tg_scope_track(tg_retain(x)); /* identity, as F.dropout */
     tg_tensor *out = NULL;
     TG_SCOPE {
-        /* mask = keep / (1 - p), keep ~ Bernoulli(1 - p); the product's backward
-         * multiplies the gradient by the saved mask. p == 1 keeps nothing (zeros). */
-        /* PyTorch: empty_like(x).bernoulli_(1 - p).div_(1 - p), the division in x's dtype */
-        double keep = 1.0 - p, scale = x->dtype == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;
-        tg_tensor *mask = p == 1 ? tg_zeros_like(x) : tg_empty_like(x);
-        if (mask && p < 1 && x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) {
-            uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
-            tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(x) + 3) / 4);
-            if (tg_cuda_dropout_mask(mask, threshold, scale, r.seed, r.offset)) mask = NULL;
-        } else if (mask && p < 1) {
-            dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = keep, .b = scale};
-            if (fill(mask, &d)) mask = NULL;
-        }
+        /* the product's backward multiplies the gradient by the saved mask */
+        tg_tensor *mask = dropout_mask(x, tg_shape_of(x), p);
+        if (mask) out = tg_scope_return(tg_mul(x, mask));
+    }
+    return out;
+}
+
+tg_tensor *tg_dropout2d(tg_tensor *x, double p, bool training) {
+    if (!x) return tg_error_null_input("tg_dropout2d", 0), NULL;
+    if (!(p >= 0 && p <= 1))
+        return tg_error("tg_dropout2d: dropout probability has to be between 0 and 1, but got %g", p), NULL;
+    if (check_floating("tg_dropout2d", x->dtype)) return NULL;
+    tg_shape shape = tg_shape_of(x);
+    if (shape.ndim != 3 && shape.ndim != 4) {
+        char buf[96];
+        return tg_error("tg_dropout2d: input %s must be [N, C, H, W] (or [N, C, L])",
+                        tg_shape_str(shape, buf, sizeof buf)), NULL;
+    }
+    if (!training || p == 0) return tg_scope_track(tg_retain(x));
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_shape mask_shape = shape; /* [N, C, 1, 1]: one draw per channel, broadcast over H, W */
+        for (int d = 2; d < shape.ndim; d++) mask_shape.dims[d] = 1;
+        tg_tensor *mask = dropout_mask(x, mask_shape, p);
         if (mask) out = tg_scope_return(tg_mul(x, mask));
     }
     return out;

@@ -47,6 +47,12 @@ tg_status tg_set_rng_state(tg_tensor *state);
 /* torch.nn.functional.dropout: in training, zeroes elements with probability p and
  * scales the rest by 1/(1-p); identity in eval. Fails when p is outside [0, 1]. */
 tg_tensor *tg_dropout(tg_tensor *x, double p, bool training);
+/* torch.nn.functional.dropout2d (ATen's feature_dropout): zeroes whole channels,
+ * one Bernoulli(1 - p) draw per [n, c] (a mask [N, C, 1, 1] scaled by 1/(1-p), drawn
+ * as tg_dropout draws), identity in eval. Input [N, C, H, W], or [N, C, L] as
+ * PyTorch 1.13 reads a 3-D input (channel-wise 1-D dropout); other ranks fail
+ * (1.13 warns that they will). */
+tg_tensor *tg_dropout2d(tg_tensor *x, double p, bool training);
 
 /* torch.nn.init (fan_in/fan_out from dims 0 and 1 and the receptive field). */
 typedef enum { TG_FAN_IN = 0, TG_FAN_OUT } tg_fan_mode;

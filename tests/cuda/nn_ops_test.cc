@@ -1,5 +1,7 @@
 // The nn-level ops on CUDA against the CPU: softmax, cross entropy, gather family,
-// conv2d, pooling, batch/layer norm, random fills (the Philox stream),
+// conv2d, pooling, batch/layer norm, random fills (the Philox stream), dropout2d,
+// conv_transpose2d, interpolate, the modules composed of device ops (Conv1d, ConvTranspose2d,
+// GroupNorm, InstanceNorm2d, LSTM, GRU, MultiheadAttention), scaled dot-product attention,
 // optimizer steps, and a whole MLP training step. Skipped without a GPU.
 #include <cmath>
 #include <cstring>
@@ -274,6 +276,139 @@ TEST_F(TgTest, CudaDropoutAndBernoulliDrawThePhiloxStream) {
             ASSERT_EQ(gv[i], (double)w[i % 4] * (1.0 / 4294967296.0) < p_dt ? 1.0 : 0.0) << "bernoulli_ " << i;
         }
     }
+}
+
+// tg_dropout2d: one Philox word per [n, c] channel (the mask [N, C, 1, 1] is drawn as
+// tg_dropout draws), broadcast over the plane; the gradient is the same mask.
+TEST_F(TgTest, CudaDropout2dDrawsOneWordPerChannel) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = tg_ones(TG_SHAPE(3, 7, 4, 5), tg_opts{dt, TG_CPU, false});
+        tg_tensor *gx = on_cuda(x);
+        tg_requires_grad(gx, true);
+        tg_manual_seed(7);
+        tg_tensor *y = tg_dropout2d(gx, 0.3, true);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
+        std::vector<double> v = values(y), g = values(tg_grad(gx));
+        double keep = 1.0 - 0.3, scale = dt == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;
+        uint64_t threshold = (uint64_t)(0.3 * 4294967296.0);
+        for (int64_t i = 0; i < 3 * 7 * 20; i++) {
+            int64_t channel = i / 20;
+            uint32_t w[4];
+            tg_philox(7, (uint64_t)channel / 4, w);
+            double expected = w[channel % 4] < threshold ? 0.0 : scale;
+            ASSERT_EQ(v[i], expected) << "element " << i;
+            ASSERT_EQ(g[i], expected) << "gradient " << i;
+        }
+        EXPECT_EQ(tg_rng_get_state().offset, (uint64_t)(3 * 7 + 3) / 4);
+    }
+}
+
+// tg_conv_transpose2d runs conv2d's input-gradient kernel forward: values and
+// gradients against the CPU.
+TEST_F(TgTest, CudaConvTranspose2dMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = random_cpu(TG_SHAPE(3, 4, 5, 6), dt, 1), *w = random_cpu(TG_SHAPE(4, 3, 3, 2), dt, 2);
+        tg_tensor *b = random_cpu(TG_SHAPE(6), dt, 3);
+        CompareOpts o;
+        EXPECT_TRUE(compare_devices(
+            [](const std::vector<tg_tensor *> &in) {
+                return tg_conv_transpose2d(in[0], in[1], in[2], tg_conv_transpose_opts{
+                    .stride = 2, .padding = 1, .output_padding = 1, .dilation = 2, .groups = 2});
+            },
+            {x, w, b}, o))
+            << tg_dtype_name(dt);
+    }
+}
+
+// tg_interpolate (index_select and broadcast arithmetic on the device).
+TEST_F(TgTest, CudaInterpolateMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_interpolate_opts modes[] = {{.mode = TG_INTERP_NEAREST, .scale_factor = {2}},
+                                   {.mode = TG_INTERP_BILINEAR, .scale_factor = {1.7, 0.6}},
+                                   {.mode = TG_INTERP_BILINEAR, .size = {9, 5}, .align_corners = true}};
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 6, 7), dt, 4);
+        for (const tg_interpolate_opts &o : modes)
+            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_interpolate(in[0], o); },
+                                        {x}))
+                << tg_dtype_name(dt) << " mode " << o.mode;
+    }
+}
+
+// Conv1d, ConvTranspose2d, GroupNorm, InstanceNorm2d (eval) are composed of device ops:
+// the same module moved to CUDA gives the CPU's outputs.
+TEST_F(TgTest, CudaComposedModulesMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_manual_seed(3);
+    tg_module *modules[] = {tg_nn_conv1d(4, 6, 3, tg_conv_opts{.stride = 2, .padding = 1}),
+                            tg_nn_group_norm(2, 4, tg_group_norm_opts{}),
+                            tg_nn_instance_norm2d(4, tg_instance_norm_opts{.affine = true}),
+                            tg_nn_conv_transpose2d(4, 2, 3, tg_conv_transpose_opts{.stride = 2})};
+    tg_shape shapes[] = {TG_SHAPE(2, 4, 9), TG_SHAPE(2, 4, 3, 5), TG_SHAPE(2, 4, 3, 5), TG_SHAPE(2, 4, 3, 5)};
+    for (int i = 0; i < 4; i++) {
+        tg_tensor *x = random_cpu(shapes[i], TG_FLOAT32, 5 + i);
+        tg_tensor *cpu = tg_forward(modules[i], x);
+        ASSERT_EQ(tg_module_to(modules[i], tg_cuda(0)), TG_OK) << tg_last_error();
+        tg_tensor *gpu = tg_forward(modules[i], on_cuda(x));
+        EXPECT_TRUE(same_values(cpu, gpu, 1e-5, 1e-5)) << tg_module_type_of(modules[i])->name;
+        tg_module_free(modules[i]);
+    }
+}
+
+// LSTM, GRU and RNN (compositions of device ops) moved to CUDA give the CPU's results.
+TEST_F(TgTest, CudaRecurrentModulesMatchCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_manual_seed(5);
+    tg_module *modules[] = {tg_nn_lstm(3, 4, tg_rnn_opts{.num_layers = 2, .bidirectional = true}),
+                            tg_nn_gru(3, 4, tg_rnn_opts{.batch_first = true}), tg_nn_lstm_cell(3, 4, tg_rnn_opts{})};
+    tg_shape shapes[] = {TG_SHAPE(5, 2, 3), TG_SHAPE(2, 5, 3), TG_SHAPE(2, 3)};
+    for (int i = 0; i < 3; i++) {
+        tg_tensor *x = random_cpu(shapes[i], TG_FLOAT32, 8 + i);
+        tg_rnn_result cpu, gpu;
+        ASSERT_EQ(tg_rnn_forward(modules[i], x, nullptr, nullptr, &cpu), TG_OK) << tg_last_error();
+        ASSERT_EQ(tg_module_to(modules[i], tg_cuda(0)), TG_OK) << tg_last_error();
+        ASSERT_EQ(tg_rnn_forward(modules[i], on_cuda(x), nullptr, nullptr, &gpu), TG_OK) << tg_last_error();
+        EXPECT_TRUE(same_values(cpu.output, gpu.output, 1e-5, 1e-5)) << i;
+        EXPECT_TRUE(same_values(cpu.h_n, gpu.h_n, 1e-5, 1e-5)) << i;
+        if (cpu.c_n) EXPECT_TRUE(same_values(cpu.c_n, gpu.c_n, 1e-5, 1e-5)) << i;
+        tg_module_free(modules[i]);
+    }
+}
+
+// tg_scaled_dot_product_attention (matmul, softmax, masks on the device) and
+// MultiheadAttention moved to CUDA give the CPU's results.
+TEST_F(TgTest, CudaAttentionMatchesCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        tg_tensor *q = random_cpu(TG_SHAPE(2, 3, 5, 8), dt, 1), *k = random_cpu(TG_SHAPE(2, 3, 7, 8), dt, 2);
+        tg_tensor *v = random_cpu(TG_SHAPE(2, 3, 7, 4), dt, 3), *m = random_cpu(TG_SHAPE(5, 7), dt, 4);
+        EXPECT_TRUE(compare_devices(
+            [](const std::vector<tg_tensor *> &in) {
+                return tg_scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0.0, false);
+            },
+            {q, k, v, m}))
+            << tg_dtype_name(dt);
+        EXPECT_TRUE(compare_devices(
+            [](const std::vector<tg_tensor *> &in) {
+                return tg_scaled_dot_product_attention(in[0], in[1], in[2], nullptr, 0.0, true);
+            },
+            {q, k, v}))
+            << tg_dtype_name(dt) << " causal";
+    }
+    tg_manual_seed(2);
+    tg_module *mha = tg_nn_multihead_attention(8, 2, tg_mha_opts{});
+    tg_tensor *x = random_cpu(TG_SHAPE(5, 3, 8), TG_FLOAT32, 6);
+    tg_tensor *cpu_out = nullptr, *cpu_w = nullptr, *gpu_out = nullptr, *gpu_w = nullptr;
+    ASSERT_EQ(tg_mha_forward(mha, x, x, x, tg_mha_call_opts{}, &cpu_out, &cpu_w), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_module_to(mha, tg_cuda(0)), TG_OK) << tg_last_error();
+    tg_tensor *gx = on_cuda(x);
+    ASSERT_EQ(tg_mha_forward(mha, gx, gx, gx, tg_mha_call_opts{}, &gpu_out, &gpu_w), TG_OK) << tg_last_error();
+    EXPECT_TRUE(same_values(cpu_out, gpu_out, 1e-5, 1e-5));
+    EXPECT_TRUE(same_values(cpu_w, gpu_w, 1e-5, 1e-5));
+    tg_module_free(mha);
 }
 
 TEST_F(TgTest, CudaOptimizerStepsMatchCpu) {

@@ -1,0 +1,50 @@
+/* torch.nn.MultiheadAttention on tg_attention_with_weights (ops/attention.h).
+ * Constructor as in nn/layers.h: a NEW module or NULL + error; float32 CPU. */
+#ifndef TG_NN_ATTENTION_H
+#define TG_NN_ATTENTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nn/module.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    double dropout;   /* on the attention weights, in training */
+    bool no_bias;     /* bias=False: no in_proj_bias, out_proj without bias */
+    bool batch_first; /* [B, L, E] instead of [L, B, E] */
+} tg_mha_opts;
+
+/* torch.nn.MultiheadAttention(embed_dim, num_heads) with key and value of embed_dim
+ * (no kdim/vdim, add_bias_kv, add_zero_attn): parameters "in_proj_weight" [3E, E]
+ * (xavier_uniform_), "in_proj_bias" [3E] (zeros), child "out_proj" (Linear(E, E),
+ * bias zeroed), drawn in PyTorch's order (out_proj's Linear init, then
+ * in_proj_weight). Fails unless num_heads divides embed_dim. */
+tg_module *tg_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, tg_mha_opts opts);
+
+/* The call's optional arguments (zero = PyTorch's defaults). */
+typedef struct {
+    /* [B, S] (or [S] unbatched) bool, true = that key is ignored; or NULL */
+    tg_tensor *key_padding_mask;
+    /* [L, S] or [B * num_heads, L, S]: bool, true = NOT allowed (MultiheadAttention's
+     * convention, the opposite of scaled_dot_product_attention's), or floating, added */
+    tg_tensor *attn_mask;
+    bool per_head_weights; /* average_attn_weights=False: weights [B, num_heads, L, S] */
+} tg_mha_call_opts;
+
+/* attn_output, attn_weights = m(query, key, value, key_padding_mask, need_weights,
+ * attn_mask, average_attn_weights): query [L, B, E], key and value [S, B, E]
+ * ([B, L, E] with batch_first; [L, E] and [S, E] unbatched) -> *output [L, B, E];
+ * *weights (when weights is not NULL: need_weights=True) [B, L, S] averaged over the
+ * heads, or [B, num_heads, L, S]. NEW references in the caller's scope.
+ * tg_forward(m, x) is self-attention m(x, x, x)'s output; hooks run with tg_forward only. */
+tg_status tg_mha_forward(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *value, tg_mha_call_opts opts,
+                         tg_tensor **output, tg_tensor **weights);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,35 @@
+/* Convolution modules beyond Conv2d (torch.nn.Conv1d, ConvTranspose2d), on the 2-D
+ * convolution ops (ops/conv.h), so they run on every device conv2d runs on.
+ * Constructors as in nn/layers.h: a NEW module or NULL + error; float32 CPU;
+ * parameters drawn as PyTorch's reset_parameters() draws them. */
+#ifndef TG_NN_CONV_LAYERS_H
+#define TG_NN_CONV_LAYERS_H
+
+#include <stdint.h>
+
+#include "nn/module.h"
+#include "ops/conv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* torch.nn.Conv1d(in_channels, out_channels, kernel_size, stride, padding, dilation,
+ * groups, bias=!no_bias) (zero padding): weight [out, in/groups, k] ~
+ * kaiming_uniform_(a=sqrt(5)), bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
+ * fan_in = in/groups * k. Input [N, C_in, L] or unbatched [C_in, L]. */
+tg_module *tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts);
+
+/* torch.nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride, padding,
+ * output_padding, dilation, groups, bias=!no_bias) (tg_conv_transpose2d):
+ * weight [in, out/groups, k, k] ~ kaiming_uniform_(a=sqrt(5)) with PyTorch's fan_in
+ * of that shape (out/groups * k * k), bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+ * Input [N, C_in, H, W] or unbatched [C_in, H, W]. The output size is fixed by
+ * output_padding (PyTorch's forward(input, output_size) is not offered). */
+tg_module *tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int kernel_size,
+                                  tg_conv_transpose_opts opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+/* Internal to the built-in modules' sources (nn/layers.c, nn/norm_layers.c,
+ * nn/attention.c): option defaults, the constructors' common exit, shape text for
+ * error messages. Not installed, not part of the API. */
+#ifndef TG_NN_LAYER_HELPERS_H
+#define TG_NN_LAYER_HELPERS_H
+
+#include <math.h>
+#include <stddef.h>
+
+#include "core/tensor.h"
+#include "nn/module.h"
+
+/* Resolves an option whose zero means "default": TG_ZERO (-0.0) means a real 0. */
+static inline double nn_or_default(double v, double dflt) {
+    if (v == 0) return signbit(v) ? 0.0 : dflt;
+    return v;
+}
+
+/* Constructors make their tensors inside a TG_SCOPE of their own, so that the
+ * module's reference (taken by tg_register_*) is the only one left; on failure the
+ * half-made module is freed. */
+static inline tg_module *nn_finish(tg_module *m, tg_status status) {
+    if (status != TG_OK) {
+        tg_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static inline const char *nn_shape_text(tg_tensor *t, char *buf, size_t size) {
+    return tg_shape_str(tg_shape_of(t), buf, size);
+}
+
+#endif
