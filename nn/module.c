@@ -40,12 +40,22 @@ typedef struct {
     int num_names, names_capacity;
 } flat_cache;
 
+typedef struct {
+    int handle;
+    tg_forward_pre_hook fn;
+    void *ctx;
+    void (*free_ctx)(void *ctx);
+} pre_hook;
+
 struct tg_module {
     const tg_module_type *type;
     void *state;
     bool training;
     tg_module *parent;
     member_list params, buffers;
+    member_list attrs; /* plain tensor attributes (not state): a pruned module's "weight" */
+    pre_hook *pre_hooks;
+    int num_pre_hooks, pre_hooks_capacity, next_hook_handle;
     child *children;
     int num_children, children_capacity;
     flat_cache cache;
@@ -178,7 +188,112 @@ static tg_tensor *find_member(const member_list *l, const char *name) {
     return NULL;
 }
 
-tg_tensor *tg_module_param(tg_module *m, const char *name) { return m ? find_member(&m->params, name) : NULL; }
+tg_tensor *tg_module_param(tg_module *m, const char *name) {
+    if (!m) return NULL;
+    tg_tensor *t = find_member(&m->params, name);
+    return t ? t : find_member(&m->attrs, name);
+}
+
+tg_tensor *tg_module_attr(tg_module *m, const char *name) { return m ? find_member(&m->attrs, name) : NULL; }
+
+tg_status tg_module_set_attr(tg_module *m, const char *name, tg_tensor *t) {
+    if (!m) return tg_error("tg_module_set_attr: module is NULL");
+    if (!name || !*name || strchr(name, '.'))
+        return tg_error("%s: attribute name \"%s\" must be non-empty and contain no '.'", type_name(m),
+                        name ? name : "(NULL)");
+    for (int i = 0; i < m->attrs.count; i++) {
+        if (strcmp(m->attrs.items[i].name, name)) continue;
+        tg_tensor *old = m->attrs.items[i].tensor;
+        if (t) {
+            m->attrs.items[i].tensor = tg_retain(t);
+        } else {
+            free(m->attrs.items[i].name);
+            m->attrs.items[i] = m->attrs.items[--m->attrs.count];
+        }
+        tg_release(old);
+        return TG_OK;
+    }
+    if (!t) return TG_OK;
+    /* not member_push: attributes are in no cached list, so the generation stays */
+    if (m->attrs.count == m->attrs.capacity) {
+        int cap = m->attrs.capacity ? 2 * m->attrs.capacity : 2;
+        member *items = realloc(m->attrs.items, (size_t)cap * sizeof *items);
+        TG_ASSERT(items != NULL);
+        m->attrs.items = items;
+        m->attrs.capacity = cap;
+    }
+    m->attrs.items[m->attrs.count++] = (member){dup_string(name), tg_retain(t)};
+    return TG_OK;
+}
+
+/* Removes `name` from l, handing its reference to the caller (NULL when absent). */
+static tg_tensor *member_take(member_list *l, const char *name) {
+    for (int i = 0; i < l->count; i++) {
+        if (strcmp(l->items[i].name, name)) continue;
+        tg_tensor *t = l->items[i].tensor;
+        free(l->items[i].name);
+        memmove(l->items + i, l->items + i + 1, (size_t)(l->count - i - 1) * sizeof *l->items);
+        l->count--;
+        atomic_fetch_add(&generation, 1);
+        return t;
+    }
+    return NULL;
+}
+
+static tg_status unregister(tg_module *m, member_list *l, const char *what, const char *name) {
+    if (!m) return tg_error("tg_unregister_%s: module is NULL", what);
+    tg_tensor *t = name ? member_take(l, name) : NULL;
+    if (!t) return tg_error("%s: no %s named \"%s\" to remove", type_name(m), what, name ? name : "(NULL)");
+    tg_release(t);
+    return TG_OK;
+}
+
+tg_status tg_unregister_parameter(tg_module *m, const char *name) {
+    return unregister(m, m ? &m->params : NULL, "parameter", name);
+}
+tg_status tg_unregister_buffer(tg_module *m, const char *name) {
+    return unregister(m, m ? &m->buffers : NULL, "buffer", name);
+}
+
+int tg_module_add_forward_pre_hook(tg_module *m, tg_forward_pre_hook fn, void *ctx, void (*free_ctx)(void *)) {
+    if (!m || !fn) {
+        tg_error("tg_module_add_forward_pre_hook: %s is NULL", m ? "hook function" : "module");
+        if (free_ctx) free_ctx(ctx);
+        return -1;
+    }
+    if (m->num_pre_hooks == m->pre_hooks_capacity) {
+        int cap = m->pre_hooks_capacity ? 2 * m->pre_hooks_capacity : 2;
+        pre_hook *items = realloc(m->pre_hooks, (size_t)cap * sizeof *items);
+        TG_ASSERT(items != NULL);
+        m->pre_hooks = items;
+        m->pre_hooks_capacity = cap;
+    }
+    int handle = ++m->next_hook_handle;
+    m->pre_hooks[m->num_pre_hooks++] = (pre_hook){handle, fn, ctx, free_ctx};
+    return handle;
+}
+
+int tg_module_num_forward_pre_hooks(const tg_module *m) { return m ? m->num_pre_hooks : 0; }
+
+int tg_module_forward_pre_hook_at(const tg_module *m, int i, tg_forward_pre_hook *fn, void **ctx) {
+    if (!m || i < 0 || i >= m->num_pre_hooks) return 0;
+    if (fn) *fn = m->pre_hooks[i].fn;
+    if (ctx) *ctx = m->pre_hooks[i].ctx;
+    return m->pre_hooks[i].handle;
+}
+
+tg_status tg_module_remove_forward_pre_hook(tg_module *m, int handle) {
+    if (!m) return tg_error("tg_module_remove_forward_pre_hook: module is NULL");
+    for (int i = 0; i < m->num_pre_hooks; i++) {
+        if (m->pre_hooks[i].handle != handle) continue;
+        pre_hook h = m->pre_hooks[i];
+        memmove(m->pre_hooks + i, m->pre_hooks + i + 1, (size_t)(m->num_pre_hooks - i - 1) * sizeof *m->pre_hooks);
+        m->num_pre_hooks--;
+        if (h.free_ctx) h.free_ctx(h.ctx);
+        return TG_OK;
+    }
+    return tg_error("%s: no forward pre-hook with handle %d", type_name(m), handle);
+}
 tg_tensor *tg_module_buffer(tg_module *m, const char *name) { return m ? find_member(&m->buffers, name) : NULL; }
 
 tg_module *tg_module_child(tg_module *m, const char *name) {
@@ -353,12 +468,19 @@ tg_tensor *tg_forward(tg_module *m, tg_tensor *x) {
     }
     unsigned long errors = tg_error_count();
     tg_scope_begin();
-    tg_tensor *y = m->type->forward(m, x);
+    tg_tensor *y = NULL;
+    bool hooks_ok = true;
+    for (int i = 0; i < m->num_pre_hooks && hooks_ok; i++) {
+        hooks_ok = m->pre_hooks[i].fn(m, x, m->pre_hooks[i].ctx) == TG_OK;
+        if (!hooks_ok && tg_error_count() == errors)
+            tg_error("%s: a forward pre-hook failed without recording an error", type_name(m));
+    }
+    if (hooks_ok) y = m->type->forward(m, x);
     if (y) {
         tg_scope_return(y);
         m->has_output = true;
         m->output_shape = tg_shape_of(y);
-    } else if (tg_error_count() == errors) {
+    } else if (hooks_ok && tg_error_count() == errors) {
         tg_error("%s: forward returned NULL without recording an error", type_name(m));
     }
     tg_scope_end();
@@ -460,6 +582,10 @@ void tg_module_free(tg_module *m) {
     free(m->children);
     free_members(&m->params);
     free_members(&m->buffers);
+    free_members(&m->attrs);
+    for (int i = 0; i < m->num_pre_hooks; i++)
+        if (m->pre_hooks[i].free_ctx) m->pre_hooks[i].free_ctx(m->pre_hooks[i].ctx);
+    free(m->pre_hooks);
     cache_clear(&m->cache);
     free(m->state);
     free(m);

@@ -87,9 +87,36 @@ tg_status tg_register_module(tg_module *m, const char *name, tg_module *child);
 
 /* ---- members (borrowed) ---- */
 
-/* m's own parameter / buffer called `name`, or NULL (no error recorded). */
+/* m's own parameter / buffer called `name`, or NULL (no error recorded). As PyTorch's
+ * getattr, tg_module_param falls back to a tensor attribute of that name (below):
+ * a pruned Linear's "weight" is the attribute weight_orig * weight_mask. */
 tg_tensor *tg_module_param(tg_module *m, const char *name);
 tg_tensor *tg_module_buffer(tg_module *m, const char *name);
+/* torch.nn.Module's `del module._parameters[name]` / `del module._buffers[name]`:
+ * drops m's member and its reference. Fails when m has no such member. */
+tg_status tg_unregister_parameter(tg_module *m, const char *name);
+tg_status tg_unregister_buffer(tg_module *m, const char *name);
+
+/* Plain tensor attributes (PyTorch's `module.weight = tensor` for a tensor that is
+ * neither parameter nor buffer): not in the state dict, not moved by tg_module_to.
+ * set_attr takes a reference of its own and replaces an attribute of the same name;
+ * t NULL removes it. tg_module_attr returns a borrowed reference or NULL. */
+tg_status tg_module_set_attr(tg_module *m, const char *name, tg_tensor *t);
+tg_tensor *tg_module_attr(tg_module *m, const char *name);
+
+/* Forward pre-hooks (torch.nn.Module.register_forward_pre_hook): fn(m, x, ctx) runs
+ * inside tg_forward's scope before m's forward, in the order added; a hook that
+ * returns TG_ERROR (after recording an error) makes tg_forward fail. Used by pruning
+ * (nn/prune.h) to set the effective weight. add returns a handle > 0 (-1 + error on a
+ * NULL module or fn, after free_ctx(ctx)); m owns ctx and calls free_ctx (when not
+ * NULL) on removal or when m is freed. hook_at returns the i-th hook's handle (0 when
+ * out of range) and its fn and ctx (borrowed) through the pointers that are not NULL. */
+typedef tg_status (*tg_forward_pre_hook)(tg_module *m, tg_tensor *x, void *ctx);
+int tg_module_add_forward_pre_hook(tg_module *m, tg_forward_pre_hook fn, void *ctx, void (*free_ctx)(void *ctx));
+int tg_module_num_forward_pre_hooks(const tg_module *m);
+int tg_module_forward_pre_hook_at(const tg_module *m, int i, tg_forward_pre_hook *fn, void **ctx);
+tg_status tg_module_remove_forward_pre_hook(tg_module *m, int handle);
+
 /* m's direct child called `name`, or NULL. */
 tg_module *tg_module_child(tg_module *m, const char *name);
 int tg_module_num_children(const tg_module *m);
