@@ -403,3 +403,49 @@ TEST_F(ModuleTest, MaxPoolDilation) {
     EXPECT_EQ(tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2, .dilation = -1}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_nn_max_pool2d: dilation=-1 must be non-negative (0 means 1)");
 }
+
+namespace {
+int hook_calls = 0;
+tg_status scaling_hook(tg_module *m, tg_tensor *x, void *ctx) {
+    hook_calls++;
+    return tg_module_set_attr(m, "scale", tg_mul_scalar(x, *(double *)ctx));
+}
+tg_status failing_hook(tg_module *m, tg_tensor *x, void *ctx) { return tg_error("failing_hook: refused"); }
+}  // namespace
+
+TEST_F(ModuleTest, ForwardPreHooksAttributesAndUnregister) {
+    tg_module *lin = tg_nn_linear(2, 2, tg_linear_opts{});
+    double *factor = (double *)malloc(sizeof(double));
+    *factor = 3.0;
+    int h = tg_module_add_forward_pre_hook(lin, scaling_hook, factor, free);
+    ASSERT_GT(h, 0);
+    hook_calls = 0;
+    tg_tensor *x = tensor_f32({1, 2}, TG_SHAPE(1, 2));
+    ASSERT_NE(tg_forward(lin, x), nullptr) << tg_last_error();
+    EXPECT_EQ(hook_calls, 1);
+    EXPECT_TRUE(tensor_near(tg_module_attr(lin, "scale"), {3, 6}, 0));
+    EXPECT_EQ(tg_module_param(lin, "scale"), tg_module_attr(lin, "scale"));  // getattr falls back
+    int n = 0;
+    tg_state_dict(lin, &n);
+    EXPECT_EQ(n, 2);  // attributes are not state
+
+    int failing = tg_module_add_forward_pre_hook(lin, failing_hook, nullptr, nullptr);
+    tg_clear_error();
+    EXPECT_EQ(tg_forward(lin, x), nullptr);
+    EXPECT_ERROR_CONTAINS("failing_hook: refused");
+    EXPECT_EQ(tg_module_remove_forward_pre_hook(lin, failing), TG_OK);
+    EXPECT_EQ(tg_module_num_forward_pre_hooks(lin), 1);
+    tg_clear_error();
+    EXPECT_EQ(tg_module_remove_forward_pre_hook(lin, failing), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("Linear: no forward pre-hook with handle");
+
+    ASSERT_EQ(tg_module_set_attr(lin, "scale", nullptr), TG_OK);
+    EXPECT_EQ(tg_module_attr(lin, "scale"), nullptr);
+    ASSERT_EQ(tg_unregister_parameter(lin, "bias"), TG_OK);
+    tg_state_dict(lin, &n);
+    EXPECT_EQ(n, 1);
+    tg_clear_error();
+    EXPECT_EQ(tg_unregister_buffer(lin, "bias"), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("Linear: no buffer named \"bias\" to remove");
+    tg_module_free(lin);  // frees the remaining hook's ctx
+}
