@@ -60,6 +60,7 @@
 #include "nn/module.h"
 #include "nn/layers.h"
 #include "nn/prune.h"
+#include "nn/quantize.h"
 #include "optim/optim.h"
 #include "optim/grad_scaler.h"
 

@@ -181,6 +181,32 @@ tg_status tg_register_module(tg_module *m, const char *name, tg_module *c) {
     return TG_OK;
 }
 
+tg_status tg_module_replace_child(tg_module *m, const char *name, tg_module *c) {
+    if (!m) {
+        tg_module_free(c);
+        return tg_error("tg_module_replace_child: parent module is NULL");
+    }
+    if (!c) {
+        if (!tg_has_error()) tg_error("%s: new child module \"%s\" is NULL", type_name(m), name ? name : "");
+        return TG_ERROR;
+    }
+    if (c->parent || c == m)
+        return tg_error("%s: new child \"%s\" (%s) already has a parent", type_name(m), name ? name : "",
+                        type_name(c));
+    for (int i = 0; name && i < m->num_children; i++) {
+        if (strcmp(m->children[i].name, name)) continue;
+        m->children[i].module->parent = NULL;
+        tg_module_free(m->children[i].module);
+        m->children[i].module = c;
+        c->parent = m;
+        c->training = m->training;
+        atomic_fetch_add(&generation, 1);
+        return TG_OK;
+    }
+    tg_module_free(c);
+    return tg_error("%s: no child module named \"%s\" to replace", type_name(m), name ? name : "(NULL)");
+}
+
 static tg_tensor *find_member(const member_list *l, const char *name) {
     if (!name) return NULL;
     for (int i = 0; i < l->count; i++)

@@ -85,6 +85,12 @@ tg_status tg_register_buffer(tg_module *m, const char *name, tg_tensor *t);
  * child is freed). Fails on NULL, a duplicate name, or a child that already has a parent. */
 tg_status tg_register_module(tg_module *m, const char *name, tg_module *child);
 
+/* setattr(module, name, child) for an existing child: frees the old child and puts
+ * c in its place (same position in the iteration order). m takes ownership of c, also
+ * on failure (freed), except when c already has a parent. Fails when m has no child
+ * called name. */
+tg_status tg_module_replace_child(tg_module *m, const char *name, tg_module *c);
+
 /* ---- members (borrowed) ---- */
 
 /* m's own parameter / buffer called `name`, or NULL (no error recorded). As PyTorch's
