@@ -449,3 +449,21 @@ TEST_F(ModuleTest, ForwardPreHooksAttributesAndUnregister) {
     EXPECT_ERROR_CONTAINS("Linear: no buffer named \"bias\" to remove");
     tg_module_free(lin);  // frees the remaining hook's ctx
 }
+
+TEST_F(ModuleTest, ReplaceChild) {
+    tg_module *seq = TG_NN_SEQUENTIAL(tg_nn_linear(2, 2, tg_linear_opts{}), tg_nn_relu());
+    tg_eval(seq);
+    ASSERT_EQ(tg_module_replace_child(seq, "0", tg_nn_tanh()), TG_OK) << tg_last_error();
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(seq, "0"))->name, "Tanh");
+    EXPECT_FALSE(tg_is_training(tg_module_child(seq, "0")));  // takes the parent's mode
+    int n = 0;
+    tg_state_dict(seq, &n);
+    EXPECT_EQ(n, 0);  // the Linear's members went with it
+    tg_clear_error();
+    EXPECT_EQ(tg_module_replace_child(seq, "7", tg_nn_relu()), TG_ERROR);  // the new child is freed
+    EXPECT_ERROR_CONTAINS("Sequential: no child module named \"7\" to replace");
+    tg_clear_error();
+    EXPECT_EQ(tg_module_replace_child(seq, "1", tg_module_child(seq, "0")), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("already has a parent");
+    tg_module_free(seq);
+}
