@@ -15,13 +15,34 @@
 #include "ops/qgemm.h"
 #include "ops/shape.h"
 
+/* The buffer "weight" (uint8, q + 128) is the state that is saved and loaded; the
+ * int8 copy the GEMM reads and its row sums are rebuilt from it whenever its version
+ * moved (a load writes into it). */
 typedef struct {
     int64_t in, out;
     bool per_channel;
-    int8_t *weight;   /* out x in, row-major */
-    int32_t *col_sum; /* sum over k of each weight row (the input zero point's correction) */
-    float *scale;     /* 1 or out values */
+    int8_t *weight;    /* out x in, row-major */
+    int32_t *col_sum;  /* sum over k of each weight row (the input zero point's correction) */
+    uint64_t version;  /* of the "weight" buffer when weight and col_sum were made */
 } qlinear_state;
+
+static void sync_weight(tg_module *self) {
+    qlinear_state *s = tg_module_state(self);
+    tg_tensor *stored = tg_module_buffer(self, "weight");
+    if (tg_version(stored) == s->version) return;
+    TG_ASSERT(tg_is_contiguous(stored)); /* made so; loads and moves keep it so */
+    const uint8_t *u = tg_data_ptr(stored);
+    for (int64_t j = 0; j < s->out; j++) {
+        int32_t sum = 0;
+        for (int64_t p = 0; p < s->in; p++) {
+            int8_t q = (int8_t)((int32_t)u[j * s->in + p] - 128);
+            s->weight[j * s->in + p] = q;
+            sum += q;
+        }
+        s->col_sum[j] = sum;
+    }
+    s->version = tg_version(stored);
+}
 
 static const char *module_name(tg_module *m) {
     const tg_module_type *t = tg_module_type_of(m);
@@ -32,7 +53,6 @@ static void qlinear_free(tg_module *self) {
     qlinear_state *s = tg_module_state(self);
     free(s->weight);
     free(s->col_sum);
-    free(s->scale);
 }
 
 static void qlinear_repr(tg_module *self, char *buf, size_t size) {
@@ -83,7 +103,13 @@ static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
                  (long long)s->in, tg_dtype_name(tg_dtype_of(x)), buf, tg_device_str(tg_device_of(x), dev));
         return NULL;
     }
+    if (tg_device_of(tg_module_buffer(self, "weight")).kind != TG_DEVICE_CPU) {
+        tg_error("DynamicQuantizedLinear: the quantised weights must stay on the CPU (an int8 CPU kernel)");
+        return NULL;
+    }
     int64_t rows = s->in ? tg_numel(x) / s->in : 0, k = s->in, n = s->out;
+    sync_weight(self);
+    const float *w_scale = tg_data_ptr(tg_module_buffer(self, "scale"));
     tg_tensor *xc = tg_contiguous(tg_detach(x));
     if (!xc) return NULL;
     const float *xv = tg_data_ptr(xc);
@@ -110,7 +136,7 @@ static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < n; j++) {
             int32_t raw = acc[i * n + j] - x_zp * s->col_sum[j];
-            float y = (float)raw * x_scale * s->scale[s->per_channel ? j : 0]; /* fbgemm's ReQuantizeForFloat */
+            float y = (float)raw * x_scale * w_scale[s->per_channel ? j : 0]; /* fbgemm's ReQuantizeForFloat */
             out[i * n + j] = b ? y + b[j] : y;
         }
     shape.dims[shape.ndim - 1] = n;
@@ -169,35 +195,42 @@ tg_module *tg_nn_dynamic_quantized_linear(tg_module *linear, tg_quantize_opts op
     s->per_channel = opts.per_channel;
     s->weight = malloc((size_t)(out * in > 0 ? out * in : 1));
     s->col_sum = calloc((size_t)(out > 0 ? out : 1), sizeof *s->col_sum);
-    s->scale = malloc((size_t)(opts.per_channel && out > 0 ? out : 1) * sizeof *s->scale);
-    TG_ASSERT(s->weight && s->col_sum && s->scale);
+    int64_t nscale = opts.per_channel ? out : 1;
+    float *scales = malloc((size_t)(nscale > 0 ? nscale : 1) * sizeof *scales);
+    uint8_t *stored = malloc((size_t)(out * in > 0 ? out * in : 1));
+    TG_ASSERT(s->weight && s->col_sum && scales && stored);
     tg_status status = TG_ERROR;
     bool prev = tg_set_grad_enabled(false);
     tg_scope_begin();
     tg_tensor *wc = tg_contiguous(tg_detach(w));
     if (wc) {
         const float *wv = tg_data_ptr(wc);
-        if (!opts.per_channel) s->scale[0] = symmetric_scale(wv, out * in);
+        if (!opts.per_channel) scales[0] = symmetric_scale(wv, out * in);
         for (int64_t j = 0; j < out; j++) {
-            if (opts.per_channel) s->scale[j] = symmetric_scale(wv + j * in, in);
-            const float inv = 1.0f / s->scale[opts.per_channel ? j : 0];
+            if (opts.per_channel) scales[j] = symmetric_scale(wv + j * in, in);
+            const float inv = 1.0f / scales[opts.per_channel ? j : 0];
             for (int64_t p = 0; p < in; p++) {
                 float v = nearbyintf(wv[j * in + p] * inv);
-                int8_t qv = (int8_t)(v < -128.f ? -128.f : v > 127.f ? 127.f : v);
-                s->weight[j * in + p] = qv;
-                s->col_sum[j] += qv;
+                stored[j * in + p] = (uint8_t)((v < -128.f ? -128.f : v > 127.f ? 127.f : v) + 128.f);
             }
         }
-        int64_t nscale = opts.per_channel ? out : 1;
-        tg_tensor *scale = tg_from_data(s->scale, TG_SHAPE(nscale), (tg_opts){.dtype = TG_FLOAT32});
+        tg_tensor *weight = tg_from_data(stored, TG_SHAPE(out, in), (tg_opts){.dtype = TG_UINT8});
+        tg_tensor *scale = tg_from_data(scales, TG_SHAPE(nscale), (tg_opts){.dtype = TG_FLOAT32});
         tg_tensor *zp = tg_zeros(TG_SHAPE(nscale), (tg_opts){.dtype = TG_INT64});
-        status = scale && zp ? TG_OK : TG_ERROR;
+        status = weight && scale && zp ? TG_OK : TG_ERROR;
+        if (!status) status = tg_register_buffer(q, "weight", weight);
         if (!status) status = tg_register_buffer(q, "scale", scale);
         if (!status) status = tg_register_buffer(q, "zero_point", zp);
         if (!status && bias) status = tg_register_buffer(q, "bias", tg_clone(bias));
     }
+    if (!status) {
+        s->version = tg_version(tg_module_buffer(q, "weight")) + 1; /* never equal: sync builds */
+        sync_weight(q);
+    }
     tg_scope_end();
     tg_set_grad_enabled(prev);
+    free(scales);
+    free(stored);
     if (status) {
         tg_module_free(q);
         return NULL;
@@ -212,6 +245,7 @@ tg_tensor *tg_quantized_linear_weight(tg_module *qlinear) {
         return NULL;
     }
     qlinear_state *s = tg_module_state(qlinear);
+    sync_weight(qlinear);
     int32_t *v = malloc((size_t)(s->out * s->in > 0 ? s->out * s->in : 1) * sizeof *v);
     TG_ASSERT(v != NULL);
     for (int64_t i = 0; i < s->out * s->in; i++) v[i] = s->weight[i];

@@ -36,9 +36,13 @@ typedef struct {
  * quantised replacement (model is then freed). NULL + error (model untouched) when
  * a Linear is not float32 on the CPU. */
 tg_module *tg_quantize_dynamic(tg_module *model, tg_quantize_opts opts);
-/* One DynamicQuantizedLinear from a Linear (which stays the caller's). Its members:
- * buffers "scale" (float32, [1] or [out_features]), "zero_point" (int64, zeros) and
- * "bias" (float32) when the Linear has one; the int8 weight is held by the module. */
+/* One DynamicQuantizedLinear from a Linear (which stays the caller's). Its members,
+ * all buffers, so that tg_save_state_dict / tg_load_state_dict save and load the
+ * quantised model: "weight" (uint8 [out, in]: the int8 values + 128, i.e. the same
+ * numbers as quint8 with zero point 128, one byte each), "scale" (float32, [1] or
+ * [out_features]), "zero_point" (int64, zeros: of the int8 values) and "bias"
+ * (float32) when the Linear has one. Load into a model quantised with the same
+ * opts (the shapes are checked). */
 tg_module *tg_nn_dynamic_quantized_linear(tg_module *linear, tg_quantize_opts opts);
 /* The int8 weight of a DynamicQuantizedLinear as a new int32 [out, in] tensor (in
  * the current scope), or NULL + error for another kind of module. */

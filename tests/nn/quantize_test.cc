@@ -13,7 +13,7 @@
 
 namespace {
 
-class QuantizeTest : public TgTest {
+class QuantizeTest : public TgTempDirTest {
   protected:
     std::map<std::string, FixtureTensor> fx = load_fixtures("tests/fixtures/quantize.txt");
 
@@ -101,10 +101,12 @@ TEST_F(QuantizeTest, ModelShapeAndErrors) {
     EXPECT_STREQ(tg_module_type_of(q)->name, "DynamicQuantizedLinear");
     int n = 0;
     const tg_named_tensor *sd = tg_state_dict(q, &n);
-    ASSERT_EQ(n, 3);
-    EXPECT_STREQ(sd[0].name, "scale");
-    EXPECT_STREQ(sd[1].name, "zero_point");
-    EXPECT_STREQ(sd[2].name, "bias");
+    ASSERT_EQ(n, 4);
+    EXPECT_STREQ(sd[0].name, "weight");
+    EXPECT_EQ(tg_dtype_of(sd[0].tensor), TG_UINT8);
+    EXPECT_STREQ(sd[1].name, "scale");
+    EXPECT_STREQ(sd[2].name, "zero_point");
+    EXPECT_STREQ(sd[3].name, "bias");
     TG_SCOPE {
         tg_clear_error();
         EXPECT_EQ(tg_forward(q, tg_ones(TG_SHAPE(2, 5), tg_opts{})), nullptr);
@@ -143,6 +145,48 @@ TEST_F(QuantizeTest, PrunedLinearQuantisesItsMaskedWeight) {
         for (double v : values(tg_quantized_linear_weight(tg_module_child(model, "0")))) zeros += v == 0;
     }
     EXPECT_GE(zeros, (int64_t)std::lround(0.9 * 70 * 33));
+    tg_module_free(model);
+}
+
+TEST_F(QuantizeTest, SaveAndLoadTheQuantisedModel) {
+    // a bigger model, so that the file sizes show the 4x of int8 weights
+    auto make = []() {
+        return TG_NN_SEQUENTIAL(tg_nn_linear(256, 128, tg_linear_opts{}), tg_nn_relu(),
+                                tg_nn_linear(128, 10, tg_linear_opts{}));
+    };
+    tg_manual_seed(1);
+    tg_module *model = make();
+    std::string float_path = dir_ + "/float.safetensors", int8_path = dir_ + "/int8.safetensors";
+    ASSERT_EQ(tg_save_state_dict(model, float_path.c_str()), TG_OK) << tg_last_error();
+    for (bool per_channel : {false, true}) {
+        tg_module *q = tg_quantize_dynamic(model, tg_quantize_opts{.per_channel = per_channel});
+        ASSERT_NE(q, nullptr) << tg_last_error();
+        model = q;
+        ASSERT_EQ(tg_save_state_dict(q, int8_path.c_str()), TG_OK) << tg_last_error();
+        tg_manual_seed(2);  // other weights, quantised the same way, then loaded
+        tg_module *other = tg_quantize_dynamic(make(), tg_quantize_opts{.per_channel = per_channel});
+        ASSERT_EQ(tg_load_state_dict(other, int8_path.c_str(), true), TG_OK) << tg_last_error();
+        TG_SCOPE {
+            tg_tensor *x = tg_randn(TG_SHAPE(4, 256), tg_opts{});
+            EXPECT_TRUE(tensor_near(tg_forward(other, x), values(tg_forward(q, x)), 0, 0));
+            EXPECT_TRUE(tensor_near(tg_quantized_linear_weight(tg_module_child(other, "0")),
+                                    values(tg_quantized_linear_weight(tg_module_child(q, "0"))), 0, 0));
+        }
+        tg_module_free(other);
+        FILE *f = fopen(float_path.c_str(), "rb"), *g = fopen(int8_path.c_str(), "rb");
+        ASSERT_TRUE(f && g);
+        fseek(f, 0, SEEK_END);
+        fseek(g, 0, SEEK_END);
+        double ratio = (double)ftell(f) / (double)ftell(g);
+        fclose(f);
+        fclose(g);
+        EXPECT_GT(ratio, 3.5) << "float32 file / int8 file";
+        if (!per_channel) {  // back to a float model for the per-channel round
+            tg_module_free(model);
+            tg_manual_seed(1);
+            model = make();
+        }
+    }
     tg_module_free(model);
 }
 
