@@ -302,3 +302,5 @@ tg_module *tg_quantize_dynamic(tg_module *model, tg_quantize_opts opts) {
     }
     return replace_linears(model, opts) ? NULL : model;
 }
+
+bool tg_quantize_uses_vnni(void) { return tg_qgemm_has_vnni(); }

@@ -48,6 +48,9 @@ tg_module *tg_nn_dynamic_quantized_linear(tg_module *linear, tg_quantize_opts op
  * the current scope), or NULL + error for another kind of module. */
 tg_tensor *tg_quantized_linear_weight(tg_module *qlinear);
 
+/* True when the int8 GEMM runs the AVX512-VNNI kernel on this CPU (else portable C). */
+bool tg_quantize_uses_vnni(void);
+
 #ifdef __cplusplus
 }
 #endif
