@@ -65,6 +65,8 @@
 #include "nn/norm_layers.h"
 #include "nn/recurrent.h"
 #include "nn/attention.h"
+#include "nn/prune.h"
+#include "nn/quantize.h"
 #include "optim/optim.h"
 #include "optim/grad_scaler.h"
 

@@ -21,7 +21,7 @@ while [[ $# -gt 0 ]]; do
     *) break ;;
   esac
 done
-ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn)
+ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn qmlp)
 [[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv mlp lenet lenet_bn)
 PAIRS=("$@")
 [[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=("${ALL_PAIRS[@]}")

@@ -317,8 +317,13 @@
 #define tg_register_parameter(...) TG_TRACED_STATUS_(tg_register_parameter, tg_register_parameter(__VA_ARGS__))
 #define tg_register_buffer(...) TG_TRACED_STATUS_(tg_register_buffer, tg_register_buffer(__VA_ARGS__))
 #define tg_register_module(...) TG_TRACED_STATUS_(tg_register_module, tg_register_module(__VA_ARGS__))
+#define tg_module_replace_child(...) TG_TRACED_STATUS_(tg_module_replace_child, tg_module_replace_child(__VA_ARGS__))
 #define tg_module_param(...) TG_TRACED_PTR_(tg_tensor, tg_module_param, tg_module_param(__VA_ARGS__))
 #define tg_module_buffer(...) TG_TRACED_PTR_(tg_tensor, tg_module_buffer, tg_module_buffer(__VA_ARGS__))
+#define tg_unregister_parameter(...) TG_TRACED_STATUS_(tg_unregister_parameter, tg_unregister_parameter(__VA_ARGS__))
+#define tg_unregister_buffer(...) TG_TRACED_STATUS_(tg_unregister_buffer, tg_unregister_buffer(__VA_ARGS__))
+#define tg_module_set_attr(...) TG_TRACED_STATUS_(tg_module_set_attr, tg_module_set_attr(__VA_ARGS__))
+#define tg_module_attr(...) TG_TRACED_PTR_(tg_tensor, tg_module_attr, tg_module_attr(__VA_ARGS__))
 #define tg_module_child(...) TG_TRACED_PTR_(tg_module, tg_module_child, tg_module_child(__VA_ARGS__))
 #define tg_module_child_at(...) TG_TRACED_PTR_(tg_module, tg_module_child_at, tg_module_child_at(__VA_ARGS__))
 #define tg_module_get(...) TG_TRACED_PTR_(tg_tensor, tg_module_get, tg_module_get(__VA_ARGS__))
@@ -374,6 +379,19 @@
 /* nn/attention.h */
 #define tg_nn_multihead_attention(...) TG_TRACED_PTR_(tg_module, tg_nn_multihead_attention, tg_nn_multihead_attention(__VA_ARGS__))
 #define tg_mha_forward(...) TG_TRACED_STATUS_(tg_mha_forward, tg_mha_forward(__VA_ARGS__))
+
+/* nn/prune.h */
+#define tg_prune_l1_unstructured(...) TG_TRACED_STATUS_(tg_prune_l1_unstructured, tg_prune_l1_unstructured(__VA_ARGS__))
+#define tg_prune_random_unstructured(...) TG_TRACED_STATUS_(tg_prune_random_unstructured, tg_prune_random_unstructured(__VA_ARGS__))
+#define tg_prune_ln_structured(...) TG_TRACED_STATUS_(tg_prune_ln_structured, tg_prune_ln_structured(__VA_ARGS__))
+#define tg_prune_global_unstructured(...) TG_TRACED_STATUS_(tg_prune_global_unstructured, tg_prune_global_unstructured(__VA_ARGS__))
+#define tg_prune_custom_from_mask(...) TG_TRACED_STATUS_(tg_prune_custom_from_mask, tg_prune_custom_from_mask(__VA_ARGS__))
+#define tg_prune_remove(...) TG_TRACED_STATUS_(tg_prune_remove, tg_prune_remove(__VA_ARGS__))
+
+/* nn/quantize.h */
+#define tg_quantize_dynamic(...) TG_TRACED_PTR_(tg_module, tg_quantize_dynamic, tg_quantize_dynamic(__VA_ARGS__))
+#define tg_nn_dynamic_quantized_linear(...) TG_TRACED_PTR_(tg_module, tg_nn_dynamic_quantized_linear, tg_nn_dynamic_quantized_linear(__VA_ARGS__))
+#define tg_quantized_linear_weight(...) TG_TRACED_PTR_(tg_tensor, tg_quantized_linear_weight, tg_quantized_linear_weight(__VA_ARGS__))
 
 /* optim/schedule.h */
 #define tg_step_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_step_lr, tg_step_lr(__VA_ARGS__))

@@ -45,6 +45,7 @@ typedef struct {
     tg_forward_pre_hook_fn pre; /* exactly one of pre / post is set */
     tg_forward_hook_fn post;
     void *user;
+    void (*free_user)(void *user); /* NULL: user is borrowed */
 } hook;
 
 static atomic_uint_fast64_t next_hook_id = 1;
@@ -55,6 +56,7 @@ struct tg_module {
     bool training;
     tg_module *parent;
     member_list params, buffers;
+    member_list attrs; /* plain tensor attributes (not state): a pruned module's "weight" */
     child *children;
     int num_children, children_capacity;
     flat_cache cache;
@@ -182,6 +184,32 @@ tg_status tg_register_module(tg_module *m, const char *name, tg_module *c) {
     return TG_OK;
 }
 
+tg_status tg_module_replace_child(tg_module *m, const char *name, tg_module *c) {
+    if (!m) {
+        tg_module_free(c);
+        return tg_error("tg_module_replace_child: parent module is NULL");
+    }
+    if (!c) {
+        if (!tg_has_error()) tg_error("%s: new child module \"%s\" is NULL", type_name(m), name ? name : "");
+        return TG_ERROR;
+    }
+    if (c->parent || c == m)
+        return tg_error("%s: new child \"%s\" (%s) already has a parent", type_name(m), name ? name : "",
+                        type_name(c));
+    for (int i = 0; name && i < m->num_children; i++) {
+        if (strcmp(m->children[i].name, name)) continue;
+        m->children[i].module->parent = NULL;
+        tg_module_free(m->children[i].module);
+        m->children[i].module = c;
+        c->parent = m;
+        c->training = m->training;
+        atomic_fetch_add(&generation, 1);
+        return TG_OK;
+    }
+    tg_module_free(c);
+    return tg_error("%s: no child module named \"%s\" to replace", type_name(m), name ? name : "(NULL)");
+}
+
 static tg_tensor *find_member(const member_list *l, const char *name) {
     if (!name) return NULL;
     for (int i = 0; i < l->count; i++)
@@ -189,7 +217,73 @@ static tg_tensor *find_member(const member_list *l, const char *name) {
     return NULL;
 }
 
-tg_tensor *tg_module_param(tg_module *m, const char *name) { return m ? find_member(&m->params, name) : NULL; }
+tg_tensor *tg_module_param(tg_module *m, const char *name) {
+    if (!m) return NULL;
+    tg_tensor *t = find_member(&m->params, name);
+    return t ? t : find_member(&m->attrs, name);
+}
+
+tg_tensor *tg_module_attr(tg_module *m, const char *name) { return m ? find_member(&m->attrs, name) : NULL; }
+
+tg_status tg_module_set_attr(tg_module *m, const char *name, tg_tensor *t) {
+    if (!m) return tg_error("tg_module_set_attr: module is NULL");
+    if (!name || !*name || strchr(name, '.'))
+        return tg_error("%s: attribute name \"%s\" must be non-empty and contain no '.'", type_name(m),
+                        name ? name : "(NULL)");
+    for (int i = 0; i < m->attrs.count; i++) {
+        if (strcmp(m->attrs.items[i].name, name)) continue;
+        tg_tensor *old = m->attrs.items[i].tensor;
+        if (t) {
+            m->attrs.items[i].tensor = tg_retain(t);
+        } else {
+            free(m->attrs.items[i].name);
+            m->attrs.items[i] = m->attrs.items[--m->attrs.count];
+        }
+        tg_release(old);
+        return TG_OK;
+    }
+    if (!t) return TG_OK;
+    /* not member_push: attributes are in no cached list, so the generation stays */
+    if (m->attrs.count == m->attrs.capacity) {
+        int cap = m->attrs.capacity ? 2 * m->attrs.capacity : 2;
+        member *items = realloc(m->attrs.items, (size_t)cap * sizeof *items);
+        TG_ASSERT(items != NULL);
+        m->attrs.items = items;
+        m->attrs.capacity = cap;
+    }
+    m->attrs.items[m->attrs.count++] = (member){dup_string(name), tg_retain(t)};
+    return TG_OK;
+}
+
+/* Removes `name` from l, handing its reference to the caller (NULL when absent). */
+static tg_tensor *member_take(member_list *l, const char *name) {
+    for (int i = 0; i < l->count; i++) {
+        if (strcmp(l->items[i].name, name)) continue;
+        tg_tensor *t = l->items[i].tensor;
+        free(l->items[i].name);
+        memmove(l->items + i, l->items + i + 1, (size_t)(l->count - i - 1) * sizeof *l->items);
+        l->count--;
+        atomic_fetch_add(&generation, 1);
+        return t;
+    }
+    return NULL;
+}
+
+static tg_status unregister(tg_module *m, member_list *l, const char *what, const char *name) {
+    if (!m) return tg_error("tg_unregister_%s: module is NULL", what);
+    tg_tensor *t = name ? member_take(l, name) : NULL;
+    if (!t) return tg_error("%s: no %s named \"%s\" to remove", type_name(m), what, name ? name : "(NULL)");
+    tg_release(t);
+    return TG_OK;
+}
+
+tg_status tg_unregister_parameter(tg_module *m, const char *name) {
+    return unregister(m, m ? &m->params : NULL, "parameter", name);
+}
+tg_status tg_unregister_buffer(tg_module *m, const char *name) {
+    return unregister(m, m ? &m->buffers : NULL, "buffer", name);
+}
+
 tg_tensor *tg_module_buffer(tg_module *m, const char *name) { return m ? find_member(&m->buffers, name) : NULL; }
 
 tg_module *tg_module_child(tg_module *m, const char *name) {
@@ -376,6 +470,26 @@ tg_hook_handle tg_register_forward_pre_hook(tg_module *m, tg_forward_pre_hook_fn
     return add_hook(m, (hook){.pre = fn, .user = user});
 }
 
+tg_hook_handle tg_register_forward_pre_hook_owned(tg_module *m, tg_forward_pre_hook_fn fn, void *user,
+                                                 void (*free_user)(void *user)) {
+    if (!m || !fn) {
+        tg_error("tg_register_forward_pre_hook_owned: %s is NULL", m ? "the hook function" : "module");
+        if (free_user) free_user(user);
+        return (tg_hook_handle){NULL, 0};
+    }
+    return add_hook(m, (hook){.pre = fn, .user = user, .free_user = free_user});
+}
+
+tg_hook_handle tg_forward_pre_hook_at(const tg_module *m, int i, tg_forward_pre_hook_fn *fn, void **user) {
+    for (int k = 0; m && k < m->num_hooks; k++) {
+        if (!m->hooks[k].pre || i-- > 0) continue;
+        if (fn) *fn = m->hooks[k].pre;
+        if (user) *user = m->hooks[k].user;
+        return (tg_hook_handle){(tg_module *)m, m->hooks[k].id};
+    }
+    return (tg_hook_handle){NULL, 0};
+}
+
 tg_hook_handle tg_register_forward_hook(tg_module *m, tg_forward_hook_fn fn, void *user) {
     if (!m || !fn) {
         tg_error("tg_register_forward_hook: %s is NULL", m ? "the hook function" : "module");
@@ -389,8 +503,10 @@ bool tg_hook_remove(tg_hook_handle handle) {
     if (!m || !handle.id) return false;
     for (int i = 0; i < m->num_hooks; i++) {
         if (m->hooks[i].id != handle.id) continue;
+        hook h = m->hooks[i];
         memmove(&m->hooks[i], &m->hooks[i + 1], (size_t)(m->num_hooks - i - 1) * sizeof *m->hooks);
         m->num_hooks--;
+        if (h.free_user) h.free_user(h.user);
         return true;
     }
     return false;
@@ -551,9 +667,12 @@ void tg_module_free(tg_module *m) {
         free(m->children[i].name);
     }
     free(m->children);
+    for (int i = 0; i < m->num_hooks; i++)
+        if (m->hooks[i].free_user) m->hooks[i].free_user(m->hooks[i].user);
     free(m->hooks);
     free_members(&m->params);
     free_members(&m->buffers);
+    free_members(&m->attrs);
     cache_clear(&m->cache);
     free(m->state);
     free(m);

@@ -85,11 +85,31 @@ tg_status tg_register_buffer(tg_module *m, const char *name, tg_tensor *t);
  * child is freed). Fails on NULL, a duplicate name, or a child that already has a parent. */
 tg_status tg_register_module(tg_module *m, const char *name, tg_module *child);
 
+/* setattr(module, name, child) for an existing child: frees the old child and puts
+ * c in its place (same position in the iteration order). m takes ownership of c, also
+ * on failure (freed), except when c already has a parent. Fails when m has no child
+ * called name. */
+tg_status tg_module_replace_child(tg_module *m, const char *name, tg_module *c);
+
 /* ---- members (borrowed) ---- */
 
-/* m's own parameter / buffer called `name`, or NULL (no error recorded). */
+/* m's own parameter / buffer called `name`, or NULL (no error recorded). As PyTorch's
+ * getattr, tg_module_param falls back to a tensor attribute of that name (below):
+ * a pruned Linear's "weight" is the attribute weight_orig * weight_mask. */
 tg_tensor *tg_module_param(tg_module *m, const char *name);
 tg_tensor *tg_module_buffer(tg_module *m, const char *name);
+/* torch.nn.Module's `del module._parameters[name]` / `del module._buffers[name]`:
+ * drops m's member and its reference. Fails when m has no such member. */
+tg_status tg_unregister_parameter(tg_module *m, const char *name);
+tg_status tg_unregister_buffer(tg_module *m, const char *name);
+
+/* Plain tensor attributes (PyTorch's `module.weight = tensor` for a tensor that is
+ * neither parameter nor buffer): not in the state dict, not moved by tg_module_to.
+ * set_attr takes a reference of its own and replaces an attribute of the same name;
+ * t NULL removes it. tg_module_attr returns a borrowed reference or NULL. */
+tg_status tg_module_set_attr(tg_module *m, const char *name, tg_tensor *t);
+tg_tensor *tg_module_attr(tg_module *m, const char *name);
+
 /* m's direct child called `name`, or NULL. */
 tg_module *tg_module_child(tg_module *m, const char *name);
 int tg_module_num_children(const tg_module *m);
@@ -147,6 +167,15 @@ tg_hook_handle tg_register_forward_hook(tg_module *m, tg_forward_hook_fn fn, voi
 /* handle.remove(): removes the hook if still there (a second remove does nothing, as in
  * PyTorch). The module must still be alive. Returns whether a hook was removed. */
 bool tg_hook_remove(tg_hook_handle handle);
+/* A pre-hook that owns `user`: free_user(user) runs when the hook is removed or m is
+ * freed (also right away when registration fails). For hooks that carry state, as
+ * pruning's (nn/prune.h). */
+tg_hook_handle tg_register_forward_pre_hook_owned(tg_module *m, tg_forward_pre_hook_fn fn, void *user,
+                                                 void (*free_user)(void *user));
+/* The i-th forward pre-hook of m (registration order), its function and user pointer
+ * (borrowed) through the pointers that are not NULL; {NULL, 0} past the end. Lets code
+ * find a hook it added before (pruning finds its own by function and name). */
+tg_hook_handle tg_forward_pre_hook_at(const tg_module *m, int i, tg_forward_pre_hook_fn *fn, void **user);
 
 /* torch.nn.Module.train(on) / eval(): sets the mode of m and all its descendants. */
 void tg_train(tg_module *m, bool on);

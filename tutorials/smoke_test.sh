@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every tutorial program given as an argument (the BUILD passes all six) for a
+# Runs every tutorial program given as an argument (the BUILD passes all of them) for a
 # few steps on generated data, and checks its exit code and a line of its output.
 set -u
 failures=0
@@ -83,6 +83,9 @@ for arg in "$@"; do
         --checkpoint resume.safetensors
       check 06_resume_resume '^resumed at step 5' "$b" "${COMMON[@]}" --max-steps 10 --resume resume.safetensors
       check 06_resume_compare '^identical: yes' "$b" "${COMMON[@]}" --max-steps 10 --compare ;;
+    12_prune_quantize)
+      check 12_prune_quantize '^int8 file: .*\(identical\)$' "$b" --synthetic --max-steps 5 --finetune-steps 3
+      check 12_prune_quantize_sparsity '^pruned \+ int8 .*sparsity 0\.9' cat 12_prune_quantize.log ;;
     *)
       echo "FAIL: unknown tutorial binary $arg"; failures=$((failures + 1)) ;;
   esac

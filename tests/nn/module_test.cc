@@ -403,3 +403,75 @@ TEST_F(ModuleTest, MaxPoolDilation) {
     EXPECT_EQ(tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2, .dilation = -1}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_nn_max_pool2d: dilation=-1 must be non-negative (0 means 1)");
 }
+
+namespace {
+int hook_calls = 0;
+tg_status scaling_hook(tg_module *m, tg_tensor **x, void *ctx) {
+    hook_calls++;
+    return tg_module_set_attr(m, "scale", tg_mul_scalar(*x, *(double *)ctx));
+}
+tg_status failing_hook(tg_module *m, tg_tensor **x, void *ctx) { return tg_error("failing_hook: refused"); }
+int num_pre_hooks(const tg_module *m) {
+    int n = 0;
+    while (tg_forward_pre_hook_at(m, n, nullptr, nullptr).id) n++;
+    return n;
+}
+}  // namespace
+
+TEST_F(ModuleTest, ForwardPreHooksAttributesAndUnregister) {
+    tg_module *lin = tg_nn_linear(2, 2, tg_linear_opts{});
+    double *factor = (double *)malloc(sizeof(double));
+    *factor = 3.0;
+    tg_hook_handle h = tg_register_forward_pre_hook_owned(lin, scaling_hook, factor, free);  // lin frees factor
+    ASSERT_NE(h.id, 0u);
+    tg_forward_pre_hook_fn fn = nullptr;
+    void *user = nullptr;
+    EXPECT_EQ(tg_forward_pre_hook_at(lin, 0, &fn, &user).id, h.id);
+    EXPECT_EQ(fn, scaling_hook);
+    EXPECT_EQ(user, factor);
+    hook_calls = 0;
+    tg_tensor *x = tensor_f32({1, 2}, TG_SHAPE(1, 2));
+    ASSERT_NE(tg_forward(lin, x), nullptr) << tg_last_error();
+    EXPECT_EQ(hook_calls, 1);
+    EXPECT_TRUE(tensor_near(tg_module_attr(lin, "scale"), {3, 6}, 0));
+    EXPECT_EQ(tg_module_param(lin, "scale"), tg_module_attr(lin, "scale"));  // getattr falls back
+    int n = 0;
+    tg_state_dict(lin, &n);
+    EXPECT_EQ(n, 2);  // attributes are not state
+
+    tg_hook_handle failing = tg_register_forward_pre_hook(lin, failing_hook, nullptr);
+    tg_clear_error();
+    EXPECT_EQ(tg_forward(lin, x), nullptr);
+    EXPECT_ERROR_CONTAINS("failing_hook: refused");
+    EXPECT_TRUE(tg_hook_remove(failing));
+    EXPECT_EQ(num_pre_hooks(lin), 1);
+    EXPECT_FALSE(tg_hook_remove(failing));  // a second remove does nothing, as PyTorch's
+
+    ASSERT_EQ(tg_module_set_attr(lin, "scale", nullptr), TG_OK);
+    EXPECT_EQ(tg_module_attr(lin, "scale"), nullptr);
+    ASSERT_EQ(tg_unregister_parameter(lin, "bias"), TG_OK);
+    tg_state_dict(lin, &n);
+    EXPECT_EQ(n, 1);
+    tg_clear_error();
+    EXPECT_EQ(tg_unregister_buffer(lin, "bias"), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("Linear: no buffer named \"bias\" to remove");
+    tg_module_free(lin);  // frees the remaining hook's ctx
+}
+
+TEST_F(ModuleTest, ReplaceChild) {
+    tg_module *seq = TG_NN_SEQUENTIAL(tg_nn_linear(2, 2, tg_linear_opts{}), tg_nn_relu());
+    tg_eval(seq);
+    ASSERT_EQ(tg_module_replace_child(seq, "0", tg_nn_tanh()), TG_OK) << tg_last_error();
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(seq, "0"))->name, "Tanh");
+    EXPECT_FALSE(tg_is_training(tg_module_child(seq, "0")));  // takes the parent's mode
+    int n = 0;
+    tg_state_dict(seq, &n);
+    EXPECT_EQ(n, 0);  // the Linear's members went with it
+    tg_clear_error();
+    EXPECT_EQ(tg_module_replace_child(seq, "7", tg_nn_relu()), TG_ERROR);  // the new child is freed
+    EXPECT_ERROR_CONTAINS("Sequential: no child module named \"7\" to replace");
+    tg_clear_error();
+    EXPECT_EQ(tg_module_replace_child(seq, "1", tg_module_child(seq, "0")), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("already has a parent");
+    tg_module_free(seq);
+}

@@ -1,0 +1,29 @@
+/* The int8 GEMM of dynamic quantisation (nn/quantize.h): uint8 activations times
+ * int8 weights, summed exactly in int32, as fbgemm's u8s8s32 product. Library-
+ * internal (not in tapegrad.h); the caller owns every buffer. */
+#ifndef TG_OPS_QGEMM_H
+#define TG_OPS_QGEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* c[i*n + j] = sum_p a[i*k + p] * b[j*k + p] for i < m, j < n: a is m x k row-major,
+ * b is n x k row-major (a Linear weight's layout, so every dot product reads two
+ * contiguous rows). Rows of c (in blocks of 64 columns) are split over the thread pool; each element is
+ * computed by one thread, so the result does not depend on the thread count (and
+ * is exact, so not on the kernel either). k < 2^16 keeps every sum within int32. */
+void tg_qgemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t *a, const int8_t *b, int32_t *c);
+/* True when this CPU runs the AVX512-VNNI kernel (vpdpbusd); else portable C. */
+bool tg_qgemm_has_vnni(void);
+/* Tests: false forces the portable kernel (true restores the run-time choice). */
+void tg_qgemm_allow_vnni(bool allow);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

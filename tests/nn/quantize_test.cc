@@ -1,0 +1,193 @@
+// Dynamic quantisation of Linear (nn/quantize.h) against PyTorch 1.13's
+// quantize_dynamic (tests/fixtures/gen_quantize.py; Debian's 1.13 has no fbgemm, so
+// the onednn engine, whose dynamic Linear quantises inputs the same way: quint8 with
+// reduce_range), and the int8 GEMM's two kernels against each other.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ops/qgemm.h"
+#include "tapegrad.h"
+#include "test_util.h"
+
+namespace {
+
+class QuantizeTest : public TgTempDirTest {
+  protected:
+    std::map<std::string, FixtureTensor> fx = load_fixtures("tests/fixtures/quantize.txt");
+
+    // Sequential(Linear(70, 33), ReLU, Linear(33, 5)) with the fixture's weights
+    tg_module *float_model() {
+        tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(70, 33, tg_linear_opts{}), tg_nn_relu(),
+                                        tg_nn_linear(33, 5, tg_linear_opts{}));
+        TG_SCOPE {
+            TG_NO_GRAD {
+                for (const char *name : {"0.weight", "0.bias", "2.weight", "2.bias"})
+                    tg_copy_(tg_module_get(m, name), fixture_tensor(fx, std::string("float_") + name).make(TG_FLOAT32));
+            }
+        }
+        return m;
+    }
+
+    void check(const char *tag, bool per_channel) {
+        tg_module *m = tg_quantize_dynamic(float_model(), tg_quantize_opts{.per_channel = per_channel});
+        ASSERT_NE(m, nullptr) << tg_last_error();
+        for (int layer : {0, 2}) {
+            tg_module *q = tg_module_child(m, std::to_string(layer).c_str());
+            ASSERT_STREQ(tg_module_type_of(q)->name, "DynamicQuantizedLinear");
+            std::string p = std::string(tag) + "_" + std::to_string(layer);
+            TG_SCOPE {
+                // the int8 weights exactly, the scales as PyTorch's float32 values
+                EXPECT_TRUE(tensor_near(tg_quantized_linear_weight(q), fixture_tensor(fx, p + "_int").data, 0, 0)) << p;
+                EXPECT_TRUE(tensor_near(tg_module_buffer(q, "scale"), fixture_tensor(fx, p + "_scale").data, 0, 0)) << p;
+                EXPECT_TRUE(tensor_near(tg_module_buffer(q, "zero_point"), fixture_tensor(fx, p + "_zero_point").data, 0,
+                                        0))
+                    << p;
+            }
+        }
+        for (const char *input : {"x_batch", "x_one", "x_pos", "x_3d"}) {
+            TG_SCOPE {
+                tg_tensor *x = fixture_tensor(fx, input).make(TG_FLOAT32);
+                std::string first = std::string(tag) + "_first_" + input, out = std::string(tag) + "_out_" + input;
+                // one Linear: float32 rounding only (measured: at most 2.4e-7, a couple of ulps
+                // from onednn's order of the scale products)
+                tg_tensor *y1 = tg_forward(tg_module_child(m, "0"), x);
+                EXPECT_EQ(dims(y1), fixture_tensor(fx, first).shape);
+                EXPECT_TRUE(tensor_near(y1, fixture_tensor(fx, first).data, 1e-6, 0)) << first;
+                // the model: the second Linear quantises the first one's output, where a
+                // value that rounded the other way would move the result by a quantisation
+                // step (none did here: measured within 1e-6)
+                EXPECT_TRUE(tensor_near(tg_forward(m, x), fixture_tensor(fx, out).data, 1e-5, 0)) << out;
+            }
+        }
+        tg_module_free(m);
+    }
+};
+
+TEST_F(QuantizeTest, PerTensorDefaultMatchesPyTorch) { check("pt", false); }
+TEST_F(QuantizeTest, PerChannelMatchesPyTorch) { check("pc", true); }
+
+TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
+    check("pt", false);
+    tg_qgemm_allow_vnni(false);
+    check("pt", false);
+    tg_qgemm_allow_vnni(true);
+    // odd sizes (tails of k and of the column blocks), extreme values: exact int32 sums
+    const int64_t m = 3, n = 70, k = 131;
+    std::vector<uint8_t> a(m * k);
+    std::vector<int8_t> b(n * k);
+    for (int64_t i = 0; i < m * k; i++) a[i] = (uint8_t)(i * 37 % 256);
+    for (int64_t i = 0; i < n * k; i++) b[i] = (int8_t)(i * 91 % 256 - 128);
+    a[0] = 255;
+    b[0] = -128;
+    std::vector<int32_t> fast(m * n), slow(m * n), expect(m * n, 0);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t p = 0; p < k; p++) expect[i * n + j] += (int32_t)a[i * k + p] * b[j * k + p];
+    tg_qgemm_u8s8s32(m, n, k, a.data(), b.data(), fast.data());
+    tg_qgemm_allow_vnni(false);
+    tg_qgemm_u8s8s32(m, n, k, a.data(), b.data(), slow.data());
+    tg_qgemm_allow_vnni(true);
+    EXPECT_EQ(fast, expect);
+    EXPECT_EQ(slow, expect);
+    if (!tg_qgemm_has_vnni()) GTEST_LOG_(INFO) << "no AVX512-VNNI here: both runs used the portable kernel";
+}
+
+TEST_F(QuantizeTest, ModelShapeAndErrors) {
+    tg_module *lin = tg_nn_linear(4, 3, tg_linear_opts{});
+    tg_module *q = tg_quantize_dynamic(lin, tg_quantize_opts{});  // a Linear root is replaced
+    ASSERT_NE(q, nullptr) << tg_last_error();
+    EXPECT_STREQ(tg_module_type_of(q)->name, "DynamicQuantizedLinear");
+    int n = 0;
+    const tg_named_tensor *sd = tg_state_dict(q, &n);
+    ASSERT_EQ(n, 4);
+    EXPECT_STREQ(sd[0].name, "weight");
+    EXPECT_EQ(tg_dtype_of(sd[0].tensor), TG_UINT8);
+    EXPECT_STREQ(sd[1].name, "scale");
+    EXPECT_STREQ(sd[2].name, "zero_point");
+    EXPECT_STREQ(sd[3].name, "bias");
+    TG_SCOPE {
+        tg_clear_error();
+        EXPECT_EQ(tg_forward(q, tg_ones(TG_SHAPE(2, 5), tg_opts{})), nullptr);
+        EXPECT_ERROR_CONTAINS("DynamicQuantizedLinear: expected a float32 CPU input of shape [..., 4], got float32 [2, 5]");
+        tg_clear_error();
+        EXPECT_EQ(tg_forward(q, tg_ones(TG_SHAPE(2, 4), tg_opts{.dtype = TG_FLOAT64})), nullptr);
+        EXPECT_ERROR_CONTAINS("got float64");
+        // zeros in: the scale falls back to 0.1 as PyTorch's; the output is the bias
+        tg_tensor *y = tg_forward(q, tg_zeros(TG_SHAPE(2, 4), tg_opts{}));
+        EXPECT_TRUE(tensor_near(y, values(tg_expand(tg_module_buffer(q, "bias"), TG_SHAPE(2, 3))), 0, 0));
+    }
+    tg_module_free(q);
+
+    tg_module *model = TG_NN_SEQUENTIAL(tg_nn_linear(4, 3, tg_linear_opts{}));
+    ASSERT_EQ(tg_module_cast(model, TG_FLOAT64), TG_OK);
+    tg_clear_error();
+    EXPECT_EQ(tg_quantize_dynamic(model, tg_quantize_opts{}), nullptr);
+    EXPECT_ERROR_CONTAINS("every Linear must have a float32 CPU weight");
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(model, "0"))->name, "Linear");  // untouched
+    tg_clear_error();
+    EXPECT_EQ(tg_quantized_linear_weight(model), nullptr);
+    EXPECT_ERROR_CONTAINS("expected a DynamicQuantizedLinear, got Sequential");
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_dynamic_quantized_linear(model, tg_quantize_opts{}), nullptr);
+    EXPECT_ERROR_CONTAINS("expected a Linear, got Sequential");
+    tg_module_free(model);
+}
+
+TEST_F(QuantizeTest, PrunedLinearQuantisesItsMaskedWeight) {
+    tg_module *model = float_model();
+    tg_module *first = tg_module_child(model, "0");
+    ASSERT_EQ(tg_prune_l1_unstructured(first, "weight", tg_prune_fraction(0.9)), TG_OK);
+    int64_t zeros = 0;
+    ASSERT_NE(tg_quantize_dynamic(model, tg_quantize_opts{}), nullptr) << tg_last_error();
+    TG_SCOPE {
+        for (double v : values(tg_quantized_linear_weight(tg_module_child(model, "0")))) zeros += v == 0;
+    }
+    EXPECT_GE(zeros, (int64_t)std::lround(0.9 * 70 * 33));
+    tg_module_free(model);
+}
+
+TEST_F(QuantizeTest, SaveAndLoadTheQuantisedModel) {
+    // a bigger model, so that the file sizes show the 4x of int8 weights
+    auto make = []() {
+        return TG_NN_SEQUENTIAL(tg_nn_linear(256, 128, tg_linear_opts{}), tg_nn_relu(),
+                                tg_nn_linear(128, 10, tg_linear_opts{}));
+    };
+    tg_manual_seed(1);
+    tg_module *model = make();
+    std::string float_path = dir_ + "/float.safetensors", int8_path = dir_ + "/int8.safetensors";
+    ASSERT_EQ(tg_save_state_dict(model, float_path.c_str()), TG_OK) << tg_last_error();
+    for (bool per_channel : {false, true}) {
+        tg_module *q = tg_quantize_dynamic(model, tg_quantize_opts{.per_channel = per_channel});
+        ASSERT_NE(q, nullptr) << tg_last_error();
+        model = q;
+        ASSERT_EQ(tg_save_state_dict(q, int8_path.c_str()), TG_OK) << tg_last_error();
+        tg_manual_seed(2);  // other weights, quantised the same way, then loaded
+        tg_module *other = tg_quantize_dynamic(make(), tg_quantize_opts{.per_channel = per_channel});
+        ASSERT_EQ(tg_load_state_dict(other, int8_path.c_str(), true), TG_OK) << tg_last_error();
+        TG_SCOPE {
+            tg_tensor *x = tg_randn(TG_SHAPE(4, 256), tg_opts{});
+            EXPECT_TRUE(tensor_near(tg_forward(other, x), values(tg_forward(q, x)), 0, 0));
+            EXPECT_TRUE(tensor_near(tg_quantized_linear_weight(tg_module_child(other, "0")),
+                                    values(tg_quantized_linear_weight(tg_module_child(q, "0"))), 0, 0));
+        }
+        tg_module_free(other);
+        FILE *f = fopen(float_path.c_str(), "rb"), *g = fopen(int8_path.c_str(), "rb");
+        ASSERT_TRUE(f && g);
+        fseek(f, 0, SEEK_END);
+        fseek(g, 0, SEEK_END);
+        double ratio = (double)ftell(f) / (double)ftell(g);
+        fclose(f);
+        fclose(g);
+        EXPECT_GT(ratio, 3.5) << "float32 file / int8 file";
+        if (!per_channel) {  // back to a float model for the per-channel round
+            tg_module_free(model);
+            tg_manual_seed(1);
+            model = make();
+        }
+    }
+    tg_module_free(model);
+}
+
+}  // namespace
