@@ -52,19 +52,34 @@ typedef struct {
  * (s * pairs + p) * MR + r, each a 32-bit pair (k even in the low half); padding rows and
  * the odd k's partner are zero. */
 static void pack_a(const bf16_job *g, int64_t row0, int64_t rows, int64_t k0, int64_t kc, uint32_t *dst) {
-    int64_t pairs = (kc + 1) / 2;
+    int64_t pairs = (kc + 1) / 2, full = kc / 2;
     for (int64_t s = 0; s < (rows + MR - 1) / MR; s++)
-        for (int64_t p = 0; p < pairs; p++)
-            for (int r = 0; r < MR; r++) {
-                int64_t i = s * MR + r, kk = k0 + 2 * p;
-                uint32_t lo = 0, hi = 0;
-                if (i < rows) {
-                    const uint16_t *src = g->a + (row0 + i) * g->a_rs + kk * g->a_cs;
-                    lo = src[0];
-                    if (2 * p + 1 < kc) hi = src[g->a_cs];
-                }
-                dst[(s * pairs + p) * MR + r] = lo | hi << 16;
+        for (int r = 0; r < MR; r++) {
+            int64_t i = s * MR + r;
+            uint32_t *out = dst + s * pairs * MR + r;
+            if (i >= rows) {
+                for (int64_t p = 0; p < pairs; p++) out[p * MR] = 0;
+                continue;
             }
+            const uint16_t *src = g->a + (row0 + i) * g->a_rs + k0 * g->a_cs;
+            if (g->a_cs == 1) /* a row-major row: its pairs are 32-bit words already */
+                for (int64_t p = 0; p < full; p++) memcpy(out + p * MR, src + 2 * p, sizeof(uint32_t));
+            else
+                for (int64_t p = 0; p < full; p++)
+                    out[p * MR] = src[2 * p * g->a_cs] | (uint32_t)src[(2 * p + 1) * g->a_cs] << 16;
+            if (pairs > full) out[full * MR] = src[2 * full * g->a_cs];
+        }
+}
+
+/* Two rows of 32 row-major bfloat16 columns interleaved into 32 pairs (one panel row). */
+BF16_TARGET static void interleave_rows(const uint16_t *r0, const uint16_t *r1, uint16_t *out) {
+    static const uint16_t lo_idx[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                        8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    static const uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                        24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+    __m512i x = _mm512_loadu_si512(r0), y = _mm512_loadu_si512(r1);
+    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(lo_idx), y));
+    _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(hi_idx), y));
 }
 
 /* B [kc, cols] from (k0, col0) into panels of NR columns: panel q, pair p, column j at
@@ -76,12 +91,15 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
             uint16_t *out = dst + (q * pairs + p) * NR * 2;
             int64_t kk = k0 + 2 * p;
             bool has_odd = 2 * p + 1 < kc;
+            const uint16_t *src = g->b + kk * g->b_rs + (col0 + q * NR) * g->b_cs;
+            if (g->b_cs == 1 && has_odd && cols - q * NR >= NR) { /* row-major B, a whole panel row */
+                interleave_rows(src, src + g->b_rs, out);
+                continue;
+            }
             for (int j = 0; j < NR; j++) {
-                int64_t col = q * NR + j;
-                if (col < cols) {
-                    const uint16_t *src = g->b + kk * g->b_rs + (col0 + col) * g->b_cs;
-                    out[2 * j] = src[0];
-                    out[2 * j + 1] = has_odd ? src[g->b_rs] : 0;
+                if (q * NR + j < cols) {
+                    out[2 * j] = src[j * g->b_cs];
+                    out[2 * j + 1] = has_odd ? src[j * g->b_cs + g->b_rs] : 0;
                 } else {
                     out[2 * j] = out[2 * j + 1] = 0;
                 }
