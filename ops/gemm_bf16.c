@@ -53,7 +53,17 @@ typedef struct {
  * the odd k's partner are zero. */
 static void pack_a(const bf16_job *g, int64_t row0, int64_t rows, int64_t k0, int64_t kc, uint32_t *dst) {
     int64_t pairs = (kc + 1) / 2, full = kc / 2;
-    for (int64_t s = 0; s < (rows + MR - 1) / MR; s++)
+    for (int64_t s = 0; s < (rows + MR - 1) / MR; s++) {
+        if (g->a_rs == 1 && rows - s * MR >= MR) { /* A = G^T (a weight's gradient): rows are contiguous */
+            const uint16_t *src = g->a + row0 + s * MR + k0 * g->a_cs;
+            uint32_t *out = dst + s * pairs * MR;
+            for (int64_t p = 0; p < pairs; p++) {
+                const uint16_t *even = src + 2 * p * g->a_cs, *odd = even + g->a_cs;
+                bool has_odd = 2 * p + 1 < kc;
+                for (int r = 0; r < MR; r++) out[p * MR + r] = even[r] | (has_odd ? (uint32_t)odd[r] << 16 : 0);
+            }
+            continue;
+        }
         for (int r = 0; r < MR; r++) {
             int64_t i = s * MR + r;
             uint32_t *out = dst + s * pairs * MR + r;
@@ -69,6 +79,7 @@ static void pack_a(const bf16_job *g, int64_t row0, int64_t rows, int64_t k0, in
                     out[p * MR] = src[2 * p * g->a_cs] | (uint32_t)src[(2 * p + 1) * g->a_cs] << 16;
             if (pairs > full) out[full * MR] = src[2 * full * g->a_cs];
         }
+    }
 }
 
 /* Two rows of 32 row-major bfloat16 columns interleaved into 32 pairs (one panel row). */
@@ -86,7 +97,16 @@ BF16_TARGET static void interleave_rows(const uint16_t *r0, const uint16_t *r1, 
  * ((q * pairs + p) * NR + j) * 2 (+1 for the odd k); padding is zero. */
 static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int64_t cols, uint16_t *dst) {
     int64_t pairs = (kc + 1) / 2;
-    for (int64_t q = 0; q < (cols + NR - 1) / NR; q++)
+    for (int64_t q = 0; q < (cols + NR - 1) / NR; q++) {
+        if (g->b_rs == 1 && cols - q * NR >= NR) { /* B = W^T (linear): a column is a row of W, read along */
+            uint16_t *panel = dst + q * pairs * NR * 2;
+            for (int j = 0; j < NR; j++) {
+                const uint16_t *src = g->b + k0 + (col0 + q * NR + j) * g->b_cs;
+                for (int64_t p = 0; p < kc / 2; p++) memcpy(panel + (p * NR + j) * 2, src + 2 * p, sizeof(uint32_t));
+                if (kc % 2) panel[((pairs - 1) * NR + j) * 2] = src[kc - 1], panel[((pairs - 1) * NR + j) * 2 + 1] = 0;
+            }
+            continue;
+        }
         for (int64_t p = 0; p < pairs; p++) {
             uint16_t *out = dst + (q * pairs + p) * NR * 2;
             int64_t kk = k0 + 2 * p;
@@ -96,6 +116,7 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
                 interleave_rows(src, src + g->b_rs, out);
                 continue;
             }
+
             for (int j = 0; j < NR; j++) {
                 if (q * NR + j < cols) {
                     out[2 * j] = src[j * g->b_cs];
@@ -105,6 +126,7 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
                 }
             }
         }
+    }
 }
 
 /* C tile [mr <= MR, nr <= NR] (+)= A sliver * B panel over `pairs` pairs of k. */
