@@ -1,5 +1,6 @@
 /* CPU GEMM for the ops (matmul, linear, conv2d): OpenBLAS held to one thread, spread
- * over tapegrad's thread pool (core/parallel.h) by blocks of C when large. */
+ * over tapegrad's thread pool (core/parallel.h) by blocks of C when large; and our own
+ * bfloat16 GEMM (AVX512-BF16) for matmul and linear, split the same way. */
 #ifndef TG_OPS_GEMM_H
 #define TG_OPS_GEMM_H
 

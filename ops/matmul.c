@@ -1,5 +1,5 @@
 /* Matrix products: matmul (torch.matmul) and linear (torch.nn.functional.linear).
- * CPU through OpenBLAS (ops/gemm.h), CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
+ * CPU through OpenBLAS (ops/gemm.h; bfloat16 through ops/gemm_bf16.c), CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
  * one strided-batched GEMM description (gemm_desc below), so a transposed view is
  * passed as a transpose flag instead of being copied. */
 #include "ops/matmul.h"
@@ -146,8 +146,9 @@ static tg_status check_pair(const char *op, tg_tensor *a, tg_tensor *b, const ch
 
 /* ======================= batched matmul (both operands >= 2-D) ======================= */
 
-/* float16 / bfloat16 on the CPU: the forwards below run the float32 GEMM on widened
- * copies and round the result once (PyTorch's CPU kernels accumulate in float32 too;
+/* float16 / bfloat16 on the CPU: bfloat16 goes to the AVX512-BF16 kernel where the CPU
+ * has it (bf16_kernel_for below); otherwise the forwards below run the float32 GEMM on
+ * widened copies and round the result once (PyTorch's CPU kernels accumulate in float32 too;
  * docs/mixed-precision.md). On CUDA they go to cublasGemmEx (ops/cuda/matmul.cu). */
 static bool low_precision_on_cpu(const tg_tensor *t) {
     return tg_dtype_is_low_precision(t->dtype) && t->storage->device.kind == TG_DEVICE_CPU;
