@@ -7,6 +7,10 @@
 #   bench/compare.sh --peers         also PyTorch 2 (eager; compiled for the epochs) and
 #                                    JAX (bench/peers/, installed by bench/peers/setup.sh)
 #   bench/compare.sh --peers --busy 2  N CPU-bound processes run during every measurement
+#   bench/compare.sh mlp mlp_amp     float32 and bfloat16-autocast epochs (--amp bf16; the
+#                                    twins with torch.autocast("cpu", torch.bfloat16))
+#   MAX_STEPS=20 ROUNDS=1 bench/compare.sh mlp_amp   smoke run: the epoch pairs stop after
+#                                    N steps; the table is printed, docs/perf.md left alone
 # Each program prints "RESULT {json}" lines; the median over rounds is reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +25,9 @@ while [[ $# -gt 0 ]]; do
     *) break ;;
   esac
 done
-ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn qmlp)
-[[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv mlp lenet lenet_bn)
+ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn mlp_amp lenet_bn_amp qmlp)
+[[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv mlp lenet lenet_bn mlp_amp lenet_bn_amp)
+MAX_STEPS=${MAX_STEPS:-}
 PAIRS=("$@")
 [[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=("${ALL_PAIRS[@]}")
 source bench/load.sh
@@ -45,8 +50,16 @@ fi
 # The epoch workloads are the tutorial programs themselves (--result-line); the
 # others are bench/<pair>.c. Binaries are taken from the opt output folder, not the
 # bazel-bin symlink (which follows whatever configuration was built last).
-declare -A TARGET=([mlp]=//tutorials/02_mlp [lenet]=//tutorials/03_lenet [lenet_bn]=//tutorials/04_batchnorm_gpu)
-declare -A OUTPUTS=([mlp]="--plot @/loss.svg --checkpoint @/ckpt.safetensors" [lenet]="--plot @/loss.svg" [lenet_bn]="")
+declare -A TARGET=([mlp]=//tutorials/02_mlp [lenet]=//tutorials/03_lenet [lenet_bn]=//tutorials/04_batchnorm_gpu
+                   [mlp_amp]=//tutorials/02_mlp [lenet_bn_amp]=//tutorials/04_batchnorm_gpu)
+declare -A OUTPUTS=([mlp]="--plot @/loss.svg --checkpoint @/ckpt.safetensors" [lenet]="--plot @/loss.svg" [lenet_bn]=""
+                    [mlp_amp]="--amp bf16 --plot @/loss.svg --checkpoint @/ckpt.safetensors"
+                    [lenet_bn_amp]="--amp bf16")
+# The twin of a pair: bench/<pair>_torch.py unless named here (the autocast pairs are
+# the float32 twins with --amp).
+declare -A TWIN=([mlp_amp]="bench/mlp_torch.py --amp" [lenet_bn_amp]="bench/lenet_bn_torch.py --amp")
+steps_args=""
+[[ -z $MAX_STEPS ]] || steps_args="--max-steps $MAX_STEPS"
 # The epoch pairs start from the same weights: the same seed already gives both the
 # same weights (tapegrad draws PyTorch's numbers); the tutorial also saves its initial
 # weights (--save-init) and the twin loads them (--init), a guard against drift.
@@ -61,7 +74,7 @@ command_for() {
   local t=${TARGET[$1]:-}
   if [[ -n $t ]]; then
     local path=${t#//}
-    echo "$bin/$path/$(basename "$path") --result-line ${OUTPUTS[$1]//@/$scratch} --save-init $scratch/init_$1.safetensors"
+    echo "$bin/$path/$(basename "$path") --result-line ${OUTPUTS[$1]//@/$scratch} --save-init $scratch/init_$1.safetensors $steps_args"
   else
     echo "$bin/bench/$1"
   fi
@@ -81,11 +94,16 @@ for round in $(seq "$ROUNDS"); do
     # shellcheck disable=SC2046
     measure tapegrad $(command_for "$pair")
     twin_args=()
-    [[ -n ${TARGET[$pair]:-} ]] && twin_args=(--init "$scratch/init_$pair.safetensors")
-    measure "PyTorch 1.13" /usr/bin/python3 "bench/${pair}_torch.py" "${twin_args[@]}"
+    # shellcheck disable=SC2206
+    [[ -n ${TARGET[$pair]:-} ]] && twin_args=(--init "$scratch/init_$pair.safetensors" $steps_args)
+    # shellcheck disable=SC2206
+    twin=(${TWIN[$pair]:-bench/${pair}_torch.py})
+    measure "PyTorch 1.13" /usr/bin/python3 "${twin[@]}" "${twin_args[@]}"
     [[ $peers == 1 ]] || continue
-    measure "PyTorch 2" "$peer_python" "bench/${pair}_torch.py" "${twin_args[@]}"
-    if [[ -n ${TARGET[$pair]:-} ]]; then
+    measure "PyTorch 2" "$peer_python" "${twin[@]}" "${twin_args[@]}"
+    if [[ -n ${TWIN[$pair]:-} ]]; then
+      : # autocast pairs: no torch.compile or JAX twin
+    elif [[ -n ${TARGET[$pair]:-} ]]; then
       measure "PyTorch 2 compile" "$peer_python" "bench/${pair}_torch.py" --compile "${twin_args[@]}"
       measure JAX "$peer_python" bench/peers/jax_epoch.py "$pair" "${twin_args[@]}"
     else
@@ -101,5 +119,10 @@ if [[ $peers == 1 ]]; then
 fi
 if [[ $busy -gt 0 ]]; then
   export TG_BENCH_LOAD="Busy: $busy CPU-bound processes ran beside every measured program."
+fi
+if [[ -n $MAX_STEPS ]]; then # a smoke run: the table goes to a scratch copy, printed
+  cp docs/perf.md "$scratch/perf.md"
+  /usr/bin/python3 bench/report.py "$results" "$scratch/perf.md" "$marker"
+  exit 0
 fi
 /usr/bin/python3 bench/report.py "$results" docs/perf.md "$marker"

@@ -8,6 +8,7 @@ training epoch and the evaluation.
 
     /usr/bin/python3 bench/mlp_torch.py [--show-order] [--epochs N] [--max-steps N]
     $(bench/peers/setup.sh) bench/mlp_torch.py [--compile]    # PyTorch 2, eager or compiled
+    /usr/bin/python3 bench/mlp_torch.py --amp                   # bfloat16 autocast (mlp_amp_epoch)
 
 With --compile (PyTorch 2) the model runs through torch.compile; the steps that
 compile (the first, and the odd-sized last batch) count at the median step time, so
@@ -91,10 +92,11 @@ def load_fashion(directory=FASHION_DIR, image_shape=False):
 
 # ---- training and evaluation ----
 
-def train_epoch(model, opt, x, y, perm, batch_size, max_steps=0, compiled=False):
+def train_epoch(model, opt, x, y, perm, batch_size, max_steps=0, compiled=False, amp=False):
     """One epoch in the order `perm`; returns (seconds, mean loss, steps). With
     `compiled`, the steps that run the compiler (a batch shape not seen before) count
-    at the median step time."""
+    at the median step time. With `amp`, forward and loss run under bfloat16 CPU
+    autocast (the tutorials' --amp bf16: float32 weights, no loss scaling)."""
     model.train()
     order = torch.tensor(perm)
     n, steps, loss_sum = len(perm), 0, 0.0
@@ -105,7 +107,8 @@ def train_epoch(model, opt, x, y, perm, batch_size, max_steps=0, compiled=False)
         start = time.perf_counter()
         idx = order[begin:begin + batch_size]
         xb, yb = x[idx], y[idx]
-        loss = F.cross_entropy(model(xb), yb)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            loss = F.cross_entropy(model(xb), yb)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -150,6 +153,8 @@ def parse_args(lr, description):
     p.add_argument("--show-order", action="store_true", help="print the first 10 sample indices of epoch 0")
     p.add_argument("--init", help="start from these weights (a tutorial's --save-init safetensors file)")
     p.add_argument("--compile", action="store_true", help="train through torch.compile (PyTorch 2)")
+    p.add_argument("--amp", action="store_true",
+                   help="bfloat16 autocast around forward and loss (the tutorials' --amp bf16); RESULT bench *_amp_epoch")
     return p.parse_args()
 
 
@@ -195,13 +200,13 @@ def run(bench, make_model, make_opt, image_shape, args, make_sched=None):
             if args.show_order:
                 print("order:", " ".join(map(str, perm[:10])))
         seconds, loss, steps = train_epoch(trained, opt, train_x, train_y, perm, args.batch_size, args.max_steps,
-                                            args.compile)
+                                            args.compile, args.amp)
         accuracy = evaluate(model, test_x, test_y)
         print(f"epoch {epoch + 1}: train loss {loss:.4f}, test accuracy {accuracy:.2f}%, {steps} steps, {seconds:.1f} s",
               flush=True)
         if sched:
             sched.step()
-    print_result(bench, seconds, accuracy, args.compile)
+    print_result(bench.replace("_epoch", "_amp_epoch") if args.amp else bench, seconds, accuracy, args.compile)
 
 
 def make_mlp():

@@ -5,8 +5,10 @@
 
 #include "core/convert.h"
 #include "core/iter.h"
+#include "core/lowp.h"
 #include "core/parallel.h"
 #include "core/scope.h"
+#include "core/simd.h"
 #include "core/tensor_impl.h"
 
 void tg_contiguous_strides(tg_shape shape, int64_t *strides) {
@@ -133,8 +135,47 @@ typedef struct {
     tg_dtype dst, src;
 } cast_ctx;
 
+/* float32 <-> bfloat16 / float16 rows (autocast's casts, every step): core/lowp.h's
+ * conversions, vectorised by the clones when both rows are contiguous. */
+TG_VECTOR_CLONES static void float_to_bf16_row(uint16_t *restrict d, const float *restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = tg_float_to_bf16_bits(s[i]);
+}
+TG_VECTOR_CLONES static void bf16_to_float_row(float *restrict d, const uint16_t *restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = tg_bf16_bits_to_float(s[i]);
+}
+
+static bool low_precision_row(char **p, const int64_t *s, int64_t n, const cast_ctx *c) {
+    bool contiguous = s[0] == (int64_t)tg_dtype_size(c->dst) && s[1] == (int64_t)tg_dtype_size(c->src);
+    if (c->dst == TG_BFLOAT16 && c->src == TG_FLOAT32) {
+        if (contiguous) float_to_bf16_row((uint16_t *)p[0], (const float *)p[1], n);
+        else
+            for (int64_t i = 0; i < n; i++)
+                *(uint16_t *)(p[0] + i * s[0]) = tg_float_to_bf16_bits(*(const float *)(p[1] + i * s[1]));
+        return true;
+    }
+    if (c->dst == TG_FLOAT32 && c->src == TG_BFLOAT16) {
+        if (contiguous) bf16_to_float_row((float *)p[0], (const uint16_t *)p[1], n);
+        else
+            for (int64_t i = 0; i < n; i++)
+                *(float *)(p[0] + i * s[0]) = tg_bf16_bits_to_float(*(const uint16_t *)(p[1] + i * s[1]));
+        return true;
+    }
+    if (c->dst == TG_FLOAT16 && c->src == TG_FLOAT32) {
+        for (int64_t i = 0; i < n; i++)
+            *(uint16_t *)(p[0] + i * s[0]) = tg_float_to_half_bits(*(const float *)(p[1] + i * s[1]));
+        return true;
+    }
+    if (c->dst == TG_FLOAT32 && c->src == TG_FLOAT16) {
+        for (int64_t i = 0; i < n; i++)
+            *(float *)(p[0] + i * s[0]) = tg_half_bits_to_float(*(const uint16_t *)(p[1] + i * s[1]));
+        return true;
+    }
+    return false;
+}
+
 static void copy_row(char **p, const int64_t *s, int64_t n, void *vctx) {
     const cast_ctx *c = vctx;
+    if (low_precision_row(p, s, n, c)) return;
     if (c->dst == c->src) {
         size_t es = tg_dtype_size(c->dst);
         if (s[0] == (int64_t)es && s[1] == (int64_t)es) {

@@ -1,5 +1,6 @@
 /* CPU GEMM for the ops (matmul, linear, conv2d): OpenBLAS held to one thread, spread
- * over tapegrad's thread pool (core/parallel.h) by blocks of C when large. */
+ * over tapegrad's thread pool (core/parallel.h) by blocks of C when large; and our own
+ * bfloat16 GEMM (AVX512-BF16) for matmul and linear, split the same way. */
 #ifndef TG_OPS_GEMM_H
 #define TG_OPS_GEMM_H
 
@@ -20,6 +21,19 @@ void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                  int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+
+/* bfloat16 GEMM (ops/gemm_bf16.c): C [m, n] (float32, row-major) = A B, plus C's old values
+ * when `accumulate`. A [m, k] and B [k, n] are bfloat16 bit patterns read at element
+ * strides (row, column), so any 2-D view (a transpose included) is read without a copy.
+ * Products of bfloat16 values are exact in float32 and are summed in float32, each C
+ * element over all of k in k order (two k at a time, as vdpbf16ps adds them) whatever the
+ * thread count; vdpbf16ps treats subnormal inputs as zero and flushes subnormal sums to
+ * zero, as oneDNN's bfloat16 kernels do. Split over the thread pool as tg_gemm_f32.
+ * Only on CPUs where tg_gemm_bf16_supported() (x86-64 with AVX512-BF16, checked at run
+ * time); callers fall back to the float32 GEMM on widened copies elsewhere. */
+bool tg_gemm_bf16_supported(void);
+void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
+                  int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /* Matrix products: matmul (torch.matmul) and linear (torch.nn.functional.linear).
- * CPU through OpenBLAS (ops/gemm.h), CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
+ * CPU through OpenBLAS (ops/gemm.h; bfloat16 through ops/gemm_bf16.c), CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
  * one strided-batched GEMM description (gemm_desc below), so a transposed view is
  * passed as a transpose flag instead of being copied. */
 #include "ops/matmul.h"
@@ -146,11 +146,58 @@ static tg_status check_pair(const char *op, tg_tensor *a, tg_tensor *b, const ch
 
 /* ======================= batched matmul (both operands >= 2-D) ======================= */
 
-/* float16 / bfloat16 on the CPU: the forwards below run the float32 GEMM on widened
- * copies and round the result once (PyTorch's CPU kernels accumulate in float32 too;
+/* float16 / bfloat16 on the CPU: bfloat16 goes to the AVX512-BF16 kernel where the CPU
+ * has it (bf16_kernel_for below); otherwise the forwards below run the float32 GEMM on
+ * widened copies and round the result once (PyTorch's CPU kernels accumulate in float32 too;
  * docs/mixed-precision.md). On CUDA they go to cublasGemmEx (ops/cuda/matmul.cu). */
 static bool low_precision_on_cpu(const tg_tensor *t) {
     return tg_dtype_is_low_precision(t->dtype) && t->storage->device.kind == TG_DEVICE_CPU;
+}
+
+/* bfloat16 on a CPU with AVX512-BF16: vdpbf16ps (ops/gemm_bf16.c) into float32, rounded
+ * once; the same numbers as the widened float32 GEMM up to float32 summation order. */
+static bool bf16_kernel_for(const tg_tensor *t) {
+    return t->dtype == TG_BFLOAT16 && t->storage->device.kind == TG_DEVICE_CPU && tg_gemm_bf16_supported();
+}
+
+/* Products [i0, i1) of a batch of bfloat16 matrices, each read through its strides. */
+typedef struct {
+    const tg_tensor *a, *b; /* expanded to the full batch */
+    const tg_shape *batch;
+    int64_t n, k, m;
+    float *out;
+} bf16_batch_job;
+
+static void bf16_batch_chunk(int64_t i0, int64_t i1, void *arg) {
+    const bf16_batch_job *j = arg;
+    int nb = j->batch->ndim;
+    const uint16_t *pa = tg_elem_ptr(j->a), *pb = tg_elem_ptr(j->b);
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t off_a = 0, off_b = 0, rest = i;
+        for (int d = nb - 1; d >= 0; d--) {
+            int64_t idx = rest % j->batch->dims[d];
+            rest /= j->batch->dims[d];
+            off_a += idx * j->a->strides[d];
+            off_b += idx * j->b->strides[d];
+        }
+        tg_gemm_bf16(j->n, j->m, j->k, pa + off_a, j->a->strides[nb], j->a->strides[nb + 1], pb + off_b,
+                     j->b->strides[nb], j->b->strides[nb + 1], false, j->out + i * j->n * j->m, j->m);
+    }
+}
+
+static tg_tensor *bmm_bf16(tg_tensor *a, tg_tensor *b, tg_shape batch, tg_shape full_a, tg_shape full_b,
+                           tg_shape out_shape) {
+    int nb = batch.ndim;
+    int64_t n = full_a.dims[nb], k = full_a.dims[nb + 1], m = full_b.dims[nb + 1], count = tg_shape_numel(batch);
+    tg_tensor *out = tg_empty(out_shape, (tg_opts){.dtype = TG_FLOAT32, .device = a->storage->device});
+    tg_tensor *ea = tg_expand(a, full_a), *eb = tg_expand(b, full_b); /* stride 0 on broadcast dims */
+    if (!out || !ea || !eb) return NULL;
+    bf16_batch_job j = {ea, eb, &batch, n, k, m, tg_elem_ptr(out)};
+    if (count > 1 && n * m * k < TG_GEMM_PARALLEL_MIN && count * n * m * k >= TG_GEMM_PARALLEL_MIN)
+        tg_parallel_for(count, 1, bf16_batch_chunk, &j); /* many small products: whole ones per thread */
+    else
+        bf16_batch_chunk(0, count, &j);
+    return tg_cast(out, TG_BFLOAT16);
 }
 
 /* a [..., n, k] x b [..., k, m] -> [batch..., n, m]; the checks are done by tg_matmul. */
@@ -170,6 +217,11 @@ static tg_tensor *bmm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     full_b.dims[full_b.ndim++] = k;
     full_b.dims[full_b.ndim++] = m;
     tg_opts opts = {.dtype = a->dtype, .device = a->storage->device};
+    if (bf16_kernel_for(a)) {
+        tg_ctx_save(ctx, a);
+        tg_ctx_save(ctx, b);
+        return bmm_bf16(a, b, batch, full_a, full_b, out_shape);
+    }
     if (low_precision_on_cpu(a)) { /* float32 GEMM, rounded once */
         tg_ctx_save(ctx, a);
         tg_ctx_save(ctx, b);
@@ -275,6 +327,16 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_shape out_shape = x->shape;
     out_shape.dims[out_shape.ndim - 1] = out_features;
     tg_opts opts = {.dtype = x->dtype, .device = x->storage->device};
+    if (bf16_kernel_for(x)) { /* bias in float32, then x w^T added by vdpbf16ps, rounded once */
+        tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), (tg_opts){.dtype = TG_FLOAT32, .device = opts.device});
+        tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
+        if (!out || !x2 || (bias && tg_copy_values_(out, tg_cast(bias, TG_FLOAT32)))) return NULL;
+        tg_gemm_bf16(rows, out_features, in_features, tg_elem_ptr(x2), x2->strides[0], x2->strides[1],
+                     tg_elem_ptr(w), w->strides[1], w->strides[0], bias != NULL, tg_elem_ptr(out), out_features);
+        tg_ctx_save(ctx, x);
+        tg_ctx_save(ctx, w);
+        return tg_reshape(tg_cast(out, TG_BFLOAT16), out_shape);
+    }
     if (low_precision_on_cpu(x)) { /* float32 GEMM and bias, rounded once */
         tg_ctx_save(ctx, x);
         tg_ctx_save(ctx, w);

@@ -66,7 +66,13 @@ for arg in "$@"; do
       without 02_mlp_no_nan 'nan|^epoch 3' 02_mlp_max_steps.log
       refused 02_mlp_flag_value 'option takes no value' "$b" --synthetic=1
       refused 02_mlp_missing_value 'missing value after' "$b" --epochs
-      refused 02_mlp_unknown "unknown option for this lesson '--no-such-option'" "$b" --synthetic --no-such-option ;;
+      refused 02_mlp_unknown "unknown option for this lesson '--no-such-option'" "$b" --synthetic --no-such-option
+      check 02_mlp_amp '^training on cpu: .*, autocast bf16$' "$b" "${COMMON[@]}" --amp bf16 --plot mlp_amp.svg \
+        --checkpoint mlp_amp.safetensors --result-line
+      check 02_mlp_amp_result '^RESULT \{"bench": "mlp_amp_epoch"' cat 02_mlp_amp.log
+      without 02_mlp_amp_no_nan 'nan' 02_mlp_amp.log
+      refused 02_mlp_amp_fp16_cpu 'amp fp16 needs a CUDA device' "$b" --synthetic --device cpu --amp fp16
+      refused 02_mlp_amp_bad "bad --amp \(bf16 or fp16\) 'fp8'" "$b" --synthetic --amp fp8 ;;
     03_lenet)
       check 03_lenet '^epoch 1: train loss .* test accuracy' "$b" "${COMMON[@]}" --plot lenet.svg --result-line
       check 03_lenet_result '^RESULT \{"bench": "lenet_epoch"' cat 03_lenet.log ;;
@@ -74,7 +80,10 @@ for arg in "$@"; do
       check 04_batchnorm_gpu '^step time, batch 64: cpu' "$b" "${COMMON[@]}" --compare-steps 2 --result-line
       check 04_batchnorm_gpu_result '^RESULT \{"bench": "lenet_bn_epoch"' cat 04_batchnorm_gpu.log
       check 04_batchnorm_gpu_plot '^loss curve: ' "$b" "${COMMON[@]}" --compare-steps 0 --plot bn.svg
-      check 04_batchnorm_gpu_svg '</svg>' cat bn.svg ;;
+      check 04_batchnorm_gpu_svg '</svg>' cat bn.svg
+      check 04_batchnorm_gpu_amp '^RESULT \{"bench": "lenet_bn_amp_epoch"' "$b" "${COMMON[@]}" --compare-steps 0 \
+        --amp bf16 --result-line
+      without 04_batchnorm_gpu_amp_no_nan 'nan' 04_batchnorm_gpu_amp.log ;;
     05_custom_op)
       check 05_custom_op '^gradcheck: ok' "$b" "${COMMON[@]}"
       refused 05_custom_op_plot "unknown option for this lesson '--plot'" "$b" "${COMMON[@]}" --plot x.svg ;;

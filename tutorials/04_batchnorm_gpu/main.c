@@ -3,7 +3,8 @@
  * The LeNet of lesson 03 with a BatchNorm2d after each convolution, trained with
  * SGD + momentum and a StepLR learning-rate schedule. Shows train/eval modes (batch
  * statistics vs running statistics), moving a model and its batches to the GPU,
- * and times training steps on the CPU and the GPU. README.md walks through it. */
+ * and times training steps on the CPU and the GPU. --amp bf16 (or fp16 on CUDA) runs
+ * the forward pass and the loss under autocast. README.md walks through it. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,13 +28,27 @@ static tg_module *make_lenet_bn(void) {
         tg_nn_linear(500, 10, (tg_linear_opts){0}));
 }
 
-/* One SGD step on (x, y); returns the loss. */
-static double train_step(tg_module *model, tg_optim *opt, tg_tensor *x, tg_tensor *y) {
+/* One SGD step on (x, y); returns the loss. With `args` (NULL: float32) and args->amp,
+ * forward and loss run under autocast (convolutions and linears in bfloat16 / float16,
+ * batch norm's statistics and the loss in float32) and `scaler` scales the loss (a
+ * disabled scaler, for bf16, passes it through). The weights stay float32. */
+static double train_step(tg_module *model, tg_optim *opt, const tut_args *args, tg_grad_scaler *scaler,
+                         tg_tensor *x, tg_tensor *y) {
     double value = 0;
+    bool amp = args && args->amp;
     TG_SCOPE {
-        tg_tensor *loss = tg_cross_entropy(tg_forward(model, x), y);
-        tg_backward(loss);
-        tg_optim_step(opt);
+        tg_tensor *loss = NULL;
+        TG_AUTOCAST_IF(amp ? args->device.kind : TG_DEVICE_CPU, amp ? args->amp_dtype : TG_BFLOAT16, amp) {
+            loss = tg_cross_entropy(tg_forward(model, x), y);
+        }
+        if (scaler) {
+            tg_backward(tg_grad_scaler_scale(scaler, loss));
+            tg_grad_scaler_step(scaler, opt, NULL); /* skipped if a scaled gradient overflowed */
+            tg_grad_scaler_update(scaler);
+        } else {
+            tg_backward(loss);
+            tg_optim_step(opt);
+        }
         tg_optim_zero_grad(opt);
         value = tg_item(loss);
     }
@@ -50,10 +65,10 @@ static double time_steps(tg_device device, tg_tensor *x, tg_tensor *y, int steps
     double ms = 0;
     TG_SCOPE {
         tg_tensor *dx = tg_to(x, device), *dy = tg_to(y, device);
-        for (int i = 0; i < 2; i++) train_step(model, opt, dx, dy);
+        for (int i = 0; i < 2; i++) train_step(model, opt, NULL, NULL, dx, dy);
         tg_cuda_synchronize();
         double start = tut_now();
-        for (int i = 0; i < steps; i++) train_step(model, opt, dx, dy);
+        for (int i = 0; i < steps; i++) train_step(model, opt, NULL, NULL, dx, dy);
         tg_cuda_synchronize(); /* tg_item already waited; kept for the habit */
         ms = 1000 * (tut_now() - start) / steps;
     }
@@ -66,7 +81,7 @@ int main(int argc, char **argv) {
     const char *compare_text = "20";
     tut_option extra[] = {{.name = "--compare-steps", .metavar = "N", .value = &compare_text,
                            .help = "time N steps on the CPU and the GPU at the end (default 20, 0: skip)"}};
-    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT,
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
                      .device_name = "auto", .epochs = 1, .batch_size = 64, .lr = 0.01, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 04: LeNet + BatchNorm2d on the GPU (or the CPU), with an LR schedule.", &args,
                    extra, 1);
@@ -90,6 +105,9 @@ int main(int argc, char **argv) {
     tg_to(model, args.device); /* parameters and buffers (running stats) move in place */
     tg_optim *opt = tg_sgd(model, (tg_sgd_opts){.lr = args.lr, .momentum = 0.9});
     tg_lr_scheduler *schedule = tg_step_lr(opt, 1, 0.7); /* lr *= 0.7 after every epoch */
+    /* Loss scaling for --amp fp16 only (bfloat16 has float32's range, as in PyTorch). */
+    tg_grad_scaler *scaler = tg_grad_scaler_new(
+        opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
 
     /* The data set stays on the CPU; the loader copies one batch at a time to the device. */
     tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
@@ -108,8 +126,9 @@ int main(int argc, char **argv) {
     int64_t step = 0;
     tut_curve curve = {0}; /* per-step losses for --plot */
     double epoch_seconds = 0, accuracy = 0;
-    printf("training on %s: %d epoch(s), batch %lld, SGD lr %g momentum 0.9, StepLR(1, 0.7)\n", device_text,
-           args.epochs, (long long)args.batch_size, args.lr);
+    printf("training on %s: %d epoch(s), batch %lld, SGD lr %g momentum 0.9, StepLR(1, 0.7)%s%s\n", device_text,
+           args.epochs, (long long)args.batch_size, args.lr, args.amp ? ", autocast " : "",
+           args.amp ? args.amp_name : "");
     /* --max-steps may end the run before --epochs: no epoch starts without a step left */
     for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {
         tg_train(model, true); /* batch norm uses the batch's statistics and updates the running ones */
@@ -119,7 +138,7 @@ int main(int argc, char **argv) {
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
             if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
-            double value = train_step(model, opt, x, y);
+            double value = train_step(model, opt, &args, scaler, x, y);
             tut_progress_update(&bar, value);
             tut_curve_add(&curve, value);
             step++;
@@ -174,9 +193,10 @@ int main(int argc, char **argv) {
             }
         }
     }
-    if (args.result_line) tut_print_result("lenet_bn_epoch", epoch_seconds, accuracy);
+    if (args.result_line) tut_print_result(args.amp ? "lenet_bn_amp_epoch" : "lenet_bn_epoch", epoch_seconds, accuracy);
 
     tg_scheduler_free(schedule);
+    tg_grad_scaler_free(scaler);
     tg_loader_free(loader);
     tg_optim_free(opt);
     tg_module_free(model);

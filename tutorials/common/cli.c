@@ -33,6 +33,7 @@ static const common_option commons[] = {
     {"result-line", NULL, "print a RESULT {...} line for bench/compare.sh", TUT_OPT_RESULT_LINE},
     {"show-order", NULL, "print the first 10 sample indices of epoch 0", TUT_OPT_SHOW_ORDER},
     {"save-init", "FILE", "save the initial weights (for the PyTorch twin's --init)", TUT_OPT_SAVE_INIT},
+    {"amp", "bf16|fp16", "mixed precision: autocast forward and loss (fp16: CUDA, with loss scaling)", TUT_OPT_AMP},
 };
 #define NUM_COMMONS ((int)(sizeof commons / sizeof commons[0]))
 
@@ -110,6 +111,9 @@ static void set_common(const char *prog, const char *name, const char *value, tu
         args->show_order = true;
     } else if (!strcmp(name, "save-init")) {
         args->save_init_path = value;
+    } else if (!strcmp(name, "amp")) {
+        if (strcmp(value, "bf16") && strcmp(value, "fp16")) bad(prog, "bad --amp (bf16 or fp16)", value);
+        args->amp_name = value;
     }
 }
 
@@ -179,6 +183,15 @@ void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, co
         args->device = tg_cuda(index);
     } else {
         bad(prog, "bad --device (cpu, cuda, cuda:N or auto)", d);
+    }
+
+    bool on_cpu = args->device.kind == TG_DEVICE_CPU;
+    args->amp = args->amp_name != NULL;
+    args->amp_dtype = args->amp && !strcmp(args->amp_name, "fp16") ? TG_FLOAT16 : TG_BFLOAT16;
+    if (args->amp && on_cpu && args->amp_dtype == TG_FLOAT16) {
+        fprintf(stderr, "%s: --amp fp16 needs a CUDA device: autocast on the CPU is bfloat16 only, as PyTorch's "
+                        "(use --amp bf16)\n", prog);
+        exit(2);
     }
 }
 

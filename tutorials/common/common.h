@@ -29,6 +29,7 @@ enum {
     TUT_OPT_RESULT_LINE = 1u << 9, /* --result-line (tut_print_result) */
     TUT_OPT_SHOW_ORDER = 1u << 10, /* --show-order */
     TUT_OPT_SAVE_INIT = 1u << 11,  /* --save-init (tut_save_init) */
+    TUT_OPT_AMP = 1u << 12,        /* --amp bf16|fp16 */
     /* what a training lesson honours at least */
     TUT_OPT_TRAINING = TUT_OPT_DEVICE | TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED |
                        TUT_OPT_DATA | TUT_OPT_MAX_STEPS,
@@ -61,6 +62,13 @@ typedef struct {
     bool result_line;      /* --result-line: print one RESULT {...} line for bench/compare.sh */
     bool show_order;       /* --show-order: print the first 10 sample indices of epoch 0 */
     const char *save_init_path; /* --save-init FILE: the initial weights, for the PyTorch twin */
+    /* --amp bf16|fp16: mixed precision as PyTorch's recipe, autocast around forward and
+     * loss (TG_AUTOCAST_IF(device.kind, amp_dtype, amp)), float32 master weights, and
+     * loss scaling (GradScaler) for fp16 only. fp16 needs a CUDA device (CPU autocast is
+     * bfloat16 only, as PyTorch 1.13's); refused on the CPU. */
+    const char *amp_name; /* NULL: off */
+    bool amp;
+    tg_dtype amp_dtype; /* a dtype autocast accepts on that device even when off */
 } tut_args;
 
 /* Parses argv with getopt_long (--name VALUE and --name=VALUE) into *args (which

@@ -1,0 +1,229 @@
+/* bfloat16 GEMM with AVX512-BF16's vdpbf16ps (ops/gemm.h).
+ *
+ * Goto/BLIS blocking: for each KC-deep slice of k, B's slice is packed into NR-column
+ * panels (kept in L1 while A's row slivers stream past), A's slice into MR-row slivers,
+ * both as pairs of consecutive k (the unit vdpbf16ps multiplies and adds). The micro
+ * kernel holds an MR x NR tile of C in 2 * MR zmm registers; each C element is carried
+ * over all of k in k order, whatever the blocking or the threads. */
+#include "ops/gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parallel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAVE_BF16_KERNEL 1
+#include <immintrin.h>
+#define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
+#endif
+
+enum {
+    MR = 8,     /* rows of C per micro tile */
+    NR = 32,    /* columns of C per micro tile: two zmm of float32 */
+    KC = 384,   /* k per packed slice (even): a B panel is NR * KC * 2 bytes = 24 KiB, in L1 */
+    MC = 96,    /* rows of A per packed block: MC * KC * 2 bytes = 72 KiB, in L2 */
+    NC = 3072,  /* columns of B per packed slice: NC * KC * 2 bytes = 2.25 MiB, in L3 */
+    SPLIT = 32, /* threads split C in units of this many rows or columns (a multiple of MR and NR) */
+};
+
+bool tg_gemm_bf16_supported(void) {
+#ifdef HAVE_BF16_KERNEL
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+}
+
+#ifdef HAVE_BF16_KERNEL
+
+typedef struct {
+    int64_t m, n, k;
+    const uint16_t *a, *b;
+    int64_t a_rs, a_cs, b_rs, b_cs;
+    bool accumulate, by_rows;
+    float *c;
+    int64_t ldc;
+} bf16_job;
+
+/* A [rows, kc] from (row0, k0) into slivers of MR rows: sliver s, pair p, row r at
+ * (s * pairs + p) * MR + r, each a 32-bit pair (k even in the low half); padding rows and
+ * the odd k's partner are zero. */
+static void pack_a(const bf16_job *g, int64_t row0, int64_t rows, int64_t k0, int64_t kc, uint32_t *dst) {
+    int64_t pairs = (kc + 1) / 2, full = kc / 2;
+    for (int64_t s = 0; s < (rows + MR - 1) / MR; s++) {
+        if (g->a_rs == 1 && rows - s * MR >= MR) { /* A = G^T (a weight's gradient): rows are contiguous */
+            const uint16_t *src = g->a + row0 + s * MR + k0 * g->a_cs;
+            uint32_t *out = dst + s * pairs * MR;
+            for (int64_t p = 0; p < pairs; p++) {
+                const uint16_t *even = src + 2 * p * g->a_cs, *odd = even + g->a_cs;
+                bool has_odd = 2 * p + 1 < kc;
+                for (int r = 0; r < MR; r++) out[p * MR + r] = even[r] | (has_odd ? (uint32_t)odd[r] << 16 : 0);
+            }
+            continue;
+        }
+        for (int r = 0; r < MR; r++) {
+            int64_t i = s * MR + r;
+            uint32_t *out = dst + s * pairs * MR + r;
+            if (i >= rows) {
+                for (int64_t p = 0; p < pairs; p++) out[p * MR] = 0;
+                continue;
+            }
+            const uint16_t *src = g->a + (row0 + i) * g->a_rs + k0 * g->a_cs;
+            if (g->a_cs == 1) /* a row-major row: its pairs are 32-bit words already */
+                for (int64_t p = 0; p < full; p++) memcpy(out + p * MR, src + 2 * p, sizeof(uint32_t));
+            else
+                for (int64_t p = 0; p < full; p++)
+                    out[p * MR] = src[2 * p * g->a_cs] | (uint32_t)src[(2 * p + 1) * g->a_cs] << 16;
+            if (pairs > full) out[full * MR] = src[2 * full * g->a_cs];
+        }
+    }
+}
+
+/* Two rows of 32 row-major bfloat16 columns interleaved into 32 pairs (one panel row). */
+BF16_TARGET static void interleave_rows(const uint16_t *r0, const uint16_t *r1, uint16_t *out) {
+    static const uint16_t lo_idx[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                        8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    static const uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                        24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+    __m512i x = _mm512_loadu_si512(r0), y = _mm512_loadu_si512(r1);
+    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(lo_idx), y));
+    _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(hi_idx), y));
+}
+
+/* B [kc, cols] from (k0, col0) into panels of NR columns: panel q, pair p, column j at
+ * ((q * pairs + p) * NR + j) * 2 (+1 for the odd k); padding is zero. */
+static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int64_t cols, uint16_t *dst) {
+    int64_t pairs = (kc + 1) / 2;
+    for (int64_t q = 0; q < (cols + NR - 1) / NR; q++) {
+        if (g->b_rs == 1 && cols - q * NR >= NR) { /* B = W^T (linear): a column is a row of W, read along */
+            uint16_t *panel = dst + q * pairs * NR * 2;
+            for (int j = 0; j < NR; j++) {
+                const uint16_t *src = g->b + k0 + (col0 + q * NR + j) * g->b_cs;
+                for (int64_t p = 0; p < kc / 2; p++) memcpy(panel + (p * NR + j) * 2, src + 2 * p, sizeof(uint32_t));
+                if (kc % 2) panel[((pairs - 1) * NR + j) * 2] = src[kc - 1], panel[((pairs - 1) * NR + j) * 2 + 1] = 0;
+            }
+            continue;
+        }
+        for (int64_t p = 0; p < pairs; p++) {
+            uint16_t *out = dst + (q * pairs + p) * NR * 2;
+            int64_t kk = k0 + 2 * p;
+            bool has_odd = 2 * p + 1 < kc;
+            const uint16_t *src = g->b + kk * g->b_rs + (col0 + q * NR) * g->b_cs;
+            if (g->b_cs == 1 && has_odd && cols - q * NR >= NR) { /* row-major B, a whole panel row */
+                interleave_rows(src, src + g->b_rs, out);
+                continue;
+            }
+
+            for (int j = 0; j < NR; j++) {
+                if (q * NR + j < cols) {
+                    out[2 * j] = src[j * g->b_cs];
+                    out[2 * j + 1] = has_odd ? src[j * g->b_cs + g->b_rs] : 0;
+                } else {
+                    out[2 * j] = out[2 * j + 1] = 0;
+                }
+            }
+        }
+    }
+}
+
+/* C tile [mr <= MR, nr <= NR] (+)= A sliver * B panel over `pairs` pairs of k. */
+BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const uint16_t *bp, float *c, int64_t ldc,
+                                     int mr, int nr, bool load_c) {
+    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    __m512 acc[MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+        if (load_c && r < mr) {
+            acc[r][0] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
+            acc[r][1] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+        } else {
+            acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+        }
+    }
+    for (int64_t p = 0; p < pairs; p++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp), b1 = (__m512bh)_mm512_loadu_si512(bp + 32);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r]);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+        ap += MR;
+        bp += NR * 2;
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+        if (r < mr) {
+            _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
+            _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+        }
+}
+
+/* C [m, n] block at (row0, col0) on one thread. */
+static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0, int64_t n) {
+    int64_t nc_max = n < NC ? n : NC, mc_max = m < MC ? m : MC, kc_max = g->k < KC ? g->k : KC;
+    int64_t pairs_max = (kc_max + 1) / 2;
+    uint16_t *bpack = malloc((size_t)((nc_max + NR - 1) / NR * pairs_max * NR * 2) * sizeof(uint16_t));
+    uint32_t *apack = malloc((size_t)((mc_max + MR - 1) / MR * pairs_max * MR) * sizeof(uint32_t));
+    if (!bpack || !apack) abort(); /* a few hundred KiB; nothing sensible to do without them */
+    for (int64_t jc = 0; jc < n; jc += NC) {
+        int64_t nc = n - jc < NC ? n - jc : NC;
+        for (int64_t pc = 0; pc < g->k; pc += KC) {
+            int64_t kc = g->k - pc < KC ? g->k - pc : KC, pairs = (kc + 1) / 2;
+            pack_b(g, pc, kc, col0 + jc, nc, bpack);
+            bool load_c = pc > 0 || g->accumulate;
+            for (int64_t ic = 0; ic < m; ic += MC) {
+                int64_t mc = m - ic < MC ? m - ic : MC;
+                pack_a(g, row0 + ic, mc, pc, kc, apack);
+                for (int64_t jr = 0; jr < nc; jr += NR)
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        int nr = (int)(nc - jr < NR ? nc - jr : NR), mr = (int)(mc - ir < MR ? mc - ir : MR);
+                        micro_kernel(pairs, apack + ir / MR * pairs * MR, bpack + jr / NR * pairs * NR * 2,
+                                     g->c + (row0 + ic + ir) * g->ldc + col0 + jc + jr, g->ldc, mr, nr, load_c);
+                    }
+            }
+        }
+    }
+    free(bpack);
+    free(apack);
+}
+
+static void gemm_split(int64_t u0, int64_t u1, void *arg) {
+    const bf16_job *g = arg;
+    int64_t dim = g->by_rows ? g->m : g->n;
+    int64_t lo = u0 * SPLIT, hi = u1 * SPLIT < dim ? u1 * SPLIT : dim;
+    if (g->by_rows)
+        gemm_serial(g, lo, hi - lo, 0, g->n);
+    else
+        gemm_serial(g, 0, g->m, lo, hi - lo);
+}
+
+#endif
+
+void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
+                  int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        if (!accumulate)
+            for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+        return;
+    }
+#ifdef HAVE_BF16_KERNEL
+    bf16_job g = {m, n, k, a, b, a_rs, a_cs, b_rs, b_cs, accumulate, false, c, ldc};
+    int threads = tg_get_num_threads();
+    if (threads <= 1 || m * n * k < TG_GEMM_PARALLEL_MIN || tg_in_parallel_region()) {
+        gemm_serial(&g, 0, m, 0, n);
+        return;
+    }
+    g.by_rows = m >= n;
+    int64_t units = ((g.by_rows ? m : n) + SPLIT - 1) / SPLIT;
+    tg_parallel_for(units, (units + threads - 1) / threads, gemm_split, &g);
+#else
+    (void)a, (void)a_rs, (void)a_cs, (void)b, (void)b_rs, (void)b_cs;
+    abort(); /* callers check tg_gemm_bf16_supported() first */
+#endif
+}
