@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every tutorial program given as an argument (the BUILD passes all six) for a
+# Runs every tutorial program given as an argument (the BUILD passes them all) for a
 # few steps on generated data, and checks its exit code and a line of its output.
 set -u
 failures=0
@@ -83,6 +83,11 @@ for arg in "$@"; do
         --checkpoint resume.safetensors
       check 06_resume_resume '^resumed at step 5' "$b" "${COMMON[@]}" --max-steps 10 --resume resume.safetensors
       check 06_resume_compare '^identical: yes' "$b" "${COMMON[@]}" --max-steps 10 --compare ;;
+    07_vae)
+      check 07_vae '^epoch 1: train loss [0-9.]+, test loss [0-9.]+' "$b" "${COMMON[@]}" --plot vae.svg --result-line
+      check 07_vae_result '^RESULT \{"bench": "vae_epoch"' cat 07_vae.log
+      check 07_vae_no_leak '^live tensors at exit: 0$' cat 07_vae.log
+      without 07_vae_no_nan 'nan' 07_vae.log ;;
     *)
       echo "FAIL: unknown tutorial binary $arg"; failures=$((failures + 1)) ;;
   esac
