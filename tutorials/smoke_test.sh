@@ -88,6 +88,13 @@ for arg in "$@"; do
       check 07_vae_result '^RESULT \{"bench": "vae_epoch"' cat 07_vae.log
       check 07_vae_no_leak '^live tensors at exit: 0$' cat 07_vae.log
       without 07_vae_no_nan 'nan' 07_vae.log ;;
+    09_lstm_lm)
+      check 09_lstm_lm '^epoch 1: train loss [0-9.]+, valid loss [0-9.]+, valid perplexity [0-9.]+' "$b" "${COMMON[@]}" \
+        --result-line
+      check 09_lstm_lm_result '^RESULT \{"bench": "lstm_lm_epoch"' cat 09_lstm_lm.log
+      check 09_lstm_lm_no_leak '^live tensors at exit: 0$' cat 09_lstm_lm.log
+      without 09_lstm_lm_no_nan 'nan' 09_lstm_lm.log
+      refused 09_lstm_lm_plot "unknown option for this lesson '--plot'" "$b" "${COMMON[@]}" --plot x.svg ;;
     *)
       echo "FAIL: unknown tutorial binary $arg"; failures=$((failures + 1)) ;;
   esac
