@@ -88,6 +88,13 @@ for arg in "$@"; do
       check 07_vae_result '^RESULT \{"bench": "vae_epoch"' cat 07_vae.log
       check 07_vae_no_leak '^live tensors at exit: 0$' cat 07_vae.log
       without 07_vae_no_nan 'nan' 07_vae.log ;;
+    08_dcgan)
+      check 08_dcgan '^epoch 1: Loss_D [0-9.]+, Loss_G [0-9.]+, 5 steps' "$b" "${COMMON[@]}" --png dcgan.png \
+        --result-line
+      check 08_dcgan_result '^RESULT \{"bench": "dcgan_epoch"' cat 08_dcgan.log
+      check 08_dcgan_no_leak '^live tensors at exit: 0$' cat 08_dcgan.log
+      without 08_dcgan_no_nan 'nan' 08_dcgan.log
+      check 08_dcgan_png '^ 89 50 4e 47 0d 0a 1a 0a$' od -An -tx1 -N8 dcgan.png ;;
     09_lstm_lm)
       check 09_lstm_lm '^epoch 1: train loss [0-9.]+, valid loss [0-9.]+, valid perplexity [0-9.]+' "$b" "${COMMON[@]}" \
         --result-line
