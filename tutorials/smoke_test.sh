@@ -92,6 +92,25 @@ for arg in "$@"; do
         --checkpoint resume.safetensors
       check 06_resume_resume '^resumed at step 5' "$b" "${COMMON[@]}" --max-steps 10 --resume resume.safetensors
       check 06_resume_compare '^identical: yes' "$b" "${COMMON[@]}" --max-steps 10 --compare ;;
+    07_vae)
+      check 07_vae '^epoch 1: train loss [0-9.]+, test loss [0-9.]+' "$b" "${COMMON[@]}" --plot vae.svg --result-line
+      check 07_vae_result '^RESULT \{"bench": "vae_epoch"' cat 07_vae.log
+      check 07_vae_no_leak '^live tensors at exit: 0$' cat 07_vae.log
+      without 07_vae_no_nan 'nan' 07_vae.log ;;
+    08_dcgan)
+      check 08_dcgan '^epoch 1: Loss_D [0-9.]+, Loss_G [0-9.]+, 5 steps' "$b" "${COMMON[@]}" --png dcgan.png \
+        --result-line
+      check 08_dcgan_result '^RESULT \{"bench": "dcgan_epoch"' cat 08_dcgan.log
+      check 08_dcgan_no_leak '^live tensors at exit: 0$' cat 08_dcgan.log
+      without 08_dcgan_no_nan 'nan' 08_dcgan.log
+      check 08_dcgan_png '^ 89 50 4e 47 0d 0a 1a 0a$' od -An -tx1 -N8 dcgan.png ;;
+    09_lstm_lm)
+      check 09_lstm_lm '^epoch 1: train loss [0-9.]+, valid loss [0-9.]+, valid perplexity [0-9.]+' "$b" "${COMMON[@]}" \
+        --result-line
+      check 09_lstm_lm_result '^RESULT \{"bench": "lstm_lm_epoch"' cat 09_lstm_lm.log
+      check 09_lstm_lm_no_leak '^live tensors at exit: 0$' cat 09_lstm_lm.log
+      without 09_lstm_lm_no_nan 'nan' 09_lstm_lm.log
+      refused 09_lstm_lm_plot "unknown option for this lesson '--plot'" "$b" "${COMMON[@]}" --plot x.svg ;;
     12_prune_quantize)
       check 12_prune_quantize '^int8 file: .*\(identical\)$' "$b" --synthetic --max-steps 5 --finetune-steps 3
       check 12_prune_quantize_sparsity '^pruned \+ int8 .*sparsity 0\.9' cat 12_prune_quantize.log ;;
