@@ -103,6 +103,8 @@ void tg_iter_run(const tg_iter *it, tg_iter_row_fn fn, void *ctx, bool parallel)
     } else if (parallel && it->numel >= TG_PARALLEL_GRAIN && it->ndim <= 1) {
         /* One long row: split the row itself. */
         tg_parallel_for(it->numel, TG_PARALLEL_GRAIN, row_part, &j);
+    } else if (it->ndim <= 1) {
+        row_part(0, it->numel, &j); /* one row: no odometer to set up (small ops' common case) */
     } else {
         run_rows(it, 0, rows, fn, ctx);
     }

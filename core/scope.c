@@ -17,11 +17,13 @@ typedef struct {
 } tensor_list;
 
 typedef struct {
-    long start;          /* index into owned.items where this scope's part starts */
-    tensor_list returns; /* retained references to hand to the parent at the end */
+    long start;         /* index into owned.items where this scope's part starts */
+    long returns_start; /* index into returned.items where this scope's returns start */
 } scope_frame;
 
-static _Thread_local tensor_list owned;
+/* Scopes nest, so each one's returned references are the top of one shared stack
+ * (no list of their own to allocate per op). */
+static _Thread_local tensor_list owned, returned;
 static _Thread_local scope_frame *frames;
 static _Thread_local int depth, frame_capacity;
 static atomic_long live_tensors;
@@ -43,18 +45,27 @@ static void list_push(tensor_list *l, tg_tensor *t) {
 }
 
 /* Freed tensor structs are kept per thread and reused: a training step makes
- * thousands, and malloc/free were a quarter of the per-op cost. */
-#define FREE_TENSORS_MAX 4096
+ * thousands, and malloc/free were a quarter of the per-op cost. The list runs
+ * through the freed structs themselves (their storage field), so keeping more costs
+ * no array; the cap bounds what one thread holds. */
+#define FREE_TENSORS_MAX 65536
 #define FREE_TENSORS_KEPT (TG_RECYCLE_STRUCTS ? FREE_TENSORS_MAX : 0)
-static _Thread_local tg_tensor *free_tensors[FREE_TENSORS_MAX];
+static _Thread_local tg_tensor *free_tensors;
 static _Thread_local int free_tensor_count;
 
 static _Thread_local bool cache_registered;
 
 static void free_tensor_cache(void) {
-    while (free_tensor_count > 0) free(free_tensors[--free_tensor_count]);
+    while (free_tensors) {
+        tg_tensor *t = free_tensors;
+        free_tensors = (tg_tensor *)t->storage;
+        free(t);
+    }
+    free_tensor_count = 0;
     free(owned.items);
     owned = (tensor_list){0};
+    free(returned.items);
+    returned = (tensor_list){0};
     free(frames);
     frames = NULL;
     frame_capacity = 0;
@@ -70,8 +81,10 @@ static void ensure_thread_cleanup(void) {
 
 static tg_tensor *tensor_alloc(void) {
     ensure_thread_cleanup();
-    if (free_tensor_count > 0) {
-        tg_tensor *t = free_tensors[--free_tensor_count];
+    if (free_tensors) {
+        tg_tensor *t = free_tensors;
+        free_tensors = (tg_tensor *)t->storage;
+        free_tensor_count--;
         memset(t, 0, sizeof *t);
         return t;
     }
@@ -79,9 +92,11 @@ static tg_tensor *tensor_alloc(void) {
 }
 
 static void tensor_free(tg_tensor *t) {
-    if (free_tensor_count < FREE_TENSORS_KEPT)
-        free_tensors[free_tensor_count++] = t;
-    else
+    if (free_tensor_count < FREE_TENSORS_KEPT) {
+        t->storage = (tg_storage *)free_tensors;
+        free_tensors = t;
+        free_tensor_count++;
+    } else
         free(t);
 }
 
@@ -142,7 +157,7 @@ void tg_scope_begin(void) {
         frames = f;
         frame_capacity = cap;
     }
-    frames[depth] = (scope_frame){.start = owned.count};
+    frames[depth] = (scope_frame){.start = owned.count, .returns_start = returned.count};
     depth++;
 }
 
@@ -151,14 +166,13 @@ void tg_scope_end(void) {
     scope_frame *f = &frames[--depth];
     while (owned.count > f->start) tg_release(owned.items[--owned.count]);
     /* The returned references now belong to the parent (or to the caller at depth 0). */
-    for (long i = 0; i < f->returns.count; i++)
-        if (depth > 0) list_push(&owned, f->returns.items[i]);
-    free(f->returns.items);
-    f->returns = (tensor_list){0};
+    for (long i = f->returns_start; i < returned.count; i++)
+        if (depth > 0) list_push(&owned, returned.items[i]);
+    returned.count = f->returns_start;
 }
 
 tg_tensor *tg_scope_return(tg_tensor *t) {
     if (!t || depth == 0) return t;
-    list_push(&frames[depth - 1].returns, tg_retain(t));
+    list_push(&returned, tg_retain(t));
     return t;
 }

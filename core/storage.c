@@ -66,13 +66,15 @@ static void *cpu_alloc(size_t nbytes) {
         p = free_lists[cls];
         free_lists[cls] = free_lists[cls]->next;
         cpu_stats.cached -= rounded;
+        cpu_stats.allocated += rounded;
+        if (cpu_stats.allocated > cpu_stats.peak) cpu_stats.peak = cpu_stats.allocated;
     }
     pthread_mutex_unlock(&cpu_lock);
-    bool from_system = !p;
-    if (from_system) p = aligned_alloc(64, rounded);
+    if (p) return p; /* the common case in a training loop: one lock */
+    p = aligned_alloc(64, rounded);
     if (!p) return NULL;
     pthread_mutex_lock(&cpu_lock);
-    cpu_stats.system_allocs += from_system;
+    cpu_stats.system_allocs++;
     cpu_stats.allocated += rounded;
     if (cpu_stats.allocated > cpu_stats.peak) cpu_stats.peak = cpu_stats.allocated;
     pthread_mutex_unlock(&cpu_lock);
@@ -115,16 +117,22 @@ void tg_cpu_empty_cache(void) {
     pthread_mutex_unlock(&cpu_lock);
 }
 
-/* Storage structs are recycled per thread, like tensor structs (core/scope.c). */
-#define FREE_STORAGES_MAX 4096
+/* Storage structs are recycled per thread, like tensor structs (core/scope.c): a
+ * list through the freed structs' data field, capped. */
+#define FREE_STORAGES_MAX 65536
 #define FREE_STORAGES_KEPT (TG_RECYCLE_STRUCTS ? FREE_STORAGES_MAX : 0)
-static _Thread_local tg_storage *free_storages[FREE_STORAGES_MAX];
+static _Thread_local tg_storage *free_storages;
 static _Thread_local int free_storage_count;
 
 static _Thread_local bool cache_registered;
 
 static void free_storage_cache(void) {
-    while (free_storage_count > 0) free(free_storages[--free_storage_count]);
+    while (free_storages) {
+        tg_storage *s = free_storages;
+        free_storages = s->data;
+        free(s);
+    }
+    free_storage_count = 0;
 }
 
 static tg_storage *storage_struct_alloc(void) {
@@ -132,14 +140,20 @@ static tg_storage *storage_struct_alloc(void) {
         cache_registered = true;
         tg_at_thread_exit(free_storage_cache);
     }
-    return free_storage_count > 0 ? free_storages[--free_storage_count] : malloc(sizeof(tg_storage));
+    tg_storage *s = free_storages;
+    if (!s) return malloc(sizeof(tg_storage));
+    free_storages = s->data;
+    free_storage_count--;
+    return s;
 }
 
 static void storage_struct_free(tg_storage *s) {
     if (!s) return;
-    if (free_storage_count < FREE_STORAGES_KEPT)
-        free_storages[free_storage_count++] = s;
-    else
+    if (free_storage_count < FREE_STORAGES_KEPT) {
+        s->data = free_storages;
+        free_storages = s;
+        free_storage_count++;
+    } else
         free(s);
 }
 
