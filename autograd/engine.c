@@ -514,6 +514,7 @@ static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_gr
     if (check_roots(op, roots, root_grads, num_roots)) return TG_ERROR;
     graph_task t = {.op = op, .opts = opts, .retain = opts.retain_graph || opts.create_graph, .cap = cap,
                     .errors_before = tg_error_count()};
+    double start = tg_profile_enabled() ? tg_profile_clock() : 0;
     bool grad_was_enabled = tg_set_grad_enabled(opts.create_graph);
     t.status = collect(&t, roots, num_roots);
     if (t.status == TG_OK) {
@@ -525,6 +526,8 @@ static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_gr
         for (int j = 0; j < cap.num_inputs; j++) tg_release(cap.grads[j]), cap.grads[j] = NULL;
     free_task(&t);
     tg_set_grad_enabled(grad_was_enabled);
+    /* The whole walk (every backward formula plus the engine's own work) as one row. */
+    if (start) tg_profile_record(op, true, tg_profile_clock() - start, 0);
     return t.status;
 }
 

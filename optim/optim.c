@@ -11,6 +11,7 @@
 
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
+#include "autograd/profile.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
@@ -460,6 +461,7 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
 tg_status tg_optim_step(tg_optim *opt) {
     if (!opt) return tg_error("tg_optim_step: optimizer is NULL");
     tg_status status = TG_OK;
+    double start = tg_profile_enabled() ? tg_profile_clock() : 0;
     bool prev = tg_set_grad_enabled(false);
     for (int i = 0; i < opt->count && !status; i++) {
         tg_tensor *p = opt->params[i], *g = tg_grad(p);
@@ -478,6 +480,8 @@ tg_status tg_optim_step(tg_optim *opt) {
         }
     }
     tg_set_grad_enabled(prev);
+    /* The whole update, every parameter, as one row of TG_PROFILE's table. */
+    if (start) tg_profile_record(opt->name, false, tg_profile_clock() - start, 0);
     return status;
 }
 

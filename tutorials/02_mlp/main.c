@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
             step++;
         }
         epoch_seconds = tut_now() - start;
+        tut_profile_section("the epoch's training steps", bar.loss_count, epoch_seconds);
         double train_loss = tut_progress_end(&bar);
         tut_eval test = tut_evaluate(model, data.test_x, data.test_y, 1000, args.device);
         accuracy = test.accuracy;

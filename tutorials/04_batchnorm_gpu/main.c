@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
             step++;
         }
         epoch_seconds = tut_now() - start;
+        tut_profile_section("the epoch's training steps", bar.loss_count, epoch_seconds);
         double train_loss = tut_progress_end(&bar);
         double lr = tg_optim_get_lr(opt);
         /* tut_evaluate switches to eval mode: batch norm then uses the running statistics. */

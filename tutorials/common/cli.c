@@ -212,6 +212,14 @@ double tut_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void tut_profile_section(const char *what, int64_t steps, double seconds) {
+    if (!tg_profile_enabled()) return;
+    fprintf(stderr, "\nTG_PROFILE: %s, %lld steps in %.3f s (%.3f ms a step)", what, (long long)steps, seconds,
+            steps ? seconds * 1e3 / (double)steps : 0.0);
+    tg_profile_print(stderr);
+    tg_profile_reset();
+}
+
 double tut_peak_rss_mib(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru)) return 0;

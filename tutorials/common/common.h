@@ -96,6 +96,10 @@ void tut_save_init(tg_module *model, const tut_args *args);
 
 /* Seconds on a monotonic clock. */
 double tut_now(void);
+/* Under TG_PROFILE=1: prints the profile of what ran since the last call (or the
+ * start), headed "what", and starts a new one; the table at exit then holds only
+ * what came after (the evaluation). Does nothing otherwise. */
+void tut_profile_section(const char *what, int64_t steps, double seconds);
 /* Peak resident set size of the process in MiB. */
 double tut_peak_rss_mib(void);
 
