@@ -60,7 +60,7 @@ void tg_profile_record(const char *name, bool backward, double seconds, size_t b
     pthread_mutex_lock(&lock);
     int i = 0;
     while (i < num_ops && strcmp(table[i].name, name) != 0) i++;
-    if (i == num_ops && num_ops < MAX_OPS) table[num_ops++].name = name;
+    if (i == num_ops && num_ops < MAX_OPS) table[num_ops++] = (op_stats){.name = name}; /* no counts left by a reset */
     if (i < num_ops) {
         table[i].calls[backward]++;
         table[i].seconds[backward] += seconds;
