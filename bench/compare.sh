@@ -65,8 +65,12 @@ steps_args=""
 # weights (--save-init) and the twin loads them (--init), a guard against drift.
 targets=()
 for pair in "${PAIRS[@]}"; do targets+=("${TARGET[$pair]:-//bench:$pair}"); done
-./bazelw build -c opt "${targets[@]}" >/dev/null
-bin=$(./bazelw info -c opt bazel-bin 2>/dev/null)
+# Without a visible GPU the programs are built CPU-only: the same CPU code, without the
+# nvcc half of the build (minutes).
+build=(-c opt)
+nvidia-smi -L >/dev/null 2>&1 || build+=(--config=cpu_only)
+./bazelw build "${build[@]}" "${targets[@]}" >/dev/null
+bin=$(./bazelw info "${build[@]}" bazel-bin 2>/dev/null)
 scratch=$(mktemp -d)
 results=$scratch/results
 trap 'stop_load; rm -rf "$scratch"' EXIT
