@@ -4,7 +4,9 @@
 // arithmetic that IEEE float32 rounds correctly on both devices (+, -, *, /, sqrt,
 // max, comparisons, the scalar ops) must give the same bits; transcendental functions
 // (CUDA's libm and glibc differ by an ulp or two of float32) within one ulp of the
-// dtype. Gradients (written with the same ops) likewise. Skipped without a GPU.
+// dtype. Gradients (written with the same ops) likewise. And the AMP recipe's steps
+// (autocast, GradScaler, SGD on float32 master weights) against the CPU's. Skipped
+// without a GPU.
 #include <cmath>
 
 #include "cuda_test_util.h"
@@ -87,6 +89,59 @@ TEST_F(TgTest, CudaLowPrecisionSumAndMeanMatchCpu) {
         tg_tensor *s = tg_sum(on_cuda(a));
         ASSERT_NE(s, nullptr) << tg_last_error();
         EXPECT_EQ(tg_dtype_of(s), dt);
+    }
+}
+
+// The AMP recipe on CUDA: float32 parameters, a bfloat16 autocast forward, the GradScaler
+// and SGD. Gradients come back float32 through the recorded casts, so the optimizer
+// kernels (ops/cuda/optim.cu) update float32 master weights; the steps must move the
+// parameters as the CPU's steps do (the two bfloat16 GEMMs differ by rounding only).
+TEST_F(TgTest, CudaAutocastStepsUpdateFloat32MasterWeights) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    tg_tensor *x = random_cpu(TG_SHAPE(16, 8), TG_FLOAT32, 11);
+    tg_tensor *y = tensor_i64({0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}, TG_SHAPE(16));
+    std::vector<tg_tensor *> before, after[2];
+    for (int cuda = 0; cuda < 2; cuda++) {
+        tg_manual_seed(5);
+        tg_module *model = tg_nn_linear(8, 4, tg_linear_opts{});
+        ASSERT_NE(model, nullptr) << tg_last_error();
+        tg_device dev = cuda ? tg_cuda(0) : TG_CPU;
+        ASSERT_EQ(tg_module_to(model, dev), TG_OK) << tg_last_error();
+        if (!cuda) TG_NO_GRAD {
+                for (const char *n : {"weight", "bias"}) before.push_back(tg_clone(tg_module_param(model, n)));
+            }
+        tg_optim *opt = tg_sgd(model, tg_sgd_opts{.lr = 0.5});
+        tg_grad_scaler *scaler = tg_grad_scaler_new(opt, tg_grad_scaler_opts{});
+        ASSERT_TRUE(opt && scaler) << tg_last_error();
+        tg_tensor *xd = tg_tensor_to(x, dev), *yd = tg_tensor_to(y, dev);
+        for (int step = 0; step < 3; step++) TG_SCOPE {
+            tg_tensor *loss = nullptr;
+            TG_AUTOCAST(cuda ? TG_DEVICE_CUDA : TG_DEVICE_CPU, TG_BFLOAT16) {
+                loss = tg_cross_entropy(tg_forward(model, xd), yd);
+            }
+            ASSERT_NE(loss, nullptr) << tg_last_error();
+            ASSERT_EQ(tg_backward(tg_grad_scaler_scale(scaler, loss)), TG_OK) << tg_last_error();
+            EXPECT_EQ(tg_dtype_of(tg_grad(tg_module_param(model, "weight"))), TG_FLOAT32);
+            bool skipped = true;
+            ASSERT_EQ(tg_grad_scaler_step(scaler, opt, &skipped), TG_OK) << tg_last_error();
+            EXPECT_FALSE(skipped);
+            ASSERT_EQ(tg_grad_scaler_update(scaler), TG_OK) << tg_last_error();
+            tg_optim_zero_grad(opt);
+        }
+        for (const char *n : {"weight", "bias"}) {
+            tg_tensor *p = tg_module_param(model, n);
+            EXPECT_EQ(tg_dtype_of(p), TG_FLOAT32);
+            after[cuda].push_back(tg_tensor_to(p, TG_CPU));
+        }
+        tg_grad_scaler_free(scaler);
+        tg_optim_free(opt);
+        tg_module_free(model);
+    }
+    for (size_t i = 0; i < before.size(); i++) {
+        // The parameters moved (by about 0.1), and by the same amounts on both devices.
+        tg_tensor *moved_cpu = tg_sub(after[0][i], before[i]), *moved_cuda = tg_sub(after[1][i], before[i]);
+        EXPECT_GT(tg_item(tg_amax(tg_abs(moved_cpu), nullptr, 0, false)), 1e-2);
+        EXPECT_TRUE(tensor_near(moved_cuda, values(moved_cpu), 2e-3, 3e-2)) << i;
     }
 }
 
