@@ -1,4 +1,5 @@
-"""Twin of bench/conv.c: conv [64,20,12,12] * [50,20,5,5] forward + backward."""
+"""Twin of bench/conv.c: conv [64,20,12,12] * [50,20,5,5] forward + backward, float32
+and bfloat16 (oneDNN's bf16 convolution), alternating rep by rep."""
 import json
 import resource
 import statistics
@@ -11,18 +12,23 @@ from twin_impl import impl_name
 
 torch.set_num_threads(2)
 REPS = 30
-x = torch.randn(64, 20, 12, 12, requires_grad=True)
-w = torch.randn(50, 20, 5, 5, requires_grad=True)
-b = torch.randn(50, requires_grad=True)
-times = []
+x = torch.randn(64, 20, 12, 12)
+w = torch.randn(50, 20, 5, 5)
+b = torch.randn(50)
+leaves = {"conv_lenet2_fwd_bwd": [t.clone().requires_grad_() for t in (x, w, b)],
+          "conv_bf16_lenet2_fwd_bwd": [t.bfloat16().requires_grad_() for t in (x, w, b)]}
+times = {name: [] for name in leaves}
+check = {}
 for r in range(REPS + 1):
-    start = time.perf_counter()
-    F.conv2d(x, w, b).sum().backward()
-    if r > 0:
-        times.append(time.perf_counter() - start)
-    check = b.grad.sum().item()
-    x.grad = w.grad = b.grad = None
-median = statistics.median(times)
-print("RESULT " + json.dumps({"bench": "conv_lenet2_fwd_bwd", "impl": impl_name(), "seconds": median,
-                              "unit_value": median * 1e3, "unit": "ms", "check": round(check, 1),
-                              "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    for name, (xi, wi, bi) in leaves.items():
+        start = time.perf_counter()
+        F.conv2d(xi, wi, bi).sum().backward()
+        if r > 0:
+            times[name].append(time.perf_counter() - start)
+        check[name] = bi.grad.float().sum().item()
+        xi.grad = wi.grad = bi.grad = None
+for name in leaves:
+    median = statistics.median(times[name])
+    print("RESULT " + json.dumps({"bench": name, "impl": impl_name(), "seconds": median,
+                                  "unit_value": median * 1e3, "unit": "ms", "check": round(check[name], 1),
+                                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

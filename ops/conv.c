@@ -119,7 +119,7 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
     if (i < n) memcpy(d + n - 16, s + n - 16, 16);
 }
 
-#define CONV_KERNELS(SFX, T, GEMM)                                                                                     \
+#define CONV_KERNELS(SFX, T, A, GEMM)                                                                                  \
     /* col [C*kH*kW, B*L] rows [r0, r1) from x [B, C, H, W]. */                                                        \
     typedef struct {                                                                                                   \
         const conv_geom *g;                                                                                            \
@@ -166,9 +166,9 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
     /* gx [B, C, H, W] += col2im(col [C*kH*kW, B*L]); each (b, c) plane by one thread. */                              \
     typedef struct {                                                                                                   \
         const conv_geom *g;                                                                                            \
-        const T *col;                                                                                                  \
+        const A *col;                                                                                                  \
         int64_t b_count;                                                                                               \
-        T *gx;                                                                                                         \
+        A *gx;                                                                                                         \
     } col2im_job_##SFX;                                                                                                \
     static void col2im_planes_##SFX(int64_t p0, int64_t p1, void *arg) {                                               \
         const col2im_job_##SFX *j = arg;                                                                               \
@@ -176,68 +176,78 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
         int64_t L = g->ho * g->wo, BL = j->b_count * L;                                                                \
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             int64_t b = pl / g->c, c = pl % g->c;                                                                      \
-            T *dst = j->gx + pl * g->h * g->w;                                                                         \
+            A *dst = j->gx + pl * g->h * g->w;                                                                         \
             for (int64_t ki = 0; ki < g->kh; ki++)                                                                     \
                 for (int64_t kj = 0; kj < g->kw; kj++) {                                                               \
                     int64_t lo, hi;                                                                                    \
                     valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                      \
-                    const T *src = j->col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                              \
+                    const A *src = j->col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                              \
                     for (int64_t oh = 0; oh < g->ho; oh++) {                                                           \
                         int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                                  \
                         if (ih < 0 || ih >= g->h) continue;                                                            \
-                        T *row = dst + ih * g->w - g->pw + kj * g->dw;                                                 \
-                        const T *s = src + oh * g->wo;                                                                 \
+                        A *row = dst + ih * g->w - g->pw + kj * g->dw;                                                 \
+                        const A *s = src + oh * g->wo;                                                                 \
                         for (int64_t ow = lo; ow < hi; ow++) row[ow * g->sw] += s[ow];                                 \
                     }                                                                                                  \
                 }                                                                                                      \
         }                                                                                                              \
     }                                                                                                                  \
-    static void col2im_##SFX(const conv_geom *g, const T *col, int64_t b_count, T *gx) {                               \
+    static void col2im_##SFX(const conv_geom *g, const A *col, int64_t b_count, A *gx) {                               \
         int64_t L = g->ho * g->wo, planes = b_count * g->c;                                                            \
         col2im_job_##SFX j = {g, col, b_count, gx};                                                                    \
         tg_parallel_for(planes, planes * g->kh * g->kw * L >= CONV_GRAIN ? 1 : planes, col2im_planes_##SFX, &j);       \
     }                                                                                                                  \
-    /* tmp [Co, B*L] -> y [B, Co, L] (images n0..), adding the bias; and back for the gradient. */                     \
+    /* tmp [Co, B*L] (A) -> y [B, Co, L] (A, images n0..), adding the bias. */                                         \
     typedef struct {                                                                                                   \
         const conv_geom *g;                                                                                            \
         int64_t n0, B;                                                                                                 \
-        const T *bias;                                                                                                 \
-        T *y, *tmp;                                                                                                    \
-    } layout_job_##SFX;                                                                                                \
+        const A *bias;                                                                                                 \
+        A *y;                                                                                                          \
+        const A *tmp;                                                                                                  \
+    } scatter_job_##SFX;                                                                                               \
     static void scatter_out_##SFX(int64_t p0, int64_t p1, void *arg) {                                                 \
-        const layout_job_##SFX *j = arg;                                                                               \
+        const scatter_job_##SFX *j = arg;                                                                              \
         const conv_geom *g = j->g;                                                                                     \
         int64_t L = g->ho * g->wo, BL = j->B * L;                                                                      \
         for (int64_t p = p0; p < p1; p++) {                                                                            \
             int64_t b = p / g->co, o = p % g->co;                                                                      \
-            T *dst = j->y + ((j->n0 + b) * g->co + o) * L;                                                             \
-            const T *src = j->tmp + o * BL + b * L;                                                                    \
-            T add = j->bias ? j->bias[o] : 0;                                                                          \
+            A *dst = j->y + ((j->n0 + b) * g->co + o) * L;                                                             \
+            const A *src = j->tmp + o * BL + b * L;                                                                    \
+            A add = j->bias ? j->bias[o] : 0;                                                                          \
             for (int64_t l = 0; l < L; l++) dst[l] = src[l] + add;                                                     \
         }                                                                                                              \
     }                                                                                                                  \
-    /* grad [B, Co, L] (images n0..) -> gmat [Co, B*L]. */                                                             \
+    /* grad [B, Co, L] (T, images n0..) -> gmat [Co, B*L]. */                                                          \
+    typedef struct {                                                                                                   \
+        const conv_geom *g;                                                                                            \
+        int64_t n0, B;                                                                                                 \
+        const T *grad;                                                                                                 \
+        T *gmat;                                                                                                       \
+    } gather_job_##SFX;                                                                                                \
     static void gather_rows_##SFX(int64_t p0, int64_t p1, void *arg) {                                                 \
-        const layout_job_##SFX *j = arg;                                                                               \
+        const gather_job_##SFX *j = arg;                                                                               \
         const conv_geom *g = j->g;                                                                                     \
         int64_t L = g->ho * g->wo, BL = j->B * L;                                                                      \
         for (int64_t p = p0; p < p1; p++) {                                                                            \
             int64_t b = p / g->co, o = p % g->co;                                                                      \
-            memcpy(j->tmp + o * BL + b * L, j->y + ((j->n0 + b) * g->co + o) * L, (size_t)L * sizeof(T));              \
+            memcpy(j->gmat + o * BL + b * L, j->grad + ((j->n0 + b) * g->co + o) * L, (size_t)L * sizeof(T));          \
         }                                                                                                              \
     }                                                                                                                  \
     static void gather_grad_##SFX(const conv_geom *g, const T *grad, int64_t n0, int64_t B, T *gmat) {                 \
-        layout_job_##SFX j = {g, n0, B, NULL, (T *)grad, gmat};                                                        \
+        gather_job_##SFX j = {g, n0, B, grad, gmat};                                                                   \
         int64_t n = B * g->co;                                                                                         \
         tg_parallel_for(n, n * g->ho * g->wo >= CONV_GRAIN ? 1 : n, gather_rows_##SFX, &j);                            \
     }                                                                                                                  \
     /* The calls' common arguments; task t of a plan with `threads` tasks takes a block of the                         \
-     * chunks, with workspace t (and, for the weight gradient, partial sum t). */                                      \
+     * chunks, with workspace t (and, for the weight gradient, partial sum t). The workspaces                          \
+     * hold T or A elements by call (see workspaces()), so they are untyped here. */                                   \
     typedef struct {                                                                                                   \
         const conv_geom *g;                                                                                            \
         conv_plan pl;                                                                                                  \
-        const T *x, *w, *bias, *grad;                                                                                  \
-        T *out, *col_all, *mat_all, *part;                                                                             \
+        const T *x, *w, *grad;                                                                                         \
+        const A *bias;                                                                                                 \
+        A *out, *part;                                                                                                 \
+        void *col_all, *mat_all;                                                                                       \
     } conv_job_##SFX;                                                                                                  \
     static void chunk_range_##SFX(const conv_job_##SFX *j, int64_t t, int64_t *c0, int64_t *c1) {                      \
         int64_t nchunks = j->pl.chunk > 0 ? (j->g->n + j->pl.chunk - 1) / j->pl.chunk : 0;                             \
@@ -251,8 +261,8 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
         const conv_geom *g = j->g;                                                                                     \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
         for (int64_t t = t0; t < t1; t++) {                                                                            \
-            T *col = j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                              \
-            T *tmp = j->mat_all + t * (g->co * chunk * L);                                                             \
+            T *col = (T *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                         \
+            A *tmp = (A *)j->mat_all + t * (g->co * chunk * L);                                                        \
             int64_t c0, c1;                                                                                            \
             chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
             for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
@@ -261,15 +271,15 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
                 for (int64_t gr = 0; gr < G; gr++)                                                                     \
                     GEMM(false, false, cog, BL, kg, 1, j->w + gr * cog * kg, kg, col + gr * kg * BL, BL, 0,            \
                          tmp + gr * cog * BL, BL);                                                                     \
-                layout_job_##SFX lj = {g, n0, B, j->bias, j->out, tmp};                                                \
+                scatter_job_##SFX sj = {g, n0, B, j->bias, j->out, tmp};                                               \
                 int64_t n = B * g->co;                                                                                 \
-                tg_parallel_for(n, n * L >= CONV_GRAIN ? 1 : n, scatter_out_##SFX, &lj);                               \
+                tg_parallel_for(n, n * L >= CONV_GRAIN ? 1 : n, scatter_out_##SFX, &sj);                               \
             }                                                                                                          \
         }                                                                                                              \
     }                                                                                                                  \
-    static void conv_forward_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *w, const T *bias, T *y,      \
-                                   T *col_all, T *tmp_all) {                                                           \
-        conv_job_##SFX j = {g, pl, x, w, bias, NULL, y, col_all, tmp_all, NULL};                                       \
+    static void conv_forward_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *w, const A *bias, A *y,      \
+                                   void *col_all, void *tmp_all) {                                                     \
+        conv_job_##SFX j = {g, pl, x, w, NULL, bias, y, NULL, col_all, tmp_all};                                       \
         tg_parallel_for(pl.threads, 1, forward_tasks_##SFX, &j);                                                       \
     }                                                                                                                  \
     /* gx [N, C, H, W] = col2im(w^T grad). */                                                                          \
@@ -278,8 +288,8 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
         const conv_geom *g = j->g;                                                                                     \
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
         for (int64_t t = t0; t < t1; t++) {                                                                            \
-            T *col = j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                              \
-            T *gmat = j->mat_all + t * (g->co * chunk * L);                                                            \
+            A *col = (A *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                         \
+            T *gmat = (T *)j->mat_all + t * (g->co * chunk * L);                                                       \
             int64_t c0, c1;                                                                                            \
             chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
             for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
@@ -292,10 +302,10 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
             }                                                                                                          \
         }                                                                                                              \
     }                                                                                                                  \
-    static void conv_input_grad_##SFX(const conv_geom *g, conv_plan pl, const T *grad, const T *w, T *gx,              \
-                                      T *col_all, T *gmat_all) {                                                       \
-        memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(T));                                                \
-        conv_job_##SFX j = {g, pl, NULL, w, NULL, grad, gx, col_all, gmat_all, NULL};                                  \
+    static void conv_input_grad_##SFX(const conv_geom *g, conv_plan pl, const T *grad, const T *w, A *gx,              \
+                                      void *col_all, void *gmat_all) {                                                 \
+        memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(A));                                                \
+        conv_job_##SFX j = {g, pl, NULL, w, grad, NULL, gx, NULL, col_all, gmat_all};                                  \
         tg_parallel_for(pl.threads, 1, input_grad_tasks_##SFX, &j);                                                    \
     }                                                                                                                  \
     /* gw [Co, C/G, kH, kW] = sum over images of grad * im2col(x)^T; task t > 0 sums its images                        \
@@ -306,9 +316,9 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
         int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
         int64_t wsize = g->co * kg;                                                                                    \
         for (int64_t t = t0; t < t1; t++) {                                                                            \
-            T *col = j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                              \
-            T *gmat = j->mat_all + t * (g->co * chunk * L);                                                            \
-            T *acc = t == 0 ? j->out : j->part + (t - 1) * wsize;                                                      \
+            T *col = (T *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                         \
+            T *gmat = (T *)j->mat_all + t * (g->co * chunk * L);                                                       \
+            A *acc = t == 0 ? j->out : j->part + (t - 1) * wsize;                                                      \
             int64_t c0, c1;                                                                                            \
             chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
             for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
@@ -321,20 +331,46 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
             }                                                                                                          \
         }                                                                                                              \
     }                                                                                                                  \
-    static void conv_weight_grad_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *grad, T *gw,             \
-                                       T *col_all, T *gmat_all, T *part) {                                             \
+    static void conv_weight_grad_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *grad, A *gw,             \
+                                       void *col_all, void *gmat_all, A *part) {                                       \
         int64_t wsize = g->co * (g->c / g->groups) * g->kh * g->kw;                                                    \
-        memset(gw, 0, (size_t)wsize * sizeof(T));                                                                      \
-        if (pl.threads > 1) memset(part, 0, (size_t)((pl.threads - 1) * wsize) * sizeof(T));                           \
-        conv_job_##SFX j = {g, pl, x, NULL, NULL, grad, gw, col_all, gmat_all, part};                                  \
+        memset(gw, 0, (size_t)wsize * sizeof(A));                                                                      \
+        if (pl.threads > 1) memset(part, 0, (size_t)((pl.threads - 1) * wsize) * sizeof(A));                           \
+        conv_job_##SFX j = {g, pl, x, NULL, grad, NULL, gw, part, col_all, gmat_all};                                  \
         tg_parallel_for(pl.threads, 1, weight_grad_tasks_##SFX, &j);                                                   \
         /* In task order: the same sums for the same plan, whichever threads ran the tasks. */                         \
         for (int t = 1; t < pl.threads; t++)                                                                           \
             for (int64_t i = 0; i < wsize; i++) gw[i] += part[(t - 1) * wsize + i];                                    \
     }
 
-CONV_KERNELS(f32, float, tg_gemm_f32)
-CONV_KERNELS(f64, double, tg_gemm_f64)
+CONV_KERNELS(f32, float, float, tg_gemm_f32)
+CONV_KERNELS(f64, double, double, tg_gemm_f64)
+
+/* bfloat16 operands, float32 results: the AVX512-BF16 GEMM (ops/gemm_bf16.c) under the same
+ * drivers. im2col and the gathered gradient move 2-byte elements; every GEMM sums in float32
+ * into a float32 result (y, the columns col2im adds up, the weight gradient), which the
+ * callers round to bfloat16 once. The drivers pass alpha 1 and beta 0 or 1. */
+static void gemm_bf16_to_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                             const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float beta, float *c,
+                             int64_t ldc) {
+    (void)alpha;
+    tg_gemm_bf16(m, n, k, a, trans_a ? 1 : lda, trans_a ? lda : 1, b, trans_b ? 1 : ldb, trans_b ? ldb : 1, beta != 0,
+                 c, ldc);
+}
+CONV_KERNELS(bf16, uint16_t, float, gemm_bf16_to_f32)
+
+/* float16 / bfloat16 (docs/mixed-precision.md): bfloat16 on a CPU with AVX512-BF16 runs the
+ * bf16 kernels above; the rest (float16, bfloat16 on other CPUs, both on CUDA) is the
+ * float32 op on widened copies, rounded once. Either way each result is summed in float32
+ * and rounded once, as PyTorch's oneDNN and cuDNN convolutions. */
+static bool bf16_kernel_for(const tg_tensor *t) {
+    return t->dtype == TG_BFLOAT16 && t->storage->device.kind == TG_DEVICE_CPU && tg_gemm_bf16_supported();
+}
+static bool computed_widened(const tg_tensor *t) {
+    return tg_dtype_is_low_precision(t->dtype) && !bf16_kernel_for(t);
+}
+static tg_tensor *widen(tg_tensor *t) { return t ? tg_cast(t, TG_FLOAT32) : NULL; }
+static tg_tensor *narrow_to(tg_tensor *t, tg_dtype dtype) { return t ? tg_cast(t, dtype) : NULL; }
 
 /* ======================= the three functions ======================= */
 
@@ -363,27 +399,38 @@ static tg_tensor *weight_grad_apply(tg_tensor *x, tg_tensor *g, const conv_param
 static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const conv_params *p = tg_ctx_attrs(ctx);
     bool has_bias = tg_ctx_function(ctx)->num_inputs == 3;
-    tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = has_bias ? tg_contiguous(in[2]) : NULL;
-    if (!x || !w || (has_bias && !b)) return NULL;
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);
+    if (computed_widened(in[0])) {
+        tg_tensor *x = widen(in[0]), *w = widen(in[1]), *b = has_bias ? widen(in[2]) : NULL;
+        if (!x || !w || (has_bias && !b)) return NULL;
+        return narrow_to(conv_apply(x, w, b, p), in[0]->dtype);
+    }
+    tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = has_bias ? tg_contiguous(in[2]) : NULL;
+    if (!x || !w || (has_bias && !b)) return NULL;
     conv_geom g = make_geom(x->shape.dims[0], x->shape.dims[1], w->shape.dims[0], p);
-    tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype, .device = x->storage->device});
-    if (!y) return NULL;
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_conv2d", tg_cuda_conv2d_forward, y, x, w, b, p->sh, p->sw, p->ph, p->pw, p->dh, p->dw,
-                         p->groups))
+        tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+        if (!y || TG_CUDA_CALL("tg_conv2d", tg_cuda_conv2d_forward, y, x, w, b, p->sh, p->sw, p->ph, p->pw, p->dh,
+                               p->dw, p->groups))
             return NULL;
         return y;
     }
+    bool bf16 = x->dtype == TG_BFLOAT16; /* bfloat16 operands, a float32 result rounded at the end */
+    tg_dtype acc = bf16 ? TG_FLOAT32 : x->dtype;
+    if (bf16 && b && !(b = tg_cast(b, TG_FLOAT32))) return NULL;
+    tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = acc});
     void *col, *tmp;
     conv_plan pl = make_plan(&g, tg_dtype_size(x->dtype));
-    if (workspaces(&g, pl, x->dtype, &col, &tmp, NULL)) return NULL;
-    if (x->dtype == TG_FLOAT32)
-        conv_forward_f32(&g, pl, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
+    if (!y || workspaces(&g, pl, acc, &col, &tmp, NULL)) return NULL;
+    void *bias = b ? tg_data_ptr(b) : NULL;
+    if (bf16)
+        conv_forward_bf16(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+    else if (x->dtype == TG_FLOAT32)
+        conv_forward_f32(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     else
-        conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), col, tmp);
-    return y;
+        conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+    return bf16 ? tg_cast(y, TG_BFLOAT16) : y;
 }
 
 static void conv_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
@@ -394,37 +441,49 @@ static void conv_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
     if (!grad) return;
     if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = input_grad_apply(grad, w, p);
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = weight_grad_apply(x, grad, p);
-    if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2))
+    if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2)) {
         /* Two reductions with unit-stride or single-stride inner loops (the reduce
-         * kernels' fast paths) instead of one over dims {0, 2, 3}. */
-        grad_in[2] = tg_sum_dim(tg_sum_dim(tg_flatten(grad, 2, 3), 2, false), 0, false);
+         * kernels' fast paths) instead of one over dims {0, 2, 3}; a low-precision
+         * gradient is summed in float32 and rounded once (the engine casts it back). */
+        tg_tensor *g = tg_dtype_is_low_precision(grad->dtype) ? tg_cast(grad, TG_FLOAT32) : grad;
+        grad_in[2] = tg_sum_dim(tg_sum_dim(tg_flatten(g, 2, 3), 2, false), 0, false);
+    }
 }
 
 /* grad_x from (g, w); x's shape comes from g, w and the params. */
 static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const conv_params *p = tg_ctx_attrs(ctx);
-    tg_tensor *g = tg_contiguous(in[0]), *w = tg_contiguous(in[1]);
-    if (!g || !w) return NULL;
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);
+    if (computed_widened(in[0])) {
+        tg_tensor *g = widen(in[0]), *w = widen(in[1]);
+        if (!g || !w) return NULL;
+        return narrow_to(input_grad_apply(g, w, p), in[0]->dtype);
+    }
+    tg_tensor *g = tg_contiguous(in[0]), *w = tg_contiguous(in[1]);
+    if (!g || !w) return NULL;
     conv_geom geom = make_geom(g->shape.dims[0], w->shape.dims[1] * p->groups, w->shape.dims[0], p);
-    tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w),
-                             (tg_opts){.dtype = g->dtype, .device = g->storage->device});
-    if (!gx) return NULL;
     if (g->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_input_grad, gx, g, w, p->sh, p->sw, p->ph, p->pw,
-                         p->dh, p->dw, p->groups))
+        tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w),
+                                 (tg_opts){.dtype = g->dtype, .device = g->storage->device});
+        if (!gx || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_input_grad, gx, g, w, p->sh, p->sw, p->ph,
+                                p->pw, p->dh, p->dw, p->groups))
             return NULL;
         return gx;
     }
+    bool bf16 = g->dtype == TG_BFLOAT16;
+    tg_dtype acc = bf16 ? TG_FLOAT32 : g->dtype;
+    tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w), (tg_opts){.dtype = acc});
     void *col, *mat;
     conv_plan pl = make_plan(&geom, tg_dtype_size(g->dtype));
-    if (workspaces(&geom, pl, g->dtype, &col, &mat, NULL)) return NULL;
-    if (g->dtype == TG_FLOAT32)
+    if (!gx || workspaces(&geom, pl, acc, &col, &mat, NULL)) return NULL;
+    if (bf16)
+        conv_input_grad_bf16(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+    else if (g->dtype == TG_FLOAT32)
         conv_input_grad_f32(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
     else
         conv_input_grad_f64(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
-    return gx;
+    return bf16 ? tg_cast(gx, TG_BFLOAT16) : gx;
 }
 
 /* input_grad(g, w) is linear in each: see the adjoint identities at the top. */
@@ -439,28 +498,37 @@ static void input_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in)
 /* grad_w from (x, g); the kernel size comes from the params. */
 static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const conv_params *p = tg_ctx_attrs(ctx);
-    tg_tensor *x = tg_contiguous(in[0]), *g = tg_contiguous(in[1]);
-    if (!x || !g) return NULL;
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);
+    if (computed_widened(in[0])) {
+        tg_tensor *x = widen(in[0]), *g = widen(in[1]);
+        if (!x || !g) return NULL;
+        return narrow_to(weight_grad_apply(x, g, p), in[0]->dtype);
+    }
+    tg_tensor *x = tg_contiguous(in[0]), *g = tg_contiguous(in[1]);
+    if (!x || !g) return NULL;
     conv_geom geom = make_geom(x->shape.dims[0], x->shape.dims[1], g->shape.dims[1], p);
-    tg_tensor *gw = tg_empty(TG_SHAPE(geom.co, geom.c / p->groups, geom.kh, geom.kw),
-                             (tg_opts){.dtype = x->dtype, .device = x->storage->device});
-    if (!gw) return NULL;
+    tg_shape wshape = TG_SHAPE(geom.co, geom.c / p->groups, geom.kh, geom.kw);
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_weight_grad, gw, x, g, p->sh, p->sw, p->ph, p->pw,
-                         p->dh, p->dw, p->groups))
+        tg_tensor *gw = tg_empty(wshape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+        if (!gw || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_weight_grad, gw, x, g, p->sh, p->sw, p->ph,
+                                p->pw, p->dh, p->dw, p->groups))
             return NULL;
         return gw;
     }
+    bool bf16 = x->dtype == TG_BFLOAT16;
+    tg_dtype acc = bf16 ? TG_FLOAT32 : x->dtype;
+    tg_tensor *gw = tg_empty(wshape, (tg_opts){.dtype = acc});
     void *col, *mat, *part;
     conv_plan pl = make_plan(&geom, tg_dtype_size(x->dtype));
-    if (workspaces(&geom, pl, x->dtype, &col, &mat, &part)) return NULL;
-    if (x->dtype == TG_FLOAT32)
+    if (!gw || workspaces(&geom, pl, acc, &col, &mat, &part)) return NULL;
+    if (bf16)
+        conv_weight_grad_bf16(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
+    else if (x->dtype == TG_FLOAT32)
         conv_weight_grad_f32(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
     else
         conv_weight_grad_f64(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
-    return gw;
+    return bf16 ? tg_cast(gw, TG_BFLOAT16) : gw;
 }
 
 static void weight_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
@@ -471,10 +539,11 @@ static void weight_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = conv_apply(x, gg, NULL, p);
 }
 
-static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_LOWER};
-static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_LOWER};
-static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+/* float16 / bfloat16 inputs reach the forwards as they are (see computed_widened). */
+static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
+static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
+static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 static tg_tensor *conv_apply(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p) {
     conv_params q = *p;

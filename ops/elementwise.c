@@ -226,9 +226,19 @@ static tg_status low_precision_into(const char *op, int kind, bool binary, tg_te
     return status;
 }
 
+/* float16 / bfloat16 on CUDA with operands of one dtype (and a bool output for comparisons):
+ * the CUDA kernels widen each element in registers (ops/cuda/elementwise.cu), with no float32
+ * copies; mixed dtypes and the CPU go through low_precision_into. */
+static bool cuda_low_precision_native(tg_tensor *out, tg_tensor *a, tg_tensor *b, bool compare) {
+    return out->storage->device.kind == TG_DEVICE_CUDA && tg_dtype_is_low_precision(a->dtype) &&
+           (!b || b->dtype == a->dtype) && out->dtype == (compare ? TG_BOOL : a->dtype);
+}
+
 tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b) {
-    if (tg_dtype_is_low_precision(x->dtype) || tg_dtype_is_low_precision(out->dtype))
+    if (tg_dtype_is_low_precision(x->dtype) || tg_dtype_is_low_precision(out->dtype)) {
+        if (cuda_low_precision_native(out, x, NULL, false)) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
         return low_precision_into(op, kind, false, out, x, NULL, a, b);
+    }
     if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
     tg_iter_row_fn row = NULL;
     switch (x->dtype) {
@@ -249,8 +259,11 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
 
 tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b) {
     if (tg_dtype_is_low_precision(a->dtype) || tg_dtype_is_low_precision(b->dtype) ||
-        tg_dtype_is_low_precision(out->dtype))
+        tg_dtype_is_low_precision(out->dtype)) {
+        if (cuda_low_precision_native(out, a, b, TG_BINARY_IS_COMPARISON(kind)))
+            return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
         return low_precision_into(op, kind, true, out, a, b, 0, 0);
+    }
     if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
     tg_iter_row_fn row = binary_row_for(a->dtype);
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(a->dtype));

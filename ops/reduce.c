@@ -133,6 +133,10 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const reduce_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = in[0];
     tg_dtype dtype = tg_dtype_is_floating(x->dtype) ? x->dtype : TG_INT64;
+    /* float16 / bfloat16: CUDA's kernel reads them as they are; the CPU sums a float32 copy
+     * (as a float32 tensor, in double) and rounds the result once. */
+    bool widen = tg_dtype_is_low_precision(dtype) && x->storage->device.kind == TG_DEVICE_CPU;
+    if (widen) dtype = TG_FLOAT32;
     if (x->dtype != dtype && !(x = tg_cast(x, dtype))) return NULL;
     tg_shape shape = tg_reduced_shape(x->shape, a->reduce, a->keepdim);
     tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = dtype, .device = x->storage->device});
@@ -151,7 +155,7 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
         sum_f64(&p, tg_data_ptr(x), tg_data_ptr(out));
     else
         sum_i64(&p, tg_data_ptr(x), tg_data_ptr(out));
-    return out;
+    return widen ? tg_cast(out, in[0]->dtype) : out;
 }
 
 /* The gradient of a sum: g with the reduced dims put back (size 1), expanded. */
@@ -164,7 +168,7 @@ static void sum_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = unreduce(g, tg_ctx_input_shape(ctx, 0), tg_ctx_attrs(ctx));
 }
 
-static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
     if (!t) return tg_error_null_input("tg_sum", 0), NULL;

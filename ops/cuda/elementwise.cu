@@ -1,6 +1,8 @@
 // CUDA kernels of ops/elementwise.c: every tg_unary_kind and tg_binary_kind, and
 // where. Each kind computes exactly the CPU expression (ops/elementwise.c), in the
-// element type. Two paths per op: all operands contiguous with one shape (vector
+// element type; float16 / bfloat16 elements (tg_half_t / tg_bf16_t storage) are widened
+// to float32, computed by the float32 row and rounded once with core/lowp.h's
+// conversion, as the CPU computes them. Two paths per op: all operands contiguous with one shape (vector
 // loads of 16 bytes when every pointer allows it), and the general one (up to
 // TG_MAX_DIMS dims, broadcasting by stride 0, any strides; see tg_indexer).
 #include <cuda_runtime.h>
@@ -113,8 +115,14 @@ template <typename T> __device__ __forceinline__ T unary_int(const unary_params 
     }
 }
 
+// float16 / bfloat16 storage types (ops/cuda/internal.h), computed in float32 registers.
+template <typename T>
+constexpr bool is_low_precision_v = std::is_same<T, tg_half_t>::value || std::is_same<T, tg_bf16_t>::value;
+
 template <typename T> __device__ __forceinline__ T unary_apply(const unary_params &p, T x) {
-    if constexpr (std::is_floating_point<T>::value)
+    if constexpr (is_low_precision_v<T>)
+        return tg_cast_value<T, float>(unary_float<float>(p, tg_cast_value<float, T>(x)));
+    else if constexpr (std::is_floating_point<T>::value)
         return unary_float<T>(p, x);
     else
         return unary_int<T>(p, x);
@@ -165,7 +173,13 @@ template <typename T> __device__ __forceinline__ bool binary_compare(tg_binary_k
 }
 
 template <typename T, typename O> __device__ __forceinline__ O binary_apply(tg_binary_kind kind, T x, T y) {
-    if constexpr (std::is_same<O, T>::value) // bool inputs: O == T for comparisons too
+    if constexpr (is_low_precision_v<T>) { // O is T (arithmetic) or bool (comparisons)
+        float fx = tg_cast_value<float, T>(x), fy = tg_cast_value<float, T>(y);
+        if constexpr (std::is_same<O, bool>::value)
+            return binary_compare<float>(kind, fx, fy);
+        else
+            return tg_cast_value<T, float>(binary_arith<float>(kind, fx, fy));
+    } else if constexpr (std::is_same<O, T>::value) // bool inputs: O == T for comparisons too
         return TG_BINARY_IS_COMPARISON(kind) ? (T)binary_compare<T>(kind, x, y) : binary_arith<T>(kind, x, y);
     else
         return binary_compare<T>(kind, x, y);
@@ -345,6 +359,8 @@ extern "C" tg_status tg_cuda_unary(tg_unary_kind kind, tg_tensor *out, tg_tensor
     switch (x->dtype) {
     case TG_FLOAT32: return launch_unary<float>(op, out, x, p, stream);
     case TG_FLOAT64: return launch_unary<double>(op, out, x, p, stream);
+    case TG_FLOAT16: return launch_unary<tg_half_t>(op, out, x, p, stream);
+    case TG_BFLOAT16: return launch_unary<tg_bf16_t>(op, out, x, p, stream);
     case TG_INT64:
         if (int_kind_ok(kind)) return launch_unary<int64_t>(op, out, x, p, stream);
         break;
@@ -366,6 +382,12 @@ extern "C" tg_status tg_cuda_binary(tg_binary_kind kind, tg_tensor *out, tg_tens
         return compare ? tg_error("%s: comparison output must be bool, got %s", op, tg_dtype_name(out->dtype))
                        : TG_ERROR;
     TG_CUDA_ENTER(op, out);
+    if (a->dtype == TG_FLOAT16)
+        return compare ? launch_binary<tg_half_t, bool>(op, kind, out, a, b, stream)
+                       : launch_binary<tg_half_t, tg_half_t>(op, kind, out, a, b, stream);
+    if (a->dtype == TG_BFLOAT16)
+        return compare ? launch_binary<tg_bf16_t, bool>(op, kind, out, a, b, stream)
+                       : launch_binary<tg_bf16_t, tg_bf16_t>(op, kind, out, a, b, stream);
     if (compare) {
         TG_CUDA_DISPATCH_ALL(op, a->dtype, return launch_binary<scalar_t, bool>(op, kind, out, a, b, stream));
     } else {

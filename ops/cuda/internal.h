@@ -118,16 +118,20 @@ TG_CAST_TO_U8(int32_t)
 TG_CAST_TO_U8(bool)
 #undef TG_CAST_TO_U8
 
-/* float16 / bfloat16 elements for the copy kernels: the bits, converted through
- * float32 by core/lowp.h's functions, as the CPU's core/convert.h does (so a cast
- * rounds the same on both devices). Compute kernels have no case for them: ops
- * compute them in float32 (docs/mixed-precision.md). */
+/* float16 / bfloat16 elements: the bits, converted through float32 by core/lowp.h's
+ * functions, as the CPU's core/convert.h does (so a cast rounds the same on both
+ * devices). The copy kernels, the elementwise kernels (ops/cuda/elementwise.cu: each
+ * element computed in float32 registers and rounded once) and sum (accumulated as a
+ * float32 tensor's sum is, in double) take them; other ops compute them on float32
+ * copies (docs/mixed-precision.md). */
 struct tg_half_t {
     uint16_t bits;
 };
 struct tg_bf16_t {
     uint16_t bits;
 };
+template <> struct tg_acc_type<tg_half_t> { typedef double type; };
+template <> struct tg_acc_type<tg_bf16_t> { typedef double type; };
 #define TG_CAST_FROM_LOWP(L, TO_FLOAT, D)                                          \
     template <> __host__ __device__ __forceinline__ D tg_cast_value<D, L>(L v) { \
         return tg_cast_value<D, float>(TO_FLOAT(v.bits));                          \

@@ -92,11 +92,11 @@ template <typename T, typename OUT> struct sum_op {
     OUT *out;
     double divisor; // 1, or n for a mean (sum / n, the CPU's expression, not sum * (1/n))
     __device__ acc_t identity() const { return 0; }
-    __device__ acc_t map(T x, int64_t, int64_t) const { return (acc_t)x; }
+    __device__ acc_t map(T x, int64_t, int64_t) const { return tg_cast_value<acc_t, T>(x); }
     __device__ acc_t combine(acc_t a, acc_t b) const { return a + b; }
     __device__ void write(acc_t a, int64_t o) const {
-        if (divisor == 1) out[o] = (OUT)a;
-        else out[o] = (OUT)((double)a / divisor);
+        if (divisor == 1) out[o] = tg_cast_value<OUT, acc_t>(a);
+        else out[o] = tg_cast_value<OUT, double>((double)a / divisor);
     }
 };
 
@@ -397,8 +397,12 @@ extern "C" tg_status tg_cuda_sum(tg_tensor *out, tg_tensor *x, const bool *reduc
     switch (x->dtype) {
     case TG_FLOAT32: return run_sum<float>(out, x, reduce, stream);
     case TG_FLOAT64: return run_sum<double>(out, x, reduce, stream);
+    case TG_FLOAT16: return run_sum<tg_half_t>(out, x, reduce, stream);
+    case TG_BFLOAT16: return run_sum<tg_bf16_t>(out, x, reduce, stream);
     case TG_INT64: return run_sum<int64_t>(out, x, reduce, stream);
-    default: return tg_error("%s: dtype %s has no CUDA kernel (float32, float64, int64)", op, tg_dtype_name(x->dtype));
+    default:
+        return tg_error("%s: dtype %s has no CUDA kernel (float32, float64, float16, bfloat16, int64)", op,
+                        tg_dtype_name(x->dtype));
     }
 }
 
