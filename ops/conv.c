@@ -1,6 +1,6 @@
 /* 2-D convolution: definition, backward and CPU kernels (im2col + OpenBLAS GEMM);
  * tg_conv_transpose2d is the input-gradient function applied forward (at the end).
- * CUDA kernels: ops/cuda/conv.cu.
+ * CUDA kernels: ops/cuda/conv.cu; the index math both use: ops/conv_index.h.
  *
  * The op is three tg_functions, each a GEMM around im2col/col2im:
  *   conv2d            (x, w[, b])  -> y
@@ -29,6 +29,7 @@
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/conv_index.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -49,15 +50,10 @@ typedef struct {
     int sh, sw, ph, pw, dh, dw, groups;
 } conv_geom;
 
-static int64_t out_size(int64_t in, int64_t k, int s, int p, int d) {
-    int64_t span = in + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1;
-    return span < 0 ? 0 : span / s + 1;
-}
-
 static conv_geom make_geom(int64_t n, int64_t c, int64_t co, const conv_params *p) {
     conv_geom g = {n, c, p->h, p->w, co, p->kh, p->kw, 0, 0, p->sh, p->sw, p->ph, p->pw, p->dh, p->dw, p->groups};
-    g.ho = out_size(p->h, p->kh, p->sh, p->ph, p->dh);
-    g.wo = out_size(p->w, p->kw, p->sw, p->pw, p->dw);
+    g.ho = tg_conv_out_size(p->h, p->kh, p->sh, p->ph, p->dh);
+    g.wo = tg_conv_out_size(p->w, p->kw, p->sw, p->pw, p->dw);
     return g;
 }
 
@@ -96,16 +92,6 @@ static conv_plan make_plan(const conv_geom *g, size_t elem) {
     return p;
 }
 
-/* The output columns [lo, hi) whose input column ow*s - p + k*d lies in [0, in). */
-static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64_t *lo, int64_t *hi) {
-    int64_t first = p - kd; /* need ow*s >= first */
-    *lo = first <= 0 ? 0 : (first + s - 1) / s;
-    int64_t last = in - 1 + p - kd; /* need ow*s <= last */
-    *hi = last < 0 ? 0 : last / s + 1;
-    if (*hi > out) *hi = out;
-    if (*lo > *hi) *lo = *hi;
-}
-
 #define CONV_GRAIN 32768
 
 /* Copies a short row of n >= 16 bytes in 16-byte moves, the last one overlapping: rows
@@ -133,17 +119,19 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
         const T *x = j->x;                                                                                             \
         int64_t b_count = j->b_count, L = g->ho * g->wo, BL = b_count * L;                                             \
         for (int64_t r = r0; r < r1; r++) {                                                                            \
-            int64_t c = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;                                 \
+            int64_t c, ki, kj;                                                                                         \
+            tg_conv_col_row(r, g->kh, g->kw, &c, &ki, &kj);                                                            \
             int64_t lo, hi, olo, ohi; /* the output columns and rows that read inside the image */                     \
-            valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                              \
-            valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                                            \
+            tg_conv_valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                      \
+            tg_conv_valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                                    \
             bool whole_rows = g->sw == 1 && lo == 0 && hi == g->wo && g->wo * (int64_t)sizeof(T) >= 16;                \
             for (int64_t b = 0; b < b_count; b++) {                                                                    \
                 const T *src = x + (b * g->c + c) * g->h * g->w;                                                       \
                 T *dst = j->col + r * BL + b * L;                                                                      \
                 memset(dst, 0, (size_t)(olo * g->wo) * sizeof(T));                                                     \
                 memset(dst + ohi * g->wo, 0, (size_t)((g->ho - ohi) * g->wo) * sizeof(T));                             \
-                const T *row = src + (olo * g->sh - g->ph + ki * g->dh) * g->w - g->pw + kj * g->dw;                   \
+                const T *row = src + tg_conv_tap(olo, ki * g->dh, g->sh, g->ph) * g->w +                               \
+                               tg_conv_tap(0, kj * g->dw, g->sw, g->pw);                                               \
                 T *d = dst + olo * g->wo;                                                                              \
                 for (int64_t oh = olo; oh < ohi; oh++, d += g->wo, row += g->sh * g->w) {                              \
                     if (whole_rows) {                                                                                  \
@@ -180,12 +168,12 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
             for (int64_t ki = 0; ki < g->kh; ki++)                                                                     \
                 for (int64_t kj = 0; kj < g->kw; kj++) {                                                               \
                     int64_t lo, hi;                                                                                    \
-                    valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                      \
+                    tg_conv_valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                              \
                     const T *src = j->col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                              \
                     for (int64_t oh = 0; oh < g->ho; oh++) {                                                           \
-                        int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                                  \
+                        int64_t ih = tg_conv_tap(oh, ki * g->dh, g->sh, g->ph);                                        \
                         if (ih < 0 || ih >= g->h) continue;                                                            \
-                        T *row = dst + ih * g->w - g->pw + kj * g->dw;                                                 \
+                        T *row = dst + ih * g->w + tg_conv_tap(0, kj * g->dw, g->sw, g->pw);                           \
                         const T *s = src + oh * g->wo;                                                                 \
                         for (int64_t ow = lo; ow < hi; ow++) row[ow * g->sw] += s[ow];                                 \
                     }                                                                                                  \
@@ -536,7 +524,8 @@ static tg_tensor *conv2d_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bia
                         tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
     conv_params p = {stride, stride, padding, padding, dilation, dilation, groups,
                      weight->shape.dims[2], weight->shape.dims[3], x->shape.dims[2], x->shape.dims[3]};
-    int64_t ho = out_size(p.h, p.kh, stride, padding, dilation), wo = out_size(p.w, p.kw, stride, padding, dilation);
+    int64_t ho = tg_conv_out_size(p.h, p.kh, stride, padding, dilation);
+    int64_t wo = tg_conv_out_size(p.w, p.kw, stride, padding, dilation);
     if (ho <= 0 || wo <= 0 || p.kh <= 0 || p.kw <= 0)
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
                         "dilation %d gives %lldx%lld",
