@@ -575,8 +575,11 @@ static tg_tensor *uncropped_then_cropped(tg_tensor *x, tg_tensor *w, int stride,
  * kH, kW] the conv's weight [Co, C/g, kH, kW]. With output_padding < stride the conv
  * maps the larger size back onto x's exactly; the extra rows and columns take no
  * window and stay zero, as PyTorch's. Larger output_padding: uncropped_then_cropped. */
-tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts) {
-    const char *op = "tg_conv_transpose2d";
+/* out_size: NULL for opts.output_padding on both dims, else the [H, W] to reach
+ * (ConvTranspose2d.forward(input, output_size)): each dim's output_padding is what is
+ * left above the size output_padding 0 gives, within [0, stride - 1]. */
+static tg_tensor *conv_transpose2d_impl(const char *op, tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
+                                        tg_conv_transpose_opts opts, const int64_t *out_size) {
     if (!x) return tg_error_null_input(op, 0), NULL;
     if (!weight) return tg_error_null_input(op, 1), NULL;
     char xs[128], ws[128], bs[128], d1[16], d2[16];
@@ -586,7 +589,7 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         tg_tensor *y = NULL;
         TG_SCOPE {
             tg_tensor *x4 = tg_unsqueeze(x, 0);
-            y = tg_scope_return(tg_squeeze(tg_conv_transpose2d(x4, weight, bias, opts), 0));
+            y = tg_scope_return(tg_squeeze(conv_transpose2d_impl(op, x4, weight, bias, opts, out_size), 0));
         }
         return y;
     }
@@ -608,7 +611,7 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         return tg_error("%s: stride (%d), padding (%d), output_padding (%d), dilation (%d) and groups (%d) must not "
                         "be negative", op, opts.stride, opts.padding, opts.output_padding, opts.dilation,
                         opts.groups), NULL;
-    if (output_padding >= stride && output_padding >= dilation)
+    if (!out_size && output_padding >= stride && output_padding >= dilation)
         return tg_error("%s: output_padding (%d) must be smaller than either stride (%d) or dilation (%d)", op,
                         output_padding, stride, dilation), NULL;
     int64_t ci = weight->shape.dims[0], cog = weight->shape.dims[1];
@@ -623,10 +626,21 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         return tg_error("%s: expected bias [%lld] (weight %s, groups %d), got %s", op, (long long)co, ws, groups,
                         tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
     int64_t kh = weight->shape.dims[2], kw = weight->shape.dims[3];
-    int64_t ho =
-        (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + output_padding + 1;
-    int64_t wo =
-        (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + output_padding + 1;
+    int64_t min_h = (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + 1;
+    int64_t min_w = (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + 1;
+    int64_t pad_h = output_padding, pad_w = output_padding;
+    if (out_size) { /* PyTorch's _ConvTransposeNd._output_padding */
+        if (out_size[0] < min_h || out_size[0] > min_h + stride - 1 || out_size[1] < min_w ||
+            out_size[1] > min_w + stride - 1)
+            return tg_error("%s: requested an output size of [%lld, %lld], but valid sizes range from [%lld, %lld] "
+                            "to [%lld, %lld] (for an input of [%lld, %lld])", op, (long long)out_size[0],
+                            (long long)out_size[1], (long long)min_h, (long long)min_w,
+                            (long long)(min_h + stride - 1), (long long)(min_w + stride - 1),
+                            (long long)x->shape.dims[2], (long long)x->shape.dims[3]), NULL;
+        pad_h = out_size[0] - min_h;
+        pad_w = out_size[1] - min_w;
+    }
+    int64_t ho = min_h + pad_h, wo = min_w + pad_w;
     if (ho <= 0 || wo <= 0 || kh <= 0 || kw <= 0 || x->shape.dims[2] <= 0 || x->shape.dims[3] <= 0)
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
                         "dilation %d gives %lldx%lld", op, xs, (long long)kh, (long long)kw, stride, padding,
@@ -634,7 +648,7 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
     tg_tensor *y = NULL;
     TG_SCOPE {
         tg_tensor *raw;
-        if (output_padding < stride) {
+        if (pad_h < stride && pad_w < stride) {
             conv_params p = {stride, stride, padding, padding, dilation, dilation, groups, kh, kw, ho, wo};
             raw = input_grad_apply(x, weight, &p);
         } else {
@@ -644,4 +658,14 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         if (raw) y = tg_scope_return(raw);
     }
     return y;
+}
+
+tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts) {
+    return conv_transpose2d_impl("tg_conv_transpose2d", x, weight, bias, opts, NULL);
+}
+
+tg_tensor *tg_conv_transpose2d_to_size(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
+                                       tg_conv_transpose_opts opts, int64_t out_h, int64_t out_w) {
+    const int64_t size[2] = {out_h, out_w};
+    return conv_transpose2d_impl("tg_conv_transpose2d_to_size", x, weight, bias, opts, size);
 }
