@@ -19,38 +19,34 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__CUDACC__)
-#define TG_LOWP_FN static __host__ __device__ __forceinline__
-#else
-#define TG_LOWP_FN static inline
-#endif
+#include "core/host_device.h"
 
-TG_LOWP_FN uint32_t tg_float_bits(float f) {
+TG_HD_INLINE uint32_t tg_float_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-TG_LOWP_FN float tg_bits_float(uint32_t u) {
+TG_HD_INLINE float tg_bits_float(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
 /* Adds 1 to the kept bits when the dropped ones (rem, of `half` = the midpoint) round up. */
-TG_LOWP_FN uint32_t tg_round_half_even(uint32_t kept, uint32_t rem, uint32_t half) {
+TG_HD_INLINE uint32_t tg_round_half_even(uint32_t kept, uint32_t rem, uint32_t half) {
     return kept + (rem > half || (rem == half && (kept & 1u)));
 }
 
-TG_LOWP_FN uint16_t tg_float_to_bf16_bits(float f) {
+TG_HD_INLINE uint16_t tg_float_to_bf16_bits(float f) {
     uint32_t u = tg_float_bits(f);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-TG_LOWP_FN float tg_bf16_bits_to_float(uint16_t h) { return tg_bits_float((uint32_t)h << 16); }
+TG_HD_INLINE float tg_bf16_bits_to_float(uint16_t h) { return tg_bits_float((uint32_t)h << 16); }
 
-TG_LOWP_FN uint16_t tg_float_to_half_bits(float f) {
+TG_HD_INLINE uint16_t tg_float_to_half_bits(float f) {
     uint32_t u = tg_float_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u, ax = u & 0x7FFFFFFFu;
     if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);  /* NaN */
@@ -66,7 +62,7 @@ TG_LOWP_FN uint16_t tg_float_to_half_bits(float f) {
     return (uint16_t)(sign | m); /* m == 0x400 is the smallest normal, correctly encoded */
 }
 
-TG_LOWP_FN float tg_half_bits_to_float(uint16_t h) {
+TG_HD_INLINE float tg_half_bits_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     if (e == 0x1Fu) return tg_bits_float(sign | 0x7F800000u | (m << 13) | (m ? 0x400000u : 0u));
     if (e != 0) return tg_bits_float(sign | ((e + 112u) << 23) | (m << 13));
@@ -79,5 +75,4 @@ TG_LOWP_FN float tg_half_bits_to_float(uint16_t h) {
     return tg_bits_float(sign | (e << 23) | ((m & 0x3FFu) << 13));
 }
 
-#undef TG_LOWP_FN
 #endif

@@ -78,6 +78,7 @@
 /* ops/conv.h */
 #define tg_conv2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv2d, tg_conv2d(__VA_ARGS__))
 #define tg_conv_transpose2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv_transpose2d, tg_conv_transpose2d(__VA_ARGS__))
+#define tg_conv_transpose2d_to_size(...) TG_TRACED_PTR_(tg_tensor, tg_conv_transpose2d_to_size, tg_conv_transpose2d_to_size(__VA_ARGS__))
 
 /* ops/distance.h */
 #define tg_cosine_similarity(...) TG_TRACED_PTR_(tg_tensor, tg_cosine_similarity, tg_cosine_similarity(__VA_ARGS__))
@@ -362,6 +363,7 @@
 /* nn/conv_layers.h */
 #define tg_nn_conv1d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv1d, tg_nn_conv1d(__VA_ARGS__))
 #define tg_nn_conv_transpose2d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv_transpose2d, tg_nn_conv_transpose2d(__VA_ARGS__))
+#define tg_nn_conv_transpose2d_forward_size(...) TG_TRACED_PTR_(tg_tensor, tg_nn_conv_transpose2d_forward_size, tg_nn_conv_transpose2d_forward_size(__VA_ARGS__))
 
 /* nn/norm_layers.h */
 #define tg_nn_group_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_group_norm, tg_nn_group_norm(__VA_ARGS__))

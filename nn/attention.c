@@ -15,6 +15,7 @@
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/matmul.h"
+#include "ops/pad.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -23,6 +24,9 @@ typedef struct {
     int64_t embed_dim, num_heads;
     double dropout;
     bool batch_first;
+    int64_t kdim, vdim;
+    bool separate_weights; /* kdim or vdim differ from embed_dim: q/k/v_proj_weight */
+    bool add_bias_kv, add_zero_attn;
 } mha_state;
 
 /* A bool mask (true = masked) as 0 / -inf in dtype; a floating one cast to dtype. */
@@ -41,19 +45,27 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
     bool batched = nd == 3;
     int seq_dim = batched && s->batch_first ? 1 : 0;
     bool shapes_ok = (nd == 2 || nd == 3) && tg_ndim(key) == nd && tg_ndim(value) == nd && tg_size(query, -1) == e &&
-                     tg_size(key, -1) == e && tg_size(value, -1) == e &&
+                     tg_size(key, -1) == s->kdim && tg_size(value, -1) == s->vdim &&
                      tg_size(key, seq_dim) == tg_size(value, seq_dim);
     int batch_dim = s->batch_first ? 0 : 1;
     if (shapes_ok && batched)
         shapes_ok = tg_size(key, batch_dim) == tg_size(query, batch_dim) &&
                     tg_size(value, batch_dim) == tg_size(query, batch_dim);
-    if (!shapes_ok)
+    if (!shapes_ok) {
+        /* kdim and vdim name themselves when they differ from E */
+        char kd[32] = "E", vd[32] = "E", want[160];
+        if (s->separate_weights) {
+            snprintf(kd, sizeof kd, "kdim=%lld", (long long)s->kdim);
+            snprintf(vd, sizeof vd, "vdim=%lld", (long long)s->vdim);
+        }
+        snprintf(want, sizeof want, "%s, [%s, %s], [%s, %s] (or unbatched [L, E], [S, %s], [S, %s])",
+                 s->batch_first ? "[B, L, E]" : "[L, B, E]", s->batch_first ? "B, S" : "S, B", kd,
+                 s->batch_first ? "B, S" : "S, B", vd, kd, vd);
         return tg_error("MultiheadAttention(embed_dim=%lld, num_heads=%lld): query %s, key %s and value %s must be %s "
                         "with one batch size, key and value of one length",
                         (long long)e, (long long)heads, nn_shape_text(query, a, sizeof a),
-                        nn_shape_text(key, b, sizeof b), nn_shape_text(value, c, sizeof c),
-                        s->batch_first ? "[B, L, E], [B, S, E], [B, S, E] (or unbatched [L, E], [S, E])"
-                                       : "[L, B, E], [S, B, E], [S, B, E] (or unbatched [L, E], [S, E])");
+                        nn_shape_text(key, b, sizeof b), nn_shape_text(value, c, sizeof c), want);
+    }
     tg_tensor *q = query, *k = key, *v = value;
     if (!batched) {
         q = tg_unsqueeze(q, 1), k = tg_unsqueeze(k, 1), v = tg_unsqueeze(v, 1);
@@ -90,15 +102,39 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
         if (!mask) return TG_ERROR;
     }
 
-    /* the packed in-projection: rows [0, E) for q, [E, 2E) for k, [2E, 3E) for v */
-    tg_tensor *w = tg_module_param(m, "in_proj_weight"), *bias = tg_module_param(m, "in_proj_bias");
+    /* the in-projection: packed (rows [0, E) of in_proj_weight for q, [E, 2E) for k,
+     * [2E, 3E) for v) or q/k/v_proj_weight; in_proj_bias is packed either way */
+    tg_tensor *w = s->separate_weights ? NULL : tg_module_param(m, "in_proj_weight");
+    tg_tensor *bias = tg_module_param(m, "in_proj_bias");
+    static const char *const separate[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
     tg_tensor *proj[3], *in[3] = {q, k, v};
     int64_t lens[3] = {l, src, src};
     for (int i = 0; i < 3; i++) {
-        tg_tensor *p = tg_linear(in[i], tg_narrow(w, 0, i * e, e), bias ? tg_narrow(bias, 0, i * e, e) : NULL);
-        proj[i] = tg_transpose(tg_reshape(p, TG_SHAPE(lens[i], bsz * heads, hd)), 0, 1); /* [B * heads, len, hd] */
+        tg_tensor *wi = w ? tg_narrow(w, 0, i * e, e) : tg_module_param(m, separate[i]);
+        proj[i] = tg_linear(in[i], wi, bias ? tg_narrow(bias, 0, i * e, e) : NULL); /* [len, B, E] */
+        if (i > 0 && s->add_bias_kv && proj[i]) { /* bias_k / bias_v as one more position, every batch */
+            tg_tensor *extra = tg_expand(tg_module_param(m, i == 1 ? "bias_k" : "bias_v"), TG_SHAPE(1, bsz, e));
+            tg_tensor *parts[2] = {proj[i], extra};
+            proj[i] = extra ? tg_cat(parts, 2, 0) : NULL;
+        }
+        int64_t len = i > 0 && s->add_bias_kv ? lens[i] + 1 : lens[i];
+        proj[i] = tg_transpose(tg_reshape(proj[i], TG_SHAPE(len, bsz * heads, hd)), 0, 1); /* [B * heads, len, hd] */
+        if (i > 0 && s->add_zero_attn && proj[i]) {
+            tg_tensor *parts[2] = {proj[i], tg_zeros(TG_SHAPE(bsz * heads, 1, hd),
+                                                     (tg_opts){.dtype = tg_dtype_of(proj[i]),
+                                                               .device = tg_device_of(proj[i])})};
+            proj[i] = parts[1] ? tg_cat(parts, 2, 1) : NULL;
+        }
         if (!proj[i]) return TG_ERROR;
     }
+    /* the appended keys are unmasked: PyTorch pads both masks with zeros (False) */
+    int64_t extra_keys = (int64_t)s->add_bias_kv + (int64_t)s->add_zero_attn;
+    if (mask && extra_keys) {
+        int64_t pad[2] = {0, extra_keys};
+        mask = tg_pad(mask, pad, 2, TG_PAD_CONSTANT, 0.0);
+        if (!mask) return TG_ERROR;
+    }
+    src += extra_keys;
     double p = tg_is_training(m) ? s->dropout : 0.0;
     tg_tensor *attn_weights = NULL;
     tg_tensor *attn = tg_attention_with_weights(proj[0], proj[1], proj[2], mask, p, false, &attn_weights);
@@ -130,8 +166,12 @@ static tg_tensor *mha_module_forward(tg_module *self, tg_tensor *x) {
 
 static void mha_repr(tg_module *self, char *buf, size_t size) {
     mha_state *s = tg_module_state(self);
-    snprintf(buf, size, "embed_dim=%lld, num_heads=%lld, dropout=%g, batch_first=%s", (long long)s->embed_dim,
-             (long long)s->num_heads, s->dropout, s->batch_first ? "True" : "False");
+    int n = snprintf(buf, size, "embed_dim=%lld, num_heads=%lld, dropout=%g, batch_first=%s",
+                     (long long)s->embed_dim, (long long)s->num_heads, s->dropout, s->batch_first ? "True" : "False");
+    if (n >= 0 && (size_t)n < size && s->separate_weights)
+        n += snprintf(buf + n, size - (size_t)n, ", kdim=%lld, vdim=%lld", (long long)s->kdim, (long long)s->vdim);
+    if (n >= 0 && (size_t)n < size && s->add_bias_kv) n += snprintf(buf + n, size - (size_t)n, ", add_bias_kv=True");
+    if (n >= 0 && (size_t)n < size && s->add_zero_attn) snprintf(buf + n, size - (size_t)n, ", add_zero_attn=True");
 }
 
 static const tg_module_type mha_type = {"MultiheadAttention", mha_module_forward, NULL, mha_repr};
@@ -161,27 +201,47 @@ tg_status tg_mha_forward(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tens
 }
 
 tg_module *tg_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, tg_mha_opts opts) {
-    if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads || !(opts.dropout >= 0 && opts.dropout < 1)) {
+    if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads || !(opts.dropout >= 0 && opts.dropout < 1) ||
+        opts.kdim < 0 || opts.vdim < 0) {
         tg_error("tg_nn_multihead_attention: embed_dim=%lld must be divisible by num_heads=%lld (both positive), "
-                 "dropout=%g in [0, 1)", (long long)embed_dim, (long long)num_heads, opts.dropout);
+                 "dropout=%g in [0, 1), kdim=%lld and vdim=%lld positive (or 0: embed_dim)", (long long)embed_dim,
+                 (long long)num_heads, opts.dropout, (long long)opts.kdim, (long long)opts.vdim);
         return NULL;
     }
+    int64_t kdim = opts.kdim ? opts.kdim : embed_dim, vdim = opts.vdim ? opts.vdim : embed_dim;
+    bool separate = kdim != embed_dim || vdim != embed_dim; /* PyTorch's not _qkv_same_embed_dim */
     tg_module *m = tg_module_new(&mha_type, sizeof(mha_state));
-    *(mha_state *)tg_module_state(m) = (mha_state){embed_dim, num_heads, opts.dropout, opts.batch_first};
+    *(mha_state *)tg_module_state(m) = (mha_state){embed_dim, num_heads, opts.dropout, opts.batch_first, kdim, vdim,
+                                                   separate, opts.add_bias_kv, opts.add_zero_attn};
     tg_status status = TG_OK;
     TG_SCOPE {
-        /* PyTorch's __init__ order: empty in_proj tensors, out_proj's Linear (which draws its
-         * weight and bias), then _reset_parameters: xavier_uniform_(in_proj_weight), zero biases */
-        tg_tensor *w = tg_empty(TG_SHAPE(3 * embed_dim, embed_dim), (tg_opts){0});
+        /* PyTorch's __init__ order: empty projection tensors, out_proj's Linear (which draws
+         * its weight and bias), bias_k and bias_v, then _reset_parameters: xavier_uniform_ of
+         * in_proj_weight (or q, k, v_proj_weight), zero biases, xavier_normal_(bias_k, bias_v) */
+        static const char *const names[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+        int64_t in_dims[3] = {embed_dim, kdim, vdim};
+        tg_tensor *w[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < (separate ? 3 : 1); i++)
+            w[i] = tg_empty(separate ? TG_SHAPE(embed_dim, in_dims[i]) : TG_SHAPE(3 * embed_dim, embed_dim),
+                            (tg_opts){0});
         tg_tensor *b = opts.no_bias ? NULL : tg_zeros(TG_SHAPE(3 * embed_dim), (tg_opts){0});
         tg_module *out_proj = tg_nn_linear(embed_dim, embed_dim, (tg_linear_opts){.no_bias = opts.no_bias});
-        status = w && (b || opts.no_bias) && out_proj ? TG_OK : TG_ERROR;
-        if (!status) status = tg_xavier_uniform_(w, 1.0);
+        tg_tensor *bias_kv[2] = {NULL, NULL};
+        for (int i = 0; opts.add_bias_kv && i < 2; i++) bias_kv[i] = tg_empty(TG_SHAPE(1, 1, embed_dim), (tg_opts){0});
+        status = w[0] && (!separate || (w[1] && w[2])) && (b || opts.no_bias) && out_proj &&
+                         (!opts.add_bias_kv || (bias_kv[0] && bias_kv[1]))
+                     ? TG_OK
+                     : TG_ERROR;
+        for (int i = 0; !status && i < (separate ? 3 : 1); i++) status = tg_xavier_uniform_(w[i], 1.0);
         if (!status && !opts.no_bias) TG_NO_GRAD { status = tg_fill_(tg_module_param(out_proj, "bias"), 0.0); }
-        if (!status) status = tg_register_parameter(m, "in_proj_weight", w);
+        for (int i = 0; !status && opts.add_bias_kv && i < 2; i++) status = tg_xavier_normal_(bias_kv[i], 1.0);
+        for (int i = 0; !status && i < (separate ? 3 : 1); i++)
+            status = tg_register_parameter(m, separate ? names[i] : "in_proj_weight", w[i]);
         if (!status && b) status = tg_register_parameter(m, "in_proj_bias", b);
         if (!status) status = tg_register_module(m, "out_proj", out_proj);
         else tg_module_free(out_proj);
+        if (!status && opts.add_bias_kv) status = tg_register_parameter(m, "bias_k", bias_kv[0]);
+        if (!status && opts.add_bias_kv) status = tg_register_parameter(m, "bias_v", bias_kv[1]);
     }
     if (status) {
         tg_module_free(m);

@@ -116,22 +116,43 @@ static void conv_transpose_repr(tg_module *self, char *buf, size_t size) {
              o->dilation ? o->dilation : 1, o->groups ? o->groups : 1, o->no_bias ? "False" : "True");
 }
 
-static tg_tensor *conv_transpose_forward(tg_module *self, tg_tensor *x) {
-    conv_transpose_state *s = tg_module_state(self);
+static tg_status check_conv_transpose_input(conv_transpose_state *s, tg_tensor *x) {
     int nd = tg_ndim(x);
     if ((nd != 3 && nd != 4) || tg_size(x, -3) != s->in_channels) {
         char buf[96];
-        tg_error("ConvTranspose2d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, H, W] or [%lld, H, W]",
-                 (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
-                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->in_channels,
-                 (long long)s->in_channels);
-        return NULL;
+        return tg_error("ConvTranspose2d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, H, W] or [%lld, H, W]",
+                        (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
+                        tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->in_channels,
+                        (long long)s->in_channels);
     }
+    return TG_OK;
+}
+
+static tg_tensor *conv_transpose_forward(tg_module *self, tg_tensor *x) {
+    conv_transpose_state *s = tg_module_state(self);
+    if (check_conv_transpose_input(s, x)) return NULL;
     return tg_conv_transpose2d(x, tg_module_param(self, "weight"), tg_module_param(self, "bias"), s->opts);
 }
 
 static const tg_module_type conv_transpose_type = {"ConvTranspose2d", conv_transpose_forward, NULL,
                                                    conv_transpose_repr};
+
+tg_tensor *tg_nn_conv_transpose2d_forward_size(tg_module *m, tg_tensor *x, const int64_t *output_size, int n) {
+    const char *op = "tg_nn_conv_transpose2d_forward_size";
+    if (!m) return tg_error_null_input(op, 0), NULL;
+    if (!x) return tg_error_null_input(op, 1), NULL;
+    if (tg_module_type_of(m) != &conv_transpose_type)
+        return tg_error("%s: expected a ConvTranspose2d module, got %s", op, tg_module_type_of(m)->name), NULL;
+    conv_transpose_state *s = tg_module_state(m);
+    if (check_conv_transpose_input(s, x)) return NULL;
+    int nd = tg_ndim(x);
+    if (!output_size || (n != 2 && n != nd)) /* PyTorch's ValueError */
+        return tg_error("ConvTranspose2D: for %dD input, output_size must have 2 or %d elements (got %d)", nd, nd,
+                        output_size ? n : 0), NULL;
+    const int64_t *hw = output_size + (n - 2);
+    return tg_conv_transpose2d_to_size(x, tg_module_param(m, "weight"), tg_module_param(m, "bias"), s->opts, hw[0],
+                                       hw[1]);
+}
 
 tg_module *tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int kernel_size,
                                   tg_conv_transpose_opts opts) {

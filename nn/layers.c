@@ -409,7 +409,9 @@ static tg_tensor *upsample_forward(tg_module *self, tg_tensor *x) {
 }
 static void upsample_repr(tg_module *self, char *buf, size_t size) {
     tg_interpolate_opts *o = tg_module_state(self);
-    const char *mode = o->mode == TG_INTERP_BILINEAR ? "bilinear" : "nearest";
+    const char *mode = o->mode == TG_INTERP_BILINEAR  ? "bilinear"
+                       : o->mode == TG_INTERP_BICUBIC ? "bicubic"
+                                                      : "nearest";
     if (o->size[0])
         snprintf(buf, size, "size=(%lld, %lld), mode='%s'", (long long)o->size[0],
                  (long long)(o->size[1] ? o->size[1] : o->size[0]), mode);
@@ -424,10 +426,11 @@ tg_module *tg_nn_upsample(tg_interpolate_opts opts) {
     bool has_size = opts.size[0] != 0 || opts.size[1] != 0;
     bool has_scale = opts.scale_factor[0] != 0 || opts.scale_factor[1] != 0;
     if (has_size == has_scale || opts.size[0] < 0 || opts.size[1] < 0 || opts.scale_factor[0] < 0 ||
-        opts.scale_factor[1] < 0 || (opts.mode != TG_INTERP_NEAREST && opts.mode != TG_INTERP_BILINEAR) ||
+        opts.scale_factor[1] < 0 ||
+        (opts.mode != TG_INTERP_NEAREST && opts.mode != TG_INTERP_BILINEAR && opts.mode != TG_INTERP_BICUBIC) ||
         (opts.align_corners && opts.mode == TG_INTERP_NEAREST)) {
-        tg_error("tg_nn_upsample: give exactly one of size (positive) or scale_factor (positive), mode nearest or "
-                 "bilinear, align_corners only with bilinear");
+        tg_error("tg_nn_upsample: give exactly one of size (positive) or scale_factor (positive), mode nearest, "
+                 "bilinear or bicubic, align_corners only with bilinear or bicubic");
         return NULL;
     }
     tg_module *m = tg_module_new(&upsample_type, sizeof opts);

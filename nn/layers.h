@@ -96,7 +96,7 @@ tg_module *tg_nn_softmax(int dim);
 tg_module *tg_nn_log_softmax(int dim);
 
 /* torch.nn.Upsample(size | scale_factor, mode, align_corners) on [N, C, H, W]
- * (tg_interpolate, whose options these are: nearest or bilinear). */
+ * (tg_interpolate, whose options these are: nearest, bilinear or bicubic). */
 tg_module *tg_nn_upsample(tg_interpolate_opts opts);
 
 /* torch.nn.Identity: returns its input (the same tensor, as PyTorch). */

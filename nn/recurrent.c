@@ -25,7 +25,11 @@ typedef struct {
     int num_layers, directions;
     bool bias, batch_first;
     double dropout;
+    int64_t proj_size; /* LSTM's projection, 0 for none */
 } rnn_state;
+
+/* The size of h: proj_size when the LSTM projects, else hidden_size. */
+static int64_t h_size(const rnn_state *s) { return s->proj_size > 0 ? s->proj_size : s->hidden_size; }
 
 static int gates_of(rnn_kind kind) { return kind == KIND_LSTM ? 4 : kind == KIND_GRU ? 3 : 1; }
 
@@ -42,7 +46,7 @@ static tg_tensor *chunk(tg_tensor *t, int k, int64_t hidden) {
 /* One step of the cell given the input projection xw = x W_ih^T + b_ih, as ATen's
  * RNN.cpp cells: h' (and the LSTM's c') into *h_out / *c_out. */
 static void cell_step(rnn_kind kind, int64_t hidden, tg_tensor *xw, tg_tensor *h, tg_tensor *c, tg_tensor *w_hh,
-                      tg_tensor *b_hh, tg_tensor **h_out, tg_tensor **c_out) {
+                      tg_tensor *b_hh, tg_tensor *w_hr, tg_tensor **h_out, tg_tensor **c_out) {
     tg_tensor *hw = tg_linear(h, w_hh, b_hh);
     switch (kind) {
     case KIND_RNN_TANH: *h_out = tg_tanh(tg_add(xw, hw)); break;
@@ -53,6 +57,7 @@ static void cell_step(rnn_kind kind, int64_t hidden, tg_tensor *xw, tg_tensor *h
         tg_tensor *g = tg_tanh(chunk(gates, 2, hidden)), *o = tg_sigmoid(chunk(gates, 3, hidden));
         *c_out = tg_add(tg_mul(f, c), tg_mul(i, g));
         *h_out = tg_mul(o, tg_tanh(*c_out));
+        if (w_hr) *h_out = tg_linear(*h_out, w_hr, NULL); /* ATen's LSTMCell: hy = hy.matmul(w_hr.t()) */
         break;
     }
     case KIND_GRU: {
@@ -78,6 +83,7 @@ static tg_tensor *run_direction(tg_module *m, const rnn_state *s, tg_tensor *xs,
     int64_t steps = tg_size(xs, 0);
     tg_tensor *xw_all = tg_linear(xs, param(m, "weight_ih", layer, direction), param(m, "bias_ih", layer, direction));
     tg_tensor *w_hh = param(m, "weight_hh", layer, direction), *b_hh = param(m, "bias_hh", layer, direction);
+    tg_tensor *w_hr = s->proj_size > 0 ? param(m, "weight_hr", layer, direction) : NULL;
     if (!xw_all) return NULL;
     tg_tensor **outs = malloc((size_t)steps * sizeof *outs);
     TG_ASSERT(outs != NULL);
@@ -85,7 +91,7 @@ static tg_tensor *run_direction(tg_module *m, const rnn_state *s, tg_tensor *xs,
     for (int64_t k = 0; ok && k < steps; k++) {
         int64_t t = direction ? steps - 1 - k : k;
         tg_tensor *h_next = NULL, *c_next = NULL;
-        cell_step(s->kind, s->hidden_size, tg_select(xw_all, 0, t), h, c, w_hh, b_hh, &h_next, &c_next);
+        cell_step(s->kind, s->hidden_size, tg_select(xw_all, 0, t), h, c, w_hh, b_hh, w_hr, &h_next, &c_next);
         ok = h_next && (s->kind != KIND_LSTM || c_next);
         outs[t] = h = h_next;
         c = c_next;
@@ -132,28 +138,31 @@ static tg_status run(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c0, t
                         : s->batch_first ? "[B, T, input_size] or [T, input_size]"
                                          : "[T, B, input_size] or [T, input_size]");
     }
-    int64_t hidden = s->hidden_size, stack = (int64_t)s->num_layers * s->directions;
+    int64_t hidden = s->hidden_size, hsize = h_size(s), stack = (int64_t)s->num_layers * s->directions;
     /* everything below works batched, sequence first */
     tg_tensor *xs = batched ? x : tg_unsqueeze(x, s->cell ? 0 : 1);
     if (batched && s->batch_first && !s->cell) xs = tg_transpose(xs, 0, 1);
     if (!xs) return TG_ERROR;
     int64_t batch = tg_size(xs, s->cell ? 0 : 1);
-    tg_shape state_shape = s->cell ? (batched ? TG_SHAPE(batch, hidden) : TG_SHAPE(hidden))
-                                   : (batched ? TG_SHAPE(stack, batch, hidden) : TG_SHAPE(stack, hidden));
-    if (check_state(s, s->kind == KIND_LSTM ? "h0" : "hx", x, h0, state_shape) ||
-        check_state(s, "c0", x, c0, state_shape))
+    /* h has hsize (the projection's size when the LSTM projects), c hidden */
+    tg_shape h_shape = s->cell ? (batched ? TG_SHAPE(batch, hsize) : TG_SHAPE(hsize))
+                               : (batched ? TG_SHAPE(stack, batch, hsize) : TG_SHAPE(stack, hsize));
+    tg_shape c_shape = s->cell ? (batched ? TG_SHAPE(batch, hidden) : TG_SHAPE(hidden))
+                               : (batched ? TG_SHAPE(stack, batch, hidden) : TG_SHAPE(stack, hidden));
+    if (check_state(s, s->kind == KIND_LSTM ? "h0" : "hx", x, h0, h_shape) || check_state(s, "c0", x, c0, c_shape))
         return TG_ERROR;
     tg_opts opts = {.dtype = tg_dtype_of(x), .device = tg_device_of(x)};
-    tg_shape inner = s->cell ? TG_SHAPE(batch, hidden) : TG_SHAPE(stack, batch, hidden);
-    tg_tensor *h_all = h0 ? tg_reshape(h0, inner) : tg_zeros(inner, opts);
-    tg_tensor *c_all = s->kind != KIND_LSTM ? NULL : c0 ? tg_reshape(c0, inner) : tg_zeros(inner, opts);
+    tg_shape h_inner = s->cell ? TG_SHAPE(batch, hsize) : TG_SHAPE(stack, batch, hsize);
+    tg_shape c_inner = s->cell ? TG_SHAPE(batch, hidden) : TG_SHAPE(stack, batch, hidden);
+    tg_tensor *h_all = h0 ? tg_reshape(h0, h_inner) : tg_zeros(h_inner, opts);
+    tg_tensor *c_all = s->kind != KIND_LSTM ? NULL : c0 ? tg_reshape(c0, c_inner) : tg_zeros(c_inner, opts);
     if (!h_all || (s->kind == KIND_LSTM && !c_all)) return TG_ERROR;
 
     if (s->cell) {
         tg_tensor *h = NULL, *c = NULL;
         tg_tensor *xw = tg_linear(xs, tg_module_param(m, "weight_ih"), tg_module_param(m, "bias_ih"));
         cell_step(s->kind, hidden, xw, h_all, c_all, tg_module_param(m, "weight_hh"), tg_module_param(m, "bias_hh"),
-                  &h, &c);
+                  NULL, &h, &c);
         if (!h || (s->kind == KIND_LSTM && !c)) return TG_ERROR;
         r->output = r->h_n = batched ? h : tg_squeeze(h, 0);
         r->c_n = c && !batched ? tg_squeeze(c, 0) : c;
@@ -214,7 +223,10 @@ static void rnn_repr(tg_module *self, char *buf, size_t size) {
     if (n >= 0 && (size_t)n < size && s->batch_first) n += snprintf(buf + n, size - (size_t)n, ", batch_first=True");
     if (n >= 0 && (size_t)n < size && s->dropout > 0)
         n += snprintf(buf + n, size - (size_t)n, ", dropout=%g", s->dropout);
-    if (n >= 0 && (size_t)n < size && s->directions == 2) snprintf(buf + n, size - (size_t)n, ", bidirectional=True");
+    if (n >= 0 && (size_t)n < size && s->directions == 2)
+        n += snprintf(buf + n, size - (size_t)n, ", bidirectional=True");
+    if (n >= 0 && (size_t)n < size && s->proj_size > 0)
+        snprintf(buf + n, size - (size_t)n, ", proj_size=%lld", (long long)s->proj_size);
 }
 
 static const tg_module_type rnn_type = {"RNN", rnn_module_forward, NULL, rnn_repr};
@@ -254,16 +266,19 @@ tg_status tg_rnn_forward(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c
 /* ---- constructors ---- */
 
 /* Registers (and draws, in this order, as reset_parameters does over parameters())
- * weight_ih, weight_hh, bias_ih, bias_hh with `suffix` ("_l0", "_l0_reverse", or ""). */
+ * weight_ih, weight_hh, bias_ih, bias_hh and, for an LSTM projecting to proj > 0,
+ * weight_hr with `suffix` ("_l0", "_l0_reverse", or ""). */
 static tg_status add_weights(tg_module *m, const char *suffix, int64_t gate_rows, int64_t in, int64_t hidden,
-                             bool bias) {
+                             int64_t proj, bool bias) {
     double bound = 1.0 / sqrt((double)hidden);
-    const char *names[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
-    tg_shape shapes[4] = {TG_SHAPE(gate_rows, in), TG_SHAPE(gate_rows, hidden), TG_SHAPE(gate_rows),
-                          TG_SHAPE(gate_rows)};
+    int64_t h = proj > 0 ? proj : hidden;
+    const char *names[5] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"};
+    tg_shape shapes[5] = {TG_SHAPE(gate_rows, in), TG_SHAPE(gate_rows, h), TG_SHAPE(gate_rows), TG_SHAPE(gate_rows),
+                          TG_SHAPE(proj, hidden)};
     tg_status status = TG_OK;
     TG_SCOPE {
-        for (int k = 0; !status && k < (bias ? 4 : 2); k++) {
+        for (int k = 0; !status && k < 5; k++) {
+            if ((k >= 2 && k < 4 && !bias) || (k == 4 && proj <= 0)) continue;
             char name[64];
             snprintf(name, sizeof name, "%s%s", names[k], suffix);
             tg_tensor *t = tg_empty(shapes[k], (tg_opts){0});
@@ -284,6 +299,22 @@ static tg_module *make(const tg_module_type *type, const char *ctor, rnn_kind ki
                  (long long)hidden_size, opts.num_layers, opts.dropout);
         return NULL;
     }
+    /* PyTorch's RNNBase checks (ValueError there) */
+    if (opts.proj_size < 0) {
+        tg_error("%s: proj_size should be a positive integer or zero to disable projections, got %lld", ctor,
+                 (long long)opts.proj_size);
+        return NULL;
+    }
+    if (opts.proj_size > 0 && (kind != KIND_LSTM || cell)) {
+        tg_error("%s: proj_size argument is only supported for LSTM, not RNN or GRU (got proj_size=%lld)", ctor,
+                 (long long)opts.proj_size);
+        return NULL;
+    }
+    if (opts.proj_size >= hidden_size) {
+        tg_error("%s: proj_size has to be smaller than hidden_size (got proj_size=%lld, hidden_size=%lld)", ctor,
+                 (long long)opts.proj_size, (long long)hidden_size);
+        return NULL;
+    }
     if (kind == KIND_RNN_TANH && opts.nonlinearity == TG_RNN_RELU) kind = KIND_RNN_RELU;
     tg_module *m = tg_module_new(type, sizeof(rnn_state));
     rnn_state *s = tg_module_state(m);
@@ -295,16 +326,17 @@ static tg_module *make(const tg_module_type *type, const char *ctor, rnn_kind ki
                      .directions = !cell && opts.bidirectional ? 2 : 1,
                      .bias = !opts.no_bias,
                      .batch_first = !cell && opts.batch_first,
-                     .dropout = cell ? 0 : opts.dropout};
+                     .dropout = cell ? 0 : opts.dropout,
+                     .proj_size = opts.proj_size};
     int64_t rows = gates_of(kind) * hidden_size;
     tg_status status = TG_OK;
-    if (cell) status = add_weights(m, "", rows, input_size, hidden_size, s->bias);
+    if (cell) status = add_weights(m, "", rows, input_size, hidden_size, 0, s->bias);
     for (int layer = 0; !cell && !status && layer < s->num_layers; layer++)
         for (int d = 0; !status && d < s->directions; d++) {
             char suffix[32];
             snprintf(suffix, sizeof suffix, "_l%d%s", layer, d ? "_reverse" : "");
-            status = add_weights(m, suffix, rows, layer ? hidden_size * s->directions : input_size, hidden_size,
-                                 s->bias);
+            status = add_weights(m, suffix, rows, layer ? h_size(s) * s->directions : input_size, hidden_size,
+                                 s->proj_size, s->bias);
         }
     if (status) {
         tg_module_free(m);

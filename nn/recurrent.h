@@ -28,11 +28,16 @@ typedef struct {
     bool batch_first;                 /* input and output [B, T, *] instead of [T, B, *] */
     double dropout;                   /* on each layer's output but the last, in training */
     bool bidirectional;
+    int64_t proj_size;                /* LSTM only: > 0 projects h by weight_hr_l{k} [proj_size, hidden] */
 } tg_rnn_opts;
 
 /* Input [T, B, input_size] ([B, T, input_size] with batch_first) or unbatched
  * [T, input_size]; output [T, B, D * hidden] (D = 2 when bidirectional), h_n (and
- * LSTM's c_n) [num_layers * D, B, hidden] ([num_layers * D, hidden] unbatched). */
+ * LSTM's c_n) [num_layers * D, B, hidden] ([num_layers * D, hidden] unbatched).
+ * An LSTM with proj_size P > 0 (0 < P < hidden, as PyTorch's) multiplies each step's
+ * h by weight_hr_l{k} [P, hidden] (registered and drawn after the biases), so
+ * weight_hh is [4 * hidden, P], the output [T, B, D * P], h0 and h_n
+ * [num_layers * D, B, P]; c0 and c_n keep hidden. */
 tg_module *tg_nn_rnn(int64_t input_size, int64_t hidden_size, tg_rnn_opts opts);
 tg_module *tg_nn_lstm(int64_t input_size, int64_t hidden_size, tg_rnn_opts opts);
 tg_module *tg_nn_gru(int64_t input_size, int64_t hidden_size, tg_rnn_opts opts);

@@ -1,6 +1,6 @@
 /* 2-D convolution: definition, backward and CPU kernels (im2col + OpenBLAS GEMM);
  * tg_conv_transpose2d is the input-gradient function applied forward (at the end).
- * CUDA kernels: ops/cuda/conv.cu.
+ * CUDA kernels: ops/cuda/conv.cu; the index math both use: ops/conv_index.h.
  *
  * The op is three tg_functions, each a GEMM around im2col/col2im:
  *   conv2d            (x, w[, b])  -> y
@@ -29,6 +29,7 @@
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/conv_index.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -49,15 +50,10 @@ typedef struct {
     int sh, sw, ph, pw, dh, dw, groups;
 } conv_geom;
 
-static int64_t out_size(int64_t in, int64_t k, int s, int p, int d) {
-    int64_t span = in + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1;
-    return span < 0 ? 0 : span / s + 1;
-}
-
 static conv_geom make_geom(int64_t n, int64_t c, int64_t co, const conv_params *p) {
     conv_geom g = {n, c, p->h, p->w, co, p->kh, p->kw, 0, 0, p->sh, p->sw, p->ph, p->pw, p->dh, p->dw, p->groups};
-    g.ho = out_size(p->h, p->kh, p->sh, p->ph, p->dh);
-    g.wo = out_size(p->w, p->kw, p->sw, p->pw, p->dw);
+    g.ho = tg_conv_out_size(p->h, p->kh, p->sh, p->ph, p->dh);
+    g.wo = tg_conv_out_size(p->w, p->kw, p->sw, p->pw, p->dw);
     return g;
 }
 
@@ -96,16 +92,6 @@ static conv_plan make_plan(const conv_geom *g, size_t elem) {
     return p;
 }
 
-/* The output columns [lo, hi) whose input column ow*s - p + k*d lies in [0, in). */
-static void valid_range(int64_t out, int64_t in, int s, int p, int64_t kd, int64_t *lo, int64_t *hi) {
-    int64_t first = p - kd; /* need ow*s >= first */
-    *lo = first <= 0 ? 0 : (first + s - 1) / s;
-    int64_t last = in - 1 + p - kd; /* need ow*s <= last */
-    *hi = last < 0 ? 0 : last / s + 1;
-    if (*hi > out) *hi = out;
-    if (*lo > *hi) *lo = *hi;
-}
-
 #define CONV_GRAIN 32768
 
 /* Copies a short row of n >= 16 bytes in 16-byte moves, the last one overlapping: rows
@@ -133,17 +119,19 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
         const T *x = j->x;                                                                                             \
         int64_t b_count = j->b_count, L = g->ho * g->wo, BL = b_count * L;                                             \
         for (int64_t r = r0; r < r1; r++) {                                                                            \
-            int64_t c = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;                                 \
+            int64_t c, ki, kj;                                                                                         \
+            tg_conv_col_row(r, g->kh, g->kw, &c, &ki, &kj);                                                            \
             int64_t lo, hi, olo, ohi; /* the output columns and rows that read inside the image */                     \
-            valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                              \
-            valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                                            \
+            tg_conv_valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                      \
+            tg_conv_valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                                    \
             bool whole_rows = g->sw == 1 && lo == 0 && hi == g->wo && g->wo * (int64_t)sizeof(T) >= 16;                \
             for (int64_t b = 0; b < b_count; b++) {                                                                    \
                 const T *src = x + (b * g->c + c) * g->h * g->w;                                                       \
                 T *dst = j->col + r * BL + b * L;                                                                      \
                 memset(dst, 0, (size_t)(olo * g->wo) * sizeof(T));                                                     \
                 memset(dst + ohi * g->wo, 0, (size_t)((g->ho - ohi) * g->wo) * sizeof(T));                             \
-                const T *row = src + (olo * g->sh - g->ph + ki * g->dh) * g->w - g->pw + kj * g->dw;                   \
+                const T *row = src + tg_conv_tap(olo, ki * g->dh, g->sh, g->ph) * g->w +                               \
+                               tg_conv_tap(0, kj * g->dw, g->sw, g->pw);                                               \
                 T *d = dst + olo * g->wo;                                                                              \
                 for (int64_t oh = olo; oh < ohi; oh++, d += g->wo, row += g->sh * g->w) {                              \
                     if (whole_rows) {                                                                                  \
@@ -180,12 +168,12 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
             for (int64_t ki = 0; ki < g->kh; ki++)                                                                     \
                 for (int64_t kj = 0; kj < g->kw; kj++) {                                                               \
                     int64_t lo, hi;                                                                                    \
-                    valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                      \
+                    tg_conv_valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                              \
                     const A *src = j->col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                              \
                     for (int64_t oh = 0; oh < g->ho; oh++) {                                                           \
-                        int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                                  \
+                        int64_t ih = tg_conv_tap(oh, ki * g->dh, g->sh, g->ph);                                        \
                         if (ih < 0 || ih >= g->h) continue;                                                            \
-                        A *row = dst + ih * g->w - g->pw + kj * g->dw;                                                 \
+                        A *row = dst + ih * g->w + tg_conv_tap(0, kj * g->dw, g->sw, g->pw);                           \
                         const A *s = src + oh * g->wo;                                                                 \
                         for (int64_t ow = lo; ow < hi; ow++) row[ow * g->sw] += s[ow];                                 \
                     }                                                                                                  \
@@ -605,7 +593,8 @@ static tg_tensor *conv2d_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bia
                         tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
     conv_params p = {stride, stride, padding, padding, dilation, dilation, groups,
                      weight->shape.dims[2], weight->shape.dims[3], x->shape.dims[2], x->shape.dims[3]};
-    int64_t ho = out_size(p.h, p.kh, stride, padding, dilation), wo = out_size(p.w, p.kw, stride, padding, dilation);
+    int64_t ho = tg_conv_out_size(p.h, p.kh, stride, padding, dilation);
+    int64_t wo = tg_conv_out_size(p.w, p.kw, stride, padding, dilation);
     if (ho <= 0 || wo <= 0 || p.kh <= 0 || p.kw <= 0)
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
                         "dilation %d gives %lldx%lld",
@@ -655,8 +644,11 @@ static tg_tensor *uncropped_then_cropped(tg_tensor *x, tg_tensor *w, int stride,
  * kH, kW] the conv's weight [Co, C/g, kH, kW]. With output_padding < stride the conv
  * maps the larger size back onto x's exactly; the extra rows and columns take no
  * window and stay zero, as PyTorch's. Larger output_padding: uncropped_then_cropped. */
-tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts) {
-    const char *op = "tg_conv_transpose2d";
+/* out_size: NULL for opts.output_padding on both dims, else the [H, W] to reach
+ * (ConvTranspose2d.forward(input, output_size)): each dim's output_padding is what is
+ * left above the size output_padding 0 gives, within [0, stride - 1]. */
+static tg_tensor *conv_transpose2d_impl(const char *op, tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
+                                        tg_conv_transpose_opts opts, const int64_t *out_size) {
     if (!x) return tg_error_null_input(op, 0), NULL;
     if (!weight) return tg_error_null_input(op, 1), NULL;
     char xs[128], ws[128], bs[128], d1[16], d2[16];
@@ -666,7 +658,7 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         tg_tensor *y = NULL;
         TG_SCOPE {
             tg_tensor *x4 = tg_unsqueeze(x, 0);
-            y = tg_scope_return(tg_squeeze(tg_conv_transpose2d(x4, weight, bias, opts), 0));
+            y = tg_scope_return(tg_squeeze(conv_transpose2d_impl(op, x4, weight, bias, opts, out_size), 0));
         }
         return y;
     }
@@ -688,7 +680,7 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         return tg_error("%s: stride (%d), padding (%d), output_padding (%d), dilation (%d) and groups (%d) must not "
                         "be negative", op, opts.stride, opts.padding, opts.output_padding, opts.dilation,
                         opts.groups), NULL;
-    if (output_padding >= stride && output_padding >= dilation)
+    if (!out_size && output_padding >= stride && output_padding >= dilation)
         return tg_error("%s: output_padding (%d) must be smaller than either stride (%d) or dilation (%d)", op,
                         output_padding, stride, dilation), NULL;
     int64_t ci = weight->shape.dims[0], cog = weight->shape.dims[1];
@@ -703,10 +695,21 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         return tg_error("%s: expected bias [%lld] (weight %s, groups %d), got %s", op, (long long)co, ws, groups,
                         tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
     int64_t kh = weight->shape.dims[2], kw = weight->shape.dims[3];
-    int64_t ho =
-        (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + output_padding + 1;
-    int64_t wo =
-        (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + output_padding + 1;
+    int64_t min_h = (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + 1;
+    int64_t min_w = (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + 1;
+    int64_t pad_h = output_padding, pad_w = output_padding;
+    if (out_size) { /* PyTorch's _ConvTransposeNd._output_padding */
+        if (out_size[0] < min_h || out_size[0] > min_h + stride - 1 || out_size[1] < min_w ||
+            out_size[1] > min_w + stride - 1)
+            return tg_error("%s: requested an output size of [%lld, %lld], but valid sizes range from [%lld, %lld] "
+                            "to [%lld, %lld] (for an input of [%lld, %lld])", op, (long long)out_size[0],
+                            (long long)out_size[1], (long long)min_h, (long long)min_w,
+                            (long long)(min_h + stride - 1), (long long)(min_w + stride - 1),
+                            (long long)x->shape.dims[2], (long long)x->shape.dims[3]), NULL;
+        pad_h = out_size[0] - min_h;
+        pad_w = out_size[1] - min_w;
+    }
+    int64_t ho = min_h + pad_h, wo = min_w + pad_w;
     if (ho <= 0 || wo <= 0 || kh <= 0 || kw <= 0 || x->shape.dims[2] <= 0 || x->shape.dims[3] <= 0)
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
                         "dilation %d gives %lldx%lld", op, xs, (long long)kh, (long long)kw, stride, padding,
@@ -714,7 +717,7 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
     tg_tensor *y = NULL;
     TG_SCOPE {
         tg_tensor *raw;
-        if (output_padding < stride) {
+        if (pad_h < stride && pad_w < stride) {
             conv_params p = {stride, stride, padding, padding, dilation, dilation, groups, kh, kw, ho, wo};
             raw = input_grad_apply(x, weight, &p);
         } else {
@@ -724,4 +727,14 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
         if (raw) y = tg_scope_return(raw);
     }
     return y;
+}
+
+tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts) {
+    return conv_transpose2d_impl("tg_conv_transpose2d", x, weight, bias, opts, NULL);
+}
+
+tg_tensor *tg_conv_transpose2d_to_size(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
+                                       tg_conv_transpose_opts opts, int64_t out_h, int64_t out_w) {
+    const int64_t size[2] = {out_h, out_w};
+    return conv_transpose2d_impl("tg_conv_transpose2d_to_size", x, weight, bias, opts, size);
 }

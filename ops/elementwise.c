@@ -83,45 +83,23 @@ TG_VECTOR_CLONES static void unary_row_f64(char **p, const int64_t *s, int64_t n
     }
 }
 
-#define IABS(x) ((x) < 0 ? -(x) : (x))
-#define IPOW(T, x, e) ((T)pow((double)(x), (double)(e)))
+#define TG_IPOW pow
 
-/* Integers: the kinds that make sense for them. */
+/* Integers: the kinds that have a row in TG_UNARY_INT_FORMULAS. */
 #define INT_UNARY_ROW(NAME, T)                                                  \
     static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {       \
+        typedef T scalar_t;                                                     \
         const unary_ctx *c = vctx;                                              \
-        const T a = (T)(int64_t)c->a, b = (T)(int64_t)c->b;                     \
-        (void)b;                                                                \
+        const scalar_t a = (scalar_t)(int64_t)c->a, b = (scalar_t)(int64_t)c->b; \
+        const double pa = c->a, pb = c->b;                                      \
         switch (c->kind) {                                                      \
-        case TG_UNARY_NEG: UNARY_LOOP(T, -x); break;                            \
-        case TG_UNARY_ADD_SCALAR: UNARY_LOOP(T, x + a); break;                  \
-        case TG_UNARY_MUL_SCALAR: UNARY_LOOP(T, x * a); break;                  \
-        case TG_UNARY_RSUB_SCALAR: UNARY_LOOP(T, a - x); break;                 \
-        case TG_UNARY_ABS: UNARY_LOOP(T, IABS(x)); break;                       \
-        case TG_UNARY_SIGN: UNARY_LOOP(T, (T)((x > 0) - (x < 0))); break;       \
-        case TG_UNARY_RELU: UNARY_LOOP(T, x > 0 ? x : 0); break;                \
-        case TG_UNARY_SQUARE: UNARY_LOOP(T, x * x); break;                      \
-        case TG_UNARY_POW_SCALAR: UNARY_LOOP(T, IPOW(T, x, a)); break;             \
-        case TG_UNARY_CLAMP:                                                    \
-            UNARY_LOOP(T, (c->b == c->b && ((c->a == c->a && x < a) ? a : x) > b) ? b      \
-                                 : (c->a == c->a && x < a) ? a : x);                         \
-            break;                                                              \
+            TG_UNARY_INT_FORMULAS(UNARY_CPU_CASE)                               \
         default: break;                                                         \
         }                                                                       \
     }
 INT_UNARY_ROW(unary_row_i64, int64_t)
 INT_UNARY_ROW(unary_row_i32, int32_t)
 
-static bool int_kind_ok(tg_unary_kind k) {
-    switch (k) {
-    case TG_UNARY_NEG: case TG_UNARY_ADD_SCALAR: case TG_UNARY_MUL_SCALAR: case TG_UNARY_RSUB_SCALAR:
-    case TG_UNARY_ABS: case TG_UNARY_SIGN: case TG_UNARY_RELU: case TG_UNARY_SQUARE:
-    case TG_UNARY_POW_SCALAR: case TG_UNARY_CLAMP:
-        return true;
-    default:
-        return false;
-    }
-}
 
 /* Fast paths: all contiguous, or b (or a) a broadcast scalar; then the general one. */
 #define BINARY_LOOP(T, OUT, expr)                                                          \
@@ -244,8 +222,8 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
     switch (x->dtype) {
     case TG_FLOAT32: row = unary_row_f32; break;
     case TG_FLOAT64: row = unary_row_f64; break;
-    case TG_INT64: row = int_kind_ok(kind) ? unary_row_i64 : NULL; break;
-    case TG_INT32: row = int_kind_ok(kind) ? unary_row_i32 : NULL; break;
+    case TG_INT64: row = tg_unary_int_kind_ok(kind) ? unary_row_i64 : NULL; break;
+    case TG_INT32: row = tg_unary_int_kind_ok(kind) ? unary_row_i32 : NULL; break;
     default: break;
     }
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(x->dtype));
@@ -290,7 +268,7 @@ static tg_tensor *unary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const unary_op *op = (const unary_op *)tg_ctx_function(ctx);
     const scalar_args *args = tg_ctx_attrs(ctx);
     tg_tensor *x = in[0];
-    if (!tg_dtype_is_floating(x->dtype) && !(op->integers_ok && int_kind_ok(op->kind)))
+    if (!tg_dtype_is_floating(x->dtype) && !(op->integers_ok && tg_unary_int_kind_ok(op->kind)))
         return tg_error("%s: expected a floating-point tensor, got %s", op->fn.name, tg_dtype_name(x->dtype)), NULL;
     tg_tensor *out = tg_empty_like(x);
     if (!out || tg_unary_into(op->fn.name, op->kind, out, x, args->a, args->b)) return NULL;

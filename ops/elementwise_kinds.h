@@ -1,52 +1,32 @@
 /* The elementwise kernels' op codes, shared by ops/elementwise.c and
- * ops/cuda/elementwise.cu so both backends compute the same list. */
+ * ops/cuda/elementwise.cu so both backends compute the same list; the unary kinds
+ * are generated from the formula rows of ops/unary_formulas.h. */
 #ifndef TG_OPS_ELEMENTWISE_KINDS_H
 #define TG_OPS_ELEMENTWISE_KINDS_H
 
-/* out = f(x; a, b) with two scalar parameters. */
-typedef enum {
-    TG_UNARY_NEG,
-    TG_UNARY_EXP,
-    TG_UNARY_LOG,
-    TG_UNARY_ADD_SCALAR,  /* x + a */
-    TG_UNARY_MUL_SCALAR,  /* x * a */
-    TG_UNARY_RSUB_SCALAR, /* a - x */
-    TG_UNARY_POW_SCALAR,  /* x ^ a */
-    TG_UNARY_SQRT,
-    TG_UNARY_RSQRT,
-    TG_UNARY_ABS,
-    TG_UNARY_SIGN,
-    TG_UNARY_RELU,
-    TG_UNARY_LEAKY_RELU,  /* x > 0 ? x : a * x */
-    TG_UNARY_SIGMOID,
-    TG_UNARY_TANH,
-    TG_UNARY_GELU,        /* exact (erf) form */
-    TG_UNARY_GELU_TANH,   /* tanh approximation */
-    TG_UNARY_SILU,
-    TG_UNARY_SOFTPLUS,    /* beta a, threshold b */
-    TG_UNARY_CLAMP,       /* min a, max b (NaN bound = none) */
-    TG_UNARY_ERF,
-    TG_UNARY_RECIPROCAL,
-    TG_UNARY_SQUARE,
-    TG_UNARY_SIN,
-    TG_UNARY_COS,
-    TG_UNARY_GT_SCALAR,   /* (x > a) as 0/1 in x's dtype: masks for backward formulas */
-    TG_UNARY_ISFINITE,    /* 1 where x is neither NaN nor +-Inf, as 0/1 in x's dtype */
-    TG_UNARY_DIV_SCALAR,  /* x / a (floating only) */
-    TG_UNARY_NOT_LE_SCALAR, /* !(x <= a) as 0/1 in x's dtype: relu's mask, 1 at NaN as PyTorch's */
-    TG_UNARY_EXPM1,
-    TG_UNARY_LOG1P,
-    TG_UNARY_FLOOR,
-    TG_UNARY_CEIL,
-    TG_UNARY_ROUND,       /* half to even, as torch.round */
-    TG_UNARY_TRUNC,
-    TG_UNARY_LOGSIGMOID,
-    TG_UNARY_ELU,         /* alpha a, scale b (elu: b = 1; selu: PyTorch's constants) */
-    TG_UNARY_MISH,
-    TG_UNARY_HARDSWISH,
-    TG_UNARY_HARDSIGMOID,
-    TG_UNARY_COUNT
-} tg_unary_kind;
+#include <stdbool.h>
+
+#include "core/host_device.h"
+#include "ops/unary_formulas.h"
+
+/* out = f(x; a, b) with two scalar parameters: one kind per row of
+ * ops/unary_formulas.h (TG_UNARY_NEG, TG_UNARY_EXP, ...), in the rows' order. */
+#define TG_UNARY_KIND_ENTRY(KIND, expr) TG_UNARY_##KIND,
+typedef enum { TG_UNARY_FLOAT_FORMULAS(TG_UNARY_KIND_ENTRY) TG_UNARY_COUNT } tg_unary_kind;
+#undef TG_UNARY_KIND_ENTRY
+
+/* Whether int32 / int64 tensors have the kind (a row of TG_UNARY_INT_FORMULAS); the
+ * same answer on both devices. */
+#define TG_UNARY_INT_KIND_CASE(KIND, expr) case TG_UNARY_##KIND:
+TG_HD_INLINE bool tg_unary_int_kind_ok(tg_unary_kind kind) {
+    switch (kind) {
+        TG_UNARY_INT_FORMULAS(TG_UNARY_INT_KIND_CASE)
+        return true;
+    default:
+        return false;
+    }
+}
+#undef TG_UNARY_INT_KIND_CASE
 
 /* out = f(a, b), broadcast. Comparisons give bool. Formulas: ops/binary_formulas.h. */
 typedef enum {

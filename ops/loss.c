@@ -27,6 +27,7 @@
 #include "ops/dispatch.h"
 #include "ops/distance.h"
 #include "ops/elementwise.h"
+#include "ops/loss_formulas.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -125,7 +126,7 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
             const T *row = x + n * C * D + d;                                                          \
             double m = -INFINITY, s = 0, total = 0;                                                    \
             for (int64_t c = 0; c < C; c++) m = row[c * D] > m ? row[c * D] : m;                       \
-            if (isinf(m) && m < 0) m = 0;                                                              \
+            m = tg_ce_lse_shift(m);                                                                    \
             for (int64_t c = 0; c < C; c++) {                                                          \
                 s += exp(row[c * D] - m);                                                              \
                 total += row[c * D];                                                                   \
@@ -137,8 +138,7 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
                 loss[r] = 0;                                                                           \
                 continue;                                                                              \
             }                                                                                          \
-            double nll = l - row[t * D], smooth = (double)C * l - total;                               \
-            loss[r] = (T)((1 - eps) * nll + eps / (double)C * smooth);                                 \
+            loss[r] = (T)tg_ce_smoothed_nll(l, row[t * D], total, C, eps);                             \
         }                                                                                              \
     }                                                                                                  \
     static void ce_forward_##SFX(const ce_args *a, const T *x, const int64_t *target, T *loss, T *lse) { \

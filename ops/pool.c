@@ -6,7 +6,7 @@
  * part, so pooling is differentiable to any order:
  *   max:  y = gather(x, argmax)      dx = scatter_add(g, argmax)   ddg = gather(gg, argmax)
  *   avg:  y = A x  (A: window sums / divisor)   dx = A^T g         ddg = A gg
- * Windows and divisors follow ATen's AvgPool2d.cpp / AdaptiveAveragePooling.cpp. */
+ * Windows, taps, divisors and the NaN rule: ops/pool_window.h, shared with the CUDA kernels. */
 #include "ops/pool.h"
 
 #include <math.h>
@@ -19,6 +19,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
+#include "ops/pool_window.h"
 #include "ops/shape.h"
 
 #define POOL_GRAIN 16384
@@ -34,23 +35,10 @@ typedef struct {
     int64_t h, w, ho, wo;   /* input and output spatial sizes */
 } pool_params;
 
-/* Window [*start, *end) of output index o along one dim, and its divisor factor. */
+/* Window [*start, *end) of output index o along one dim, and its divisor (ops/pool_window.h). */
 static inline void window(const pool_params *q, int64_t o, int64_t in, int64_t out, int64_t *start, int64_t *end,
                           int64_t *div) {
-    if (q->adaptive) { /* floor(o*in/out) .. ceil((o+1)*in/out) */
-        *start = (o * in) / out;
-        *end = ((o + 1) * in + out - 1) / out;
-        *div = *end - *start;
-        return;
-    }
-    int64_t s = o * q->s - q->p, e = s + q->k;
-    if (e > in + q->p) e = in + q->p;
-    int64_t padded = e - s;
-    if (s < 0) s = 0;
-    if (e > in) e = in;
-    *start = s;
-    *end = e;
-    *div = q->include_pad ? padded : e - s;
+    tg_pool_avg_window(q->adaptive, q->k, q->s, q->p, q->include_pad, o, in, out, start, end, div);
 }
 
 /* PyTorch's pooling_output_shape (aten/src/ATen/native/Pool.h). */
@@ -69,16 +57,6 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
 }
 
 /* ======================= max pooling ======================= */
-
-/* "v replaces the running max m": v > m, or v is the first NaN (NaN wins, as in ATen; once m
- * is NaN nothing replaces it). Quiet comparisons only. */
-#define MAX_TAKES(v, m) (!islessequal((v), (m)) & ((m) == (m)))
-
-/* The first tap of a window starting at `start` that is not in the padding (ATen's
- * `while (start < 0) start += dilation`). */
-static inline int64_t first_tap(int64_t start, int dilation) {
-    return start >= 0 ? start : start + (-start + dilation - 1) / dilation * dilation;
-}
 
 #define MAX_KERNELS(SFX, T)                                                                              \
     /* Per plane, row by row; kernel 2 stride 2 without padding (every window whole) has its own loop. \
@@ -128,22 +106,13 @@ static inline int64_t first_tap(int64_t start, int dilation) {
             /* Taps start .. start + (k-1)*dil step dil, those in the padding skipped; pool_params_from \
              * refused windows without any tap inside, so src[best] below is in the plane. */          \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                int64_t hs = oh * st - pad, he = hs + (int64_t)(k - 1) * dil + 1;                       \
-                hs = first_tap(hs, dil);                                                                \
-                if (he > H) he = H;                                                                     \
+                int64_t hs, he;                                                                         \
+                tg_pool_max_taps(oh, H, k, st, pad, dil, &hs, &he);                                     \
                 for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
-                    int64_t ws = ow * st - pad, we = ws + (int64_t)(k - 1) * dil + 1;                   \
-                    ws = first_tap(ws, dil);                                                            \
-                    if (we > W) we = W;                                                                 \
-                    int64_t best = hs * W + ws;                                                         \
-                    T m = src[best];                                                                    \
-                    for (int64_t ih = hs; ih < he; ih += dil) {                                         \
-                        const T *row = src + ih * W;                                                    \
-                        for (int64_t iw = ws; iw < we; iw += dil) {                                     \
-                            T v = row[iw];                                                              \
-                            if (MAX_TAKES(v, m)) m = v, best = ih * W + iw;                             \
-                        }                                                                               \
-                    }                                                                                   \
+                    int64_t ws, we, best;                                                               \
+                    tg_pool_max_taps(ow, W, k, st, pad, dil, &ws, &we);                                 \
+                    T m;                                                                                \
+                    TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, dil, m, best);                        \
                     dst[oh * Wo + ow] = m;                                                              \
                     di[oh * Wo + ow] = best;                                                            \
                 }                                                                                       \
@@ -429,7 +398,7 @@ static tg_status check_input(const char *op, tg_tensor *x) {
  * keeps every undilated window on the input. */
 static int64_t empty_window(int64_t in, int64_t out, const pool_params *q) {
     for (int64_t o = 0; q->d > 1 && o < out; o++) {
-        int64_t start = o * q->s - q->p, first = first_tap(start, q->d);
+        int64_t start = o * q->s - q->p, first = tg_pool_first_tap(start, q->d);
         if (first >= in || first > start + (int64_t)(q->k - 1) * q->d) return o;
     }
     return -1;

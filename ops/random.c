@@ -162,7 +162,7 @@ static void fill_contiguous(tg_tensor *t, const dist *d, bool strided_order) {
 
 /* Philox counters a CUDA fill of n elements uses (ops/cuda/random.h's layout). */
 static uint64_t cuda_counters(dist_kind kind, tg_dtype dtype, int64_t n) {
-    return kind == DIST_UNIFORM && dtype == TG_FLOAT64 ? (uint64_t)(n + 1) / 2 : (uint64_t)(n + 3) / 4;
+    return tg_philox_counters(n, kind == DIST_UNIFORM && dtype == TG_FLOAT64);
 }
 
 /* Fills any tensor in place (staging through a contiguous CPU tensor when needed). */
@@ -299,7 +299,7 @@ tg_tensor *tg_bernoulli(tg_tensor *p) {
             tg_tensor *probs = tg_contiguous(tg_detach(p));
             tg_tensor *draws = probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype, .device = p->storage->device})
                                      : NULL;
-            tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(p) + 3) / 4);
+            tg_philox_range r = tg_rng_reserve_cuda(tg_philox_counters(tg_numel(p), 0));
             if (draws && !tg_cuda_bernoulli(draws, probs, r.seed, r.offset)) out = tg_scope_return(draws);
         }
         return out;
@@ -369,7 +369,7 @@ static tg_status bernoulli_fill(tg_tensor *t, const dist *scalar_p) {
         tg_status status = TG_ERROR;
         TG_SCOPE {
             tg_tensor *probs = tg_full(t->shape, p, (tg_opts){.dtype = t->dtype, .device = t->storage->device});
-            tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(t) + 3) / 4);
+            tg_philox_range r = tg_rng_reserve_cuda(tg_philox_counters(tg_numel(t), 0));
             if (probs && !tg_cuda_bernoulli(t, probs, r.seed, r.offset)) {
                 tg_bump_version(t);
                 status = TG_OK;
@@ -445,7 +445,7 @@ static tg_tensor *dropout_mask(tg_tensor *x, tg_shape mask_shape, double p) {
     tg_tensor *mask = p == 1 ? tg_zeros(mask_shape, opts) : tg_empty(mask_shape, opts);
     if (mask && p < 1 && x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) {
         uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
-        tg_philox_range r = tg_rng_reserve_cuda((uint64_t)(tg_numel(mask) + 3) / 4);
+        tg_philox_range r = tg_rng_reserve_cuda(tg_philox_counters(tg_numel(mask), 0));
         if (tg_cuda_dropout_mask(mask, threshold, scale, r.seed, r.offset)) mask = NULL;
     } else if (mask && p < 1) {
         dist d = {.kind = DIST_BERNOULLI_SCALAR, .a = keep, .b = scale};

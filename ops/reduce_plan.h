@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/host_device.h"
 #include "core/tensor_impl.h"
 
 typedef struct {
@@ -48,14 +49,8 @@ static inline void tg_reduce_plan_init(tg_reduce_plan *p, const tg_tensor *x, co
 }
 
 /* Offset (elements, from x's first element) of output element o's first input. */
-/* Compiled for both devices under nvcc (the CUDA kernels walk lines with it too). */
-#ifdef __CUDACC__
-#define TG_REDUCE_PLAN_HD __host__ __device__
-#else
-#define TG_REDUCE_PLAN_HD
-#endif
-
-TG_REDUCE_PLAN_HD static inline int64_t tg_reduce_outer_offset(const tg_reduce_plan *p, int64_t o) {
+/* Compiled for both devices (the CUDA kernels walk lines with it too). */
+TG_HD_INLINE int64_t tg_reduce_outer_offset(const tg_reduce_plan *p, int64_t o) {
     int64_t off = 0;
     for (int d = p->outer_ndim - 1; d >= 0; d--) {
         off += (o % p->outer_shape[d]) * p->outer_strides[d];

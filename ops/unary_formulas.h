@@ -4,9 +4,10 @@
  * expression the GPU runs. Each row is X(KIND, expression): the kind's name after
  * TG_UNARY_, and y in terms of x, a and b, all of type scalar_t, with the math
  * functions TG_EXP, TG_LOG, ... that each backend defines for float and double
- * (libm's f / plain functions). Adding a kind: a row here, its enum entry in
- * ops/elementwise_kinds.h, its derivative in unary_backward (ops/elementwise.c) and
- * its public function; both devices then compute it. */
+ * (libm's f / plain functions). The kinds' enum (ops/elementwise_kinds.h) is
+ * generated from these rows. Adding a kind: a row here, its derivative in
+ * unary_backward (ops/elementwise.c) and its public function; both devices then
+ * compute it. A kind that integers have also gets a row in TG_UNARY_INT_FORMULAS. */
 #ifndef TG_OPS_UNARY_FORMULAS_H
 #define TG_OPS_UNARY_FORMULAS_H
 
@@ -28,7 +29,7 @@
     X(ADD_SCALAR, x + a)                                                                                     \
     X(MUL_SCALAR, x * a)                                                                                     \
     X(RSUB_SCALAR, a - x)                                                                                    \
-    X(DIV_SCALAR, x / a)                                                                                     \
+    X(DIV_SCALAR, x / a) /* floating only */                                                                 \
     X(POW_SCALAR, a == 2 ? x * x : TG_POW(x, a))                                                             \
     X(SQRT, TG_SQRT(x))                                                                                      \
     X(RSQRT, (scalar_t)1 / TG_SQRT(x))                                                                       \
@@ -49,19 +50,37 @@
     X(SQUARE, x * x)                                                                                         \
     X(SIN, TG_SIN(x))                                                                                        \
     X(COS, TG_COS(x))                                                                                        \
-    X(GT_SCALAR, (scalar_t)(x > a))                                                                          \
+    X(GT_SCALAR, (scalar_t)(x > a)) /* 0/1 in x's dtype: masks of backward formulas */                      \
     X(NOT_LE_SCALAR, (scalar_t)!(x <= a)) /* relu's mask: 1 at NaN, as PyTorch's */                          \
     X(ISFINITE, (scalar_t)(x - x == (scalar_t)0)) /* NaN and Inf give NaN */                                 \
     X(EXPM1, TG_EXPM1(x))                                                                                    \
     X(LOG1P, TG_LOG1P(x))                                                                                    \
     X(FLOOR, TG_FLOOR(x))                                                                                    \
     X(CEIL, TG_CEIL(x))                                                                                      \
-    X(ROUND, TG_NEARBYINT(x))                                                                                \
+    X(ROUND, TG_NEARBYINT(x)) /* half to even, as torch.round */                                            \
     X(TRUNC, TG_TRUNC(x))                                                                                    \
     X(LOGSIGMOID, (x < 0 ? x : (scalar_t)0) - TG_LOG1P(TG_EXP(-TG_FABS(x))))                                  \
-    X(ELU, x <= 0 ? (TG_EXP(x) - (scalar_t)1) * (a * b) : x * b) /* PyTorch 1.13: exp - 1, not expm1 */     \
+    X(ELU, x <= 0 ? (TG_EXP(x) - (scalar_t)1) * (a * b) : x * b) /* alpha a, scale b; exp - 1 as 1.13 */     \
     X(MISH, x * TG_TANH(TG_LOG1P(TG_EXP(x))))                                                                \
     X(HARDSWISH, x * TG_STD_MIN(TG_STD_MAX(x + (scalar_t)3, (scalar_t)0), (scalar_t)6) / (scalar_t)6)       \
     X(HARDSIGMOID, TG_STD_MIN(TG_STD_MAX(x + (scalar_t)3, (scalar_t)0), (scalar_t)6) / (scalar_t)6)
+
+/* The kinds int32 and int64 tensors have, and their formulas in the integer type
+ * scalar_t: x, a and b (the parameters converted to scalar_t), pa and pb (the
+ * parameters as doubles: a NaN clamp bound is no bound), TG_IPOW(x, e) each backend's
+ * power of doubles whose result is cast back (CUDA's pow is rounded to an integer
+ * there). Expanded by ops/elementwise.c's INT_UNARY_ROW, ops/cuda/elementwise.cu's
+ * unary_int and tg_unary_int_kind_ok (the kinds refused for integers). */
+#define TG_UNARY_INT_FORMULAS(X)                                                                 \
+    X(NEG, -x)                                                                                   \
+    X(ADD_SCALAR, x + a)                                                                         \
+    X(MUL_SCALAR, x * a)                                                                         \
+    X(RSUB_SCALAR, a - x)                                                                        \
+    X(ABS, x < 0 ? -x : x)                                                                       \
+    X(SIGN, (scalar_t)((x > 0) - (x < 0)))                                                       \
+    X(RELU, x > 0 ? x : (scalar_t)0)                                                             \
+    X(SQUARE, x * x)                                                                             \
+    X(POW_SCALAR, (scalar_t)TG_IPOW((double)x, (double)a))                                       \
+    X(CLAMP, (pb == pb && ((pa == pa && x < a) ? a : x) > b) ? b : (pa == pa && x < a) ? a : x)
 
 #endif

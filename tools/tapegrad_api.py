@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 # A declaration at the start of a line: return type words and stars, then the name and
 # "(": "tg_tensor *tg_add(", "const char *tg_last_error(", "tg_tensor *const *tg_parameters(".
-DECL = re.compile(r"^(?!static\b|typedef\b|#|extern \"C\")(?:[A-Za-z_]\w*[\s*]+)+?(tg_\w+)\s*\(", re.M)
+DECL = re.compile(r"^(?!static\b|TG_HD_INLINE\b|typedef\b|#|extern \"C\")(?:[A-Za-z_]\w*[\s*]+)+?(tg_\w+)\s*\(", re.M)
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 

@@ -3,11 +3,13 @@
 // weight gradient as im2col + GEMM accumulated over the batch. Groups are handled
 // one at a time; the batch is processed in chunks so the column buffer stays under
 // COLUMN_LIMIT elements. Shapes (Cg = C / groups, Cog = Co / groups, K = Cg*kH*kW,
-// P = Ho*Wo): columns [chunk, K, P].
+// P = Ho*Wo): columns [chunk, K, P]. The taps and the column rows are the CPU's own
+// index math (ops/conv_index.h).
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "core/tensor_impl.h"
+#include "ops/conv_index.h"
 #include "ops/cuda/conv.h"
 #include "ops/cuda/internal.h"
 #include "ops/cuda/matmul.h"
@@ -34,9 +36,10 @@ template <typename T>
 __global__ void im2col_kernel(conv_geometry q, const T *x, T *cols, int64_t n0, int64_t count, int g) {
     GRID_STRIDE(e, count * q.K * q.P) {
         int64_t p = e % q.P, kidx = (e / q.P) % q.K, i = e / (q.P * q.K);
-        int64_t kw = kidx % q.kW, kh = (kidx / q.kW) % q.kH, c = kidx / (q.kW * q.kH);
+        int64_t c, kh, kw;
+        tg_conv_col_row(kidx, q.kH, q.kW, &c, &kh, &kw);
         int64_t ow = p % q.Wo, oh = p / q.Wo;
-        int64_t ih = oh * q.sh - q.ph + kh * q.dh, iw = ow * q.sw - q.pw + kw * q.dw;
+        int64_t ih = tg_conv_tap(oh, kh * q.dh, q.sh, q.ph), iw = tg_conv_tap(ow, kw * q.dw, q.sw, q.pw);
         T v = 0;
         if (ih >= 0 && ih < q.H && iw >= 0 && iw < q.W)
             v = x[(((n0 + i) * q.C + g * q.Cg + c) * q.H + ih) * q.W + iw];
@@ -53,15 +56,11 @@ __global__ void col2im_kernel(conv_geometry q, const T *cols, T *gx, int64_t n0,
         int64_t iw = e % q.W, ih = (e / q.W) % q.H, c = (e / (q.W * q.H)) % q.Cg, i = e / (q.W * q.H * q.Cg);
         T acc = 0;
         for (int64_t kh = 0; kh < q.kH; kh++) {
-            int64_t th = ih + q.ph - kh * q.dh;
-            if (th < 0 || th % q.sh) continue;
-            int64_t oh = th / q.sh;
-            if (oh >= q.Ho) continue;
+            int64_t oh = tg_conv_tap_output(ih, kh * q.dh, q.sh, q.ph, q.Ho);
+            if (oh < 0) continue;
             for (int64_t kw = 0; kw < q.kW; kw++) {
-                int64_t tw = iw + q.pw - kw * q.dw;
-                if (tw < 0 || tw % q.sw) continue;
-                int64_t ow = tw / q.sw;
-                if (ow >= q.Wo) continue;
+                int64_t ow = tg_conv_tap_output(iw, kw * q.dw, q.sw, q.pw, q.Wo);
+                if (ow < 0) continue;
                 acc += cols[(i * q.K + (c * q.kH + kh) * q.kW + kw) * q.P + oh * q.Wo + ow];
             }
         }

@@ -93,24 +93,15 @@ template <typename scalar_t> __device__ __forceinline__ scalar_t unary_float(con
     }
 }
 
-// y = f(x) for int64/int32 (INT_UNARY_ROW of ops/elementwise.c; other kinds are
-// refused on the host, see int_kind_ok).
+// y = f(x) for int64/int32: the rows of TG_UNARY_INT_FORMULAS (ops/unary_formulas.h),
+// as the CPU's INT_UNARY_ROW; other kinds are refused on the host (tg_unary_int_kind_ok).
+#define TG_IPOW int_pow
 template <typename T> __device__ __forceinline__ T unary_int(const unary_params &p, T x) {
+    typedef T scalar_t;
     const T a = (T)p.a, b = (T)p.b;
+    const double pa = p.a, pb = p.b;
     switch (p.kind) {
-    case TG_UNARY_NEG: return -x;
-    case TG_UNARY_ADD_SCALAR: return x + a;
-    case TG_UNARY_MUL_SCALAR: return x * a;
-    case TG_UNARY_RSUB_SCALAR: return a - x;
-    case TG_UNARY_ABS: return x < 0 ? -x : x;
-    case TG_UNARY_SIGN: return (T)((x > 0) - (x < 0));
-    case TG_UNARY_RELU: return x > 0 ? x : 0;
-    case TG_UNARY_SQUARE: return x * x;
-    case TG_UNARY_POW_SCALAR: return (T)int_pow((double)x, (double)a);
-    case TG_UNARY_CLAMP: {
-        T y = (p.a == p.a && x < a) ? a : x;
-        return (p.b == p.b && y > b) ? b : y;
-    }
+        TG_UNARY_INT_FORMULAS(UNARY_DEVICE_CASE)
     default: return x;
     }
 }
@@ -331,18 +322,6 @@ static tg_status launch_where(tg_tensor *out, tg_tensor *cond, tg_tensor *a, tg_
     return tg_cuda_check_launch("tg_where");
 }
 
-// The unary kinds integers have (the same list as ops/elementwise.c's int_kind_ok).
-static bool int_kind_ok(tg_unary_kind k) {
-    switch (k) {
-    case TG_UNARY_NEG: case TG_UNARY_ADD_SCALAR: case TG_UNARY_MUL_SCALAR: case TG_UNARY_RSUB_SCALAR:
-    case TG_UNARY_ABS: case TG_UNARY_SIGN: case TG_UNARY_RELU: case TG_UNARY_SQUARE:
-    case TG_UNARY_POW_SCALAR: case TG_UNARY_CLAMP:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static tg_status check_dtypes(const char *op, tg_tensor *out, tg_tensor *x) {
     if (x->dtype == out->dtype) return TG_OK;
     return tg_error("%s: CUDA kernel expects the input in the output's dtype %s, got %s", op,
@@ -362,10 +341,10 @@ extern "C" tg_status tg_cuda_unary(tg_unary_kind kind, tg_tensor *out, tg_tensor
     case TG_FLOAT16: return launch_unary<tg_half_t>(op, out, x, p, stream);
     case TG_BFLOAT16: return launch_unary<tg_bf16_t>(op, out, x, p, stream);
     case TG_INT64:
-        if (int_kind_ok(kind)) return launch_unary<int64_t>(op, out, x, p, stream);
+        if (tg_unary_int_kind_ok(kind)) return launch_unary<int64_t>(op, out, x, p, stream);
         break;
     case TG_INT32:
-        if (int_kind_ok(kind)) return launch_unary<int32_t>(op, out, x, p, stream);
+        if (tg_unary_int_kind_ok(kind)) return launch_unary<int32_t>(op, out, x, p, stream);
         break;
     default: break;
     }

@@ -1,6 +1,7 @@
 // CUDA kernel of ops/loss.c: the fused cross-entropy forward (log-sum-exp and the
 // label-smoothed negative log likelihood per element), with the CPU's arithmetic
-// (ops/loss.c, CE_KERNEL: double accumulators, max shift, -inf max shifted by 0).
+// (ops/loss.c, CE_KERNEL: double accumulators, max shift, -inf max shifted by 0; the
+// shift and the smoothed loss are ops/loss_formulas.h, the CPU's own code).
 // One warp per element r = (n, d); its C logits are x[n, :, d] at stride D.
 #include <cuda_runtime.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/internal.h"
 #include "ops/cuda/loss.h"
+#include "ops/loss_formulas.h"
 
 #define WARPS_PER_BLOCK 4
 
@@ -31,7 +33,7 @@ __global__ void cross_entropy_forward_kernel(const T *x, const int64_t *target, 
             double other = __shfl_xor_sync(0xffffffffu, m, o);
             m = other > m ? other : m;
         }
-        if (isinf(m) && m < 0) m = 0;
+        m = tg_ce_lse_shift(m);
         double s = 0, total = 0;
         for (int64_t c = lane; c < C; c += 32) {
             s += exp((double)row[c * D] - m);
@@ -48,8 +50,7 @@ __global__ void cross_entropy_forward_kernel(const T *x, const int64_t *target, 
             if (use_ignore && t == ignore_index) {
                 loss[r] = 0;
             } else {
-                double nll = l - (double)row[t * D], smooth = (double)C * l - total;
-                loss[r] = (T)((1 - eps) * nll + eps / (double)C * smooth);
+                loss[r] = (T)tg_ce_smoothed_nll(l, (double)row[t * D], total, C, eps);
             }
         }
     }

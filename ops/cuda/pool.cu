@@ -1,7 +1,7 @@
 // CUDA kernels of ops/pool.c: max pooling (forward with argmax indices, the
 // scatter-add backward, the gather double backward) and average pooling (plain and
-// adaptive; forward and backward). Windows, divisors and NaN handling are the CPU's
-// (ops/pool.c: window(), MAX_KERNELS, AVG_KERNELS). A thread per output element;
+// adaptive; forward and backward). Windows, taps, divisors and the NaN rule are the
+// CPU's own code (ops/pool_window.h). A thread per output element;
 // the backwards add into grad_x atomically (windows may overlap), so float sums may
 // differ from the CPU's in the last bits.
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/internal.h"
 #include "ops/cuda/pool.h"
+#include "ops/pool_window.h"
 
 namespace {
 
@@ -20,23 +21,10 @@ struct pool_geometry {
     int64_t planes, h, w, ho, wo;
 };
 
-// ops/pool.c window(): [start, end) of output index o along a dim, and its divisor.
+// ops/pool_window.h's average window of output index o along a dim, and its divisor.
 __device__ __forceinline__ void pool_window(const pool_geometry &q, int64_t o, int64_t in, int64_t out,
                                             int64_t *start, int64_t *end, int64_t *div) {
-    if (q.adaptive) {
-        *start = (o * in) / out;
-        *end = ((o + 1) * in + out - 1) / out;
-        *div = *end - *start;
-        return;
-    }
-    int64_t s = o * q.s - q.p, e = s + q.k;
-    if (e > in + q.p) e = in + q.p;
-    int64_t padded = e - s;
-    if (s < 0) s = 0;
-    if (e > in) e = in;
-    *start = s;
-    *end = e;
-    *div = q.include_pad ? padded : e - s;
+    tg_pool_avg_window(q.adaptive, q.k, q.s, q.p, q.include_pad, o, in, out, start, end, div);
 }
 
 __device__ __forceinline__ void pool_atomic_add(float *p, float v) { atomicAdd(p, v); }
@@ -49,37 +37,16 @@ __device__ __forceinline__ void pool_atomic_add(double *p, double v) { atomicAdd
 
 // ============================ kernels ============================
 
-// The first tap of a window starting at `start` that is not in the padding (ops/pool.c first_tap()).
-__device__ __forceinline__ int64_t first_tap(int64_t start, int dilation) {
-    return start >= 0 ? start : start + (-start + dilation - 1) / dilation * dilation;
-}
-
 // x [planes, H, W] -> y, idx [planes, Ho, Wo]; idx flattened in H*W. Taps q.d apart.
 template <typename T> __global__ void max_pool_forward_kernel(pool_geometry q, const T *x, T *y, int64_t *idx) {
     GRID_STRIDE(e, q.planes * q.ho * q.wo) {
         int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
         const T *src = x + pl * q.h * q.w;
-        int64_t hs = oh * q.s - q.p, ws = ow * q.s - q.p;
-        int64_t he = hs + (int64_t)(q.k - 1) * q.d + 1, we = ws + (int64_t)(q.k - 1) * q.d + 1;
-        hs = first_tap(hs, q.d);
-        ws = first_tap(ws, q.d);
-        if (he > q.h) he = q.h;
-        if (we > q.w) we = q.w;
-        int64_t best = hs * q.w + ws;
-        T m = -INFINITY;
-        bool found_nan = false;
-        for (int64_t ih = hs; ih < he && !found_nan; ih += q.d)
-            for (int64_t iw = ws; iw < we; iw += q.d) {
-                T v = src[ih * q.w + iw];
-                if (v > m || isnan(v)) {
-                    m = v;
-                    best = ih * q.w + iw;
-                    if (isnan(v)) {
-                        found_nan = true;
-                        break;
-                    }
-                }
-            }
+        int64_t hs, he, ws, we, best;
+        tg_pool_max_taps(oh, q.h, q.k, q.s, q.p, q.d, &hs, &he);
+        tg_pool_max_taps(ow, q.w, q.k, q.s, q.p, q.d, &ws, &we);
+        T m;
+        TG_POOL_MAX_WINDOW(T, src, q.w, hs, he, ws, we, q.d, m, best);
         y[e] = m;
         idx[e] = best;
     }

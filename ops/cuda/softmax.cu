@@ -17,15 +17,6 @@
 __device__ __forceinline__ float dexp_sm(float x) { return expf(x); }
 __device__ __forceinline__ double dexp_sm(double x) { return exp(x); }
 
-__device__ __forceinline__ int64_t row_offset(const tg_reduce_plan &p, int64_t o) {
-    int64_t off = 0;
-    for (int d = p.outer_ndim - 1; d >= 0; d--) {
-        off += (o % p.outer_shape[d]) * p.outer_strides[d];
-        o /= p.outer_shape[d];
-    }
-    return off;
-}
-
 // The larger of a and b, NaN winning (a NaN anywhere makes the row NaN).
 template <typename T> __device__ __forceinline__ T max_nan(T a, T b) { return (a != a || a > b) ? a : (b != b ? b : (a > b ? a : b)); }
 
@@ -53,8 +44,8 @@ __global__ void softmax_kernel(tg_reduce_plan px, tg_reduce_plan po, const T *x,
     int64_t len = px.inner_numel;
     int64_t xs = px.inner_ndim ? px.inner_strides[0] : 1, os = po.inner_ndim ? po.inner_strides[0] : 1;
     for (int64_t o = blockIdx.x; o < px.outer_numel; o += gridDim.x) {
-        const T *row = x + row_offset(px, o);
-        T *dst = out + row_offset(po, o);
+        const T *row = x + tg_reduce_outer_offset(&px, o);
+        T *dst = out + tg_reduce_outer_offset(&po, o);
         T m = -INFINITY;
         for (int64_t k = threadIdx.x; k < len; k += blockDim.x) m = max_nan(m, row[k * xs]);
         m = block_all<T>(m, shared_t, [](T a, T b) { return max_nan(a, b); });
