@@ -65,6 +65,7 @@
 #include "nn/norm_layers.h"
 #include "nn/recurrent.h"
 #include "nn/attention.h"
+#include "nn/observer.h"
 #include "nn/prune.h"
 #include "nn/quantize.h"
 #include "optim/optim.h"

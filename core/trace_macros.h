@@ -380,6 +380,15 @@
 #define tg_nn_multihead_attention(...) TG_TRACED_PTR_(tg_module, tg_nn_multihead_attention, tg_nn_multihead_attention(__VA_ARGS__))
 #define tg_mha_forward(...) TG_TRACED_STATUS_(tg_mha_forward, tg_mha_forward(__VA_ARGS__))
 
+/* nn/observer.h */
+#define tg_nn_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_minmax_observer, tg_nn_minmax_observer(__VA_ARGS__))
+#define tg_nn_moving_average_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_moving_average_minmax_observer, tg_nn_moving_average_minmax_observer(__VA_ARGS__))
+#define tg_nn_per_channel_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_per_channel_minmax_observer, tg_nn_per_channel_minmax_observer(__VA_ARGS__))
+#define tg_nn_moving_average_per_channel_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_moving_average_per_channel_minmax_observer, tg_nn_moving_average_per_channel_minmax_observer(__VA_ARGS__))
+#define tg_nn_histogram_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_histogram_observer, tg_nn_histogram_observer(__VA_ARGS__))
+#define tg_observer_calculate_qparams(...) TG_TRACED_STATUS_(tg_observer_calculate_qparams, tg_observer_calculate_qparams(__VA_ARGS__))
+#define tg_observer_get_info(...) TG_TRACED_STATUS_(tg_observer_get_info, tg_observer_get_info(__VA_ARGS__))
+
 /* nn/prune.h */
 #define tg_prune_l1_unstructured(...) TG_TRACED_STATUS_(tg_prune_l1_unstructured, tg_prune_l1_unstructured(__VA_ARGS__))
 #define tg_prune_random_unstructured(...) TG_TRACED_STATUS_(tg_prune_random_unstructured, tg_prune_random_unstructured(__VA_ARGS__))
