@@ -163,6 +163,10 @@
 #define tg_binary_into(...) TG_TRACED_STATUS_(tg_binary_into, tg_binary_into(__VA_ARGS__))
 #define tg_gt_mask(...) TG_TRACED_PTR_(tg_tensor, tg_gt_mask, tg_gt_mask(__VA_ARGS__))
 
+/* ops/fake_quantize.h */
+#define tg_fake_quantize_per_tensor_affine(...) TG_TRACED_PTR_(tg_tensor, tg_fake_quantize_per_tensor_affine, tg_fake_quantize_per_tensor_affine(__VA_ARGS__))
+#define tg_fake_quantize_per_channel_affine(...) TG_TRACED_PTR_(tg_tensor, tg_fake_quantize_per_channel_affine, tg_fake_quantize_per_channel_affine(__VA_ARGS__))
+
 /* ops/index.h */
 #define tg_nonzero(...) TG_TRACED_PTR_(tg_tensor, tg_nonzero, tg_nonzero(__VA_ARGS__))
 #define tg_masked_select(...) TG_TRACED_PTR_(tg_tensor, tg_masked_select, tg_masked_select(__VA_ARGS__))
@@ -388,6 +392,9 @@
 #define tg_nn_histogram_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_histogram_observer, tg_nn_histogram_observer(__VA_ARGS__))
 #define tg_observer_calculate_qparams(...) TG_TRACED_STATUS_(tg_observer_calculate_qparams, tg_observer_calculate_qparams(__VA_ARGS__))
 #define tg_observer_get_info(...) TG_TRACED_STATUS_(tg_observer_get_info, tg_observer_get_info(__VA_ARGS__))
+
+/* nn/fake_quantize.h */
+#define tg_nn_fake_quantize(...) TG_TRACED_PTR_(tg_module, tg_nn_fake_quantize, tg_nn_fake_quantize(__VA_ARGS__))
 
 /* nn/prune.h */
 #define tg_prune_l1_unstructured(...) TG_TRACED_STATUS_(tg_prune_l1_unstructured, tg_prune_l1_unstructured(__VA_ARGS__))
