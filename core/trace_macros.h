@@ -322,6 +322,7 @@
 #define tg_register_buffer(...) TG_TRACED_STATUS_(tg_register_buffer, tg_register_buffer(__VA_ARGS__))
 #define tg_register_module(...) TG_TRACED_STATUS_(tg_register_module, tg_register_module(__VA_ARGS__))
 #define tg_module_replace_child(...) TG_TRACED_STATUS_(tg_module_replace_child, tg_module_replace_child(__VA_ARGS__))
+#define tg_module_swap_child(...) TG_TRACED_PTR_(tg_module, tg_module_swap_child, tg_module_swap_child(__VA_ARGS__))
 #define tg_module_param(...) TG_TRACED_PTR_(tg_tensor, tg_module_param, tg_module_param(__VA_ARGS__))
 #define tg_module_buffer(...) TG_TRACED_PTR_(tg_tensor, tg_module_buffer, tg_module_buffer(__VA_ARGS__))
 #define tg_unregister_parameter(...) TG_TRACED_STATUS_(tg_unregister_parameter, tg_unregister_parameter(__VA_ARGS__))
@@ -339,8 +340,10 @@
 /* nn/layers.h */
 #define tg_nn_linear(...) TG_TRACED_PTR_(tg_module, tg_nn_linear, tg_nn_linear(__VA_ARGS__))
 #define tg_nn_conv2d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv2d, tg_nn_conv2d(__VA_ARGS__))
+#define tg_nn_conv2d_get_opts(...) TG_TRACED_STATUS_(tg_nn_conv2d_get_opts, tg_nn_conv2d_get_opts(__VA_ARGS__))
 #define tg_nn_max_pool2d(...) TG_TRACED_PTR_(tg_module, tg_nn_max_pool2d, tg_nn_max_pool2d(__VA_ARGS__))
 #define tg_nn_avg_pool2d(...) TG_TRACED_PTR_(tg_module, tg_nn_avg_pool2d, tg_nn_avg_pool2d(__VA_ARGS__))
+#define tg_nn_max_pool2d_get_opts(...) TG_TRACED_STATUS_(tg_nn_max_pool2d_get_opts, tg_nn_max_pool2d_get_opts(__VA_ARGS__))
 #define tg_nn_batch_norm1d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm1d, tg_nn_batch_norm1d(__VA_ARGS__))
 #define tg_nn_batch_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm2d, tg_nn_batch_norm2d(__VA_ARGS__))
 #define tg_nn_layer_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_layer_norm, tg_nn_layer_norm(__VA_ARGS__))
@@ -403,6 +406,14 @@
 #define tg_prune_global_unstructured(...) TG_TRACED_STATUS_(tg_prune_global_unstructured, tg_prune_global_unstructured(__VA_ARGS__))
 #define tg_prune_custom_from_mask(...) TG_TRACED_STATUS_(tg_prune_custom_from_mask, tg_prune_custom_from_mask(__VA_ARGS__))
 #define tg_prune_remove(...) TG_TRACED_STATUS_(tg_prune_remove, tg_prune_remove(__VA_ARGS__))
+
+/* nn/static_quant.h */
+#define tg_nn_quant_stub(...) TG_TRACED_PTR_(tg_module, tg_nn_quant_stub, tg_nn_quant_stub(__VA_ARGS__))
+#define tg_nn_dequant_stub(...) TG_TRACED_PTR_(tg_module, tg_nn_dequant_stub, tg_nn_dequant_stub(__VA_ARGS__))
+#define tg_quant_wrapper(...) TG_TRACED_PTR_(tg_module, tg_quant_wrapper, tg_quant_wrapper(__VA_ARGS__))
+#define tg_fuse_modules(...) TG_TRACED_STATUS_(tg_fuse_modules, tg_fuse_modules(__VA_ARGS__))
+#define tg_quant_prepare(...) TG_TRACED_STATUS_(tg_quant_prepare, tg_quant_prepare(__VA_ARGS__))
+#define tg_quant_convert(...) TG_TRACED_STATUS_(tg_quant_convert, tg_quant_convert(__VA_ARGS__))
 
 /* nn/quantize.h */
 #define tg_quantize_dynamic(...) TG_TRACED_PTR_(tg_module, tg_quantize_dynamic, tg_quantize_dynamic(__VA_ARGS__))
