@@ -69,6 +69,7 @@
 #include "nn/fake_quantize.h"
 #include "nn/observer.h"
 #include "nn/prune.h"
+#include "nn/qat.h"
 #include "nn/static_quant.h"
 #include "nn/quantize.h"
 #include "optim/optim.h"

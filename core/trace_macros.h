@@ -415,6 +415,9 @@
 #define tg_quant_prepare(...) TG_TRACED_STATUS_(tg_quant_prepare, tg_quant_prepare(__VA_ARGS__))
 #define tg_quant_convert(...) TG_TRACED_STATUS_(tg_quant_convert, tg_quant_convert(__VA_ARGS__))
 
+/* nn/qat.h */
+#define tg_quant_prepare_qat(...) TG_TRACED_STATUS_(tg_quant_prepare_qat, tg_quant_prepare_qat(__VA_ARGS__))
+
 /* nn/quantize.h */
 #define tg_quantize_dynamic(...) TG_TRACED_PTR_(tg_module, tg_quantize_dynamic, tg_quantize_dynamic(__VA_ARGS__))
 #define tg_nn_dynamic_quantized_linear(...) TG_TRACED_PTR_(tg_module, tg_nn_dynamic_quantized_linear, tg_nn_dynamic_quantized_linear(__VA_ARGS__))

@@ -396,7 +396,8 @@ static tg_status quantize_weight(const char *path, tg_module *layer, tg_module *
         return tg_error("tg_quant_convert: \"%s\" needs a float32 CPU weight", path);
     tg_module *fq = tg_module_child(layer, "weight_fake_quant"), *obs = NULL;
     bool own = false;
-    if (fq) {
+    if (fq) { /* from_float runs it once more on the weight, then reads its observer */
+        if (!tg_forward(fq, tg_detach(w))) return TG_ERROR;
         obs = tg_module_child(fq, "activation_post_process");
     } else {
         if (!qc.weight) return tg_error("tg_quant_convert: the qconfig has no weight observer");
