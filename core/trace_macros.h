@@ -414,6 +414,7 @@
 #define tg_fuse_modules(...) TG_TRACED_STATUS_(tg_fuse_modules, tg_fuse_modules(__VA_ARGS__))
 #define tg_quant_prepare(...) TG_TRACED_STATUS_(tg_quant_prepare, tg_quant_prepare(__VA_ARGS__))
 #define tg_quant_convert(...) TG_TRACED_STATUS_(tg_quant_convert, tg_quant_convert(__VA_ARGS__))
+#define tg_quant_convert_for_load(...) TG_TRACED_STATUS_(tg_quant_convert_for_load, tg_quant_convert_for_load(__VA_ARGS__))
 
 /* nn/qat.h */
 #define tg_quant_prepare_qat(...) TG_TRACED_STATUS_(tg_quant_prepare_qat, tg_quant_prepare_qat(__VA_ARGS__))

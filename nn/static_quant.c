@@ -368,8 +368,16 @@ typedef struct {
     int64_t zero_point;
 } act_qparams;
 
+/* tg_quant_convert_for_load: placeholders instead of observed qparams. */
+static _Thread_local bool skeleton;
+
 /* The qparams that observer (an observer or a FakeQuantize) gives; error if it saw nothing. */
 static tg_status observed_qparams(const char *path, tg_module *obs, double *scale, int64_t *zp) {
+    if (skeleton) {
+        *scale = 1.0;
+        *zp = 0;
+        return TG_OK;
+    }
     if (tg_is_fake_quantize(obs)) obs = tg_module_child(obs, "activation_post_process");
     tg_status st = TG_ERROR;
     TG_SCOPE {
@@ -564,12 +572,17 @@ static tg_status convert_children(tg_module *m, const char *prefix, act_qparams 
     return TG_OK;
 }
 
-tg_status tg_quant_convert(tg_module *model, tg_qconfig qconfig) {
+static tg_status convert(tg_module *model, tg_qconfig qconfig, bool for_load) {
     if (!model) return tg_error("tg_quant_convert: model is NULL");
     act_qparams a = {0};
     bool prev = tg_set_grad_enabled(false);
+    skeleton = for_load;
     tg_status st = convert_children(model, "", &a, qconfig);
+    skeleton = false;
     tg_set_grad_enabled(prev);
     if (!st) tg_eval(model);
     return st;
 }
+
+tg_status tg_quant_convert(tg_module *model, tg_qconfig qconfig) { return convert(model, qconfig, false); }
+tg_status tg_quant_convert_for_load(tg_module *model, tg_qconfig qconfig) { return convert(model, qconfig, true); }

@@ -79,6 +79,20 @@ tg_status tg_quant_prepare(tg_module *model, tg_qconfig qconfig);
  * say), a layer that was not calibrated, or a non-CPU / non-float32 model. */
 tg_status tg_quant_convert(tg_module *model, tg_qconfig qconfig);
 
+/* The converted model's structure without calibration, for tg_load_state_dict to
+ * fill from a saved int8 model: as tg_quant_convert on a prepared (fused, QAT or
+ * not) model, with every scale 1 and zero point 0 until loaded. Loading rebuilds the
+ * int8 kernels' weights (the layers watch their buffers' versions), so the loaded
+ * model computes exactly what the saved one did:
+ *
+ *     tg_module *model = tg_quant_wrapper(make_lenet());
+ *     ... the same tg_fuse_modules ...
+ *     tg_quant_prepare(model, qconfig);
+ *     tg_quant_convert_for_load(model, qconfig);
+ *     tg_load_state_dict(model, "lenet_int8.safetensors", true);
+ */
+tg_status tg_quant_convert_for_load(tg_module *model, tg_qconfig qconfig);
+
 #ifdef __cplusplus
 }
 #endif

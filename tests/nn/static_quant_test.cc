@@ -127,6 +127,50 @@ TEST_F(StaticQuantTest, LeNetMatchesPyTorchOnednn) {
     tg_module_free(m);
 }
 
+static long file_size(const std::string &path) {
+    FILE *f = fopen(path.c_str(), "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+TEST_F(StaticQuantTest, SaveAndLoadTheInt8Model) {
+    std::string float_path = dir_ + "/lenet.safetensors", int8_path = dir_ + "/lenet_int8.safetensors";
+    ASSERT_EQ(tg_save_state_dict(lenet, float_path.c_str()), TG_OK) << tg_last_error();
+    tg_qconfig qc = tg_get_default_qconfig("onednn");
+    tg_module *m = quantise(qc);
+    ASSERT_EQ(tg_save_state_dict(m, int8_path.c_str()), TG_OK) << tg_last_error();
+    int n = 0;
+    const tg_named_tensor *sd = tg_state_dict(m, &n);
+    std::vector<std::string> names;
+    for (int i = 0; i < n; i++) names.push_back(sd[i].name);
+    const std::vector<std::string> expect = {
+        "quant.scale", "quant.zero_point", "dequant.input_scale", "dequant.input_zero_point", "module.0.weight",
+        "module.0.bias", "module.0.weight_scale", "module.0.weight_zero_point", "module.0.scale", "module.0.zero_point",
+        "module.0.input_scale", "module.0.input_zero_point"};
+    ASSERT_GE(names.size(), expect.size());
+    EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 12), expect);
+    double ratio = (double)file_size(float_path) / (double)file_size(int8_path);
+    EXPECT_GT(ratio, 3.5) << "float32 file / int8 file";
+    printf("LeNet file: float32 %ld bytes, int8 %ld bytes (%.2fx)\n", file_size(float_path), file_size(int8_path),
+           ratio);
+
+    // other weights, no calibration: the skeleton, then the file
+    tg_manual_seed(5);
+    tg_module *other = tg_quant_wrapper(make_lenet());
+    for (auto [a, b] : {std::pair{"module.0", "module.1"}, std::pair{"module.3", "module.4"},
+                        std::pair{"module.7", "module.8"}})
+        ASSERT_EQ(tg_fuse_modules(other, a, b), TG_OK);
+    ASSERT_EQ(tg_quant_prepare(other, qc), TG_OK);
+    ASSERT_EQ(tg_quant_convert_for_load(other, qc), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_load_state_dict(other, int8_path.c_str(), true), TG_OK) << tg_last_error();
+    TG_SCOPE { EXPECT_TRUE(tensor_near(tg_forward(other, test), values(tg_forward(m, test)), 0, 0)); }
+    tg_module_free(other);
+    tg_module_free(m);
+}
+
 TEST_F(StaticQuantTest, ErrorsAndUnfusedRelu) {
     tg_module *m = tg_quant_wrapper(lenet);
     lenet = nullptr;
