@@ -204,19 +204,41 @@ static tg_status check_cpu(const char *who, tg_tensor *x, tg_dtype dt, const cha
                     tg_device_str(tg_device_of(x), dev));
 }
 
+/* The scale and zero point held in two buffers, read once per change of either
+ * (a forward would otherwise pay for two host reads). */
+typedef struct {
+    bool valid;
+    uint64_t versions[2];
+    float scale;
+    int32_t zero_point;
+} cached_qparams;
+
+static cached_qparams *qparams_of(tg_module *self, const char *scale_name, const char *zp_name) {
+    cached_qparams *c = tg_module_state(self);
+    uint64_t v0 = tg_version(tg_module_buffer(self, scale_name)), v1 = tg_version(tg_module_buffer(self, zp_name));
+    if (!c->valid || c->versions[0] != v0 || c->versions[1] != v1) {
+        c->scale = (float)buffer_value(self, scale_name);
+        c->zero_point = (int32_t)buffer_value(self, zp_name);
+        c->versions[0] = v0;
+        c->versions[1] = v1;
+        c->valid = true;
+    }
+    return c;
+}
+
 /* Quantize: float -> quint8, as quantize_per_tensor (quantize_val: zp + nearbyint(x * (1 / scale))). */
 static tg_tensor *quantize_forward(tg_module *self, tg_tensor *x) {
     if (check_cpu("Quantize", x, TG_FLOAT32, "a floating input")) return NULL;
-    float scale = (float)buffer_value(self, "scale"), inv = 1.0f / scale;
-    int64_t zp = (int64_t)buffer_value(self, "zero_point");
-    tg_tensor *xc = tg_contiguous(tg_cast(tg_detach(x), TG_FLOAT32));
+    const cached_qparams *q = qparams_of(self, "scale", "zero_point");
+    const float inv = 1.0f / q->scale, zp = (float)q->zero_point;
+    tg_tensor *xc = tg_contiguous(tg_dtype_of(x) == TG_FLOAT32 ? x : tg_cast(x, TG_FLOAT32));
     tg_tensor *y = xc ? tg_empty(tg_shape_of(x), (tg_opts){.dtype = TG_UINT8}) : NULL;
     if (!y) return NULL;
     const float *xv = tg_data_ptr(xc);
     uint8_t *yv = tg_data_ptr(y);
     for (int64_t i = 0, n = tg_numel(xc); i < n; i++) {
-        int64_t q = (int64_t)((float)zp + nearbyintf(xv[i] * inv));
-        yv[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        float v = zp + nearbyintf(xv[i] * inv);
+        yv[i] = (uint8_t)(int32_t)fminf(fmaxf(v, 0.f), 255.f);
     }
     return y;
 }
@@ -225,23 +247,46 @@ static const tg_module_type quantize_type = {.name = "Quantize", .forward = quan
 /* DeQuantize: quint8 -> float32, (q - zp) * scale. */
 static tg_tensor *dequantize_forward(tg_module *self, tg_tensor *x) {
     if (check_cpu("DeQuantize", x, TG_UINT8, "a uint8 (quint8) input")) return NULL;
-    float scale = (float)buffer_value(self, "input_scale");
-    int32_t zp = (int32_t)buffer_value(self, "input_zero_point");
+    const cached_qparams *q = qparams_of(self, "input_scale", "input_zero_point");
     tg_tensor *xc = tg_contiguous(x);
     tg_tensor *y = xc ? tg_empty(tg_shape_of(x), (tg_opts){.dtype = TG_FLOAT32}) : NULL;
     if (!y) return NULL;
     const uint8_t *xv = tg_data_ptr(xc);
     float *yv = tg_data_ptr(y);
-    for (int64_t i = 0, n = tg_numel(xc); i < n; i++) yv[i] = scale * (float)((int32_t)xv[i] - zp);
+    for (int64_t i = 0, n = tg_numel(xc); i < n; i++) yv[i] = q->scale * (float)((int32_t)xv[i] - q->zero_point);
     return y;
 }
 static const tg_module_type dequantize_type = {.name = "DeQuantize", .forward = dequantize_forward};
 
-/* QuantizedMaxPool2d: the max of quint8 values is the quint8 of the max, so the
- * float pool on the integer values (exact in float32) gives it. */
+/* QuantizedMaxPool2d: the max of quint8 values is the quint8 of the max (same scale
+ * and zero point); output size as max_pool2d's (ceil_mode included). */
 static tg_tensor *qmax_pool_forward(tg_module *self, tg_tensor *x) {
     if (check_cpu("QuantizedMaxPool2d", x, TG_UINT8, "a uint8 (quint8) input")) return NULL;
-    return tg_cast(tg_max_pool2d(tg_cast(x, TG_FLOAT32), *(tg_pool_opts *)tg_module_state(self), NULL), TG_UINT8);
+    const tg_pool_opts *o = tg_module_state(self);
+    tg_shape s = tg_shape_of(x);
+    int k = o->kernel_size, stride = o->stride ? o->stride : k, pad = o->padding, dil = o->dilation ? o->dilation : 1;
+    int64_t out[2];
+    for (int d = 0; d < 2 && s.ndim >= 3; d++) {
+        int64_t in = s.dims[s.ndim - 2 + d], span = in + 2 * pad - dil * (k - 1) - 1 + (o->ceil_mode ? stride - 1 : 0);
+        out[d] = span < 0 ? 0 : span / stride + 1;
+        if (o->ceil_mode && out[d] > 0 && (out[d] - 1) * stride >= in + pad) out[d]--;
+    }
+    if (s.ndim < 3 || out[0] <= 0 || out[1] <= 0 || 2 * pad > k) {
+        char buf[64];
+        tg_shape_str(s, buf, sizeof buf);
+        tg_error("QuantizedMaxPool2d: input %s is too small for kernel_size=%d, padding=%d (or padding > "
+                 "kernel_size / 2)", buf, k, pad);
+        return NULL;
+    }
+    tg_tensor *xc = tg_contiguous(x);
+    tg_shape ys = s;
+    ys.dims[s.ndim - 2] = out[0];
+    ys.dims[s.ndim - 1] = out[1];
+    tg_tensor *y = xc ? tg_empty(ys, (tg_opts){.dtype = TG_UINT8}) : NULL;
+    if (!y) return NULL;
+    int64_t h = s.dims[s.ndim - 2], w = s.dims[s.ndim - 1], planes = h * w > 0 ? tg_numel(xc) / (h * w) : 0;
+    tg_qmax_pool2d_u8(planes, h, w, out[0], out[1], k, stride, pad, dil, tg_data_ptr(xc), tg_data_ptr(y));
+    return y;
 }
 static const tg_module_type qmax_pool_type = {.name = "QuantizedMaxPool2d", .forward = qmax_pool_forward};
 
@@ -250,8 +295,9 @@ typedef struct {
     int64_t out, in, kh, kw; /* in: input channels (conv) or features (linear) */
     int stride, padding, dilation;
     tg_qweights qw;
+    tg_qrequant rq;
     bool built;
-    uint64_t versions; /* sum of the buffers' versions when qw was built */
+    uint64_t versions; /* sum of the buffers' versions when qw and rq were made */
 } qlayer_state;
 
 static const char *const qlayer_buffers[] = {"weight", "bias", "weight_scale", "scale", "zero_point", "input_scale",
@@ -288,8 +334,8 @@ static tg_status sync_qlayer(tg_module *self) {
             const uint8_t *u = tg_data_ptr(w);
             for (int64_t i = 0; i < s->out * k; i++) q[i] = (int8_t)((int32_t)u[i] - 128);
             if (s->built) tg_qweights_free(&s->qw);
-            s->built = tg_qweights_init(&s->qw, s->out, k, q, tg_data_ptr(ws), bc ? tg_data_ptr(bc) : NULL,
-                                        requant_of(self));
+            s->rq = requant_of(self);
+            s->built = tg_qweights_init(&s->qw, s->out, k, q, tg_data_ptr(ws), bc ? tg_data_ptr(bc) : NULL, s->rq);
             free(q);
             st = s->built ? TG_OK : tg_error("%s: out of memory", type_name(self));
         } else if (w && ws) {
@@ -315,7 +361,7 @@ static tg_tensor *qlayer_forward(tg_module *self, tg_tensor *x) {
     if (sync_qlayer(self)) return NULL;
     tg_tensor *xc = tg_contiguous(x);
     if (!xc) return NULL;
-    tg_qrequant rq = requant_of(self);
+    tg_qrequant rq = s->rq;
     if (!s->conv) {
         int64_t rows = s->in ? tg_numel(xc) / s->in : 0;
         shape.dims[shape.ndim - 1] = s->out;
@@ -512,7 +558,7 @@ static tg_status convert_child(tg_module *parent, const char *name, const char *
         int64_t zp;
         if (!observed) return tg_error("tg_quant_convert: QuantStub \"%s\" has no observer (tg_quant_prepare first)", path);
         if (observed_qparams(path, tg_module_child(c, "activation_post_process"), &scale, &zp)) return TG_ERROR;
-        tg_module *q = tg_module_new(&quantize_type, 0);
+        tg_module *q = tg_module_new(&quantize_type, sizeof(cached_qparams));
         if (register_scalar(q, "scale", scale, TG_FLOAT32) || register_scalar(q, "zero_point", (double)zp, TG_INT64)) {
             tg_module_free(q);
             return TG_ERROR;
@@ -522,7 +568,7 @@ static tg_status convert_child(tg_module *parent, const char *name, const char *
     }
     if (is_type(c, "DeQuantStub")) {
         if (!a->quantised) return TG_OK; /* a float region: stays identity */
-        tg_module *d = tg_module_new(&dequantize_type, 0);
+        tg_module *d = tg_module_new(&dequantize_type, sizeof(cached_qparams));
         if (register_scalar(d, "input_scale", a->scale, TG_FLOAT32) ||
             register_scalar(d, "input_zero_point", (double)a->zero_point, TG_INT64)) {
             tg_module_free(d);

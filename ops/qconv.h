@@ -29,7 +29,8 @@ typedef struct {
  * int32 bias and the multipliers. */
 typedef struct {
     int64_t out, k;
-    int8_t *w;
+    int8_t *w;       /* row-major, for the portable GEMM */
+    int8_t *packed;  /* tg_qgemm_pack's layout, for the VNNI one (NULL without VNNI) */
     int32_t *row_sum, *bias_q;
     float *mult;
 } tg_qweights;
@@ -47,6 +48,11 @@ void tg_qlinear_u8(const tg_qweights *qw, tg_qrequant rq, int64_t rows, const ui
  * out [out, c, kh, kw]; padding reads x's zero point (the quantised 0.0). */
 void tg_qconv2d_u8(const tg_qweights *qw, tg_qrequant rq, int64_t n, int64_t c, int64_t h, int64_t w, int kh, int kw,
                    int stride, int padding, int dilation, const uint8_t *x, uint8_t *y);
+
+/* MaxPool2d on quint8 planes (planes = n * c): the max of the uint8 values in each
+ * window (padding never wins), oh x ow outputs as the caller computed them. */
+void tg_qmax_pool2d_u8(int64_t planes, int64_t h, int64_t w, int64_t oh, int64_t ow, int k, int stride, int padding,
+                       int dilation, const uint8_t *x, uint8_t *y);
 
 #ifdef __cplusplus
 }
