@@ -238,7 +238,7 @@ static tg_tensor *quantize_forward(tg_module *self, tg_tensor *x) {
     uint8_t *yv = tg_data_ptr(y);
     for (int64_t i = 0, n = tg_numel(xc); i < n; i++) {
         float v = zp + nearbyintf(xv[i] * inv);
-        yv[i] = (uint8_t)(int32_t)fminf(fmaxf(v, 0.f), 255.f);
+        yv[i] = (uint8_t)(int32_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
     }
     return y;
 }

@@ -69,7 +69,8 @@ static inline float round_half_even(float v) {
 /* One output value: the accumulator with its corrections, scaled, rounded, clamped. */
 static inline uint8_t requantize_one(int32_t acc, int32_t correction, float mult, float zp, float lo) {
     float v = round_half_even((float)(acc + correction) * mult) + zp;
-    return (uint8_t)(int32_t)fminf(fmaxf(v, lo), 255.f);
+    v = v < lo ? lo : v; /* comparisons, not fminf / fmaxf: those are libm calls */
+    return (uint8_t)(int32_t)(v > 255.f ? 255.f : v);
 }
 
 /* acc (rows x out, row-major) -> y at y[r * rs + o * os]; the loop runs along the

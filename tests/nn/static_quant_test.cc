@@ -47,6 +47,10 @@ class StaticQuantTest : public TgTempDirTest {
         for (int i = 0; i < 3; i++) calib.push_back(tg_rand(TG_SHAPE(8, 1, 28, 28), tg_opts{}));
         test = tg_rand(TG_SHAPE(5, 1, 28, 28), tg_opts{});
     }
+    void TearDown() override {
+        if (lenet) tg_module_free(lenet);  // a test that did not quantise it
+        TgTempDirTest::TearDown();
+    }
 
     // The fused, prepared, calibrated and converted LeNet (takes lenet).
     tg_module *quantise(tg_qconfig qc) {
@@ -171,6 +175,57 @@ TEST_F(StaticQuantTest, SaveAndLoadTheInt8Model) {
     tg_module_free(m);
 }
 
+// A Conv2d with stride, padding and dilation (padding reads the input's zero point)
+// and a MaxPool2d with padding and ceil_mode, against float references computed from
+// the dequantised input and weights: the conv within one step of its output scale,
+// the pool exactly.
+TEST_F(StaticQuantTest, ConvOptionsAndPoolAgainstDequantisedReference) {
+    tg_pool_opts pool = {};
+    pool.kernel_size = 3;
+    pool.stride = 2;
+    pool.padding = 1;
+    pool.ceil_mode = true;
+    tg_conv_opts co = {};
+    co.stride = 2;
+    co.padding = 1;
+    co.dilation = 2;
+    tg_module *m = tg_quant_wrapper(TG_NN_SEQUENTIAL(tg_nn_conv2d(3, 4, 3, co), tg_nn_max_pool2d(pool)));
+    tg_qconfig qc = tg_get_default_qconfig("onednn");
+    tg_eval(m);
+    ASSERT_EQ(tg_quant_prepare(m, qc), TG_OK);
+    tg_module *seq = tg_module_child(m, "module"), *conv = tg_module_child(seq, "0");
+    TG_SCOPE {
+        tg_tensor *x = tg_sub_scalar(tg_mul_scalar(tg_rand(TG_SHAPE(2, 3, 11, 10), tg_opts{}), 4), 1);
+        tg_tensor *w = tg_clone(tg_module_param(conv, "weight")), *b = tg_clone(tg_module_param(conv, "bias"));
+        ASSERT_NE(tg_forward(m, x), nullptr);
+        ASSERT_EQ(tg_quant_convert(m, qc), TG_OK) << tg_last_error();
+        EXPECT_STREQ(tg_module_type_of(tg_module_child(seq, "0"))->name, "QuantizedConv2d");
+        EXPECT_STREQ(tg_module_type_of(tg_module_child(seq, "1"))->name, "QuantizedMaxPool2d");
+        auto dequant = [](tg_tensor *q, double scale, double zp) {
+            return tg_mul_scalar(tg_sub_scalar(tg_cast(q, TG_FLOAT32), zp), scale);
+        };
+        double xs = values(tg_module_get(m, "quant.scale"))[0], xz = values(tg_module_get(m, "quant.zero_point"))[0];
+        tg_tensor *xq = tg_forward(tg_module_child(m, "quant"), x);
+        tg_tensor *wscale = tg_module_get(m, "module.0.weight_scale");
+        tg_tensor *wint = tg_sub_scalar(tg_cast(tg_module_get(m, "module.0.weight"), TG_FLOAT32), 128);
+        tg_tensor *wdq = tg_mul(wint, tg_reshape(wscale, TG_SHAPE(4, 1, 1, 1)));
+        EXPECT_LE(max_diff(wdq, values(w)), values(tg_max(wscale))[0] / 2 + 1e-7);  // weights round to nearest
+        tg_tensor *ref = tg_conv2d(dequant(xq, xs, xz), wdq, b, co);
+        double ys = values(tg_module_get(m, "module.0.scale"))[0], yz = values(tg_module_get(m, "module.0.zero_point"))[0];
+        tg_tensor *yq = tg_forward(tg_module_child(seq, "0"), xq);
+        ASSERT_NE(yq, nullptr) << tg_last_error();
+        EXPECT_EQ(dims(yq), dims(ref));
+        // the reference quantised to the output's grid; ours may round the other way once
+        tg_tensor *ref_q = tg_clamp(tg_add_scalar(tg_round(tg_div_scalar(ref, ys)), yz), 0, 255);
+        EXPECT_LE(max_diff(tg_cast(yq, TG_FLOAT32), values(ref_q)), 1.0);
+        tg_tensor *pooled = tg_forward(tg_module_child(seq, "1"), yq);
+        tg_tensor *ref_pool = tg_max_pool2d(tg_cast(yq, TG_FLOAT32), pool, nullptr);
+        EXPECT_EQ(dims(pooled), dims(ref_pool));
+        EXPECT_TRUE(tensor_near(tg_cast(pooled, TG_FLOAT32), values(ref_pool), 0, 0));
+    }
+    tg_module_free(m);
+}
+
 TEST_F(StaticQuantTest, ErrorsAndUnfusedRelu) {
     tg_module *m = tg_quant_wrapper(lenet);
     lenet = nullptr;
@@ -189,6 +244,10 @@ TEST_F(StaticQuantTest, ErrorsAndUnfusedRelu) {
     tg_clear_error();
     EXPECT_EQ(tg_quant_convert(m, qc), TG_ERROR);  // ReLU "module.1" was not fused
     EXPECT_ERROR_CONTAINS("ReLU \"module.1\" has no int8 version");
+    tg_clear_error();
+    tg_conv_opts co;
+    EXPECT_EQ(tg_nn_conv2d_get_opts(tg_module_child(m, "quant"), &co), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_nn_conv2d_get_opts: expected a Conv2d, got Quantize");  // converted before the ReLU failed
     tg_module_free(m);
     tg_clear_error();
     tg_qconfig bad = tg_get_default_qconfig("tpu");
