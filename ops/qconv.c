@@ -113,13 +113,13 @@ static void qconv_images(int64_t begin, int64_t end, void *ctx) {
     const qconv_args *g = ctx;
     const int64_t c = g->c, h = g->h, w = g->w, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw;
     const int64_t positions = oh * ow, k = c * kh * kw, out = g->qw->out;
-    uint8_t *cols = malloc((size_t)(positions * k > 0 ? positions * k : 1));
+    uint8_t *cols = malloc((size_t)(positions * k > 0 ? positions * k : 1) + 8);
     int32_t *acc = malloc((size_t)(positions * out > 0 ? positions * out : 1) * sizeof *acc);
     TG_ASSERT(cols && acc);
     const uint8_t pad = (uint8_t)g->rq.x_zero_point;
     const bool plain = g->padding == 0 && g->dilation == 1; /* rows of the window are contiguous */
     for (int64_t b = begin; b < end; b++) {
-        const uint8_t *img = g->x + b * c * h * w;
+        const uint8_t *img = g->x + b * c * h * w, *img_end = img + c * h * w;
         /* one row of k = (channel, ky, kx) per output position: the weight's layout */
         for (int64_t oy = 0; oy < oh; oy++)
             for (int64_t ox = 0; ox < ow; ox++) {
@@ -128,7 +128,16 @@ static void qconv_images(int64_t begin, int64_t end, void *ctx) {
                     for (int64_t ky = 0; ky < kh; ky++) {
                         int64_t iy = oy * g->stride - g->padding + ky * g->dilation;
                         if (plain) {
-                            memcpy(row, img + (ch * h + iy) * w + ox * g->stride, (size_t)kw);
+                            const uint8_t *src = img + (ch * h + iy) * w + ox * g->stride;
+                            if (kw <= 8 && src + 8 <= img_end) {
+                                /* one 8-byte move; the bytes past kw are overwritten by the
+                                 * next ones (cols has 8 bytes of slack at its end) */
+                                uint64_t v;
+                                memcpy(&v, src, 8);
+                                memcpy(row, &v, 8);
+                            } else {
+                                for (int64_t kx = 0; kx < kw; kx++) row[kx] = src[kx];
+                            }
                             row += kw;
                             continue;
                         }
