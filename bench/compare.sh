@@ -25,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     *) break ;;
   esac
 done
-ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn mlp_amp lenet_bn_amp qmlp)
+ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn mlp_amp lenet_bn_amp qmlp qlenet)
 [[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv mlp lenet lenet_bn mlp_amp lenet_bn_amp)
 MAX_STEPS=${MAX_STEPS:-}
 PAIRS=("$@")

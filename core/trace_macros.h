@@ -164,6 +164,10 @@
 #define tg_binary_into(...) TG_TRACED_STATUS_(tg_binary_into, tg_binary_into(__VA_ARGS__))
 #define tg_gt_mask(...) TG_TRACED_PTR_(tg_tensor, tg_gt_mask, tg_gt_mask(__VA_ARGS__))
 
+/* ops/fake_quantize.h */
+#define tg_fake_quantize_per_tensor_affine(...) TG_TRACED_PTR_(tg_tensor, tg_fake_quantize_per_tensor_affine, tg_fake_quantize_per_tensor_affine(__VA_ARGS__))
+#define tg_fake_quantize_per_channel_affine(...) TG_TRACED_PTR_(tg_tensor, tg_fake_quantize_per_channel_affine, tg_fake_quantize_per_channel_affine(__VA_ARGS__))
+
 /* ops/index.h */
 #define tg_nonzero(...) TG_TRACED_PTR_(tg_tensor, tg_nonzero, tg_nonzero(__VA_ARGS__))
 #define tg_masked_select(...) TG_TRACED_PTR_(tg_tensor, tg_masked_select, tg_masked_select(__VA_ARGS__))
@@ -319,6 +323,7 @@
 #define tg_register_buffer(...) TG_TRACED_STATUS_(tg_register_buffer, tg_register_buffer(__VA_ARGS__))
 #define tg_register_module(...) TG_TRACED_STATUS_(tg_register_module, tg_register_module(__VA_ARGS__))
 #define tg_module_replace_child(...) TG_TRACED_STATUS_(tg_module_replace_child, tg_module_replace_child(__VA_ARGS__))
+#define tg_module_swap_child(...) TG_TRACED_PTR_(tg_module, tg_module_swap_child, tg_module_swap_child(__VA_ARGS__))
 #define tg_module_param(...) TG_TRACED_PTR_(tg_tensor, tg_module_param, tg_module_param(__VA_ARGS__))
 #define tg_module_buffer(...) TG_TRACED_PTR_(tg_tensor, tg_module_buffer, tg_module_buffer(__VA_ARGS__))
 #define tg_unregister_parameter(...) TG_TRACED_STATUS_(tg_unregister_parameter, tg_unregister_parameter(__VA_ARGS__))
@@ -336,8 +341,10 @@
 /* nn/layers.h */
 #define tg_nn_linear(...) TG_TRACED_PTR_(tg_module, tg_nn_linear, tg_nn_linear(__VA_ARGS__))
 #define tg_nn_conv2d(...) TG_TRACED_PTR_(tg_module, tg_nn_conv2d, tg_nn_conv2d(__VA_ARGS__))
+#define tg_nn_conv2d_get_opts(...) TG_TRACED_STATUS_(tg_nn_conv2d_get_opts, tg_nn_conv2d_get_opts(__VA_ARGS__))
 #define tg_nn_max_pool2d(...) TG_TRACED_PTR_(tg_module, tg_nn_max_pool2d, tg_nn_max_pool2d(__VA_ARGS__))
 #define tg_nn_avg_pool2d(...) TG_TRACED_PTR_(tg_module, tg_nn_avg_pool2d, tg_nn_avg_pool2d(__VA_ARGS__))
+#define tg_nn_max_pool2d_get_opts(...) TG_TRACED_STATUS_(tg_nn_max_pool2d_get_opts, tg_nn_max_pool2d_get_opts(__VA_ARGS__))
 #define tg_nn_batch_norm1d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm1d, tg_nn_batch_norm1d(__VA_ARGS__))
 #define tg_nn_batch_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm2d, tg_nn_batch_norm2d(__VA_ARGS__))
 #define tg_nn_layer_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_layer_norm, tg_nn_layer_norm(__VA_ARGS__))
@@ -382,6 +389,18 @@
 #define tg_nn_multihead_attention(...) TG_TRACED_PTR_(tg_module, tg_nn_multihead_attention, tg_nn_multihead_attention(__VA_ARGS__))
 #define tg_mha_forward(...) TG_TRACED_STATUS_(tg_mha_forward, tg_mha_forward(__VA_ARGS__))
 
+/* nn/observer.h */
+#define tg_nn_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_minmax_observer, tg_nn_minmax_observer(__VA_ARGS__))
+#define tg_nn_moving_average_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_moving_average_minmax_observer, tg_nn_moving_average_minmax_observer(__VA_ARGS__))
+#define tg_nn_per_channel_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_per_channel_minmax_observer, tg_nn_per_channel_minmax_observer(__VA_ARGS__))
+#define tg_nn_moving_average_per_channel_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_moving_average_per_channel_minmax_observer, tg_nn_moving_average_per_channel_minmax_observer(__VA_ARGS__))
+#define tg_nn_histogram_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_histogram_observer, tg_nn_histogram_observer(__VA_ARGS__))
+#define tg_observer_calculate_qparams(...) TG_TRACED_STATUS_(tg_observer_calculate_qparams, tg_observer_calculate_qparams(__VA_ARGS__))
+#define tg_observer_get_info(...) TG_TRACED_STATUS_(tg_observer_get_info, tg_observer_get_info(__VA_ARGS__))
+
+/* nn/fake_quantize.h */
+#define tg_nn_fake_quantize(...) TG_TRACED_PTR_(tg_module, tg_nn_fake_quantize, tg_nn_fake_quantize(__VA_ARGS__))
+
 /* nn/prune.h */
 #define tg_prune_l1_unstructured(...) TG_TRACED_STATUS_(tg_prune_l1_unstructured, tg_prune_l1_unstructured(__VA_ARGS__))
 #define tg_prune_random_unstructured(...) TG_TRACED_STATUS_(tg_prune_random_unstructured, tg_prune_random_unstructured(__VA_ARGS__))
@@ -389,6 +408,18 @@
 #define tg_prune_global_unstructured(...) TG_TRACED_STATUS_(tg_prune_global_unstructured, tg_prune_global_unstructured(__VA_ARGS__))
 #define tg_prune_custom_from_mask(...) TG_TRACED_STATUS_(tg_prune_custom_from_mask, tg_prune_custom_from_mask(__VA_ARGS__))
 #define tg_prune_remove(...) TG_TRACED_STATUS_(tg_prune_remove, tg_prune_remove(__VA_ARGS__))
+
+/* nn/static_quant.h */
+#define tg_nn_quant_stub(...) TG_TRACED_PTR_(tg_module, tg_nn_quant_stub, tg_nn_quant_stub(__VA_ARGS__))
+#define tg_nn_dequant_stub(...) TG_TRACED_PTR_(tg_module, tg_nn_dequant_stub, tg_nn_dequant_stub(__VA_ARGS__))
+#define tg_quant_wrapper(...) TG_TRACED_PTR_(tg_module, tg_quant_wrapper, tg_quant_wrapper(__VA_ARGS__))
+#define tg_fuse_modules(...) TG_TRACED_STATUS_(tg_fuse_modules, tg_fuse_modules(__VA_ARGS__))
+#define tg_quant_prepare(...) TG_TRACED_STATUS_(tg_quant_prepare, tg_quant_prepare(__VA_ARGS__))
+#define tg_quant_convert(...) TG_TRACED_STATUS_(tg_quant_convert, tg_quant_convert(__VA_ARGS__))
+#define tg_quant_convert_for_load(...) TG_TRACED_STATUS_(tg_quant_convert_for_load, tg_quant_convert_for_load(__VA_ARGS__))
+
+/* nn/qat.h */
+#define tg_quant_prepare_qat(...) TG_TRACED_STATUS_(tg_quant_prepare_qat, tg_quant_prepare_qat(__VA_ARGS__))
 
 /* nn/quantize.h */
 #define tg_quantize_dynamic(...) TG_TRACED_PTR_(tg_module, tg_quantize_dynamic, tg_quantize_dynamic(__VA_ARGS__))

@@ -122,6 +122,14 @@ tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_si
                                           out_channels, !opts.no_bias));
 }
 
+tg_status tg_nn_conv2d_get_opts(tg_module *conv, tg_conv_opts *opts) {
+    if (!conv || tg_module_type_of(conv) != &conv_type || !opts)
+        return tg_error("tg_nn_conv2d_get_opts: expected a Conv2d, got %s",
+                        !conv ? "NULL" : tg_module_type_of(conv)->name);
+    *opts = ((conv_state *)tg_module_state(conv))->opts;
+    return TG_OK;
+}
+
 /* ---- pooling ---- */
 
 static void pool_repr(tg_module *self, char *buf, size_t size) {
@@ -138,6 +146,14 @@ static tg_tensor *avg_pool_forward(tg_module *self, tg_tensor *x) {
     return tg_avg_pool2d(x, *(tg_pool_opts *)tg_module_state(self));
 }
 static const tg_module_type max_pool_type = {"MaxPool2d", max_pool_forward, NULL, pool_repr};
+
+tg_status tg_nn_max_pool2d_get_opts(tg_module *pool, tg_pool_opts *opts) {
+    if (!pool || tg_module_type_of(pool) != &max_pool_type || !opts)
+        return tg_error("tg_nn_max_pool2d_get_opts: expected a MaxPool2d, got %s",
+                        !pool ? "NULL" : tg_module_type_of(pool)->name);
+    *opts = *(tg_pool_opts *)tg_module_state(pool);
+    return TG_OK;
+}
 static const tg_module_type avg_pool_type = {"AvgPool2d", avg_pool_forward, NULL, pool_repr};
 
 static tg_module *make_pool(const tg_module_type *type, const char *ctor, tg_pool_opts opts) {

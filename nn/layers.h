@@ -41,10 +41,15 @@ tg_module *tg_nn_linear(int64_t in_features, int64_t out_features, tg_linear_opt
  * groups, bias=!no_bias): weight [out, in/groups, k, k] ~ kaiming_uniform_(a=sqrt(5)),
  * bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in/groups * k * k. */
 tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts);
+/* A Conv2d's options as given to tg_nn_conv2d (zero fields: defaults); TG_ERROR for
+ * another kind of module. */
+tg_status tg_nn_conv2d_get_opts(tg_module *conv, tg_conv_opts *opts);
 
 /* torch.nn.MaxPool2d / AvgPool2d (opts.kernel_size required; stride 0 = kernel_size). */
 tg_module *tg_nn_max_pool2d(tg_pool_opts opts);
 tg_module *tg_nn_avg_pool2d(tg_pool_opts opts);
+/* A MaxPool2d's options as given; TG_ERROR for another kind of module. */
+tg_status tg_nn_max_pool2d_get_opts(tg_module *pool, tg_pool_opts *opts);
 
 typedef struct {
     double eps;                 /* 0: 1e-5 */

@@ -184,30 +184,46 @@ tg_status tg_register_module(tg_module *m, const char *name, tg_module *c) {
     return TG_OK;
 }
 
-tg_status tg_module_replace_child(tg_module *m, const char *name, tg_module *c) {
+/* Puts c in the place of m's child `name`; returns the old child, unparented (NULL +
+ * error on failure, c freed unless it has a parent). */
+static tg_module *swap_child(const char *op, tg_module *m, const char *name, tg_module *c) {
     if (!m) {
         tg_module_free(c);
-        return tg_error("tg_module_replace_child: parent module is NULL");
+        tg_error("%s: parent module is NULL", op);
+        return NULL;
     }
     if (!c) {
         if (!tg_has_error()) tg_error("%s: new child module \"%s\" is NULL", type_name(m), name ? name : "");
-        return TG_ERROR;
+        return NULL;
     }
-    if (c->parent || c == m)
-        return tg_error("%s: new child \"%s\" (%s) already has a parent", type_name(m), name ? name : "",
-                        type_name(c));
+    if (c->parent || c == m) {
+        tg_error("%s: new child \"%s\" (%s) already has a parent", type_name(m), name ? name : "", type_name(c));
+        return NULL;
+    }
     for (int i = 0; name && i < m->num_children; i++) {
         if (strcmp(m->children[i].name, name)) continue;
-        m->children[i].module->parent = NULL;
-        tg_module_free(m->children[i].module);
+        tg_module *old = m->children[i].module;
+        old->parent = NULL;
         m->children[i].module = c;
         c->parent = m;
         c->training = m->training;
         atomic_fetch_add(&generation, 1);
-        return TG_OK;
+        return old;
     }
     tg_module_free(c);
-    return tg_error("%s: no child module named \"%s\" to replace", type_name(m), name ? name : "(NULL)");
+    tg_error("%s: no child module named \"%s\" to replace", type_name(m), name ? name : "(NULL)");
+    return NULL;
+}
+
+tg_status tg_module_replace_child(tg_module *m, const char *name, tg_module *c) {
+    tg_module *old = swap_child("tg_module_replace_child", m, name, c);
+    if (!old) return TG_ERROR;
+    tg_module_free(old);
+    return TG_OK;
+}
+
+tg_module *tg_module_swap_child(tg_module *m, const char *name, tg_module *c) {
+    return swap_child("tg_module_swap_child", m, name, c);
 }
 
 static tg_tensor *find_member(const member_list *l, const char *name) {

@@ -91,6 +91,11 @@ tg_status tg_register_module(tg_module *m, const char *name, tg_module *child);
  * called name. */
 tg_status tg_module_replace_child(tg_module *m, const char *name, tg_module *c);
 
+/* As tg_module_replace_child, but the old child is returned (without a parent, owned
+ * by the caller) instead of freed: how tg_fuse_modules moves a Conv2d into the fused
+ * module that replaces it. NULL + error as tg_module_replace_child fails. */
+tg_module *tg_module_swap_child(tg_module *m, const char *name, tg_module *c);
+
 /* ---- members (borrowed) ---- */
 
 /* m's own parameter / buffer called `name`, or NULL (no error recorded). As PyTorch's

@@ -5,6 +5,10 @@
 
 #include <stdatomic.h>
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
 #include "core/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -111,4 +115,75 @@ void tg_qgemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t *a, const i
     int64_t per_unit = (n < COLS ? n : COLS) * (k > 0 ? k : 1);
     int64_t grain = per_unit >= 65536 ? 1 : 65536 / per_unit;
     tg_parallel_for(m * args.blocks, grain, fn, &args);
+}
+
+bool tg_qgemm_vnni_enabled(void) {
+    static int vnni = -1;
+    if (vnni < 0) vnni = tg_qgemm_has_vnni();
+    return vnni && atomic_load(&vnni_allowed);
+}
+
+int8_t *tg_qgemm_pack(int64_t n, int64_t k, const int8_t *b) {
+    int64_t blocks = (n + 15) / 16, groups = (k + 3) / 4;
+    int8_t *p = calloc((size_t)(blocks * groups > 0 ? blocks * groups : 1), 64);
+    if (!p) return NULL;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t q = 0; q < k; q++) p[((j / 16 * groups + q / 4) * 16 + j % 16) * 4 + q % 4] = b[j * k + q];
+    return p;
+}
+
+typedef struct {
+    int64_t n, k, lda;
+    const uint8_t *a;
+    const int8_t *packed;
+    int32_t *c;
+} packed_args;
+
+#ifdef TG_QGEMM_X86
+/* One row of a at a time: 4 bytes of it broadcast against up to 4 blocks of 16
+ * columns (64 columns per pass over k). */
+__attribute__((target("avx512vnni,avx512bw,avx512f"))) static void rows_packed(int64_t begin, int64_t end, void *ctx) {
+    const packed_args *g = ctx;
+    const int64_t groups = (g->k + 3) / 4, blocks = (g->n + 15) / 16, full = g->k / 4;
+    for (int64_t i = begin; i < end; i++) {
+        const uint8_t *a = g->a + i * g->lda;
+        uint8_t last[4] = {0, 0, 0, 0}; /* the tail of k, zero padded */
+        for (int64_t q = full * 4; q < g->k; q++) last[q - full * 4] = a[q];
+        int32_t tail;
+        memcpy(&tail, last, 4);
+        int32_t *c = g->c + i * g->n;
+        for (int64_t b0 = 0; b0 < blocks; b0 += 4) {
+            int nb = blocks - b0 < 4 ? (int)(blocks - b0) : 4;
+            __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                              _mm512_setzero_si512()};
+            const int8_t *w = g->packed + b0 * groups * 64;
+            for (int64_t q = 0; q < groups; q++) {
+                int32_t four;
+                if (q < full) memcpy(&four, a + q * 4, 4);
+                else four = tail;
+                __m512i va = _mm512_set1_epi32(four);
+                for (int b = 0; b < nb; b++)
+                    acc[b] = _mm512_dpbusd_epi32(acc[b], va, _mm512_loadu_si512(w + (b * groups + q) * 64));
+            }
+            for (int b = 0; b < nb; b++) {
+                int64_t j0 = (b0 + b) * 16, left = g->n - j0;
+                __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+                _mm512_mask_storeu_epi32(c + j0, mask, acc[b]);
+            }
+        }
+    }
+}
+#endif
+
+void tg_qgemm_u8s8s32_packed(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *packed,
+                             int32_t *c) {
+#ifdef TG_QGEMM_X86
+    if (m <= 0 || n <= 0) return;
+    packed_args args = {n, k, lda, a, packed, c};
+    int64_t per_row = n * (k > 0 ? k : 1);
+    tg_parallel_for(m, per_row >= 65536 ? 1 : 65536 / per_row, rows_packed, &args);
+#else
+    (void)m, (void)n, (void)k, (void)a, (void)lda, (void)packed, (void)c;
+    TG_ASSERT(!"tg_qgemm_u8s8s32_packed needs AVX512-VNNI");
+#endif
 }

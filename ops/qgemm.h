@@ -17,6 +17,18 @@ extern "C" {
  * computed by one thread, so the result does not depend on the thread count (and
  * is exact, so not on the kernel either). k < 2^16 keeps every sum within int32. */
 void tg_qgemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t *a, const int8_t *b, int32_t *c);
+/* The same product with b packed for broadcasting a: 16 output columns by 4 bytes of
+ * k per 64-byte vector, so one vpdpbusd multiplies 4 values of a row of a (broadcast)
+ * by 16 columns, with no horizontal sums (what static quantisation's layers use:
+ * their k can be as small as 25). tg_qgemm_pack makes the packing from b (n x k
+ * row-major; malloc'ed, the caller frees; zeros pad n to 16 and k to 4);
+ * tg_qgemm_u8s8s32_packed runs it (rows of a are lda bytes apart) and needs
+ * tg_qgemm_vnni_enabled(). */
+int8_t *tg_qgemm_pack(int64_t n, int64_t k, const int8_t *b);
+void tg_qgemm_u8s8s32_packed(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *packed,
+                             int32_t *c);
+/* tg_qgemm_has_vnni() and not switched off by tg_qgemm_allow_vnni(false). */
+bool tg_qgemm_vnni_enabled(void);
 /* True when this CPU runs the AVX512-VNNI kernel (vpdpbusd); else portable C. */
 bool tg_qgemm_has_vnni(void);
 /* Tests: false forces the portable kernel (true restores the run-time choice). */

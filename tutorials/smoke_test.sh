@@ -113,7 +113,8 @@ for arg in "$@"; do
       refused 09_lstm_lm_plot "unknown option for this lesson '--plot'" "$b" "${COMMON[@]}" --plot x.svg ;;
     12_prune_quantize)
       check 12_prune_quantize '^int8 file: .*\(identical\)$' "$b" --synthetic --max-steps 5 --finetune-steps 3
-      check 12_prune_quantize_sparsity '^pruned \+ int8 .*sparsity 0\.9' cat 12_prune_quantize.log ;;
+      check 12_prune_quantize_sparsity '^pruned \+ int8 .*sparsity 0\.9' cat 12_prune_quantize.log
+      check 12_prune_quantize_lenet '^int8 file: .*lenet_12_int8.*\(identical\)$' cat 12_prune_quantize.log ;;
     *)
       echo "FAIL: unknown tutorial binary $arg"; failures=$((failures + 1)) ;;
   esac

@@ -91,6 +91,13 @@ TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
     tg_qgemm_allow_vnni(true);
     EXPECT_EQ(fast, expect);
     EXPECT_EQ(slow, expect);
+    if (tg_qgemm_has_vnni()) {  // the packed layout of static quantisation (ops/qconv.h)
+        int8_t *packed = tg_qgemm_pack(n, k, b.data());
+        std::vector<int32_t> packed_out(m * n);
+        tg_qgemm_u8s8s32_packed(m, n, k, a.data(), k, packed, packed_out.data());
+        free(packed);
+        EXPECT_EQ(packed_out, expect);
+    }
     if (!tg_qgemm_has_vnni()) GTEST_LOG_(INFO) << "no AVX512-VNNI here: both runs used the portable kernel";
 }
 

@@ -1,0 +1,25 @@
+/* The formula of fake quantisation, the one definition both devices compile:
+ * ops/fake_quantize.c's CPU loop and ops/cuda/fake_quantize.cu's kernel expand
+ * TG_FAKE_QUANTIZE, so the CPU tests check the arithmetic the GPU runs. It is
+ * PyTorch 1.13's fake_quantize_tensor_cachemask_kernel (and the per-channel one):
+ *
+ *   inv_scale = 1.0f / scale                        (float32)
+ *   q = (int64)(zero_point + nearbyint(x * inv_scale))   (x's type: float or double)
+ *   y = (clamp(q, quant_min, quant_max) - zero_point) * scale
+ *   inside = quant_min <= q <= quant_max            (the straight-through mask)
+ *
+ * x: T (float or double); scale, inv_scale: float; zero_point, quant_min, quant_max:
+ * int64_t; y: T lvalue; inside: bool lvalue. TG_NEARBYINT is the backend's
+ * round-half-even of T. */
+#ifndef TG_OPS_FAKE_QUANTIZE_FORMULA_H
+#define TG_OPS_FAKE_QUANTIZE_FORMULA_H
+
+#define TG_FAKE_QUANTIZE(T, x, scale, inv_scale, zero_point, quant_min, quant_max, y, inside)         \
+    do {                                                                                               \
+        int64_t q_ = (int64_t)((zero_point) + TG_NEARBYINT((x) * (inv_scale)));                        \
+        int64_t c_ = q_ < (quant_min) ? (quant_min) : q_ > (quant_max) ? (quant_max) : q_;             \
+        (y) = (T)((double)(c_ - (zero_point)) * (double)(scale));                                     \
+        (inside) = (quant_min) <= q_ && q_ <= (quant_max);                                             \
+    } while (0)
+
+#endif
