@@ -153,6 +153,7 @@
 #define tg_mish(...) TG_TRACED_PTR_(tg_tensor, tg_mish, tg_mish(__VA_ARGS__))
 #define tg_hardswish(...) TG_TRACED_PTR_(tg_tensor, tg_hardswish, tg_hardswish(__VA_ARGS__))
 #define tg_hardsigmoid(...) TG_TRACED_PTR_(tg_tensor, tg_hardsigmoid, tg_hardsigmoid(__VA_ARGS__))
+#define tg_softsign(...) TG_TRACED_PTR_(tg_tensor, tg_softsign, tg_softsign(__VA_ARGS__))
 #define tg_clamp(...) TG_TRACED_PTR_(tg_tensor, tg_clamp, tg_clamp(__VA_ARGS__))
 #define tg_isfinite(...) TG_TRACED_PTR_(tg_tensor, tg_isfinite, tg_isfinite(__VA_ARGS__))
 #define tg_cast(...) TG_TRACED_PTR_(tg_tensor, tg_cast, tg_cast(__VA_ARGS__))

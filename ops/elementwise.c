@@ -40,6 +40,8 @@
 #define TG_TRUNC(x) _Generic((x), float: truncf, default: trunc)(x)
 #define UNARY_CPU_CASE(KIND, expr) \
     case TG_UNARY_##KIND: UNARY_LOOP(scalar_t, expr); break;
+/* A float row's formula column (ops/unary_formulas.h). */
+#define UNARY_CPU_FLOAT_CASE(KIND, name, api, saves, autocast, expr, grad) UNARY_CPU_CASE(KIND, expr)
 
 #define UNARY_LOOP(T, expr)                                                 \
     do {                                                                    \
@@ -68,7 +70,7 @@ TG_VECTOR_CLONES static void unary_row_f32(char **p, const int64_t *s, int64_t n
     const unary_ctx *c = vctx;
     const scalar_t a = (scalar_t)c->a, b = (scalar_t)c->b;
     switch (c->kind) {
-        TG_UNARY_FLOAT_FORMULAS(UNARY_CPU_CASE)
+        TG_UNARY_FLOAT_FORMULAS(UNARY_CPU_FLOAT_CASE)
     default: break;
     }
 }
@@ -78,7 +80,7 @@ TG_VECTOR_CLONES static void unary_row_f64(char **p, const int64_t *s, int64_t n
     const unary_ctx *c = vctx;
     const scalar_t a = c->a, b = c->b;
     switch (c->kind) {
-        TG_UNARY_FLOAT_FORMULAS(UNARY_CPU_CASE)
+        TG_UNARY_FLOAT_FORMULAS(UNARY_CPU_FLOAT_CASE)
     default: break;
     }
 }
@@ -256,8 +258,7 @@ tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg
 
 typedef struct {
     tg_function fn; /* first, so tg_ctx_function gives back the whole struct */
-    tg_unary_kind kind;
-    bool integers_ok;
+    tg_unary_kind kind; /* integers: the kinds tg_unary_int_kind_ok names */
 } unary_op;
 
 typedef struct {
@@ -268,17 +269,17 @@ static tg_tensor *unary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const unary_op *op = (const unary_op *)tg_ctx_function(ctx);
     const scalar_args *args = tg_ctx_attrs(ctx);
     tg_tensor *x = in[0];
-    if (!tg_dtype_is_floating(x->dtype) && !(op->integers_ok && tg_unary_int_kind_ok(op->kind)))
+    if (!tg_dtype_is_floating(x->dtype) && !tg_unary_int_kind_ok(op->kind))
         return tg_error("%s: expected a floating-point tensor, got %s", op->fn.name, tg_dtype_name(x->dtype)), NULL;
     tg_tensor *out = tg_empty_like(x);
     if (!out || tg_unary_into(op->fn.name, op->kind, out, x, args->a, args->b)) return NULL;
-    switch (op->kind) { /* the ones whose backward is cheapest from the output */
-    case TG_UNARY_EXP: case TG_UNARY_SQRT: case TG_UNARY_RSQRT: case TG_UNARY_SIGMOID:
-    case TG_UNARY_TANH: case TG_UNARY_RECIPROCAL:
-        tg_ctx_save(ctx, out);
-        break;
-    default:
-        tg_ctx_save(ctx, x);
+    tg_tensor *y = out;
+    switch (op->kind) { /* a row's saves column: x, or y where its gradient is cheapest from the output */
+#define UNARY_SAVE_CASE(KIND, name, api, saves, autocast, expr, grad) \
+    case TG_UNARY_##KIND: tg_ctx_save(ctx, saves); break;
+        TG_UNARY_FLOAT_FORMULAS(UNARY_SAVE_CASE)
+#undef UNARY_SAVE_CASE
+    default: break; /* TG_UNARY_COUNT */
     }
     return out;
 }
@@ -293,153 +294,103 @@ static tg_tensor *mask_of(const char *op, tg_unary_kind kind, tg_tensor *x, doub
 /* !(x <= 0): relu's gradient mask (1 at NaN, as PyTorch's threshold_backward). */
 static tg_tensor *relu_mask(tg_tensor *x) { return mask_of("relu backward", TG_UNARY_NOT_LE_SCALAR, x, 0); }
 
-/* d/dx of each kind, as ops on x (or on the saved output y). */
+/* The derivatives that take more than one expression, named by their rows' gradient
+ * column (ops/unary_formulas.h); v is x, a and b the kind's parameters. */
+static tg_tensor *gelu_derivative(tg_tensor *v) { /* Phi(x) + x phi(x) */
+    tg_tensor *cdf = tg_mul_scalar(tg_add_scalar(tg_erf(tg_mul_scalar(v, TG_SQRT1_2)), 1), 0.5);
+    tg_tensor *pdf = tg_mul_scalar(tg_exp(tg_mul_scalar(tg_mul(v, v), -0.5)), 0.39894228040143267794);
+    return tg_add(cdf, tg_mul(v, pdf));
+}
+
+static tg_tensor *gelu_tanh_derivative(tg_tensor *v) {
+    /* 0.5(1+t) + 0.5x(1-t^2) k (1 + 3c x^2), t = tanh(k(x + c x^3)) */
+    tg_tensor *x2 = tg_mul(v, v);
+    tg_tensor *t = tg_tanh(tg_mul_scalar(tg_add(v, tg_mul_scalar(tg_mul(x2, v), 0.044715)), TG_SQRT2_PI));
+    tg_tensor *left = tg_mul_scalar(tg_add_scalar(t, 1), 0.5);
+    tg_tensor *inner = tg_mul_scalar(tg_add_scalar(tg_mul_scalar(x2, 3 * 0.044715), 1), TG_SQRT2_PI);
+    return tg_add(left, tg_mul(tg_mul_scalar(v, 0.5), tg_mul(tg_rsub_scalar(tg_mul(t, t), 1), inner)));
+}
+
+static tg_tensor *silu_derivative(tg_tensor *v) {
+    tg_tensor *s = tg_sigmoid(v);
+    return tg_mul(s, tg_add_scalar(tg_mul(v, tg_rsub_scalar(s, 1)), 1));
+}
+
+static tg_tensor *softplus_derivative(tg_tensor *v, double beta, double threshold) {
+    /* sigmoid(beta x) below the threshold, 1 above */
+    tg_tensor *bx = tg_mul_scalar(v, beta);
+    tg_tensor *above = tg_gt_mask(bx, threshold);
+    return tg_add(above, tg_mul(tg_rsub_scalar(above, 1), tg_sigmoid(bx)));
+}
+
+static tg_tensor *clamp_derivative(tg_tensor *v, double min, double max) { /* 1 where min <= x <= max */
+    tg_tensor *below = isnan(min) ? tg_zeros_like(v) : tg_gt_mask(tg_rsub_scalar(v, min), 0);
+    tg_tensor *over = isnan(max) ? tg_zeros_like(v) : tg_gt_mask(v, max);
+    tg_tensor *d = tg_mul(tg_rsub_scalar(below, 1), tg_rsub_scalar(over, 1)); /* 0 everywhere when min > max */
+    return tg_mul(d, tg_cast(tg_eq(v, v), v->dtype));                          /* and at NaN, as PyTorch */
+}
+
+static tg_tensor *elu_derivative(tg_tensor *v, double alpha, double scale) {
+    /* alpha scale e^x at or below 0, scale above (PyTorch's elu_backward) */
+    tg_tensor *above = tg_gt_mask(v, 0);
+    return tg_add(tg_mul_scalar(above, scale), tg_mul(tg_rsub_scalar(above, 1), tg_mul_scalar(tg_exp(v), alpha * scale)));
+}
+
+static tg_tensor *mish_derivative(tg_tensor *v) { /* t + x sigmoid(x) (1 - t^2), t = tanh(log1p(e^x)) */
+    tg_tensor *t = tg_tanh(tg_log1p(tg_exp(v)));
+    return tg_add(t, tg_mul(tg_mul(v, tg_sigmoid(v)), tg_rsub_scalar(tg_mul(t, t), 1)));
+}
+
+static tg_tensor *hardswish_derivative(tg_tensor *v) {
+    /* 0 below -3, x/3 + 1/2 from -3 to below 3, 1 from 3 (PyTorch 1.13) */
+    tg_tensor *below = tg_gt_mask(tg_neg(v), 3), *above = tg_rsub_scalar(tg_gt_mask(tg_neg(v), -3), 1);
+    tg_tensor *inside = tg_mul(tg_rsub_scalar(above, 1), tg_add_scalar(tg_div_scalar(v, 3), 0.5));
+    return tg_mul(tg_rsub_scalar(below, 1), tg_add(inside, above));
+}
+
+/* A row's gradient column, in g (the output's gradient), v (the saved x or y), a, b. */
 static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const unary_op *op = (const unary_op *)tg_ctx_function(ctx);
     const scalar_args *args = tg_ctx_attrs(ctx);
-    tg_tensor *v = tg_ctx_saved(ctx, 0); /* x, or y for the kinds saved above */
+    tg_tensor *v = tg_ctx_saved(ctx, 0);
     if (!v) return;
     double a = args->a, b = args->b;
-    tg_tensor *d = NULL;
     switch (op->kind) {
-    case TG_UNARY_NEG: grad_in[0] = tg_neg(g); return;
-    case TG_UNARY_ADD_SCALAR: grad_in[0] = g; return;
-    case TG_UNARY_MUL_SCALAR: grad_in[0] = tg_mul_scalar(g, a); return;
-    case TG_UNARY_DIV_SCALAR: grad_in[0] = tg_div_scalar(g, a); return;
-    case TG_UNARY_RSUB_SCALAR: grad_in[0] = tg_neg(g); return;
-    case TG_UNARY_EXP: d = v; break;
-    case TG_UNARY_LOG: grad_in[0] = tg_div(g, v); return;
-    case TG_UNARY_POW_SCALAR:
-        d = a == 0 ? tg_zeros_like(v) : tg_mul_scalar(tg_pow_scalar(v, a - 1), a);
-        break;
-    case TG_UNARY_SQRT: grad_in[0] = tg_div(g, tg_mul_scalar(v, 2)); return;
-    case TG_UNARY_RSQRT: d = tg_mul_scalar(tg_pow_scalar(v, 3), -0.5); break;
-    case TG_UNARY_ABS: case TG_UNARY_SIGN:
-        d = op->kind == TG_UNARY_ABS ? tg_sign(v) : tg_zeros_like(v);
-        break;
-    case TG_UNARY_RELU: d = relu_mask(v); break; /* PyTorch's threshold_backward: NaN passes */
-    case TG_UNARY_LEAKY_RELU: d = tg_add_scalar(tg_mul_scalar(tg_gt_mask(v, 0), 1 - a), a); break;
-    case TG_UNARY_SIGMOID: d = tg_mul(v, tg_rsub_scalar(v, 1)); break;
-    case TG_UNARY_TANH: d = tg_rsub_scalar(tg_mul(v, v), 1); break;
-    case TG_UNARY_GELU: { /* Phi(x) + x phi(x) */
-        tg_tensor *cdf = tg_mul_scalar(tg_add_scalar(tg_erf(tg_mul_scalar(v, TG_SQRT1_2)), 1), 0.5);
-        tg_tensor *pdf = tg_mul_scalar(tg_exp(tg_mul_scalar(tg_mul(v, v), -0.5)), 0.39894228040143267794);
-        d = tg_add(cdf, tg_mul(v, pdf));
-        break;
+#define UNARY_GRAD_CASE(KIND, name, api, saves, autocast, expr, grad) \
+    case TG_UNARY_##KIND: grad_in[0] = (grad); return;
+        TG_UNARY_FLOAT_FORMULAS(UNARY_GRAD_CASE)
+#undef UNARY_GRAD_CASE
+    default: return; /* TG_UNARY_COUNT */
     }
-    case TG_UNARY_GELU_TANH: { /* 0.5(1+t) + 0.5x(1-t^2) k (1 + 3c x^2), t = tanh(k(x + c x^3)) */
-        tg_tensor *x2 = tg_mul(v, v);
-        tg_tensor *t = tg_tanh(tg_mul_scalar(tg_add(v, tg_mul_scalar(tg_mul(x2, v), 0.044715)), TG_SQRT2_PI));
-        tg_tensor *left = tg_mul_scalar(tg_add_scalar(t, 1), 0.5);
-        tg_tensor *inner = tg_mul_scalar(tg_add_scalar(tg_mul_scalar(x2, 3 * 0.044715), 1), TG_SQRT2_PI);
-        d = tg_add(left, tg_mul(tg_mul_scalar(v, 0.5), tg_mul(tg_rsub_scalar(tg_mul(t, t), 1), inner)));
-        break;
-    }
-    case TG_UNARY_SILU: {
-        tg_tensor *s = tg_sigmoid(v);
-        d = tg_mul(s, tg_add_scalar(tg_mul(v, tg_rsub_scalar(s, 1)), 1));
-        break;
-    }
-    case TG_UNARY_SOFTPLUS: { /* sigmoid(beta x) below the threshold, 1 above */
-        tg_tensor *bx = tg_mul_scalar(v, a);
-        tg_tensor *above = tg_gt_mask(bx, b);
-        d = tg_add(above, tg_mul(tg_rsub_scalar(above, 1), tg_sigmoid(bx)));
-        break;
-    }
-    case TG_UNARY_CLAMP: { /* 1 where min <= x <= max */
-        tg_tensor *below = isnan(a) ? tg_zeros_like(v) : tg_gt_mask(tg_rsub_scalar(v, a), 0);
-        tg_tensor *over = isnan(b) ? tg_zeros_like(v) : tg_gt_mask(v, b);
-        d = tg_mul(tg_rsub_scalar(below, 1), tg_rsub_scalar(over, 1)); /* 0 everywhere when min > max */
-        d = tg_mul(d, tg_cast(tg_eq(v, v), v->dtype));                  /* and at NaN, as PyTorch */
-        break;
-    }
-    case TG_UNARY_ERF:
-        d = tg_mul_scalar(tg_exp(tg_neg(tg_mul(v, v))), 1.12837916709551257390);
-        break;
-    case TG_UNARY_RECIPROCAL: d = tg_neg(tg_mul(v, v)); break;
-    case TG_UNARY_SQUARE: d = tg_mul_scalar(v, 2); break;
-    case TG_UNARY_SIN: d = tg_cos(v); break;
-    case TG_UNARY_COS: d = tg_neg(tg_sin(v)); break;
-    case TG_UNARY_EXPM1: d = tg_exp(v); break;
-    case TG_UNARY_LOG1P: grad_in[0] = tg_div(g, tg_add_scalar(v, 1)); return;
-    case TG_UNARY_LOGSIGMOID: d = tg_sigmoid(tg_neg(v)); break;
-    case TG_UNARY_ELU: { /* a b e^x at or below 0, b above (PyTorch's elu_backward) */
-        tg_tensor *above = tg_gt_mask(v, 0);
-        d = tg_add(tg_mul_scalar(above, b), tg_mul(tg_rsub_scalar(above, 1), tg_mul_scalar(tg_exp(v), a * b)));
-        break;
-    }
-    case TG_UNARY_MISH: { /* t + x sigmoid(x) (1 - t^2), t = tanh(log1p(e^x)) */
-        tg_tensor *t = tg_tanh(tg_log1p(tg_exp(v)));
-        d = tg_add(t, tg_mul(tg_mul(v, tg_sigmoid(v)), tg_rsub_scalar(tg_mul(t, t), 1)));
-        break;
-    }
-    case TG_UNARY_HARDSWISH: { /* 0 below -3, x/3 + 1/2 from -3 to below 3, 1 from 3 (PyTorch 1.13) */
-        tg_tensor *below = tg_gt_mask(tg_neg(v), 3), *above = tg_rsub_scalar(tg_gt_mask(tg_neg(v), -3), 1);
-        tg_tensor *inside = tg_mul(tg_rsub_scalar(above, 1), tg_add_scalar(tg_div_scalar(v, 3), 0.5));
-        d = tg_mul(tg_rsub_scalar(below, 1), tg_add(inside, above));
-        break;
-    }
-    case TG_UNARY_HARDSIGMOID: /* 1/6 strictly inside (-3, 3), as PyTorch's: 1/6 rounded to float32 */
-        d = tg_mul_scalar(tg_mul(tg_gt_mask(v, -3), tg_gt_mask(tg_neg(v), -3)), (double)(1.0f / 6.0f));
-        break;
-    default: d = tg_zeros_like(v); break; /* sign, floor, ceil, round, trunc */
-    }
-    grad_in[0] = tg_mul(g, d);
 }
 
-#define UNARY_OP_AUTOCAST(NAME, KIND, INTS, AUTOCAST)                                                      \
+/* Each row of ops/unary_formulas.h with an op (api PLAIN or OWN) gets its tg_function
+ * here, named by its name column, with its autocast column; a PLAIN row also gets its
+ * public function tg_<name>(x) below, an OWN row's (scalar parameters, checks) is
+ * written out. Integers: the kinds with a row in TG_UNARY_INT_FORMULAS. */
+#define UNARY_OP_STRUCT(NAME, KIND, AUTOCAST)                                                                 \
     static const unary_op NAME##_op = {                                                                      \
-        {#NAME, 1, unary_forward, unary_backward, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, KIND, INTS}
-#define UNARY_OP(NAME, KIND, INTS) UNARY_OP_AUTOCAST(NAME, KIND, INTS, TG_AUTOCAST_NONE)
-/* PyTorch's CUDA autocast float32 list: exp, log, pow, rsqrt, ... */
-#define UNARY_OP_F32_ON_CUDA(NAME, KIND, INTS) UNARY_OP_AUTOCAST(NAME, KIND, INTS, TG_AUTOCAST_FLOAT32_ON_CUDA)
-UNARY_OP(neg, TG_UNARY_NEG, true);
-UNARY_OP_F32_ON_CUDA(exp, TG_UNARY_EXP, false);
-UNARY_OP_F32_ON_CUDA(log, TG_UNARY_LOG, false);
-UNARY_OP(add_scalar, TG_UNARY_ADD_SCALAR, true);
-UNARY_OP(mul_scalar, TG_UNARY_MUL_SCALAR, true);
-UNARY_OP(rsub_scalar, TG_UNARY_RSUB_SCALAR, true);
-UNARY_OP(div_scalar, TG_UNARY_DIV_SCALAR, false);
-UNARY_OP_F32_ON_CUDA(pow_scalar, TG_UNARY_POW_SCALAR, true);
-UNARY_OP(sqrt, TG_UNARY_SQRT, false);
-UNARY_OP_F32_ON_CUDA(rsqrt, TG_UNARY_RSQRT, false);
-UNARY_OP(abs, TG_UNARY_ABS, true);
-UNARY_OP(sign, TG_UNARY_SIGN, true);
-UNARY_OP(relu, TG_UNARY_RELU, true);
-UNARY_OP(leaky_relu, TG_UNARY_LEAKY_RELU, false);
-UNARY_OP(sigmoid, TG_UNARY_SIGMOID, false);
-UNARY_OP(tanh, TG_UNARY_TANH, false);
-UNARY_OP(gelu, TG_UNARY_GELU, false);
-UNARY_OP(gelu_tanh, TG_UNARY_GELU_TANH, false);
-UNARY_OP(silu, TG_UNARY_SILU, false);
-UNARY_OP_F32_ON_CUDA(softplus, TG_UNARY_SOFTPLUS, false);
-UNARY_OP(clamp, TG_UNARY_CLAMP, true);
-UNARY_OP(erf, TG_UNARY_ERF, false);
-UNARY_OP_F32_ON_CUDA(reciprocal, TG_UNARY_RECIPROCAL, false);
-UNARY_OP(square, TG_UNARY_SQUARE, true);
-UNARY_OP(sin, TG_UNARY_SIN, false);
-UNARY_OP(cos, TG_UNARY_COS, false);
-UNARY_OP_F32_ON_CUDA(expm1, TG_UNARY_EXPM1, false);
-UNARY_OP_F32_ON_CUDA(log1p, TG_UNARY_LOG1P, false);
-UNARY_OP(floor, TG_UNARY_FLOOR, false);
-UNARY_OP(ceil, TG_UNARY_CEIL, false);
-UNARY_OP(round, TG_UNARY_ROUND, false);
-UNARY_OP(trunc, TG_UNARY_TRUNC, false);
-UNARY_OP(logsigmoid, TG_UNARY_LOGSIGMOID, false);
-UNARY_OP(elu, TG_UNARY_ELU, false);
-UNARY_OP(selu, TG_UNARY_ELU, false);
-UNARY_OP(mish, TG_UNARY_MISH, false);
-UNARY_OP(hardswish, TG_UNARY_HARDSWISH, false);
-UNARY_OP(hardsigmoid, TG_UNARY_HARDSIGMOID, false);
+        {#NAME, 1, unary_forward, unary_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_##AUTOCAST},      \
+        TG_UNARY_##KIND}
+#define UNARY_OP_PLAIN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
+#define UNARY_OP_OWN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
+#define UNARY_OP_NONE(KIND, name, autocast)
+#define UNARY_OP_ROW(KIND, name, api, saves, autocast, expr, grad) UNARY_OP_##api(KIND, name, autocast)
+TG_UNARY_FLOAT_FORMULAS(UNARY_OP_ROW)
+UNARY_OP_STRUCT(selu, ELU, NONE); /* elu with SELU's fixed alpha and scale */
 
 static tg_tensor *apply_unary(const unary_op *op, tg_tensor *x, double a, double b) {
     scalar_args args = {a, b};
     return tg_apply_args(&op->fn, &x, &args, sizeof args);
 }
 
-tg_tensor *tg_neg(tg_tensor *x) { return apply_unary(&neg_op, x, 0, 0); }
-tg_tensor *tg_exp(tg_tensor *x) { return apply_unary(&exp_op, x, 0, 0); }
-tg_tensor *tg_log(tg_tensor *x) { return apply_unary(&log_op, x, 0, 0); }
+#define UNARY_PUBLIC_PLAIN(name) \
+    tg_tensor *tg_##name(tg_tensor *x) { return apply_unary(&name##_op, x, 0, 0); }
+#define UNARY_PUBLIC_OWN(name)
+#define UNARY_PUBLIC_NONE(name)
+#define UNARY_PUBLIC_ROW(KIND, name, api, saves, autocast, expr, grad) UNARY_PUBLIC_##api(name)
+TG_UNARY_FLOAT_FORMULAS(UNARY_PUBLIC_ROW)
+
 /* The dtype of x OP s, as torch.result_type(x, s) with s a Python int when it is
  * integral and a Python float otherwise (C passes both as a double): floating tensors
  * keep their dtype; integer and bool tensors become float32 with a fractional (or
@@ -473,36 +424,11 @@ tg_tensor *tg_pow_scalar(tg_tensor *x, double e) {
                         tg_dtype_name(x->dtype), e), NULL;
     return apply_scalar(&pow_scalar_op, x, e, false);
 }
-tg_tensor *tg_sqrt(tg_tensor *x) { return apply_unary(&sqrt_op, x, 0, 0); }
-tg_tensor *tg_rsqrt(tg_tensor *x) { return apply_unary(&rsqrt_op, x, 0, 0); }
-tg_tensor *tg_abs(tg_tensor *x) { return apply_unary(&abs_op, x, 0, 0); }
-tg_tensor *tg_sign(tg_tensor *x) { return apply_unary(&sign_op, x, 0, 0); }
-tg_tensor *tg_relu(tg_tensor *x) { return apply_unary(&relu_op, x, 0, 0); }
 tg_tensor *tg_leaky_relu(tg_tensor *x, double slope) { return apply_unary(&leaky_relu_op, x, slope, 0); }
-tg_tensor *tg_sigmoid(tg_tensor *x) { return apply_unary(&sigmoid_op, x, 0, 0); }
-tg_tensor *tg_tanh(tg_tensor *x) { return apply_unary(&tanh_op, x, 0, 0); }
-tg_tensor *tg_gelu(tg_tensor *x) { return apply_unary(&gelu_op, x, 0, 0); }
-tg_tensor *tg_gelu_tanh(tg_tensor *x) { return apply_unary(&gelu_tanh_op, x, 0, 0); }
-tg_tensor *tg_silu(tg_tensor *x) { return apply_unary(&silu_op, x, 0, 0); }
-tg_tensor *tg_erf(tg_tensor *x) { return apply_unary(&erf_op, x, 0, 0); }
-tg_tensor *tg_reciprocal(tg_tensor *x) { return apply_unary(&reciprocal_op, x, 0, 0); }
-tg_tensor *tg_square(tg_tensor *x) { return apply_unary(&square_op, x, 0, 0); }
-tg_tensor *tg_sin(tg_tensor *x) { return apply_unary(&sin_op, x, 0, 0); }
-tg_tensor *tg_expm1(tg_tensor *x) { return apply_unary(&expm1_op, x, 0, 0); }
-tg_tensor *tg_log1p(tg_tensor *x) { return apply_unary(&log1p_op, x, 0, 0); }
-tg_tensor *tg_floor(tg_tensor *x) { return apply_unary(&floor_op, x, 0, 0); }
-tg_tensor *tg_ceil(tg_tensor *x) { return apply_unary(&ceil_op, x, 0, 0); }
-tg_tensor *tg_round(tg_tensor *x) { return apply_unary(&round_op, x, 0, 0); }
-tg_tensor *tg_trunc(tg_tensor *x) { return apply_unary(&trunc_op, x, 0, 0); }
-tg_tensor *tg_logsigmoid(tg_tensor *x) { return apply_unary(&logsigmoid_op, x, 0, 0); }
 tg_tensor *tg_elu(tg_tensor *x, double alpha) { return apply_unary(&elu_op, x, alpha, 1); }
 tg_tensor *tg_selu(tg_tensor *x) {
     return apply_unary(&selu_op, x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946);
 }
-tg_tensor *tg_mish(tg_tensor *x) { return apply_unary(&mish_op, x, 0, 0); }
-tg_tensor *tg_hardswish(tg_tensor *x) { return apply_unary(&hardswish_op, x, 0, 0); }
-tg_tensor *tg_hardsigmoid(tg_tensor *x) { return apply_unary(&hardsigmoid_op, x, 0, 0); }
-tg_tensor *tg_cos(tg_tensor *x) { return apply_unary(&cos_op, x, 0, 0); }
 
 tg_tensor *tg_softplus(tg_tensor *x, double beta, double threshold) {
     if (beta == 0) return tg_error("tg_softplus: beta must be non-zero"), NULL;

@@ -113,6 +113,8 @@ tg_tensor *tg_selu(tg_tensor *x);
 tg_tensor *tg_mish(tg_tensor *x);
 tg_tensor *tg_hardswish(tg_tensor *x);
 tg_tensor *tg_hardsigmoid(tg_tensor *x);
+/* torch.nn.functional.softsign: x / (1 + |x|). */
+tg_tensor *tg_softsign(tg_tensor *x);
 /* torch.clamp; pass NAN for a missing bound. */
 tg_tensor *tg_clamp(tg_tensor *x, double min, double max);
 

@@ -11,7 +11,7 @@
 
 /* out = f(x; a, b) with two scalar parameters: one kind per row of
  * ops/unary_formulas.h (TG_UNARY_NEG, TG_UNARY_EXP, ...), in the rows' order. */
-#define TG_UNARY_KIND_ENTRY(KIND, expr) TG_UNARY_##KIND,
+#define TG_UNARY_KIND_ENTRY(KIND, name, api, saves, autocast, expr, grad) TG_UNARY_##KIND,
 typedef enum { TG_UNARY_FLOAT_FORMULAS(TG_UNARY_KIND_ENTRY) TG_UNARY_COUNT } tg_unary_kind;
 #undef TG_UNARY_KIND_ENTRY
 

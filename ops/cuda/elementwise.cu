@@ -83,12 +83,14 @@ struct unary_params {
 #define TG_TRUNC dtrunc
 #define UNARY_DEVICE_CASE(KIND, expr) \
     case TG_UNARY_##KIND: return expr;
+// A float row's formula column (its other columns are the host's autograd).
+#define UNARY_DEVICE_FLOAT_CASE(KIND, name, api, saves, autocast, expr, grad) UNARY_DEVICE_CASE(KIND, expr)
 
 // y = f(x) for float32/float64: the rows of ops/unary_formulas.h, as on the CPU.
 template <typename scalar_t> __device__ __forceinline__ scalar_t unary_float(const unary_params &p, scalar_t x) {
     const scalar_t a = (scalar_t)p.a, b = (scalar_t)p.b;
     switch (p.kind) {
-        TG_UNARY_FLOAT_FORMULAS(UNARY_DEVICE_CASE)
+        TG_UNARY_FLOAT_FORMULAS(UNARY_DEVICE_FLOAT_CASE)
     default: return x;
     }
 }

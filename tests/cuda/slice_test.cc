@@ -150,7 +150,7 @@ TEST_F(TgTest, CudaMoreUnaryOpsMatchCpu) {
     tg_tensor *x = random_cpu(TG_SHAPE(1000), TG_FLOAT64, 12, -5, 5);
     using Fn = tg_tensor *(*)(tg_tensor *);
     for (Fn fn : {(Fn)tg_expm1, (Fn)tg_floor, (Fn)tg_round, (Fn)tg_logsigmoid, (Fn)tg_selu, (Fn)tg_mish,
-                  (Fn)tg_hardswish, (Fn)tg_hardsigmoid})
+                  (Fn)tg_hardswish, (Fn)tg_hardsigmoid, (Fn)tg_softsign})
         EXPECT_TRUE(compare_devices([fn](const std::vector<tg_tensor *> &in) { return fn(in[0]); }, {x},
                                     CompareOpts{1e-12, 1e-12, true}));
 }

@@ -1,5 +1,5 @@
 // expm1, log1p, floor, ceil, round, trunc, logsigmoid, elu, selu, mish, hardswish,
-// hardsigmoid (one row each in ops/unary_formulas.h) and softmin: PyTorch 1.13's
+// hardsigmoid, softsign (one row each in ops/unary_formulas.h) and softmin: PyTorch 1.13's
 // values and gradients (tests/fixtures/gen_unary_more.py), including the kinks at
 // -3, 0 and 3 and round's halves; gradcheck twice; errors.
 #include <string>
@@ -32,6 +32,7 @@ const std::vector<std::pair<std::string, UnaryFn>> &cases() {
         {"hardswish", tg_hardswish},
         {"hardsigmoid", tg_hardsigmoid},
         {"softmin", [](tg_tensor *x) { return tg_reshape(tg_softmin(tg_reshape(x, TG_SHAPE(4, 8)), 1), TG_SHAPE(32)); }},
+        {"softsign", tg_softsign}, /* added as docs/design.md shows: a row and a declaration */
     };
     return c;
 }
@@ -65,6 +66,7 @@ TEST_F(TgTest, MoreUnaryOpsAreDifferentiableTwice) {
         [](tg_tensor *const *in, void *) { return tg_hardswish(in[0]); },
         [](tg_tensor *const *in, void *) { return tg_mul(tg_hardsigmoid(in[0]), in[0]); },
         [](tg_tensor *const *in, void *) { return tg_softmin(in[0], 0); },
+        [](tg_tensor *const *in, void *) { return tg_softsign(in[0]); },
     };
     for (tg_gradcheck_fn fn : fns) {
         EXPECT_EQ(tg_gradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
