@@ -1,44 +1,67 @@
-/* The formula of every binary kind but pow: the one definition both devices compile.
- * ops/elementwise.c expands these rows into its CPU loops and
- * ops/cuda/elementwise.cu into its device switch (binary_arith / binary_compare),
- * as ops/unary_formulas.h does for the unary kinds. Each row is X(KIND, expression):
- * the kind's name after TG_BINARY_, and z in terms of x and y of type scalar_t. The
- * floating rows use TG_ATAN2 and TG_FMOD, which each backend defines for float and
- * double. pow keeps one spelling per backend (glibc's exact pow on the host, a
- * rounded one for integers on the device: ops/cuda/elementwise.cu's int_pow).
- * Adding a kind: a row in the right table, its enum entry in ops/elementwise_kinds.h
- * (before TG_BINARY_EQ unless it is a comparison), its gradient in binary_backward
- * (ops/elementwise.c) and its public function. */
+/* Every binary op but pow, one row each: the one definition both devices compile, as
+ * ops/unary_formulas.h is for the unary ops. The tables are by the dtypes they serve.
+ * An arithmetic row is X(KIND, name, formula, saves, grad_a, grad_b):
+ * - KIND: the kind's name after TG_BINARY_ (ops/elementwise_kinds.h generates the enum
+ *   from the tables, comparisons last);
+ * - name: the op's name, tg_<name>(a, b) its public function (generated);
+ * - formula: z in terms of x and y of type scalar_t (the floating rows use TG_ATAN2
+ *   and TG_FMOD, which each backend defines for float and double);
+ * - saves: AB when the gradients read the inputs, NONE when they do not;
+ * - grad_a, grad_b: the inputs' gradients as ops on g (the output's gradient) and the
+ *   saved a and b (the broadcast back to each input's shape is the engine's); each is
+ *   evaluated only when that input needs a gradient.
+ * A comparison row is X(KIND, name, formula): bool, no gradient. The integer table
+ * holds integer formulas of kinds that have a floating row. pow keeps one spelling per
+ * backend (glibc's exact pow on the host, a rounded one for integers on the device:
+ * ops/cuda/elementwise.cu's int_pow) and its op in ops/elementwise.c. */
 #ifndef TG_OPS_BINARY_FORMULAS_H
 #define TG_OPS_BINARY_FORMULAS_H
 
 /* Every dtype (bool follows C's arithmetic: true + true is true). */
-#define TG_BINARY_FORMULAS(X)                                                                  \
-    X(ADD, x + y)                                                                              \
-    X(SUB, x - y)                                                                              \
-    X(MUL, x * y)                                                                              \
-    X(DIV, x / y)                                                                              \
-    X(MAXIMUM, (x != x || x > y) ? x : y) /* NaN propagates */                                 \
-    X(MINIMUM, (x != x || x < y) ? x : y)
+#define TG_BINARY_FORMULAS(X)                                                                \
+    X(ADD, add, x + y, NONE,                                                                 \
+      g,                                                                                     \
+      g)                                                                                     \
+    X(SUB, sub, x - y, NONE,                                                                 \
+      g,                                                                                     \
+      tg_neg(g))                                                                             \
+    X(MUL, mul, x * y, AB,                                                                   \
+      tg_mul(g, b),                                                                          \
+      tg_mul(g, a))                                                                          \
+    X(DIV, div, x / y, AB,                                                                   \
+      tg_div(g, b),                                                                          \
+      tg_neg(tg_mul(tg_div(g, b), tg_div(a, b))))                                            \
+    X(MAXIMUM, maximum, (x != x || x > y) ? x : y, AB, /* NaN propagates */                  \
+      extremum_grad(g, a, b, true, 0),                                                       \
+      extremum_grad(g, a, b, true, 1))                                                       \
+    X(MINIMUM, minimum, (x != x || x < y) ? x : y, AB,                                       \
+      extremum_grad(g, a, b, false, 0),                                                      \
+      extremum_grad(g, a, b, false, 1))
 
 /* Comparisons: bool results for every dtype. */
-#define TG_BINARY_COMPARE_FORMULAS(X)                                                          \
-    X(EQ, x == y)                                                                              \
-    X(NE, x != y)                                                                              \
-    X(LT, x < y)                                                                               \
-    X(LE, x <= y)                                                                              \
-    X(GT, x > y)                                                                               \
-    X(GE, x >= y)
+#define TG_BINARY_COMPARE_FORMULAS(X)                                                        \
+    X(EQ, eq, x == y)                                                                        \
+    X(NE, ne, x != y)                                                                        \
+    X(LT, lt, x < y)                                                                         \
+    X(LE, le, x <= y)                                                                        \
+    X(GT, gt, x > y)                                                                         \
+    X(GE, ge, x >= y)
 
 /* PyTorch's remainder from the truncated one, m = fmod(x, y) or x % y: m + y when m is
  * non-zero and its sign differs from y's, so the result takes the divisor's sign. */
 #define TG_REMAINDER_OF(m, y) ((m) != 0 && (((m) < 0) != ((y) < 0)) ? (m) + (y) : (m))
 
 /* float32 and float64 only (integer inputs of atan2 are promoted to float32 first). */
-#define TG_BINARY_FLOAT_FORMULAS(X)                                                            \
-    X(ATAN2, TG_ATAN2(x, y))                                                                   \
-    X(FMOD, TG_FMOD(x, y))                                                                     \
-    X(REMAINDER, TG_REMAINDER_OF(TG_FMOD(x, y), y))
+#define TG_BINARY_FLOAT_FORMULAS(X)                                                          \
+    X(ATAN2, atan2, TG_ATAN2(x, y), AB, /* b / (a^2 + b^2), -a / (a^2 + b^2) */              \
+      tg_mul(g, tg_mul(b, tg_reciprocal(tg_add(tg_mul(a, a), tg_mul(b, b))))),               \
+      tg_mul(g, tg_mul(tg_neg(a), tg_reciprocal(tg_add(tg_mul(a, a), tg_mul(b, b))))))       \
+    X(FMOD, fmod, TG_FMOD(x, y), AB, /* a - trunc(a / b) b */                                \
+      g,                                                                                     \
+      tg_neg(tg_mul(g, tg_trunc(tg_div(a, b)))))                                             \
+    X(REMAINDER, remainder, TG_REMAINDER_OF(TG_FMOD(x, y), y), AB, /* a - floor(a / b) b */  \
+      g,                                                                                     \
+      tg_neg(tg_mul(g, tg_floor(tg_div(a, b)))))
 
 /* int64 and int32. A zero divisor is refused on the host (PyTorch's ZeroDivisionError);
  * the guard keeps a kernel that meets one anyway, or INT_MIN % -1, from trapping

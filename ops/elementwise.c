@@ -141,16 +141,17 @@ INT_UNARY_ROW(unary_row_i32, int32_t)
 /* The rows of ops/binary_formulas.h; pow per type; EXTRA: the float or int table. */
 #define BINARY_CPU_CASE(KIND, expr) \
     case TG_BINARY_##KIND: BINARY_LOOP(scalar_t, scalar_t, expr); break;
-#define COMPARE_CPU_CASE(KIND, expr) \
+#define BINARY_CPU_ARITH_CASE(KIND, name, expr, saves, grad_a, grad_b) BINARY_CPU_CASE(KIND, expr)
+#define COMPARE_CPU_CASE(KIND, name, expr) \
     case TG_BINARY_##KIND: BINARY_LOOP(scalar_t, bool, expr); break;
 #define NO_ROWS(X)
-#define BINARY_ROW(NAME, T, POW, EXTRA)                                   \
+#define BINARY_ROW(NAME, T, POW, EXTRA, EXTRA_CASE)                       \
     TG_VECTOR_CLONES static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) { \
         typedef T scalar_t;                                               \
         switch (*(const tg_binary_kind *)vctx) {                          \
-            TG_BINARY_FORMULAS(BINARY_CPU_CASE)                           \
+            TG_BINARY_FORMULAS(BINARY_CPU_ARITH_CASE)                     \
             TG_BINARY_COMPARE_FORMULAS(COMPARE_CPU_CASE)                  \
-            EXTRA(BINARY_CPU_CASE)                                        \
+            EXTRA(EXTRA_CASE)                                             \
         case TG_BINARY_POW: BINARY_LOOP(T, T, POW(x, y)); break;          \
         default: break;                                                   \
         }                                                                 \
@@ -158,15 +159,15 @@ INT_UNARY_ROW(unary_row_i32, int32_t)
 #define IPOW2(x, y) ((int64_t)pow((double)(x), (double)(y)))
 #define TG_ATAN2(x, y) _Generic((x), float: atan2f, default: atan2)(x, y)
 #define TG_FMOD(x, y) _Generic((x), float: fmodf, default: fmod)(x, y)
-BINARY_ROW(binary_row_f32, float, powf, TG_BINARY_FLOAT_FORMULAS)
-BINARY_ROW(binary_row_f64, double, pow, TG_BINARY_FLOAT_FORMULAS)
-BINARY_ROW(binary_row_i64, int64_t, IPOW2, TG_BINARY_INT_FORMULAS)
-BINARY_ROW(binary_row_i32, int32_t, IPOW2, TG_BINARY_INT_FORMULAS)
-BINARY_ROW(binary_row_u8, uint8_t, IPOW2, NO_ROWS)
+BINARY_ROW(binary_row_f32, float, powf, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
+BINARY_ROW(binary_row_f64, double, pow, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
+BINARY_ROW(binary_row_i64, int64_t, IPOW2, TG_BINARY_INT_FORMULAS, BINARY_CPU_CASE)
+BINARY_ROW(binary_row_i32, int32_t, IPOW2, TG_BINARY_INT_FORMULAS, BINARY_CPU_CASE)
+BINARY_ROW(binary_row_u8, uint8_t, IPOW2, NO_ROWS, BINARY_CPU_CASE)
 /* bool arithmetic follows C's (true * true == true); only comparisons matter in practice. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wint-in-bool-context"
-BINARY_ROW(binary_row_bool, bool, IPOW2, NO_ROWS)
+BINARY_ROW(binary_row_bool, bool, IPOW2, NO_ROWS, BINARY_CPU_CASE)
 #pragma GCC diagnostic pop
 
 static tg_iter_row_fn binary_row_for(tg_dtype d) {
@@ -521,6 +522,21 @@ static tg_status integer_zero_divisor(const char *op, tg_tensor *b) {
     return status;
 }
 
+/* A row's saves column (pow saves too; comparisons have no gradient). */
+static bool binary_saves_inputs(tg_binary_kind kind) {
+    switch (kind) {
+#define BINARY_SAVES_CASE(KIND, name, expr, saves, grad_a, grad_b) \
+    case TG_BINARY_##KIND: return BINARY_SAVES_##saves;
+#define BINARY_SAVES_AB true
+#define BINARY_SAVES_NONE false
+        TG_BINARY_FORMULAS(BINARY_SAVES_CASE)
+        TG_BINARY_FLOAT_FORMULAS(BINARY_SAVES_CASE)
+#undef BINARY_SAVES_CASE
+    case TG_BINARY_POW: return true;
+    default: return false;
+    }
+}
+
 static tg_tensor *binary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const binary_op *op = (const binary_op *)tg_ctx_function(ctx);
     tg_tensor *a = in[0], *b = in[1];
@@ -540,120 +556,69 @@ static tg_tensor *binary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_dtype out_dtype = TG_BINARY_IS_COMPARISON(op->kind) ? TG_BOOL : dtype;
     tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = out_dtype, .device = a->storage->device});
     if (!out || tg_binary_into(op->fn.name, op->kind, out, a, b)) return NULL;
-    if (op->kind != TG_BINARY_ADD && op->kind != TG_BINARY_SUB && !TG_BINARY_IS_COMPARISON(op->kind)) {
+    if (binary_saves_inputs(op->kind)) {
         tg_ctx_save(ctx, in[0]);
         tg_ctx_save(ctx, in[1]);
     }
     return out;
 }
 
+/* maximum / minimum: PyTorch's where(a == b, g / 2, g).masked_fill_(a loses, 0): the
+ * winner takes the gradient, ties split it, a NaN passes it to both. which: 0 for a, 1 for b. */
+static tg_tensor *extremum_grad(tg_tensor *g, tg_tensor *a, tg_tensor *b, bool max, int which) {
+    tg_tensor *diff = max ? tg_sub(a, b) : tg_sub(b, a);
+    tg_tensor *loses = which == 0 ? tg_gt_mask(tg_neg(diff), 0) : tg_gt_mask(diff, 0);
+    tg_tensor *half_tie = tg_mul_scalar(tg_cast(tg_eq(a, b), tg_dtype_of(diff)), 0.5);
+    return tg_mul(g, tg_rsub_scalar(tg_add(loses, half_tie), 1));
+}
+
+/* a^b: b a^(b-1), 0 where b == 0; a^b log(a), 0 where a == 0 and b >= 0 (PyTorch). */
+static tg_tensor *pow_grad(tg_tensor *g, tg_tensor *a, tg_tensor *b, int which) {
+    tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = tg_dtype_of(g), .device = tg_device_of(g)});
+    if (which == 0) return tg_mul(g, tg_where(tg_eq(b, zero), zero, tg_mul(b, tg_pow(a, tg_sub_scalar(b, 1)))));
+    tg_tensor *d = tg_mul(tg_pow(a, b), tg_log(a));
+    return tg_mul(g, tg_where(tg_eq(a, zero), tg_where(tg_ge(b, zero), zero, d), d));
+}
+
+/* A row's grad_a and grad_b columns, each only for an input that needs it. */
 static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const binary_op *op = (const binary_op *)tg_ctx_function(ctx);
     tg_tensor *a = NULL, *b = NULL;
-    if (op->kind != TG_BINARY_ADD && op->kind != TG_BINARY_SUB) {
+    if (binary_saves_inputs(op->kind)) {
         a = tg_ctx_saved(ctx, 0);
         b = tg_ctx_saved(ctx, 1);
         if (!a || !b) return;
     }
     bool need_a = tg_ctx_needs_input_grad(ctx, 0), need_b = tg_ctx_needs_input_grad(ctx, 1);
     switch (op->kind) {
-    case TG_BINARY_ADD:
-        grad_in[0] = g;
-        grad_in[1] = g;
-        break;
-    case TG_BINARY_SUB:
-        grad_in[0] = g;
-        if (need_b) grad_in[1] = tg_neg(g);
-        break;
-    case TG_BINARY_MUL:
-        if (need_a) grad_in[0] = tg_mul(g, b);
-        if (need_b) grad_in[1] = tg_mul(g, a);
-        break;
-    case TG_BINARY_DIV: {
-        tg_tensor *ga = tg_div(g, b);
-        if (need_a) grad_in[0] = ga;
-        if (need_b) grad_in[1] = tg_neg(tg_mul(ga, tg_div(a, b)));
-        break;
-    }
-    case TG_BINARY_MAXIMUM:
-    case TG_BINARY_MINIMUM: { /* PyTorch's where(a == b, g / 2, g).masked_fill_(a loses, 0): the
-                                * winner takes the gradient, ties split it, a NaN passes it to both */
-        tg_tensor *diff = op->kind == TG_BINARY_MAXIMUM ? tg_sub(a, b) : tg_sub(b, a);
-        tg_tensor *loses_a = tg_gt_mask(tg_neg(diff), 0), *loses_b = tg_gt_mask(diff, 0);
-        tg_tensor *half_tie = tg_mul_scalar(tg_cast(tg_eq(a, b), tg_dtype_of(diff)), 0.5);
-        if (need_a) grad_in[0] = tg_mul(g, tg_rsub_scalar(tg_add(loses_a, half_tie), 1));
-        if (need_b) grad_in[1] = tg_mul(g, tg_rsub_scalar(tg_add(loses_b, half_tie), 1));
-        break;
-    }
-    case TG_BINARY_POW: { /* a^b: b a^(b-1), 0 where b == 0; a^b log(a), 0 where a == 0 and b >= 0 (PyTorch) */
-        tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = tg_dtype_of(g), .device = tg_device_of(g)});
-        if (need_a) {
-            tg_tensor *d = tg_mul(b, tg_pow(a, tg_sub_scalar(b, 1)));
-            grad_in[0] = tg_mul(g, tg_where(tg_eq(b, zero), zero, d));
-        }
-        if (need_b) {
-            tg_tensor *d = tg_mul(tg_pow(a, b), tg_log(a));
-            grad_in[1] = tg_mul(g, tg_where(tg_eq(a, zero), tg_where(tg_ge(b, zero), zero, d), d));
-        }
-        break;
-    }
-    case TG_BINARY_ATAN2: { /* d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
-        tg_tensor *recip = tg_reciprocal(tg_add(tg_mul(a, a), tg_mul(b, b)));
-        if (need_a) grad_in[0] = tg_mul(g, tg_mul(b, recip));
-        if (need_b) grad_in[1] = tg_mul(g, tg_mul(tg_neg(a), recip));
-        break;
-    }
-    case TG_BINARY_FMOD:      /* a - trunc(a / b) b: d/db = -trunc(a / b) */
-    case TG_BINARY_REMAINDER: /* a - floor(a / b) b: d/db = -floor(a / b) (PyTorch's formulas) */
-        if (need_a) grad_in[0] = g;
-        if (need_b) {
-            tg_tensor *q = tg_div(a, b);
-            q = op->kind == TG_BINARY_FMOD ? tg_trunc(q) : tg_floor(q);
-            grad_in[1] = tg_neg(tg_mul(g, q));
-        }
-        break;
-    default: break;
+#define BINARY_GRAD_CASE(KIND, name, expr, saves, grad_a, grad_b) \
+    case TG_BINARY_##KIND:                                         \
+        if (need_a) grad_in[0] = (grad_a);                         \
+        if (need_b) grad_in[1] = (grad_b);                         \
+        return;
+        TG_BINARY_FORMULAS(BINARY_GRAD_CASE)
+        TG_BINARY_FLOAT_FORMULAS(BINARY_GRAD_CASE)
+#undef BINARY_GRAD_CASE
+    case TG_BINARY_POW:
+        if (need_a) grad_in[0] = pow_grad(g, a, b, 0);
+        if (need_b) grad_in[1] = pow_grad(g, a, b, 1);
+        return;
+    default: return; /* comparisons have none */
     }
 }
 
-#define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST) \
-    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, KIND}
-#define BINARY_OP(NAME, KIND, BACKWARD) BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, TG_AUTOCAST_NONE)
-BINARY_OP(add, TG_BINARY_ADD, binary_backward);
-BINARY_OP(sub, TG_BINARY_SUB, binary_backward);
-BINARY_OP(mul, TG_BINARY_MUL, binary_backward);
-BINARY_OP(div, TG_BINARY_DIV, binary_backward);
-BINARY_OP(maximum, TG_BINARY_MAXIMUM, binary_backward);
-BINARY_OP(minimum, TG_BINARY_MINIMUM, binary_backward);
-BINARY_OP_AUTOCAST(pow, TG_BINARY_POW, binary_backward, TG_AUTOCAST_FLOAT32_ON_CUDA);
-BINARY_OP(atan2, TG_BINARY_ATAN2, binary_backward);
-BINARY_OP(fmod, TG_BINARY_FMOD, binary_backward);
-BINARY_OP(remainder, TG_BINARY_REMAINDER, binary_backward);
-BINARY_OP(eq, TG_BINARY_EQ, NULL);
-BINARY_OP(ne, TG_BINARY_NE, NULL);
-BINARY_OP(lt, TG_BINARY_LT, NULL);
-BINARY_OP(le, TG_BINARY_LE, NULL);
-BINARY_OP(gt, TG_BINARY_GT, NULL);
-BINARY_OP(ge, TG_BINARY_GE, NULL);
-
-#define BINARY_API(NAME) \
+/* Each row's tg_function and public function tg_<name>(a, b); pow's by hand. */
+#define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST)                                                   \
+    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, \
+                                        KIND};                                                              \
     tg_tensor *tg_##NAME(tg_tensor *a, tg_tensor *b) { return tg_apply(&NAME##_op.fn, (tg_tensor *[]){a, b}); }
-BINARY_API(add)
-BINARY_API(sub)
-BINARY_API(mul)
-BINARY_API(div)
-BINARY_API(maximum)
-BINARY_API(minimum)
-BINARY_API(pow)
-BINARY_API(atan2)
-BINARY_API(fmod)
-BINARY_API(remainder)
-BINARY_API(eq)
-BINARY_API(ne)
-BINARY_API(lt)
-BINARY_API(le)
-BINARY_API(gt)
-BINARY_API(ge)
+#define BINARY_OP_ROW(KIND, name, expr, saves, grad_a, grad_b) \
+    BINARY_OP_AUTOCAST(name, TG_BINARY_##KIND, binary_backward, TG_AUTOCAST_NONE)
+#define COMPARE_OP_ROW(KIND, name, expr) BINARY_OP_AUTOCAST(name, TG_BINARY_##KIND, NULL, TG_AUTOCAST_NONE)
+TG_BINARY_FORMULAS(BINARY_OP_ROW)
+TG_BINARY_FLOAT_FORMULAS(BINARY_OP_ROW)
+TG_BINARY_COMPARE_FORMULAS(COMPARE_OP_ROW)
+BINARY_OP_AUTOCAST(pow, TG_BINARY_POW, binary_backward, TG_AUTOCAST_FLOAT32_ON_CUDA)
 
 /* ======================= where ======================= */
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "core/host_device.h"
+#include "ops/binary_formulas.h"
 #include "ops/unary_formulas.h"
 
 /* out = f(x; a, b) with two scalar parameters: one kind per row of
@@ -28,26 +29,17 @@ TG_HD_INLINE bool tg_unary_int_kind_ok(tg_unary_kind kind) {
 }
 #undef TG_UNARY_INT_KIND_CASE
 
-/* out = f(a, b), broadcast. Comparisons give bool. Formulas: ops/binary_formulas.h. */
+/* out = f(a, b), broadcast: one kind per row of ops/binary_formulas.h, pow, and the
+ * comparisons last (they give bool: TG_BINARY_IS_COMPARISON). */
+#define TG_BINARY_KIND_ENTRY(KIND, name, expr, saves, grad_a, grad_b) TG_BINARY_##KIND,
+#define TG_BINARY_COMPARE_KIND_ENTRY(KIND, name, expr) TG_BINARY_##KIND,
 typedef enum {
-    TG_BINARY_ADD,
-    TG_BINARY_SUB,
-    TG_BINARY_MUL,
-    TG_BINARY_DIV,
-    TG_BINARY_MAXIMUM,
-    TG_BINARY_MINIMUM,
-    TG_BINARY_POW,
-    TG_BINARY_ATAN2,     /* floating only */
-    TG_BINARY_FMOD,      /* C's fmod / %: the dividend's sign */
-    TG_BINARY_REMAINDER, /* Python's %: the divisor's sign */
-    TG_BINARY_EQ,        /* comparisons from here on (TG_BINARY_IS_COMPARISON) */
-    TG_BINARY_NE,
-    TG_BINARY_LT,
-    TG_BINARY_LE,
-    TG_BINARY_GT,
-    TG_BINARY_GE,
-    TG_BINARY_COUNT
+    TG_BINARY_FORMULAS(TG_BINARY_KIND_ENTRY) TG_BINARY_POW,
+    TG_BINARY_FLOAT_FORMULAS(TG_BINARY_KIND_ENTRY)
+    TG_BINARY_COMPARE_FORMULAS(TG_BINARY_COMPARE_KIND_ENTRY) TG_BINARY_COUNT
 } tg_binary_kind;
+#undef TG_BINARY_KIND_ENTRY
+#undef TG_BINARY_COMPARE_KIND_ENTRY
 
 #define TG_BINARY_IS_COMPARISON(k) ((k) >= TG_BINARY_EQ)
 

@@ -129,6 +129,9 @@ __device__ __forceinline__ double dfmod(double x, double y) { return fmod(x, y);
 #define TG_FMOD dfmod
 #define BINARY_DEVICE_CASE(KIND, expr) \
     case TG_BINARY_##KIND: return expr;
+// The formula column of the arithmetic and comparison rows (the rest is the host's autograd).
+#define BINARY_DEVICE_ARITH_CASE(KIND, name, expr, saves, grad_a, grad_b) BINARY_DEVICE_CASE(KIND, expr)
+#define BINARY_DEVICE_COMPARE_CASE(KIND, name, expr) BINARY_DEVICE_CASE(KIND, expr)
 
 // z = f(x, y): the rows of ops/binary_formulas.h, as on the CPU; arithmetic kinds give
 // T, comparisons bool. The floating and integer tables only where the CPU has them
@@ -136,7 +139,7 @@ __device__ __forceinline__ double dfmod(double x, double y) { return fmod(x, y);
 template <typename T> __device__ __forceinline__ T binary_arith(tg_binary_kind kind, T x, T y) {
     typedef T scalar_t;
     switch (kind) {
-        TG_BINARY_FORMULAS(BINARY_DEVICE_CASE)
+        TG_BINARY_FORMULAS(BINARY_DEVICE_ARITH_CASE)
     case TG_BINARY_POW:
         if constexpr (std::is_floating_point<T>::value)
             return dpow(x, y);
@@ -146,7 +149,7 @@ template <typename T> __device__ __forceinline__ T binary_arith(tg_binary_kind k
     }
     if constexpr (std::is_floating_point<T>::value) {
         switch (kind) {
-            TG_BINARY_FLOAT_FORMULAS(BINARY_DEVICE_CASE)
+            TG_BINARY_FLOAT_FORMULAS(BINARY_DEVICE_ARITH_CASE)
         default: break;
         }
     } else if constexpr (std::is_same<T, int64_t>::value || std::is_same<T, int32_t>::value) {
@@ -160,7 +163,7 @@ template <typename T> __device__ __forceinline__ T binary_arith(tg_binary_kind k
 
 template <typename T> __device__ __forceinline__ bool binary_compare(tg_binary_kind kind, T x, T y) {
     switch (kind) {
-        TG_BINARY_COMPARE_FORMULAS(BINARY_DEVICE_CASE)
+        TG_BINARY_COMPARE_FORMULAS(BINARY_DEVICE_COMPARE_CASE)
     default: return false;
     }
 }
