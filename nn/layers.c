@@ -461,6 +461,39 @@ tg_module *tg_nn_flatten(int start_dim, int end_dim) {
     return m;
 }
 
+/* ---- Sequential and ModuleList: children named by their index ---- */
+
+static tg_status append_indexed(tg_module *container, tg_module *m) {
+    char name[24];
+    snprintf(name, sizeof name, "%d", tg_module_num_children(container));
+    return tg_register_module(container, name, m);
+}
+
+/* Takes modules[0 .. count): on any failure all of them are freed. */
+static tg_module *indexed_container(const char *op, const tg_module_type *type, int count, tg_module *const *modules) {
+    bool ok = count >= 0 && (count == 0 || modules);
+    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
+    if (!ok) {
+        int missing = -1;
+        for (int i = 0; modules && i < count; i++) {
+            if (!modules[i] && missing < 0) missing = i;
+            tg_module_free(modules[i]);
+        }
+        if (!tg_has_error() || missing < 0)
+            tg_error("%s: module %d of %d is NULL (did its constructor fail?)", op, missing, count);
+        return NULL;
+    }
+    tg_module *container = tg_module_new(type, 0);
+    tg_status status = TG_OK;
+    for (int i = 0; i < count; i++) {
+        if (status == TG_OK)
+            status = append_indexed(container, modules[i]);
+        else
+            tg_module_free(modules[i]);
+    }
+    return nn_finish(container, status);
+}
+
 /* ---- Sequential ---- */
 
 static tg_tensor *sequential_forward(tg_module *self, tg_tensor *x) {
@@ -477,33 +510,11 @@ tg_status tg_nn_sequential_append(tg_module *sequential, tg_module *m) {
         tg_module_free(m);
         return tg_error("tg_nn_sequential_append: the first argument is not a Sequential");
     }
-    char name[24];
-    snprintf(name, sizeof name, "%d", tg_module_num_children(sequential));
-    return tg_register_module(sequential, name, m);
+    return append_indexed(sequential, m);
 }
 
 tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
-    bool ok = count >= 0 && (count == 0 || modules);
-    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
-    if (!ok) {
-        int missing = -1;
-        for (int i = 0; modules && i < count; i++) {
-            if (!modules[i] && missing < 0) missing = i;
-            tg_module_free(modules[i]);
-        }
-        if (!tg_has_error() || missing < 0)
-            tg_error("tg_nn_sequential: module %d of %d is NULL (did its constructor fail?)", missing, count);
-        return NULL;
-    }
-    tg_module *seq = tg_module_new(&sequential_type, 0);
-    tg_status status = TG_OK;
-    for (int i = 0; i < count; i++) {
-        if (status == TG_OK)
-            status = tg_nn_sequential_append(seq, modules[i]);
-        else
-            tg_module_free(modules[i]);
-    }
-    return nn_finish(seq, status);
+    return indexed_container("tg_nn_sequential", &sequential_type, count, modules);
 }
 
 /* ---- ModuleList ---- */
@@ -527,9 +538,7 @@ tg_status tg_nn_module_list_append(tg_module *list, tg_module *m) {
         tg_module_free(m);
         return TG_ERROR;
     }
-    char name[24];
-    snprintf(name, sizeof name, "%d", tg_module_num_children(list));
-    return tg_register_module(list, name, m);
+    return append_indexed(list, m);
 }
 
 tg_module *tg_nn_module_list_get(tg_module *list, int i) {
@@ -547,25 +556,5 @@ int tg_nn_module_list_len(tg_module *list) {
 }
 
 tg_module *tg_nn_module_list(int count, tg_module *const *modules) {
-    bool ok = count >= 0 && (count == 0 || modules);
-    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
-    if (!ok) {
-        int missing = -1;
-        for (int i = 0; modules && i < count; i++) {
-            if (!modules[i] && missing < 0) missing = i;
-            tg_module_free(modules[i]);
-        }
-        if (!tg_has_error() || missing < 0)
-            tg_error("tg_nn_module_list: module %d of %d is NULL (did its constructor fail?)", missing, count);
-        return NULL;
-    }
-    tg_module *list = tg_module_new(&module_list_type, 0);
-    tg_status status = TG_OK;
-    for (int i = 0; i < count; i++) {
-        if (status == TG_OK)
-            status = tg_nn_module_list_append(list, modules[i]);
-        else
-            tg_module_free(modules[i]);
-    }
-    return nn_finish(list, status);
+    return indexed_container("tg_nn_module_list", &module_list_type, count, modules);
 }
