@@ -13,6 +13,7 @@
 #include "ops/inplace.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "ops/norm_running.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -191,12 +192,9 @@ static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
     double factor = s->momentum;
     tg_tensor *running_mean = tg_module_buffer(self, "running_mean");
     tg_tensor *running_var = tg_module_buffer(self, "running_var");
-    if (training && s->track) {
-        tg_tensor *tracked = tg_module_buffer(self, "num_batches_tracked");
-        tg_tensor *one = tg_full(TG_SCALAR_SHAPE, 1, (tg_opts){.dtype = TG_INT64, .device = tg_device_of(tracked)});
-        if (!one || tg_add_(tracked, one)) return NULL;
-        if (s->cumulative) factor = 1.0 / tg_item(tracked);
-    }
+    if (training && s->track &&
+        tg_norm_count_batch(tg_module_buffer(self, "num_batches_tracked"), s->cumulative, s->momentum, &factor))
+        return NULL;
     bool use_batch_stats = training || !s->track;
     return tg_batch_norm(x, running_mean, running_var, tg_module_param(self, "weight"), tg_module_param(self, "bias"),
                          use_batch_stats, factor, s->eps);
