@@ -13,6 +13,7 @@
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/norm.h"
+#include "ops/norm_running.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -77,12 +78,9 @@ static tg_tensor *sync_bn_forward(tg_module *self, tg_tensor *x) {
     tg_tensor *running_var = tg_module_buffer(self, "running_var");
     bool training = tg_is_training(self);
     double factor = s->momentum;
-    if (training && s->track) {
-        tg_tensor *tracked = tg_module_buffer(self, "num_batches_tracked");
-        tg_tensor *one = tg_full(TG_SCALAR_SHAPE, 1, (tg_opts){.dtype = TG_INT64, .device = tg_device_of(tracked)});
-        if (!one || tg_add_(tracked, one)) return NULL;
-        if (s->cumulative) factor = 1.0 / tg_item(tracked);
-    }
+    if (training && s->track &&
+        tg_norm_count_batch(tg_module_buffer(self, "num_batches_tracked"), s->cumulative, s->momentum, &factor))
+        return NULL;
     if (!training && s->track)
         return tg_batch_norm(x, running_mean, running_var, weight, bias, false, factor, s->eps);
 
@@ -104,14 +102,8 @@ static tg_tensor *sync_bn_forward(tg_module *self, tg_tensor *x) {
     }
     tg_tensor *mean = tg_div_scalar(tg_narrow(global, 0, 0, c), n);
     tg_tensor *var = tg_sub(tg_div_scalar(tg_narrow(global, 0, c, c), n), tg_mul(mean, mean));
-    if (training && s->track) {
-        TG_NO_GRAD {
-            tg_tensor *new_mean = tg_add(tg_mul_scalar(running_mean, 1 - factor), tg_mul_scalar(mean, factor));
-            tg_tensor *unbiased = tg_mul_scalar(var, n / (n - 1));
-            tg_tensor *new_var = tg_add(tg_mul_scalar(running_var, 1 - factor), tg_mul_scalar(unbiased, factor));
-            if (tg_copy_(running_mean, new_mean) || tg_copy_(running_var, new_var)) return NULL;
-        }
-    }
+    if (training && s->track && tg_norm_update_running(running_mean, running_var, mean, var, n / (n - 1), factor))
+        return NULL;
     tg_tensor *y = tg_mul(tg_sub(x, per_channel(mean, x)), per_channel(tg_rsqrt(tg_add_scalar(var, s->eps)), x));
     if (weight) y = tg_add(tg_mul(y, per_channel(weight, x)), per_channel(bias, x));
     return y;

@@ -13,6 +13,7 @@
 #include "ops/inplace.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "ops/norm_running.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -207,12 +208,9 @@ static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
     double factor = s->momentum;
     tg_tensor *running_mean = tg_module_buffer(self, "running_mean");
     tg_tensor *running_var = tg_module_buffer(self, "running_var");
-    if (training && s->track) {
-        tg_tensor *tracked = tg_module_buffer(self, "num_batches_tracked");
-        tg_tensor *one = tg_full(TG_SCALAR_SHAPE, 1, (tg_opts){.dtype = TG_INT64, .device = tg_device_of(tracked)});
-        if (!one || tg_add_(tracked, one)) return NULL;
-        if (s->cumulative) factor = 1.0 / tg_item(tracked);
-    }
+    if (training && s->track &&
+        tg_norm_count_batch(tg_module_buffer(self, "num_batches_tracked"), s->cumulative, s->momentum, &factor))
+        return NULL;
     bool use_batch_stats = training || !s->track;
     return tg_batch_norm(x, running_mean, running_var, tg_module_param(self, "weight"), tg_module_param(self, "bias"),
                          use_batch_stats, factor, s->eps);
@@ -477,6 +475,39 @@ tg_module *tg_nn_flatten(int start_dim, int end_dim) {
     return m;
 }
 
+/* ---- Sequential and ModuleList: children named by their index ---- */
+
+static tg_status append_indexed(tg_module *container, tg_module *m) {
+    char name[24];
+    snprintf(name, sizeof name, "%d", tg_module_num_children(container));
+    return tg_register_module(container, name, m);
+}
+
+/* Takes modules[0 .. count): on any failure all of them are freed. */
+static tg_module *indexed_container(const char *op, const tg_module_type *type, int count, tg_module *const *modules) {
+    bool ok = count >= 0 && (count == 0 || modules);
+    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
+    if (!ok) {
+        int missing = -1;
+        for (int i = 0; modules && i < count; i++) {
+            if (!modules[i] && missing < 0) missing = i;
+            tg_module_free(modules[i]);
+        }
+        if (!tg_has_error() || missing < 0)
+            tg_error("%s: module %d of %d is NULL (did its constructor fail?)", op, missing, count);
+        return NULL;
+    }
+    tg_module *container = tg_module_new(type, 0);
+    tg_status status = TG_OK;
+    for (int i = 0; i < count; i++) {
+        if (status == TG_OK)
+            status = append_indexed(container, modules[i]);
+        else
+            tg_module_free(modules[i]);
+    }
+    return nn_finish(container, status);
+}
+
 /* ---- Sequential ---- */
 
 static tg_tensor *sequential_forward(tg_module *self, tg_tensor *x) {
@@ -493,33 +524,11 @@ tg_status tg_nn_sequential_append(tg_module *sequential, tg_module *m) {
         tg_module_free(m);
         return tg_error("tg_nn_sequential_append: the first argument is not a Sequential");
     }
-    char name[24];
-    snprintf(name, sizeof name, "%d", tg_module_num_children(sequential));
-    return tg_register_module(sequential, name, m);
+    return append_indexed(sequential, m);
 }
 
 tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
-    bool ok = count >= 0 && (count == 0 || modules);
-    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
-    if (!ok) {
-        int missing = -1;
-        for (int i = 0; modules && i < count; i++) {
-            if (!modules[i] && missing < 0) missing = i;
-            tg_module_free(modules[i]);
-        }
-        if (!tg_has_error() || missing < 0)
-            tg_error("tg_nn_sequential: module %d of %d is NULL (did its constructor fail?)", missing, count);
-        return NULL;
-    }
-    tg_module *seq = tg_module_new(&sequential_type, 0);
-    tg_status status = TG_OK;
-    for (int i = 0; i < count; i++) {
-        if (status == TG_OK)
-            status = tg_nn_sequential_append(seq, modules[i]);
-        else
-            tg_module_free(modules[i]);
-    }
-    return nn_finish(seq, status);
+    return indexed_container("tg_nn_sequential", &sequential_type, count, modules);
 }
 
 /* ---- ModuleList ---- */
@@ -543,9 +552,7 @@ tg_status tg_nn_module_list_append(tg_module *list, tg_module *m) {
         tg_module_free(m);
         return TG_ERROR;
     }
-    char name[24];
-    snprintf(name, sizeof name, "%d", tg_module_num_children(list));
-    return tg_register_module(list, name, m);
+    return append_indexed(list, m);
 }
 
 tg_module *tg_nn_module_list_get(tg_module *list, int i) {
@@ -563,25 +570,5 @@ int tg_nn_module_list_len(tg_module *list) {
 }
 
 tg_module *tg_nn_module_list(int count, tg_module *const *modules) {
-    bool ok = count >= 0 && (count == 0 || modules);
-    for (int i = 0; ok && i < count; i++) ok = modules[i] != NULL;
-    if (!ok) {
-        int missing = -1;
-        for (int i = 0; modules && i < count; i++) {
-            if (!modules[i] && missing < 0) missing = i;
-            tg_module_free(modules[i]);
-        }
-        if (!tg_has_error() || missing < 0)
-            tg_error("tg_nn_module_list: module %d of %d is NULL (did its constructor fail?)", missing, count);
-        return NULL;
-    }
-    tg_module *list = tg_module_new(&module_list_type, 0);
-    tg_status status = TG_OK;
-    for (int i = 0; i < count; i++) {
-        if (status == TG_OK)
-            status = tg_nn_module_list_append(list, modules[i]);
-        else
-            tg_module_free(modules[i]);
-    }
-    return nn_finish(list, status);
+    return indexed_container("tg_nn_module_list", &module_list_type, count, modules);
 }

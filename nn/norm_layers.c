@@ -12,6 +12,7 @@
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/norm.h"
+#include "ops/norm_running.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -89,26 +90,17 @@ static void instance_norm_repr(tg_module *self, char *buf, size_t size) {
              s->eps, s->momentum, s->affine ? "True" : "False", s->track ? "True" : "False");
 }
 
-/* running = (1 - momentum) * running + momentum * mean over n of each plane's statistic:
- * what F.instance_norm's batch_norm over [1, N*C, H, W] with repeated buffers, averaged back, gives. */
+/* The running update with the mean over n of each plane's statistic (the variance
+ * unbiased per plane): what F.instance_norm's batch_norm over [1, N*C, H, W] with
+ * repeated buffers, averaged back, gives. */
 static tg_status update_running_stats(instance_norm_state *s, tg_tensor *x, tg_tensor *running_mean,
                                       tg_tensor *running_var) {
-    tg_status status = TG_ERROR;
-    TG_NO_GRAD {
-        int hw[2] = {2, 3};
-        tg_tensor *xd = tg_detach(x);
-        tg_tensor *mean = tg_mean_dim(tg_mean_dims(xd, hw, 2, false), 0, false);
-        tg_tensor *var = tg_mean_dim(tg_var(xd, hw, 2, true, false), 0, false);
-        if (mean && var) {
-            tg_tensor *new_mean = tg_add(tg_mul_scalar(running_mean, 1 - s->momentum),
-                                         tg_mul_scalar(tg_cast(mean, tg_dtype_of(running_mean)), s->momentum));
-            tg_tensor *new_var = tg_add(tg_mul_scalar(running_var, 1 - s->momentum),
-                                        tg_mul_scalar(tg_cast(var, tg_dtype_of(running_var)), s->momentum));
-            if (new_mean && new_var && !tg_copy_(running_mean, new_mean) && !tg_copy_(running_var, new_var))
-                status = TG_OK;
-        }
-    }
-    return status;
+    int hw[2] = {2, 3};
+    tg_tensor *xd = tg_detach(x);
+    tg_tensor *mean = tg_mean_dim(tg_mean_dims(xd, hw, 2, false), 0, false);
+    tg_tensor *var = tg_mean_dim(tg_var(xd, hw, 2, true, false), 0, false);
+    if (!mean || !var) return TG_ERROR;
+    return tg_norm_update_running(running_mean, running_var, mean, var, 1.0, s->momentum);
 }
 
 static tg_tensor *instance_norm_forward(tg_module *self, tg_tensor *x) {

@@ -549,33 +549,62 @@ static tg_tensor *weight_grad_apply(tg_tensor *x, tg_tensor *g, const conv_param
 
 /* ======================= public entry ======================= */
 
-static tg_tensor *conv2d_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts) {
-    const char *op = "tg_conv2d";
-    if (!x) return tg_error_null_input(op, 0), NULL;
-    if (!weight) return tg_error_null_input(op, 1), NULL;
-    char xs[128], ws[128], bs[128], d1[16], d2[16];
-    tg_shape_str(x->shape, xs, sizeof xs);
-    tg_shape_str(weight->shape, ws, sizeof ws);
-    if (x->shape.ndim == 3) { /* unbatched [C, H, W], as PyTorch allows */
-        tg_tensor *y = NULL;
-        TG_SCOPE {
-            tg_tensor *x4 = tg_unsqueeze(x, 0);
-            y = tg_scope_return(tg_squeeze(conv2d_checked(x4, weight, bias, opts), 0));
-        }
-        return y;
-    }
-    if (x->shape.ndim != 4)
-        return tg_error("%s: expected input [N, C, H, W] (4-D, or 3-D unbatched), got %s", op, xs), NULL;
+/* The checks conv2d and conv_transpose2d share; x_layout and w_layout name the 4-D
+ * shapes each expects. A 3-D input passes: conv_entry runs it batched. */
+static bool conv_args_ok(const char *op, const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias,
+                         const char *x_layout, const char *w_layout) {
+    if (!x) return tg_error_null_input(op, 0), false;
+    if (!weight) return tg_error_null_input(op, 1), false;
+    char xs[128], ws[128], d1[16], d2[16];
+    if (x->shape.ndim != 3 && x->shape.ndim != 4)
+        return tg_error("%s: expected input %s (4-D, or 3-D unbatched), got %s", op, x_layout,
+                        tg_shape_str(x->shape, xs, sizeof xs)), false;
     if (weight->shape.ndim != 4)
-        return tg_error("%s: expected weight [C_out, C_in / groups, kH, kW] (4-D), got %s", op, ws), NULL;
+        return tg_error("%s: expected weight %s (4-D), got %s", op, w_layout,
+                        tg_shape_str(weight->shape, ws, sizeof ws)), false;
     if (!tg_dtype_is_floating(x->dtype) || x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
         return tg_error("%s: expected input, weight and bias of one floating dtype, got "
                         "input %s, weight %s%s%s", op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype),
-                        bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), NULL;
+                        bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), false;
     if (!tg_device_equal(x->storage->device, weight->storage->device) ||
         (bias && !tg_device_equal(x->storage->device, bias->storage->device)))
         return tg_error("%s: expected all tensors on one device, got input on %s and weight on %s", op,
-                        tg_device_str(x->storage->device, d1), tg_device_str(weight->storage->device, d2)), NULL;
+                        tg_device_str(x->storage->device, d1), tg_device_str(weight->storage->device, d2)), false;
+    return true;
+}
+
+/* One public conv call: conv_entry checks it and runs the batched op below. */
+typedef struct {
+    const char *op;
+    bool transposed;
+    tg_conv_opts conv;                /* !transposed */
+    tg_conv_transpose_opts transpose; /* transposed */
+    const int64_t *out_size;          /* transposed: NULL, or the [H, W] to reach */
+} conv_call;
+
+static tg_tensor *conv2d_batched(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const conv_call *c);
+static tg_tensor *conv_transpose2d_batched(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const conv_call *c);
+
+static tg_tensor *conv_entry(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const conv_call *c) {
+    bool ok = c->transposed ? conv_args_ok(c->op, x, weight, bias, "[N, C_in, H, W]", "[C_in, C_out / groups, kH, kW]")
+                            : conv_args_ok(c->op, x, weight, bias, "[N, C, H, W]", "[C_out, C_in / groups, kH, kW]");
+    if (!ok) return NULL;
+    if (x->shape.ndim == 4)
+        return c->transposed ? conv_transpose2d_batched(x, weight, bias, c) : conv2d_batched(x, weight, bias, c);
+    tg_tensor *y = NULL; /* unbatched [C, H, W], as PyTorch allows: run on [1, C, H, W] */
+    TG_SCOPE {
+        tg_tensor *x4 = tg_unsqueeze(x, 0);
+        y = tg_scope_return(tg_squeeze(conv_entry(x4, weight, bias, c), 0));
+    }
+    return y;
+}
+
+static tg_tensor *conv2d_batched(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const conv_call *c) {
+    const char *op = c->op;
+    tg_conv_opts opts = c->conv;
+    char xs[128], ws[128], bs[128];
+    tg_shape_str(x->shape, xs, sizeof xs);
+    tg_shape_str(weight->shape, ws, sizeof ws);
     int stride = opts.stride ? opts.stride : 1, dilation = opts.dilation ? opts.dilation : 1;
     int groups = opts.groups ? opts.groups : 1, padding = opts.padding;
     if (stride < 0 || dilation < 0 || groups < 0 || padding < 0)
@@ -605,11 +634,12 @@ static tg_tensor *conv2d_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bia
 
 /* Autocast casts the inputs before the checks above, which require one dtype. */
 tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_opts opts) {
-    if (!tg_autocast_active()) return conv2d_checked(x, weight, bias, opts);
+    const conv_call call = {.op = "tg_conv2d", .conv = opts};
+    if (!tg_autocast_active()) return conv_entry(x, weight, bias, &call);
     tg_tensor *out = NULL;
     TG_SCOPE {
         tg_tensor *t[] = {x, weight, bias};
-        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(conv2d_checked(t[0], t[1], t[2], opts));
+        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(conv_entry(t[0], t[1], t[2], &call));
     }
     return out;
 }
@@ -647,33 +677,13 @@ static tg_tensor *uncropped_then_cropped(tg_tensor *x, tg_tensor *w, int stride,
 /* out_size: NULL for opts.output_padding on both dims, else the [H, W] to reach
  * (ConvTranspose2d.forward(input, output_size)): each dim's output_padding is what is
  * left above the size output_padding 0 gives, within [0, stride - 1]. */
-static tg_tensor *conv_transpose2d_impl(const char *op, tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
-                                        tg_conv_transpose_opts opts, const int64_t *out_size) {
-    if (!x) return tg_error_null_input(op, 0), NULL;
-    if (!weight) return tg_error_null_input(op, 1), NULL;
-    char xs[128], ws[128], bs[128], d1[16], d2[16];
+static tg_tensor *conv_transpose2d_batched(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const conv_call *c) {
+    const char *op = c->op;
+    tg_conv_transpose_opts opts = c->transpose;
+    const int64_t *out_size = c->out_size;
+    char xs[128], ws[128], bs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     tg_shape_str(weight->shape, ws, sizeof ws);
-    if (x->shape.ndim == 3) { /* unbatched [C, H, W] */
-        tg_tensor *y = NULL;
-        TG_SCOPE {
-            tg_tensor *x4 = tg_unsqueeze(x, 0);
-            y = tg_scope_return(tg_squeeze(conv_transpose2d_impl(op, x4, weight, bias, opts, out_size), 0));
-        }
-        return y;
-    }
-    if (x->shape.ndim != 4)
-        return tg_error("%s: expected input [N, C_in, H, W] (4-D, or 3-D unbatched), got %s", op, xs), NULL;
-    if (weight->shape.ndim != 4)
-        return tg_error("%s: expected weight [C_in, C_out / groups, kH, kW] (4-D), got %s", op, ws), NULL;
-    if (!tg_dtype_is_floating(x->dtype) || x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
-        return tg_error("%s: expected input, weight and bias of one floating dtype (float32 or float64), got "
-                        "input %s, weight %s%s%s", op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype),
-                        bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), NULL;
-    if (!tg_device_equal(x->storage->device, weight->storage->device) ||
-        (bias && !tg_device_equal(x->storage->device, bias->storage->device)))
-        return tg_error("%s: expected all tensors on one device, got input on %s and weight on %s", op,
-                        tg_device_str(x->storage->device, d1), tg_device_str(weight->storage->device, d2)), NULL;
     int stride = opts.stride ? opts.stride : 1, dilation = opts.dilation ? opts.dilation : 1;
     int groups = opts.groups ? opts.groups : 1, padding = opts.padding, output_padding = opts.output_padding;
     if (stride < 0 || dilation < 0 || groups < 0 || padding < 0 || output_padding < 0)
@@ -730,11 +740,14 @@ static tg_tensor *conv_transpose2d_impl(const char *op, tg_tensor *x, tg_tensor 
 }
 
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts) {
-    return conv_transpose2d_impl("tg_conv_transpose2d", x, weight, bias, opts, NULL);
+    const conv_call call = {.op = "tg_conv_transpose2d", .transposed = true, .transpose = opts};
+    return conv_entry(x, weight, bias, &call);
 }
 
 tg_tensor *tg_conv_transpose2d_to_size(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
                                        tg_conv_transpose_opts opts, int64_t out_h, int64_t out_w) {
     const int64_t size[2] = {out_h, out_w};
-    return conv_transpose2d_impl("tg_conv_transpose2d_to_size", x, weight, bias, opts, size);
+    const conv_call call = {.op = "tg_conv_transpose2d_to_size", .transposed = true, .transpose = opts,
+                            .out_size = size};
+    return conv_entry(x, weight, bias, &call);
 }

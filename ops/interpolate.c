@@ -153,8 +153,7 @@ tg_tensor *tg_interpolate(tg_tensor *x, tg_interpolate_opts opts) {
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     if (x->shape.ndim != 4)
-        /* every mode is 4-D (the wording predates bicubic) */
-        return tg_error("%s: expected input [N, C, H, W] (4-D; nearest and bilinear), got %s", op, xs), NULL;
+        return tg_error("%s: expected input [N, C, H, W] (4-D, every mode), got %s", op, xs), NULL;
     if (!tg_dtype_is_floating(x->dtype))
         return tg_error("%s: expected a floating input, got %s", op, tg_dtype_name(x->dtype)), NULL;
     if (opts.mode != TG_INTERP_NEAREST && opts.mode != TG_INTERP_BILINEAR && opts.mode != TG_INTERP_BICUBIC)

@@ -15,6 +15,7 @@
  * channel from the mean/invstd the forward saved, instead of ~15 elementwise ops and
  * their temporaries. With create_graph the composed formula above runs, as before. */
 #include "ops/norm.h"
+#include "ops/norm_running.h"
 
 #include <math.h>
 
@@ -343,17 +344,10 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
             tg_tensor *in[3] = {x, param_or(weight, cshape, x, 1), param_or(bias, cshape, x, 0)};
             tg_tensor *out[3];
             if (!tg_apply_multi_args(&norm_fn, in, &a, sizeof a, out)) {
-                if (running_mean) {
-                    /* running = (1 - momentum) running + momentum * batch stat; the variance
-                     * Bessel-corrected (unbiased) as PyTorch does, though normalising used the biased one. */
-                    TG_NO_GRAD {
-                        tg_mul_scalar_(running_mean, 1 - momentum);
-                        tg_add_scaled_(running_mean, out[1], momentum);
-                        tg_mul_scalar_(running_var, 1 - momentum);
-                        tg_add_scaled_(running_var, out[2], momentum * (double)count / (double)(count - 1));
-                    }
-                }
-                y = tg_scope_return(out[0]);
+                /* out[2] is the biased variance normalising used; running_var takes the unbiased one */
+                if (!running_mean || !tg_norm_update_running(running_mean, running_var, out[1], out[2],
+                                                             (double)count / (double)(count - 1), momentum))
+                    y = tg_scope_return(out[0]);
             }
         }
     }

@@ -48,6 +48,19 @@ static inline void tg_reduce_plan_init(tg_reduce_plan *p, const tg_tensor *x, co
     p->inner_ndim = out;
 }
 
+/* The plans of a kernel that walks x and out (one shape) line by line along dim, as
+ * sort, scan and softmax do on both devices: each plan's inner part is that dim (none
+ * when its size is 1). Returns the number of lines to run; 0 when there is nothing to
+ * do (no line, or empty lines). */
+static inline int64_t tg_line_plans(const tg_tensor *x, const tg_tensor *out, int dim, tg_reduce_plan *px,
+                                    tg_reduce_plan *po) {
+    bool mask[TG_MAX_DIMS] = {false};
+    mask[dim] = true;
+    tg_reduce_plan_init(px, x, mask);
+    tg_reduce_plan_init(po, out, mask);
+    return px->inner_numel == 0 ? 0 : px->outer_numel;
+}
+
 /* Offset (elements, from x's first element) of output element o's first input. */
 /* Compiled for both devices (the CUDA kernels walk lines with it too). */
 TG_HD_INLINE int64_t tg_reduce_outer_offset(const tg_reduce_plan *p, int64_t o) {

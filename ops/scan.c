@@ -46,14 +46,10 @@ static void scan_lines(int64_t lo, int64_t hi, void *arg) {
 /* Lines are independent (each one runs start to end on one thread), so they are split
  * over the thread pool with results that do not depend on the thread count. */
 static void cpu_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *x, int dim) {
-    bool mask[TG_MAX_DIMS] = {false};
-    mask[dim] = true;
     scan_job j = {.kind = kind, .out = out, .x = x};
-    tg_reduce_plan_init(&j.px, x, mask);
-    tg_reduce_plan_init(&j.po, out, mask);
-    int64_t len = j.px.inner_numel;
-    if (len == 0 || j.px.outer_numel == 0) return;
-    tg_parallel_for(j.px.outer_numel, len >= 32768 ? 1 : 32768 / len, scan_lines, &j);
+    int64_t lines = tg_line_plans(x, out, dim, &j.px, &j.po), len = j.px.inner_numel;
+    if (lines == 0) return;
+    tg_parallel_for(lines, len >= 32768 ? 1 : 32768 / len, scan_lines, &j);
 }
 
 typedef struct {

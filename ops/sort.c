@@ -52,15 +52,11 @@ static void sort_lines(int64_t lo, int64_t hi, void *arg) {
 /* Every line sorted on its own, so lines are split over the thread pool (a chunk's
  * result does not depend on who sorts it). */
 static void cpu_sort_order(tg_tensor *order, tg_tensor *x, int dim, bool descending) {
-    bool mask[TG_MAX_DIMS] = {false};
-    mask[dim] = true;
     sort_job j = {.order = order, .x = x, .descending = descending};
-    tg_reduce_plan_init(&j.px, x, mask);
-    tg_reduce_plan_init(&j.po, order, mask);
-    int64_t len = j.px.inner_numel;
-    if (len == 0 || j.px.outer_numel == 0) return;
+    int64_t lines = tg_line_plans(x, order, dim, &j.px, &j.po), len = j.px.inner_numel;
+    if (lines == 0) return;
     int64_t grain = len >= 32768 ? 1 : 32768 / len; /* about 32k elements per chunk */
-    tg_parallel_for(j.px.outer_numel, grain, sort_lines, &j);
+    tg_parallel_for(lines, grain, sort_lines, &j);
 }
 
 /* int64 [x's shape]: the stable sort order of every line along dim (x has dims). */

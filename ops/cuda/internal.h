@@ -42,6 +42,13 @@ static inline int tg_cuda_device_of(const tg_tensor *t) { return t->storage->dev
     cudaStream_t stream;                                                       \
     if (!tg_cuda_enter(tg_cuda_device_of(t), (op), &stream)) return TG_ERROR
 
+/* The line kernels (sort, scan, softmax) run along one existing dim of x. */
+static inline tg_status tg_cuda_check_line_dim(const char *op, const tg_tensor *x, int dim) {
+    if (x->shape.ndim == 0 || dim < 0 || dim >= x->shape.ndim)
+        return tg_error("%s: dim %d is out of range for a CUDA kernel on %d dims", op, dim, x->shape.ndim);
+    return TG_OK;
+}
+
 /* ---- launch geometry ---- */
 
 #define TG_CUDA_THREADS 256

@@ -24,16 +24,12 @@ __global__ void scan_kernel(tg_scan_kind kind, tg_reduce_plan px, tg_reduce_plan
 
 extern "C" tg_status tg_cuda_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *x, int dim) {
     const char *op = kind == TG_SCAN_SUM ? "tg_cumsum" : "tg_cumprod";
-    if (x->shape.ndim == 0 || dim < 0 || dim >= x->shape.ndim)
-        return tg_error("%s: dim %d is out of range for a CUDA kernel on %d dims", op, dim, x->shape.ndim);
-    bool mask[TG_MAX_DIMS] = {false};
-    mask[dim] = true;
+    if (tg_cuda_check_line_dim(op, x, dim)) return TG_ERROR;
     tg_reduce_plan px, po;
-    tg_reduce_plan_init(&px, x, mask);
-    tg_reduce_plan_init(&po, out, mask);
-    if (px.outer_numel == 0 || px.inner_numel == 0) return TG_OK;
+    int64_t lines = tg_line_plans(x, out, dim, &px, &po);
+    if (lines == 0) return TG_OK;
     TG_CUDA_ENTER(op, x);
-    unsigned blocks = tg_cuda_blocks(px.outer_numel, tg_cuda_device_of(x));
+    unsigned blocks = tg_cuda_blocks(lines, tg_cuda_device_of(x));
     switch (x->dtype) {
     case TG_FLOAT32:
         scan_kernel<float><<<blocks, TG_CUDA_THREADS, 0, stream>>>(kind, px, po, (const float *)tg_elem_ptr(x),

@@ -66,16 +66,12 @@ __global__ void softmax_kernel(tg_reduce_plan px, tg_reduce_plan po, const T *x,
 
 template <typename T>
 static tg_status launch_softmax(tg_tensor *out, tg_tensor *x, int dim, bool log_out, cudaStream_t stream) {
-    bool mask[TG_MAX_DIMS] = {false};
-    mask[dim] = true;
     tg_reduce_plan px, po;
-    tg_reduce_plan_init(&px, x, mask);
-    tg_reduce_plan_init(&po, out, mask);
-    if (px.outer_numel == 0 || px.inner_numel == 0) return TG_OK;
-    // inner is one dim (the softmax dim) unless it has size 1; the plan then has none
+    int64_t lines = tg_line_plans(x, out, dim, &px, &po);
+    if (lines == 0) return TG_OK;
     int64_t len = px.inner_numel;
     unsigned threads = len <= 32 ? 32 : len <= 128 ? 64 : len <= 1024 ? 128 : 256;
-    unsigned blocks = (unsigned)(px.outer_numel < 65535 * 8 ? px.outer_numel : 65535 * 8);
+    unsigned blocks = (unsigned)(lines < 65535 * 8 ? lines : 65535 * 8);
     softmax_kernel<T><<<blocks, threads, 0, stream>>>(px, po, (const T *)tg_elem_ptr(x), (T *)tg_elem_ptr(out),
                                                       log_out);
     return tg_cuda_check_launch(log_out ? "tg_log_softmax" : "tg_softmax");
@@ -85,8 +81,7 @@ static tg_status launch_softmax(tg_tensor *out, tg_tensor *x, int dim, bool log_
 
 extern "C" tg_status tg_cuda_softmax(tg_tensor *out, tg_tensor *x, int dim, bool log) {
     const char *op = log ? "tg_log_softmax" : "tg_softmax";
-    if (x->shape.ndim == 0 || dim < 0 || dim >= x->shape.ndim)
-        return tg_error("%s: dim %d is out of range for a CUDA kernel on %d dims", op, dim, x->shape.ndim);
+    if (tg_cuda_check_line_dim(op, x, dim)) return TG_ERROR;
     if (out->dtype != x->dtype) return tg_error("%s: output dtype differs from the input's", op);
     TG_CUDA_ENTER(op, x);
     TG_CUDA_DISPATCH_FLOATING(op, x->dtype, return launch_softmax<scalar_t>(out, x, dim, log, stream));

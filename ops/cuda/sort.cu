@@ -29,16 +29,12 @@ __global__ void sort_order_kernel(tg_reduce_plan px, tg_reduce_plan po, const T 
 extern "C" tg_status tg_cuda_sort_order(tg_tensor *order, tg_tensor *x, int dim, bool descending,
                                         tg_tensor *scratch) {
     const char *op = "tg_sort";
-    if (x->shape.ndim == 0 || dim < 0 || dim >= x->shape.ndim)
-        return tg_error("%s: dim %d is out of range for a CUDA kernel on %d dims", op, dim, x->shape.ndim);
-    bool mask[TG_MAX_DIMS] = {false};
-    mask[dim] = true;
+    if (tg_cuda_check_line_dim(op, x, dim)) return TG_ERROR;
     tg_reduce_plan px, po;
-    tg_reduce_plan_init(&px, x, mask);
-    tg_reduce_plan_init(&po, order, mask);
-    if (px.outer_numel == 0 || px.inner_numel == 0) return TG_OK;
+    int64_t lines = tg_line_plans(x, order, dim, &px, &po);
+    if (lines == 0) return TG_OK;
     TG_CUDA_ENTER(op, x);
-    unsigned blocks = tg_cuda_blocks(px.outer_numel, tg_cuda_device_of(x));
+    unsigned blocks = tg_cuda_blocks(lines, tg_cuda_device_of(x));
     int64_t *out = (int64_t *)tg_elem_ptr(order), *work = (int64_t *)tg_elem_ptr(scratch);
     switch (x->dtype) {
     case TG_FLOAT32:

@@ -16,7 +16,8 @@ void swish_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
     tg_tensor *x = tg_ctx_saved(ctx, 0), *s = tg_sigmoid(x);
     grad_in[0] = tg_mul(grad, tg_add(s, tg_mul(x, tg_mul(s, tg_rsub_scalar(s, 1.0)))));
 }
-const tg_function swish = {"swish", 1, swish_forward, swish_backward, 0};
+const tg_function swish = {.name = "swish", .num_inputs = 1, .forward = swish_forward, .backward = swish_backward,
+                           .num_outputs = 1, .low_precision = TG_LOW_PRECISION_REFUSE, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *swish_fn(tg_tensor *const *in, void *) { return tg_apply(&swish, in); }
 
@@ -39,7 +40,9 @@ void scaled_cube_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
     tg_tensor *x = tg_ctx_saved(ctx, 0);
     grad_in[0] = tg_mul(grad, tg_mul_scalar(tg_mul(x, x), 3 * a->alpha));
 }
-const tg_function scaled_cube = {"scaled_cube", 1, scaled_cube_forward, scaled_cube_backward, 0};
+const tg_function scaled_cube = {.name = "scaled_cube", .num_inputs = 1, .forward = scaled_cube_forward,
+                                 .backward = scaled_cube_backward, .num_outputs = 1,
+                                 .low_precision = TG_LOW_PRECISION_REFUSE, .autocast = TG_AUTOCAST_NONE};
 tg_tensor *scaled_cube_fn(tg_tensor *const *in, void *) {
     scaled_cube_args args = {0.5};
     return tg_apply_args(&scaled_cube, in, &args, sizeof args);

@@ -250,8 +250,13 @@ TEST_F(TgTest, AnomalyModeNamesTheOp) {
 
 TEST_F(TgTest, WrongGradientShapeNamesTheOp) {
     static const tg_function bad = {
-        "bad_grad", 1, [](tg_ctx *, tg_tensor *const *in) -> tg_tensor * { return tg_mul_scalar(in[0], 2); },
-        [](tg_ctx *, tg_tensor *, tg_tensor **gi) { gi[0] = tg_ones(TG_SHAPE(5), tg_opts{}); }, 0};
+        .name = "bad_grad",
+        .num_inputs = 1,
+        .forward = [](tg_ctx *, tg_tensor *const *in) -> tg_tensor * { return tg_mul_scalar(in[0], 2); },
+        .backward = [](tg_ctx *, tg_tensor *, tg_tensor **gi) { gi[0] = tg_ones(TG_SHAPE(5), tg_opts{}); },
+        .num_outputs = 1,
+        .low_precision = TG_LOW_PRECISION_REFUSE,
+        .autocast = TG_AUTOCAST_NONE};
     tg_tensor *x = tensor_f32({1, 2}, TG_SHAPE(2), true);
     tg_tensor *y = tg_sum(tg_apply(&bad, &x));
     EXPECT_EQ(tg_backward(y), TG_ERROR);
@@ -267,7 +272,8 @@ tg_tensor *split_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return tg_add_scalar(in[0], 1);
 }
 void split_backward(tg_ctx *, tg_tensor *g, tg_tensor **gi) { gi[0] = g; }
-const tg_function split = {"split", 1, split_forward, split_backward, 2};
+const tg_function split = {.name = "split", .num_inputs = 1, .forward = split_forward, .backward = split_backward,
+                           .num_outputs = 2, .low_precision = TG_LOW_PRECISION_REFUSE, .autocast = TG_AUTOCAST_NONE};
 }  // namespace
 
 TEST_F(TgTest, MultiOutputWithANonDifferentiableOutput) {

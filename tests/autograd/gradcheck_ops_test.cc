@@ -89,13 +89,17 @@ TEST_F(GradcheckOps, BinaryBroadcastAndTransposed) {
 
 TEST_F(GradcheckOps, DetectsAWrongGradient) {
     static const tg_function wrong = {
-        "wrong_square", 1,
-        [](tg_ctx *ctx, tg_tensor *const *in) -> tg_tensor * {
+        .name = "wrong_square",
+        .num_inputs = 1,
+        .forward = [](tg_ctx *ctx, tg_tensor *const *in) -> tg_tensor * {
             tg_ctx_save(ctx, in[0]);
             return tg_mul(in[0], in[0]);
         },
-        [](tg_ctx *ctx, tg_tensor *g, tg_tensor **gi) { gi[0] = tg_mul(g, tg_ctx_saved(ctx, 0)); },  // missing 2x
-        0};
+        // missing 2x
+        .backward = [](tg_ctx *ctx, tg_tensor *g, tg_tensor **gi) { gi[0] = tg_mul(g, tg_ctx_saved(ctx, 0)); },
+        .num_outputs = 1,
+        .low_precision = TG_LOW_PRECISION_REFUSE,
+        .autocast = TG_AUTOCAST_NONE};
     tg_gradcheck_fn fn = [](tg_tensor *const *x, void *) { return tg_apply(&wrong, x); };
     tg_tensor *a = tg_requires_grad(input(TG_SHAPE(3), 1), true);
     tg_gradcheck_opts o = {};

@@ -61,7 +61,7 @@ TEST_F(LowTest, Float32ToLowMatchesPyTorchBitForBit) {
     std::vector<uint16_t> th = bits16(tg_cast(t, TG_FLOAT16)), tb = bits16(tg_cast(t, TG_BFLOAT16));
     for (size_t i = 0; i < xs.size(); i++) {
         EXPECT_EQ(th[i], (uint16_t)h.data[i]) << i;
-        if (!std::isnan(xs[i])) EXPECT_EQ(tb[i], (uint16_t)b.data[i]) << i;
+        if (!std::isnan(xs[i])) { EXPECT_EQ(tb[i], (uint16_t)b.data[i]) << i; }
     }
 }
 
@@ -183,7 +183,7 @@ void check_op(const std::string &name, tg_dtype dt, const Op &op, tg_dtype out_d
         const FixtureTensor &want = fx(name + "_" + tag + "_out");
         EXPECT_EQ(dims(out), want.shape);
         EXPECT_TRUE(tensor_near(out, want.data, ulps * max_abs(want.data), ulps)) << "forward";
-        if (round_once) EXPECT_EQ(values(out), values(tg_cast(op(in32), out_dtype))) << "rounded once";
+        if (round_once) { EXPECT_EQ(values(out), values(tg_cast(op(in32), out_dtype))) << "rounded once"; }
         auto w = all.find(name + "_" + tag + "_w");
         if (w == all.end()) return;
         ASSERT_EQ(tg_backward(tg_sum(tg_mul(out, w->second.make(out_dtype)))), TG_OK) << tg_last_error();

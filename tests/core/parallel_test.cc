@@ -73,8 +73,8 @@ TEST_F(Parallel, EveryIndexExactlyOnce) {
                 int64_t wrong = 0;
                 for (auto &h : c.hits) wrong += h.load() != 1;
                 EXPECT_EQ(wrong, 0) << "n " << n << " grain " << grain << " threads " << threads;
-                if (n > 0 && (n <= grain || threads == 1)) EXPECT_EQ(c.calls.load(), 1);  // serial: one call
-                if (n == 0) EXPECT_EQ(c.calls.load(), 0);
+                if (n > 0 && (n <= grain || threads == 1)) { EXPECT_EQ(c.calls.load(), 1); }  // serial: one call
+                if (n == 0) { EXPECT_EQ(c.calls.load(), 0); }
             }
         }
     }

@@ -373,7 +373,7 @@ TEST_F(TgTest, CudaRecurrentModulesMatchCpu) {
         ASSERT_EQ(tg_rnn_forward(modules[i], on_cuda(x), nullptr, nullptr, &gpu), TG_OK) << tg_last_error();
         EXPECT_TRUE(same_values(cpu.output, gpu.output, 1e-5, 1e-5)) << i;
         EXPECT_TRUE(same_values(cpu.h_n, gpu.h_n, 1e-5, 1e-5)) << i;
-        if (cpu.c_n) EXPECT_TRUE(same_values(cpu.c_n, gpu.c_n, 1e-5, 1e-5)) << i;
+        if (cpu.c_n) { EXPECT_TRUE(same_values(cpu.c_n, gpu.c_n, 1e-5, 1e-5)) << i; }
         tg_module_free(modules[i]);
     }
 }

@@ -71,7 +71,7 @@ TEST_F(ConvBf16Test, MatchesPyTorchBfloat16) {
         EXPECT_TRUE(bf16_near(r.y, fx(c.name + "_y").data)) << "forward";
         EXPECT_TRUE(bf16_near(r.gx, fx(c.name + "_gx").data)) << "input gradient";
         EXPECT_TRUE(bf16_near(r.gw, fx(c.name + "_gw").data)) << "weight gradient";
-        if (r.gb) EXPECT_TRUE(bf16_near(r.gb, fx(c.name + "_gb").data)) << "bias gradient";
+        if (r.gb) { EXPECT_TRUE(bf16_near(r.gb, fx(c.name + "_gb").data)) << "bias gradient"; }
     }
 }
 
@@ -84,7 +84,7 @@ TEST_F(ConvBf16Test, IsTheFloat32ConvolutionRoundedOnce) {
         EXPECT_TRUE(bf16_near(lo.y, values(tg_cast(hi.y, TG_BFLOAT16))));
         EXPECT_TRUE(bf16_near(lo.gx, values(tg_cast(hi.gx, TG_BFLOAT16))));
         EXPECT_TRUE(bf16_near(lo.gw, values(tg_cast(hi.gw, TG_BFLOAT16))));
-        if (lo.gb) EXPECT_EQ(values(lo.gb), values(tg_cast(hi.gb, TG_BFLOAT16))); /* one float32 sum */
+        if (lo.gb) { EXPECT_EQ(values(lo.gb), values(tg_cast(hi.gb, TG_BFLOAT16))); } /* one float32 sum */
     }
 }
 

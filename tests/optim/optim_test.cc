@@ -705,7 +705,7 @@ TEST_F(OptimTest, ParamGroupsTrainLikePyTorch) {
             ASSERT_NE(opt, nullptr) << tg_last_error();
             ASSERT_EQ(tg_optim_num_groups(opt), 2);
             tg_lr_scheduler *sched = has_one_cycle(config) ? tg_one_cycle_lr(opt, one_cycle_opts(config)) : nullptr;
-            if (has_one_cycle(config)) ASSERT_NE(sched, nullptr) << tg_last_error();
+            if (has_one_cycle(config)) { ASSERT_NE(sched, nullptr) << tg_last_error(); }
             std::vector<double> losses;
             TG_SCOPE {
                 tg_tensor *xs = gfx("groups.x").make(dtype), *ys = gfx("groups.y").make(TG_INT64);
@@ -714,7 +714,7 @@ TEST_F(OptimTest, ParamGroupsTrainLikePyTorch) {
                         tg_tensor *loss = cross_entropy(tg_forward(m, batch(xs, step)), batch(ys, step));
                         ASSERT_EQ(tg_backward(loss), TG_OK) << tg_last_error();
                         ASSERT_EQ(tg_optim_step(opt), TG_OK) << tg_last_error();
-                        if (sched) ASSERT_EQ(tg_scheduler_step(sched), TG_OK) << tg_last_error();
+                        if (sched) { ASSERT_EQ(tg_scheduler_step(sched), TG_OK) << tg_last_error(); }
                         tg_optim_zero_grad(opt);
                         losses.push_back(tg_item(loss));
                     }

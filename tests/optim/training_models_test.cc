@@ -147,7 +147,7 @@ tg_module *initial_model(const std::string &net, tg_dtype dtype) {
             TG_NO_GRAD { EXPECT_EQ(tg_copy_(state[i].tensor, src), TG_OK) << state[i].name << ": " << tg_last_error(); }
         }
     }
-    if (dtype != TG_FLOAT64) EXPECT_EQ(tg_module_cast(m, dtype), TG_OK) << tg_last_error();
+    if (dtype != TG_FLOAT64) { EXPECT_EQ(tg_module_cast(m, dtype), TG_OK) << tg_last_error(); }
     return m;
 }
 
@@ -288,8 +288,9 @@ void check_against_pytorch(const std::string &net, const std::string &config) {
         if (state_rtol(net, config, name) != kRtol64) d_noise = std::max(d_noise, d);
         else if (name.find("running_") != std::string::npos) d_stats = std::max(d_stats, d);
         else d_state = std::max(d_state, d);
-        if (name.find("num_batches_tracked") != std::string::npos)
+        if (name.find("num_batches_tracked") != std::string::npos) {
             EXPECT_EQ(values(state[i].tensor), std::vector<double>{(double)kSteps}) << name;
+        }
     }
 
     double d_eval = INFINITY;
