@@ -299,7 +299,7 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     for (int i = 0; i < fn->num_inputs; i++) {
         if (!inputs[i]) return tg_error_null_input(fn->name, i);
         any_requires_grad |= inputs[i]->requires_grad;
-        if (low < 0 && tg_dtype_is_low_precision(inputs[i]->dtype)) low = i;
+        if (low < 0 && tg_dtype_is_low_precision_inline(inputs[i]->dtype)) low = i;
     }
     if (fn->autocast != TG_AUTOCAST_NONE && tg_autocast_active()) {
         int to[TG_MAX_OP_INPUTS], casts = 0;

@@ -16,7 +16,7 @@ void tg_iter_init(tg_iter *it, tg_shape shape, int n, tg_tensor *const *operands
         for (int i = 0; i < n; i++) {
             const tg_tensor *t = operands[i];
             int td = d - (shape.ndim - t->shape.ndim);
-            int64_t size = (int64_t)tg_dtype_size(t->dtype);
+            int64_t size = (int64_t)tg_dtype_size_inline(t->dtype);
             it->strides[i][nd] = (td >= 0 && t->shape.dims[td] != 1) ? t->strides[td] * size : 0;
         }
         nd++;

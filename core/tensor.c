@@ -48,7 +48,7 @@ tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
 
 static tg_tensor *make(const char *op, tg_shape shape, tg_opts opts) {
     if (tg_check_creation(op, shape, opts)) return NULL;
-    size_t nbytes = (size_t)tg_shape_numel(shape) * tg_dtype_size(opts.dtype);
+    size_t nbytes = (size_t)tg_shape_numel(shape) * tg_dtype_size_inline(opts.dtype);
     tg_storage *s = tg_storage_new(nbytes, opts.device, op);
     if (!s) return NULL;
     tg_tensor *t = tg_tensor_wrap(s, opts.dtype, shape, NULL, 0);

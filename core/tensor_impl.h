@@ -3,6 +3,7 @@
 #ifndef TG_CORE_TENSOR_IMPL_H
 #define TG_CORE_TENSOR_IMPL_H
 
+#include "core/dtype_impl.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 
@@ -71,7 +72,7 @@ bool tg_is_non_overlapping_and_dense(const tg_tensor *t);
 bool tg_has_internal_overlap(const tg_tensor *t);
 
 static inline void *tg_elem_ptr(const tg_tensor *t) {
-    return (char *)t->storage->data + t->offset * (int64_t)tg_dtype_size(t->dtype);
+    return (char *)t->storage->data + t->offset * (int64_t)tg_dtype_size_inline(t->dtype);
 }
 
 #ifdef __cplusplus

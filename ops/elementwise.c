@@ -258,8 +258,8 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
 }
 
 tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b) {
-    if (tg_dtype_is_low_precision(a->dtype) || tg_dtype_is_low_precision(b->dtype) ||
-        tg_dtype_is_low_precision(out->dtype)) {
+    if (tg_dtype_is_low_precision_inline(a->dtype) || tg_dtype_is_low_precision_inline(b->dtype) ||
+        tg_dtype_is_low_precision_inline(out->dtype)) {
         if (cuda_low_precision_native(out, a, b, TG_BINARY_IS_COMPARISON(kind)))
             return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
         return low_precision_into(op, kind, true, out, a, b, 0, 0);
@@ -592,8 +592,16 @@ static tg_dtype result_type(const tg_tensor *a, const tg_tensor *b) {
 
 /* Checks, promotes and broadcasts; fills *out_shape and *dtype (of the computation). */
 static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_shape *out_shape, tg_dtype *dtype) {
-    if (tg_check_same_device(op, a, b, "all tensors")) return TG_ERROR;
-    if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
+    /* The common cases first, inline (per-op overhead): one device, equal shapes. */
+    tg_device da = a->storage->device, db = b->storage->device;
+    if ((da.kind != db.kind || da.index != db.index) && tg_check_same_device(op, a, b, "all tensors"))
+        return TG_ERROR;
+    bool same_shape = a->shape.ndim == b->shape.ndim;
+    for (int d = 0; same_shape && d < a->shape.ndim; d++) same_shape = a->shape.dims[d] == b->shape.dims[d];
+    if (same_shape) {
+        *out_shape = (tg_shape){.ndim = a->shape.ndim}; /* dims past ndim zero, as tg_broadcast_shapes leaves them */
+        for (int d = 0; d < a->shape.ndim; d++) out_shape->dims[d] = a->shape.dims[d];
+    } else if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
         char sa[128], sb[128];
         return tg_error("%s: shapes %s and %s cannot be broadcast together", op,
                         tg_shape_str(a->shape, sa, sizeof sa), tg_shape_str(b->shape, sb, sizeof sb));
