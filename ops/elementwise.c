@@ -582,6 +582,7 @@ typedef struct {
  * category (bool < integer < floating) is higher than the other's, so float32 [3] *
  * float64 0-dim is float32 and int32 [3] + int64 0-dim is int32, as in PyTorch. */
 static tg_dtype result_type(const tg_tensor *a, const tg_tensor *b) {
+    if (a->dtype == b->dtype) return a->dtype; /* the common case, whatever the dims */
     bool a0 = a->shape.ndim == 0, b0 = b->shape.ndim == 0;
     if (a0 == b0) return tg_promote_types(a->dtype, b->dtype);
     tg_dtype dim = a0 ? b->dtype : a->dtype, zero = a0 ? a->dtype : b->dtype;
