@@ -7,7 +7,7 @@
 void tg_iter_init(tg_iter *it, tg_shape shape, int n, tg_tensor *const *operands) {
     TG_ASSERT(n <= TG_ITER_MAX);
     it->n = n;
-    it->numel = tg_shape_numel(shape);
+    it->numel = tg_shape_numel_inline(&shape);
     /* Broadcast each operand's strides to `shape`, dropping size-1 dims. */
     int nd = 0;
     for (int d = 0; d < shape.ndim; d++) {

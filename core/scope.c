@@ -116,7 +116,7 @@ tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
     if (strides)
         for (int i = 0; i < shape.ndim; i++) t->strides[i] = strides[i];
     else
-        tg_contiguous_strides(shape, t->strides);
+        tg_contiguous_strides_inline(&shape, t->strides);
     atomic_fetch_add(&live_tensors, 1);
     if (tg_leak_trace_on_()) tg_trace_created_(t);
     return tg_scope_track(t);

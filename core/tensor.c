@@ -11,15 +11,7 @@
 #include "core/simd.h"
 #include "core/tensor_impl.h"
 
-void tg_contiguous_strides(tg_shape shape, int64_t *strides) {
-    int64_t s = 1;
-    for (int i = shape.ndim - 1; i >= 0; i--) {
-        strides[i] = s;
-        /* Only an empty tensor can have sizes whose product overflows (creation refuses
-         * the rest); its strides are never used to address memory. */
-        if (__builtin_mul_overflow(s, shape.dims[i] > 1 ? shape.dims[i] : 1, &s)) s = INT64_MAX;
-    }
-}
+void tg_contiguous_strides(tg_shape shape, int64_t *strides) { tg_contiguous_strides_inline(&shape, strides); }
 
 tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
     char buf[128];
@@ -48,7 +40,7 @@ tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
 
 static tg_tensor *make(const char *op, tg_shape shape, tg_opts opts) {
     if (tg_check_creation(op, shape, opts)) return NULL;
-    size_t nbytes = (size_t)tg_shape_numel(shape) * tg_dtype_size_inline(opts.dtype);
+    size_t nbytes = (size_t)tg_shape_numel_inline(&shape) * tg_dtype_size_inline(opts.dtype);
     tg_storage *s = tg_storage_new(nbytes, opts.device, op);
     if (!s) return NULL;
     tg_tensor *t = tg_tensor_wrap(s, opts.dtype, shape, NULL, 0);
