@@ -173,6 +173,12 @@ void tg_scope_end(void) {
 
 tg_tensor *tg_scope_return(tg_tensor *t) {
     if (!t || depth == 0) return t;
-    list_push(&returned, tg_retain(t));
+    /* The usual case, an op's result made last in this scope: its reference moves to
+     * the returned list instead of a retain now and a release at the scope's end. */
+    if (owned.count > frames[depth - 1].start && owned.items[owned.count - 1] == t)
+        owned.count--;
+    else
+        tg_retain(t);
+    list_push(&returned, t);
     return t;
 }

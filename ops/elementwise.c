@@ -600,8 +600,7 @@ static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_s
     bool same_shape = a->shape.ndim == b->shape.ndim;
     for (int d = 0; same_shape && d < a->shape.ndim; d++) same_shape = a->shape.dims[d] == b->shape.dims[d];
     if (same_shape) {
-        *out_shape = (tg_shape){.ndim = a->shape.ndim}; /* dims past ndim zero, as tg_broadcast_shapes leaves them */
-        for (int d = 0; d < a->shape.ndim; d++) out_shape->dims[d] = a->shape.dims[d];
+        *out_shape = a->shape;
     } else if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
         char sa[128], sb[128];
         return tg_error("%s: shapes %s and %s cannot be broadcast together", op,
