@@ -212,7 +212,7 @@ static void copy_row(char **p, const int64_t *s, int64_t n, void *vctx) {
 static tg_status cpu_copy_strided(tg_tensor *dst, tg_tensor *src) {
     tg_iter it;
     tg_tensor *ops[2] = {dst, src};
-    tg_iter_init(&it, dst->shape, 2, ops);
+    tg_iter_init(&it, &dst->shape, 2, ops);
     cast_ctx c = {dst->dtype, src->dtype};
     tg_iter_run(&it, copy_row, &c, true);
     return TG_OK;

@@ -251,7 +251,7 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(x->dtype));
     tg_iter it;
     tg_tensor *ops[2] = {out, x};
-    tg_iter_init(&it, out->shape, 2, ops);
+    tg_iter_init(&it, &out->shape, 2, ops);
     unary_ctx c = {kind, a, b};
     tg_iter_run(&it, row, &c, true);
     return TG_OK;
@@ -269,7 +269,7 @@ tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(a->dtype));
     tg_iter it;
     tg_tensor *ops[3] = {out, a, b};
-    tg_iter_init(&it, out->shape, 3, ops);
+    tg_iter_init(&it, &out->shape, 3, ops);
     tg_iter_run(&it, row, &kind, true);
     return TG_OK;
 }
@@ -800,7 +800,7 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
         size_t es = tg_dtype_size(dtype);
         tg_iter it;
         tg_tensor *ops[4] = {out, cond, a, b};
-        tg_iter_init(&it, shape, 4, ops);
+        tg_iter_init(&it, &shape, 4, ops);
         tg_iter_run(&it, es == 1 ? where_row_1 : es == 2 ? where_row_2 : es == 4 ? where_row_4 : where_row_8, NULL,
                     true);
     }
