@@ -299,7 +299,7 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     for (int i = 0; i < fn->num_inputs; i++) {
         if (!inputs[i]) return tg_error_null_input(fn->name, i);
         any_requires_grad |= inputs[i]->requires_grad;
-        if (low < 0 && tg_dtype_is_low_precision(inputs[i]->dtype)) low = i;
+        if (low < 0 && tg_dtype_is_low_precision_inline(inputs[i]->dtype)) low = i;
     }
     if (fn->autocast != TG_AUTOCAST_NONE && tg_autocast_active()) {
         int to[TG_MAX_OP_INPUTS], casts = 0;
@@ -315,8 +315,8 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     }
     bool record = fn->backward && any_requires_grad && tg_is_grad_enabled();
     tg_node *node = record ? new_node(fn, num_outputs) : NULL;
-    tg_ctx local = {.fn = fn, .args = args};
-    tg_ctx *ctx = node ? &node->ctx : &local;
+    tg_ctx local, *ctx = node ? &node->ctx : &local;
+    if (!node) local = (tg_ctx){.args = args}; /* cleared only when it is used */
     ctx->fn = fn;
     if (node && size) tg_ctx_set_attrs(ctx, args, size);
 

@@ -4,19 +4,19 @@
 
 #include "core/parallel.h"
 
-void tg_iter_init(tg_iter *it, tg_shape shape, int n, tg_tensor *const *operands) {
+void tg_iter_init(tg_iter *it, const tg_shape *shape, int n, tg_tensor *const *operands) {
     TG_ASSERT(n <= TG_ITER_MAX);
     it->n = n;
-    it->numel = tg_shape_numel(shape);
+    it->numel = tg_shape_numel_inline(shape);
     /* Broadcast each operand's strides to `shape`, dropping size-1 dims. */
     int nd = 0;
-    for (int d = 0; d < shape.ndim; d++) {
-        if (shape.dims[d] == 1) continue;
-        it->shape[nd] = shape.dims[d];
+    for (int d = 0; d < shape->ndim; d++) {
+        if (shape->dims[d] == 1) continue;
+        it->shape[nd] = shape->dims[d];
         for (int i = 0; i < n; i++) {
             const tg_tensor *t = operands[i];
-            int td = d - (shape.ndim - t->shape.ndim);
-            int64_t size = (int64_t)tg_dtype_size(t->dtype);
+            int td = d - (shape->ndim - t->shape.ndim);
+            int64_t size = (int64_t)tg_dtype_size_inline(t->dtype);
             it->strides[i][nd] = (td >= 0 && t->shape.dims[td] != 1) ? t->strides[td] * size : 0;
         }
         nd++;

@@ -25,8 +25,9 @@ typedef struct {
     int64_t numel;
 } tg_iter;
 
-/* Operands must broadcast to `shape` (the caller has checked). */
-void tg_iter_init(tg_iter *it, tg_shape shape, int n, tg_tensor *const *operands);
+/* Operands must broadcast to `*shape` (the caller has checked). The shape by pointer:
+ * copying it into the call showed in the per-op profile (bench/overhead.c). */
+void tg_iter_init(tg_iter *it, const tg_shape *shape, int n, tg_tensor *const *operands);
 
 /* Called once per innermost row: ptrs[i] points at operand i's first element of the
  * row, strides[i] is its inner stride in bytes, n the row length. */

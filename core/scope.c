@@ -85,10 +85,9 @@ static tg_tensor *tensor_alloc(void) {
         tg_tensor *t = free_tensors;
         free_tensors = (tg_tensor *)t->storage;
         free_tensor_count--;
-        memset(t, 0, sizeof *t);
-        return t;
+        return t; /* filled by tg_tensor_wrap, its one caller */
     }
-    return calloc(1, sizeof(tg_tensor));
+    return malloc(sizeof(tg_tensor));
 }
 
 static void tensor_free(tg_tensor *t) {
@@ -108,15 +107,13 @@ tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
         tg_error("out of memory allocating a tensor");
         return NULL;
     }
-    t->refcount = 1;
-    t->storage = storage;
-    t->dtype = dtype;
-    t->shape = shape;
-    t->offset = offset;
+    /* Every field at once (a memset and then the same bytes again showed in the
+     * per-op profile); strides past ndim stay zero. */
+    *t = (tg_tensor){.refcount = 1, .storage = storage, .offset = offset, .shape = shape, .dtype = dtype};
     if (strides)
         for (int i = 0; i < shape.ndim; i++) t->strides[i] = strides[i];
     else
-        tg_contiguous_strides(shape, t->strides);
+        tg_contiguous_strides_inline(&shape, t->strides);
     atomic_fetch_add(&live_tensors, 1);
     if (tg_leak_trace_on_()) tg_trace_created_(t);
     return tg_scope_track(t);
@@ -173,6 +170,12 @@ void tg_scope_end(void) {
 
 tg_tensor *tg_scope_return(tg_tensor *t) {
     if (!t || depth == 0) return t;
-    list_push(&returned, tg_retain(t));
+    /* The usual case, an op's result made last in this scope: its reference moves to
+     * the returned list instead of a retain now and a release at the scope's end. */
+    if (owned.count > frames[depth - 1].start && owned.items[owned.count - 1] == t)
+        owned.count--;
+    else
+        tg_retain(t);
+    list_push(&returned, t);
     return t;
 }

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/tensor_impl.h"
+
 tg_shape tg_shape_from(int ndim, const int64_t *dims) {
     tg_shape s = {0};
     s.ndim = ndim;
@@ -10,13 +12,7 @@ tg_shape tg_shape_from(int ndim, const int64_t *dims) {
     return s;
 }
 
-int64_t tg_shape_numel(tg_shape s) {
-    for (int i = 0; i < s.ndim; i++)
-        if (s.dims[i] == 0) return 0; /* before multiplying: [0, 2^40, 2^40] must not overflow */
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    return n;
-}
+int64_t tg_shape_numel(tg_shape s) { return tg_shape_numel_inline(&s); }
 
 bool tg_shape_equal(tg_shape a, tg_shape b) {
     if (a.ndim != b.ndim) return false;

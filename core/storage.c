@@ -42,9 +42,35 @@ typedef struct block {
     struct block *next;
 } block;
 
+/* The shared lists, under cpu_lock. */
 static pthread_mutex_t cpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *free_lists[NUM_CLASSES];
-static tg_memory_stats cpu_stats;
+
+/* The statistics are atomics rather than fields under cpu_lock, so that the thread
+ * caches below keep them exact without taking the lock. Each counter is exact; a
+ * read while other threads allocate may pair values from slightly different moments. */
+static atomic_size_t stat_allocated, stat_cached, stat_peak, stat_system_allocs;
+
+static void count_allocated(size_t rounded) {
+    size_t now = atomic_fetch_add_explicit(&stat_allocated, rounded, memory_order_relaxed) + rounded;
+    size_t peak = atomic_load_explicit(&stat_peak, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&stat_peak, &peak, now, memory_order_relaxed,
+                                                                 memory_order_relaxed)) {
+    }
+}
+
+/* A per-thread cache of small blocks in front of the shared lists: a thread that
+ * frees and allocates small tensors op after op (the per-op overhead, bench/overhead.c)
+ * takes no lock. Only blocks of at most 4 KiB, and at most THREAD_CACHE_BYTES of them
+ * per thread (a chain of ops keeps its thousand small outputs alive until backward
+ * frees them all, so a few blocks per class would not do); what does not fit goes to
+ * the shared lists, and the whole cache goes there when its thread exits. Its blocks
+ * count as cached. */
+#define THREAD_CACHE_BYTES ((size_t)1 << 20)
+#define THREAD_CACHE_CLASSES 28 /* the classes of blocks up to 4 KiB */
+static _Thread_local block *thread_lists[THREAD_CACHE_CLASSES];
+static _Thread_local size_t thread_cached_bytes;
+static _Thread_local bool thread_cache_registered;
 
 static int size_class(size_t nbytes, size_t *rounded) {
     size_t size = nbytes < 64 ? 64 : nbytes;
@@ -57,63 +83,107 @@ static int size_class(size_t nbytes, size_t *rounded) {
     return (log2 - 5) * 4 + (int)quarters - 1;
 }
 
+/* The block size of class c (size_class's inverse). */
+static size_t class_bytes(int c) {
+    size_t base = (size_t)1 << (c / 4 + 5), step = base / 4;
+    return (base + (size_t)(c % 4 + 1) * step + 63) & ~(size_t)63;
+}
+
+/* Moves this thread's cached blocks to the shared lists (at thread exit, and before
+ * tg_cpu_empty_cache empties those). */
+static void flush_thread_cache(void) {
+    pthread_mutex_lock(&cpu_lock);
+    for (int c = 0; c < THREAD_CACHE_CLASSES; c++) {
+        while (thread_lists[c]) {
+            block *b = thread_lists[c];
+            thread_lists[c] = b->next;
+            b->next = free_lists[c];
+            free_lists[c] = b;
+        }
+    }
+    thread_cached_bytes = 0;
+    pthread_mutex_unlock(&cpu_lock);
+}
+
 static void *cpu_alloc(size_t nbytes) {
     size_t rounded;
     int cls = size_class(nbytes, &rounded);
     void *p = NULL;
-    pthread_mutex_lock(&cpu_lock);
-    if (cls < NUM_CLASSES && free_lists[cls]) {
-        p = free_lists[cls];
-        free_lists[cls] = free_lists[cls]->next;
-        cpu_stats.cached -= rounded;
-        cpu_stats.allocated += rounded;
-        if (cpu_stats.allocated > cpu_stats.peak) cpu_stats.peak = cpu_stats.allocated;
+    if (cls < THREAD_CACHE_CLASSES && thread_lists[cls]) { /* the common case in a training loop: no lock */
+        block *b = thread_lists[cls];
+        thread_lists[cls] = b->next;
+        thread_cached_bytes -= rounded;
+        p = b;
+    } else {
+        pthread_mutex_lock(&cpu_lock);
+        if (cls < NUM_CLASSES && free_lists[cls]) {
+            p = free_lists[cls];
+            free_lists[cls] = free_lists[cls]->next;
+        }
+        pthread_mutex_unlock(&cpu_lock);
     }
-    pthread_mutex_unlock(&cpu_lock);
-    if (p) return p; /* the common case in a training loop: one lock */
+    if (p) {
+        atomic_fetch_sub_explicit(&stat_cached, rounded, memory_order_relaxed);
+        count_allocated(rounded);
+        return p;
+    }
     p = aligned_alloc(64, rounded);
     if (!p) return NULL;
-    pthread_mutex_lock(&cpu_lock);
-    cpu_stats.system_allocs++;
-    cpu_stats.allocated += rounded;
-    if (cpu_stats.allocated > cpu_stats.peak) cpu_stats.peak = cpu_stats.allocated;
-    pthread_mutex_unlock(&cpu_lock);
+    atomic_fetch_add_explicit(&stat_system_allocs, 1, memory_order_relaxed);
+    count_allocated(rounded);
     return p;
 }
 
 static void cpu_free(void *p, size_t nbytes) {
     size_t rounded;
     int cls = size_class(nbytes, &rounded);
-    pthread_mutex_lock(&cpu_lock);
-    cpu_stats.allocated -= rounded;
-    bool keep = cls < NUM_CLASSES && rounded <= MAX_CACHED_BLOCK && cpu_stats.cached + rounded <= CACHE_CAP;
-    if (keep) {
-        block *b = p;
-        b->next = free_lists[cls];
-        free_lists[cls] = b;
-        cpu_stats.cached += rounded;
+    atomic_fetch_sub_explicit(&stat_allocated, rounded, memory_order_relaxed);
+    bool keep = cls < NUM_CLASSES && rounded <= MAX_CACHED_BLOCK &&
+                atomic_load_explicit(&stat_cached, memory_order_relaxed) + rounded <= CACHE_CAP;
+    if (!keep) {
+        free(p);
+        return;
     }
+    atomic_fetch_add_explicit(&stat_cached, rounded, memory_order_relaxed);
+    block *b = p;
+    if (cls < THREAD_CACHE_CLASSES && thread_cached_bytes + rounded <= THREAD_CACHE_BYTES) {
+        if (!thread_cache_registered) {
+            thread_cache_registered = true;
+            tg_at_thread_exit(flush_thread_cache);
+        }
+        b->next = thread_lists[cls];
+        thread_lists[cls] = b;
+        thread_cached_bytes += rounded;
+        return;
+    }
+    pthread_mutex_lock(&cpu_lock);
+    b->next = free_lists[cls];
+    free_lists[cls] = b;
     pthread_mutex_unlock(&cpu_lock);
-    if (!keep) free(p);
 }
 
 tg_memory_stats tg_cpu_memory_stats(void) {
-    pthread_mutex_lock(&cpu_lock);
-    tg_memory_stats s = cpu_stats;
-    pthread_mutex_unlock(&cpu_lock);
-    return s;
+    return (tg_memory_stats){
+        .allocated = atomic_load(&stat_allocated),
+        .cached = atomic_load(&stat_cached),
+        .peak = atomic_load(&stat_peak),
+        .system_allocs = atomic_load(&stat_system_allocs),
+    };
 }
 
+/* The calling thread's cache is emptied too; another thread's (at most
+ * THREAD_CACHE_BYTES) stays until that thread exits. */
 void tg_cpu_empty_cache(void) {
+    flush_thread_cache();
     pthread_mutex_lock(&cpu_lock);
     for (int c = 0; c < NUM_CLASSES; c++) {
         while (free_lists[c]) {
             block *b = free_lists[c];
             free_lists[c] = b->next;
+            atomic_fetch_sub(&stat_cached, class_bytes(c));
             free(b);
         }
     }
-    cpu_stats.cached = 0;
     pthread_mutex_unlock(&cpu_lock);
 }
 

@@ -11,44 +11,42 @@
 #include "core/simd.h"
 #include "core/tensor_impl.h"
 
-void tg_contiguous_strides(tg_shape shape, int64_t *strides) {
-    int64_t s = 1;
-    for (int i = shape.ndim - 1; i >= 0; i--) {
-        strides[i] = s;
-        /* Only an empty tensor can have sizes whose product overflows (creation refuses
-         * the rest); its strides are never used to address memory. */
-        if (__builtin_mul_overflow(s, shape.dims[i] > 1 ? shape.dims[i] : 1, &s)) s = INT64_MAX;
-    }
-}
+void tg_contiguous_strides(tg_shape shape, int64_t *strides) { tg_contiguous_strides_inline(&shape, strides); }
 
-tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
+/* tg_check_creation on pointers: make() calls it for every new tensor, where copying
+ * the shape into a call showed in the per-op profile. */
+static tg_status check_creation(const char *op, const tg_shape *shape, const tg_opts *opts) {
     char buf[128];
-    if (shape.ndim < 0 || shape.ndim > TG_MAX_DIMS)
-        return tg_error("%s: %d dims requested, at most %d are supported", op, shape.ndim, TG_MAX_DIMS);
+    if (shape->ndim < 0 || shape->ndim > TG_MAX_DIMS)
+        return tg_error("%s: %d dims requested, at most %d are supported", op, shape->ndim, TG_MAX_DIMS);
     int64_t numel = 1;
-    for (int i = 0; i < shape.ndim; i++)
-        if (shape.dims[i] < 0)
-            return tg_error("%s: negative size %lld in shape %s", op, (long long)shape.dims[i],
-                            tg_shape_str(shape, buf, sizeof buf));
+    for (int i = 0; i < shape->ndim; i++)
+        if (shape->dims[i] < 0)
+            return tg_error("%s: negative size %lld in shape %s", op, (long long)shape->dims[i],
+                            tg_shape_str(*shape, buf, sizeof buf));
     /* Sizes whose byte count overflows (zero-size dims excepted) are refused here, so
      * that no later product of sizes overflows. */
-    for (int i = 0; i < shape.ndim && numel != 0; i++) {
-        if (shape.dims[i] != 0 && numel > INT64_MAX / 8 / shape.dims[i])
-            return tg_error("%s: shape %s has too many elements", op, tg_shape_str(shape, buf, sizeof buf));
-        numel *= shape.dims[i];
+    for (int i = 0; i < shape->ndim && numel != 0; i++) {
+        if (shape->dims[i] != 0 && numel > INT64_MAX / 8 / shape->dims[i])
+            return tg_error("%s: shape %s has too many elements", op, tg_shape_str(*shape, buf, sizeof buf));
+        numel *= shape->dims[i];
     }
-    if (!tg_dtype_is_supported(opts.dtype))
-        return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(opts.dtype));
-    if (opts.requires_grad && !tg_dtype_is_floating(opts.dtype))
+    if ((unsigned)opts->dtype >= TG_NUM_DTYPES /* tg_dtype_is_supported */)
+        return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(opts->dtype));
+    if (opts->requires_grad && !tg_dtype_is_floating(opts->dtype))
         return tg_error("%s: only floating-point tensors can require grad, not %s", op,
-                        tg_dtype_name(opts.dtype));
-    if (opts.device.kind != TG_DEVICE_CPU && !tg_backend_for(opts.device, op)) return TG_ERROR;
+                        tg_dtype_name(opts->dtype));
+    if (opts->device.kind != TG_DEVICE_CPU && !tg_backend_for(opts->device, op)) return TG_ERROR;
     return TG_OK;
 }
 
+tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
+    return check_creation(op, &shape, &opts);
+}
+
 static tg_tensor *make(const char *op, tg_shape shape, tg_opts opts) {
-    if (tg_check_creation(op, shape, opts)) return NULL;
-    size_t nbytes = (size_t)tg_shape_numel(shape) * tg_dtype_size(opts.dtype);
+    if (check_creation(op, &shape, &opts)) return NULL;
+    size_t nbytes = (size_t)tg_shape_numel_inline(&shape) * tg_dtype_size_inline(opts.dtype);
     tg_storage *s = tg_storage_new(nbytes, opts.device, op);
     if (!s) return NULL;
     tg_tensor *t = tg_tensor_wrap(s, opts.dtype, shape, NULL, 0);
@@ -214,7 +212,7 @@ static void copy_row(char **p, const int64_t *s, int64_t n, void *vctx) {
 static tg_status cpu_copy_strided(tg_tensor *dst, tg_tensor *src) {
     tg_iter it;
     tg_tensor *ops[2] = {dst, src};
-    tg_iter_init(&it, dst->shape, 2, ops);
+    tg_iter_init(&it, &dst->shape, 2, ops);
     cast_ctx c = {dst->dtype, src->dtype};
     tg_iter_run(&it, copy_row, &c, true);
     return TG_OK;

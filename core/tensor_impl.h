@@ -3,6 +3,7 @@
 #ifndef TG_CORE_TENSOR_IMPL_H
 #define TG_CORE_TENSOR_IMPL_H
 
+#include "core/dtype_impl.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 
@@ -70,8 +71,29 @@ bool tg_is_non_overlapping_and_dense(const tg_tensor *t);
 /* Some element is reached by two indices (a stride 0 over a size above 1). */
 bool tg_has_internal_overlap(const tg_tensor *t);
 
+/* Inline forms of tg_shape_numel and tg_contiguous_strides, for the per-op paths: the
+ * calls, each copying the 72-byte shape, showed in the per-op profile (bench/overhead.c).
+ * core/shape.c and core/tensor.c define the exported functions with these. */
+static inline int64_t tg_shape_numel_inline(const tg_shape *s) {
+    for (int i = 0; i < s->ndim; i++)
+        if (s->dims[i] == 0) return 0; /* before multiplying: [0, 2^40, 2^40] must not overflow */
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= s->dims[i];
+    return n;
+}
+
+static inline void tg_contiguous_strides_inline(const tg_shape *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = shape->ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        /* Only an empty tensor can have sizes whose product overflows (creation refuses
+         * the rest); its strides are never used to address memory. */
+        if (__builtin_mul_overflow(s, shape->dims[i] > 1 ? shape->dims[i] : 1, &s)) s = INT64_MAX;
+    }
+}
+
 static inline void *tg_elem_ptr(const tg_tensor *t) {
-    return (char *)t->storage->data + t->offset * (int64_t)tg_dtype_size(t->dtype);
+    return (char *)t->storage->data + t->offset * (int64_t)tg_dtype_size_inline(t->dtype);
 }
 
 #ifdef __cplusplus

@@ -232,15 +232,15 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(x->dtype));
     tg_iter it;
     tg_tensor *ops[2] = {out, x};
-    tg_iter_init(&it, out->shape, 2, ops);
+    tg_iter_init(&it, &out->shape, 2, ops);
     unary_ctx c = {kind, a, b};
     tg_iter_run(&it, row, &c, true);
     return TG_OK;
 }
 
 tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b) {
-    if (tg_dtype_is_low_precision(a->dtype) || tg_dtype_is_low_precision(b->dtype) ||
-        tg_dtype_is_low_precision(out->dtype)) {
+    if (tg_dtype_is_low_precision_inline(a->dtype) || tg_dtype_is_low_precision_inline(b->dtype) ||
+        tg_dtype_is_low_precision_inline(out->dtype)) {
         if (cuda_low_precision_native(out, a, b, TG_BINARY_IS_COMPARISON(kind)))
             return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
         return low_precision_into(op, kind, true, out, a, b, 0, 0);
@@ -250,7 +250,7 @@ tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(a->dtype));
     tg_iter it;
     tg_tensor *ops[3] = {out, a, b};
-    tg_iter_init(&it, out->shape, 3, ops);
+    tg_iter_init(&it, &out->shape, 3, ops);
     tg_iter_run(&it, row, &kind, true);
     return TG_OK;
 }
@@ -487,6 +487,7 @@ typedef struct {
  * category (bool < integer < floating) is higher than the other's, so float32 [3] *
  * float64 0-dim is float32 and int32 [3] + int64 0-dim is int32, as in PyTorch. */
 static tg_dtype result_type(const tg_tensor *a, const tg_tensor *b) {
+    if (a->dtype == b->dtype) return a->dtype; /* the common case, whatever the dims */
     bool a0 = a->shape.ndim == 0, b0 = b->shape.ndim == 0;
     if (a0 == b0) return tg_promote_types(a->dtype, b->dtype);
     tg_dtype dim = a0 ? b->dtype : a->dtype, zero = a0 ? a->dtype : b->dtype;
@@ -497,8 +498,15 @@ static tg_dtype result_type(const tg_tensor *a, const tg_tensor *b) {
 
 /* Checks, promotes and broadcasts; fills *out_shape and *dtype (of the computation). */
 static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_shape *out_shape, tg_dtype *dtype) {
-    if (tg_check_same_device(op, a, b, "all tensors")) return TG_ERROR;
-    if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
+    /* The common cases first, inline (per-op overhead): one device, equal shapes. */
+    tg_device da = a->storage->device, db = b->storage->device;
+    if ((da.kind != db.kind || da.index != db.index) && tg_check_same_device(op, a, b, "all tensors"))
+        return TG_ERROR;
+    bool same_shape = a->shape.ndim == b->shape.ndim;
+    for (int d = 0; same_shape && d < a->shape.ndim; d++) same_shape = a->shape.dims[d] == b->shape.dims[d];
+    if (same_shape) {
+        *out_shape = a->shape;
+    } else if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
         char sa[128], sb[128];
         return tg_error("%s: shapes %s and %s cannot be broadcast together", op,
                         tg_shape_str(a->shape, sa, sizeof sa), tg_shape_str(b->shape, sb, sizeof sb));
@@ -661,7 +669,7 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
         size_t es = tg_dtype_size(dtype);
         tg_iter it;
         tg_tensor *ops[4] = {out, cond, a, b};
-        tg_iter_init(&it, shape, 4, ops);
+        tg_iter_init(&it, &shape, 4, ops);
         tg_iter_run(&it, es == 1 ? where_row_1 : es == 2 ? where_row_2 : es == 4 ? where_row_4 : where_row_8, NULL,
                     true);
     }

@@ -1,6 +1,7 @@
 // core/: creation, access, copies, views (strides and shared storage), printing.
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "test_util.h"
 
@@ -160,4 +161,31 @@ TEST_F(TgTest, CpuCachingAllocatorReusesBlocks) {
     EXPECT_GE(before.cached, (size_t)4 << 20);
     EXPECT_EQ(after.cached, before.cached);
     EXPECT_EQ(after.allocated, before.allocated);
+}
+
+// Small blocks go through a per-thread cache (core/storage.c): reused without the
+// system, counted as cached, handed to the shared lists when their thread exits, and
+// returned to the system by tg_cpu_empty_cache. The counts stay exact throughout.
+TEST_F(TgTest, CpuThreadCacheKeepsStatsExact) {
+    tg_cpu_empty_cache();
+    tg_memory_stats start = tg_cpu_memory_stats();
+    EXPECT_EQ(start.cached, 0u);
+    TG_SCOPE { tg_empty(TG_SHAPE(3), tg_opts{}); }  // 12 bytes: a 64-byte block
+    tg_memory_stats warm = tg_cpu_memory_stats();
+    EXPECT_EQ(warm.cached, 64u);
+    EXPECT_EQ(warm.allocated, start.allocated);
+    TG_SCOPE { tg_empty(TG_SHAPE(3), tg_opts{}); }
+    EXPECT_EQ(tg_cpu_memory_stats().system_allocs, warm.system_allocs);  // reused
+    std::thread worker([] {
+        TG_SCOPE {
+            for (int i = 0; i < 100; i++) tg_empty(TG_SHAPE(40), tg_opts{});  // 160 bytes: 192-byte blocks
+        }
+    });
+    worker.join();
+    tg_memory_stats joined = tg_cpu_memory_stats();
+    EXPECT_EQ(joined.cached, 64u + 100 * 192u);
+    EXPECT_EQ(joined.allocated, start.allocated);
+    EXPECT_GE(joined.peak, start.allocated + 100 * 192u);
+    tg_cpu_empty_cache();  // the exited thread's blocks included
+    EXPECT_EQ(tg_cpu_memory_stats().cached, 0u);
 }
