@@ -4,7 +4,7 @@
  * (torch.ao.quantization prepare / convert on the onednn engine). The seeds give both
  * the same weights, calibration data and inputs, so the float32 check (out[0, 0])
  * agrees to float32 rounding and the int8 one to a quantisation step. */
-#include "bench/bench_util.h"
+#include "bench/inference.h"
 #include "tapegrad.h"
 
 static tg_module *make_lenet(void) {
@@ -16,25 +16,7 @@ static tg_module *make_lenet(void) {
 }
 
 static void run(tg_module *model, tg_tensor *inputs, const char *kind, int batch) {
-    int reps = batch == 1 ? 400 : 50;
-    double *times = malloc((size_t)reps * sizeof *times), check = 0;
-    tg_set_grad_enabled(false);
-    TG_SCOPE {
-        tg_tensor *x = tg_narrow(inputs, 0, 0, batch);
-        for (int r = 0; r < reps + 1; r++) {
-            double start = bench_now();
-            TG_SCOPE {
-                tg_tensor *y = tg_forward(model, x);
-                if (r == 0) check = tg_item(tg_narrow(tg_flatten(y, 0, -1), 0, 0, 1));
-            }
-            if (r > 0) times[r - 1] = bench_now() - start; /* the first run warms up */
-        }
-    }
-    double median = bench_median(times, reps);
-    printf("RESULT {\"bench\": \"qlenet_%s_b%d\", \"impl\": \"tapegrad\", \"seconds\": %.6g, \"unit_value\": %.4g, "
-           "\"unit\": \"images/s\", \"check\": %.4f, \"peak_rss_mib\": %.1f}\n",
-           kind, batch, median, batch / median, check, bench_peak_rss_mib());
-    free(times);
+    bench_inference("qlenet", model, inputs, kind, batch, batch == 1 ? 400 : 50);
 }
 
 int main(void) {

@@ -4,12 +4,9 @@
 
 #include "test_util.h"
 
-TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
-    tg_profile_reset();
-    tg_profile_enable(true);
-    tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(1000), tg_opts{}), true);
-    for (int i = 0; i < 3; i++) tg_backward(tg_sum(tg_exp(x)));
-    tg_profile_enable(false);
+namespace {
+// The table collected so far, as tg_profile_print writes it; the profile starts over.
+std::string profile_table() {
     char *buf = nullptr;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
@@ -18,6 +15,17 @@ TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
     std::string table(buf);
     free(buf);
     tg_profile_reset();
+    return table;
+}
+}  // namespace
+
+TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
+    tg_profile_reset();
+    tg_profile_enable(true);
+    tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(1000), tg_opts{}), true);
+    for (int i = 0; i < 3; i++) tg_backward(tg_sum(tg_exp(x)));
+    tg_profile_enable(false);
+    std::string table = profile_table();
     // exp: 3 forward calls of 4000 bytes each (0.0 MB rounded), 3 backward calls.
     size_t row = table.find("\nexp ");
     ASSERT_NE(row, std::string::npos) << table;
@@ -49,14 +57,7 @@ TEST_F(TgTest, ProfileRowsForTheBackwardWalkAndTheOptimizerStep) {
         tg_optim_zero_grad(opt);
     }
     tg_profile_enable(false);
-    char *buf = nullptr;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    tg_profile_print(f);
-    fclose(f);
-    std::string table(buf);
-    free(buf);
-    tg_profile_reset();
+    std::string table = profile_table();
     tg_optim_free(opt);
     int fwd_calls = -1, bwd_calls = -1;
     double ms = 0, mb = 0;
