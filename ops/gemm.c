@@ -9,14 +9,11 @@
 #define BLOCK_ALIGN 16 /* block edges on a multiple of the micro-kernels' tile sizes */
 
 typedef struct {
-    bool f64, trans_a, trans_b, by_rows;
-    int64_t m, n, k, lda, ldb, ldc;
-    double alpha, beta;
-    const void *a, *b;
-    void *c;
+    tg_gemm_args p;
+    bool by_rows; /* blocks are rows of C (else columns) */
 } gemm_job;
 
-static void call_blas(const gemm_job *g, int64_t m, int64_t n, const void *a, const void *b, void *c) {
+static void call_blas(const tg_gemm_args *g, int64_t m, int64_t n, const void *a, const void *b, void *c) {
     CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
     if (g->f64)
         cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, g->alpha, a, (int)g->lda, b, (int)g->ldb,
@@ -27,46 +24,104 @@ static void call_blas(const gemm_job *g, int64_t m, int64_t n, const void *a, co
 }
 
 /* Units [u0, u1) of BLOCK_ALIGN rows (or columns) of C. */
-static void gemm_block(int64_t u0, int64_t u1, void *arg) {
-    const gemm_job *g = arg;
-    int64_t es = g->f64 ? 8 : 4, dim = g->by_rows ? g->m : g->n;
+static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
+    const tg_gemm_args *g = &j->p;
+    int64_t es = g->f64 ? 8 : 4, dim = j->by_rows ? g->m : g->n;
     int64_t lo = u0 * BLOCK_ALIGN, hi = u1 * BLOCK_ALIGN < dim ? u1 * BLOCK_ALIGN : dim;
     const char *a = g->a, *b = g->b;
     char *c = g->c;
-    if (g->by_rows)
+    if (j->by_rows)
         call_blas(g, hi - lo, g->n, a + (g->trans_a ? lo : lo * g->lda) * es, b, c + lo * g->ldc * es);
     else
         call_blas(g, g->m, hi - lo, a, b + (g->trans_b ? lo * g->ldb : lo) * es, c + lo * es);
 }
+
+static void gemm_block(int64_t u0, int64_t u1, void *arg) { gemm_units(arg, u0, u1); }
 
 /* OpenBLAS's pthread build, on one thread: concurrent calls are safe (its memory pool is
  * locked) and its own threads never run; our pool splits the work instead. */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 
-static void gemm(gemm_job *g) {
+/* One block per thread along the longer dim of C: the other operand is packed once per
+ * block, so few large blocks (OpenBLAS packs B's panel per call). */
+static int64_t units_of(gemm_job *j) {
+    j->by_rows = j->p.m >= j->p.n;
+    return ((j->by_rows ? j->p.m : j->p.n) + BLOCK_ALIGN - 1) / BLOCK_ALIGN;
+}
+
+static bool on_one_thread(int threads, int64_t work) {
+    return threads <= 1 || work < TG_GEMM_PARALLEL_MIN || tg_in_parallel_region();
+}
+
+static void gemm(const tg_gemm_args *g) {
     pthread_once(&blas_once, blas_single_thread);
     if (g->m <= 0 || g->n <= 0) return;
     int threads = tg_get_num_threads();
-    if (threads <= 1 || g->m * g->n * g->k < TG_GEMM_PARALLEL_MIN || tg_in_parallel_region()) {
+    if (on_one_thread(threads, g->m * g->n * g->k)) {
         call_blas(g, g->m, g->n, g->a, g->b, g->c);
         return;
     }
-    /* One block per thread along the longer dim of C: the other operand is packed once per
-     * block, so few large blocks (OpenBLAS packs B's panel per call). */
-    g->by_rows = g->m >= g->n;
-    int64_t units = ((g->by_rows ? g->m : g->n) + BLOCK_ALIGN - 1) / BLOCK_ALIGN;
-    tg_parallel_for(units, (units + threads - 1) / threads, gemm_block, g);
+    gemm_job j = {*g, false};
+    int64_t units = units_of(&j);
+    tg_parallel_for(units, (units + threads - 1) / threads, gemm_block, &j);
+}
+
+/* ---- several products at once ---- */
+
+enum { MANY_MAX = 8 };
+
+typedef struct {
+    gemm_job job[MANY_MAX];
+    int64_t units[MANY_MAX], blocks[MANY_MAX], first[MANY_MAX + 1]; /* first[i]: product i's first block */
+    int count;
+} many_job;
+
+/* Blocks [b0, b1) of all the products: block j of product i is its units
+ * [units * j / blocks, units * (j + 1) / blocks). */
+static void many_blocks(int64_t b0, int64_t b1, void *arg) {
+    const many_job *mj = arg;
+    for (int64_t b = b0; b < b1; b++) {
+        int i = 0;
+        while (b >= mj->first[i + 1]) i++;
+        int64_t j = b - mj->first[i], units = mj->units[i], blocks = mj->blocks[i];
+        gemm_units(&mj->job[i], units * j / blocks, units * (j + 1) / blocks);
+    }
+}
+
+void tg_gemm_many(const tg_gemm_args *products, int count) {
+    pthread_once(&blas_once, blas_single_thread);
+    many_job mj = {.count = 0};
+    double total = 0;
+    for (int i = 0; i < count; i++)
+        if (products[i].m > 0 && products[i].n > 0) total += (double)products[i].m * products[i].n * products[i].k;
+    int threads = tg_get_num_threads();
+    if (count > MANY_MAX || on_one_thread(threads, (int64_t)total)) {
+        for (int i = 0; i < count; i++) gemm(&products[i]);
+        return;
+    }
+    mj.first[0] = 0;
+    for (int i = 0; i < count; i++) {
+        const tg_gemm_args *g = &products[i];
+        if (g->m <= 0 || g->n <= 0) continue;
+        int c = mj.count++;
+        mj.job[c].p = *g;
+        mj.units[c] = units_of(&mj.job[c]);
+        /* threads shared in proportion to the multiply-adds, at least one block each */
+        int64_t blocks = (int64_t)(threads * ((double)g->m * g->n * g->k) / total + 0.5);
+        blocks = blocks < 1 ? 1 : blocks > mj.units[c] ? mj.units[c] : blocks;
+        mj.blocks[c] = blocks;
+        mj.first[c + 1] = mj.first[c] + blocks;
+    }
+    tg_parallel_for(mj.first[mj.count], 1, many_blocks, &mj);
 }
 
 void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    gemm_job g = {false, trans_a, trans_b, false, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
-    gemm(&g);
+    gemm(&(tg_gemm_args){false, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 
 void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                  int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
-    gemm_job g = {true, trans_a, trans_b, false, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
-    gemm(&g);
+    gemm(&(tg_gemm_args){true, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }

@@ -22,6 +22,27 @@ void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
 void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                  int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 
+/* Several independent products at once, e.g. a layer's input and weight gradients: the
+ * threads are shared among them in proportion to their multiply-adds, each product cut
+ * into that many blocks of C (at least one). Two mid-sized products on two threads thus
+ * run whole, one per thread, instead of one after the other each split thinly (OpenBLAS
+ * scales poorly below a few million multiply-adds per thread). Each element of C is
+ * still computed by one call over all of k, as by tg_gemm_f32/f64. More than 8 products
+ * run one after another. */
+typedef struct {
+    bool f64, trans_a, trans_b;
+    int64_t m, n, k;
+    double alpha;
+    const void *a;
+    int64_t lda;
+    const void *b;
+    int64_t ldb;
+    double beta;
+    void *c;
+    int64_t ldc;
+} tg_gemm_args;
+void tg_gemm_many(const tg_gemm_args *products, int count);
+
 /* bfloat16 GEMM (ops/gemm_bf16.c): C [m, n] (float32, row-major) = A B, plus C's old values
  * when `accumulate`. A [m, k] and B [k, n] are bfloat16 bit patterns read at element
  * strides (row, column), so any 2-D view (a transpose included) is read without a copy.

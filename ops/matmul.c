@@ -8,6 +8,7 @@
 
 #include "autograd/autocast_impl.h"
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
@@ -358,9 +359,49 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return tg_reshape(out, out_shape);
 }
 
+/* Both gradients of a float32/float64 CPU linear as two GEMMs side by side
+ * (tg_gemm_many): dx = g w and dw = g^T x. False when this path does not apply. Not
+ * when backward records a graph (create_graph): then the products go through tg_matmul
+ * so that they are differentiable themselves. */
+static bool linear_grads_side_by_side(tg_ctx *ctx, tg_tensor *g, tg_tensor *x, tg_tensor *w, tg_tensor **grad_in) {
+    tg_dtype dt = w->dtype;
+    if (tg_is_grad_enabled() || w->storage->device.kind != TG_DEVICE_CPU || (dt != TG_FLOAT32 && dt != TG_FLOAT64) ||
+        x->dtype != dt || g->dtype != dt || !tg_ctx_needs_input_grad(ctx, 0) || !tg_ctx_needs_input_grad(ctx, 1))
+        return false;
+    tg_shape xs = tg_ctx_input_shape(ctx, 0);
+    int64_t rows = 1, in_features = tg_size(w, 1), out_features = tg_size(w, 0);
+    for (int d = 0; d < xs.ndim - 1; d++) rows *= xs.dims[d];
+    if (rows == 0 || in_features == 0 || out_features == 0) return false;
+    blas_layout lg, lx, lw;
+    tg_tensor *g2 = tg_reshape(g, TG_SHAPE(rows, out_features)), *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
+    tg_opts opts = {.dtype = dt, .device = w->storage->device};
+    tg_tensor *dx = tg_empty(TG_SHAPE(rows, in_features), opts), *dw = tg_empty(w->shape, opts);
+    if (!g2 || !x2 || !dx || !dw || !(g2 = blas_operand(g2, &lg)) || !(x2 = blas_operand(x2, &lx)) ||
+        !(w = blas_operand(w, &lw)))
+        return true; /* the error is recorded; the gradients stay unset */
+    bool f64 = dt == TG_FLOAT64;
+    tg_gemm_args products[2] = {
+        /* dx [rows, in] = g [rows, out] w [out, in] */
+        {f64, lg.trans, lw.trans, rows, in_features, out_features, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(w), lw.ld,
+         0, tg_elem_ptr(dx), in_features},
+        /* dw [out, in] = g^T [out, rows] x [rows, in] */
+        {f64, !lg.trans, lx.trans, out_features, in_features, rows, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(x2), lx.ld,
+         0, tg_elem_ptr(dw), in_features},
+    };
+    tg_gemm_many(products, 2);
+    grad_in[0] = tg_reshape(dx, xs);
+    grad_in[1] = dw;
+    return true;
+}
+
 static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
+    if (linear_grads_side_by_side(ctx, g, x, w, grad_in)) {
+        if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2))
+            grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
+        return;
+    }
     if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = tg_matmul(g, w); /* [..., out] @ [out, in] */
     if (tg_ctx_needs_input_grad(ctx, 1)) {                             /* sum over rows of g^T x */
         tg_shape xs = tg_ctx_input_shape(ctx, 0);
