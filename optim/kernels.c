@@ -9,9 +9,11 @@
 #include "core/parallel.h"
 #include "core/simd.h"
 
-/* Parallel only when a parameter is large enough to pay for the threads: each kernel is
- * a serial loop over elements (*_range) run on pieces of the tensor by tg_parallel_for. */
-#define TG_OPTIM_PARALLEL_MIN 32768
+/* Each rule is a serial loop over elements (*_range); tg_optim_kernel_* runs it on blocks
+ * of BLOCK elements of all the tensors at once, in parallel when there are more than
+ * PARALLEL_MIN elements in all (fewer do not pay for the threads). */
+#define BLOCK 16384
+#define PARALLEL_MIN 32768
 #define OFF(p, lo) ((p) ? (p) + (lo) : NULL) /* optional state tensors may be NULL */
 
 /* torch/optim/sgd.py _single_tensor_sgd. */
@@ -31,21 +33,6 @@
             }                                                                                   \
             param[i] = param[i] + neg_lr * d_p; /* param.add_(d_p, alpha=-lr) */                \
         }                                                                                       \
-    }                                                                                           \
-    typedef struct {                                                                            \
-        T *param;                                                                               \
-        const T *grad;                                                                          \
-        T *buf;                                                                                 \
-        tg_sgd_args a;                                                                          \
-    } sgd_job_##SUFFIX;                                                                         \
-    static void sgd_chunk_##SUFFIX(int64_t lo, int64_t hi, void *arg) {                         \
-        const sgd_job_##SUFFIX *j = arg;                                                        \
-        sgd_range_##SUFFIX(j->param + lo, j->grad + lo, OFF(j->buf, lo), hi - lo, j->a);        \
-    }                                                                                           \
-    void tg_sgd_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
-                                tg_sgd_args a) {                                                \
-        sgd_job_##SUFFIX j = {param, grad, buf, a};                                             \
-        tg_parallel_for(n, TG_OPTIM_PARALLEL_MIN, sgd_chunk_##SUFFIX, &j);                      \
     }
 
 /* torch/optim/adam.py _single_tensor_adam and adamw.py _single_tensor_adamw
@@ -77,21 +64,6 @@
             T denom = SQRT_##SUFFIX(vi) / bc2_sqrt + eps;  /* (v.sqrt() / bc2_sqrt).add_(eps) */ \
             param[i] = p + neg_step_size * mi / denom; /* param.addcdiv_(m, denom, value=-step_size) */ \
         }                                                                                       \
-    }                                                                                           \
-    typedef struct {                                                                            \
-        T *param;                                                                               \
-        const T *grad;                                                                          \
-        T *m, *v, *vmax;                                                                        \
-        tg_adam_args a;                                                                         \
-    } adam_job_##SUFFIX;                                                                        \
-    static void adam_chunk_##SUFFIX(int64_t lo, int64_t hi, void *arg) {                        \
-        const adam_job_##SUFFIX *j = arg;                                                       \
-        adam_range_##SUFFIX(j->param + lo, j->grad + lo, j->m + lo, j->v + lo, OFF(j->vmax, lo), hi - lo, j->a); \
-    }                                                                                           \
-    void tg_adam_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
-                                 T *restrict vmax, int64_t n, tg_adam_args a) {                 \
-        adam_job_##SUFFIX j = {param, grad, m, v, vmax, a};                                     \
-        tg_parallel_for(n, TG_OPTIM_PARALLEL_MIN, adam_chunk_##SUFFIX, &j);                     \
     }
 
 /* torch/optim/rmsprop.py _single_tensor_rmsprop. */
@@ -122,22 +94,6 @@
                 param[i] = param[i] + neg_lr * g / avg; /* param.addcdiv_(grad, avg, value=-lr) */ \
             }                                                                                   \
         }                                                                                       \
-    }                                                                                           \
-    typedef struct {                                                                            \
-        T *param;                                                                               \
-        const T *grad;                                                                          \
-        T *sq, *gavg, *buf;                                                                     \
-        tg_rmsprop_args a;                                                                      \
-    } rmsprop_job_##SUFFIX;                                                                     \
-    static void rmsprop_chunk_##SUFFIX(int64_t lo, int64_t hi, void *arg) {                     \
-        const rmsprop_job_##SUFFIX *j = arg;                                                    \
-        rmsprop_range_##SUFFIX(j->param + lo, j->grad + lo, j->sq + lo, OFF(j->gavg, lo), OFF(j->buf, lo), hi - lo, \
-                               j->a);                                                           \
-    }                                                                                           \
-    void tg_rmsprop_kernel_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
-                                    T *restrict gavg, T *restrict buf, int64_t n, tg_rmsprop_args a) { \
-        rmsprop_job_##SUFFIX j = {param, grad, sq, gavg, buf, a};                               \
-        tg_parallel_for(n, TG_OPTIM_PARALLEL_MIN, rmsprop_chunk_##SUFFIX, &j);                  \
     }
 
 #define SQRT_f32 sqrtf
@@ -149,3 +105,42 @@ DEFINE_ADAM(float, f32)
 DEFINE_ADAM(double, f64)
 DEFINE_RMSPROP(float, f32)
 DEFINE_RMSPROP(double, f64)
+
+/* One tensor's elements [lo, hi) by the rule. */
+#define DEFINE_STEP(T, SUFFIX)                                                                  \
+    static void update_range_##SUFFIX(tg_optim_rule rule, const tg_optim_tensor *t, int64_t lo, int64_t hi) { \
+        T *p = (T *)t->param + lo, *s0 = OFF((T *)t->state[0], lo), *s1 = OFF((T *)t->state[1], lo); \
+        T *s2 = OFF((T *)t->state[2], lo);                                                      \
+        const T *g = (const T *)t->grad + lo;                                                   \
+        switch (rule) {                                                                         \
+        case TG_RULE_SGD: sgd_range_##SUFFIX(p, g, s0, hi - lo, t->args.sgd); break;            \
+        case TG_RULE_ADAM: adam_range_##SUFFIX(p, g, s0, s1, s2, hi - lo, t->args.adam); break; \
+        case TG_RULE_RMSPROP: rmsprop_range_##SUFFIX(p, g, s0, s1, s2, hi - lo, t->args.rmsprop); break; \
+        }                                                                                       \
+    }                                                                                           \
+    typedef struct {                                                                            \
+        tg_optim_rule rule;                                                                     \
+        const tg_optim_tensor *tensors;                                                         \
+        int count;                                                                              \
+    } step_job_##SUFFIX;                                                                        \
+    /* Blocks [b0, b1) counted over the tensors in order, each tensor ceil(n / BLOCK) of them. */ \
+    static void update_blocks_##SUFFIX(int64_t b0, int64_t b1, void *arg) {                    \
+        const step_job_##SUFFIX *j = arg;                                                       \
+        int64_t first = 0; /* the first block of tensor i */                                    \
+        for (int i = 0; i < j->count && first < b1; i++) {                                      \
+            const tg_optim_tensor *t = &j->tensors[i];                                          \
+            int64_t blocks = (t->n + BLOCK - 1) / BLOCK;                                        \
+            int64_t lo = b0 > first ? b0 - first : 0, hi = b1 - first < blocks ? b1 - first : blocks; \
+            if (lo < hi) update_range_##SUFFIX(j->rule, t, lo * BLOCK, hi * BLOCK < t->n ? hi * BLOCK : t->n); \
+            first += blocks;                                                                    \
+        }                                                                                       \
+    }                                                                                           \
+    void tg_optim_kernel_##SUFFIX(tg_optim_rule rule, const tg_optim_tensor *tensors, int count) { \
+        int64_t blocks = 0;                                                                     \
+        for (int i = 0; i < count; i++) blocks += (tensors[i].n + BLOCK - 1) / BLOCK;           \
+        step_job_##SUFFIX j = {rule, tensors, count};                                           \
+        tg_parallel_for(blocks, PARALLEL_MIN / BLOCK, update_blocks_##SUFFIX, &j);              \
+    }
+
+DEFINE_STEP(float, f32)
+DEFINE_STEP(double, f64)

@@ -25,18 +25,31 @@ typedef struct {
     bool centered, maximize;
 } tg_rmsprop_args;
 
-/* buf NULL when momentum == 0. */
-void tg_sgd_kernel_f32(float *param, const float *grad, float *buf, int64_t n, tg_sgd_args a);
-void tg_sgd_kernel_f64(double *param, const double *grad, double *buf, int64_t n, tg_sgd_args a);
-/* max_exp_avg_sq NULL unless amsgrad. */
-void tg_adam_kernel_f32(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq,
-                        int64_t n, tg_adam_args a);
-void tg_adam_kernel_f64(double *param, const double *grad, double *exp_avg, double *exp_avg_sq,
-                        double *max_exp_avg_sq, int64_t n, tg_adam_args a);
-/* grad_avg NULL unless centered; buf NULL unless momentum > 0. */
-void tg_rmsprop_kernel_f32(float *param, const float *grad, float *square_avg, float *grad_avg, float *buf, int64_t n,
-                           tg_rmsprop_args a);
-void tg_rmsprop_kernel_f64(double *param, const double *grad, double *square_avg, double *grad_avg, double *buf,
-                           int64_t n, tg_rmsprop_args a);
+typedef enum { TG_RULE_SGD, TG_RULE_ADAM, TG_RULE_RMSPROP } tg_optim_rule;
+
+/* One parameter's share of a step: its data, its state and its own scalars (each
+ * parameter has its own step count, so its own bias corrections). State by rule, NULL
+ * where unused: SGD {momentum_buffer (NULL when momentum == 0)}; Adam {exp_avg,
+ * exp_avg_sq, max_exp_avg_sq (NULL unless amsgrad)}; RMSprop {square_avg, grad_avg
+ * (NULL unless centered), momentum_buffer (NULL unless momentum > 0)}. */
+typedef struct {
+    void *param;
+    const void *grad;
+    void *state[3];
+    int64_t n;
+    union {
+        tg_sgd_args sgd;
+        tg_adam_args adam;
+        tg_rmsprop_args rmsprop;
+    } args;
+} tg_optim_tensor;
+
+/* Updates all the tensors in one parallel loop over all their elements (PyTorch's
+ * "foreach"/"fused" step): fixed blocks of elements, none straddling two tensors, so a
+ * model's small tensors share the threads with its large ones and the pool is woken once
+ * per step instead of once per tensor. Each element's arithmetic is the same whichever
+ * block and thread it falls in. */
+void tg_optim_kernel_f32(tg_optim_rule rule, const tg_optim_tensor *tensors, int count);
+void tg_optim_kernel_f64(tg_optim_rule rule, const tg_optim_tensor *tensors, int count);
 
 #endif

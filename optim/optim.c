@@ -395,10 +395,11 @@ static tg_tensor *slot(tg_optim *opt, int i, const char *key) {
 
 static void *data_or_null(tg_tensor *t) { return t ? tg_data_ptr(t) : NULL; }
 
-static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
+/* Parameter i's update: on CUDA, run now; on the CPU, described in *cpu for
+ * tg_optim_kernel_* to run with the others (`cpu->param` stays NULL on CUDA). Advances
+ * the parameter's step count. */
+static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g, tg_optim_tensor *cpu) {
     bool cuda = tg_device_of(p).kind == TG_DEVICE_CUDA;
-    bool f64 = tg_dtype_of(p) == TG_FLOAT64;
-    int64_t n = tg_numel(p);
     const hyper *h = &group_of_param(opt, i)->h;
     double step = 0;
     if (opt->step_key >= 0) {
@@ -406,6 +407,7 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
         *counter += 1.0f;
         step = *counter;
     }
+    *cpu = (tg_optim_tensor){.param = cuda ? NULL : tg_data_ptr(p), .grad = tg_data_ptr(g), .n = tg_numel(p)};
     switch (opt->kind) {
     case KIND_SGD: {
         tg_tensor *buf = slot(opt, i, "momentum_buffer");
@@ -413,10 +415,9 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
         if (cuda)
             return TG_CUDA_CALL("SGD.step", tg_cuda_sgd_step, p, g, buf, first, h->lr, h->momentum, h->dampening,
                                 h->weight_decay, opt->nesterov, opt->maximize);
-        tg_sgd_args args = {h->lr, h->momentum, h->dampening, h->weight_decay, opt->nesterov,
-                            opt->maximize, first};
-        if (f64) tg_sgd_kernel_f64(tg_data_ptr(p), tg_data_ptr(g), data_or_null(buf), n, args);
-        else tg_sgd_kernel_f32(tg_data_ptr(p), tg_data_ptr(g), data_or_null(buf), n, args);
+        cpu->state[0] = data_or_null(buf);
+        cpu->args.sgd = (tg_sgd_args){h->lr, h->momentum, h->dampening, h->weight_decay, opt->nesterov,
+                                      opt->maximize, first};
         return TG_OK;
     }
     case KIND_ADAM:
@@ -429,14 +430,11 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
             return TG_CUDA_CALL(decoupled ? "AdamW.step" : "Adam.step", tg_cuda_adam_step, p, g, m, v, vmax, h->lr,
                                 h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt, opt->amsgrad,
                                 decoupled, opt->maximize);
-        tg_adam_args args = {h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt,
-                             opt->amsgrad, decoupled, opt->maximize};
-        if (f64)
-            tg_adam_kernel_f64(tg_data_ptr(p), tg_data_ptr(g), tg_data_ptr(m), tg_data_ptr(v), data_or_null(vmax), n,
-                               args);
-        else
-            tg_adam_kernel_f32(tg_data_ptr(p), tg_data_ptr(g), tg_data_ptr(m), tg_data_ptr(v), data_or_null(vmax), n,
-                               args);
+        cpu->state[0] = tg_data_ptr(m);
+        cpu->state[1] = tg_data_ptr(v);
+        cpu->state[2] = data_or_null(vmax);
+        cpu->args.adam = (tg_adam_args){h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt,
+                                        opt->amsgrad, decoupled, opt->maximize};
         return TG_OK;
     }
     case KIND_RMSPROP: {
@@ -444,41 +442,64 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g) {
         if (cuda)
             return TG_CUDA_CALL("RMSprop.step", tg_cuda_rmsprop_step, p, g, sq, ga, buf, h->lr, h->alpha, h->eps,
                                 h->weight_decay, h->momentum, opt->centered, opt->maximize);
-        tg_rmsprop_args args = {h->lr, h->alpha, h->eps, h->weight_decay, h->momentum, opt->centered,
-                                opt->maximize};
-        if (f64)
-            tg_rmsprop_kernel_f64(tg_data_ptr(p), tg_data_ptr(g), tg_data_ptr(sq), data_or_null(ga),
-                                  data_or_null(buf), n, args);
-        else
-            tg_rmsprop_kernel_f32(tg_data_ptr(p), tg_data_ptr(g), tg_data_ptr(sq), data_or_null(ga),
-                                  data_or_null(buf), n, args);
+        cpu->state[0] = tg_data_ptr(sq);
+        cpu->state[1] = data_or_null(ga);
+        cpu->state[2] = data_or_null(buf);
+        cpu->args.rmsprop = (tg_rmsprop_args){h->lr, h->alpha, h->eps, h->weight_decay, h->momentum, opt->centered,
+                                              opt->maximize};
         return TG_OK;
     }
     }
     return TG_ERROR;
 }
 
+/* Every parameter's gradient and state is checked before any is updated, so a bad
+ * gradient leaves the whole model as it was. The CPU parameters are then updated
+ * together, one parallel loop per dtype (optim/kernels.h). */
 tg_status tg_optim_step(tg_optim *opt) {
     if (!opt) return tg_error("tg_optim_step: optimizer is NULL");
     tg_status status = TG_OK;
     double start = tg_profile_enabled() ? tg_profile_clock() : 0;
     bool prev = tg_set_grad_enabled(false);
-    for (int i = 0; i < opt->count && !status; i++) {
-        tg_tensor *p = opt->params[i], *g = tg_grad(p);
-        if (!g) continue;
-        TG_SCOPE {
+    tg_optim_tensor *cpu = opt->count ? calloc((size_t)opt->count, sizeof *cpu) : NULL;
+    tg_tensor **grads = opt->count ? calloc((size_t)opt->count, sizeof *grads) : NULL;
+    if (opt->count && (!cpu || !grads)) status = tg_error("%s.step: out of memory", opt->name);
+    TG_SCOPE { /* holds contiguous copies of scattered gradients until the update */
+        for (int i = 0; i < opt->count && !status; i++) {
+            tg_tensor *p = opt->params[i], *g = tg_grad(p);
+            if (!g) continue;
             status = init_state(opt, i);
             if (!status) status = check_grad(opt, i, p, g);
-            tg_tensor *gc = status ? NULL : tg_contiguous(g);
-            if (!status && !gc) status = TG_ERROR;
-            if (!status) status = update_one(opt, i, p, gc);
-            if (!status) {
+            if (!status && !(grads[i] = tg_contiguous(g))) status = TG_ERROR;
+        }
+        const tg_optim_rule rule = opt->kind == KIND_SGD ? TG_RULE_SGD : opt->kind == KIND_RMSPROP ? TG_RULE_RMSPROP
+                                                                                                   : TG_RULE_ADAM;
+        int n32 = 0, n64 = 0;
+        bool checked = !status; /* past this point a parameter that counted its step is updated */
+        for (int i = 0; i < opt->count && checked; i++) {
+            if (!grads[i]) continue;
+            tg_optim_tensor t;
+            if (status || (status = update_one(opt, i, opt->params[i], grads[i], &t))) { /* a CUDA launch failed */
+                grads[i] = NULL;
+                continue;
+            }
+            /* float32 from the front of the array, float64 from the back */
+            if (t.param && tg_dtype_of(opt->params[i]) == TG_FLOAT64) cpu[opt->count - 1 - n64++] = t;
+            else if (t.param) cpu[n32++] = t;
+        }
+        if (checked) {
+            tg_optim_kernel_f32(rule, cpu, n32);
+            tg_optim_kernel_f64(rule, cpu + opt->count - n64, n64);
+            for (int i = 0; i < opt->count; i++) {
+                if (!grads[i]) continue;
                 opt->state[i].written = true;
-                tg_bump_version(p);
+                tg_bump_version(opt->params[i]);
                 for (int j = 0; j < group_of_param(opt, i)->num_keys; j++) tg_bump_version(opt->state[i].t[j]);
             }
         }
     }
+    free(cpu);
+    free(grads);
     tg_set_grad_enabled(prev);
     /* The whole update, every parameter, as one row of TG_PROFILE's table. */
     if (start) tg_profile_record(opt->name, false, tg_profile_clock() - start, 0);

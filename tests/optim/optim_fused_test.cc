@@ -1,0 +1,125 @@
+// One step updates all of an optimizer's CPU parameters in one parallel loop over blocks
+// of elements (optim/kernels.h): every element exactly once with its own gradient, the
+// same bits as one optimizer per parameter on any thread count, float32 and float64
+// parameters side by side; and a bad gradient anywhere leaves every parameter as it was.
+#include <cstring>
+
+#include "test_util.h"
+
+namespace {
+
+class OptimFusedTest : public TgTest {
+  protected:
+    void TearDown() override {
+        tg_set_num_threads(threads_);
+        TgTest::TearDown();
+    }
+    int threads_ = tg_get_num_threads();
+};
+
+// Sizes around the 16384-element blocks, and tiny ones among them.
+const int64_t kSizes[] = {100000, 7, 16385, 40000, 1, 16384};
+
+std::vector<unsigned char> bytes_of(tg_tensor *t) {
+    tg_tensor *c = tg_contiguous(t);
+    const unsigned char *p = (const unsigned char *)tg_data_ptr(c);
+    return std::vector<unsigned char>(p, p + tg_numel(c) * (tg_dtype_of(c) == TG_FLOAT64 ? 8 : 4));
+}
+
+// Integer gradients and SGD with lr 0.5: p - 0.5 g is exact, so every element's expected
+// value is known whatever the kernel's instruction choice.
+TEST_F(OptimFusedTest, EveryElementOnceWithItsOwnGradient) {
+    for (int threads : {1, 2, 3}) {
+        tg_set_num_threads(threads);
+        std::vector<tg_tensor *> params;
+        for (int64_t n : kSizes) {
+            tg_tensor *p = tg_requires_grad(tg_arange(0, (double)n, 1, (tg_opts){TG_FLOAT32}), true);
+            tg_set_grad(p, tg_remainder_scalar(tg_arange(0, (double)n, 1, (tg_opts){TG_FLOAT32}), 13.0));
+            params.push_back(p);
+        }
+        tg_optim *opt = tg_sgd_params(params.data(), (int)params.size(), tg_sgd_opts{.lr = 0.5});
+        ASSERT_EQ(tg_optim_step(opt), TG_OK);
+        for (size_t i = 0; i < params.size(); i++) {
+            std::vector<double> got = values(params[i]);
+            for (int64_t j = 0; j < kSizes[i]; j++)
+                ASSERT_EQ(got[j], (double)j - 0.5 * (double)(j % 13)) << "parameter " << i << " element " << j;
+        }
+        tg_optim_free(opt);
+    }
+}
+
+enum Rule { SGD_NESTEROV, ADAM_AMSGRAD, ADAMW, RMSPROP_CENTERED };
+
+tg_optim *make(Rule rule, tg_tensor *const *params, int count) {
+    switch (rule) {
+    case SGD_NESTEROV:
+        return tg_sgd_params(params, count, tg_sgd_opts{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+    case ADAM_AMSGRAD:
+        return tg_adam_params(params, count, tg_adam_opts{.lr = 0.01, .amsgrad = true});
+    case ADAMW:
+        return tg_adamw_params(params, count, tg_adamw_opts{.lr = 0.01, .weight_decay = 0.1});
+    case RMSPROP_CENTERED:
+        return tg_rmsprop_params(params, count, tg_rmsprop_opts{.lr = 0.01, .momentum = 0.5, .centered = true});
+    }
+    return nullptr;
+}
+
+// Three steps with fresh random gradients: all parameters in one optimizer (one loop,
+// blocks of several parameters per thread) against one optimizer per parameter on one
+// thread, bit for bit.
+TEST_F(OptimFusedTest, SameBitsAsOneOptimizerPerParameter) {
+    for (Rule rule : {SGD_NESTEROV, ADAM_AMSGRAD, ADAMW, RMSPROP_CENTERED}) {
+        for (int threads : {1, 2}) {
+            std::vector<tg_tensor *> together, alone;
+            tg_manual_seed(11);
+            for (size_t i = 0; i < std::size(kSizes); i++) {
+                tg_dtype dt = i == 3 ? TG_FLOAT64 : TG_FLOAT32; // one float64 parameter among them
+                tg_tensor *p = tg_randn(TG_SHAPE(kSizes[i]), (tg_opts){dt});
+                together.push_back(tg_requires_grad(tg_clone(p), true));
+                alone.push_back(tg_requires_grad(tg_clone(p), true));
+            }
+            tg_optim *all = make(rule, together.data(), (int)together.size());
+            std::vector<tg_optim *> each;
+            for (tg_tensor *&p : alone) each.push_back(make(rule, &p, 1));
+            for (int step = 0; step < 3; step++) {
+                for (size_t i = 0; i < together.size(); i++) {
+                    tg_tensor *g = tg_randn(TG_SHAPE(kSizes[i]), (tg_opts){tg_dtype_of(together[i])});
+                    tg_set_grad(together[i], g);
+                    tg_set_grad(alone[i], g);
+                }
+                tg_set_num_threads(threads);
+                ASSERT_EQ(tg_optim_step(all), TG_OK);
+                tg_set_num_threads(1);
+                for (tg_optim *o : each) ASSERT_EQ(tg_optim_step(o), TG_OK);
+            }
+            for (size_t i = 0; i < together.size(); i++)
+                EXPECT_EQ(bytes_of(together[i]), bytes_of(alone[i]))
+                    << "rule " << rule << ", parameter " << i << ", " << threads << " threads";
+            tg_optim_free(all);
+            for (tg_optim *o : each) tg_optim_free(o);
+        }
+    }
+}
+
+TEST_F(OptimFusedTest, ABadGradientLeavesEveryParameterAsItWas) {
+    tg_tensor *a = tg_requires_grad(tensor_f32({1, 2, 3}, TG_SHAPE(3)), true);
+    tg_tensor *b = tg_requires_grad(tensor_f32({4, 5}, TG_SHAPE(2)), true);
+    tg_tensor *params[] = {a, b};
+    tg_optim *opt = tg_adam_params(params, 2, tg_adam_opts{.lr = 0.1});
+    tg_set_grad(a, tensor_f32({1, 1, 1}, TG_SHAPE(3)));
+    tg_set_grad(b, tensor_f32({1, 1, 1}, TG_SHAPE(3))); // the wrong shape
+    tg_clear_error();
+    EXPECT_EQ(tg_optim_step(opt), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("Adam.step: parameter 1 is float32 [2] on cpu but its gradient is float32 [3]");
+    EXPECT_TRUE(tensor_near(a, {1, 2, 3}, 0, 0)) << "parameter 0 was updated";
+    EXPECT_TRUE(tensor_near(b, {4, 5}, 0, 0));
+    // Fixed, the step runs as the first one: Adam's first step moves each element by lr.
+    tg_set_grad(b, tensor_f32({1, 1}, TG_SHAPE(2)));
+    tg_clear_error();
+    ASSERT_EQ(tg_optim_step(opt), TG_OK);
+    EXPECT_TRUE(tensor_near(a, {0.9, 1.9, 2.9}, 1e-6, 0));
+    EXPECT_TRUE(tensor_near(b, {3.9, 4.9}, 1e-6, 0));
+    tg_optim_free(opt);
+}
+
+} // namespace
