@@ -1,7 +1,8 @@
 // Several GEMMs at once (tg_gemm_many, ops/gemm.c) and the linear backward that uses it:
 // each product against a float64 reference and bit for bit against the same product
 // alone on one thread, on 1, 2, 3 and 4 threads (one whole product per thread, or several
-// blocks each), with transposes, alpha and beta, an empty product and a tiny one; and
+// blocks each), with transposes, alpha and beta, an empty product, a tiny one and small
+// ones over a long k (our dot-product kernel, whatever the thread count); and
 // linear's two gradients against the products tg_matmul makes on the recorded path
 // (create_graph), for a 3-D input and a non-contiguous incoming gradient.
 #include <cstring>
@@ -89,6 +90,9 @@ TEST_F(GemmManyTest, EachProductAsAloneOnOneThreadOnAnyThreadCount) {
         random_product(true, false, true, 90, 70, 130, -0.5, 2, rng), // float64, alpha and beta
         random_product(false, true, true, 5, 3, 7, 1, 1, rng),        // tiny
         random_product(false, false, false, 0, 40, 10, 1, 0, rng),    // empty
+        // a small C over a long k: gemm_dot, k across its 2048-blocks and not a multiple of 16
+        random_product(false, false, true, 20, 25, 5000, 0.5, 1, rng),
+        random_product(false, false, true, 7, 3, 300, 1, 0, rng),
     };
     std::vector<std::vector<double>> alone;
     tg_set_num_threads(1);
