@@ -38,6 +38,59 @@ typedef struct {
     bool layer; /* layer norm: stats per row (groups = rows, outer = 1), weight over the normalized dims */
 } norm_args;
 
+/* Sums over one row of n elements in LANES interleaved partial sums, combined in a fixed
+ * order: the compiler keeps them in vector registers (one running sum cannot be vectorized,
+ * its order of additions being fixed), and the result depends only on n, never on the
+ * threads. shifted_sums: d = p[i] - shift, sums of d and d^2 (batch / layer norm forward);
+ * grad_sums: sums of g[i] and g[i] * (x[i] - shift) (batch norm backward). */
+#define LANES 16
+#define ROW_SUMS(SFX, T)                                                                                 \
+    static inline void shifted_sums_##SFX(const T *restrict p, int64_t n, T shift, T *s, T *ss) {       \
+        T a[LANES] = {0}, b[LANES] = {0};                                                              \
+        int64_t i = 0;                                                                                 \
+        for (; i + LANES <= n; i += LANES)                                                             \
+            for (int l = 0; l < LANES; l++) {                                                          \
+                T d = p[i + l] - shift;                                                                \
+                a[l] += d;                                                                             \
+                b[l] += d * d;                                                                         \
+            }                                                                                          \
+        T sa = 0, sb = 0;                                                                              \
+        for (int l = 0; l < LANES; l++) {                                                              \
+            sa += a[l];                                                                                \
+            sb += b[l];                                                                                \
+        }                                                                                              \
+        for (; i < n; i++) {                                                                           \
+            T d = p[i] - shift;                                                                        \
+            sa += d;                                                                                   \
+            sb += d * d;                                                                               \
+        }                                                                                              \
+        *s = sa;                                                                                       \
+        *ss = sb;                                                                                      \
+    }                                                                                                  \
+    static inline void grad_sums_##SFX(const T *restrict g, const T *restrict x, int64_t n, T shift, T *sg, \
+                                        T *sgx) {                                                      \
+        T a[LANES] = {0}, b[LANES] = {0};                                                              \
+        int64_t i = 0;                                                                                 \
+        for (; i + LANES <= n; i += LANES)                                                             \
+            for (int l = 0; l < LANES; l++) {                                                          \
+                a[l] += g[i + l];                                                                      \
+                b[l] += g[i + l] * (x[i + l] - shift);                                                 \
+            }                                                                                          \
+        T sa = 0, sb = 0;                                                                              \
+        for (int l = 0; l < LANES; l++) {                                                              \
+            sa += a[l];                                                                                \
+            sb += b[l];                                                                                \
+        }                                                                                              \
+        for (; i < n; i++) {                                                                           \
+            sa += g[i];                                                                                \
+            sb += g[i] * (x[i] - shift);                                                               \
+        }                                                                                              \
+        *sg = sa;                                                                                      \
+        *sgx = sb;                                                                                     \
+    }
+ROW_SUMS(f32, float)
+ROW_SUMS(f64, double)
+
 #define NORM_KERNEL(SFX, T)                                                                              \
     /* Batch norm: statistics per channel c of x [outer, C, inner]; w, b [C].                          \
      * Layer norm: statistics per row r of x [rows, inner]; w, b [inner] (or NULL).                    \
@@ -60,13 +113,8 @@ typedef struct {
             double s = 0, ss = 0, m = (double)(O * I);                                                  \
             const T shift = x[c * I];                                                                  \
             for (int64_t o = 0; o < O; o++) {                                                          \
-                const T *p = x + (o * G + c) * I;                                                      \
-                T rs = 0, rss = 0;                                                                     \
-                for (int64_t i = 0; i < I; i++) {                                                      \
-                    T d = p[i] - shift;                                                                \
-                    rs += d;                                                                           \
-                    rss += d * d;                                                                      \
-                }                                                                                      \
+                T rs, rss;                                                                             \
+                shifted_sums_##SFX(x + (o * G + c) * I, I, shift, &rs, &rss);                          \
                 s += rs;                                                                               \
                 ss += rss;                                                                             \
             }                                                                                          \
@@ -121,12 +169,8 @@ typedef struct {
             double sg = 0, sgx = 0;                                                                    \
             const T tm = (T)mean;                                                                      \
             for (int64_t o = 0; o < O; o++) {                                                          \
-                const T *gp = g + (o * C + c) * I, *xp = x + (o * C + c) * I;                          \
-                T rg = 0, rgx = 0;                                                                     \
-                for (int64_t i = 0; i < I; i++) {                                                      \
-                    rg += gp[i];                                                                       \
-                    rgx += gp[i] * (xp[i] - tm);                                                       \
-                }                                                                                      \
+                T rg, rgx;                                                                             \
+                grad_sums_##SFX(g + (o * C + c) * I, x + (o * C + c) * I, I, tm, &rg, &rgx);           \
                 sg += rg;                                                                              \
                 sgx += rgx;                                                                            \
             }                                                                                          \
