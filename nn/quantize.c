@@ -56,13 +56,25 @@ static const char *module_name(tg_module *m) {
 /* The per-call loops, vectorised (AVX2 / AVX-512 clones chosen at start: nearbyintf
  * becomes one rounding instruction instead of a libm call per element). */
 TG_VECTOR_CLONES static void range_with_zero(const float *x, int64_t count, float *min, float *max) {
-    float lo = 0.f, hi = 0.f; /* the range always holds 0, as PyTorch's */
-    for (int64_t i = 0; i < count; i++) {
-        lo = x[i] < lo ? x[i] : lo;
-        hi = x[i] > hi ? x[i] : hi;
+    /* 16 running minima and maxima (min and max are exact in any order, and compare-
+     * and-select lanes vectorise where one running value would be a serial chain) */
+    float lo[16] = {0}, hi[16] = {0}; /* the range always holds 0, as PyTorch's */
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16)
+        for (int l = 0; l < 16; l++) {
+            lo[l] = x[i + l] < lo[l] ? x[i + l] : lo[l];
+            hi[l] = x[i + l] > hi[l] ? x[i + l] : hi[l];
+        }
+    for (; i < count; i++) {
+        lo[0] = x[i] < lo[0] ? x[i] : lo[0];
+        hi[0] = x[i] > hi[0] ? x[i] : hi[0];
     }
-    *min = lo;
-    *max = hi;
+    for (int l = 1; l < 16; l++) {
+        lo[0] = lo[l] < lo[0] ? lo[l] : lo[0];
+        hi[0] = hi[l] > hi[0] ? hi[l] : hi[0];
+    }
+    *min = lo[0];
+    *max = hi[0];
 }
 
 TG_VECTOR_CLONES static void quantize_to_u8(const float *x, int64_t count, float inv_scale, int32_t zero_point,
@@ -159,24 +171,29 @@ static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
     tg_tensor *y = tg_empty(shape, (tg_opts){.dtype = TG_FLOAT32});
     if (!y) return NULL;
     uint8_t *xq = malloc((size_t)(rows * k > 0 ? rows * k : 1));
-    int32_t *acc = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof *acc);
-    if (!xq || !acc) {
-        free(xq);
-        free(acc);
-        return tg_error("DynamicQuantizedLinear: out of memory for a batch of %lld rows", (long long)rows), NULL;
-    }
+    if (!xq) return tg_error("DynamicQuantizedLinear: out of memory for a batch of %lld rows", (long long)rows), NULL;
     float *out = tg_data_ptr(y);
     quantize_to_u8(xv, rows * k, 1.0f / x_scale, x_zp, xq);
-    /* Exact int32 sums either way: a batch on the kernel that broadcasts each row against
-     * 16 packed output channels (no horizontal sums), a single row on the one that splits
-     * its columns over the threads. */
-    if (rows > 1 && s->packed && tg_qgemm_vnni_enabled())
-        tg_qgemm_u8s8s32_packed(rows, n, k, xq, k, s->packed, acc);
-    else
-        tg_qgemm_u8s8s32(rows, n, k, xq, s->weight, acc);
     tg_tensor *bias = tg_module_buffer(self, "bias");
-    requantize_for_float(acc, rows, n, x_zp, s->col_sum, x_scale, w_scale, s->per_channel,
-                         bias ? tg_data_ptr(bias) : NULL, out);
+    const float *bv = bias ? tg_data_ptr(bias) : NULL;
+    /* Exact int32 sums either way: a batch on the kernel that broadcasts each row against
+     * 16 packed output channels (no horizontal sums) and scales the sums to float in its
+     * registers, a single row on the one that splits its columns over the threads. */
+    if (rows > 1 && s->packed && tg_qgemm_vnni_enabled()) {
+        tg_qgemm_epilogue e = {.kind = TG_QGEMM_OUT_F32, .out = out, .ldc = n, .x_zero_point = x_zp,
+                               .x_scale = x_scale, .col_sum = s->col_sum, .w_scale = w_scale, .bias = bv,
+                               .per_channel = s->per_channel};
+        tg_qgemm_u8s8_packed_epilogue(rows, n, k, xq, k, s->packed, &e);
+        free(xq);
+        return y;
+    }
+    int32_t *acc = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof *acc);
+    if (!acc) {
+        free(xq);
+        return tg_error("DynamicQuantizedLinear: out of memory for a batch of %lld rows", (long long)rows), NULL;
+    }
+    tg_qgemm_u8s8s32(rows, n, k, xq, s->weight, acc);
+    requantize_for_float(acc, rows, n, x_zp, s->col_sum, x_scale, w_scale, s->per_channel, bv, out);
     free(xq);
     free(acc);
     return y;

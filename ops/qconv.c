@@ -10,6 +10,10 @@
 #include "core/parallel.h"
 #include "ops/qgemm.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 bool tg_qweights_init(tg_qweights *qw, int64_t out, int64_t k, const int8_t *w, const float *w_scale,
                       const float *bias, tg_qrequant rq) {
     memset(qw, 0, sizeof *qw);
@@ -18,8 +22,9 @@ bool tg_qweights_init(tg_qweights *qw, int64_t out, int64_t k, const int8_t *w, 
     qw->w = malloc((size_t)(out * k > 0 ? out * k : 1));
     qw->row_sum = malloc((size_t)(out > 0 ? out : 1) * sizeof(int32_t));
     qw->bias_q = malloc((size_t)(out > 0 ? out : 1) * sizeof(int32_t));
+    qw->correction = malloc((size_t)(out > 0 ? out : 1) * sizeof(int32_t));
     qw->mult = malloc((size_t)(out > 0 ? out : 1) * sizeof(float));
-    if (!qw->w || !qw->row_sum || !qw->bias_q || !qw->mult) {
+    if (!qw->w || !qw->row_sum || !qw->bias_q || !qw->correction || !qw->mult) {
         tg_qweights_free(qw);
         return false;
     }
@@ -36,6 +41,7 @@ bool tg_qweights_init(tg_qweights *qw, int64_t out, int64_t k, const int8_t *w, 
         const float inv_w = 1.0f / w_scale[o];
         qw->bias_q[o] = bias ? (int32_t)nearbyintf(bias[o] * inv_x * inv_w) : 0;
         qw->mult[o] = inv_y / (inv_x * inv_w);
+        qw->correction[o] = qw->bias_q[o] - rq.x_zero_point * sum;
     }
     return true;
 }
@@ -45,16 +51,23 @@ void tg_qweights_free(tg_qweights *qw) {
     free(qw->packed);
     free(qw->row_sum);
     free(qw->bias_q);
+    free(qw->correction);
     free(qw->mult);
     memset(qw, 0, sizeof *qw);
 }
 
-/* acc = x (rows x k, uint8) times the weights, on the packed VNNI kernel when it runs. */
-static void product(const tg_qweights *qw, int64_t rows, const uint8_t *x, int32_t *acc) {
-    if (qw->packed && tg_qgemm_vnni_enabled())
-        tg_qgemm_u8s8s32_packed(rows, qw->out, qw->k, x, qw->k, qw->packed, acc);
-    else
-        tg_qgemm_u8s8s32(rows, qw->out, qw->k, x, qw->w, acc);
+/* The packed VNNI kernel runs (with the requantisation in its registers). */
+static bool packed_runs(const tg_qweights *qw) { return qw->packed && tg_qgemm_vnni_enabled(); }
+
+/* y[r * ldy + o] = the requantised product of x (rows x k, rows ldx apart; k may be
+ * the weights' k rounded up to 4 when those bytes of x are finite) with the weights, on
+ * the packed kernel. */
+static void packed_product_u8(const tg_qweights *qw, tg_qrequant rq, int64_t rows, int64_t k, const uint8_t *x,
+                              int64_t ldx, uint8_t *y, int64_t ldy) {
+    tg_qgemm_epilogue e = {.kind = TG_QGEMM_OUT_U8, .out = y, .ldc = ldy, .correction = qw->correction,
+                           .mult = qw->mult, .y_zero_point = (float)rq.y_zero_point,
+                           .lo = (float)(rq.relu ? rq.y_zero_point : 0)};
+    tg_qgemm_u8s8_packed_epilogue(rows, qw->out, k, x, ldx, qw->packed, &e);
 }
 
 /* nearbyintf for |v| < 2^22 without a libm call (the baseline x86-64 target has no
@@ -80,7 +93,7 @@ static void requantize(const tg_qweights *qw, tg_qrequant rq, int64_t rows, cons
     const float lo = (float)(rq.relu ? rq.y_zero_point : 0), zp = (float)rq.y_zero_point;
     const int64_t out = qw->out;
     for (int64_t o = 0; o < out; o++) {
-        const int32_t correction = qw->bias_q[o] - rq.x_zero_point * qw->row_sum[o];
+        const int32_t correction = qw->correction[o];
         const float mult = qw->mult[o];
         if (os == 1) {
             for (int64_t r = 0; r < rows; r++) y[r * rs + o] = requantize_one(acc[r * out + o], correction, mult, zp, lo);
@@ -92,12 +105,59 @@ static void requantize(const tg_qweights *qw, tg_qrequant rq, int64_t rows, cons
 }
 
 void tg_qlinear_u8(const tg_qweights *qw, tg_qrequant rq, int64_t rows, const uint8_t *x, uint8_t *y) {
+    if (packed_runs(qw)) {
+        packed_product_u8(qw, rq, rows, qw->k, x, qw->k, y, qw->out);
+        return;
+    }
     int32_t *acc = malloc((size_t)(rows * qw->out > 0 ? rows * qw->out : 1) * sizeof *acc);
     TG_ASSERT(acc != NULL);
-    product(qw, rows, x, acc);
+    tg_qgemm_u8s8s32(rows, qw->out, qw->k, x, qw->w, acc);
     requantize(qw, rq, rows, acc, y, qw->out, 1);
     free(acc);
 }
+
+/* y[o * rows + r] = t[r * out + o]: the packed kernel's positions-first output to the
+ * channels-first planes. With AVX-512 (which the packed kernel implies): 16 positions
+ * per gather of 4-byte words, each word 4 channels of one position, then the bytes
+ * regrouped by channel (in each 128-bit lane, then the lanes' 4-byte pieces), four
+ * planes' 16 bytes per gather; the last channels (out % 4) one per word, its low byte
+ * kept. t needs 3 bytes of slack. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f,avx512bw"))) static void to_planes(const uint8_t *t, int64_t rows, int64_t out,
+                                                                  uint8_t *y) {
+    const __m512i step = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int32_t)out));
+    /* in a lane, 4 positions x 4 channels -> 4 channels x 4 positions */
+    const __m512i by_channel = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    /* 4-byte piece c of lane l -> lane c, piece l */
+    const __m512i lanes = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    int64_t o = 0;
+    for (; o + 4 <= out; o += 4)
+        for (int64_t r = 0; r < rows; r += 16) {
+            const __mmask16 mask = rows - r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (rows - r)) - 1);
+            __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, step, t + r * out + o, 1);
+            words = _mm512_permutexvar_epi32(lanes, _mm512_shuffle_epi8(words, by_channel));
+            /* plane o + c's bytes for positions r..r+15 are lane c: moved to lane 0 and
+             * stored under the 16-bit mask (AVX512BW's byte stores, no AVX512VL needed) */
+            uint8_t *dst = y + o * rows + r;
+            _mm512_mask_storeu_epi8(dst, mask, words);
+            _mm512_mask_storeu_epi8(dst + rows, mask, _mm512_shuffle_i32x4(words, words, 1));
+            _mm512_mask_storeu_epi8(dst + 2 * rows, mask, _mm512_shuffle_i32x4(words, words, 2));
+            _mm512_mask_storeu_epi8(dst + 3 * rows, mask, _mm512_shuffle_i32x4(words, words, 3));
+        }
+    for (; o < out; o++)
+        for (int64_t r = 0; r < rows; r += 16) {
+            const __mmask16 mask = rows - r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (rows - r)) - 1);
+            __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, step, t + r * out + o, 1);
+            _mm512_mask_cvtepi32_storeu_epi8(y + o * rows + r, mask, words);
+        }
+}
+#else
+static void to_planes(const uint8_t *t, int64_t rows, int64_t out, uint8_t *y) {
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t r = 0; r < rows; r++) y[o * rows + r] = t[r * out + o];
+}
+#endif
 
 typedef struct {
     const tg_qweights *qw;
@@ -108,48 +168,72 @@ typedef struct {
     uint8_t *y;
 } qconv_args;
 
+/* The im2col of one image: one row of k = (channel, ky, kx) per output position (the
+ * weight's layout), rows lda bytes apart. */
+static void im2col(const qconv_args *g, const uint8_t *img, uint8_t *cols, int64_t lda) {
+    const int64_t c = g->c, h = g->h, w = g->w, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, k = c * kh * kw;
+    const int64_t stride = g->stride;
+    if (g->padding == 0 && g->dilation == 1 && kw <= 8 && lda >= k + 8 - kw) {
+        /* Rows of a window are contiguous: each is one 8-byte move, the bytes past kw
+         * overwritten by the next segment of the row (segments are written in order, and
+         * the last one's spill lands in the row's padding). Along ox, one simple loop. */
+        const uint8_t *img_end = img + c * h * w;
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t ky = 0; ky < kh; ky++)
+                for (int64_t oy = 0; oy < oh; oy++) {
+                    const uint8_t *src = img + (ch * h + oy * stride + ky) * w;
+                    uint8_t *dst = cols + oy * ow * lda + (ch * kh + ky) * kw;
+                    int64_t ox = 0;
+                    for (; ox < ow && src + ox * stride + 8 <= img_end; ox++) {
+                        uint64_t v;
+                        memcpy(&v, src + ox * stride, 8);
+                        memcpy(dst + ox * lda, &v, 8);
+                    }
+                    for (; ox < ow; ox++) /* the image's last bytes: no read past it */
+                        for (int64_t kx = 0; kx < kw; kx++) dst[ox * lda + kx] = src[ox * stride + kx];
+                }
+        return;
+    }
+    const uint8_t pad = (uint8_t)g->rq.x_zero_point;
+    for (int64_t oy = 0; oy < oh; oy++)
+        for (int64_t ox = 0; ox < ow; ox++) {
+            uint8_t *row = cols + (oy * ow + ox) * lda;
+            for (int64_t ch = 0; ch < c; ch++)
+                for (int64_t ky = 0; ky < kh; ky++) {
+                    int64_t iy = oy * stride - g->padding + ky * g->dilation;
+                    for (int64_t kx = 0; kx < kw; kx++) {
+                        int64_t ix = ox * stride - g->padding + kx * g->dilation;
+                        bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+                        *row++ = inside ? img[(ch * h + iy) * w + ix] : pad;
+                    }
+                }
+        }
+}
+
 /* Images [begin, end): im2col, product, requantisation, each image on one thread. */
 static void qconv_images(int64_t begin, int64_t end, void *ctx) {
     const qconv_args *g = ctx;
-    const int64_t c = g->c, h = g->h, w = g->w, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw;
-    const int64_t positions = oh * ow, k = c * kh * kw, out = g->qw->out;
-    uint8_t *cols = malloc((size_t)(positions * k > 0 ? positions * k : 1) + 8);
-    int32_t *acc = malloc((size_t)(positions * out > 0 ? positions * out : 1) * sizeof *acc);
+    const int64_t c = g->c, h = g->h, w = g->w, positions = g->oh * g->ow, k = c * g->kh * g->kw, out = g->qw->out;
+    const bool packed = packed_runs(g->qw);
+    /* The packed kernel runs k rounded up to 4 (its packing's zeros pad the weights), so
+     * no row has a tail to assemble; rows get room for im2col's 8-byte moves. The
+     * portable kernel reads rows exactly k apart. */
+    const int64_t k4 = (k + 3) / 4 * 4, lda = packed ? (k + 8 + 3) / 4 * 4 : k;
+    uint8_t *cols = calloc((size_t)(positions * lda > 0 ? positions * lda : 1), 1); /* pads hold zeros */
+    /* the packed kernel's requantised output, positions x out, before its transposition to
+     * channels first (3 bytes of slack for to_planes); else the int32 sums */
+    void *acc = malloc((size_t)(positions * out > 0 ? positions * out : 1) * (packed ? 1 : sizeof(int32_t)) + 3);
     TG_ASSERT(cols && acc);
-    const uint8_t pad = (uint8_t)g->rq.x_zero_point;
-    const bool plain = g->padding == 0 && g->dilation == 1; /* rows of the window are contiguous */
     for (int64_t b = begin; b < end; b++) {
-        const uint8_t *img = g->x + b * c * h * w, *img_end = img + c * h * w;
-        /* one row of k = (channel, ky, kx) per output position: the weight's layout */
-        for (int64_t oy = 0; oy < oh; oy++)
-            for (int64_t ox = 0; ox < ow; ox++) {
-                uint8_t *row = cols + (oy * ow + ox) * k;
-                for (int64_t ch = 0; ch < c; ch++)
-                    for (int64_t ky = 0; ky < kh; ky++) {
-                        int64_t iy = oy * g->stride - g->padding + ky * g->dilation;
-                        if (plain) {
-                            const uint8_t *src = img + (ch * h + iy) * w + ox * g->stride;
-                            if (kw <= 8 && src + 8 <= img_end) {
-                                /* one 8-byte move; the bytes past kw are overwritten by the
-                                 * next ones (cols has 8 bytes of slack at its end) */
-                                uint64_t v;
-                                memcpy(&v, src, 8);
-                                memcpy(row, &v, 8);
-                            } else {
-                                for (int64_t kx = 0; kx < kw; kx++) row[kx] = src[kx];
-                            }
-                            row += kw;
-                            continue;
-                        }
-                        for (int64_t kx = 0; kx < kw; kx++) {
-                            int64_t ix = ox * g->stride - g->padding + kx * g->dilation;
-                            bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
-                            *row++ = inside ? img[(ch * h + iy) * w + ix] : pad;
-                        }
-                    }
-            }
-        product(g->qw, positions, cols, acc);
-        requantize(g->qw, g->rq, positions, acc, g->y + b * out * positions, 1, positions);
+        im2col(g, g->x + b * c * h * w, cols, lda);
+        uint8_t *y = g->y + b * out * positions;
+        if (packed) {
+            packed_product_u8(g->qw, g->rq, positions, k4, cols, lda, acc, out);
+            to_planes(acc, positions, out, y);
+        } else {
+            tg_qgemm_u8s8s32(positions, out, k, cols, g->qw->w, acc);
+            requantize(g->qw, g->rq, positions, acc, y, 1, positions);
+        }
     }
     free(cols);
     free(acc);
@@ -165,8 +249,37 @@ void tg_qconv2d_u8(const tg_qweights *qw, tg_qrequant rq, int64_t n, int64_t c, 
     else tg_parallel_for(n, 1, qconv_images, &g);
 }
 
+typedef struct {
+    int64_t h, w, oh, ow;
+    const uint8_t *x;
+    uint8_t *y;
+} pool2_args;
+
+/* Planes [begin, end) of LeNet's pooling (2x2, stride 2, windows inside the plane): no
+ * bounds to test, a loop that vectorises. */
+static void pool2_planes(int64_t begin, int64_t end, void *ctx) {
+    const pool2_args *g = ctx;
+    const int64_t h = g->h, w = g->w, oh = g->oh, ow = g->ow;
+    for (int64_t p = begin; p < end; p++)
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const uint8_t *r0 = g->x + (p * h + 2 * oy) * w, *r1 = r0 + w;
+            uint8_t *out = g->y + (p * oh + oy) * ow;
+            for (int64_t ox = 0; ox < ow; ox++) {
+                uint8_t a = r0[2 * ox] > r0[2 * ox + 1] ? r0[2 * ox] : r0[2 * ox + 1];
+                uint8_t b = r1[2 * ox] > r1[2 * ox + 1] ? r1[2 * ox] : r1[2 * ox + 1];
+                out[ox] = a > b ? a : b;
+            }
+        }
+}
+
 void tg_qmax_pool2d_u8(int64_t planes, int64_t h, int64_t w, int64_t oh, int64_t ow, int k, int stride, int padding,
                        int dilation, const uint8_t *x, uint8_t *y) {
+    if (k == 2 && stride == 2 && padding == 0 && dilation == 1 && 2 * oh <= h && 2 * ow <= w) {
+        pool2_args g = {h, w, oh, ow, x, y};
+        int64_t per_plane = h * w > 0 ? h * w : 1; /* about 64 KB of input per chunk */
+        tg_parallel_for(planes, per_plane >= 65536 ? 1 : 65536 / per_plane, pool2_planes, &g);
+        return;
+    }
     for (int64_t p = 0; p < planes; p++) {
         const uint8_t *in = x + p * h * w;
         uint8_t *out = y + p * oh * ow;

@@ -32,6 +32,7 @@ typedef struct {
     int8_t *w;       /* row-major, for the portable GEMM */
     int8_t *packed;  /* tg_qgemm_pack's layout, for the VNNI one (NULL without VNNI) */
     int32_t *row_sum, *bias_q;
+    int32_t *correction; /* bias_q - x_zero_point * row_sum: what each sum needs before scaling */
     float *mult;
 } tg_qweights;
 

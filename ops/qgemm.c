@@ -123,67 +123,175 @@ bool tg_qgemm_vnni_enabled(void) {
     return vnni && atomic_load(&vnni_allowed);
 }
 
+/* The packing: panels of up to 4 blocks of 16 columns (64 columns); inside a panel, for
+ * each group of 4 k values, the panel's blocks one after another (64 bytes each: 16
+ * columns x 4 bytes), so the kernel reads one panel as one sequential stream (blocks
+ * stored a whole k apart would be 4 streams whose distance, a multiple of 4 KiB when
+ * k is, maps them onto the same cache sets). */
+#define PANEL_BLOCKS 4
+static int64_t panel_offset(int64_t panel, int64_t groups) { return panel * PANEL_BLOCKS * groups * 64; }
+
 int8_t *tg_qgemm_pack(int64_t n, int64_t k, const int8_t *b) {
     int64_t blocks = (n + 15) / 16, groups = (k + 3) / 4;
     int8_t *p = calloc((size_t)(blocks * groups > 0 ? blocks * groups : 1), 64);
     if (!p) return NULL;
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t q = 0; q < k; q++) p[((j / 16 * groups + q / 4) * 16 + j % 16) * 4 + q % 4] = b[j * k + q];
+    for (int64_t j = 0; j < n; j++) {
+        int64_t panel = j / 64, in_panel = blocks - panel * PANEL_BLOCKS < PANEL_BLOCKS ? blocks - panel * PANEL_BLOCKS
+                                                                                         : PANEL_BLOCKS;
+        int8_t *dst = p + panel_offset(panel, groups) + (j % 64 / 16) * 64 + j % 16 * 4;
+        for (int64_t q = 0; q < k; q++) dst[q / 4 * in_panel * 64 + q % 4] = b[j * k + q];
+    }
     return p;
 }
 
 typedef struct {
-    int64_t n, k, lda;
+    int64_t m, n, k, lda, row_blocks, panels;
     const uint8_t *a;
     const int8_t *packed;
-    int32_t *c;
+    const tg_qgemm_epilogue *e;
 } packed_args;
 
 #ifdef TG_QGEMM_X86
-/* One row of a at a time: 4 bytes of it broadcast against up to 4 blocks of 16
- * columns (64 columns per pass over k). */
-__attribute__((target("avx512vnni,avx512bw,avx512f"))) static void rows_packed(int64_t begin, int64_t end, void *ctx) {
+/* Rows per register block: 6 rows x 4 blocks of 16 columns = 24 accumulators, plus 4
+ * weight vectors and a broadcast, within the 32 vector registers; each 64-byte weight
+ * load then feeds 6 vpdpbusd and each 4-byte broadcast of a 4. */
+#define MR 6
+
+/* acc += the products of a (u8) and b (s8), as _mm512_dpbusd_epi32, but with the
+ * accumulator tied to its register: GCC 12 copies the intrinsic's accumulator through
+ * spare registers and the stack when 24 of them are live. */
+__attribute__((target("avx512vnni,avx512bw,avx512f"), always_inline)) static inline __m512i dpbusd(__m512i acc,
+                                                                                                 __m512i a, __m512i b) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+}
+
+/* Applies e to the sums of row i, columns j..j+15 (those in mask), and stores them. */
+__attribute__((target("avx512vnni,avx512bw,avx512f"), always_inline)) static inline void
+store_sums(const tg_qgemm_epilogue *e, int64_t i, int64_t j, __mmask16 mask, __m512i acc) {
+    switch (e->kind) {
+    case TG_QGEMM_OUT_S32: _mm512_mask_storeu_epi32((int32_t *)e->out + i * e->ldc + j, mask, acc); break;
+    case TG_QGEMM_OUT_F32: {
+        __m512i raw = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(e->x_zero_point),
+                                                               _mm512_maskz_loadu_epi32(mask, e->col_sum + j)));
+        __m512 ws = e->per_channel ? _mm512_maskz_loadu_ps(mask, e->w_scale + j) : _mm512_set1_ps(e->w_scale[0]);
+        __m512 y = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(raw), _mm512_set1_ps(e->x_scale)), ws);
+        if (e->bias) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, e->bias + j));
+        _mm512_mask_storeu_ps((float *)e->out + i * e->ldc + j, mask, y);
+        break;
+    }
+    case TG_QGEMM_OUT_U8: {
+        __m512i sum = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(mask, e->correction + j));
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_maskz_loadu_ps(mask, e->mult + j));
+        /* nearbyint in the default rounding mode; beyond 2^22 both this and the scalar
+         * code's clamp-and-round end at the same clamp */
+        v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm512_add_ps(v, _mm512_set1_ps(e->y_zero_point));
+        v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(e->lo)), _mm512_set1_ps(255.f));
+        _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)e->out + i * e->ldc + j, mask, _mm512_cvttps_epi32(v));
+        break;
+    }
+    }
+}
+
+/* c[mr rows, nb * 16 columns (masked to n)] for one row block and one panel; mr and nb
+ * are constants after inlining, so the accumulators live in registers. */
+__attribute__((target("avx512vnni,avx512bw,avx512f"), always_inline)) static inline void
+micro(int mr, int nb, const packed_args *g, int64_t i0, int64_t panel) {
+    const int64_t k = g->k, full = k / 4, groups = (k + 3) / 4, lda = g->lda;
+    const uint8_t *a = g->a + i0 * lda;
+    const int8_t *w = g->packed + panel_offset(panel, groups);
+    __m512i acc[MR][PANEL_BLOCKS];
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) acc[r][b] = _mm512_setzero_si512();
+    for (int64_t q = 0; q < full; q++, w += nb * 64) {
+        __m512i wv[PANEL_BLOCKS];
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) wv[b] = _mm512_loadu_si512(w + b * 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            int32_t four;
+            memcpy(&four, a + r * lda + q * 4, 4);
+            __m512i va = _mm512_set1_epi32(four);
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) acc[r][b] = dpbusd(acc[r][b], va, wv[b]);
+        }
+    }
+    if (groups > full) { /* the tail of k: the row's last bytes, zero padded (never read past a row) */
+        __m512i wv[PANEL_BLOCKS];
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) wv[b] = _mm512_loadu_si512(w + b * 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            uint8_t last[4] = {0, 0, 0, 0};
+            for (int64_t p = full * 4; p < k; p++) last[p - full * 4] = a[r * lda + p];
+            int32_t four;
+            memcpy(&four, last, 4);
+            __m512i va = _mm512_set1_epi32(four);
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) acc[r][b] = dpbusd(acc[r][b], va, wv[b]);
+        }
+    }
+    const int64_t j0 = panel * PANEL_BLOCKS * 16;
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            int64_t left = g->n - j0 - b * 16;
+            __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            store_sums(g->e, i0 + r, j0 + b * 16, mask, acc[r][b]);
+        }
+}
+#define MICRO_NB(mr)                                                                                                   \
+    switch (nb) {                                                                                                      \
+    case 1: micro(mr, 1, g, i0, panel); break;                                                                         \
+    case 2: micro(mr, 2, g, i0, panel); break;                                                                         \
+    case 3: micro(mr, 3, g, i0, panel); break;                                                                         \
+    default: micro(mr, 4, g, i0, panel); break;                                                                        \
+    }
+
+/* Units [begin, end): unit u is row block u % row_blocks of panel u / row_blocks, so a
+ * thread's consecutive units reuse one panel of weights from its cache. */
+__attribute__((target("avx512vnni,avx512bw,avx512f"))) static void units_packed(int64_t begin, int64_t end,
+                                                                                 void *ctx) {
     const packed_args *g = ctx;
-    const int64_t groups = (g->k + 3) / 4, blocks = (g->n + 15) / 16, full = g->k / 4;
-    for (int64_t i = begin; i < end; i++) {
-        const uint8_t *a = g->a + i * g->lda;
-        uint8_t last[4] = {0, 0, 0, 0}; /* the tail of k, zero padded */
-        for (int64_t q = full * 4; q < g->k; q++) last[q - full * 4] = a[q];
-        int32_t tail;
-        memcpy(&tail, last, 4);
-        int32_t *c = g->c + i * g->n;
-        for (int64_t b0 = 0; b0 < blocks; b0 += 4) {
-            int nb = blocks - b0 < 4 ? (int)(blocks - b0) : 4;
-            __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                              _mm512_setzero_si512()};
-            const int8_t *w = g->packed + b0 * groups * 64;
-            for (int64_t q = 0; q < groups; q++) {
-                int32_t four;
-                if (q < full) memcpy(&four, a + q * 4, 4);
-                else four = tail;
-                __m512i va = _mm512_set1_epi32(four);
-                for (int b = 0; b < nb; b++)
-                    acc[b] = _mm512_dpbusd_epi32(acc[b], va, _mm512_loadu_si512(w + (b * groups + q) * 64));
-            }
-            for (int b = 0; b < nb; b++) {
-                int64_t j0 = (b0 + b) * 16, left = g->n - j0;
-                __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-                _mm512_mask_storeu_epi32(c + j0, mask, acc[b]);
-            }
+    const int64_t blocks = (g->n + 15) / 16;
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t panel = u / g->row_blocks, i0 = u % g->row_blocks * MR;
+        const int64_t left = blocks - panel * PANEL_BLOCKS;
+        const int nb = left < PANEL_BLOCKS ? (int)left : PANEL_BLOCKS, mr = g->m - i0 < MR ? (int)(g->m - i0) : MR;
+        switch (mr) {
+        case 1: MICRO_NB(1); break;
+        case 2: MICRO_NB(2); break;
+        case 3: MICRO_NB(3); break;
+        case 4: MICRO_NB(4); break;
+        case 5: MICRO_NB(5); break;
+        default: MICRO_NB(6); break;
         }
     }
 }
 #endif
 
-void tg_qgemm_u8s8s32_packed(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *packed,
-                             int32_t *c) {
+void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
+                                   const int8_t *packed, const tg_qgemm_epilogue *e) {
 #ifdef TG_QGEMM_X86
     if (m <= 0 || n <= 0) return;
-    packed_args args = {n, k, lda, a, packed, c};
-    int64_t per_row = n * (k > 0 ? k : 1);
-    tg_parallel_for(m, per_row >= 65536 ? 1 : 65536 / per_row, rows_packed, &args);
+    const int64_t row_blocks = (m + MR - 1) / MR, panels = (n + 63) / 64;
+    packed_args args = {m, n, k, lda, row_blocks, panels, a, packed, e};
+    /* a unit costs up to MR * 64 * k multiply-adds; at least about 256k of them per
+     * chunk (a product smaller than that is over before a second thread would start) */
+    int64_t per_unit = (m < MR ? m : MR) * (n < 64 ? n : 64) * (k > 0 ? k : 1);
+    tg_parallel_for(row_blocks * panels, per_unit >= 262144 ? 1 : 262144 / per_unit, units_packed, &args);
 #else
-    (void)m, (void)n, (void)k, (void)a, (void)lda, (void)packed, (void)c;
-    TG_ASSERT(!"tg_qgemm_u8s8s32_packed needs AVX512-VNNI");
+    (void)m, (void)n, (void)k, (void)a, (void)lda, (void)packed, (void)e;
+    TG_ASSERT(!"tg_qgemm_u8s8_packed_epilogue needs AVX512-VNNI");
 #endif
+}
+
+void tg_qgemm_u8s8s32_packed(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *packed,
+                             int32_t *c) {
+    tg_qgemm_epilogue e = {.kind = TG_QGEMM_OUT_S32, .out = c, .ldc = n};
+    tg_qgemm_u8s8_packed_epilogue(m, n, k, a, lda, packed, &e);
 }

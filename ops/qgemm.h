@@ -19,14 +19,51 @@ extern "C" {
 void tg_qgemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t *a, const int8_t *b, int32_t *c);
 /* The same product with b packed for broadcasting a: 16 output columns by 4 bytes of
  * k per 64-byte vector, so one vpdpbusd multiplies 4 values of a row of a (broadcast)
- * by 16 columns, with no horizontal sums (what static quantisation's layers use:
- * their k can be as small as 25). tg_qgemm_pack makes the packing from b (n x k
- * row-major; malloc'ed, the caller frees; zeros pad n to 16 and k to 4);
- * tg_qgemm_u8s8s32_packed runs it (rows of a are lda bytes apart) and needs
- * tg_qgemm_vnni_enabled(). */
+ * by 16 columns, with no horizontal sums (what static quantisation's layers and a
+ * dynamic Linear's batches use: their k can be as small as 25). Blocks of 6 rows by
+ * 64 columns are computed in registers and split over the thread pool (each element by
+ * one thread). tg_qgemm_pack makes the packing from b (n x k row-major; malloc'ed, the
+ * caller frees; zeros pad n to 16 and k to 4); tg_qgemm_u8s8s32_packed runs it (rows
+ * of a are lda bytes apart; no byte past a row's k is read; a packing made for k also
+ * serves k rounded up to 4, its zeros cancelling any finite bytes of a there) and
+ * needs tg_qgemm_vnni_enabled(). */
 int8_t *tg_qgemm_pack(int64_t n, int64_t k, const int8_t *b);
 void tg_qgemm_u8s8s32_packed(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *packed,
                              int32_t *c);
+
+/* What the packed kernel does with each exact int32 sum acc[i][j] while it is still in
+ * a register (no int32 matrix is written and read back). out holds m rows of ldc
+ * elements. The arithmetic is the scalar code's, in the same order, so the results are
+ * identical to it (nn/quantize.c's and ops/qconv.c's portable paths). */
+typedef enum {
+    TG_QGEMM_OUT_S32, /* int32 out: acc */
+    /* float out, dynamic quantisation's (fbgemm's ReQuantizeForFloat):
+     * (float)(acc - x_zero_point * col_sum[j]) * x_scale * w_scale[per_channel ? j : 0] + bias[j] */
+    TG_QGEMM_OUT_F32,
+    /* uint8 out, static quantisation's (onednn's): with v = nearbyint((float)(acc + correction[j]) *
+     * mult[j]) + y_zero_point, clamp(v, lo, 255) */
+    TG_QGEMM_OUT_U8,
+} tg_qgemm_out_kind;
+
+typedef struct {
+    tg_qgemm_out_kind kind;
+    void *out;
+    int64_t ldc;
+    /* TG_QGEMM_OUT_F32 (bias may be NULL) */
+    int32_t x_zero_point;
+    float x_scale;
+    const int32_t *col_sum;
+    const float *w_scale, *bias;
+    bool per_channel;
+    /* TG_QGEMM_OUT_U8 */
+    const int32_t *correction;
+    const float *mult;
+    float y_zero_point, lo;
+} tg_qgemm_epilogue;
+
+/* tg_qgemm_u8s8s32_packed with the epilogue e applied to every sum. */
+void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
+                                   const int8_t *packed, const tg_qgemm_epilogue *e);
 /* tg_qgemm_has_vnni() and not switched off by tg_qgemm_allow_vnni(false). */
 bool tg_qgemm_vnni_enabled(void);
 /* True when this CPU runs the AVX512-VNNI kernel (vpdpbusd); else portable C. */

@@ -98,7 +98,54 @@ TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
         free(packed);
         EXPECT_EQ(packed_out, expect);
     }
+    if (tg_qgemm_has_vnni()) {  // every row block (1..6 rows) and panel width (1..4 blocks) of the packed kernel
+        for (int64_t rows : {1, 5, 6, 13}) {
+            for (int64_t cols : {10, 50, 64, 200}) {
+                for (int64_t depth : {25, 131, 1024}) {
+                    std::vector<uint8_t> x(rows * depth);
+                    std::vector<int8_t> w(cols * depth);
+                    for (int64_t i = 0; i < rows * depth; i++) x[i] = (uint8_t)(i * 53 % 256);
+                    for (int64_t i = 0; i < cols * depth; i++) w[i] = (int8_t)(i * 29 % 256 - 128);
+                    std::vector<int32_t> want(rows * cols, 0), got(rows * cols, -1);
+                    for (int64_t i = 0; i < rows; i++)
+                        for (int64_t j = 0; j < cols; j++)
+                            for (int64_t p = 0; p < depth; p++)
+                                want[i * cols + j] += (int32_t)x[i * depth + p] * w[j * depth + p];
+                    int8_t *packed = tg_qgemm_pack(cols, depth, w.data());
+                    tg_qgemm_u8s8s32_packed(rows, cols, depth, x.data(), depth, packed, got.data());
+                    free(packed);
+                    EXPECT_EQ(got, want) << rows << "x" << cols << "x" << depth;
+                }
+            }
+        }
+    }
     if (!tg_qgemm_has_vnni()) GTEST_LOG_(INFO) << "no AVX512-VNNI here: both runs used the portable kernel";
+}
+
+// A batch's floats from the packed kernel (its requantisation on the sums in registers)
+// are the portable path's to the bit, per tensor and per channel, with and without bias,
+// for row counts around the kernel's 6-row blocks and widths around its 64 columns.
+TEST_F(QuantizeTest, PackedBatchGivesThePortableFloatsExactly) {
+    for (bool per_channel : {false, true}) {
+        for (bool bias : {true, false}) {
+            tg_linear_opts lo{};
+            lo.no_bias = !bias;
+            tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(131, 70, lo), tg_nn_relu(), tg_nn_linear(70, 130, lo));
+            m = tg_quantize_dynamic(m, tg_quantize_opts{.per_channel = per_channel});
+            ASSERT_NE(m, nullptr) << tg_last_error();
+            for (int64_t rows : {2, 6, 13}) {
+                TG_SCOPE {
+                    tg_tensor *x = tg_sub_scalar(tg_mul_scalar(tg_rand(TG_SHAPE(rows, 131), tg_opts{}), 3), 1);
+                    tg_qgemm_allow_vnni(false);
+                    std::vector<double> slow = values(tg_forward(m, x));
+                    tg_qgemm_allow_vnni(true);
+                    std::vector<double> fast = values(tg_forward(m, x));
+                    EXPECT_EQ(fast, slow) << rows << " rows, per_channel " << per_channel << ", bias " << bias;
+                }
+            }
+            tg_module_free(m);
+        }
+    }
 }
 
 TEST_F(QuantizeTest, ModelShapeAndErrors) {

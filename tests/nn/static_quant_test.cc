@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/qgemm.h"
 #include "tapegrad.h"
 #include "test_util.h"
 
@@ -224,6 +225,51 @@ TEST_F(StaticQuantTest, ConvOptionsAndPoolAgainstDequantisedReference) {
         EXPECT_TRUE(tensor_near(tg_cast(pooled, TG_FLOAT32), values(ref_pool), 0, 0));
     }
     tg_module_free(m);
+}
+
+// The packed VNNI kernels (requantisation in registers, im2col rows padded to 4 bytes,
+// the positions-first output turned into planes) and the portable ones give the same
+// bytes after every layer: the LeNet at batch 5 and 1, and convolutions with stride,
+// padding and dilation (the other im2col) at batch 2 and 1.
+TEST_F(StaticQuantTest, PortableKernelsGiveTheSameBytesAsVnni) {
+    if (!tg_qgemm_has_vnni()) GTEST_LOG_(INFO) << "no AVX512-VNNI here: both runs use the portable kernels";
+    tg_qconfig qc = tg_get_default_qconfig("onednn");
+    tg_module *m = quantise(qc);
+    tg_conv_opts strided = {};
+    strided.stride = 2;
+    tg_conv_opts padded = {};
+    padded.padding = 2;
+    padded.dilation = 2;
+    tg_module *convs = tg_quant_wrapper(TG_NN_SEQUENTIAL(tg_nn_conv2d(3, 20, 3, strided), tg_nn_relu(),
+                                                          tg_nn_conv2d(20, 70, 3, padded)));
+    ASSERT_EQ(tg_fuse_modules(convs, "module.0", "module.1"), TG_OK) << tg_last_error();
+    tg_eval(convs);
+    ASSERT_EQ(tg_quant_prepare(convs, qc), TG_OK);
+    TG_SCOPE {
+        tg_tensor *images = tg_rand(TG_SHAPE(2, 3, 13, 12), tg_opts{});
+        ASSERT_NE(tg_forward(convs, images), nullptr);
+        ASSERT_EQ(tg_quant_convert(convs, qc), TG_OK) << tg_last_error();
+        for (auto [model, input] : {std::pair{m, test}, std::pair{convs, images}}) {
+            for (int64_t batch : {tg_size(input, 0), (int64_t)1}) {
+                std::vector<std::vector<double>> runs[2];
+                for (int vnni = 0; vnni < 2; vnni++) {
+                    tg_qgemm_allow_vnni(vnni == 1);
+                    tg_tensor *x = tg_forward(tg_module_child(model, "quant"), tg_narrow(input, 0, 0, batch));
+                    tg_module *seq = tg_module_child(model, "module");
+                    for (int i = 0; i < tg_module_num_children(seq) && x; i++) {
+                        x = tg_forward(tg_module_child_at(seq, i, nullptr), x);
+                        if (x) runs[vnni].push_back(values(x));
+                    }
+                    ASSERT_NE(x, nullptr) << tg_last_error();
+                }
+                tg_qgemm_allow_vnni(true);
+                ASSERT_EQ(runs[0].size(), runs[1].size());
+                for (size_t i = 0; i < runs[0].size(); i++) EXPECT_EQ(runs[0][i], runs[1][i]) << "layer " << i;
+            }
+        }
+    }
+    tg_module_free(m);
+    tg_module_free(convs);
 }
 
 TEST_F(StaticQuantTest, ErrorsAndUnfusedRelu) {
