@@ -25,8 +25,14 @@
  * Devices and dtypes, as PyTorch 1.13: on the CPU only bfloat16 (the default); on
  * CUDA float16 (the default) or bfloat16. Another dtype is an error recorded by
  * tg_set_autocast, and autocast stays off for that scope (PyTorch warns and
- * disables). PyTorch's cast cache (a float32 weight cast once per region) is not
- * implemented: each use casts again. */
+ * disables).
+ *
+ * Cast cache, as torch.autocast(cache_enabled=True): inside a region, the cast of a
+ * float32 leaf that requires grad (a parameter) is made once and reused by every op
+ * of the region; the cache is emptied when the outermost region ends (nested
+ * TG_AUTOCAST / TG_AUTOCAST_IF blocks, enabled or not, keep it). Unlike PyTorch's, a
+ * cached cast is made again after an in-place write to the leaf (its version moved)
+ * and when it was made under no_grad and grad is on now. */
 #ifndef TG_AUTOGRAD_AUTOCAST_H
 #define TG_AUTOGRAD_AUTOCAST_H
 
@@ -53,6 +59,10 @@ tg_dtype tg_get_autocast_dtype(tg_device_kind device);
  * autocast off for that device kind. */
 tg_autocast_state tg_set_autocast(tg_device_kind device, bool enabled, tg_dtype dtype);
 void tg_restore_autocast(tg_device_kind device, tg_autocast_state previous);
+/* torch.is_autocast_cache_enabled() / torch.set_autocast_cache_enabled(): per thread,
+ * on by default; the setter returns the previous value. */
+bool tg_is_autocast_cache_enabled(void);
+bool tg_set_autocast_cache_enabled(bool enabled);
 
 /* TG_AUTOCAST(device, dtype) { ... } and TG_AUTOCAST_IF(device, dtype, enabled) { ... }
  * (torch.autocast(device_type, dtype, enabled)): nest, and restore the previous

@@ -16,6 +16,9 @@ void tg_autocast_resume(void);
  * autocast state, or -1 to leave it (not floating, float64, another device kind,
  * already right). */
 int tg_autocast_target(tg_autocast_policy policy, const tg_tensor *t);
+/* t cast to `to` for an op under autocast, owned by the current scope: through the
+ * region's cast cache when t is a float32 leaf that requires grad (autograd/autocast.h). */
+tg_tensor *tg_autocast_cast(tg_tensor *t, tg_dtype to);
 /* For a composite op (a loss, addmm): when autocast is active, replaces each tensor
  * of ts (NULLs skipped) that `policy` casts by its cast, owned by the current scope.
  * Its inner ops then see the dtypes PyTorch's op would. */

@@ -277,7 +277,7 @@ static tg_status apply_autocast(const tg_function *fn, tg_tensor *const *inputs,
     tg_tensor *cast[TG_MAX_OP_INPUTS], *out[TG_MAX_OP_OUTPUTS];
     bool ok = true;
     for (int i = 0; i < fn->num_inputs && ok; i++)
-        ok = (cast[i] = to[i] >= 0 ? tg_cast(inputs[i], (tg_dtype)to[i]) : inputs[i]) != NULL;
+        ok = (cast[i] = to[i] >= 0 ? tg_autocast_cast(inputs[i], (tg_dtype)to[i]) : inputs[i]) != NULL;
     tg_autocast_suspend();
     ok = ok && !tg_apply_multi_args(fn, cast, args, size, out);
     tg_autocast_resume();

@@ -4,7 +4,9 @@ The table replaces the text between "<!-- BEGIN MARKER -->" and "<!-- END MARKER
 (MARKER defaults to "bench/compare.sh"; added at the end when absent). One column per
 program that ran ("impl" of the RESULT lines): tapegrad, Debian's PyTorch 1.13,
 PyTorch 2 eager and compiled, JAX; the speed-up is the fastest peer's time over
-tapegrad's (above 1: tapegrad is faster)."""
+tapegrad's (above 1: tapegrad is faster). When tapegrad's lines carry "activation_peak_mib"
+(the tutorials' most CPU tensor bytes held during one training step beyond the data,
+parameters and optimizer state), a column shows it, so float32 and bf16 rows compare."""
 import collections
 import datetime
 import json
@@ -43,6 +45,7 @@ def med(rs, key):
     return statistics.median(vals) if vals else None
 
 
+with_activations = any("activation_peak_mib" in r for (_, impl), rs in runs.items() if impl == "tapegrad" for r in rs)
 rows = []
 for bench in sorted({b for b, _ in runs}):
     tg = runs.get((bench, "tapegrad"))
@@ -59,8 +62,10 @@ for bench in sorted({b for b, _ in runs}):
     rss = [f"{med(runs[(bench, key)], 'peak_rss_mib'):.0f}" if (bench, key) in runs else "-" for key, _ in present]
     check = [str(runs[(bench, key)][-1].get("check", "")) if (bench, key) in runs else "-" for key, _ in present]
     fastest_title = dict(IMPLS)[fastest]
+    activations = med(tg, "activation_peak_mib")
+    activation_cell = (f"{activations:.1f} | " if activations is not None else "- | ") if with_activations else ""
     rows.append(f"| {bench} | " + " | ".join(cells) + f" | {speedup:.2f}x ({fastest_title}) | "
-                + " / ".join(rss) + " | " + " / ".join(check) + " |")
+                + " / ".join(rss) + " | " + activation_cell + " / ".join(check) + " |")
 
 titles = [title for _, title in present]
 versions = os.environ.get("TG_BENCH_VERSIONS", "PyTorch " + __import__("torch").__version__)
@@ -72,8 +77,9 @@ table = "\n".join([
     + (f" {load}" if load else "") + (f" {note}" if note else ""),
     "",
     "| workload | " + " | ".join(titles) + " | speed-up vs the fastest peer (peer time / tapegrad time) | peak RSS MiB ("
-    + " / ".join(titles) + ") | result check (" + " / ".join(titles) + ") |",
-    "|---|" + "---|" * (len(titles) + 3),
+    + " / ".join(titles) + ") | " + ("activation peak MiB (tapegrad) | " if with_activations else "")
+    + "result check (" + " / ".join(titles) + ") |",
+    "|---|" + "---|" * (len(titles) + 3 + with_activations),
     *rows,
 ])
 text = open(perf_path).read() if os.path.exists(perf_path) else "# Performance\n"

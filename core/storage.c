@@ -171,6 +171,10 @@ tg_memory_stats tg_cpu_memory_stats(void) {
     };
 }
 
+void tg_cpu_reset_peak_memory_stats(void) {
+    atomic_store(&stat_peak, atomic_load(&stat_allocated));
+}
+
 /* The calling thread's cache is emptied too; another thread's (at most
  * THREAD_CACHE_BYTES) stays until that thread exits. */
 void tg_cpu_empty_cache(void) {

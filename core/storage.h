@@ -48,6 +48,10 @@ typedef struct {
     size_t system_allocs; /* blocks ever taken from the system (a warmed-up training step takes none) */
 } tg_memory_stats;
 tg_memory_stats tg_cpu_memory_stats(void);
+/* torch.cuda.reset_peak_memory_stats, for the CPU allocator: `peak` restarts from what
+ * is allocated now, so that a later read gives the peak of what ran in between (the
+ * tutorials' activation peak of a training step). Process-wide. */
+void tg_cpu_reset_peak_memory_stats(void);
 /* Returns every cached CPU block to the system. */
 void tg_cpu_empty_cache(void);
 

@@ -10,6 +10,7 @@
 #include "autograd/grad_mode.h"
 #include "core/convert.h"
 #include "core/iter.h"
+#include "core/lowp.h"
 #include "core/scope.h"
 #include "core/simd.h"
 #include "core/tensor_impl.h"
@@ -194,8 +195,88 @@ static tg_tensor *widened(tg_tensor *t) {
     return w && !tg_copy_values_(w, t) ? w : NULL;
 }
 
+/* On the CPU, operands of a low-precision dtype or float32 (and a bool output for a
+ * comparison): the float32 row runs on blocks of LOWP_BLOCK elements widened into stack
+ * buffers, its low-precision output rounded from one, so no float32 copy of a whole
+ * tensor is made and each element is read and written once. The same float32 formulas
+ * and the same rounding as the widened copies below, so the same bits. */
+enum { LOWP_BLOCK = 256 };
+
+typedef struct {
+    tg_iter_row_fn row; /* unary_row_f32 / binary_row_f32 */
+    void *ctx;          /* its context */
+    int operands;       /* out, x[, y] */
+    tg_dtype dtype[3];
+} lowp_rows;
+
+TG_VECTOR_CLONES static void widen_block(tg_dtype d, const char *src, int64_t stride, int64_t n, float *dst) {
+    if (d == TG_BFLOAT16 && stride == 2)
+        for (int64_t i = 0; i < n; i++) dst[i] = tg_bf16_bits_to_float(((const uint16_t *)src)[i]);
+    else if (d == TG_BFLOAT16)
+        for (int64_t i = 0; i < n; i++) dst[i] = tg_bf16_bits_to_float(*(const uint16_t *)(src + i * stride));
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = tg_half_bits_to_float(*(const uint16_t *)(src + i * stride));
+}
+
+TG_VECTOR_CLONES static void round_block(tg_dtype d, const float *src, int64_t n, char *dst, int64_t stride) {
+    if (d == TG_BFLOAT16 && stride == 2)
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = tg_float_to_bf16_bits(src[i]);
+    else if (d == TG_BFLOAT16)
+        for (int64_t i = 0; i < n; i++) *(uint16_t *)(dst + i * stride) = tg_float_to_bf16_bits(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) *(uint16_t *)(dst + i * stride) = tg_float_to_half_bits(src[i]);
+}
+
+static void lowp_row(char **p, const int64_t *s, int64_t n, void *vctx) {
+    const lowp_rows *c = vctx;
+    float buf[3][LOWP_BLOCK];
+    for (int64_t i0 = 0; i0 < n; i0 += LOWP_BLOCK) {
+        int64_t m = n - i0 < LOWP_BLOCK ? n - i0 : LOWP_BLOCK;
+        char *q[3];
+        int64_t qs[3];
+        for (int k = 0; k < c->operands; k++) {
+            char *at = p[k] + i0 * s[k];
+            if (!tg_dtype_is_low_precision_inline(c->dtype[k])) {
+                q[k] = at, qs[k] = s[k];
+            } else if (k > 0 && s[k] == 0) { /* a broadcast scalar stays one */
+                widen_block(c->dtype[k], at, 0, 1, buf[k]);
+                q[k] = (char *)buf[k], qs[k] = 0;
+            } else {
+                if (k > 0) widen_block(c->dtype[k], at, s[k], m, buf[k]);
+                q[k] = (char *)buf[k], qs[k] = (int64_t)sizeof(float);
+            }
+        }
+        c->row(q, qs, m, c->ctx);
+        if (tg_dtype_is_low_precision_inline(c->dtype[0])) round_block(c->dtype[0], buf[0], m, p[0] + i0 * s[0], s[0]);
+    }
+}
+
+static bool lowp_rows_fit(const tg_tensor *t, bool bool_ok) {
+    return tg_dtype_is_low_precision_inline(t->dtype) || t->dtype == TG_FLOAT32 || (bool_ok && t->dtype == TG_BOOL);
+}
+
+static tg_status low_precision_rows(tg_tensor *out, tg_tensor *x, tg_tensor *y, tg_iter_row_fn row, void *ctx) {
+    int operands = y ? 3 : 2;
+    lowp_rows c = {row, ctx, operands, {out->dtype, x->dtype, y ? y->dtype : TG_FLOAT32}};
+    tg_iter it;
+    tg_tensor *ops[3] = {out, x, y};
+    tg_iter_init(&it, &out->shape, operands, ops);
+    tg_iter_run(&it, lowp_row, &c, true);
+    return TG_OK;
+}
+
 static tg_status low_precision_into(const char *op, int kind, bool binary, tg_tensor *out, tg_tensor *x,
                                     tg_tensor *y, double a, double b) {
+    if (out->storage->device.kind == TG_DEVICE_CPU && lowp_rows_fit(x, false) && (!binary || lowp_rows_fit(y, false)) &&
+        lowp_rows_fit(out, binary && TG_BINARY_IS_COMPARISON(kind)) &&
+        (out->dtype != TG_BOOL || TG_BINARY_IS_COMPARISON(kind))) {
+        if (binary) {
+            tg_binary_kind k = (tg_binary_kind)kind;
+            return low_precision_rows(out, x, y, binary_row_f32, &k);
+        }
+        unary_ctx c = {(tg_unary_kind)kind, a, b};
+        return low_precision_rows(out, x, NULL, unary_row_f32, &c);
+    }
     tg_status status = TG_ERROR;
     TG_SCOPE {
         tg_tensor *wx = widened(x), *wy = binary ? widened(y) : NULL, *wo = widened(out);

@@ -58,6 +58,14 @@ void tg_gemm_many(const tg_gemm_args *products, int count);
 bool tg_gemm_bf16_supported(void);
 void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
                   int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc);
+/* C [m, n] = A B rounded once to bfloat16 (row-major, ldc in elements; no old C), the
+ * rounding done by the kernel on its float32 tile, so no float32 C is written: the same
+ * bits as tg_gemm_bf16 followed by a cast. Only when k fits one packed slice (k <= 384,
+ * e.g. a weight's gradient summed over a batch) and the CPU has the instructions:
+ * tg_gemm_bf16_rounds(k). */
+bool tg_gemm_bf16_rounds(int64_t k);
+void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
+                          const uint16_t *b, int64_t b_rs, int64_t b_cs, uint16_t *c, int64_t ldc);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@ typedef struct {
     int64_t a_rs, a_cs, b_rs, b_cs;
     bool accumulate, by_rows;
     float *c;
+    uint16_t *c16; /* instead of c: C rounded to bfloat16 by the micro kernel (k <= KC) */
     int64_t ldc;
 } bf16_job;
 
@@ -130,8 +131,21 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
 }
 
 /* C tile [mr <= MR, nr <= NR] (+)= A sliver * B panel over `pairs` pairs of k. */
-BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const uint16_t *bp, float *c, int64_t ldc,
-                                     int mr, int nr, bool load_c) {
+/* 16 float32 sums rounded to bfloat16 as core/lowp.h's tg_float_to_bf16_bits (nearest,
+ * ties to even, NaN as 0x7FC0), so the same bits as the float32 C cast afterwards. */
+BF16_TARGET static inline __m256i round_to_bf16(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                            _mm512_set1_epi32(0x7F800000));
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0)));
+}
+
+/* C tile [mr <= MR, nr <= NR] (+)= A sliver * B panel over `pairs` pairs of k; with c16,
+ * the tile (all of k, no old C) is stored rounded to bfloat16 there instead. */
+BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const uint16_t *bp, float *c, uint16_t *c16,
+                                     int64_t ldc, int mr, int nr, bool load_c) {
     __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     __m512 acc[MR][2];
@@ -154,6 +168,15 @@ BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const ui
         }
         ap += MR;
         bp += NR * 2;
+    }
+    if (c16) {
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++)
+            if (r < mr) {
+                _mm256_mask_storeu_epi16(c16 + r * ldc, m0, round_to_bf16(acc[r][0]));
+                _mm256_mask_storeu_epi16(c16 + r * ldc + 16, m1, round_to_bf16(acc[r][1]));
+            }
+        return;
     }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
@@ -182,8 +205,10 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
                 for (int64_t jr = 0; jr < nc; jr += NR)
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         int nr = (int)(nc - jr < NR ? nc - jr : NR), mr = (int)(mc - ir < MR ? mc - ir : MR);
+                        int64_t at = (row0 + ic + ir) * g->ldc + col0 + jc + jr;
                         micro_kernel(pairs, apack + ir / MR * pairs * MR, bpack + jr / NR * pairs * NR * 2,
-                                     g->c + (row0 + ic + ir) * g->ldc + col0 + jc + jr, g->ldc, mr, nr, load_c);
+                                     g->c16 ? NULL : g->c + at, g->c16 ? g->c16 + at : NULL, g->ldc, mr, nr,
+                                     load_c);
                     }
             }
         }
@@ -204,6 +229,20 @@ static void gemm_split(int64_t u0, int64_t u1, void *arg) {
 
 #endif
 
+#ifdef HAVE_BF16_KERNEL
+/* On the calling thread, or split over the pool by blocks of rows or columns of C. */
+static void run(bf16_job g) {
+    int threads = tg_get_num_threads();
+    if (threads <= 1 || g.m * g.n * g.k < TG_GEMM_PARALLEL_MIN || tg_in_parallel_region()) {
+        gemm_serial(&g, 0, g.m, 0, g.n);
+        return;
+    }
+    g.by_rows = g.m >= g.n;
+    int64_t units = ((g.by_rows ? g.m : g.n) + SPLIT - 1) / SPLIT;
+    tg_parallel_for(units, (units + threads - 1) / threads, gemm_split, &g);
+}
+#endif
+
 void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
                   int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return;
@@ -213,17 +252,27 @@ void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_
         return;
     }
 #ifdef HAVE_BF16_KERNEL
-    bf16_job g = {m, n, k, a, b, a_rs, a_cs, b_rs, b_cs, accumulate, false, c, ldc};
-    int threads = tg_get_num_threads();
-    if (threads <= 1 || m * n * k < TG_GEMM_PARALLEL_MIN || tg_in_parallel_region()) {
-        gemm_serial(&g, 0, m, 0, n);
+    run((bf16_job){m, n, k, a, b, a_rs, a_cs, b_rs, b_cs, accumulate, false, c, NULL, ldc});
+#else
+    (void)a, (void)a_rs, (void)a_cs, (void)b, (void)b_rs, (void)b_cs, (void)c, (void)ldc;
+    abort(); /* callers check tg_gemm_bf16_supported() first */
+#endif
+}
+
+bool tg_gemm_bf16_rounds(int64_t k) { return k <= KC && tg_gemm_bf16_supported(); }
+
+void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
+                          const uint16_t *b, int64_t b_rs, int64_t b_cs, uint16_t *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(uint16_t));
         return;
     }
-    g.by_rows = m >= n;
-    int64_t units = ((g.by_rows ? m : n) + SPLIT - 1) / SPLIT;
-    tg_parallel_for(units, (units + threads - 1) / threads, gemm_split, &g);
+#ifdef HAVE_BF16_KERNEL
+    if (k > KC) abort(); /* callers check tg_gemm_bf16_rounds(k) first */
+    run((bf16_job){m, n, k, a, b, a_rs, a_cs, b_rs, b_cs, false, false, NULL, c, ldc});
 #else
-    (void)a, (void)a_rs, (void)a_cs, (void)b, (void)b_rs, (void)b_cs;
-    abort(); /* callers check tg_gemm_bf16_supported() first */
+    (void)a, (void)a_rs, (void)a_cs, (void)b, (void)b_rs, (void)b_cs, (void)c, (void)ldc;
+    abort(); /* callers check tg_gemm_bf16_rounds(k) first */
 #endif
 }

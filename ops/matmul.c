@@ -167,6 +167,7 @@ typedef struct {
     const tg_shape *batch;
     int64_t n, k, m;
     float *out;
+    uint16_t *out16; /* instead of out: rounded by the kernel (tg_gemm_bf16_rounded) */
 } bf16_batch_job;
 
 static void bf16_batch_chunk(int64_t i0, int64_t i1, void *arg) {
@@ -181,8 +182,12 @@ static void bf16_batch_chunk(int64_t i0, int64_t i1, void *arg) {
             off_a += idx * j->a->strides[d];
             off_b += idx * j->b->strides[d];
         }
-        tg_gemm_bf16(j->n, j->m, j->k, pa + off_a, j->a->strides[nb], j->a->strides[nb + 1], pb + off_b,
-                     j->b->strides[nb], j->b->strides[nb + 1], false, j->out + i * j->n * j->m, j->m);
+        if (j->out16)
+            tg_gemm_bf16_rounded(j->n, j->m, j->k, pa + off_a, j->a->strides[nb], j->a->strides[nb + 1], pb + off_b,
+                                 j->b->strides[nb], j->b->strides[nb + 1], j->out16 + i * j->n * j->m, j->m);
+        else
+            tg_gemm_bf16(j->n, j->m, j->k, pa + off_a, j->a->strides[nb], j->a->strides[nb + 1], pb + off_b,
+                         j->b->strides[nb], j->b->strides[nb + 1], false, j->out + i * j->n * j->m, j->m);
     }
 }
 
@@ -190,15 +195,17 @@ static tg_tensor *bmm_bf16(tg_tensor *a, tg_tensor *b, tg_shape batch, tg_shape 
                            tg_shape out_shape) {
     int nb = batch.ndim;
     int64_t n = full_a.dims[nb], k = full_a.dims[nb + 1], m = full_b.dims[nb + 1], count = tg_shape_numel(batch);
-    tg_tensor *out = tg_empty(out_shape, (tg_opts){.dtype = TG_FLOAT32, .device = a->storage->device});
+    /* A short k (a weight's gradient over a batch) is rounded by the kernel: no float32 result */
+    bool rounded = k > 0 && tg_gemm_bf16_rounds(k);
+    tg_tensor *out = tg_empty(out_shape, (tg_opts){.dtype = rounded ? TG_BFLOAT16 : TG_FLOAT32, .device = a->storage->device});
     tg_tensor *ea = tg_expand(a, full_a), *eb = tg_expand(b, full_b); /* stride 0 on broadcast dims */
     if (!out || !ea || !eb) return NULL;
-    bf16_batch_job j = {ea, eb, &batch, n, k, m, tg_elem_ptr(out)};
+    bf16_batch_job j = {ea, eb, &batch, n, k, m, rounded ? NULL : tg_elem_ptr(out), rounded ? tg_elem_ptr(out) : NULL};
     if (count > 1 && n * m * k < TG_GEMM_PARALLEL_MIN && count * n * m * k >= TG_GEMM_PARALLEL_MIN)
         tg_parallel_for(count, 1, bf16_batch_chunk, &j); /* many small products: whole ones per thread */
     else
         bf16_batch_chunk(0, count, &j);
-    return tg_cast(out, TG_BFLOAT16);
+    return rounded ? out : tg_cast(out, TG_BFLOAT16);
 }
 
 /* a [..., n, k] x b [..., k, m] -> [batch..., n, m]; the checks are done by tg_matmul. */

@@ -200,7 +200,10 @@ NORM_KERNEL(f64, double)
  * Outputs: y, batch mean, biased batch var (the last two non-differentiable). */
 static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const norm_args *a = tg_ctx_attrs(ctx);
-    tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = tg_contiguous(in[2]);
+    /* mixed batch norm (below): a float32 copy of x for this forward only */
+    bool mixed = tg_dtype_is_low_precision(in[0]->dtype);
+    tg_tensor *x = mixed ? tg_cast(in[0], TG_FLOAT32) : tg_contiguous(in[0]);
+    tg_tensor *w = tg_contiguous(in[1]), *b = tg_contiguous(in[2]);
     if (!x || !w || !b) return NULL;
     tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
     tg_tensor *y = tg_empty(x->shape, o), *mean = tg_empty(TG_SHAPE(a->groups), o), *var = tg_empty(TG_SHAPE(a->groups), o);
@@ -228,7 +231,7 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_ctx_set_output(ctx, 2, var);
     tg_ctx_mark_non_differentiable(ctx, 1);
     tg_ctx_mark_non_differentiable(ctx, 2);
-    return y;
+    return mixed ? tg_cast(y, in[0]->dtype) : y;
 }
 
 /* batch_norm_backward: inputs g, x, w (all [.., C, ..] as in forward; contiguous), stats [C, 2]
@@ -266,6 +269,11 @@ static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const norm_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
+    if (tg_dtype_is_low_precision(x->dtype) && w->dtype == TG_FLOAT32) { /* mixed: computed in float32 */
+        x = tg_cast(x, TG_FLOAT32);                                         /* the engine rounds grad_in[0] */
+        g = tg_cast(g, TG_FLOAT32);
+        if (!x || !g) return;
+    }
     if (!a->layer && x->storage->device.kind == TG_DEVICE_CPU && !tg_is_grad_enabled()) {
         tg_tensor *stats = tg_ctx_saved(ctx, 2);
         if (!stats) return;
@@ -307,6 +315,10 @@ static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 static const tg_function norm_fn = {"batch_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+/* Mixed batch norm on the CPU: a bfloat16 / float16 x with float32 weight and bias. The
+ * forward widens x for its own use and saves x itself, so the activation kept for
+ * backward stays 2-byte; backward widens it again. */
+static const tg_function norm_mixed_fn = {"batch_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 static const tg_function layer_norm_fn = {"layer_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32,
                                             TG_AUTOCAST_FLOAT32_ON_CUDA};
 
@@ -315,21 +327,60 @@ static tg_tensor *param_or(tg_tensor *p, tg_shape shape, tg_tensor *x, double va
     return p ? p : tg_full(shape, value, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
 }
 
-static tg_status check_param(const char *op, const char *what, tg_tensor *p, tg_tensor *x, tg_shape expected) {
+/* p (when given) has the expected shape, dtype `dtype` (the input's, or float32 for a
+ * mixed batch norm) and x's device. */
+static tg_status check_param_of(const char *op, const char *what, tg_tensor *p, tg_tensor *x, tg_shape expected,
+                                tg_dtype dtype) {
     if (!p) return TG_OK;
     char a[128], b[128], d1[16], d2[16];
     if (!tg_shape_equal(p->shape, expected))
         return tg_error("%s: expected %s of shape %s for input %s, got %s", op, what,
                         tg_shape_str(expected, a, sizeof a), tg_shape_str(x->shape, b, sizeof b),
                         tg_shape_str(p->shape, d1, sizeof d1));
-    if (p->dtype != x->dtype)
-        return tg_error("%s: expected %s of the input's dtype %s, got %s", op, what, tg_dtype_name(x->dtype),
+    if (p->dtype != dtype)
+        return tg_error("%s: expected %s of %s %s, got %s", op, what,
+                        dtype == x->dtype ? "the input's dtype" : "dtype", tg_dtype_name(dtype),
                         tg_dtype_name(p->dtype));
     if (!tg_device_equal(p->storage->device, x->storage->device))
         return tg_error("%s: expected %s on the input's device %s, got %s", op, what,
                         tg_device_str(x->storage->device, d1), tg_device_str(p->storage->device, d2));
     (void)a;
     return TG_OK;
+}
+
+static tg_status check_param(const char *op, const char *what, tg_tensor *p, tg_tensor *x, tg_shape expected) {
+    return check_param_of(op, what, p, x, expected, x->dtype);
+}
+
+/* Training on the CPU with a low-precision x and float32 parameters (norm_mixed_fn): the
+ * float32 path's checks with float32 parameters, then the mixed op. */
+static tg_tensor *mixed_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
+                                   tg_tensor *bias, double momentum, double eps) {
+    const char *op = "tg_batch_norm";
+    int64_t c = x->shape.dims[1], count = tg_numel(x) / (c ? c : 1);
+    tg_shape cshape = TG_SHAPE(c);
+    if (check_param_of(op, "weight", weight, x, cshape, TG_FLOAT32) ||
+        check_param_of(op, "bias", bias, x, cshape, TG_FLOAT32) ||
+        check_param_of(op, "running_mean", running_mean, x, cshape, TG_FLOAT32) ||
+        check_param_of(op, "running_var", running_var, x, cshape, TG_FLOAT32))
+        return NULL;
+    char xs[128];
+    if ((running_mean == NULL) != (running_var == NULL))
+        return tg_error("%s: expected both running_mean and running_var, or neither", op), NULL;
+    if (count <= 1)
+        return tg_error("%s: expected more than 1 value per channel when training, got input %s", op,
+                        tg_shape_str(x->shape, xs, sizeof xs)), NULL;
+    norm_args a = {.eps = eps, .outer = x->shape.dims[0], .groups = c, .inner = count / x->shape.dims[0]};
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (d != 1) a.dims[a.num_dims++] = d;
+    tg_opts f32 = {.dtype = TG_FLOAT32, .device = x->storage->device};
+    tg_tensor *in[3] = {x, weight ? weight : tg_full(cshape, 1, f32), bias ? bias : tg_full(cshape, 0, f32)};
+    tg_tensor *out[3];
+    if (!in[1] || !in[2] || tg_apply_multi_args(&norm_mixed_fn, in, &a, sizeof a, out)) return NULL;
+    if (running_mean && tg_norm_update_running(running_mean, running_var, out[1], out[2],
+                                               (double)count / (double)(count - 1), momentum))
+        return NULL;
+    return out[0];
 }
 
 tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
@@ -349,6 +400,11 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
          * statistics (what autocast gives after a conv) is normalised in float32 and
          * rounded once; the running statistics stay float32. */
         tg_tensor *y = NULL;
+        if (training && x->storage->device.kind == TG_DEVICE_CPU && (!weight || weight->dtype == TG_FLOAT32) &&
+            (!bias || bias->dtype == TG_FLOAT32)) {
+            TG_SCOPE { y = tg_scope_return(mixed_batch_norm(x, running_mean, running_var, weight, bias, momentum, eps)); }
+            return y;
+        }
         TG_SCOPE {
             y = tg_scope_return(tg_cast(tg_batch_norm(tg_cast(x, TG_FLOAT32), running_mean, running_var, weight, bias,
                                                       training, momentum, eps), x->dtype));

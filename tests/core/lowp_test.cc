@@ -265,6 +265,43 @@ TEST_F(LowTest, MixedBatchNormAsPyTorch) {
     EXPECT_TRUE(tensor_near(tg_grad(b), fx("bn_mixed_grad_b").data, 0.02, 0.01));
 }
 
+// The CPU's mixed batch norm keeps its bfloat16 input (not a float32 copy) for backward
+// and widens it there: bit for bit the float32 batch norm of the widened input rounded
+// once, forward and gradients (fused backward, and the composed one under
+// create_graph); float32 parameters of another shape are refused.
+TEST_F(LowTest, MixedBatchNormEqualsTheFloat32OneOnWidenedInput) {
+    for (bool create_graph : {false, true}) {
+        tg_tensor *x32 = tg_cast(tg_cast(tg_randn(TG_SHAPE(4, 3, 5, 5), tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+        tg_tensor *x = tg_requires_grad(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad(tg_clone(x32), true);
+        tg_tensor *w = tg_requires_grad(tg_randn(TG_SHAPE(3), tg_opts{}), true), *b = tg_randn(TG_SHAPE(3), tg_opts{});
+        tg_tensor *w2 = tg_requires_grad(tg_clone(tg_detach(w)), true);
+        tg_tensor *rm = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv = tg_ones(TG_SHAPE(3), tg_opts{});
+        tg_tensor *rm2 = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv2 = tg_ones(TG_SHAPE(3), tg_opts{});
+        tg_tensor *y = tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
+        tg_tensor *y32 = tg_batch_norm(xw, rm2, rv2, w2, b, true, 0.1, 1e-5);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        ASSERT_NE(y32, nullptr) << tg_last_error();
+        EXPECT_EQ(bits16(y), bits16(tg_cast(y32, TG_BFLOAT16)));
+        EXPECT_EQ(values(rm), values(rm2));
+        EXPECT_EQ(values(rv), values(rv2));
+        tg_tensor *up = tg_randn(TG_SHAPE(4, 3, 5, 5), tg_opts{});
+        tg_backward_opts o{};
+        o.create_graph = create_graph;
+        ASSERT_EQ(tg_backward_opts_run(tg_sum(tg_mul(tg_cast(y, TG_FLOAT32), up)), o), TG_OK) << tg_last_error();
+        ASSERT_EQ(tg_backward_opts_run(tg_sum(tg_mul(tg_cast(tg_cast(y32, TG_BFLOAT16), TG_FLOAT32), up)), o), TG_OK)
+            << tg_last_error();
+        EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_BFLOAT16);
+        EXPECT_EQ(bits16(tg_grad(x)), bits16(tg_cast(tg_grad(xw), TG_BFLOAT16))) << "create_graph " << create_graph;
+        EXPECT_EQ(values(tg_grad(w)), values(tg_grad(w2))) << "create_graph " << create_graph;
+        for (tg_tensor *leaf : {x, xw, w, w2}) tg_zero_grad(leaf); /* graphs of create_graph's gradients */
+    }
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm(tg_cast(tg_randn(TG_SHAPE(2, 3, 2), tg_opts{}), TG_BFLOAT16), nullptr, nullptr,
+                            tg_ones(TG_SHAPE(4), tg_opts{}), nullptr, true, 0.1, 1e-5),
+              nullptr);
+    EXPECT_ERROR_CONTAINS("tg_batch_norm: expected weight of shape [3]");
+}
+
 TEST_F(LowTest, CastGradientComesBackInTheInputDtype) {
     tg_tensor *w = tg_requires_grad(tensor_f32({0.5f, -1.25f, 3.0f}, TG_SHAPE(3)), true);
     tg_tensor *y = tg_mul_scalar(tg_cast(w, TG_BFLOAT16), 3.0);
@@ -283,6 +320,45 @@ TEST_F(LowTest, InPlaceOpsRoundOnce) {
     EXPECT_EQ(values(x), (std::vector<double>{1.3359375, 1.671875, 0.0})); /* 1.66796875: a tie, to even */
     ASSERT_EQ(tg_fill_(x, 0.1), TG_OK);
     EXPECT_EQ(values(x)[2], 0.10009765625);
+}
+
+// The CPU computes low-precision elementwise ops block by block in float32 stack
+// buffers (ops/elementwise.c): rows longer than a block, transposed and broadcast
+// operands, a float32 operand, comparisons, NaN and Inf, in-place writes, both dtypes:
+// bit for bit the float32 computation of the widened values rounded once.
+TEST_F(LowTest, ElementwiseBlocksAreTheFloat32ComputationRoundedOnce) {
+    for (tg_dtype dt : {TG_BFLOAT16, TG_FLOAT16}) {
+        tg_tensor *a32 = tg_mul_scalar(tg_randn(TG_SHAPE(37, 300), tg_opts{}), 3.0);
+        tg_tensor *b32 = tg_randn(TG_SHAPE(300, 37), tg_opts{});
+        tg_tensor *row32 = tg_randn(TG_SHAPE(300), tg_opts{});
+        float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 65504.0f, 1e-8f};
+        tg_tensor *s32 = tensor_f32(std::vector<float>(special, special + 7), TG_SHAPE(7));
+        tg_tensor *a = tg_cast(a32, dt), *bt = tg_transpose(tg_cast(b32, dt), 0, 1), *row = tg_cast(row32, dt);
+        tg_tensor *s = tg_cast(s32, dt);
+        auto wide = [](tg_tensor *t) { return tg_cast(t, TG_FLOAT32); };
+        auto same = [&](tg_tensor *got, tg_tensor *want32, const char *what) {
+            ASSERT_NE(got, nullptr) << what << ": " << tg_last_error();
+            ASSERT_EQ(tg_dtype_of(got), dt) << what;
+            EXPECT_EQ(bits16(tg_contiguous(got)), bits16(tg_cast(want32, dt))) << what << " " << tg_dtype_name(dt);
+        };
+        same(tg_exp(a), tg_exp(wide(a)), "exp, 11100 contiguous");
+        same(tg_relu(bt), tg_relu(wide(bt)), "relu, transposed");
+        same(tg_mul(a, bt), tg_mul(wide(a), wide(bt)), "mul, contiguous by transposed");
+        same(tg_add(a, row), tg_add(wide(a), wide(row)), "add, row broadcast");
+        same(tg_sub(row, tg_narrow(a, 0, 3, 1)), tg_sub(wide(row), wide(tg_narrow(a, 0, 3, 1))), "sub, [300] - [1, 300]");
+        tg_tensor *k = tg_full(TG_SCALAR_SHAPE, 0.37, tg_opts{});
+        /* the 0-dim float32 tensor takes a's dtype first (PyTorch's result_type) */
+        same(tg_div(a, k), tg_div(wide(a), wide(tg_cast(k, dt))), "div by a float32 0-dim tensor");
+        same(tg_mul_scalar(s, 3.0), tg_mul_scalar(wide(s), 3.0), "NaN, Inf, overflow, tiny");
+        same(tg_sqrt(s), tg_sqrt(wide(s)), "sqrt of NaN, Inf, -Inf, zeros");
+        tg_tensor *gt = tg_gt(a, bt), *gt32 = tg_gt(wide(a), wide(bt));
+        ASSERT_NE(gt, nullptr) << tg_last_error();
+        EXPECT_EQ(tg_dtype_of(gt), TG_BOOL);
+        EXPECT_EQ(tg_item(tg_sum(tg_cast(tg_eq(gt, gt32), TG_FLOAT32))), 37.0 * 300) << "comparison " << tg_dtype_name(dt);
+        tg_tensor *inplace = tg_clone(a), *inplace32 = tg_mul(wide(a), wide(bt));
+        ASSERT_EQ(tg_mul_(inplace, bt), TG_OK) << tg_last_error();
+        same(inplace, inplace32, "mul_ in place");
+    }
 }
 
 TEST_F(LowTest, PrintsLikeFloats) {

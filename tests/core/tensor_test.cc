@@ -163,6 +163,25 @@ TEST_F(TgTest, CpuCachingAllocatorReusesBlocks) {
     EXPECT_EQ(after.allocated, before.allocated);
 }
 
+// The peak restarts from what is held when reset, and then follows the highest
+// allocation again (4 MiB and 1 MiB blocks: sizes of their own size classes).
+TEST_F(TgTest, CpuPeakResetsToWhatIsAllocated) {
+    tg_tensor *held = tg_empty(TG_SHAPE(1 << 18), tg_opts{});  // 1 MiB, kept (the test's scope owns it)
+    TG_SCOPE { tg_empty(TG_SHAPE(1 << 20), tg_opts{}); }        // 4 MiB, freed
+    tg_memory_stats before = tg_cpu_memory_stats();
+    EXPECT_GE(before.peak, before.allocated + ((size_t)4 << 20));
+    tg_cpu_reset_peak_memory_stats();
+    EXPECT_EQ(tg_cpu_memory_stats().peak, before.allocated);
+    TG_SCOPE {
+        tg_empty(TG_SHAPE(1 << 18), tg_opts{});
+        tg_empty(TG_SHAPE(1 << 18), tg_opts{});
+    }
+    tg_memory_stats after = tg_cpu_memory_stats();
+    EXPECT_EQ(after.allocated, before.allocated);
+    EXPECT_EQ(after.peak, before.allocated + ((size_t)2 << 20));
+    EXPECT_NE(held, nullptr);
+}
+
 // Small blocks go through a per-thread cache (core/storage.c): reused without the
 // system, counted as cached, handed to the shared lists when their thread exits, and
 // returned to the system by tg_cpu_empty_cache. The counts stay exact throughout.

@@ -127,6 +127,35 @@ TEST_F(GemmBf16Test, SameBitsOnOneAndTwoThreads) {
     }
 }
 
+// tg_gemm_bf16_rounded: the kernel rounds its float32 tiles to bfloat16 itself (k up to
+// one slice of 384), bit for bit tg_gemm_bf16's float32 C cast afterwards, on every
+// tile edge, transposed operands, NaN and Inf, one and two threads; the probe says no
+// past one slice. matmul takes it for such a k (a weight's gradient over a batch).
+TEST_F(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
+    EXPECT_TRUE(tg_gemm_bf16_rounds(384));
+    EXPECT_FALSE(tg_gemm_bf16_rounds(385));
+    std::mt19937 rng(3);
+    const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 7}, {9, 33, 3}, {17, 31, 65}, {97, 65, 384}, {300, 784, 64}, {64, 40, 2}};
+    for (int threads : {1, 2}) {
+        tg_set_num_threads(threads);
+        for (auto &s : sizes)
+            for (int t = 0; t < 4; t++) {
+                Matrix a = random_matrix(s[0], s[2], t & 1, rng), b = random_matrix(s[2], s[1], t & 2, rng);
+                if (s[0] == 3) a.data[4] = bf16_of(NAN), a.data[7] = bf16_of(INFINITY);
+                std::vector<float> c = run(a, b, nullptr);
+                std::vector<uint16_t> want(c.size()), got(c.size(), 0xAAAA);
+                for (size_t i = 0; i < c.size(); i++) want[i] = bf16_of(c[i]);
+                tg_gemm_bf16_rounded(a.rows, b.cols, a.cols, a.data.data(), a.rs(), a.cs(), b.data.data(), b.rs(),
+                                     b.cs(), got.data(), b.cols);
+                EXPECT_EQ(got, want) << s[0] << " x " << s[1] << " x " << s[2] << ", transposes " << t << ", threads "
+                                     << threads;
+            }
+    }
+    std::vector<uint16_t> zeros(6, 0xAAAA);
+    tg_gemm_bf16_rounded(2, 3, 0, nullptr, 0, 1, nullptr, 3, 1, zeros.data(), 3);
+    EXPECT_EQ(zeros, std::vector<uint16_t>(6, 0));
+}
+
 // tg_matmul / tg_linear on bfloat16: the float32 product of the widened inputs, rounded
 // once to bfloat16, give or take one bfloat16 step where the float32 sums differ in order.
 ::testing::AssertionResult within_one_bf16_step(tg_tensor *got, tg_tensor *want32) {

@@ -106,6 +106,7 @@ int main(int argc, char **argv) {
         /* each pass over the loader is the next epoch, reshuffled, as with a DataLoader */
         TG_FOR_EACH_BATCH(loader, x, y) { /* a scope per batch: the step's temporaries die here */
             if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
+            tut_step_memory_begin(); /* the step's activation peak, for --result-line */
             tg_tensor *loss = NULL;
             TG_AUTOCAST_IF(args.device.kind, args.amp_dtype, args.amp) {
                 tg_tensor *logits = tg_forward(model, x); /* [B, 10]; bfloat16 under --amp bf16 */
@@ -115,6 +116,7 @@ int main(int argc, char **argv) {
             tg_grad_scaler_step(scaler, opt, NULL);          /* skipped if a scaled gradient overflowed */
             tg_grad_scaler_update(scaler);
             tg_optim_zero_grad(opt);
+            tut_step_memory_end();
             double value = tg_item(loss); /* waits for the GPU, if any */
             tut_progress_update(&bar, value);
             tut_curve_add(&curve, value);

@@ -138,7 +138,9 @@ int main(int argc, char **argv) {
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
             if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
+            tut_step_memory_begin(); /* the step's activation peak, for --result-line */
             double value = train_step(model, opt, &args, scaler, x, y);
+            tut_step_memory_end();
             tut_progress_update(&bar, value);
             tut_curve_add(&curve, value);
             step++;

@@ -181,8 +181,22 @@ int tut_plot_svg(const char *path, const char *title, const tut_curve *c, int64_
 
 /* ---- the RESULT line for bench/compare.sh ---- */
 
+/* The activation peak of training steps: the most CPU tensor bytes held during one
+ * step beyond those held when it began (the data set, the parameters, the optimizer
+ * state), from the allocator's statistics (tg_cpu_memory_stats; the blocks' rounded
+ * sizes). So it counts the activations saved for backward, their casts, the
+ * temporaries and the gradients (tg_optim_zero_grad drops them between steps). Call
+ * begin at the start of a step's body (it resets the allocator's peak) and end after
+ * the optimizer step. The first step is not counted (the optimizer makes its state
+ * there). CPU tensors only (a CUDA run records nothing). */
+void tut_step_memory_begin(void);
+void tut_step_memory_end(void);
+/* The largest activation peak of the steps measured so far, in MiB; -1 when none was. */
+double tut_activation_peak_mib(void);
+
 /* RESULT {"bench": bench, "impl": "tapegrad", "seconds": s, "unit_value": s, "unit": "s",
- *         "check": accuracy, "peak_rss_mib": ...} */
+ *         "check": accuracy, "peak_rss_mib": ...[, "activation_peak_mib": ...]}; the
+ * last field when tut_step_memory_end measured a step on the CPU. */
 void tut_print_result(const char *bench, double seconds, double accuracy);
 
 #endif
