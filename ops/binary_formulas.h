@@ -61,7 +61,10 @@
       tg_neg(tg_mul(g, tg_trunc(tg_div(a, b)))))                                             \
     X(REMAINDER, remainder, TG_REMAINDER_OF(TG_FMOD(x, y), y), AB, /* a - floor(a / b) b */  \
       g,                                                                                     \
-      tg_neg(tg_mul(g, tg_floor(tg_div(a, b)))))
+      tg_neg(tg_mul(g, tg_floor(tg_div(a, b)))))                                             \
+    X(RELU_BACKWARD, relu_backward, y <= 0 ? (scalar_t)0 : x, AB, /* aten threshold_backward */ \
+      tg_relu_backward(g, b), /* the same mask; NaN in b passes g, as in relu's forward */   \
+      tg_zeros_like(b))
 
 /* int64 and int32. A zero divisor is refused on the host (PyTorch's ZeroDivisionError);
  * the guard keeps a kernel that meets one anyway, or INT_MIN % -1, from trapping

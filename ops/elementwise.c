@@ -373,9 +373,6 @@ static tg_tensor *mask_of(const char *op, tg_unary_kind kind, tg_tensor *x, doub
     return out;
 }
 
-/* !(x <= 0): relu's gradient mask (1 at NaN, as PyTorch's threshold_backward). */
-static tg_tensor *relu_mask(tg_tensor *x) { return mask_of("relu backward", TG_UNARY_NOT_LE_SCALAR, x, 0); }
-
 /* The derivatives that take more than one expression, named by their rows' gradient
  * column (ops/unary_formulas.h); v is x, a and b the kind's parameters. */
 static tg_tensor *gelu_derivative(tg_tensor *v) { /* Phi(x) + x phi(x) */

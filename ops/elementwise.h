@@ -32,6 +32,9 @@ tg_tensor *tg_atan2(tg_tensor *a, tg_tensor *b);
  * -trunc(a / b) (fmod) or -floor(a / b) (remainder) for b. */
 tg_tensor *tg_fmod(tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_remainder(tg_tensor *a, tg_tensor *b);
+/* aten's threshold_backward at 0, relu's gradient in one pass: grad where x > 0 (or x
+ * is NaN, which relu passes), else 0 (also where grad is NaN). */
+tg_tensor *tg_relu_backward(tg_tensor *grad, tg_tensor *x);
 /* The same with a scalar divisor (read as the scalar arithmetic reads it: torch.fmod(x, 2)). */
 tg_tensor *tg_fmod_scalar(tg_tensor *a, double b);
 tg_tensor *tg_remainder_scalar(tg_tensor *a, double b);

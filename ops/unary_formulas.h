@@ -69,7 +69,7 @@
       tg_mul(g, tg_zeros_like(v)))                                                                                   \
     X(RELU, relu, PLAIN, x, NONE, /* NaN passes, as PyTorch's threshold_backward */                                  \
       x > 0 ? x : (x != x ? x : (scalar_t)0),                                                                        \
-      tg_mul(g, relu_mask(v)))                                                                                       \
+      tg_relu_backward(g, v)) /* one pass: g where v > 0 or NaN, else 0 */                                                                                       \
     X(LEAKY_RELU, leaky_relu, OWN, x, NONE,                                                                          \
       x > 0 ? x : x * a,                                                                                             \
       tg_mul(g, tg_add_scalar(tg_mul_scalar(tg_gt_mask(v, 0), 1 - a), a)))                                           \
@@ -111,9 +111,6 @@
       tg_mul(g, tg_neg(tg_sin(v))))                                                                                  \
     X(GT_SCALAR, gt_scalar, NONE, x, NONE, /* 0/1 in x's dtype: masks of backward formulas */                        \
       (scalar_t)(x > a),                                                                                             \
-      NULL)                                                                                                          \
-    X(NOT_LE_SCALAR, not_le_scalar, NONE, x, NONE, /* relu's mask: 1 at NaN, as PyTorch's */                         \
-      (scalar_t)!(x <= a),                                                                                           \
       NULL)                                                                                                          \
     X(ISFINITE, isfinite, NONE, x, NONE, /* NaN and Inf give NaN */                                                  \
       (scalar_t)(x - x == (scalar_t)0),                                                                              \

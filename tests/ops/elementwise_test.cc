@@ -205,6 +205,22 @@ TEST_F(TgTest, NanGradientsAsPyTorch) {
     EXPECT_TRUE(tensor_near(tg_grad(b), {1, 1, 0.5, 1}, 0));
 }
 
+// relu's gradient in one pass, as aten's threshold_backward(grad, x, 0): grad where x > 0
+// or x is NaN, else 0, also where grad is NaN (a mask multiplied would give NaN there);
+// broadcast and float32; its own gradient is the same mask for grad and none for x.
+TEST_F(TgTest, ReluBackwardIsThresholdBackward) {
+    tg_tensor *g = tensor_f64({5, 6, 7, 8, NAN, NAN}, TG_SHAPE(6)), *x = tensor_f64({-1, 0, 2, NAN, -3, 4}, TG_SHAPE(6));
+    EXPECT_TRUE(tensor_near(tg_relu_backward(g, x), {0, 0, 7, 8, 0, NAN}, 0));
+    tg_tensor *y = tg_relu_backward(tensor_f32({1, 2}, TG_SHAPE(2, 1)), tensor_f32({-1, 1, 0.5}, TG_SHAPE(3)));
+    EXPECT_EQ(dims(y), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(tg_dtype_of(y), TG_FLOAT32);
+    EXPECT_TRUE(tensor_near(y, {0, 1, 1, 0, 2, 2}, 0));
+    tg_tensor *gg = tensor_f64({1, 2, 3}, TG_SHAPE(3), true), *xx = tensor_f64({-1, 2, 3}, TG_SHAPE(3), true);
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(tg_relu_backward(gg, xx), tensor_f64({10, 20, 30}, TG_SHAPE(3))))), TG_OK);
+    EXPECT_TRUE(tensor_near(tg_grad(gg), {0, 20, 30}, 0));
+    EXPECT_TRUE(tensor_near(tg_grad(xx), {0, 0, 0}, 0));
+}
+
 // softplus is log1p(exp(beta x)) / beta, as PyTorch: exact far below zero in float32.
 TEST_F(TgTest, SoftplusFarBelowZero) {
     tg_tensor *y = tg_softplus(tensor_f32({-20, -50}, TG_SHAPE(2)), 1, 20);
