@@ -306,6 +306,37 @@ TEST_F(LowTest, MixedBatchNormEqualsTheFloat32OneOnWidenedInput) {
     EXPECT_ERROR_CONTAINS("tg_batch_norm: expected weight of shape [3]");
 }
 
+// bfloat16 max pooling on the CPU (ops/pool.c: the float32 kernel on one widened plane at a
+// time) is bit for bit the float32 op on the widened input, rounded once: values, indices
+// and the input gradient, with overlapping windows (gradients added), padding, the 2x2
+// fast path, a NaN, and a call split over planes.
+TEST_F(LowTest, Bfloat16MaxPoolIsTheFloat32OneRoundedOnce) {
+    struct Case {
+        tg_shape shape;
+        tg_pool_opts opts;
+    };
+    for (const Case &c : {Case{TG_SHAPE(2, 3, 9, 9), tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1}},
+                          Case{TG_SHAPE(2, 3, 8, 8), tg_pool_opts{.kernel_size = 2}},
+                          Case{TG_SHAPE(64, 20, 24, 24), tg_pool_opts{.kernel_size = 2}}}) {
+        SCOPED_TRACE(c.shape.dims[0]);
+        tg_tensor *x32 = tg_cast(tg_cast(tg_randn(c.shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+        ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(tg_narrow(x32, 0, 1, 1), 1, 2, 1), 2, 3, 1), 3, 4, 1), NAN),
+                  TG_OK) << tg_last_error();
+        tg_tensor *x = tg_requires_grad(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad(tg_clone(x32), true);
+        tg_tensor *i = nullptr, *iw = nullptr;
+        tg_tensor *y = tg_max_pool2d(x, c.opts, &i), *yw = tg_max_pool2d(xw, c.opts, &iw);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        EXPECT_EQ(tg_dtype_of(y), TG_BFLOAT16);
+        EXPECT_EQ(bits16(y), bits16(tg_cast(yw, TG_BFLOAT16)));
+        EXPECT_EQ(values(i), values(iw));
+        tg_tensor *up = tg_cast(tg_randn(tg_shape_of(y), tg_opts{}), TG_BFLOAT16);
+        ASSERT_EQ(tg_backward(tg_sum(tg_mul(tg_cast(y, TG_FLOAT32), tg_cast(up, TG_FLOAT32)))), TG_OK);
+        ASSERT_EQ(tg_backward(tg_sum(tg_mul(yw, tg_cast(up, TG_FLOAT32)))), TG_OK);
+        EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_BFLOAT16);
+        EXPECT_EQ(bits16(tg_grad(x)), bits16(tg_cast(tg_grad(xw), TG_BFLOAT16)));
+    }
+}
+
 TEST_F(LowTest, CastGradientComesBackInTheInputDtype) {
     tg_tensor *w = tg_requires_grad(tensor_f32({0.5f, -1.25f, 3.0f}, TG_SHAPE(3)), true);
     tg_tensor *y = tg_mul_scalar(tg_cast(w, TG_BFLOAT16), 3.0);
