@@ -26,8 +26,11 @@
 
 #include "autograd/autocast_impl.h"
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "core/lowp.h"
 #include "core/parallel.h"
 #include "core/scope.h"
+#include "core/simd.h"
 #include "core/tensor_impl.h"
 #include "ops/conv_index.h"
 #include "ops/cuda/conv.h"
@@ -345,7 +348,70 @@ static void gemm_bf16_to_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, i
     tg_gemm_bf16(m, n, k, a, trans_a ? 1 : lda, trans_a ? lda : 1, b, trans_b ? 1 : ldb, trans_b ? ldb : 1, beta != 0,
                  c, ldc);
 }
+/* Its conv_forward_bf16 (a float32 y) is left unused: conv_forward_bf16_rounded below. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
 CONV_KERNELS(bf16, uint16_t, float, gemm_bf16_to_f32)
+#pragma GCC diagnostic pop
+
+/* dst[i] = bfloat16(src[i] + add), rounded as tg_cast rounds. */
+TG_VECTOR_CLONES static void round_to_bf16(const float *restrict src, float add, int64_t n, uint16_t *restrict dst) {
+    for (int64_t i = 0; i < n; i++) dst[i] = tg_float_to_bf16_bits(src[i] + add);
+}
+
+/* The bfloat16 forward with a bfloat16 output: forward_tasks_bf16's chunks, but each chunk's
+ * float32 GEMM result (plus the bias) is rounded as it is scattered into y, so no float32 y
+ * is allocated, written and cast (the same bits: each element rounded once). */
+typedef struct {
+    const conv_geom *g;
+    int64_t n0, B;
+    const float *bias, *tmp;
+    uint16_t *y;
+} scatter_rounded_job;
+static void scatter_rounded(int64_t p0, int64_t p1, void *arg) {
+    const scatter_rounded_job *j = arg;
+    const conv_geom *g = j->g;
+    int64_t L = g->ho * g->wo, BL = j->B * L;
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t b = p / g->co, o = p % g->co;
+        round_to_bf16(j->tmp + o * BL + b * L, j->bias ? j->bias[o] : 0, L, j->y + ((j->n0 + b) * g->co + o) * L);
+    }
+}
+typedef struct {
+    const conv_geom *g;
+    conv_plan pl;
+    const uint16_t *x, *w;
+    const float *bias;
+    uint16_t *y;
+    void *col_all, *tmp_all;
+} forward_rounded_job;
+static void forward_rounded_tasks(int64_t t0, int64_t t1, void *arg) {
+    const forward_rounded_job *j = arg;
+    const conv_geom *g = j->g;
+    int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk;
+    conv_job_bf16 range = {.g = g, .pl = j->pl};
+    for (int64_t t = t0; t < t1; t++) {
+        uint16_t *col = (uint16_t *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);
+        float *tmp = (float *)j->tmp_all + t * (g->co * chunk * L);
+        int64_t c0, c1;
+        chunk_range_bf16(&range, t, &c0, &c1);
+        for (int64_t ci = c0; ci < c1; ci++) {
+            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;
+            im2col_bf16(g, j->x + n0 * g->c * g->h * g->w, B, col);
+            for (int64_t gr = 0; gr < G; gr++)
+                gemm_bf16_to_f32(false, false, cog, BL, kg, 1, j->w + gr * cog * kg, kg, col + gr * kg * BL, BL, 0,
+                                 tmp + gr * cog * BL, BL);
+            scatter_rounded_job sj = {g, n0, B, j->bias, tmp, j->y};
+            int64_t n = B * g->co;
+            tg_parallel_for(n, n * L >= CONV_GRAIN ? 1 : n, scatter_rounded, &sj);
+        }
+    }
+}
+static void conv_forward_bf16_rounded(const conv_geom *g, conv_plan pl, const uint16_t *x, const uint16_t *w,
+                                      const float *bias, uint16_t *y, void *col_all, void *tmp_all) {
+    forward_rounded_job j = {g, pl, x, w, bias, y, col_all, tmp_all};
+    tg_parallel_for(pl.threads, 1, forward_rounded_tasks, &j);
+}
 
 /* float16 / bfloat16 (docs/mixed-precision.md): bfloat16 on a CPU with AVX512-BF16 runs the
  * bf16 kernels above; the rest (float16, bfloat16 on other CPUs, both on CUDA) is the
@@ -404,21 +470,52 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
             return NULL;
         return y;
     }
-    bool bf16 = x->dtype == TG_BFLOAT16; /* bfloat16 operands, a float32 result rounded at the end */
+    bool bf16 = x->dtype == TG_BFLOAT16; /* bfloat16 operands, float32 sums rounded into a bfloat16 y */
     tg_dtype acc = bf16 ? TG_FLOAT32 : x->dtype;
     if (bf16 && b && !(b = tg_cast(b, TG_FLOAT32))) return NULL;
-    tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = acc});
+    tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype});
     void *col, *tmp;
     conv_plan pl = make_plan(&g, tg_dtype_size(x->dtype));
     if (!y || workspaces(&g, pl, acc, &col, &tmp, NULL)) return NULL;
     void *bias = b ? tg_data_ptr(b) : NULL;
     if (bf16)
-        conv_forward_bf16(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+        conv_forward_bf16_rounded(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     else if (x->dtype == TG_FLOAT32)
         conv_forward_f32(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     else
         conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
-    return bf16 ? tg_cast(y, TG_BFLOAT16) : y;
+    return y;
+}
+
+/* The bias gradient [Co] (float32) of a bfloat16 CPU output gradient grad [N, Co, L], read
+ * as it is: the sums of the float32 path below (tg_sum_dim over L, then over N, each in
+ * double in index order, rounded to float32 after each) on elements widened in registers,
+ * so the same bits without a float32 copy of grad. Each channel by one thread. */
+typedef struct {
+    int64_t n, co, l;
+    const uint16_t *g;
+    float *out;
+} bias_grad_job;
+static void bias_grad_channels(int64_t c0, int64_t c1, void *arg) {
+    const bias_grad_job *j = arg;
+    for (int64_t c = c0; c < c1; c++) {
+        double total = 0;
+        for (int64_t b = 0; b < j->n; b++) {
+            const uint16_t *row = j->g + (b * j->co + c) * j->l;
+            double s = 0;
+            for (int64_t i = 0; i < j->l; i++) s += tg_bf16_bits_to_float(row[i]);
+            total += (float)s;
+        }
+        j->out[c] = (float)total;
+    }
+}
+static tg_tensor *bias_grad_bf16(tg_tensor *grad) {
+    int64_t n = grad->shape.dims[0], co = grad->shape.dims[1], l = grad->shape.dims[2] * grad->shape.dims[3];
+    tg_tensor *out = tg_empty(TG_SHAPE(co), (tg_opts){.dtype = TG_FLOAT32});
+    if (!out) return NULL;
+    bias_grad_job j = {n, co, l, tg_data_ptr(grad), tg_data_ptr(out)};
+    tg_parallel_for(co, n * co * l >= CONV_GRAIN ? 1 : co, bias_grad_channels, &j);
+    return out;
 }
 
 static void conv_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
@@ -433,6 +530,10 @@ static void conv_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
         /* Two reductions with unit-stride or single-stride inner loops (the reduce
          * kernels' fast paths) instead of one over dims {0, 2, 3}; a low-precision
          * gradient is summed in float32 and rounded once (the engine casts it back). */
+        if (grad->dtype == TG_BFLOAT16 && grad->storage->device.kind == TG_DEVICE_CPU && !tg_is_grad_enabled()) {
+            grad_in[2] = bias_grad_bf16(grad); /* not recorded: the same sums, no float32 copy */
+            return;
+        }
         tg_tensor *g = tg_dtype_is_low_precision(grad->dtype) ? tg_cast(grad, TG_FLOAT32) : grad;
         grad_in[2] = tg_sum_dim(tg_sum_dim(tg_flatten(g, 2, 3), 2, false), 0, false);
     }

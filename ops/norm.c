@@ -15,6 +15,7 @@
  * channel from the mean/invstd the forward saved, instead of ~15 elementwise ops and
  * their temporaries. With create_graph the composed formula above runs, as before. */
 #include "ops/norm.h"
+#include "ops/norm_bf16.h"
 #include "ops/norm_running.h"
 
 #include <math.h>
@@ -198,8 +199,11 @@ NORM_KERNEL(f64, double)
 
 /* Inputs: x, weight, bias (weight/bias may be constants of ones/zeros when absent).
  * Outputs: y, batch mean, biased batch var (the last two non-differentiable). */
+static tg_tensor *mixed_forward_bf16(tg_ctx *ctx, tg_tensor *const *in);
+
 static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const norm_args *a = tg_ctx_attrs(ctx);
+    if (in[0]->dtype == TG_BFLOAT16 && in[0]->storage->device.kind == TG_DEVICE_CPU) return mixed_forward_bf16(ctx, in);
     /* mixed batch norm (below): a float32 copy of x for this forward only */
     bool mixed = tg_dtype_is_low_precision(in[0]->dtype);
     tg_tensor *x = mixed ? tg_cast(in[0], TG_FLOAT32) : tg_contiguous(in[0]);
@@ -234,6 +238,29 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return mixed ? tg_cast(y, in[0]->dtype) : y;
 }
 
+/* Mixed batch norm, bfloat16 x on the CPU: ops/norm_bf16.c reads x and writes y in bfloat16
+ * (the bits of the float32 kernel on a widened x, rounded once), no float32 copies. */
+static tg_tensor *mixed_forward_bf16(tg_ctx *ctx, tg_tensor *const *in) {
+    const norm_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = tg_contiguous(in[2]);
+    if (!x || !w || !b) return NULL;
+    tg_opts f32 = {.dtype = TG_FLOAT32};
+    tg_tensor *y = tg_empty(x->shape, (tg_opts){.dtype = TG_BFLOAT16});
+    tg_tensor *mean = tg_empty(TG_SHAPE(a->groups), f32), *var = tg_empty(TG_SHAPE(a->groups), f32);
+    tg_tensor *stats = tg_empty(TG_SHAPE(a->groups, 2), (tg_opts){.dtype = TG_FLOAT64});
+    if (!y || !mean || !var || !stats) return NULL;
+    tg_bn_forward_bf16(a->outer, a->groups, a->inner, a->eps, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b),
+                       tg_data_ptr(y), tg_data_ptr(mean), tg_data_ptr(var), tg_data_ptr(stats));
+    tg_ctx_save(ctx, in[0]);
+    tg_ctx_save(ctx, in[1]);
+    tg_ctx_save(ctx, stats);
+    tg_ctx_set_output(ctx, 1, mean);
+    tg_ctx_set_output(ctx, 2, var);
+    tg_ctx_mark_non_differentiable(ctx, 1);
+    tg_ctx_mark_non_differentiable(ctx, 2);
+    return y;
+}
+
 /* batch_norm_backward: inputs g, x, w (all [.., C, ..] as in forward; contiguous), stats [C, 2]
  * (mean, invstd in double); outputs grad_input, grad_weight, grad_bias. It only runs when
  * the backward is not being recorded (no create_graph): a recorded backward uses the
@@ -265,21 +292,43 @@ static tg_tensor *bn_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
 
 static const tg_function bn_backward_fn = {"batch_norm_backward", 4, bn_backward_forward, NULL, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
+/* The same on bfloat16 g and x (mixed batch norm): gx bfloat16, gw and gb float32. */
+static tg_tensor *bn_backward_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const bn_backward_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *g = tg_contiguous(in[0]), *x = tg_contiguous(in[1]), *w = tg_contiguous(in[2]), *st = in[3];
+    if (!g || !x || !w) return NULL;
+    tg_tensor *gx = a->need_input ? tg_empty(x->shape, (tg_opts){.dtype = TG_BFLOAT16})
+                                  : tg_zeros(TG_SHAPE(1), (tg_opts){.dtype = TG_BFLOAT16});
+    tg_tensor *gw = tg_empty(w->shape, (tg_opts){0}), *gb = tg_empty(w->shape, (tg_opts){0});
+    if (!gx || !gw || !gb) return NULL;
+    tg_bn_backward_bf16(a->outer, a->channels, a->inner, tg_data_ptr(g), tg_data_ptr(x), tg_data_ptr(w),
+                        tg_data_ptr(st), a->need_input ? tg_data_ptr(gx) : NULL, tg_data_ptr(gw), tg_data_ptr(gb));
+    tg_ctx_set_output(ctx, 1, gw);
+    tg_ctx_set_output(ctx, 2, gb);
+    return gx;
+}
+
+static const tg_function bn_backward_bf16_fn = {"batch_norm_backward", 4, bn_backward_bf16_forward, NULL, 3, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+
 static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const norm_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
-    if (tg_dtype_is_low_precision(x->dtype) && w->dtype == TG_FLOAT32) { /* mixed: computed in float32 */
+    bool fused = !a->layer && x->storage->device.kind == TG_DEVICE_CPU && !tg_is_grad_enabled();
+    bool fused_bf16 = fused && x->dtype == TG_BFLOAT16 && g->dtype == TG_BFLOAT16; /* ops/norm_bf16.c */
+    if (!fused_bf16 && tg_dtype_is_low_precision(x->dtype) && w->dtype == TG_FLOAT32) { /* mixed: in float32 */
         x = tg_cast(x, TG_FLOAT32);                                         /* the engine rounds grad_in[0] */
         g = tg_cast(g, TG_FLOAT32);
         if (!x || !g) return;
     }
-    if (!a->layer && x->storage->device.kind == TG_DEVICE_CPU && !tg_is_grad_enabled()) {
+    if (fused) {
         tg_tensor *stats = tg_ctx_saved(ctx, 2);
         if (!stats) return;
         bn_backward_args ba = {a->outer, a->groups, a->inner, tg_ctx_needs_input_grad(ctx, 0)};
         tg_tensor *out[3];
-        if (tg_apply_multi_args(&bn_backward_fn, (tg_tensor *[]){g, x, w, stats}, &ba, sizeof ba, out)) return;
+        if (tg_apply_multi_args(fused_bf16 ? &bn_backward_bf16_fn : &bn_backward_fn, (tg_tensor *[]){g, x, w, stats},
+                                &ba, sizeof ba, out))
+            return;
         if (ba.need_input) grad_in[0] = out[0];
         if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = out[1];
         if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = out[2];

@@ -11,9 +11,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autograd/function.h"
+#include "core/lowp.h"
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
@@ -245,6 +247,103 @@ static const tg_function max_pool_fn = {"max_pool2d", 1, max_forward, max_backwa
 static const tg_function max_scatter_fn = {"max_pool2d_backward", 2, max_scatter_forward, max_scatter_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 static const tg_function max_gather_fn = {"max_pool2d_gather", 2, max_gather_forward, max_gather_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
+/* bfloat16 on the CPU (what autocast gives after a bfloat16 convolution): each task widens
+ * one plane at a time into a float32 buffer of its own and runs the float32 kernel on it,
+ * so no float32 copy of the whole tensor is made. Max pooling picks elements, so the
+ * results are the float32 op's on the widened tensor, rounded exactly; its backward adds
+ * the gradient in float32 per plane and rounds each element once, as the float32 op
+ * followed by a cast. Double backward (max_gather) stays the widened float32 op. */
+typedef struct {
+    const pool_params *q;
+    const uint16_t *src; /* x (forward) or g (backward) */
+    uint16_t *dst;
+    const int64_t *idx_in;
+    int64_t *idx_out;
+} max_bf16_job;
+
+static void widen_plane(const uint16_t *src, int64_t n, float *dst) {
+    for (int64_t i = 0; i < n; i++) dst[i] = tg_bf16_bits_to_float(src[i]);
+}
+static void round_plane(const float *src, int64_t n, uint16_t *dst) {
+    for (int64_t i = 0; i < n; i++) dst[i] = tg_float_to_bf16_bits(src[i]);
+}
+
+static void max_forward_bf16_planes(int64_t lo, int64_t hi, void *arg) {
+    const max_bf16_job *j = arg;
+    const pool_params *q = j->q;
+    int64_t in_hw = q->h * q->w, out_hw = q->ho * q->wo;
+    float *buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
+    TG_ASSERT(buf != NULL);
+    for (int64_t pl = lo; pl < hi; pl++) {
+        widen_plane(j->src + pl * in_hw, in_hw, buf);
+        max_forward_job_f32 one = {q, buf, buf + in_hw, j->idx_out + pl * out_hw};
+        max_forward_chunk_f32(0, 1, &one);
+        round_plane(buf + in_hw, out_hw, j->dst + pl * out_hw);
+    }
+    free(buf);
+}
+
+static void max_scatter_bf16_planes(int64_t lo, int64_t hi, void *arg) {
+    const max_bf16_job *j = arg;
+    const pool_params *q = j->q;
+    int64_t in_hw = q->h * q->w, out_hw = q->ho * q->wo;
+    float *buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
+    TG_ASSERT(buf != NULL);
+    for (int64_t pl = lo; pl < hi; pl++) {
+        widen_plane(j->src + pl * out_hw, out_hw, buf + in_hw);
+        max_index_job_f32 one = {in_hw, out_hw, buf + in_hw, j->idx_in + pl * out_hw, buf};
+        max_scatter_chunk_f32(0, 1, &one);
+        round_plane(buf, in_hw, j->dst + pl * in_hw);
+    }
+    free(buf);
+}
+
+static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
+
+static tg_tensor *max_forward_bf16(tg_ctx *ctx, tg_tensor *const *in) {
+    const pool_params *q = tg_ctx_attrs(ctx);
+    tg_tensor *x = contig(in[0]);
+    if (!x) return NULL;
+    tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype), *idx = new_like_planes(x, q->ho, q->wo, TG_INT64);
+    if (!y || !idx) return NULL;
+    int64_t planes = x->shape.dims[0] * x->shape.dims[1];
+    max_bf16_job j = {q, tg_data_ptr(x), tg_data_ptr(y), NULL, tg_data_ptr(idx)};
+    bool par = planes > 1 && planes * q->h * q->w >= POOL_PAR_MIN; /* max_forward_f32's split */
+    tg_parallel_for(planes, par ? 1 : planes, max_forward_bf16_planes, &j);
+    tg_ctx_save(ctx, idx);
+    tg_ctx_set_output(ctx, 1, idx);
+    tg_ctx_mark_non_differentiable(ctx, 1);
+    return y;
+}
+
+static void max_backward_bf16(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *idx = tg_ctx_saved(ctx, 0);
+    if (!idx) return;
+    bool native = g->dtype == TG_BFLOAT16 && g->storage->device.kind == TG_DEVICE_CPU;
+    grad_in[0] = native ? max_scatter_bf16_apply(g, idx, tg_ctx_attrs(ctx)) : max_scatter_apply(g, idx, tg_ctx_attrs(ctx));
+}
+
+static tg_tensor *max_scatter_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const pool_params *q = tg_ctx_attrs(ctx);
+    tg_tensor *g = contig(in[0]), *idx = contig(in[1]);
+    if (!g || !idx) return NULL;
+    tg_ctx_save(ctx, in[1]);
+    tg_tensor *gx = new_like_planes(g, q->h, q->w, g->dtype);
+    if (!gx) return NULL;
+    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
+    max_bf16_job j = {q, tg_data_ptr(g), tg_data_ptr(gx), tg_data_ptr(idx), NULL};
+    bool par = planes > 1 && planes * q->h * q->w >= POOL_PAR_MIN; /* max_scatter_f32's split */
+    tg_parallel_for(planes, par ? 1 : planes, max_scatter_bf16_planes, &j);
+    return gx;
+}
+
+static const tg_function max_pool_bf16_fn = {"max_pool2d", 1, max_forward_bf16, max_backward_bf16, 2, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function max_scatter_bf16_fn = {"max_pool2d_backward", 2, max_scatter_bf16_forward, max_scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+
+static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
+    return tg_apply_args(&max_scatter_bf16_fn, (tg_tensor *[]){g, idx}, q, sizeof *q);
+}
+
 static tg_tensor *max_scatter_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
     return tg_apply_args(&max_scatter_fn, (tg_tensor *[]){g, idx}, q, sizeof *q);
 }
@@ -445,7 +544,8 @@ tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts opts, tg_tensor **indices) {
     TG_SCOPE {
         bool batched = x->shape.ndim == 4;
         tg_tensor *x4 = batched ? x : tg_unsqueeze(x, 0);
-        if (!tg_apply_multi_args(&max_pool_fn, &x4, &q, sizeof q, out)) {
+        bool bf16 = x->dtype == TG_BFLOAT16 && x->storage->device.kind == TG_DEVICE_CPU;
+        if (!tg_apply_multi_args(bf16 ? &max_pool_bf16_fn : &max_pool_fn, &x4, &q, sizeof q, out)) {
             out[0] = tg_scope_return(batched ? out[0] : tg_squeeze(out[0], 0));
             /* Unwanted indices stay in this scope and are freed with it. */
             if (indices) *indices = tg_scope_return(batched ? out[1] : tg_squeeze(out[1], 0));

@@ -268,23 +268,26 @@ TEST_F(LowTest, MixedBatchNormAsPyTorch) {
 // The CPU's mixed batch norm keeps its bfloat16 input (not a float32 copy) for backward
 // and widens it there: bit for bit the float32 batch norm of the widened input rounded
 // once, forward and gradients (fused backward, and the composed one under
-// create_graph); float32 parameters of another shape are refused.
+// create_graph); float32 parameters of another shape are refused. The bfloat16 kernels
+// (ops/norm_bf16.c) run on rows with a tail (5x5) and, split over channels, without (32x32).
 TEST_F(LowTest, MixedBatchNormEqualsTheFloat32OneOnWidenedInput) {
-    for (bool create_graph : {false, true}) {
-        tg_tensor *x32 = tg_cast(tg_cast(tg_randn(TG_SHAPE(4, 3, 5, 5), tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+    for (bool create_graph : {false, true})
+    for (tg_shape shape : {TG_SHAPE(4, 3, 5, 5), TG_SHAPE(16, 3, 32, 32)}) {
+        tg_tensor *x32 = tg_cast(tg_cast(tg_randn(shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
         tg_tensor *x = tg_requires_grad(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad(tg_clone(x32), true);
-        tg_tensor *w = tg_requires_grad(tg_randn(TG_SHAPE(3), tg_opts{}), true), *b = tg_randn(TG_SHAPE(3), tg_opts{});
-        tg_tensor *w2 = tg_requires_grad(tg_clone(tg_detach(w)), true);
+        tg_tensor *w = tg_requires_grad(tg_randn(TG_SHAPE(3), tg_opts{}), true);
+        tg_tensor *b = tg_requires_grad(tg_randn(TG_SHAPE(3), tg_opts{}), true);
+        tg_tensor *w2 = tg_requires_grad(tg_clone(tg_detach(w)), true), *b2 = tg_requires_grad(tg_clone(tg_detach(b)), true);
         tg_tensor *rm = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv = tg_ones(TG_SHAPE(3), tg_opts{});
         tg_tensor *rm2 = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv2 = tg_ones(TG_SHAPE(3), tg_opts{});
         tg_tensor *y = tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
-        tg_tensor *y32 = tg_batch_norm(xw, rm2, rv2, w2, b, true, 0.1, 1e-5);
+        tg_tensor *y32 = tg_batch_norm(xw, rm2, rv2, w2, b2, true, 0.1, 1e-5);
         ASSERT_NE(y, nullptr) << tg_last_error();
         ASSERT_NE(y32, nullptr) << tg_last_error();
         EXPECT_EQ(bits16(y), bits16(tg_cast(y32, TG_BFLOAT16)));
         EXPECT_EQ(values(rm), values(rm2));
         EXPECT_EQ(values(rv), values(rv2));
-        tg_tensor *up = tg_randn(TG_SHAPE(4, 3, 5, 5), tg_opts{});
+        tg_tensor *up = tg_randn(shape, tg_opts{});
         tg_backward_opts o{};
         o.create_graph = create_graph;
         ASSERT_EQ(tg_backward_opts_run(tg_sum(tg_mul(tg_cast(y, TG_FLOAT32), up)), o), TG_OK) << tg_last_error();
@@ -293,13 +296,45 @@ TEST_F(LowTest, MixedBatchNormEqualsTheFloat32OneOnWidenedInput) {
         EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_BFLOAT16);
         EXPECT_EQ(bits16(tg_grad(x)), bits16(tg_cast(tg_grad(xw), TG_BFLOAT16))) << "create_graph " << create_graph;
         EXPECT_EQ(values(tg_grad(w)), values(tg_grad(w2))) << "create_graph " << create_graph;
-        for (tg_tensor *leaf : {x, xw, w, w2}) tg_zero_grad(leaf); /* graphs of create_graph's gradients */
+        EXPECT_EQ(values(tg_grad(b)), values(tg_grad(b2))) << "create_graph " << create_graph;
+        for (tg_tensor *leaf : {x, xw, w, w2, b, b2}) tg_zero_grad(leaf); /* graphs of create_graph's gradients */
     }
     tg_clear_error();
     EXPECT_EQ(tg_batch_norm(tg_cast(tg_randn(TG_SHAPE(2, 3, 2), tg_opts{}), TG_BFLOAT16), nullptr, nullptr,
                             tg_ones(TG_SHAPE(4), tg_opts{}), nullptr, true, 0.1, 1e-5),
               nullptr);
     EXPECT_ERROR_CONTAINS("tg_batch_norm: expected weight of shape [3]");
+}
+
+// bfloat16 max pooling on the CPU (ops/pool.c: the float32 kernel on one widened plane at a
+// time) is bit for bit the float32 op on the widened input, rounded once: values, indices
+// and the input gradient, with overlapping windows (gradients added), padding, the 2x2
+// fast path, a NaN, and a call split over planes.
+TEST_F(LowTest, Bfloat16MaxPoolIsTheFloat32OneRoundedOnce) {
+    struct Case {
+        tg_shape shape;
+        tg_pool_opts opts;
+    };
+    for (const Case &c : {Case{TG_SHAPE(2, 3, 9, 9), tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1}},
+                          Case{TG_SHAPE(2, 3, 8, 8), tg_pool_opts{.kernel_size = 2}},
+                          Case{TG_SHAPE(64, 20, 24, 24), tg_pool_opts{.kernel_size = 2}}}) {
+        SCOPED_TRACE(c.shape.dims[0]);
+        tg_tensor *x32 = tg_cast(tg_cast(tg_randn(c.shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+        ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(tg_narrow(x32, 0, 1, 1), 1, 2, 1), 2, 3, 1), 3, 4, 1), NAN),
+                  TG_OK) << tg_last_error();
+        tg_tensor *x = tg_requires_grad(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad(tg_clone(x32), true);
+        tg_tensor *i = nullptr, *iw = nullptr;
+        tg_tensor *y = tg_max_pool2d(x, c.opts, &i), *yw = tg_max_pool2d(xw, c.opts, &iw);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        EXPECT_EQ(tg_dtype_of(y), TG_BFLOAT16);
+        EXPECT_EQ(bits16(y), bits16(tg_cast(yw, TG_BFLOAT16)));
+        EXPECT_EQ(values(i), values(iw));
+        tg_tensor *up = tg_cast(tg_randn(tg_shape_of(y), tg_opts{}), TG_BFLOAT16);
+        ASSERT_EQ(tg_backward(tg_sum(tg_mul(tg_cast(y, TG_FLOAT32), tg_cast(up, TG_FLOAT32)))), TG_OK);
+        ASSERT_EQ(tg_backward(tg_sum(tg_mul(yw, tg_cast(up, TG_FLOAT32)))), TG_OK);
+        EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_BFLOAT16);
+        EXPECT_EQ(bits16(tg_grad(x)), bits16(tg_cast(tg_grad(xw), TG_BFLOAT16)));
+    }
 }
 
 TEST_F(LowTest, CastGradientComesBackInTheInputDtype) {

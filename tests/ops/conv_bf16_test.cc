@@ -132,6 +132,25 @@ TEST_F(ConvBf16Test, LargeCallsMatchFloat32AndDoNotDependOnThreads) {
     }
 }
 
+// The bias gradient of a bfloat16 output gradient is summed from the 2-byte elements
+// (ops/conv.c, bias_grad_bf16) in the float32 path's order: the bits of the float32
+// sums of the widened gradient, over a call split by channels over the thread pool.
+TEST_F(ConvBf16Test, BiasGradientIsTheFloat32SumOfTheWidenedGradient) {
+    tg_manual_seed(5);
+    tg_tensor *x32 = tg_cast(tg_cast(tg_randn(TG_SHAPE(8, 3, 28, 28), tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+    tg_tensor *w32 = tg_cast(tg_cast(tg_randn(TG_SHAPE(20, 3, 5, 5), tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+    tg_tensor *gy = tg_cast(tg_cast(tg_randn(TG_SHAPE(8, 20, 24, 24), tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+    std::vector<tg_tensor *> gb;
+    for (tg_dtype dt : {TG_BFLOAT16, TG_FLOAT32}) {
+        tg_tensor *b = tg_requires_grad(tg_zeros(TG_SHAPE(20), tg_opts{.dtype = dt}), true);
+        tg_tensor *y = tg_conv2d(tg_cast(x32, dt), tg_cast(w32, dt), b, tg_conv_opts{});
+        ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, tg_cast(gy, dt)))), TG_OK) << tg_last_error();
+        gb.push_back(tg_grad(b));
+    }
+    EXPECT_EQ(tg_dtype_of(gb[0]), TG_BFLOAT16);
+    EXPECT_EQ(values(gb[0]), values(tg_cast(gb[1], TG_BFLOAT16)));
+}
+
 // Double backward runs the three bf16 functions on each other's outputs (ops/conv.c's
 // adjoint identities); against the same computation in float32.
 TEST_F(ConvBf16Test, SecondDerivativesMatchFloat32) {
