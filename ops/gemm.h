@@ -56,6 +56,13 @@ void tg_gemm_many(const tg_gemm_args *products, int count);
  * Only on CPUs where tg_gemm_bf16_supported() (x86-64 with AVX512-BF16, checked at run
  * time); callers fall back to the float32 GEMM on widened copies elsewhere. */
 bool tg_gemm_bf16_supported(void);
+/* Where the CPU has AMX (AMX-BF16) and Linux grants the process its tile registers, the
+ * same products run on TDPBF16PS tiles (same inputs, float32 sums two k at a time in k
+ * order, so the same error bound; the last bits may differ from vdpbf16ps's). TG_AMX=0
+ * in the environment keeps the AVX512-BF16 kernel. tg_gemm_bf16_set_amx(false) does so
+ * at run time (tests compare the two) and returns the previous setting. */
+bool tg_gemm_bf16_amx_available(void);
+bool tg_gemm_bf16_set_amx(bool on);
 void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
                   int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc);
 /* C [m, n] = A B rounded once to bfloat16 (row-major, ldc in elements; no old C), the

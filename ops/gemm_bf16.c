@@ -4,17 +4,20 @@
  * panels (kept in L1 while A's row slivers stream past), A's slice into MR-row slivers,
  * both as pairs of consecutive k (the unit vdpbf16ps multiplies and adds). The micro
  * kernel holds an MR x NR tile of C in 2 * MR zmm registers; each C element is carried
- * over all of k in k order, whatever the blocking or the threads. */
+ * over all of k in k order, whatever the blocking or the threads. On CPUs with AMX the
+ * same blocking feeds tile registers instead (the AMX section below). */
 #include "ops/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/amx.h"
 #include "core/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HAVE_BF16_KERNEL 1
 #include <immintrin.h>
+#include <pthread.h>
 #define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 #endif
 
@@ -95,12 +98,15 @@ BF16_TARGET static void interleave_rows(const uint16_t *r0, const uint16_t *r1, 
 }
 
 /* B [kc, cols] from (k0, col0) into panels of NR columns: panel q, pair p, column j at
- * ((q * pairs + p) * NR + j) * 2 (+1 for the odd k); padding is zero. */
-static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int64_t cols, uint16_t *dst) {
+ * ((q * pstride + p) * NR + j) * 2 (+1 for the odd k); padding (columns, the odd k's
+ * partner, and pairs from (kc + 1) / 2 up to pstride) is zero. */
+static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int64_t cols, int64_t pstride,
+                   uint16_t *dst) {
     int64_t pairs = (kc + 1) / 2;
     for (int64_t q = 0; q < (cols + NR - 1) / NR; q++) {
+        if (pstride > pairs) memset(dst + (q * pstride + pairs) * NR * 2, 0, (size_t)((pstride - pairs) * NR * 2) * 2);
         if (g->b_rs == 1 && cols - q * NR >= NR) { /* B = W^T (linear): a column is a row of W, read along */
-            uint16_t *panel = dst + q * pairs * NR * 2;
+            uint16_t *panel = dst + q * pstride * NR * 2;
             for (int j = 0; j < NR; j++) {
                 const uint16_t *src = g->b + k0 + (col0 + q * NR + j) * g->b_cs;
                 for (int64_t p = 0; p < kc / 2; p++) memcpy(panel + (p * NR + j) * 2, src + 2 * p, sizeof(uint32_t));
@@ -109,7 +115,7 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
             continue;
         }
         for (int64_t p = 0; p < pairs; p++) {
-            uint16_t *out = dst + (q * pairs + p) * NR * 2;
+            uint16_t *out = dst + (q * pstride + p) * NR * 2;
             int64_t kk = k0 + 2 * p;
             bool has_odd = 2 * p + 1 < kc;
             const uint16_t *src = g->b + kk * g->b_rs + (col0 + q * NR) * g->b_cs;
@@ -197,7 +203,7 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
         int64_t nc = n - jc < NC ? n - jc : NC;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
             int64_t kc = g->k - pc < KC ? g->k - pc : KC, pairs = (kc + 1) / 2;
-            pack_b(g, pc, kc, col0 + jc, nc, bpack);
+            pack_b(g, pc, kc, col0 + jc, nc, pairs, bpack);
             bool load_c = pc > 0 || g->accumulate;
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
@@ -217,14 +223,145 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
     free(apack);
 }
 
+/* ---- AMX (Sapphire Rapids and later): TDPBF16PS on 16 x 16 float32 tiles ----
+ * The same blocking and the same packed B panels (pairs padded to a multiple of 16, a
+ * tile's rows); A is packed as plain rows of k (padded to 32, a tile's 64 bytes) instead
+ * of slivers. The micro tile is 32 x 32 of C in four tile registers, A's two 16-row
+ * tiles and B's two 16-column tiles beside them, each C element still summed over k in
+ * k order, two k at a time. core/amx.h says whether the process may use the tiles; each
+ * thread loads the tile configuration itself. */
+#define AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512bf16,avx512f,avx512bw,avx512vl")))
+enum { AMX_MR = 32, AMX_KSTEP = 32 };
+
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static bool amx_available, amx_enabled;
+static void amx_probe(void) {
+    amx_available = tg_gemm_bf16_supported() && tg_amx_available(TG_AMX_BF16);
+    const char *env = getenv("TG_AMX");
+    amx_enabled = amx_available && !(env && env[0] == '0');
+}
+
+/* A [rows, kc] from (row0, k0) as rows of kcp bfloat16 (k contiguous), rows padded to a
+ * multiple of AMX_MR and k to kcp with zeros. */
+static void pack_a_rows(const bf16_job *g, int64_t row0, int64_t rows, int64_t k0, int64_t kc, int64_t kcp,
+                        uint16_t *dst) {
+    int64_t rows_padded = (rows + AMX_MR - 1) / AMX_MR * AMX_MR;
+    if (g->a_cs == 1) {
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy(dst + r * kcp, g->a + (row0 + r) * g->a_rs + k0, (size_t)kc * sizeof(uint16_t));
+            memset(dst + r * kcp + kc, 0, (size_t)(kcp - kc) * sizeof(uint16_t));
+        }
+    } else { /* A = G^T (a weight's gradient): read along A's columns, which are contiguous when a_rs == 1 */
+        for (int64_t r = 0; r < rows; r++) memset(dst + r * kcp + kc, 0, (size_t)(kcp - kc) * sizeof(uint16_t));
+        for (int64_t q = 0; q < kc; q++) {
+            const uint16_t *src = g->a + row0 * g->a_rs + (k0 + q) * g->a_cs;
+            for (int64_t r = 0; r < rows; r++) dst[r * kcp + q] = src[r * g->a_rs];
+        }
+    }
+    memset(dst + rows * kcp, 0, (size_t)((rows_padded - rows) * kcp) * sizeof(uint16_t));
+}
+
+/* C tile [mr <= 32, nr <= 32] (+)= A rows (ld kcp) * B panel over kcp k; with c16 the
+ * tile (all of k, no old C) is stored rounded to bfloat16 there instead. */
+AMX_TARGET static void amx_micro(int64_t kcp, const uint16_t *ap, const uint16_t *bp, float *c, uint16_t *c16,
+                                 int64_t ldc, int mr, int nr, bool load_c) {
+    float tile[AMX_MR * NR] __attribute__((aligned(64)));
+    bool whole = mr == AMX_MR && nr == NR && !c16; /* C itself is the tiles' memory */
+    float *base = whole ? c : tile;
+    int64_t ld = whole ? ldc : NR;
+    if (load_c) {
+        if (!whole)
+            for (int r = 0; r < AMX_MR; r++)
+                for (int j = 0; j < NR; j++) tile[r * NR + j] = r < mr && j < nr ? c[r * ldc + j] : 0.0f;
+        _tile_loadd(0, base, ld * 4);
+        _tile_loadd(1, base + 16, ld * 4);
+        _tile_loadd(2, base + 16 * ld, ld * 4);
+        _tile_loadd(3, base + 16 * ld + 16, ld * 4);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (int64_t s = 0; s < kcp / AMX_KSTEP; s++) {
+        const uint16_t *a = ap + s * AMX_KSTEP, *b = bp + s * 16 * NR * 2;
+        _tile_loadd(4, a, kcp * 2);
+        _tile_loadd(5, a + 16 * kcp, kcp * 2);
+        _tile_loadd(6, b, NR * 2 * 2);
+        _tile_loadd(7, b + 32, NR * 2 * 2);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, base, ld * 4);
+    _tile_stored(1, base + 16, ld * 4);
+    _tile_stored(2, base + 16 * ld, ld * 4);
+    _tile_stored(3, base + 16 * ld + 16, ld * 4);
+    if (whole) return;
+    __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    for (int r = 0; r < mr; r++) {
+        __m512 lo = _mm512_load_ps(tile + r * NR), hi = _mm512_load_ps(tile + r * NR + 16);
+        if (c16) {
+            _mm256_mask_storeu_epi16(c16 + r * ldc, m0, round_to_bf16(lo));
+            _mm256_mask_storeu_epi16(c16 + r * ldc + 16, m1, round_to_bf16(hi));
+        } else {
+            _mm512_mask_storeu_ps(c + r * ldc, m0, lo);
+            _mm512_mask_storeu_ps(c + r * ldc + 16, m1, hi);
+        }
+    }
+}
+
+/* C [m, n] block at (row0, col0) on one thread, with AMX. */
+AMX_TARGET static void gemm_serial_amx(const bf16_job *g, int64_t row0, int64_t m, int64_t col0, int64_t n) {
+    int64_t nc_max = n < NC ? n : NC, mc_max = m < MC ? m : MC, kc_max = g->k < KC ? g->k : KC;
+    int64_t kcp_max = (kc_max + AMX_KSTEP - 1) / AMX_KSTEP * AMX_KSTEP;
+    uint16_t *bpack = malloc((size_t)((nc_max + NR - 1) / NR * kcp_max * NR) * sizeof(uint16_t));
+    uint16_t *apack = malloc((size_t)((mc_max + AMX_MR - 1) / AMX_MR * AMX_MR * kcp_max) * sizeof(uint16_t));
+    if (!bpack || !apack) abort(); /* a few hundred KiB; nothing sensible to do without them */
+    tg_amx_configure();
+    for (int64_t jc = 0; jc < n; jc += NC) {
+        int64_t nc = n - jc < NC ? n - jc : NC;
+        for (int64_t pc = 0; pc < g->k; pc += KC) {
+            int64_t kc = g->k - pc < KC ? g->k - pc : KC, kcp = (kc + AMX_KSTEP - 1) / AMX_KSTEP * AMX_KSTEP;
+            pack_b(g, pc, kc, col0 + jc, nc, kcp / 2, bpack);
+            bool load_c = pc > 0 || g->accumulate;
+            for (int64_t ic = 0; ic < m; ic += MC) {
+                int64_t mc = m - ic < MC ? m - ic : MC;
+                pack_a_rows(g, row0 + ic, mc, pc, kc, kcp, apack);
+                for (int64_t jr = 0; jr < nc; jr += NR)
+                    for (int64_t ir = 0; ir < mc; ir += AMX_MR) {
+                        int nr = (int)(nc - jr < NR ? nc - jr : NR), mr = (int)(mc - ir < AMX_MR ? mc - ir : AMX_MR);
+                        int64_t at = (row0 + ic + ir) * g->ldc + col0 + jc + jr;
+                        amx_micro(kcp, apack + ir * kcp, bpack + jr / NR * kcp * NR, g->c16 ? NULL : g->c + at,
+                                  g->c16 ? g->c16 + at : NULL, g->ldc, mr, nr, load_c);
+                    }
+            }
+        }
+    }
+    _tile_release();
+    free(bpack);
+    free(apack);
+}
+
+/* The calling thread's share, with AMX where the CPU and the OS allow it. */
+static void serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0, int64_t n) {
+    pthread_once(&amx_once, amx_probe);
+    if (amx_enabled)
+        gemm_serial_amx(g, row0, m, col0, n);
+    else
+        gemm_serial(g, row0, m, col0, n);
+}
+
 static void gemm_split(int64_t u0, int64_t u1, void *arg) {
     const bf16_job *g = arg;
     int64_t dim = g->by_rows ? g->m : g->n;
     int64_t lo = u0 * SPLIT, hi = u1 * SPLIT < dim ? u1 * SPLIT : dim;
     if (g->by_rows)
-        gemm_serial(g, lo, hi - lo, 0, g->n);
+        serial(g, lo, hi - lo, 0, g->n);
     else
-        gemm_serial(g, 0, g->m, lo, hi - lo);
+        serial(g, 0, g->m, lo, hi - lo);
 }
 
 #endif
@@ -234,7 +371,7 @@ static void gemm_split(int64_t u0, int64_t u1, void *arg) {
 static void run(bf16_job g) {
     int threads = tg_get_num_threads();
     if (threads <= 1 || g.m * g.n * g.k < TG_GEMM_PARALLEL_MIN || tg_in_parallel_region()) {
-        gemm_serial(&g, 0, g.m, 0, g.n);
+        serial(&g, 0, g.m, 0, g.n);
         return;
     }
     g.by_rows = g.m >= g.n;
@@ -274,5 +411,26 @@ void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, in
 #else
     (void)a, (void)a_rs, (void)a_cs, (void)b, (void)b_rs, (void)b_cs, (void)c, (void)ldc;
     abort(); /* callers check tg_gemm_bf16_rounds(k) first */
+#endif
+}
+
+bool tg_gemm_bf16_amx_available(void) {
+#ifdef HAVE_BF16_KERNEL
+    pthread_once(&amx_once, amx_probe);
+    return amx_available;
+#else
+    return false;
+#endif
+}
+
+bool tg_gemm_bf16_set_amx(bool on) {
+#ifdef HAVE_BF16_KERNEL
+    pthread_once(&amx_once, amx_probe);
+    bool was = amx_enabled;
+    amx_enabled = on && amx_available;
+    return was;
+#else
+    (void)on;
+    return false;
 #endif
 }

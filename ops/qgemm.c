@@ -1,4 +1,5 @@
-/* int8 GEMM (ops/qgemm.h): an AVX512-VNNI kernel picked at run time, and portable C.
+/* int8 GEMM (ops/qgemm.h): an AMX kernel and an AVX512-VNNI one picked at run time, and
+ * portable C.
  * vpdpbusd multiplies 64 uint8 by 64 int8 bytes and adds each group of four
  * products into one of 16 int32 lanes without saturation, so the kernel is exact. */
 #include "ops/qgemm.h"
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/amx.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -16,7 +18,7 @@
 #define TG_QGEMM_X86 1
 #endif
 
-static atomic_bool vnni_allowed = true;
+static atomic_bool vnni_allowed = true, amx_allowed = true;
 
 bool tg_qgemm_has_vnni(void) {
 #ifdef TG_QGEMM_X86
@@ -29,6 +31,19 @@ bool tg_qgemm_has_vnni(void) {
 }
 
 void tg_qgemm_allow_vnni(bool allow) { atomic_store(&vnni_allowed, allow); }
+
+bool tg_qgemm_has_amx(void) { return tg_qgemm_has_vnni() && tg_amx_available(TG_AMX_INT8); }
+
+void tg_qgemm_allow_amx(bool allow) { atomic_store(&amx_allowed, allow); }
+
+bool tg_qgemm_amx_enabled(void) {
+    static int amx = -1;
+    if (amx < 0) {
+        const char *env = getenv("TG_AMX");
+        amx = tg_qgemm_has_amx() && !(env && env[0] == '0');
+    }
+    return amx && atomic_load(&amx_allowed) && tg_qgemm_vnni_enabled();
+}
 
 /* Work is cut into units of one row of c times up to COLS columns, so that a batch of
  * one row still spreads over the threads. */
@@ -129,16 +144,19 @@ bool tg_qgemm_vnni_enabled(void) {
  * stored a whole k apart would be 4 streams whose distance, a multiple of 4 KiB when
  * k is, maps them onto the same cache sets). */
 #define PANEL_BLOCKS 4
-static int64_t panel_offset(int64_t panel, int64_t groups) { return panel * PANEL_BLOCKS * groups * 64; }
+/* Groups of 4 k per panel, padded with zeros to a multiple of 16: an AMX tile's 16 rows
+ * (the AMX kernel below reads whole tiles; the VNNI kernel reads only the real groups). */
+static int64_t padded_groups(int64_t k) { return ((k + 3) / 4 + 15) / 16 * 16; }
+static int64_t panel_offset(int64_t panel, int64_t k) { return panel * PANEL_BLOCKS * padded_groups(k) * 64; }
 
 int8_t *tg_qgemm_pack(int64_t n, int64_t k, const int8_t *b) {
-    int64_t blocks = (n + 15) / 16, groups = (k + 3) / 4;
+    int64_t blocks = (n + 15) / 16, groups = padded_groups(k);
     int8_t *p = calloc((size_t)(blocks * groups > 0 ? blocks * groups : 1), 64);
     if (!p) return NULL;
     for (int64_t j = 0; j < n; j++) {
         int64_t panel = j / 64, in_panel = blocks - panel * PANEL_BLOCKS < PANEL_BLOCKS ? blocks - panel * PANEL_BLOCKS
                                                                                          : PANEL_BLOCKS;
-        int8_t *dst = p + panel_offset(panel, groups) + (j % 64 / 16) * 64 + j % 16 * 4;
+        int8_t *dst = p + panel_offset(panel, k) + (j % 64 / 16) * 64 + j % 16 * 4;
         for (int64_t q = 0; q < k; q++) dst[q / 4 * in_panel * 64 + q % 4] = b[j * k + q];
     }
     return p;
@@ -200,7 +218,7 @@ __attribute__((target("avx512vnni,avx512bw,avx512f"), always_inline)) static inl
 micro(int mr, int nb, const packed_args *g, int64_t i0, int64_t panel) {
     const int64_t k = g->k, full = k / 4, groups = (k + 3) / 4, lda = g->lda;
     const uint8_t *a = g->a + i0 * lda;
-    const int8_t *w = g->packed + panel_offset(panel, groups);
+    const int8_t *w = g->packed + panel_offset(panel, k);
     __m512i acc[MR][PANEL_BLOCKS];
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
@@ -272,6 +290,92 @@ __attribute__((target("avx512vnni,avx512bw,avx512f"))) static void units_packed(
         }
     }
 }
+
+/* ---- AMX (TDPBUSD on tiles) ----
+ * The packed weights are already AMX's B layout: a block of 16 columns, read as 16
+ * groups of 4 k (one 64-byte row each) at a stride of the panel's blocks, is one B
+ * tile. A row block of 32 rows is copied with its k padded to 64 with zeros (an A tile
+ * row: 64 k of one row; the padding meets the packing's zero groups). A unit is 32 rows
+ * x one panel, in two halves of 32 columns: four C tiles of 16 x 16 int32, two A and two
+ * B tiles. The sums are exact, so the same as the VNNI kernel's; the epilogue is its
+ * store_sums on each row of the C tiles. */
+#define AMX_ROWS 32
+
+typedef struct {
+    const packed_args *g;
+    int64_t kp; /* k padded to 64 */
+} amx_args;
+
+#define AMX_INT8_TARGET __attribute__((target("amx-tile,amx-int8,avx512vnni,avx512bw,avx512f")))
+
+AMX_INT8_TARGET static void amx_unit(const packed_args *g, int64_t kp, const uint8_t *arows, int64_t i0,
+                                     int64_t panel) {
+    const int64_t blocks = (g->n + 15) / 16, left = blocks - panel * PANEL_BLOCKS;
+    const int in_panel = left < PANEL_BLOCKS ? (int)left : PANEL_BLOCKS;
+    const int mr = g->m - i0 < AMX_ROWS ? (int)(g->m - i0) : AMX_ROWS;
+    const int8_t *w = g->packed + panel_offset(panel, g->k);
+    int32_t sums[AMX_ROWS * 32] __attribute__((aligned(64)));
+    for (int half = 0; half * 2 < in_panel; half++) {
+        const int b0 = half * 2, nb = in_panel - b0 < 2 ? in_panel - b0 : 2;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t s = 0; s < kp / 64; s++) {
+            const int8_t *b = w + (s * 16 * in_panel + b0) * 64;
+            _tile_loadd(4, arows + s * 64, kp);
+            _tile_loadd(5, arows + 16 * kp + s * 64, kp);
+            _tile_loadd(6, b, in_panel * 64);
+            _tile_dpbusd(0, 4, 6);
+            _tile_dpbusd(2, 5, 6);
+            if (nb == 2) {
+                _tile_loadd(7, b + 64, in_panel * 64);
+                _tile_dpbusd(1, 4, 7);
+                _tile_dpbusd(3, 5, 7);
+            }
+        }
+        _tile_stored(0, sums, 32 * 4);
+        _tile_stored(1, sums + 16, 32 * 4);
+        _tile_stored(2, sums + 16 * 32, 32 * 4);
+        _tile_stored(3, sums + 16 * 32 + 16, 32 * 4);
+        const int64_t j0 = panel * PANEL_BLOCKS * 16 + b0 * 16;
+        for (int r = 0; r < mr; r++)
+            for (int b = 0; b < nb; b++) {
+                int64_t cols = g->n - j0 - b * 16;
+                __mmask16 mask = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
+                store_sums(g->e, i0 + r, j0 + b * 16, mask, _mm512_load_si512(sums + r * 32 + b * 16));
+            }
+    }
+}
+
+/* Units [begin, end): unit u is panel u % panels of row block u / panels, so a thread's
+ * consecutive units reuse one copied row block. */
+AMX_INT8_TARGET static void units_amx(int64_t begin, int64_t end, void *ctx) {
+    const amx_args *x = ctx;
+    const packed_args *g = x->g;
+    uint8_t *arows = malloc((size_t)(AMX_ROWS * x->kp));
+    if (!arows) abort(); /* 32 rows of k bytes */
+    tg_amx_configure();
+    int64_t copied = -1;
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t rb = u / g->panels, panel = u % g->panels, i0 = rb * AMX_ROWS;
+        if (rb != copied) {
+            for (int64_t r = 0; r < AMX_ROWS; r++) {
+                uint8_t *dst = arows + r * x->kp;
+                int64_t filled = 0;
+                if (i0 + r < g->m) {
+                    memcpy(dst, g->a + (i0 + r) * g->lda, (size_t)g->k);
+                    filled = g->k;
+                }
+                memset(dst + filled, 0, (size_t)(x->kp - filled));
+            }
+            copied = rb;
+        }
+        amx_unit(g, x->kp, arows, i0, panel);
+    }
+    _tile_release();
+    free(arows);
+}
 #endif
 
 void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
@@ -280,6 +384,13 @@ void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_
     if (m <= 0 || n <= 0) return;
     const int64_t row_blocks = (m + MR - 1) / MR, panels = (n + 63) / 64;
     packed_args args = {m, n, k, lda, row_blocks, panels, a, packed, e};
+    if (m >= AMX_ROWS / 2 && tg_qgemm_amx_enabled()) { /* a tile's 16 rows at least; else VNNI wastes less */
+        amx_args x = {&args, (k + 63) / 64 * 64};
+        const int64_t units = (m + AMX_ROWS - 1) / AMX_ROWS * panels;
+        int64_t per_unit = (m < AMX_ROWS ? m : AMX_ROWS) * (n < 64 ? n : 64) * (k > 0 ? k : 1);
+        tg_parallel_for(units, per_unit >= 1048576 ? 1 : 1048576 / per_unit, units_amx, &x);
+        return;
+    }
     /* a unit costs up to MR * 64 * k multiply-adds; at least about 256k of them per
      * chunk (a product smaller than that is over before a second thread would start) */
     int64_t per_unit = (m < MR ? m : MR) * (n < 64 ? n : 64) * (k > 0 ? k : 1);

@@ -70,6 +70,13 @@ bool tg_qgemm_vnni_enabled(void);
 bool tg_qgemm_has_vnni(void);
 /* Tests: false forces the portable kernel (true restores the run-time choice). */
 void tg_qgemm_allow_vnni(bool allow);
+/* AMX (TDPBUSD tiles, core/amx.h) for the packed product of 16 rows or more, where the
+ * CPU has AMX-INT8 and the OS grants it, unless TG_AMX=0; the same exact sums, so the
+ * same results as the VNNI kernel. tg_qgemm_allow_amx(false) keeps the VNNI kernel
+ * (tests compare the two); tg_qgemm_amx_enabled() says whether AMX runs. */
+bool tg_qgemm_has_amx(void);
+void tg_qgemm_allow_amx(bool allow);
+bool tg_qgemm_amx_enabled(void);
 
 #ifdef __cplusplus
 }

@@ -122,9 +122,42 @@ TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
     if (!tg_qgemm_has_vnni()) GTEST_LOG_(INFO) << "no AVX512-VNNI here: both runs used the portable kernel";
 }
 
+// The AMX kernel (16 rows or more, where the CPU has AMX-INT8): exact int32 sums, the
+// VNNI kernel's, on row counts around its 16-row tiles and 32-row blocks, panels of 1 to 4
+// blocks of 16 columns, and k around its 64-byte tile rows (padded with zeros).
+TEST_F(QuantizeTest, AmxKernelGivesTheExactSums) {
+    if (!tg_qgemm_has_amx()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not granted by the OS)";
+    ASSERT_TRUE(tg_qgemm_amx_enabled() || getenv("TG_AMX") != nullptr);
+    for (int64_t rows : {16, 17, 31, 32, 33, 64, 100}) {
+        for (int64_t cols : {10, 40, 64, 200}) {
+            for (int64_t depth : {4, 25, 64, 131, 1024}) {
+                std::vector<uint8_t> x(rows * depth);
+                std::vector<int8_t> w(cols * depth);
+                for (int64_t i = 0; i < rows * depth; i++) x[i] = (uint8_t)(i * 53 % 256);
+                for (int64_t i = 0; i < cols * depth; i++) w[i] = (int8_t)(i * 29 % 256 - 128);
+                x[0] = 255, w[0] = -128;
+                std::vector<int32_t> want(rows * cols, 0), amx(rows * cols, -1), vnni(rows * cols, -1);
+                for (int64_t i = 0; i < rows; i++)
+                    for (int64_t j = 0; j < cols; j++)
+                        for (int64_t p = 0; p < depth; p++)
+                            want[i * cols + j] += (int32_t)x[i * depth + p] * w[j * depth + p];
+                int8_t *packed = tg_qgemm_pack(cols, depth, w.data());
+                tg_qgemm_u8s8s32_packed(rows, cols, depth, x.data(), depth, packed, amx.data());
+                tg_qgemm_allow_amx(false);
+                tg_qgemm_u8s8s32_packed(rows, cols, depth, x.data(), depth, packed, vnni.data());
+                tg_qgemm_allow_amx(true);
+                free(packed);
+                EXPECT_EQ(amx, want) << rows << "x" << cols << "x" << depth;
+                EXPECT_EQ(vnni, want) << rows << "x" << cols << "x" << depth;
+            }
+        }
+    }
+}
+
 // A batch's floats from the packed kernel (its requantisation on the sums in registers)
 // are the portable path's to the bit, per tensor and per channel, with and without bias,
-// for row counts around the kernel's 6-row blocks and widths around its 64 columns.
+// for row counts around the kernel's 6-row blocks and widths around its 64 columns (and,
+// from 16 rows, the AMX kernel's where the CPU has it).
 TEST_F(QuantizeTest, PackedBatchGivesThePortableFloatsExactly) {
     for (bool per_channel : {false, true}) {
         for (bool bias : {true, false}) {
@@ -133,7 +166,7 @@ TEST_F(QuantizeTest, PackedBatchGivesThePortableFloatsExactly) {
             tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(131, 70, lo), tg_nn_relu(), tg_nn_linear(70, 130, lo));
             m = tg_quantize_dynamic(m, tg_quantize_opts{.per_channel = per_channel});
             ASSERT_NE(m, nullptr) << tg_last_error();
-            for (int64_t rows : {2, 6, 13}) {
+            for (int64_t rows : {2, 6, 13, 16, 40, 64}) {
                 TG_SCOPE {
                     tg_tensor *x = tg_sub_scalar(tg_mul_scalar(tg_rand(TG_SHAPE(rows, 131), tg_opts{}), 3), 1);
                     tg_qgemm_allow_vnni(false);

@@ -2,8 +2,9 @@
 // same bfloat16 inputs (the result must be that sum in float32, up to float32 rounding of
 // each partial sum), at odd sizes that cross every blocking edge, with transposed and
 // strided operands, Inf/NaN/overflow, the same bits on 1 and 2 threads, and through
-// tg_matmul / tg_linear. SKIPPED on CPUs without AVX512-BF16 (the float32 fallback is
-// what tests/core/lowp_test.cc checks there).
+// tg_matmul / tg_linear. Every case runs on both kernels: AVX512-BF16 (vdpbf16ps) and AMX
+// (TDPBF16PS tiles); SKIPPED on CPUs without AVX512-BF16 (the float32 fallback is what
+// tests/core/lowp_test.cc checks there), the AMX half SKIPPED without AMX.
 #include <cstring>
 #include <random>
 
@@ -60,20 +61,25 @@ std::vector<float> run(const Matrix &a, const Matrix &b, const std::vector<float
     return c;
 }
 
-class GemmBf16Test : public TgTest {
+// The parameter: true for the AMX kernel, false for the AVX512-BF16 one.
+class GemmBf16Test : public TgTest, public ::testing::WithParamInterface<bool> {
   protected:
     void SetUp() override {
         TgTest::SetUp();
         if (!tg_gemm_bf16_supported()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+        if (GetParam() && !tg_gemm_bf16_amx_available()) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
+        amx_ = tg_gemm_bf16_set_amx(GetParam());
     }
     void TearDown() override {
+        tg_gemm_bf16_set_amx(amx_);
         tg_set_num_threads(threads_);
         TgTest::TearDown();
     }
     int threads_ = tg_get_num_threads();
+    bool amx_ = false;
 };
 
-TEST_F(GemmBf16Test, RandomMatricesOfOddSizesAndTransposes) {
+TEST_P(GemmBf16Test, RandomMatricesOfOddSizesAndTransposes) {
     std::mt19937 rng(1);
     // m, n, k: tiles of 8 x 32, k in pairs, slices of 384 k, 96 rows and 3072 columns.
     const int64_t sizes[][3] = {{1, 1, 1},   {1, 1, 2},     {3, 5, 7},   {8, 32, 2},   {9, 33, 3},
@@ -92,7 +98,7 @@ TEST_F(GemmBf16Test, RandomMatricesOfOddSizesAndTransposes) {
     EXPECT_EQ(cases, 80);
 }
 
-TEST_F(GemmBf16Test, EmptyKGivesZerosOrLeavesCAlone) {
+TEST_P(GemmBf16Test, EmptyKGivesZerosOrLeavesCAlone) {
     std::vector<float> c(6, 3.0f);
     tg_gemm_bf16(2, 3, 0, nullptr, 0, 1, nullptr, 3, 1, true, c.data(), 3);
     EXPECT_EQ(c, std::vector<float>(6, 3.0f));
@@ -100,7 +106,7 @@ TEST_F(GemmBf16Test, EmptyKGivesZerosOrLeavesCAlone) {
     EXPECT_EQ(c, std::vector<float>(6, 0.0f));
 }
 
-TEST_F(GemmBf16Test, InfNanAndOverflowPropagate) {
+TEST_P(GemmBf16Test, InfNanAndOverflowPropagate) {
     // A [3, 2] rows: (inf, 1), (nan, 0), (3e38, 3e38); B [2, 2] = [[1, -1], [1, 1]].
     float inf = INFINITY, nan = NAN;
     Matrix a{3, 2, false, {bf16_of(inf), bf16_of(1), bf16_of(nan), bf16_of(0), bf16_of(3e38f), bf16_of(3e38f)}};
@@ -114,7 +120,7 @@ TEST_F(GemmBf16Test, InfNanAndOverflowPropagate) {
     EXPECT_EQ(c[5], float_of(bf16_of(3e38f)) * -1 + float_of(bf16_of(3e38f)));
 }
 
-TEST_F(GemmBf16Test, SameBitsOnOneAndTwoThreads) {
+TEST_P(GemmBf16Test, SameBitsOnOneAndTwoThreads) {
     std::mt19937 rng(2);
     for (bool tall : {true, false}) { // split by rows, then by columns
         Matrix a = random_matrix(tall ? 300 : 40, 200, false, rng), b = random_matrix(200, tall ? 40 : 300, true, rng);
@@ -131,7 +137,7 @@ TEST_F(GemmBf16Test, SameBitsOnOneAndTwoThreads) {
 // one slice of 384), bit for bit tg_gemm_bf16's float32 C cast afterwards, on every
 // tile edge, transposed operands, NaN and Inf, one and two threads; the probe says no
 // past one slice. matmul takes it for such a k (a weight's gradient over a batch).
-TEST_F(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
+TEST_P(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
     EXPECT_TRUE(tg_gemm_bf16_rounds(384));
     EXPECT_FALSE(tg_gemm_bf16_rounds(385));
     std::mt19937 rng(3);
@@ -167,7 +173,7 @@ TEST_F(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
     return ::testing::AssertionSuccess();
 }
 
-TEST_F(GemmBf16Test, MatmulAndLinearUseItAndAgreeWithFloat32) {
+TEST_P(GemmBf16Test, MatmulAndLinearUseItAndAgreeWithFloat32) {
     tg_manual_seed(3);
     tg_opts bf = {TG_BFLOAT16, TG_CPU, false};
     tg_tensor *a = tg_cast(tg_randn(TG_SHAPE(2, 3, 37, 45), {}), TG_BFLOAT16);
@@ -199,7 +205,7 @@ TEST_F(GemmBf16Test, MatmulAndLinearUseItAndAgreeWithFloat32) {
     EXPECT_EQ(values(e), std::vector<double>(12, 0.0));
 }
 
-TEST_F(GemmBf16Test, GradientsOfMatmulAndLinearAreBfloat16) {
+TEST_P(GemmBf16Test, GradientsOfMatmulAndLinearAreBfloat16) {
     tg_manual_seed(4);
     tg_tensor *x = tg_cast(tg_randn(TG_SHAPE(6, 9), {}), TG_BFLOAT16), *w = tg_cast(tg_randn(TG_SHAPE(5, 9), {}), TG_BFLOAT16);
     tg_requires_grad(x, true);
@@ -212,6 +218,17 @@ TEST_F(GemmBf16Test, GradientsOfMatmulAndLinearAreBfloat16) {
     std::vector<double> g = values(tg_grad(x)), s = values(want);
     for (int64_t i = 0; i < 6; i++)
         for (int64_t q = 0; q < 9; q++) EXPECT_NEAR(g[i * 9 + q], s[q], std::ldexp(std::fabs(s[q]), -7) + 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, GemmBf16Test, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool> &info) { return info.param ? "Amx" : "Avx512Bf16"; });
+
+// Where AMX is available it is the kernel in use, unless TG_AMX=0 says otherwise.
+TEST(GemmBf16Amx, OnByDefaultWhereAvailable) {
+    if (!tg_gemm_bf16_amx_available()) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
+    bool was = tg_gemm_bf16_set_amx(true);
+    EXPECT_EQ(was, getenv("TG_AMX") == nullptr || getenv("TG_AMX")[0] != '0');
+    tg_gemm_bf16_set_amx(was);
 }
 
 } // namespace

@@ -1,0 +1,25 @@
+/* Intel AMX (Advanced Matrix Extensions, Sapphire Rapids and later): eight tile
+ * registers of up to 16 rows x 64 bytes and a multiply unit for them. Library-internal:
+ * the bfloat16 GEMM (ops/gemm_bf16.c) and the int8 GEMM (ops/qgemm.c) use them where
+ * this says they may. */
+#ifndef TG_CORE_AMX_H
+#define TG_CORE_AMX_H
+
+#include <stdbool.h>
+
+typedef enum {
+    TG_AMX_BF16, /* TDPBF16PS: bfloat16 pairs into float32 */
+    TG_AMX_INT8, /* TDPBUSD: uint8 x int8 quads into int32 */
+} tg_amx_kind;
+
+/* True when the CPU has the tile unit and `kind`'s multiply, and Linux granted this
+ * process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, asked once per process;
+ * refused by kernels before 5.16). x86-64 with GCC only; false elsewhere. */
+bool tg_amx_available(tg_amx_kind kind);
+
+/* Loads the configuration the kernels share into the calling thread's tile unit: all
+ * eight tiles 16 rows x 64 bytes. Each thread calls it before its first tile
+ * instruction (the configuration is per thread) and _tile_release() when done. */
+void tg_amx_configure(void);
+
+#endif
