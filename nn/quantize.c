@@ -356,3 +356,5 @@ tg_module *tg_quantize_dynamic(tg_module *model, tg_quantize_opts opts) {
 }
 
 bool tg_quantize_uses_vnni(void) { return tg_qgemm_has_vnni(); }
+
+bool tg_quantize_uses_amx(void) { return tg_qgemm_amx_enabled(); }

@@ -50,6 +50,9 @@ tg_tensor *tg_quantized_linear_weight(tg_module *qlinear);
 
 /* True when the int8 GEMM runs the AVX512-VNNI kernel on this CPU (else portable C). */
 bool tg_quantize_uses_vnni(void);
+/* True when, beside it, products of 16 rows or more run on AMX tiles (AMX-INT8, granted
+ * by the OS, TG_AMX not 0): the same exact sums. */
+bool tg_quantize_uses_amx(void);
 
 #ifdef __cplusplus
 }

@@ -136,7 +136,9 @@ int main(int argc, char **argv) {
            (long long)tg_size(data.test_x, 0));
     tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
                                       (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed});
-    printf("int8 GEMM kernel: %s\n", tg_quantize_uses_vnni() ? "AVX512-VNNI" : "portable C");
+    printf("int8 GEMM kernel: %s\n", tg_quantize_uses_amx()    ? "AMX (batches), AVX512-VNNI (single rows)"
+                                      : tg_quantize_uses_vnni() ? "AVX512-VNNI"
+                                                                : "portable C");
 
     /* ---- 1. the float32 model ---- */
     tg_manual_seed(args.seed);
