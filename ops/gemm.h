@@ -18,7 +18,10 @@ extern "C" {
  * element of C is still computed by one call over all of k. A small C (at most 1024
  * elements) of A B^T over a long k (at least 256) is ours instead of OpenBLAS's, on one
  * thread: each element a dot product of two rows (a narrow convolution's weight
- * gradient, where OpenBLAS reaches a third of its speed). */
+ * gradient, where OpenBLAS reaches a third of its speed). A B^T with A 16, 32, 48 or 64
+ * rows (a linear layer's forward at a training batch) is ours too: A^T copied once, each
+ * thread streaming its own rows of B unpacked (ops/gemm.c, "a short batch times a
+ * weight"); each element still summed over all of k by one thread. */
 #define TG_GEMM_PARALLEL_MIN (INT64_C(1) << 18)
 void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

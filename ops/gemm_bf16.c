@@ -13,6 +13,7 @@
 
 #include "core/amx.h"
 #include "core/parallel.h"
+#include "core/simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HAVE_BF16_KERNEL 1
@@ -97,30 +98,6 @@ BF16_TARGET static void interleave_rows(const uint16_t *r0, const uint16_t *r1, 
     _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(hi_idx), y));
 }
 
-/* r[j] (16 32-bit lanes each) becomes column j of the 16 x 16 matrix of the r's. */
-BF16_TARGET static inline void transpose16(__m512i r[16]) {
-    __m512i t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int i = 0; i < 2; i++)
-        for (int c = 0; c < 4; c++) {
-            t[8 * i + c] = _mm512_shuffle_i32x4(r[8 * i + c], r[8 * i + 4 + c], 0x88);
-            t[8 * i + 4 + c] = _mm512_shuffle_i32x4(r[8 * i + c], r[8 * i + 4 + c], 0xdd);
-        }
-    for (int c = 0; c < 8; c++) {
-        r[c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0x88);
-        r[c + 8] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xdd);
-    }
-}
-
 /* The first `pairs` (a multiple of 16) pairs of NR rows of W (row j at src + j * ld,
  * k contiguous) into a panel: pair p of row j to ((p * NR) + j) * 2, 16 rows by 16 pairs
  * (one 32-bit lane each) per register transpose. */
@@ -129,7 +106,7 @@ BF16_TARGET static void transpose_pairs(const uint16_t *src, int64_t ld, int64_t
         for (int half = 0; half < NR / 16; half++) {
             __m512i r[16];
             for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_si512(src + (half * 16 + j) * ld + 2 * p0);
-            transpose16(r);
+            tg_transpose16_epi32(r);
             for (int p = 0; p < 16; p++) _mm512_storeu_si512(panel + ((p0 + p) * NR + half * 16) * 2, r[p]);
         }
 }

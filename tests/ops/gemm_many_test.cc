@@ -2,7 +2,8 @@
 // each product against a float64 reference and bit for bit against the same product
 // alone on one thread, on 1, 2, 3 and 4 threads (one whole product per thread, or several
 // blocks each), with transposes, alpha and beta, an empty product, a tiny one and small
-// ones over a long k (our dot-product kernel, whatever the thread count); and
+// ones over a long k (our dot-product kernel, whatever the thread count), short batches
+// times a weight (our kernel for x w^T, alone or as blocks of columns); and
 // linear's two gradients against the products tg_matmul makes on the recorded path
 // (create_graph), for a 3-D input and a non-contiguous incoming gradient.
 #include <cstring>
@@ -93,6 +94,12 @@ TEST_F(GemmManyTest, EachProductAsAloneOnOneThreadOnAnyThreadCount) {
         // a small C over a long k: gemm_dot, k across its 2048-blocks and not a multiple of 16
         random_product(false, false, true, 20, 25, 5000, 0.5, 1, rng),
         random_product(false, false, true, 7, 3, 300, 1, 0, rng),
+        // a short batch times a weight (x w^T, m a multiple of 16 up to 64): our kernel on
+        // columns of C, n not a multiple of its 6 rows of w, k with and without a tail of 16
+        random_product(false, false, true, 64, 70, 100, 1, 0, rng),
+        random_product(false, false, true, 32, 500, 784, 0.5, 1, rng),
+        random_product(false, false, true, 48, 5, 33, 1, 0, rng),
+        random_product(false, false, true, 16, 1, 16, -1, 0.25, rng),
     };
     std::vector<std::vector<double>> alone;
     tg_set_num_threads(1);
