@@ -13,9 +13,9 @@
 #include <immintrin.h>
 #define DOT_TARGET __attribute__((target("avx512f")))
 #define DOT_KB 2048 /* k per block: (m + n) rows of it in L2 */
+#endif
 #define SKINNY_M_MAX 64   /* the short product below: at most 4 zmm of A^T per k */
 #define SKINNY_K_MAX 4096 /* A^T ([k, m]) within L2 */
-#endif
 
 #define BLOCK_ALIGN 16 /* block edges on a multiple of the micro-kernels' tile sizes */
 
@@ -55,7 +55,7 @@ static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
         part.m = hi - lo, part.a = a + (g->trans_a ? lo : lo * g->lda) * es, part.c = c + lo * g->ldc * es;
     else
         part.n = hi - lo, part.b = b + (g->trans_b ? lo * g->ldb : lo) * es, part.c = c + lo * es;
-    if (use_skinny(&part)) /* the kernel the whole product would run, so the same bits */
+    if (use_skinny(g)) /* the kernel the whole product runs alone, so the same bits (a block of it is eligible too) */
         skinny_serial(&part);
     else
         call_blas(&part, part.m, part.n, part.a, part.b, part.c);

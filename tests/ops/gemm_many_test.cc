@@ -121,6 +121,31 @@ TEST_F(GemmManyTest, EachProductAsAloneOnOneThreadOnAnyThreadCount) {
     }
 }
 
+// One product split by tg_gemm_f32 itself: blocks of a product too tall for our short-batch
+// kernel (80 rows) are short enough for it but run the whole product's kernel (k past
+// OpenBLAS's k blocks, so the two differ), so the bits do not depend on the thread count;
+// and a short batch split by columns.
+TEST_F(GemmManyTest, OneProductSameBitsOnAnyThreadCount) {
+    std::mt19937 rng(6);
+    for (Product p : {random_product(false, false, true, 80, 60, 1500, 1, 0, rng),
+                      random_product(false, false, true, 64, 1000, 1500, 1, 0, rng)}) {
+        std::vector<double> first;
+        for (int threads : {1, 2, 3}) {
+            tg_set_num_threads(threads);
+            Buffers buf;
+            tg_gemm_args a = buf.args(p);
+            tg_gemm_f32(a.trans_a, a.trans_b, a.m, a.n, a.k, (float)a.alpha, (const float *)a.a, a.lda,
+                        (const float *)a.b, a.ldb, (float)a.beta, (float *)a.c, a.ldc);
+            if (threads == 1) {
+                first = buf.result(p);
+                EXPECT_TRUE(matches_reference(p, first));
+            } else {
+                EXPECT_EQ(buf.result(p), first) << p.m << " x " << p.n << " on " << threads << " threads";
+            }
+        }
+    }
+}
+
 // linear's gradients without a graph (two GEMMs side by side) equal those of the recorded
 // path, which computes them with tg_matmul.
 TEST_F(GemmManyTest, LinearGradientsSideBySideEqualTheRecordedPath) {
