@@ -2,7 +2,20 @@
 #include "core/amx.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static bool wanted;
+static void read_env(void) {
+    const char *env = getenv("TG_AMX");
+    wanted = !(env && env[0] == '0');
+}
+
+bool tg_amx_wanted(void) {
+    pthread_once(&env_once, read_env);
+    return wanted;
+}
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <cpuid.h>

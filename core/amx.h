@@ -17,6 +17,10 @@ typedef enum {
  * refused by kernels before 5.16). x86-64 with GCC only; false elsewhere. */
 bool tg_amx_available(tg_amx_kind kind);
 
+/* False when the environment says TG_AMX=0 (the kernels then keep their AVX-512 forms);
+ * read once. Tests switch kernels through the kernels' own setters instead. */
+bool tg_amx_wanted(void);
+
 /* Loads the configuration the kernels share into the calling thread's tile unit: all
  * eight tiles 16 rows x 64 bytes. Each thread calls it before its first tile
  * instruction (the configuration is per thread) and _tile_release() when done. */

@@ -254,8 +254,7 @@ static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 static bool amx_available, amx_enabled;
 static void amx_probe(void) {
     amx_available = tg_gemm_bf16_supported() && tg_amx_available(TG_AMX_BF16);
-    const char *env = getenv("TG_AMX");
-    amx_enabled = amx_available && !(env && env[0] == '0');
+    amx_enabled = amx_available && tg_amx_wanted();
 }
 
 /* A [rows, kc] from (row0, k0) as rows of kcp bfloat16 (k contiguous), rows padded to a

@@ -38,10 +38,7 @@ void tg_qgemm_allow_amx(bool allow) { atomic_store(&amx_allowed, allow); }
 
 bool tg_qgemm_amx_enabled(void) {
     static int amx = -1;
-    if (amx < 0) {
-        const char *env = getenv("TG_AMX");
-        amx = tg_qgemm_has_amx() && !(env && env[0] == '0');
-    }
+    if (amx < 0) amx = tg_qgemm_has_amx() && tg_amx_wanted();
     return amx && atomic_load(&amx_allowed) && tg_qgemm_vnni_enabled();
 }
 

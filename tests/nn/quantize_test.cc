@@ -4,6 +4,7 @@
 // reduce_range), and the int8 GEMM's two kernels against each other.
 #include <cmath>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,30 @@ class QuantizeTest : public TgTempDirTest {
 TEST_F(QuantizeTest, PerTensorDefaultMatchesPyTorch) { check("pt", false); }
 TEST_F(QuantizeTest, PerChannelMatchesPyTorch) { check("pc", true); }
 
+// Inputs of a packed u8 x s8 product (patterned bytes; with extremes, x[0] = 255 and
+// w[0] = -128), w's packing (freed with the case) and the exact int32 sums.
+struct PackedCase {
+    std::vector<uint8_t> x;
+    std::vector<int8_t> w;
+    std::vector<int32_t> want;
+    std::unique_ptr<int8_t, void (*)(void *)> packed{nullptr, free};
+};
+
+PackedCase packed_case(int64_t rows, int64_t cols, int64_t depth, bool extremes) {
+    PackedCase c;
+    c.x.resize(rows * depth);
+    c.w.resize(cols * depth);
+    for (int64_t i = 0; i < rows * depth; i++) c.x[i] = (uint8_t)(i * 53 % 256);
+    for (int64_t i = 0; i < cols * depth; i++) c.w[i] = (int8_t)(i * 29 % 256 - 128);
+    if (extremes) c.x[0] = 255, c.w[0] = -128;
+    c.want.assign(rows * cols, 0);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            for (int64_t p = 0; p < depth; p++) c.want[i * cols + j] += (int32_t)c.x[i * depth + p] * c.w[j * depth + p];
+    c.packed.reset(tg_qgemm_pack(cols, depth, c.w.data()));
+    return c;
+}
+
 TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
     check("pt", false);
     tg_qgemm_allow_vnni(false);
@@ -102,19 +127,10 @@ TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
         for (int64_t rows : {1, 5, 6, 13}) {
             for (int64_t cols : {10, 50, 64, 200}) {
                 for (int64_t depth : {25, 131, 1024}) {
-                    std::vector<uint8_t> x(rows * depth);
-                    std::vector<int8_t> w(cols * depth);
-                    for (int64_t i = 0; i < rows * depth; i++) x[i] = (uint8_t)(i * 53 % 256);
-                    for (int64_t i = 0; i < cols * depth; i++) w[i] = (int8_t)(i * 29 % 256 - 128);
-                    std::vector<int32_t> want(rows * cols, 0), got(rows * cols, -1);
-                    for (int64_t i = 0; i < rows; i++)
-                        for (int64_t j = 0; j < cols; j++)
-                            for (int64_t p = 0; p < depth; p++)
-                                want[i * cols + j] += (int32_t)x[i * depth + p] * w[j * depth + p];
-                    int8_t *packed = tg_qgemm_pack(cols, depth, w.data());
-                    tg_qgemm_u8s8s32_packed(rows, cols, depth, x.data(), depth, packed, got.data());
-                    free(packed);
-                    EXPECT_EQ(got, want) << rows << "x" << cols << "x" << depth;
+                    PackedCase c = packed_case(rows, cols, depth, false);
+                    std::vector<int32_t> got(rows * cols, -1);
+                    tg_qgemm_u8s8s32_packed(rows, cols, depth, c.x.data(), depth, c.packed.get(), got.data());
+                    EXPECT_EQ(got, c.want) << rows << "x" << cols << "x" << depth;
                 }
             }
         }
@@ -131,24 +147,14 @@ TEST_F(QuantizeTest, AmxKernelGivesTheExactSums) {
     for (int64_t rows : {16, 17, 31, 32, 33, 64, 100}) {
         for (int64_t cols : {10, 40, 64, 200}) {
             for (int64_t depth : {4, 25, 64, 131, 1024}) {
-                std::vector<uint8_t> x(rows * depth);
-                std::vector<int8_t> w(cols * depth);
-                for (int64_t i = 0; i < rows * depth; i++) x[i] = (uint8_t)(i * 53 % 256);
-                for (int64_t i = 0; i < cols * depth; i++) w[i] = (int8_t)(i * 29 % 256 - 128);
-                x[0] = 255, w[0] = -128;
-                std::vector<int32_t> want(rows * cols, 0), amx(rows * cols, -1), vnni(rows * cols, -1);
-                for (int64_t i = 0; i < rows; i++)
-                    for (int64_t j = 0; j < cols; j++)
-                        for (int64_t p = 0; p < depth; p++)
-                            want[i * cols + j] += (int32_t)x[i * depth + p] * w[j * depth + p];
-                int8_t *packed = tg_qgemm_pack(cols, depth, w.data());
-                tg_qgemm_u8s8s32_packed(rows, cols, depth, x.data(), depth, packed, amx.data());
+                PackedCase c = packed_case(rows, cols, depth, true);
+                std::vector<int32_t> amx(rows * cols, -1), vnni(rows * cols, -1);
+                tg_qgemm_u8s8s32_packed(rows, cols, depth, c.x.data(), depth, c.packed.get(), amx.data());
                 tg_qgemm_allow_amx(false);
-                tg_qgemm_u8s8s32_packed(rows, cols, depth, x.data(), depth, packed, vnni.data());
+                tg_qgemm_u8s8s32_packed(rows, cols, depth, c.x.data(), depth, c.packed.get(), vnni.data());
                 tg_qgemm_allow_amx(true);
-                free(packed);
-                EXPECT_EQ(amx, want) << rows << "x" << cols << "x" << depth;
-                EXPECT_EQ(vnni, want) << rows << "x" << cols << "x" << depth;
+                EXPECT_EQ(amx, c.want) << rows << "x" << cols << "x" << depth;
+                EXPECT_EQ(vnni, c.want) << rows << "x" << cols << "x" << depth;
             }
         }
     }
