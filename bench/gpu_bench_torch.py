@@ -1,6 +1,8 @@
 """PyTorch twin of bench/gpu_bench.c: the same workloads on the same GPU.
 
-  matmul_4096 (TF32 off / on), add_256M, copy_256M, mlp_step_64, mlp_step_4096.
+  matmul_4096 (float32 with TF32 off / on, bf16, fp16), add_256M, copy_256M,
+  mlp_step_64, mlp_step_4096, lenet_bn_step_64, each step also under
+  torch.autocast("cuda", bfloat16 / float16) (fp16 with torch.amp.GradScaler).
 Prints the same RESULT lines (impl "torch"). Run by tools/gpu_check.sh run."""
 import json
 import statistics
@@ -29,15 +31,18 @@ def timed(fn, warmup=1):
     return statistics.median(times)
 
 
-def bench_matmul(tf32):
+def bench_matmul(kind):
     n = 4096
     torch.manual_seed(0)
     a = torch.randn(n, n, device="cuda")
     b = torch.randn(n, n, device="cuda")
-    torch.backends.cuda.matmul.allow_tf32 = tf32
+    if kind in ("bf16", "fp16"):
+        dtype = torch.bfloat16 if kind == "bf16" else torch.float16
+        a, b = a.to(dtype), b.to(dtype)
+    torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
     t = timed(lambda: a @ b)
     torch.backends.cuda.matmul.allow_tf32 = False
-    result("matmul_4096_tf32" if tf32 else "matmul_4096", t, 2 * n**3 / t * 1e-12, "TFLOP/s")
+    result("matmul_4096" + ("_" + kind if kind else ""), t, 2 * n**3 / t * 1e-12, "TFLOP/s")
 
 
 def bench_add_and_copy():
@@ -53,29 +58,50 @@ def bench_add_and_copy():
     torch.cuda.empty_cache()
 
 
-def bench_mlp(batch):
-    torch.manual_seed(0)
+def make_mlp():
     sizes = [784, 1024, 512, 256, 128, 10]
     layers = []
     for i in range(5):
         layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
         if i < 4:
             layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers).cuda()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x = torch.rand(batch, 784, device="cuda")
+    return torch.nn.Sequential(*layers)
+
+
+def make_lenet_bn():
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(1, 20, 5), nn.BatchNorm2d(20), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(20, 50, 5), nn.BatchNorm2d(50), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(800, 500), nn.ReLU(), nn.Linear(500, 10))
+
+
+def bench_step(model_name, batch, amp=None):
+    torch.manual_seed(0)
+    lenet = model_name == "lenet_bn"
+    model = (make_lenet_bn() if lenet else make_mlp()).cuda()
+    if lenet:
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.rand(batch, 1, 28, 28, device="cuda")
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        x = torch.rand(batch, 784, device="cuda")
     y = torch.randint(0, 10, (batch,), device="cuda")
+    dtype = torch.float16 if amp == "fp16" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=amp == "fp16")
     state = {}
 
     def step():
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
+        with torch.autocast("cuda", dtype=dtype, enabled=amp is not None):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         opt.zero_grad()
         state["loss"] = loss
 
     t = timed(step, warmup=3)
-    result("mlp_step_%d" % batch, t, t * 1e3, "ms/step", loss=round(state["loss"].item(), 4))
+    name = "%s_step_%d%s" % (model_name, batch, "_amp_" + amp if amp else "")
+    result(name, t, t * 1e3, "ms/step", loss=round(state["loss"].item(), 4))
 
 
 def main():
@@ -83,11 +109,13 @@ def main():
         print("SKIPPED gpu_bench_torch: no CUDA device")
         return
     print("# torch %s, %s" % (torch.__version__, torch.cuda.get_device_name(0)))
-    bench_matmul(False)
-    bench_matmul(True)
+    for kind in ("", "tf32", "bf16", "fp16"):
+        bench_matmul(kind)
     bench_add_and_copy()
-    bench_mlp(64)
-    bench_mlp(4096)
+    for amp in (None, "bf16", "fp16"):
+        bench_step("mlp", 64, amp)
+        bench_step("mlp", 4096, amp)
+        bench_step("lenet_bn", 64, amp)
 
 
 if __name__ == "__main__":

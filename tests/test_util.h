@@ -87,7 +87,8 @@ inline ::testing::AssertionResult tensor_near(tg_tensor *t, const std::vector<do
     for (size_t i = 0; i < v.size(); i++) {
         double tol = atol + rtol * std::fabs(expected[i]);
         bool both_nan = std::isnan(v[i]) && std::isnan(expected[i]);
-        if (!both_nan && !(std::fabs(v[i] - expected[i]) <= tol))
+        bool equal = v[i] == expected[i]; /* also infinities of one sign, whose difference is NaN */
+        if (!both_nan && !equal && !(std::fabs(v[i] - expected[i]) <= tol))
             return ::testing::AssertionFailure()
                    << "element " << i << ": " << v[i] << " != expected " << expected[i] << " (tol " << tol << ")";
     }

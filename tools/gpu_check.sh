@@ -6,6 +6,9 @@
 #       bench/*.c binary, and packs them with the shared libraries the GPU machine
 #       lacks (OpenBLAS, gfortran, cJSON, zlib, ... as ldd finds them; not the CUDA
 #       libraries, which that machine has) into gpu_stage/stage.tar.xz (gitignored).
+#       It also packs the tutorials TUTORIALS (CUDA build) with the same libraries and the
+#       Fashion-MNIST files into gpu_stage/tutorials.tar (a second carry: both together
+#       pass the device tool's 64 MiB).
 #   tools/gpu_check.sh run     (on the GPU machine, from the repo root, gpu_stage carried)
 #       Unpacks the stage, runs every staged test, then every benchmark and the
 #       PyTorch twin bench/gpu_bench_torch.py, each under a time limit, all within
@@ -15,19 +18,40 @@
 #       cuda/nccl_test is the 1-rank NCCL all-reduce (//dist's NCCL half, no MPI);
 #       NCCL itself is the GPU machine's, in its toolkit (/usr/local/cuda/lib64).
 #
-# With the device tool:  run(command="tools/gpu_check.sh run", carry=["gpu_stage"])
+#   tools/gpu_check.sh tutorials   (on the GPU machine, gpu_stage/tutorials.tar carried)
+#       Puts the data where the tutorials look (/usr/share/datasets/fashion-mnist), then
+#       trains each tutorial on cuda:0 for one epoch, float32 and under --amp bf16 / fp16
+#       where it has --amp, with --result-line; logs and summary.txt as `run`.
+#
+# With the device tool:  run(command="tools/gpu_check.sh run", carry=["gpu_stage/stage.tar.xz"])
+#                        run(command="tools/gpu_check.sh tutorials", carry=["gpu_stage/tutorials.tar"])
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STAGE=gpu_stage
 ARCHS=${TG_CUDA_ARCHS:-sm_90}
+TUTORIALS=(02_mlp 03_lenet 04_batchnorm_gpu 05_custom_op)
+DATA=/usr/share/datasets/fashion-mnist
+
+# Copies the shared libraries that binaries in $1 need, outside the C runtime and the CUDA
+# toolkit, into $2.
+stage_libs() {
+    ldd "$1"/* | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+        case "$(basename "$lib")" in
+        libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
+        libcudart* | libcublas* | libcurand* | libnvrtc* | libnvJitLink* | libnccl*) ;;
+        *) cp -L "$lib" "$2/" ;;
+        esac
+    done
+}
 
 build() {
-    local tests=() benches=()
+    local tests=() benches=() tutorials=()
     for f in tests/cuda/*_test.cc; do tests+=("//tests:cuda/$(basename "${f%.cc}")"); done
     for f in bench/*.c; do benches+=("//bench:$(basename "${f%.c}")"); done
-    echo "building ${#tests[@]} tests and ${#benches[@]} benchmarks (-c opt, $ARCHS)"
-    ./bazelw build -c opt --define=tg_cuda_archs="$ARCHS" "${tests[@]}" "${benches[@]}"
+    for t in "${TUTORIALS[@]}"; do tutorials+=("//tutorials/$t"); done
+    echo "building ${#tests[@]} tests, ${#benches[@]} benchmarks and ${#tutorials[@]} tutorials (-c opt, $ARCHS)"
+    ./bazelw build -c opt --define=tg_cuda_archs="$ARCHS" "${tests[@]}" "${benches[@]}" "${tutorials[@]}"
     local bin
     bin=$(./bazelw info -c opt --define=tg_cuda_archs="$ARCHS" bazel-bin 2>/dev/null)
     rm -rf "$STAGE"
@@ -43,23 +67,77 @@ build() {
     chmod u+w "$STAGE"/pack/tests/* "$STAGE"/pack/bench/*
     strip --strip-debug "$STAGE"/pack/tests/* "$STAGE"/pack/bench/*
     # Shared libraries outside the C runtime and the CUDA toolkit travel with the binaries.
-    ldd "$STAGE"/pack/tests/* "$STAGE"/pack/bench/* | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
-        case "$(basename "$lib")" in
-        libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
-        libcudart* | libcublas* | libcurand* | libnvrtc* | libnvJitLink* | libnccl*) ;;
-        *) cp -L "$lib" "$STAGE/pack/lib/" ;;
-        esac
-    done
+    mkdir -p "$STAGE/pack/all"
+    cp "$STAGE"/pack/tests/* "$STAGE"/pack/bench/* "$STAGE/pack/all/"
+    stage_libs "$STAGE/pack/all" "$STAGE/pack/lib"
+    rm -rf "$STAGE/pack/all"
     echo "libraries staged:"; ls "$STAGE/pack/lib"
     git rev-parse HEAD > "$STAGE/pack/commit.txt" 2>/dev/null || true
     echo "$ARCHS" > "$STAGE/pack/archs.txt"
     tar -C "$STAGE" -cJf "$STAGE/stage.tar.xz" pack
     rm -rf "$STAGE/pack"
     ls -l "$STAGE/stage.tar.xz"
-    local size; size=$(stat -c %s "$STAGE/stage.tar.xz")
-    if [ "$size" -gt $((60 * 1024 * 1024)) ]; then
-        echo "warning: the stage is $size bytes; the device tool carries at most 64 MiB" >&2
-    fi
+    # The tutorials and the data (already gzip-compressed: a plain tar).
+    local tut="$STAGE/tpack"
+    mkdir -p "$tut/bin" "$tut/lib" "$tut/data"
+    for t in "${TUTORIALS[@]}"; do cp "$bin/tutorials/$t/$t" "$tut/bin/$t"; done
+    chmod u+w "$tut"/bin/*
+    strip --strip-debug "$tut"/bin/*
+    stage_libs "$tut/bin" "$tut/lib"
+    xz -T0 "$tut"/bin/* "$tut"/lib/*
+    if [ -d "$DATA" ]; then cp "$DATA"/*-ubyte.gz "$tut/data/"; else echo "warning: no $DATA; the tutorials will not run" >&2; fi
+    git rev-parse HEAD > "$tut/commit.txt" 2>/dev/null || true
+    tar -C "$STAGE" -cf "$STAGE/tutorials.tar" tpack
+    rm -rf "$tut"
+    ls -l "$STAGE/stage.tar.xz" "$STAGE/tutorials.tar"
+    local f size
+    for f in "$STAGE/stage.tar.xz" "$STAGE/tutorials.tar"; do
+        size=$(stat -c %s "$f")
+        if [ "$size" -gt $((60 * 1024 * 1024)) ]; then
+            echo "warning: $f is $size bytes; the device tool carries at most 64 MiB a call" >&2
+        fi
+    done
+}
+
+tutorials() {
+    local out=${OUT:-$STAGE/out} budget=${TG_GPU_CHECK_BUDGET:-270} work
+    mkdir -p "$out"
+    work=$(mktemp -d /tmp/tg_gpu_tutorials.XXXXXX)
+    tar -C "$work" -xf "$STAGE/tutorials.tar"
+    local pack="$work/tpack"
+    xz -d "$pack"/bin/*.xz "$pack"/lib/*.xz
+    if [ ! -d "$DATA" ]; then mkdir -p "$DATA" && cp "$pack"/data/* "$DATA/"; fi
+    export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    local summary="$out/summary.txt" failed=0 start=$SECONDS
+    {
+        echo "tutorials at commit $(cat "$pack/commit.txt" 2>/dev/null)"
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
+    } > "$summary"
+    local t amp name rc t0 limit
+    for t in "${TUTORIALS[@]}"; do
+        for amp in none bf16 fp16; do
+            case "$t:$amp" in 02_mlp:* | 04_batchnorm_gpu:* | *:none) ;; *) continue ;; esac
+            name=$t
+            [ "$amp" != none ] && name="${t}_amp_$amp"
+            limit=$((budget - (SECONDS - start) - 5))
+            if [ "$limit" -le 5 ]; then
+                echo "$name: NOT RUN (time budget spent)" | tee -a "$summary"
+                failed=1
+                continue
+            fi
+            [ "$limit" -gt 120 ] && limit=120
+            local args=(--device cuda --epochs 1 --result-line)
+            [ "$amp" != none ] && args+=(--amp "$amp")
+            t0=$SECONDS rc=0
+            timeout -k 5 "$limit" "$pack/bin/$t" "${args[@]}" > "$out/$name.log" 2>&1 || rc=$?
+            echo "$name: rc=$rc ($((SECONDS - t0)) s)" | tee -a "$summary"
+            grep -h "^RESULT\|accuracy\|ms/step\|step time\|error" "$out/$name.log" | sed "s/^/    /" | tail -8 >> "$summary" || true
+            [ $rc -ne 0 ] && failed=1
+        done
+    done
+    echo "total $((SECONDS - start)) s" | tee -a "$summary"
+    rm -rf "$work"
+    return $failed
 }
 
 run() {
@@ -120,8 +198,9 @@ run() {
 case "${1:-}" in
 build) build ;;
 run) run ;;
+tutorials) tutorials ;;
 *)
-    echo "usage: tools/gpu_check.sh build|run" >&2
+    echo "usage: tools/gpu_check.sh build|run|tutorials" >&2
     exit 2
     ;;
 esac

@@ -229,9 +229,9 @@ TEST_F(TgTest, CudaRandomDrawsThePhiloxStream) {
         tg_tensor *gn = tg_randn(TG_SHAPE(1001), tg_opts{dt, tg_cuda(0), false});
         ASSERT_TRUE(gu && gn) << tg_last_error();
         EXPECT_EQ(after_uniform, dt == TG_FLOAT32 ? 251u : 501u);
-        EXPECT_TRUE(same_values(gu, host_tensor(philox_fill(0, dt, 1001, 0, 1, 123, 0), dt), 0, 0))
+        EXPECT_TRUE(same_values(host_tensor(philox_fill(0, dt, 1001, 0, 1, 123, 0), dt), gu, 0, 0))
             << tg_dtype_name(dt);
-        EXPECT_TRUE(same_values(gn, host_tensor(philox_fill(1, dt, 1001, 0, 1, 123, after_uniform), dt), 1e-12,
+        EXPECT_TRUE(same_values(host_tensor(philox_fill(1, dt, 1001, 0, 1, 123, after_uniform), dt), gn, 1e-12,
                                 1e-12))
             << tg_dtype_name(dt);  // libm vs CUDA math: last bits
         tg_rng_state cpu_after = tg_rng_get_state();

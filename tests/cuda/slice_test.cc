@@ -62,14 +62,21 @@ TEST_F(TgTest, CudaMaskedSelectAndIndexPutMatchCpu) {
     EXPECT_TRUE(compare_devices(
         [](const std::vector<tg_tensor *> &in) { return tg_masked_select(in[0], tg_unsqueeze(in[1], 2)); }, {x, m}));
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_nonzero(in[0]); }, {m}));
-    tg_tensor *v = random_cpu(TG_SHAPE(2), TG_FLOAT32, 19);
-    for (bool accumulate : {false, true})
-        EXPECT_TRUE(compare_devices(
-            [accumulate](const std::vector<tg_tensor *> &in) {
-                tg_tensor *idx[2] = {in[1], tg_tensor_to(tensor_i64({1, 1, -1}, TG_SHAPE(3)), tg_device_of(in[0]))};
-                return tg_index_put(in[0], idx, accumulate ? 2 : 1, in[2], accumulate);
-            },
-            {x, m, v}));
+    // index_put: the mask alone (values [3, 2]), and the mask beside an index of three along
+    // the last dim (values [3]); the mask has three true elements.
+    tg_tensor *m3 = tg_gt_scalar(tensor_f32({0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}, TG_SHAPE(3, 4)), 0);
+    for (int nidx : {1, 2})
+        for (bool accumulate : {false, true}) {
+            tg_tensor *v = random_cpu(nidx == 1 ? TG_SHAPE(3, 2) : TG_SHAPE(3), TG_FLOAT32, 19);
+            EXPECT_TRUE(compare_devices(
+                [nidx, accumulate](const std::vector<tg_tensor *> &in) {
+                    tg_tensor *idx[2] = {in[1],
+                                         tg_tensor_to(tensor_i64({1, 1, -1}, TG_SHAPE(3)), tg_device_of(in[0]))};
+                    return tg_index_put(in[0], idx, nidx, in[2], accumulate);
+                },
+                {x, m3, v}))
+                << nidx << " indices, accumulate " << accumulate;
+        }
 }
 
 TEST_F(TgTest, CudaEinsumMatchesCpu) {
