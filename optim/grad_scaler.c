@@ -8,7 +8,12 @@
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
+#include "core/tensor_impl.h"
+#include "ops/cuda/optim.h"
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/inplace.h"
+#include "optim/kernels.h"
 #include "optim/grad_scaler_state.h"
 
 /* Where an optimizer is in the current iteration (PyTorch's OptState). */
@@ -112,8 +117,38 @@ static per_optim *iteration_state(tg_grad_scaler *s, const tg_optim *opt) {
     return &s->iter[s->num_iter++];
 }
 
+/* The generic unscale of one gradient (bfloat16, non-contiguous): two passes. */
+static tg_status unscale_by_ops(tg_tensor *g, float inv_scale, bool *found) {
+    *found |= !tg_all_finite(g);
+    return tg_mul_scalar_(g, inv_scale);
+}
+
+/* One gradient by the fused kernel (optim/unscale_formula.h): on the CPU into `found`,
+ * on CUDA into a device flag per device, in `flags` (read once, after the last). */
+#define MAX_FLAG_DEVICES 16
+static tg_status unscale_one(tg_tensor *g, float inv_scale, bool *found, tg_tensor **flags) {
+    tg_dtype dt = tg_dtype_of(g);
+    tg_device dev = tg_device_of(g);
+    bool fused = (dt == TG_FLOAT32 || dt == TG_FLOAT64) && tg_is_contiguous(g) &&
+                 (dev.kind == TG_DEVICE_CPU || (dev.kind == TG_DEVICE_CUDA && dev.index < MAX_FLAG_DEVICES));
+    if (!fused) return unscale_by_ops(g, inv_scale, found);
+    if (dev.kind == TG_DEVICE_CPU) {
+        *found |= dt == TG_FLOAT32 ? tg_unscale_kernel_f32(tg_data_ptr(g), tg_numel(g), inv_scale)
+                                   : tg_unscale_kernel_f64(tg_data_ptr(g), tg_numel(g), inv_scale);
+    } else {
+        tg_tensor **flag = &flags[dev.index];
+        if (!*flag && !(*flag = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT32, .device = dev})))
+            return TG_ERROR;
+        if (TG_CUDA_CALL("tg_grad_scaler_unscale_", tg_cuda_unscale_check, g, inv_scale, tg_data_ptr(*flag)))
+            return TG_ERROR;
+    }
+    tg_bump_version(g);
+    return TG_OK;
+}
+
 /* _unscale_grads_ with _amp_foreach_non_finite_check_and_unscale_: every gradient is
- * multiplied by inv_scale (even after an Inf was found); found is set on any Inf/NaN. */
+ * multiplied by inv_scale (even after an Inf was found); found is set on any Inf/NaN.
+ * One pass over each gradient, and one wait for the GPU per device, not per gradient. */
 static tg_status unscale(const char *op, tg_grad_scaler *s, tg_optim *opt, per_optim *st) {
     float inv_scale = (float)(1.0 / (double)s->scale); /* _scale.double().reciprocal().float() */
     int n = tg_optim_num_params(opt);
@@ -125,11 +160,16 @@ static tg_status unscale(const char *op, tg_grad_scaler *s, tg_optim *opt, per_o
     }
     bool found = false, was = tg_set_grad_enabled(false);
     tg_status status = TG_OK;
-    for (int i = 0; i < n && !status; i++) {
-        tg_tensor *g = tg_grad(tg_optim_param(opt, i));
-        if (!g) continue;
-        found |= !tg_all_finite(g);
-        status = tg_mul_scalar_(g, inv_scale);
+    tg_tensor *flags[MAX_FLAG_DEVICES] = {0};
+    TG_SCOPE {
+        for (int i = 0; i < n && !status; i++) {
+            tg_tensor *g = tg_grad(tg_optim_param(opt, i));
+            if (g) status = unscale_one(g, inv_scale, &found, flags);
+        }
+        for (int d = 0; d < MAX_FLAG_DEVICES && !status; d++) {
+            int32_t flag = 0;
+            if (flags[d] && !(status = tg_copy_to_host(flags[d], &flag, sizeof flag))) found |= flag != 0;
+        }
     }
     tg_set_grad_enabled(was);
     if (status) return status;

@@ -8,6 +8,7 @@
 
 #include "core/parallel.h"
 #include "core/simd.h"
+#include "optim/unscale_formula.h"
 
 /* Each rule is a serial loop over elements (*_range); tg_optim_kernel_* runs it on blocks
  * of BLOCK elements of all the tensors at once, in parallel when there are more than
@@ -144,3 +145,27 @@ DEFINE_RMSPROP(double, f64)
 
 DEFINE_STEP(float, f32)
 DEFINE_STEP(double, f64)
+
+/* GradScaler's unscale: each block ORs its own flag into the job's, once. */
+#define DEFINE_UNSCALE(T, SUFFIX)                                                               \
+    typedef struct {                                                                            \
+        T *grad;                                                                                \
+        int64_t n;                                                                              \
+        float inv_scale;                                                                        \
+        int found;                                                                              \
+    } unscale_job_##SUFFIX;                                                                     \
+    static void unscale_blocks_##SUFFIX(int64_t b0, int64_t b1, void *arg) {                   \
+        unscale_job_##SUFFIX *j = arg;                                                          \
+        int64_t lo = b0 * BLOCK, hi = b1 * BLOCK < j->n ? b1 * BLOCK : j->n;                    \
+        int found = 0;                                                                          \
+        for (int64_t i = lo; i < hi; i++) TG_UNSCALE_ELEMENT(T, j->grad[i], j->inv_scale, found); \
+        if (found) __atomic_store_n(&j->found, 1, __ATOMIC_RELAXED);                          \
+    }                                                                                           \
+    bool tg_unscale_kernel_##SUFFIX(T *grad, int64_t n, float inv_scale) {                      \
+        unscale_job_##SUFFIX j = {grad, n, inv_scale, 0};                                       \
+        tg_parallel_for((n + BLOCK - 1) / BLOCK, PARALLEL_MIN / BLOCK, unscale_blocks_##SUFFIX, &j); \
+        return __atomic_load_n(&j.found, __ATOMIC_RELAXED) != 0;                                \
+    }
+
+DEFINE_UNSCALE(float, f32)
+DEFINE_UNSCALE(double, f64)

@@ -52,4 +52,9 @@ typedef struct {
 void tg_optim_kernel_f32(tg_optim_rule rule, const tg_optim_tensor *tensors, int count);
 void tg_optim_kernel_f64(tg_optim_rule rule, const tg_optim_tensor *tensors, int count);
 
+/* GradScaler's unscale (optim/unscale_formula.h) of n contiguous elements in place, in
+ * parallel blocks: grad *= inv_scale; returns whether any element was Inf or NaN. */
+bool tg_unscale_kernel_f32(float *grad, int64_t n, float inv_scale);
+bool tg_unscale_kernel_f64(double *grad, int64_t n, float inv_scale);
+
 #endif

@@ -21,7 +21,8 @@
 #   tools/gpu_check.sh tutorials   (on the GPU machine, gpu_stage/tutorials.tar carried)
 #       Puts the data where the tutorials look (/usr/share/datasets/fashion-mnist), then
 #       trains each tutorial on cuda:0 for one epoch, float32 and under --amp bf16 / fp16
-#       where it has --amp, with --result-line; logs and summary.txt as `run`.
+#       where it has --amp, with --result-line, then 300 steps of 02 and 04 under
+#       TG_PROFILE=1 (float32 and fp16); logs and summary.txt as `run`.
 #
 # With the device tool:  run(command="tools/gpu_check.sh run", carry=["gpu_stage/stage.tar.xz"])
 #                        run(command="tools/gpu_check.sh tutorials", carry=["gpu_stage/tutorials.tar"])
@@ -126,13 +127,24 @@ tutorials() {
                 continue
             fi
             [ "$limit" -gt 120 ] && limit=120
-            local args=(--device cuda --epochs 1 --result-line)
+            local args=(--device cuda --epochs 1)
+            [ "$t" != 05_custom_op ] && args+=(--result-line) # 05 has no RESULT line
             [ "$amp" != none ] && args+=(--amp "$amp")
             t0=$SECONDS rc=0
             timeout -k 5 "$limit" "$pack/bin/$t" "${args[@]}" > "$out/$name.log" 2>&1 || rc=$?
             echo "$name: rc=$rc ($((SECONDS - t0)) s)" | tee -a "$summary"
-            grep -h "^RESULT\|accuracy\|ms/step\|step time\|error" "$out/$name.log" | sed "s/^/    /" | tail -8 >> "$summary" || true
+            grep -h "^RESULT\|accuracy\|step time\|gradcheck\|forward on\|error" "$out/$name.log" | sed "s/^/    /" | tail -8 >> "$summary" || true
             [ $rc -ne 0 ] && failed=1
+        done
+    done
+    # Where a GPU step's time goes (TG_PROFILE's table, host-side: launches and waits).
+    for t in 02_mlp 04_batchnorm_gpu; do
+        for amp in none fp16; do
+            name="profile_${t}_$amp"
+            local pargs=(--device cuda --max-steps 300)
+            [ "$amp" != none ] && pargs+=(--amp "$amp")
+            [ $((budget - (SECONDS - start))) -le 40 ] && break
+            TG_PROFILE=1 timeout -k 5 30 "$pack/bin/$t" "${pargs[@]}" > "$out/$name.log" 2>&1 || true
         done
     done
     echo "total $((SECONDS - start)) s" | tee -a "$summary"

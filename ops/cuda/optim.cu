@@ -11,6 +11,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/internal.h"
 #include "ops/cuda/optim.h"
+#include "optim/unscale_formula.h"
 
 __device__ __forceinline__ float dsqrt_opt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double dsqrt_opt(double x) { return sqrt(x); }
@@ -102,6 +103,15 @@ __global__ void rmsprop_kernel(T *param, const T *grad, T *sq, T *gavg, T *buf, 
     }
 }
 
+// grad: [n] contiguous; found_inf: one int32 on the device, set to 1 and never cleared
+// (threads that find a non-finite element all store the same 1).
+template <typename T> __global__ void unscale_kernel(T *grad, int64_t n, float inv_scale, int32_t *found_inf) {
+    int found = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        TG_UNSCALE_ELEMENT(T, grad[i], inv_scale, found);
+    if (found) *found_inf = 1;
+}
+
 // ============================ launchers ============================
 
 template <typename T> static T *ptr_or_null(tg_tensor *t) { return t ? (T *)tg_elem_ptr(t) : nullptr; }
@@ -176,5 +186,18 @@ extern "C" tg_status tg_cuda_rmsprop_step(tg_tensor *param, tg_tensor *grad, tg_
     TG_CUDA_DISPATCH_FLOATING(
         op, param->dtype,
         return launch_rmsprop<scalar_t>(op, param, grad, square_avg, grad_avg, momentum_buffer, a, stream));
+    return TG_OK;
+}
+
+extern "C" tg_status tg_cuda_unscale_check(tg_tensor *grad, float inv_scale, int32_t *found_inf) {
+    const char *op = "tg_grad_scaler_unscale_";
+    TG_CUDA_ENTER(op, grad);
+    int64_t n = tg_numel(grad);
+    if (n == 0) return TG_OK;
+    TG_CUDA_DISPATCH_FLOATING(op, grad->dtype, {
+        unscale_kernel<scalar_t><<<tg_cuda_blocks(n, tg_cuda_device_of(grad)), TG_CUDA_THREADS, 0, stream>>>(
+            (scalar_t *)tg_elem_ptr(grad), n, inv_scale, found_inf);
+        return tg_cuda_check_launch(op);
+    });
     return TG_OK;
 }

@@ -43,6 +43,12 @@ tg_status tg_cuda_rmsprop_step(tg_tensor *param, tg_tensor *grad, tg_tensor *squ
                                double weight_decay, double momentum, bool centered, bool maximize)
     __attribute__((weak));
 
+/* GradScaler's unscale of a float32 / float64 contiguous gradient in place
+ * (optim/unscale_formula.h): grad *= inv_scale; sets the int32 at found_inf (device
+ * memory on the gradient's device) to 1 if any element was Inf or NaN, and never clears
+ * it, so one flag serves all the gradients of a step and is read once. */
+tg_status tg_cuda_unscale_check(tg_tensor *grad, float inv_scale, int32_t *found_inf) __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif
