@@ -14,7 +14,8 @@
 
 #define MAX_INPUTS 16
 
-/* Element k of a float64 tensor in logical (row-major) order. */
+/* Element k of a float64 tensor in logical (row-major) order: its address on the
+ * tensor's device. */
 static double *element(tg_tensor *t, long k) {
     int64_t off = 0, rest = k;
     for (int d = t->shape.ndim - 1; d >= 0; d--) {
@@ -22,6 +23,22 @@ static double *element(tg_tensor *t, long k) {
         rest /= t->shape.dims[d];
     }
     return (double *)tg_elem_ptr(t) + off;
+}
+
+/* Reads and writes element k of a float64 input on any device (the finite differences
+ * perturb inputs in place, as PyTorch's gradcheck does, CUDA tensors included). */
+static tg_status read_element(tg_tensor *t, long k, double *value) {
+    tg_device dev = t->storage->device;
+    if (dev.kind == TG_DEVICE_CPU) return *value = *element(t, k), TG_OK;
+    const tg_device_backend *b = tg_backend_for(dev, "tg_gradcheck");
+    return b ? b->copy(value, TG_CPU, element(t, k), dev, sizeof *value) : TG_ERROR;
+}
+
+static tg_status write_element(tg_tensor *t, long k, double value) {
+    tg_device dev = t->storage->device;
+    if (dev.kind == TG_DEVICE_CPU) return *element(t, k) = value, TG_OK;
+    const tg_device_backend *b = tg_backend_for(dev, "tg_gradcheck");
+    return b ? b->copy(element(t, k), dev, &value, TG_CPU, sizeof value) : TG_ERROR;
 }
 
 /* fn's output as a contiguous float64 host copy (owned by the current scope). */
@@ -39,8 +56,8 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
     if (n > MAX_INPUTS) return tg_error("tg_gradcheck: at most %d inputs", MAX_INPUTS);
     for (int i = 0; i < n; i++) {
         if (!inputs[i]) return tg_error_null_input("tg_gradcheck", i);
-        if (inputs[i]->requires_grad && (inputs[i]->dtype != TG_FLOAT64 || inputs[i]->storage->device.kind != TG_DEVICE_CPU))
-            return tg_error("tg_gradcheck: input %d is %s; gradcheck needs float64 CPU inputs for "
+        if (inputs[i]->requires_grad && inputs[i]->dtype != TG_FLOAT64)
+            return tg_error("tg_gradcheck: input %d is %s; gradcheck needs float64 inputs (on any device) for "
                             "finite differences to be accurate",
                             i, tg_dtype_name(inputs[i]->dtype));
     }
@@ -67,6 +84,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
             TG_SCOPE {
                 tg_tensor *onehot = tg_zeros(y->shape, (tg_opts){.dtype = TG_FLOAT64});
                 *element(onehot, j) = 1;
+                onehot = tg_tensor_to(onehot, y->storage->device);
                 tg_tensor *grads[MAX_INPUTS] = {0}, *checked[MAX_INPUTS];
                 int m = 0;
                 for (int i = 0; i < n; i++)
@@ -77,7 +95,11 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
                     if (!inputs[i]->requires_grad) continue;
                     tg_tensor *g = grads[k++];
                     if (!g) continue; /* not reached: a zero row */
-                    g = tg_contiguous(tg_cast(g, TG_FLOAT64));
+                    g = tg_contiguous(tg_tensor_to(tg_cast(g, TG_FLOAT64), TG_CPU));
+                    if (!g) {
+                        status = TG_ERROR;
+                        break;
+                    }
                     for (long e = 0; e < tg_numel(inputs[i]); e++)
                         analytic[i][j * tg_numel(inputs[i]) + e] = ((double *)tg_data_ptr(g))[e];
                 }
@@ -88,14 +110,14 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
             if (!inputs[i]->requires_grad) continue;
             long in_numel = (long)tg_numel(inputs[i]);
             for (long e = 0; status == TG_OK && e < in_numel; e++) {
-                double *x = element(inputs[i], e), saved = *x;
+                tg_tensor *x = inputs[i];
+                double saved = 0;
+                if (read_element(x, e, &saved)) status = TG_ERROR;
                 TG_SCOPE {
-                    *x = saved + eps;
-                    tg_tensor *plus = evaluate(fn, inputs, opts->user);
-                    *x = saved - eps;
-                    tg_tensor *minus = evaluate(fn, inputs, opts->user);
-                    *x = saved;
-                    if (!plus || !minus) status = TG_ERROR;
+                    tg_tensor *plus = NULL, *minus = NULL;
+                    if (!status && !write_element(x, e, saved + eps)) plus = evaluate(fn, inputs, opts->user);
+                    if (!status && !write_element(x, e, saved - eps)) minus = evaluate(fn, inputs, opts->user);
+                    if (write_element(x, e, saved) || !plus || !minus) status = TG_ERROR;
                     for (long j = 0; status == TG_OK && j < out_numel; j++) {
                         double numeric = (((double *)tg_data_ptr(plus))[j] - ((double *)tg_data_ptr(minus))[j]) / (2 * eps);
                         double a = analytic[i][j * in_numel + e], err = fabs(a - numeric);
@@ -151,7 +173,7 @@ static tg_tensor *projected_gradient(tg_tensor *const *args, void *vctx) {
     tg_tensor *grad_output = args[p->n];
     tg_status s = tg_grad_of(&y, &grad_output, 1, checked, m, grads,
                              (tg_backward_opts){.create_graph = true});
-    tg_tensor *total = s ? NULL : tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT64});
+    tg_tensor *total = s ? NULL : tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT64, .device = y->storage->device});
     for (int k = 0; total && k < m; k++)
         if (grads[k]) total = tg_add(total, tg_sum(tg_mul(grads[k], p->weights[idx[k]])));
     tg_set_grad_enabled(grad_was);
@@ -180,9 +202,10 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, 
             tg_tensor *args[MAX_INPUTS];
             for (int i = 0; i < n; i++) {
                 args[i] = inputs[i];
-                p.weights[i] = random_like(inputs[i]->shape, 1000u * (uint64_t)(i + 1));
+                p.weights[i] = tg_tensor_to(random_like(inputs[i]->shape, 1000u * (uint64_t)(i + 1)),
+                                            inputs[i]->storage->device);
             }
-            args[n] = tg_requires_grad(random_like(y->shape, 7), true);
+            args[n] = tg_requires_grad(tg_tensor_to(random_like(y->shape, 7), y->storage->device), true);
             tg_gradcheck_opts o = opts ? *opts : (tg_gradcheck_opts){0};
             o.user = &p;
             status = tg_gradcheck(projected_gradient, n + 1, args, &o);

@@ -26,8 +26,9 @@ typedef struct {
     double worst_analytic, worst_numeric, worst_error;
 } tg_gradcheck_opts;
 
-/* Compares every entry of the Jacobian of fn at `inputs` (float64 tensors; those
- * that require grad are checked) computed by backward with central differences.
+/* Compares every entry of the Jacobian of fn at `inputs` (float64 tensors on any
+ * device, as PyTorch's; those that require grad are checked) computed by backward with
+ * central differences, perturbing the inputs in place one element at a time.
  * Returns TG_OK when all agree within atol + rtol * |numeric|; otherwise TG_ERROR
  * with a message naming the worst element. Inputs are restored afterwards. */
 tg_status tg_gradcheck(tg_gradcheck_fn fn, int num_inputs, tg_tensor *const *inputs, tg_gradcheck_opts *opts);

@@ -1,9 +1,11 @@
 // CUDA kernels of ops/conv.c: conv2d as im2col + cuBLAS GEMM (through
 // tg_cuda_gemm, ops/cuda/matmul.cu), its input gradient as GEMM + col2im, its
-// weight gradient as im2col + GEMM accumulated over the batch. Groups are handled
-// one at a time; the batch is processed in chunks so the column buffer stays under
-// COLUMN_LIMIT elements. Shapes (Cg = C / groups, Cog = Co / groups, K = Cg*kH*kW,
-// P = Ho*Wo): columns [chunk, K, P]. The taps and the column rows are the CPU's own
+// weight gradient as im2col + one GEMM per chunk of images whose inner dimension runs
+// over the chunk's images and positions together (columns [K, chunk, P] and the
+// output gradient regrouped as [Cog, chunk, P]: one launch, not one per image).
+// Groups are handled one at a time; the batch is processed in chunks so the column
+// buffer stays under COLUMN_LIMIT elements. Shapes (Cg = C / groups, Cog = Co / groups,
+// K = Cg*kH*kW, P = Ho*Wo): columns [chunk, K, P]. The taps and the column rows are the CPU's own
 // index math (ops/conv_index.h).
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -31,11 +33,14 @@ struct conv_geometry {
 
 // ============================ kernels ============================
 
-// cols [count, K, P] from images n0 .. n0+count-1 of x [N, C, H, W], channels of group g.
-template <typename T>
+// cols from images n0 .. n0+count-1 of x [N, C, H, W], channels of group g, as
+// [count, K, P] (BY_IMAGE) or [K, count, P] (the weight gradient's rows).
+template <typename T, bool BY_IMAGE>
 __global__ void im2col_kernel(conv_geometry q, const T *x, T *cols, int64_t n0, int64_t count, int g) {
     GRID_STRIDE(e, count * q.K * q.P) {
-        int64_t p = e % q.P, kidx = (e / q.P) % q.K, i = e / (q.P * q.K);
+        int64_t p = e % q.P;
+        int64_t kidx = BY_IMAGE ? (e / q.P) % q.K : e / (q.P * count);
+        int64_t i = BY_IMAGE ? e / (q.P * q.K) : (e / q.P) % count;
         int64_t c, kh, kw;
         tg_conv_col_row(kidx, q.kH, q.kW, &c, &kh, &kw);
         int64_t ow = p % q.Wo, oh = p / q.Wo;
@@ -44,6 +49,15 @@ __global__ void im2col_kernel(conv_geometry q, const T *x, T *cols, int64_t n0, 
         if (ih >= 0 && ih < q.H && iw >= 0 && iw < q.W)
             v = x[(((n0 + i) * q.C + g * q.Cg + c) * q.H + ih) * q.W + iw];
         cols[e] = v;
+    }
+}
+
+// out [Cog, count, P] = grad [N, Co, P]'s images n0 .. n0+count-1, channels of group g.
+template <typename T>
+__global__ void group_rows_kernel(conv_geometry q, const T *grad, T *out, int64_t n0, int64_t count, int g) {
+    GRID_STRIDE(e, q.Cog * count * q.P) {
+        int64_t p = e % q.P, i = (e / q.P) % count, c = e / (q.P * count);
+        out[e] = grad[((n0 + i) * q.Co + g * q.Cog + c) * q.P + p];
     }
 }
 
@@ -130,7 +144,7 @@ static tg_status conv_forward(const conv_geometry &q, tg_tensor *out, tg_tensor 
     for (int64_t n0 = 0; n0 < q.N && !st; n0 += chunk) {
         int64_t count = q.N - n0 < chunk ? q.N - n0 : chunk;
         for (int g = 0; g < q.groups && !st; g++) {
-            im2col_kernel<T><<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
+            im2col_kernel<T, true><<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
                 q, xp, cols, n0, count, g);
             st = tg_cuda_check_launch(op);
             // y_i [Cog, P] = W_g [Cog, K] * cols_i [K, P]
@@ -180,25 +194,32 @@ static tg_status conv_weight_grad(const conv_geometry &q, tg_tensor *grad_weight
                                   int device, cudaStream_t stream) {
     const char *op = "tg_conv2d backward";
     int64_t chunk = chunk_of(q);
-    size_t bytes = (size_t)(chunk * q.K * q.P) * sizeof(T);
+    size_t bytes = (size_t)(chunk * q.K * q.P) * sizeof(T), rows_bytes = (size_t)(chunk * q.Cog * q.P) * sizeof(T);
     T *cols = (T *)tg_cuda_scratch_alloc(device, bytes);
     if (!cols) return TG_ERROR;
+    T *rows = (T *)tg_cuda_scratch_alloc(device, rows_bytes);
+    if (!rows) {
+        tg_cuda_scratch_free(device, cols, bytes);
+        return TG_ERROR;
+    }
     tg_status st = TG_OK;
     const T *xp = (const T *)tg_elem_ptr(x), *gp = (const T *)tg_elem_ptr(grad);
     T *gwp = (T *)tg_elem_ptr(grad_weight);
     for (int64_t n0 = 0; n0 < q.N && !st; n0 += chunk) {
         int64_t count = q.N - n0 < chunk ? q.N - n0 : chunk;
         for (int g = 0; g < q.groups && !st; g++) {
-            im2col_kernel<T><<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
+            im2col_kernel<T, false><<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
                 q, xp, cols, n0, count, g);
+            group_rows_kernel<T><<<tg_cuda_blocks(q.Cog * count * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
+                q, gp, rows, n0, count, g);
             st = tg_cuda_check_launch(op);
-            // gw_g [Cog, K] (+)= grad_i [Cog, P] * cols_i^T [P, K], image by image
-            for (int64_t i = 0; i < count && !st; i++)
-                st = tg_cuda_gemm(grad->dtype, device, false, true, q.Cog, q.K, q.P, 1.0,
-                                  gp + ((n0 + i) * q.Co + g * q.Cog) * q.P, q.P, 0, cols + i * q.K * q.P, q.P, 0,
-                                  n0 + i == 0 ? 0.0 : 1.0, gwp + g * q.Cog * q.K, q.K, 0, 1);
+            // gw_g [Cog, K] (+)= rows [Cog, count * P] * cols^T [count * P, K]
+            if (!st)
+                st = tg_cuda_gemm(grad->dtype, device, false, true, q.Cog, q.K, count * q.P, 1.0, rows, count * q.P, 0,
+                                  cols, count * q.P, 0, n0 == 0 ? 0.0 : 1.0, gwp + g * q.Cog * q.K, q.K, 0, 1);
         }
     }
+    tg_cuda_scratch_free(device, rows, rows_bytes);
     tg_cuda_scratch_free(device, cols, bytes);
     return st;
 }

@@ -117,6 +117,8 @@ TEST_F(TgTest, CudaConv2dMatchesCpu) {
         {TG_SHAPE(4, 1, 28, 28), TG_SHAPE(6, 1, 5, 5), {1, 0, 1, 1, false}, "LeNet conv1"},
         {TG_SHAPE(2, 4, 9, 11), TG_SHAPE(6, 4, 3, 3), {2, 1, 1, 1, false}, "stride 2 padding 1"},
         {TG_SHAPE(2, 4, 9, 9), TG_SHAPE(6, 2, 3, 3), {1, 2, 2, 2, false}, "dilation 2 groups 2"},
+        // K * P = 576 * 4096 per image: the column buffer holds 28 images, so two chunks
+        {TG_SHAPE(30, 64, 64, 64), TG_SHAPE(8, 64, 3, 3), {1, 1, 1, 1, false}, "two column chunks"},
     };
     for (const Case &c : cases) {
         for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
