@@ -77,6 +77,28 @@ bool tg_gemm_bf16_rounds(int64_t k);
 void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
                           const uint16_t *b, int64_t b_rs, int64_t b_cs, uint16_t *c, int64_t ldc);
 
+/* The general form of the two above, for autocast's linear on float32 weights (ops/matmul.c):
+ * B may be float32 (b32 instead of b), rounded to bfloat16 as core/lowp.h's
+ * tg_float_to_bf16_bits while it is packed, so the bits of a cast of B first without the
+ * cast's pass over it; C is float32 sums (TG_BF16_C_F32, plus C's old values when
+ * accumulate), rounded to bfloat16 (TG_BF16_C_BF16, c is uint16_t) or rounded to bfloat16
+ * values stored as float32 (TG_BF16_C_ROUNDED_F32: a cast to bfloat16 and back, fused).
+ * The two rounded forms need tg_gemm_bf16_rounds(k). */
+typedef enum { TG_BF16_C_F32, TG_BF16_C_BF16, TG_BF16_C_ROUNDED_F32 } tg_bf16_c_kind;
+typedef struct {
+    int64_t m, n, k;
+    const uint16_t *a;
+    int64_t a_rs, a_cs;
+    const uint16_t *b;
+    const float *b32;
+    int64_t b_rs, b_cs;
+    tg_bf16_c_kind c_kind;
+    bool accumulate;
+    void *c;
+    int64_t ldc;
+} tg_gemm_bf16_args;
+void tg_gemm_bf16_general(tg_gemm_bf16_args args);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/amx.h"
+#include "core/lowp.h"
 #include "core/parallel.h"
 #include "core/simd.h"
 
@@ -46,12 +47,19 @@ bool tg_gemm_bf16_supported(void) {
 typedef struct {
     int64_t m, n, k;
     const uint16_t *a, *b;
+    const float *b32; /* instead of b: float32, rounded to bfloat16 while packed */
     int64_t a_rs, a_cs, b_rs, b_cs;
     bool accumulate, by_rows;
     float *c;
     uint16_t *c16; /* instead of c: C rounded to bfloat16 by the micro kernel (k <= KC) */
+    bool round32;  /* with c: C rounded to bfloat16 values, stored as float32 (k <= KC) */
     int64_t ldc;
 } bf16_job;
+
+/* B's element at offset i (in elements) as bfloat16 bits. */
+static inline uint16_t b_at(const bf16_job *g, int64_t i) {
+    return g->b32 ? tg_float_to_bf16_bits(g->b32[i]) : g->b[i];
+}
 
 /* A [rows, kc] from (row0, k0) into slivers of MR rows: sliver s, pair p, row r at
  * (s * pairs + p) * MR + r, each a 32-bit pair (k even in the low half); padding rows and
@@ -87,25 +95,49 @@ static void pack_a(const bf16_job *g, int64_t row0, int64_t rows, int64_t k0, in
     }
 }
 
-/* Two rows of 32 row-major bfloat16 columns interleaved into 32 pairs (one panel row). */
-BF16_TARGET static void interleave_rows(const uint16_t *r0, const uint16_t *r1, uint16_t *out) {
+/* 16 float32 values rounded to bfloat16 as core/lowp.h's tg_float_to_bf16_bits (nearest,
+ * ties to even, NaN as 0x7FC0): the same bits as a cast. */
+BF16_TARGET static inline __m256i round_to_bf16(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                            _mm512_set1_epi32(0x7F800000));
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0)));
+}
+
+/* 16 bfloat16 values widened to float32 (exact). */
+BF16_TARGET static inline __m512 widen_bf16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* 32 consecutive bfloat16 values of B: read as they are, or rounded from float32. */
+BF16_TARGET static inline __m512i load32(const bf16_job *g, int64_t i) {
+    if (!g->b32) return _mm512_loadu_si512(g->b + i);
+    __m256i lo = round_to_bf16(_mm512_loadu_ps(g->b32 + i)), hi = round_to_bf16(_mm512_loadu_ps(g->b32 + i + 16));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* Two rows of 32 row-major bfloat16 columns (at offsets r0, r1 of B) interleaved into 32
+ * pairs (one panel row). */
+BF16_TARGET static void interleave_rows(const bf16_job *g, int64_t r0, int64_t r1, uint16_t *out) {
     static const uint16_t lo_idx[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
                                         8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
     static const uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
                                         24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
-    __m512i x = _mm512_loadu_si512(r0), y = _mm512_loadu_si512(r1);
+    __m512i x = load32(g, r0), y = load32(g, r1);
     _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(lo_idx), y));
     _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(hi_idx), y));
 }
 
-/* The first `pairs` (a multiple of 16) pairs of NR rows of W (row j at src + j * ld,
- * k contiguous) into a panel: pair p of row j to ((p * NR) + j) * 2, 16 rows by 16 pairs
- * (one 32-bit lane each) per register transpose. */
-BF16_TARGET static void transpose_pairs(const uint16_t *src, int64_t ld, int64_t pairs, uint16_t *panel) {
+/* The first `pairs` (a multiple of 16) pairs of NR rows of W (row j at offset src + j * ld
+ * of B, k contiguous) into a panel: pair p of row j to ((p * NR) + j) * 2, 16 rows by 16
+ * pairs (one 32-bit lane each) per register transpose. */
+BF16_TARGET static void transpose_pairs(const bf16_job *g, int64_t src, int64_t ld, int64_t pairs, uint16_t *panel) {
     for (int64_t p0 = 0; p0 < pairs; p0 += 16)
         for (int half = 0; half < NR / 16; half++) {
             __m512i r[16];
-            for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_si512(src + (half * 16 + j) * ld + 2 * p0);
+            for (int j = 0; j < 16; j++) r[j] = load32(g, src + (half * 16 + j) * ld + 2 * p0);
             tg_transpose16_epi32(r);
             for (int p = 0; p < 16; p++) _mm512_storeu_si512(panel + ((p0 + p) * NR + half * 16) * 2, r[p]);
         }
@@ -122,12 +154,15 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
         if (g->b_rs == 1 && cols - q * NR >= NR) { /* B = W^T (linear): a column is a row of W, read along */
             uint16_t *panel = dst + q * pstride * NR * 2;
             int64_t blocked = kc / 2 / 16 * 16; /* pairs moved 16 x 16 at a time by register transposes */
-            transpose_pairs(g->b + k0 + (col0 + q * NR) * g->b_cs, g->b_cs, blocked, panel);
+            transpose_pairs(g, k0 + (col0 + q * NR) * g->b_cs, g->b_cs, blocked, panel);
             for (int j = 0; j < NR; j++) {
-                const uint16_t *src = g->b + k0 + (col0 + q * NR + j) * g->b_cs;
-                for (int64_t p = blocked; p < kc / 2; p++)
-                    memcpy(panel + (p * NR + j) * 2, src + 2 * p, sizeof(uint32_t));
-                if (kc % 2) panel[((pairs - 1) * NR + j) * 2] = src[kc - 1], panel[((pairs - 1) * NR + j) * 2 + 1] = 0;
+                int64_t src = k0 + (col0 + q * NR + j) * g->b_cs;
+                for (int64_t p = blocked; p < kc / 2; p++) {
+                    panel[(p * NR + j) * 2] = b_at(g, src + 2 * p);
+                    panel[(p * NR + j) * 2 + 1] = b_at(g, src + 2 * p + 1);
+                }
+                if (kc % 2)
+                    panel[((pairs - 1) * NR + j) * 2] = b_at(g, src + kc - 1), panel[((pairs - 1) * NR + j) * 2 + 1] = 0;
             }
             continue;
         }
@@ -135,16 +170,16 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
             uint16_t *out = dst + (q * pstride + p) * NR * 2;
             int64_t kk = k0 + 2 * p;
             bool has_odd = 2 * p + 1 < kc;
-            const uint16_t *src = g->b + kk * g->b_rs + (col0 + q * NR) * g->b_cs;
+            int64_t src = kk * g->b_rs + (col0 + q * NR) * g->b_cs;
             if (g->b_cs == 1 && has_odd && cols - q * NR >= NR) { /* row-major B, a whole panel row */
-                interleave_rows(src, src + g->b_rs, out);
+                interleave_rows(g, src, src + g->b_rs, out);
                 continue;
             }
 
             for (int j = 0; j < NR; j++) {
                 if (q * NR + j < cols) {
-                    out[2 * j] = src[j * g->b_cs];
-                    out[2 * j + 1] = has_odd ? src[j * g->b_cs + g->b_rs] : 0;
+                    out[2 * j] = b_at(g, src + j * g->b_cs);
+                    out[2 * j + 1] = has_odd ? b_at(g, src + j * g->b_cs + g->b_rs) : 0;
                 } else {
                     out[2 * j] = out[2 * j + 1] = 0;
                 }
@@ -153,22 +188,11 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
     }
 }
 
-/* C tile [mr <= MR, nr <= NR] (+)= A sliver * B panel over `pairs` pairs of k. */
-/* 16 float32 sums rounded to bfloat16 as core/lowp.h's tg_float_to_bf16_bits (nearest,
- * ties to even, NaN as 0x7FC0), so the same bits as the float32 C cast afterwards. */
-BF16_TARGET static inline __m256i round_to_bf16(__m512 v) {
-    __m512i u = _mm512_castps_si512(v);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
-                                            _mm512_set1_epi32(0x7F800000));
-    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0)));
-}
-
 /* C tile [mr <= MR, nr <= NR] (+)= A sliver * B panel over `pairs` pairs of k; with c16,
- * the tile (all of k, no old C) is stored rounded to bfloat16 there instead. */
+ * the tile (all of k, no old C) is stored rounded to bfloat16 there instead, and with
+ * round32 stored in c rounded to bfloat16 values. */
 BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const uint16_t *bp, float *c, uint16_t *c16,
-                                     int64_t ldc, int mr, int nr, bool load_c) {
+                                     bool round32, int64_t ldc, int mr, int nr, bool load_c) {
     __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
     __m512 acc[MR][2];
@@ -201,6 +225,15 @@ BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const ui
             }
         return;
     }
+    if (round32) {
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++)
+            if (r < mr) {
+                _mm512_mask_storeu_ps(c + r * ldc, m0, widen_bf16(round_to_bf16(acc[r][0])));
+                _mm512_mask_storeu_ps(c + r * ldc + 16, m1, widen_bf16(round_to_bf16(acc[r][1])));
+            }
+        return;
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
         if (r < mr) {
@@ -230,8 +263,8 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
                         int nr = (int)(nc - jr < NR ? nc - jr : NR), mr = (int)(mc - ir < MR ? mc - ir : MR);
                         int64_t at = (row0 + ic + ir) * g->ldc + col0 + jc + jr;
                         micro_kernel(pairs, apack + ir / MR * pairs * MR, bpack + jr / NR * pairs * NR * 2,
-                                     g->c16 ? NULL : g->c + at, g->c16 ? g->c16 + at : NULL, g->ldc, mr, nr,
-                                     load_c);
+                                     g->c16 ? NULL : g->c + at, g->c16 ? g->c16 + at : NULL, g->round32, g->ldc, mr,
+                                     nr, load_c);
                     }
             }
         }
@@ -278,11 +311,12 @@ static void pack_a_rows(const bf16_job *g, int64_t row0, int64_t rows, int64_t k
 }
 
 /* C tile [mr <= 32, nr <= 32] (+)= A rows (ld kcp) * B panel over kcp k; with c16 the
- * tile (all of k, no old C) is stored rounded to bfloat16 there instead. */
+ * tile (all of k, no old C) is stored rounded to bfloat16 there instead, and with round32
+ * stored in c rounded to bfloat16 values. */
 AMX_TARGET static void amx_micro(int64_t kcp, const uint16_t *ap, const uint16_t *bp, float *c, uint16_t *c16,
-                                 int64_t ldc, int mr, int nr, bool load_c) {
+                                 bool round32, int64_t ldc, int mr, int nr, bool load_c) {
     float tile[AMX_MR * NR] __attribute__((aligned(64)));
-    bool whole = mr == AMX_MR && nr == NR && !c16; /* C itself is the tiles' memory */
+    bool whole = mr == AMX_MR && nr == NR && !c16 && !round32; /* C itself is the tiles' memory */
     float *base = whole ? c : tile;
     int64_t ld = whole ? ldc : NR;
     if (load_c) {
@@ -322,6 +356,9 @@ AMX_TARGET static void amx_micro(int64_t kcp, const uint16_t *ap, const uint16_t
         if (c16) {
             _mm256_mask_storeu_epi16(c16 + r * ldc, m0, round_to_bf16(lo));
             _mm256_mask_storeu_epi16(c16 + r * ldc + 16, m1, round_to_bf16(hi));
+        } else if (round32) {
+            _mm512_mask_storeu_ps(c + r * ldc, m0, widen_bf16(round_to_bf16(lo)));
+            _mm512_mask_storeu_ps(c + r * ldc + 16, m1, widen_bf16(round_to_bf16(hi)));
         } else {
             _mm512_mask_storeu_ps(c + r * ldc, m0, lo);
             _mm512_mask_storeu_ps(c + r * ldc + 16, m1, hi);
@@ -351,7 +388,7 @@ AMX_TARGET static void gemm_serial_amx(const bf16_job *g, int64_t row0, int64_t 
                         int nr = (int)(nc - jr < NR ? nc - jr : NR), mr = (int)(mc - ir < AMX_MR ? mc - ir : AMX_MR);
                         int64_t at = (row0 + ic + ir) * g->ldc + col0 + jc + jr;
                         amx_micro(kcp, apack + ir * kcp, bpack + jr / NR * kcp * NR, g->c16 ? NULL : g->c + at,
-                                  g->c16 ? g->c16 + at : NULL, g->ldc, mr, nr, load_c);
+                                  g->c16 ? g->c16 + at : NULL, g->round32, g->ldc, mr, nr, load_c);
                     }
             }
         }
@@ -396,38 +433,40 @@ static void run(bf16_job g) {
 }
 #endif
 
-void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
-                  int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc) {
-    if (m <= 0 || n <= 0) return;
-    if (k <= 0) {
-        if (!accumulate)
-            for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+bool tg_gemm_bf16_rounds(int64_t k) { return k <= KC && tg_gemm_bf16_supported(); }
+
+void tg_gemm_bf16_general(tg_gemm_bf16_args x) {
+    if (x.m <= 0 || x.n <= 0) return;
+    size_t es = x.c_kind == TG_BF16_C_BF16 ? sizeof(uint16_t) : sizeof(float);
+    if (x.k <= 0) {
+        if (!x.accumulate || x.c_kind != TG_BF16_C_F32)
+            for (int64_t i = 0; i < x.m; i++) memset((char *)x.c + (size_t)(i * x.ldc) * es, 0, (size_t)x.n * es);
         return;
     }
 #ifdef HAVE_BF16_KERNEL
-    run((bf16_job){m, n, k, a, b, a_rs, a_cs, b_rs, b_cs, accumulate, false, c, NULL, ldc});
+    if (x.c_kind != TG_BF16_C_F32 && x.k > KC) abort(); /* callers check tg_gemm_bf16_rounds(k) first */
+    run((bf16_job){.m = x.m, .n = x.n, .k = x.k, .a = x.a, .b = x.b32 ? NULL : x.b, .b32 = x.b32,
+                   .a_rs = x.a_rs, .a_cs = x.a_cs, .b_rs = x.b_rs, .b_cs = x.b_cs,
+                   .accumulate = x.accumulate && x.c_kind == TG_BF16_C_F32,
+                   .c = x.c_kind == TG_BF16_C_BF16 ? NULL : x.c, .c16 = x.c_kind == TG_BF16_C_BF16 ? x.c : NULL,
+                   .round32 = x.c_kind == TG_BF16_C_ROUNDED_F32, .ldc = x.ldc});
 #else
-    (void)a, (void)a_rs, (void)a_cs, (void)b, (void)b_rs, (void)b_cs, (void)c, (void)ldc;
     abort(); /* callers check tg_gemm_bf16_supported() first */
 #endif
 }
 
-bool tg_gemm_bf16_rounds(int64_t k) { return k <= KC && tg_gemm_bf16_supported(); }
+void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
+                  int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc) {
+    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m, .n = n, .k = k, .a = a, .a_rs = a_rs, .a_cs = a_cs, .b = b,
+                                             .b_rs = b_rs, .b_cs = b_cs, .c_kind = TG_BF16_C_F32,
+                                             .accumulate = accumulate, .c = c, .ldc = ldc});
+}
 
 void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
                           const uint16_t *b, int64_t b_rs, int64_t b_cs, uint16_t *c, int64_t ldc) {
-    if (m <= 0 || n <= 0) return;
-    if (k <= 0) {
-        for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(uint16_t));
-        return;
-    }
-#ifdef HAVE_BF16_KERNEL
-    if (k > KC) abort(); /* callers check tg_gemm_bf16_rounds(k) first */
-    run((bf16_job){m, n, k, a, b, a_rs, a_cs, b_rs, b_cs, false, false, NULL, c, ldc});
-#else
-    (void)a, (void)a_rs, (void)a_cs, (void)b, (void)b_rs, (void)b_cs, (void)c, (void)ldc;
-    abort(); /* callers check tg_gemm_bf16_rounds(k) first */
-#endif
+    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m, .n = n, .k = k, .a = a, .a_rs = a_rs, .a_cs = a_cs, .b = b,
+                                             .b_rs = b_rs, .b_cs = b_cs, .c_kind = TG_BF16_C_BF16, .c = c,
+                                             .ldc = ldc});
 }
 
 bool tg_gemm_bf16_amx_available(void) {

@@ -162,6 +162,54 @@ TEST_P(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
     EXPECT_EQ(zeros, std::vector<uint16_t>(6, 0));
 }
 
+// tg_gemm_bf16_general: a float32 B rounded while it is packed gives the bits of the same
+// product on B cast first (ties, NaN, Inf, subnormals, -0 included; B as a linear's W^T,
+// row-major, and at a stride of neither); the rounded outputs (bfloat16, and bfloat16
+// values stored as float32) are the float32 result cast once; on one and two threads.
+TEST_P(GemmBf16Test, Float32BRoundedWhilePackedIsTheCastFirst) {
+    std::mt19937 rng(5);
+    const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 7}, {9, 33, 3}, {17, 31, 65}, {64, 100, 384}, {40, 64, 784}, {64, 1030, 33}};
+    for (int threads : {1, 2}) {
+        tg_set_num_threads(threads);
+        for (auto &s : sizes)
+            for (int layout = 0; layout < 3; layout++) { // B row-major, transposed (W^T), every other column
+                int64_t m = s[0], n = s[1], k = s[2];
+                Matrix a = random_matrix(m, k, false, rng);
+                int64_t ld = layout == 2 ? 2 * n : layout == 1 ? k : n; // storage rows
+                std::vector<float> b32((size_t)((layout == 1 ? n : k) * ld));
+                std::normal_distribution<float> normal;
+                for (auto &v : b32) v = normal(rng);
+                const float specials[] = {NAN, INFINITY, -INFINITY, 1.00390625f /* a tie: 0x3F808000 */, 1e-40f, -0.0f,
+                                          3.0e38f};
+                for (size_t i = 0; i < 7 && i < b32.size(); i++) b32[(i * 7919) % b32.size()] = specials[i];
+                std::vector<uint16_t> b16(b32.size());
+                for (size_t i = 0; i < b32.size(); i++) b16[i] = bf16_of(b32[i]);
+                int64_t rs = layout == 1 ? 1 : ld, cs = layout == 1 ? k : layout == 2 ? 2 : 1;
+                std::vector<float> want((size_t)(m * n), 0.5f), got(want);
+                tg_gemm_bf16(m, n, k, a.data.data(), a.rs(), a.cs(), b16.data(), rs, cs, true, want.data(), n);
+                tg_gemm_bf16_args g{};
+                g.m = m, g.n = n, g.k = k, g.a = a.data.data(), g.a_rs = a.rs(), g.a_cs = a.cs(), g.b32 = b32.data();
+                g.b_rs = rs, g.b_cs = cs, g.c_kind = TG_BF16_C_F32, g.accumulate = true, g.c = got.data(), g.ldc = n;
+                tg_gemm_bf16_general(g);
+                std::string what = std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
+                                   ", layout " + std::to_string(layout) + ", threads " + std::to_string(threads);
+                EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+                if (!tg_gemm_bf16_rounds(k)) continue;
+                std::vector<float> plain((size_t)(m * n));
+                tg_gemm_bf16(m, n, k, a.data.data(), a.rs(), a.cs(), b16.data(), rs, cs, false, plain.data(), n);
+                std::vector<uint16_t> want16(plain.size()), got16(plain.size(), 0xAAAA);
+                std::vector<float> want32(plain.size()), got32(plain.size(), -7.0f);
+                for (size_t i = 0; i < plain.size(); i++) want16[i] = bf16_of(plain[i]), want32[i] = float_of(want16[i]);
+                g.accumulate = false, g.c_kind = TG_BF16_C_BF16, g.c = got16.data();
+                tg_gemm_bf16_general(g);
+                EXPECT_EQ(got16, want16) << what;
+                g.c_kind = TG_BF16_C_ROUNDED_F32, g.c = got32.data();
+                tg_gemm_bf16_general(g);
+                EXPECT_EQ(std::memcmp(got32.data(), want32.data(), got32.size() * sizeof(float)), 0) << what;
+            }
+    }
+}
+
 // tg_matmul / tg_linear on bfloat16: the float32 product of the widened inputs, rounded
 // once to bfloat16, give or take one bfloat16 step where the float32 sums differ in order.
 ::testing::AssertionResult within_one_bf16_step(tg_tensor *got, tg_tensor *want32) {
