@@ -447,6 +447,103 @@ static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bia
     return tg_apply(&linear_fn, (tg_tensor *[]){x, weight, bias});
 }
 
+/* ======================= linear under CPU bfloat16 autocast ======================= */
+
+/* autocast's linear on a float32 weight is linear(cast(x), cast(w), cast(b)). On a CPU with
+ * the bfloat16 kernel the casts of the parameters are fused into the products instead of
+ * being passes of their own (every step, over every weight, twice): w is rounded to
+ * bfloat16 while it is packed (the forward, and dx = g w), and dw = g^T x is stored as
+ * float32 values already rounded to bfloat16 (the cast's backward widens them). The same
+ * bits as the composition (tests/autograd/autocast_fused_linear_test.cc). Inputs: x
+ * (bfloat16), w (float32)[, b (float32)]. */
+static tg_tensor *autocast_linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    tg_tensor *x = in[0], *w = in[1], *bias = tg_ctx_function(ctx)->num_inputs == 3 ? in[2] : NULL;
+    int64_t in_features = w->shape.dims[1], out_features = w->shape.dims[0], rows = 1;
+    for (int d = 0; d < x->shape.ndim - 1; d++) rows *= x->shape.dims[d];
+    tg_shape out_shape = x->shape;
+    out_shape.dims[out_shape.ndim - 1] = out_features;
+    tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), (tg_opts){.dtype = TG_FLOAT32});
+    tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
+    if (!out || !x2 || (bias && tg_copy_values_(out, tg_cast(bias, TG_BFLOAT16)))) return NULL; /* the rounded bias */
+    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = rows, .n = out_features, .k = in_features, .a = tg_elem_ptr(x2),
+                                             .a_rs = x2->strides[0], .a_cs = x2->strides[1], .b32 = tg_elem_ptr(w),
+                                             .b_rs = w->strides[1], .b_cs = w->strides[0], .c_kind = TG_BF16_C_F32,
+                                             .accumulate = bias != NULL, .c = tg_elem_ptr(out),
+                                             .ldc = out_features});
+    tg_ctx_save(ctx, x);
+    tg_ctx_save(ctx, w);
+    return tg_reshape(tg_cast(out, TG_BFLOAT16), out_shape);
+}
+
+/* A [m, n] product on the bfloat16 kernel, rounded to bfloat16 (out16) or to bfloat16 values
+ * kept in float32 (!out16); by the kernel itself when k fits its slice, else by a cast. */
+static tg_tensor *bf16_product_rounded(tg_gemm_bf16_args g, bool out16) {
+    bool by_kernel = tg_gemm_bf16_rounds(g.k);
+    tg_tensor *c = tg_empty(TG_SHAPE(g.m, g.n), (tg_opts){.dtype = out16 && by_kernel ? TG_BFLOAT16 : TG_FLOAT32});
+    if (!c) return NULL;
+    g.c = tg_elem_ptr(c);
+    g.ldc = g.n;
+    g.c_kind = !by_kernel ? TG_BF16_C_F32 : out16 ? TG_BF16_C_BF16 : TG_BF16_C_ROUNDED_F32;
+    tg_gemm_bf16_general(g);
+    if (by_kernel) return c;
+    return out16 ? tg_cast(c, TG_BFLOAT16) : tg_cast(tg_cast(c, TG_BFLOAT16), TG_FLOAT32);
+}
+
+static void autocast_linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
+    if (!x || !w) return;
+    bool bias = tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2);
+    tg_shape xs = tg_ctx_input_shape(ctx, 0);
+    int64_t rows = 1, in_features = tg_size(w, 1), out_features = tg_size(w, 0);
+    for (int d = 0; d < xs.ndim - 1; d++) rows *= xs.dims[d];
+    tg_tensor *g2 = tg_reshape(g, TG_SHAPE(rows, out_features)), *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
+    if (!g2 || !x2) return;
+    if (tg_is_grad_enabled()) { /* create_graph: the composition, itself differentiable */
+        if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = tg_matmul(g, tg_cast(w, TG_BFLOAT16));
+        if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_cast(tg_matmul(tg_transpose(g2, 0, 1), x2), TG_FLOAT32);
+        if (bias) grad_in[2] = tg_cast(tg_sum_to(g, tg_ctx_input_shape(ctx, 2)), TG_FLOAT32);
+        return;
+    }
+    if (tg_ctx_needs_input_grad(ctx, 0)) /* dx [rows, in] = g [rows, out] w [out, in], w rounded while packed */
+        grad_in[0] = tg_reshape(bf16_product_rounded((tg_gemm_bf16_args){.m = rows, .n = in_features,
+                                                                          .k = out_features, .a = tg_elem_ptr(g2),
+                                                                          .a_rs = g2->strides[0],
+                                                                          .a_cs = g2->strides[1],
+                                                                          .b32 = tg_elem_ptr(w),
+                                                                          .b_rs = w->strides[0],
+                                                                          .b_cs = w->strides[1]},
+                                                     true),
+                                xs);
+    if (tg_ctx_needs_input_grad(ctx, 1)) /* dw [out, in] = g^T [out, rows] x [rows, in], rounded, float32 */
+        grad_in[1] = bf16_product_rounded((tg_gemm_bf16_args){.m = out_features, .n = in_features, .k = rows,
+                                                              .a = tg_elem_ptr(g2), .a_rs = g2->strides[1],
+                                                              .a_cs = g2->strides[0], .b = tg_elem_ptr(x2),
+                                                              .b_rs = x2->strides[0], .b_cs = x2->strides[1]},
+                                          false);
+    if (bias) grad_in[2] = tg_cast(tg_sum_to(g, tg_ctx_input_shape(ctx, 2)), TG_FLOAT32);
+}
+
+static const tg_function autocast_linear_fn = {"linear", 3, autocast_linear_forward, autocast_linear_backward, 0,
+                                               TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function autocast_linear_no_bias_fn = {"linear", 2, autocast_linear_forward, autocast_linear_backward,
+                                                       0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+
+/* Whether tg_linear under autocast takes the fused path: CPU bfloat16 autocast with the
+ * bfloat16 kernel, a float32 2-D weight (and bias) that autocast would cast, an input that
+ * is or becomes bfloat16, and no other reason to refuse (the checks then run unfused). */
+static bool fused_autocast_linear(tg_tensor *x, tg_tensor *w, tg_tensor *b) {
+    if (!x || !w || w->shape.ndim != 2 || x->shape.ndim == 0 || w->storage->device.kind != TG_DEVICE_CPU ||
+        x->storage->device.kind != TG_DEVICE_CPU || !tg_gemm_bf16_supported() ||
+        tg_autocast_target(TG_AUTOCAST_LOWER, w) != TG_BFLOAT16)
+        return false;
+    if (x->dtype != TG_BFLOAT16 && tg_autocast_target(TG_AUTOCAST_LOWER, x) != TG_BFLOAT16) return false;
+    if (x->shape.dims[x->shape.ndim - 1] != w->shape.dims[1]) return false;
+    if (b && (b->storage->device.kind != TG_DEVICE_CPU || tg_autocast_target(TG_AUTOCAST_LOWER, b) != TG_BFLOAT16 ||
+              b->shape.ndim != 1 || b->shape.dims[0] != w->shape.dims[0]))
+        return false;
+    return true;
+}
+
 /* Autocast casts the inputs before the checks above, which require one dtype (the
  * functions' TG_AUTOCAST_LOWER covers calls that reach tg_apply directly). */
 tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
@@ -461,10 +558,18 @@ tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) {
 
 tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
     if (!tg_autocast_active()) return linear_checked(x, weight, bias);
+    bool fused = fused_autocast_linear(x, weight, bias);
     tg_tensor *out = NULL;
     TG_SCOPE {
-        tg_tensor *t[] = {x, weight, bias};
-        if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(linear_checked(t[0], t[1], t[2]));
+        if (fused) {
+            tg_tensor *xc = x->dtype == TG_BFLOAT16 ? x : tg_autocast_cast(x, TG_BFLOAT16);
+            if (xc)
+                out = tg_scope_return(bias ? tg_apply(&autocast_linear_fn, (tg_tensor *[]){xc, weight, bias})
+                                           : tg_apply(&autocast_linear_no_bias_fn, (tg_tensor *[]){xc, weight}));
+        } else {
+            tg_tensor *t[] = {x, weight, bias};
+            if (!tg_autocast_inputs(TG_AUTOCAST_LOWER, t, 3)) out = tg_scope_return(linear_checked(t[0], t[1], t[2]));
+        }
     }
     return out;
 }
