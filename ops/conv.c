@@ -108,6 +108,54 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
     if (i < n) memcpy(d + n - 16, s + n - 16, 16);
 }
 
+/* col2im of one float32 plane for stride 1 and dilation 1 with rows of at most 16
+ * (LeNet's and most small images'): each input row is summed in a register, one masked
+ * load of a column row per tap, four rows side by side, and stored once. The generic loop below adds each tap's
+ * short row into the plane in memory, and its overlapping unaligned loads and stores
+ * (taps one column apart) stall on store forwarding. Each element gets its taps in the
+ * same (ki, kj) order either way, so the same sums. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target("avx512f"))) static void col2im_plane_rows(const conv_geom *g, const float *col, int64_t BL,
+                                                                 int64_t b, int64_t c, float *dst) {
+    enum { ROWS = 4 }; /* input rows at a time: four independent chains of adds */
+    int64_t L = g->ho * g->wo;
+    __mmask16 in_row = (__mmask16)((1u << g->w) - 1);
+    for (int64_t ih0 = 0; ih0 < g->h; ih0 += ROWS) {
+        int rows = g->h - ih0 < ROWS ? (int)(g->h - ih0) : ROWS;
+        __m512 acc[ROWS];
+        for (int r = 0; r < ROWS; r++)
+            acc[r] = r < rows ? _mm512_maskz_loadu_ps(in_row, dst + (ih0 + r) * g->w) : _mm512_setzero_ps();
+        for (int64_t ki = 0; ki < g->kh; ki++) {
+            const float *tap = col + (c * g->kh + ki) * g->kw * BL + b * L;
+            for (int64_t kj = 0; kj < g->kw; kj++, tap += BL) {
+                int64_t d = kj - g->pw; /* iw = ow + d */
+                uint32_t lanes = (uint32_t)((1u << g->wo) - 1);
+                lanes = d >= 0 ? lanes << d : lanes >> -d;
+                __mmask16 m = (__mmask16)(lanes & in_row);
+                for (int r = 0; r < ROWS; r++) {
+                    int64_t oh = ih0 + r + g->ph - ki; /* ih = oh - ph + ki */
+                    if (r >= rows || oh < 0 || oh >= g->ho) continue;
+                    /* lane iw reads the tap's row oh at ow = iw - d; masked-off lanes are not read */
+                    const char *src = (const char *)(tap + oh * g->wo) - d * (int64_t)sizeof(float);
+                    acc[r] = _mm512_add_ps(acc[r], _mm512_maskz_loadu_ps(m, src));
+                }
+            }
+        }
+        for (int r = 0; r < rows; r++) _mm512_mask_storeu_ps(dst + (ih0 + r) * g->w, in_row, acc[r]);
+    }
+}
+
+static bool col2im_rows_apply(const conv_geom *g, size_t elem) {
+    return __builtin_cpu_supports("avx512f") && elem == sizeof(float) && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->w <= 16 &&
+           g->wo <= 16 && g->pw < 16;
+}
+#else
+static void col2im_plane_rows(const conv_geom *g, const float *col, int64_t BL, int64_t b, int64_t c, float *dst) {
+    (void)g, (void)col, (void)BL, (void)b, (void)c, (void)dst;
+}
+static bool col2im_rows_apply(const conv_geom *g, size_t elem) { return (void)g, (void)elem, false; }
+#endif
+
 #define CONV_KERNELS(SFX, T, A, GEMM)                                                                                  \
     /* col [C*kH*kW, B*L] rows [r0, r1) from x [B, C, H, W]. */                                                        \
     typedef struct {                                                                                                   \
@@ -165,9 +213,14 @@ static inline void copy_short(void *restrict dst, const void *restrict src, size
         const col2im_job_##SFX *j = arg;                                                                               \
         const conv_geom *g = j->g;                                                                                     \
         int64_t L = g->ho * g->wo, BL = j->b_count * L;                                                                \
+        bool rows = col2im_rows_apply(g, sizeof(A));                                                                   \
         for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
             int64_t b = pl / g->c, c = pl % g->c;                                                                      \
             A *dst = j->gx + pl * g->h * g->w;                                                                         \
+            if (rows) {                                                                                                \
+                col2im_plane_rows(g, (const float *)j->col, BL, b, c, (float *)dst);                                   \
+                continue;                                                                                              \
+            }                                                                                                          \
             for (int64_t ki = 0; ki < g->kh; ki++)                                                                     \
                 for (int64_t kj = 0; kj < g->kw; kj++) {                                                               \
                     int64_t lo, hi;                                                                                    \
@@ -564,7 +617,7 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_dtype acc = bf16 ? TG_FLOAT32 : g->dtype;
     tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w), (tg_opts){.dtype = acc});
     void *col, *mat;
-    conv_plan pl = make_plan(&geom, tg_dtype_size(g->dtype));
+    conv_plan pl = make_plan(&geom, tg_dtype_size(acc)); /* the columns col2im reads are `acc` */
     if (!gx || workspaces(&geom, pl, acc, &col, &mat, NULL)) return NULL;
     if (bf16)
         conv_input_grad_bf16(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
