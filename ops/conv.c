@@ -543,23 +543,32 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
 /* The bias gradient [Co] (float32) of a bfloat16 CPU output gradient grad [N, Co, L], read
  * as it is: the sums of the float32 path below (tg_sum_dim over L, then over N, each in
  * double in index order, rounded to float32 after each) on elements widened in registers,
- * so the same bits without a float32 copy of grad. Each channel by one thread. */
+ * so the same bits without a float32 copy of grad. Each channel by one thread; four
+ * channels side by side, their sums being four independent chains of additions (one alone
+ * waits on each addition's latency). */
 typedef struct {
     int64_t n, co, l;
     const uint16_t *g;
     float *out;
 } bias_grad_job;
+enum { BIAS_CHANNELS = 4 };
 static void bias_grad_channels(int64_t c0, int64_t c1, void *arg) {
     const bias_grad_job *j = arg;
-    for (int64_t c = c0; c < c1; c++) {
-        double total = 0;
+    for (int64_t c = c0; c < c1; c += BIAS_CHANNELS) {
+        int k = c1 - c < BIAS_CHANNELS ? (int)(c1 - c) : BIAS_CHANNELS;
+        double total[BIAS_CHANNELS] = {0};
         for (int64_t b = 0; b < j->n; b++) {
             const uint16_t *row = j->g + (b * j->co + c) * j->l;
-            double s = 0;
-            for (int64_t i = 0; i < j->l; i++) s += tg_bf16_bits_to_float(row[i]);
-            total += (float)s;
+            double s[BIAS_CHANNELS] = {0};
+            if (k == BIAS_CHANNELS)
+                for (int64_t i = 0; i < j->l; i++)
+                    for (int q = 0; q < BIAS_CHANNELS; q++) s[q] += tg_bf16_bits_to_float(row[q * j->l + i]);
+            else
+                for (int64_t i = 0; i < j->l; i++)
+                    for (int q = 0; q < k; q++) s[q] += tg_bf16_bits_to_float(row[q * j->l + i]);
+            for (int q = 0; q < k; q++) total[q] += (float)s[q];
         }
-        j->out[c] = (float)total;
+        for (int q = 0; q < k; q++) j->out[c + q] = (float)total[q];
     }
 }
 static tg_tensor *bias_grad_bf16(tg_tensor *grad) {
@@ -567,7 +576,7 @@ static tg_tensor *bias_grad_bf16(tg_tensor *grad) {
     tg_tensor *out = tg_empty(TG_SHAPE(co), (tg_opts){.dtype = TG_FLOAT32});
     if (!out) return NULL;
     bias_grad_job j = {n, co, l, tg_data_ptr(grad), tg_data_ptr(out)};
-    tg_parallel_for(co, n * co * l >= CONV_GRAIN ? 1 : co, bias_grad_channels, &j);
+    tg_parallel_for(co, n * co * l >= CONV_GRAIN ? BIAS_CHANNELS : co, bias_grad_channels, &j);
     return out;
 }
 
