@@ -16,10 +16,54 @@
 
 static inline float widen(uint16_t h) { return tg_bf16_bits_to_float(h); }
 
-/* d = p[i] - shift: sums of d and d^2 (norm.c's shifted_sums_f32). */
-TG_VECTOR_CLONES static void shifted_sums_any(const uint16_t *restrict p, int64_t n, float shift, float *s,
-                                             float *ss) {
-    float a[LANES] = {0}, b[LANES] = {0};
+/* The row sums of norm.c's ROW_SUMS on widened elements: the first n / LANES * LANES
+ * elements go to LANES interleaved partial sums (the *_lanes functions, which return how
+ * many elements that was), combined in lane order, then the rest one by one. On AVX-512
+ * the partial sums live in one zmm register each (the compiler leaves the portable loop
+ * scalar, the widening in the way: 4% of a bf16 LeNet-BN step each); the same operations
+ * per lane (a subtract, a multiply, an add: no FMA, as -std=c11 contracts none), so the
+ * same bits either way. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAVE_AVX512_SUMS 1
+__attribute__((target("avx512f"))) static inline __m512 widen16(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
+__attribute__((target("avx512f"))) static int64_t shifted_lanes16(const uint16_t *p, int64_t n, float shift,
+                                                                  float *a, float *b) {
+    __m512 va = _mm512_setzero_ps(), vb = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m512 d = _mm512_sub_ps(widen16(p + i), sh);
+        va = _mm512_add_ps(va, d);
+        vb = _mm512_add_ps(vb, _mm512_mul_ps(d, d));
+    }
+    _mm512_storeu_ps(a, va);
+    _mm512_storeu_ps(b, vb);
+    return i;
+}
+
+__attribute__((target("avx512f"))) static int64_t grad_lanes16(const uint16_t *g, const uint16_t *x, int64_t n,
+                                                               float shift, float *a, float *b) {
+    __m512 va = _mm512_setzero_ps(), vb = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m512 gv = widen16(g + i);
+        va = _mm512_add_ps(va, gv);
+        vb = _mm512_add_ps(vb, _mm512_mul_ps(gv, _mm512_sub_ps(widen16(x + i), sh)));
+    }
+    _mm512_storeu_ps(a, va);
+    _mm512_storeu_ps(b, vb);
+    return i;
+}
+#endif
+
+/* d = p[i] - shift: partial sums of d and d^2. */
+static int64_t shifted_lanes(const uint16_t *restrict p, int64_t n, float shift, float *a, float *b) {
+#ifdef HAVE_AVX512_SUMS
+    if (__builtin_cpu_supports("avx512f")) return shifted_lanes16(p, n, shift, a, b);
+#endif
+    for (int l = 0; l < LANES; l++) a[l] = b[l] = 0;
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES)
         for (int l = 0; l < LANES; l++) {
@@ -27,7 +71,30 @@ TG_VECTOR_CLONES static void shifted_sums_any(const uint16_t *restrict p, int64_
             a[l] += d;
             b[l] += d * d;
         }
-    float sa = 0, sb = 0;
+    return i;
+}
+
+/* partial sums of g[i] and g[i] * (x[i] - shift). */
+static int64_t grad_lanes(const uint16_t *restrict g, const uint16_t *restrict x, int64_t n, float shift, float *a,
+                          float *b) {
+#ifdef HAVE_AVX512_SUMS
+    if (__builtin_cpu_supports("avx512f")) return grad_lanes16(g, x, n, shift, a, b);
+#endif
+    for (int l = 0; l < LANES; l++) a[l] = b[l] = 0;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) {
+            float gv = widen(g[i + l]);
+            a[l] += gv;
+            b[l] += gv * (widen(x[i + l]) - shift);
+        }
+    return i;
+}
+
+/* sums of d = p[i] - shift and d^2 (norm.c's shifted_sums_f32). */
+static void shifted_sums(const uint16_t *restrict p, int64_t n, float shift, float *s, float *ss) {
+    float a[LANES], b[LANES], sa = 0, sb = 0;
+    int64_t i = shifted_lanes(p, n, shift, a, b);
     for (int l = 0; l < LANES; l++) {
         sa += a[l];
         sb += b[l];
@@ -42,17 +109,10 @@ TG_VECTOR_CLONES static void shifted_sums_any(const uint16_t *restrict p, int64_
 }
 
 /* sums of g[i] and g[i] * (x[i] - shift) (norm.c's grad_sums_f32). */
-TG_VECTOR_CLONES static void grad_sums_any(const uint16_t *restrict g, const uint16_t *restrict x, int64_t n, float shift,
-                                       float *sg, float *sgx) {
-    float a[LANES] = {0}, b[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) {
-            float gv = widen(g[i + l]);
-            a[l] += gv;
-            b[l] += gv * (widen(x[i + l]) - shift);
-        }
-    float sa = 0, sb = 0;
+static void grad_sums(const uint16_t *restrict g, const uint16_t *restrict x, int64_t n, float shift, float *sg,
+                      float *sgx) {
+    float a[LANES], b[LANES], sa = 0, sb = 0;
+    int64_t i = grad_lanes(g, x, n, shift, a, b);
     for (int l = 0; l < LANES; l++) {
         sa += a[l];
         sb += b[l];
@@ -64,90 +124,6 @@ TG_VECTOR_CLONES static void grad_sums_any(const uint16_t *restrict g, const uin
     }
     *sg = sa;
     *sgx = sb;
-}
-
-/* The two loops above with the 16 partial sums in one zmm register each: the compiler
- * leaves them scalar, the widening in the way (4% of a bf16 LeNet-BN step each). The same
- * operations per lane (a subtract, a multiply, an add: no FMA, as -std=c11 contracts none)
- * and the same final order, so the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define HAVE_AVX512_SUMS 1
-__attribute__((target("avx512f"))) static inline __m512 widen16(const uint16_t *p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
-}
-
-__attribute__((target("avx512f"))) static int64_t shifted_sums16(const uint16_t *p, int64_t n, float shift,
-                                                                 float *a, float *b) {
-    __m512 va = _mm512_setzero_ps(), vb = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        __m512 d = _mm512_sub_ps(widen16(p + i), sh);
-        va = _mm512_add_ps(va, d);
-        vb = _mm512_add_ps(vb, _mm512_mul_ps(d, d));
-    }
-    _mm512_storeu_ps(a, va);
-    _mm512_storeu_ps(b, vb);
-    return i;
-}
-
-__attribute__((target("avx512f"))) static int64_t grad_sums16(const uint16_t *g, const uint16_t *x, int64_t n,
-                                                              float shift, float *a, float *b) {
-    __m512 va = _mm512_setzero_ps(), vb = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        __m512 gv = widen16(g + i);
-        va = _mm512_add_ps(va, gv);
-        vb = _mm512_add_ps(vb, _mm512_mul_ps(gv, _mm512_sub_ps(widen16(x + i), sh)));
-    }
-    _mm512_storeu_ps(a, va);
-    _mm512_storeu_ps(b, vb);
-    return i;
-}
-#endif
-
-static void shifted_sums(const uint16_t *restrict p, int64_t n, float shift, float *s, float *ss) {
-#ifdef HAVE_AVX512_SUMS
-    if (__builtin_cpu_supports("avx512f")) {
-        float a[LANES], b[LANES], sa = 0, sb = 0;
-        int64_t i = shifted_sums16(p, n, shift, a, b);
-        for (int l = 0; l < LANES; l++) {
-            sa += a[l];
-            sb += b[l];
-        }
-        for (; i < n; i++) {
-            float d = widen(p[i]) - shift;
-            sa += d;
-            sb += d * d;
-        }
-        *s = sa;
-        *ss = sb;
-        return;
-    }
-#endif
-    shifted_sums_any(p, n, shift, s, ss);
-}
-
-static void grad_sums(const uint16_t *restrict g, const uint16_t *restrict x, int64_t n, float shift, float *sg,
-                      float *sgx) {
-#ifdef HAVE_AVX512_SUMS
-    if (__builtin_cpu_supports("avx512f")) {
-        float a[LANES], b[LANES], sa = 0, sb = 0;
-        int64_t i = grad_sums16(g, x, n, shift, a, b);
-        for (int l = 0; l < LANES; l++) {
-            sa += a[l];
-            sb += b[l];
-        }
-        for (; i < n; i++) {
-            float gv = widen(g[i]);
-            sa += gv;
-            sb += gv * (widen(x[i]) - shift);
-        }
-        *sg = sa;
-        *sgx = sb;
-        return;
-    }
-#endif
-    grad_sums_any(g, x, n, shift, sg, sgx);
 }
 
 TG_VECTOR_CLONES static void normalize_row(const uint16_t *restrict p, int64_t n, float tm, float sc, float sh,

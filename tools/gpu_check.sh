@@ -100,6 +100,35 @@ build() {
     done
 }
 
+# The two GPU-side commands share these. Each sets, as locals that these see (bash's
+# dynamic scope), out (the logs' folder), summary, budget, start and failed.
+# Starts $summary with the line $1 and the GPU nvidia-smi sees.
+begin_summary() {
+    {
+        echo "$1"
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
+    } > "$summary"
+}
+# The seconds of the budget still free, keeping $1 for what follows.
+left() { echo $((budget - (SECONDS - start) - $1)); }
+# Runs a command under a time limit (within the budget) into $out/<name>.log and notes
+# its exit status in the summary: run_one name limit command...
+run_one() {
+    local name=$1 limit=$2; shift 2
+    local avail; avail=$(left 10)
+    [ "$limit" -gt "$avail" ] && limit=$avail
+    if [ "$limit" -le 5 ]; then
+        echo "$name: NOT RUN (time budget spent)" | tee -a "$summary"
+        failed=1
+        return
+    fi
+    local t0=$SECONDS rc=0
+    timeout -k 5 "$limit" "$@" > "$out/$name.log" 2>&1 || rc=$?
+    echo "$name: rc=$rc ($((SECONDS - t0)) s)" | tee -a "$summary"
+    [ $rc -ne 0 ] && failed=1
+    return 0
+}
+
 tutorials() {
     local out=${OUT:-$STAGE/out} budget=${TG_GPU_CHECK_BUDGET:-270} work
     mkdir -p "$out"
@@ -110,31 +139,19 @@ tutorials() {
     if [ ! -d "$DATA" ]; then mkdir -p "$DATA" && cp "$pack"/data/* "$DATA/"; fi
     export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     local summary="$out/summary.txt" failed=0 start=$SECONDS
-    {
-        echo "tutorials at commit $(cat "$pack/commit.txt" 2>/dev/null)"
-        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
-    } > "$summary"
-    local t amp name rc t0 limit
+    begin_summary "tutorials at commit $(cat "$pack/commit.txt" 2>/dev/null)"
+    local t amp name
     for t in "${TUTORIALS[@]}"; do
         for amp in none bf16 fp16; do
             case "$t:$amp" in 02_mlp:* | 04_batchnorm_gpu:* | *:none) ;; *) continue ;; esac
             name=$t
             [ "$amp" != none ] && name="${t}_amp_$amp"
-            limit=$((budget - (SECONDS - start) - 5))
-            if [ "$limit" -le 5 ]; then
-                echo "$name: NOT RUN (time budget spent)" | tee -a "$summary"
-                failed=1
-                continue
-            fi
-            [ "$limit" -gt 120 ] && limit=120
             local args=(--device cuda --epochs 1)
             [ "$t" != 05_custom_op ] && args+=(--result-line) # 05 has no RESULT line
             [ "$amp" != none ] && args+=(--amp "$amp")
-            t0=$SECONDS rc=0
-            timeout -k 5 "$limit" "$pack/bin/$t" "${args[@]}" > "$out/$name.log" 2>&1 || rc=$?
-            echo "$name: rc=$rc ($((SECONDS - t0)) s)" | tee -a "$summary"
-            grep -h "^RESULT\|accuracy\|step time\|gradcheck\|forward on\|error" "$out/$name.log" | sed "s/^/    /" | tail -8 >> "$summary" || true
-            [ $rc -ne 0 ] && failed=1
+            run_one "$name" 120 "$pack/bin/$t" "${args[@]}"
+            grep -h "^RESULT\|accuracy\|step time\|gradcheck\|forward on\|error" "$out/$name.log" 2>/dev/null |
+                sed "s/^/    /" | tail -8 >> "$summary" || true
         done
     done
     # Where a GPU step's time goes (TG_PROFILE's table, host-side: launches and waits).
@@ -143,7 +160,7 @@ tutorials() {
             name="profile_${t}_$amp"
             local pargs=(--device cuda --max-steps 300)
             [ "$amp" != none ] && pargs+=(--amp "$amp")
-            [ $((budget - (SECONDS - start))) -le 40 ] && break
+            [ "$(left 0)" -le 40 ] && break
             TG_PROFILE=1 timeout -k 5 30 "$pack/bin/$t" "${pargs[@]}" > "$out/$name.log" 2>&1 || true
         done
     done
@@ -160,27 +177,7 @@ run() {
     local pack="$work/pack"
     export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     local summary="$out/summary.txt" failed=0 start=$SECONDS
-    {
-        echo "commit $(cat "$pack/commit.txt" 2>/dev/null) archs $(cat "$pack/archs.txt")"
-        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
-    } > "$summary"
-    # left: seconds of the budget still free, keeping `reserve` for what follows
-    left() { echo $((budget - (SECONDS - start) - $1)); }
-    run_one() { # name limit command...
-        local name=$1 limit=$2; shift 2
-        local avail; avail=$(left 10)
-        [ "$limit" -gt "$avail" ] && limit=$avail
-        if [ "$limit" -le 5 ]; then
-            echo "$name: NOT RUN (time budget spent)" | tee -a "$summary"
-            failed=1
-            return
-        fi
-        local t0=$SECONDS rc=0
-        timeout -k 5 "$limit" "$@" > "$out/$name.log" 2>&1 || rc=$?
-        echo "$name: rc=$rc ($((SECONDS - t0)) s)" | tee -a "$summary"
-        [ $rc -ne 0 ] && failed=1
-        return 0
-    }
+    begin_summary "commit $(cat "$pack/commit.txt" 2>/dev/null) archs $(cat "$pack/archs.txt")"
     for t in "$pack"/tests/*; do
         local name; name=$(basename "$t")
         run_one "$name" 90 "$t"

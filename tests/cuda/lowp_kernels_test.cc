@@ -151,41 +151,5 @@ TEST_F(TgTest, CudaAutocastStepsUpdateFloat32MasterWeights) {
 // step): every element multiplied by 1/scale, a non-finite element found in any gradient.
 TEST_F(TgTest, CudaGradScalerUnscaleFindsInfAndNanAnywhere) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
-    tg_opts f32 = {TG_FLOAT32, tg_cuda(0), false}, f64 = {TG_FLOAT64, tg_cuda(0), false};
-    tg_tensor *p[3] = {tg_requires_grad(tg_zeros(TG_SHAPE(100003), f32), true),
-                       tg_requires_grad(tg_zeros(TG_SHAPE(5), f64), true),
-                       tg_requires_grad(tg_zeros(TG_SHAPE(4), f32), true)};
-    tg_optim *opt = tg_sgd_params(p, 3, tg_sgd_opts{.lr = 0.1});
-    tg_grad_scaler_opts o{};
-    o.init_scale = 1024;
-    tg_grad_scaler *s = tg_grad_scaler_new(opt, o);
-    for (int where : {-1, 0, 1, 2})
-        for (double bad : {INFINITY, NAN}) TG_SCOPE {
-                tg_optim_zero_grad(opt);
-                tg_tensor *loss = tg_add(tg_add(tg_sum(tg_mul_scalar(p[0], 3)), tg_sum(tg_mul_scalar(p[1], 3))),
-                                         tg_sum(tg_mul_scalar(p[2], 3)));
-                ASSERT_EQ(tg_backward(tg_grad_scaler_scale(s, loss)), TG_OK) << tg_last_error();
-                if (where >= 0)
-                    TG_NO_GRAD {
-                        tg_tensor *g = tg_grad(p[where]);
-                        tg_tensor *v = tg_full(TG_SHAPE(1), bad, tg_opts{TG_FLOAT64, tg_cuda(0), false});
-                        ASSERT_EQ(tg_copy_(tg_narrow(g, 0, tg_numel(g) - 1, 1), v), TG_OK) << tg_last_error();
-                    }
-                ASSERT_EQ(tg_grad_scaler_unscale_(s, opt), TG_OK) << tg_last_error();
-                for (int i = 0; i < 3; i++) {
-                    std::vector<double> g = values(tg_grad(p[i]));
-                    for (size_t k = 0; k < g.size(); k++) {
-                        bool is_bad = i == where && k == g.size() - 1;
-                        if (!is_bad) ASSERT_EQ(g[k], 3.0) << "parameter " << i << " element " << k;
-                        else if (std::isnan(bad)) ASSERT_TRUE(std::isnan(g[k]));
-                        else ASSERT_EQ(g[k], INFINITY);
-                    }
-                }
-                bool skipped = false;
-                ASSERT_EQ(tg_grad_scaler_step(s, opt, &skipped), TG_OK) << tg_last_error();
-                EXPECT_EQ(skipped, where >= 0) << where;
-                tg_grad_scaler_update_to(s, 1024);
-            }
-    tg_grad_scaler_free(s);
-    tg_optim_free(opt);
+    expect_unscale_finds_inf_and_nan(tg_cuda(0)); // tests/test_util.h
 }
