@@ -21,7 +21,12 @@ extern "C" {
  * gradient, where OpenBLAS reaches a third of its speed). A B^T with A 16, 32, 48 or 64
  * rows (a linear layer's forward at a training batch) is ours too: A^T copied once, each
  * thread streaming its own rows of B unpacked (ops/gemm.c, "a short batch times a
- * weight"); each element still summed over all of k by one thread. */
+ * weight"); each element still summed over all of k by one thread. A B with B not
+ * transposed, m or k at most 64, alpha 1 and beta 0 (a linear layer's input gradient g w
+ * and weight gradient g^T x at a training batch; a convolution's products with few
+ * channels) is ours too: tiles of 6 rows x 64 columns over packed operands, each element
+ * one FMA chain over k in k order, so again independent of the thread count (ops/gemm.c,
+ * "a short side times rows of B"). */
 #define TG_GEMM_PARALLEL_MIN (INT64_C(1) << 18)
 void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

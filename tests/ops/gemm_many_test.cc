@@ -3,7 +3,8 @@
 // alone on one thread, on 1, 2, 3 and 4 threads (one whole product per thread, or several
 // blocks each), with transposes, alpha and beta, an empty product, a tiny one and small
 // ones over a long k (our dot-product kernel, whatever the thread count), short batches
-// times a weight (our kernel for x w^T, alone or as blocks of columns); and
+// times a weight (our kernel for x w^T, alone or as blocks of columns), products of B
+// untransposed with a short m or k (our row-panel kernel for a layer's dx and dw); and
 // linear's two gradients against the products tg_matmul makes on the recorded path
 // (create_graph), for a 3-D input and a non-contiguous incoming gradient.
 #include <cstring>
@@ -100,6 +101,13 @@ TEST_F(GemmManyTest, EachProductAsAloneOnOneThreadOnAnyThreadCount) {
         random_product(false, false, true, 32, 500, 784, 0.5, 1, rng),
         random_product(false, false, true, 48, 5, 33, 1, 0, rng),
         random_product(false, false, true, 16, 1, 16, -1, 0.25, rng),
+        // B not transposed with m or k at most 64 (alpha 1, beta 0): our tiles of 6 rows x
+        // 64 columns, rows and columns past the edge, k in chunks of 128 (partial sums kept
+        // in C between them), A read in place or transposed, B packed 1024 columns at a time
+        random_product(false, false, false, 20, 37, 300, 1, 0, rng),
+        random_product(false, true, false, 77, 1100, 50, 1, 0, rng),
+        random_product(false, false, false, 64, 10, 1000, 1, 0, rng),
+        random_product(false, true, false, 1, 1, 1, 1, 0, rng),
     };
     std::vector<std::vector<double>> alone;
     tg_set_num_threads(1);
@@ -124,11 +132,14 @@ TEST_F(GemmManyTest, EachProductAsAloneOnOneThreadOnAnyThreadCount) {
 // One product split by tg_gemm_f32 itself: blocks of a product too tall for our short-batch
 // kernel (80 rows) are short enough for it but run the whole product's kernel (k past
 // OpenBLAS's k blocks, so the two differ), so the bits do not depend on the thread count;
-// and a short batch split by columns.
+// a short batch split by columns; and a weight gradient (k = 64) split by rows and an input
+// gradient split by columns, both on the row-panel kernel.
 TEST_F(GemmManyTest, OneProductSameBitsOnAnyThreadCount) {
     std::mt19937 rng(6);
     for (Product p : {random_product(false, false, true, 80, 60, 1500, 1, 0, rng),
-                      random_product(false, false, true, 64, 1000, 1500, 1, 0, rng)}) {
+                      random_product(false, false, true, 64, 1000, 1500, 1, 0, rng),
+                      random_product(false, true, false, 700, 900, 64, 1, 0, rng),
+                      random_product(false, false, false, 64, 1100, 300, 1, 0, rng)}) {
         std::vector<double> first;
         for (int threads : {1, 2, 3}) {
             tg_set_num_threads(threads);
