@@ -36,6 +36,36 @@
         }                                                                                       \
     }
 
+/* x / c correctly rounded, for a divisor fixed over a loop (Adam's bias correction), where
+ * y = 1 / c correctly rounded: q = x y is within an ulp of x / c, the remainder x - q c is
+ * exact as one FMA, and q + r y rounded is then the correctly rounded quotient
+ * (Markstein's theorem, IBM J. Res. Dev. 34(1), 1990), so the same bits as the division at
+ * a fraction of its cost: the divider was what bound Adam's loop. Exact as long as r does
+ * not underflow, which holds for the square roots of float32/float64 values passed here
+ * (x = 0 or x >= 2^-75). An infinite x keeps the quotient x y (the remainder would be NaN).
+ * tests/optim/optim_fused_test.cc checks it against the division over every float32
+ * significand for a few bias corrections. */
+#define DIV_FIXED(T, FMA)                                                                       \
+    static inline T div_fixed_##T(T x, T c, T y) {                                              \
+        T q = x * y;                                                                            \
+        T r = FMA(-q, c, x);                                                                    \
+        T corrected = FMA(r, y, q);                                                             \
+        return q - q == 0 ? corrected : q; /* q finite */                                       \
+    }
+DIV_FIXED(float, __builtin_fmaf)
+DIV_FIXED(double, __builtin_fma)
+
+/* Whether div_fixed is used: it needs an FMA instruction (else each FMA is a libm call). */
+static bool fixed_division_by_fma(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("fma");
+#elif defined(__FP_FAST_FMA) || defined(__aarch64__)
+    return true;
+#else
+    return false;
+#endif
+}
+
 /* torch/optim/adam.py _single_tensor_adam and adamw.py _single_tensor_adamw
  * (capturable=False): AdamW decays the parameter itself (param.mul_(1 - lr * wd))
  * instead of adding wd * param to the gradient. */
@@ -65,6 +95,45 @@
             T denom = SQRT_##SUFFIX(vi) / bc2_sqrt + eps;  /* (v.sqrt() / bc2_sqrt).add_(eps) */ \
             param[i] = p + neg_step_size * mi / denom; /* param.addcdiv_(m, denom, value=-step_size) */ \
         }                                                                                       \
+    }                                                                                           \
+    /* The same for the common options (no maximize, no amsgrad, AdamW or no weight decay), \
+     * the division by bc2_sqrt as div_fixed: a separate loop, as GCC would not unswitch the \
+     * one above on yet another condition and so not vectorize it. AdamW without decay      \
+     * multiplies by 1, which changes nothing. */                                           \
+    TG_VECTOR_CLONES static void adam_common_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m,   \
+                                                      T *restrict v, int64_t n, tg_adam_args a) {       \
+        const T decay = (T)(1 - a.lr * a.weight_decay);                                         \
+        const T b1 = (T)a.beta1, one_b1 = (T)(1 - a.beta1);                                     \
+        const T b2 = (T)a.beta2, one_b2 = (T)(1 - a.beta2);                                     \
+        const T bc2_sqrt = (T)a.bias_correction2_sqrt, eps = (T)a.eps;                          \
+        const T neg_step_size = (T)(-(a.lr / a.bias_correction1));                              \
+        const T inv_bc2_sqrt = (T)1 / bc2_sqrt;                                                 \
+        if (a.decoupled)                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                                   \
+                T g = grad[i], p = param[i] * decay;                /* param.mul_(1 - lr*wd) */ \
+                T mi = m[i] * b1 + one_b1 * g, vi = v[i] * b2 + one_b2 * g * g;                 \
+                m[i] = mi;                                                                      \
+                v[i] = vi;                                                                      \
+                T denom = div_fixed_##T(SQRT_##SUFFIX(vi), bc2_sqrt, inv_bc2_sqrt) + eps;       \
+                param[i] = p + neg_step_size * mi / denom;                                      \
+            }                                                                                   \
+        else                                                                                    \
+            for (int64_t i = 0; i < n; i++) {                                                   \
+                T g = grad[i], p = param[i];                                                    \
+                T mi = m[i] * b1 + one_b1 * g, vi = v[i] * b2 + one_b2 * g * g;                 \
+                m[i] = mi;                                                                      \
+                v[i] = vi;                                                                      \
+                T denom = div_fixed_##T(SQRT_##SUFFIX(vi), bc2_sqrt, inv_bc2_sqrt) + eps;       \
+                param[i] = p + neg_step_size * mi / denom;                                      \
+            }                                                                                   \
+    }                                                                                           \
+    static void adam_##SUFFIX(T *param, const T *grad, T *m, T *v, T *vmax, int64_t n, tg_adam_args a) { \
+        T inv_bc2_sqrt = (T)1 / (T)a.bias_correction2_sqrt;                                     \
+        if (fixed_division_by_fma() && inv_bc2_sqrt - inv_bc2_sqrt == 0 && !a.maximize && !a.amsgrad && \
+            (a.decoupled || a.weight_decay == 0))                                               \
+            adam_common_##SUFFIX(param, grad, m, v, n, a);                                      \
+        else                                                                                    \
+            adam_range_##SUFFIX(param, grad, m, v, vmax, n, a);                                 \
     }
 
 /* torch/optim/rmsprop.py _single_tensor_rmsprop. */
@@ -115,7 +184,7 @@ DEFINE_RMSPROP(double, f64)
         const T *g = (const T *)t->grad + lo;                                                   \
         switch (rule) {                                                                         \
         case TG_RULE_SGD: sgd_range_##SUFFIX(p, g, s0, hi - lo, t->args.sgd); break;            \
-        case TG_RULE_ADAM: adam_range_##SUFFIX(p, g, s0, s1, s2, hi - lo, t->args.adam); break; \
+        case TG_RULE_ADAM: adam_##SUFFIX(p, g, s0, s1, s2, hi - lo, t->args.adam); break;       \
         case TG_RULE_RMSPROP: rmsprop_range_##SUFFIX(p, g, s0, s1, s2, hi - lo, t->args.rmsprop); break; \
         }                                                                                       \
     }                                                                                           \

@@ -8,6 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     double lr, momentum, dampening, weight_decay;
     bool nesterov, maximize;
@@ -57,4 +61,7 @@ void tg_optim_kernel_f64(tg_optim_rule rule, const tg_optim_tensor *tensors, int
 bool tg_unscale_kernel_f32(float *grad, int64_t n, float inv_scale);
 bool tg_unscale_kernel_f64(double *grad, int64_t n, float inv_scale);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
