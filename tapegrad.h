@@ -18,6 +18,7 @@
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
 
+#include "core/denormal.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -11,17 +11,21 @@
 #                                    twins with torch.autocast("cpu", torch.bfloat16))
 #   MAX_STEPS=20 ROUNDS=1 bench/compare.sh mlp_amp   smoke run: the epoch pairs stop after
 #                                    N steps; the table is printed, docs/perf.md left alone
+#   bench/compare.sh --flush-denormal  the epochs with subnormals flushed to zero: the
+#                                    tutorials' --flush-denormal, torch.set_flush_denormal in
+#                                    the PyTorch twins; JAX flushes in every run (its own table)
 # Each program prints "RESULT {json}" lines; the median over rounds is reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
-peers=0 busy=0
+peers=0 busy=0 flush=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --peers) peers=1; shift ;;
     --busy) busy=$2; shift 2 ;;
     --busy=*) busy=${1#*=}; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --flush-denormal) flush=1; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -60,6 +64,7 @@ declare -A OUTPUTS=([mlp]="--plot @/loss.svg --checkpoint @/ckpt.safetensors" [l
 declare -A TWIN=([mlp_amp]="bench/mlp_torch.py --amp" [lenet_bn_amp]="bench/lenet_bn_torch.py --amp")
 steps_args=""
 [[ -z $MAX_STEPS ]] || steps_args="--max-steps $MAX_STEPS"
+[[ $flush == 0 ]] || steps_args+=" --flush-denormal"
 # The epoch pairs start from the same weights: the same seed already gives both the
 # same weights (tapegrad draws PyTorch's numbers); the tutorial also saves its initial
 # weights (--save-init) and the twin loads them (--init), a guard against drift.
@@ -123,6 +128,11 @@ if [[ $peers == 1 ]]; then
 fi
 if [[ $busy -gt 0 ]]; then
   export TG_BENCH_LOAD="Busy: $busy CPU-bound processes ran beside every measured program."
+fi
+if [[ $flush == 1 ]]; then
+  marker+=" --flush-denormal"
+  TG_BENCH_LOAD="${TG_BENCH_LOAD:+$TG_BENCH_LOAD }Subnormals flushed to zero in every program (tapegrad's and PyTorch's option; JAX always)."
+  export TG_BENCH_LOAD
 fi
 if [[ -n $MAX_STEPS ]]; then # a smoke run: the table goes to a scratch copy, printed
   cp docs/perf.md "$scratch/perf.md"

@@ -155,7 +155,14 @@ def parse_args(lr, description):
     p.add_argument("--compile", action="store_true", help="train through torch.compile (PyTorch 2)")
     p.add_argument("--amp", action="store_true",
                    help="bfloat16 autocast around forward and loss (the tutorials' --amp bf16); RESULT bench *_amp_epoch")
-    return p.parse_args()
+    p.add_argument("--flush-denormal", action="store_true",
+                   help="torch.set_flush_denormal(True) (the tutorials' --flush-denormal)")
+    args = p.parse_args()
+    # Before the first parallel op: PyTorch sets the calling thread's flags, and its
+    # OpenMP threads copy them when they are created.
+    if args.flush_denormal and not torch.set_flush_denormal(True):
+        raise SystemExit("torch.set_flush_denormal is not supported on this CPU")
+    return args
 
 
 def load_safetensors(path):

@@ -16,6 +16,8 @@
  * for the job's last chunk the same way, on the slot's `remaining` count. */
 #include "core/parallel.h"
 
+#include "core/denormal_bits.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -45,6 +47,7 @@ typedef struct {
     tg_parallel_fn fn;
     void *ctx;
     int64_t q, r; /* n split into count chunks: chunk i starts at i*q + min(i, r), q or q+1 long */
+    unsigned flush_bits; /* the caller's subnormal flushing (core/denormal.h), for its chunks */
     _Atomic uint32_t remaining; /* chunks not yet finished (a futex word) */
     _Atomic uint32_t caller_waiting;
 } job_slot;
@@ -150,6 +153,7 @@ static void take_chunks(void) {
         uint64_t count = (c >> COUNT_SHIFT) & FIELD_MASK, i = c & FIELD_MASK;
         if (i >= count) return;
         job_slot *s = &slots[(c >> GEN_SHIFT) & 1];
+        tg_set_flush_bits(s->flush_bits); /* a register compare when unchanged */
         int64_t lo = (int64_t)i, begin = lo * s->q + (lo < s->r ? lo : s->r);
         int64_t end = begin + s->q + (lo < s->r ? 1 : 0);
         s->fn(begin, end, s->ctx);
@@ -243,6 +247,7 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_parallel_fn fn, void *ctx) {
     job_slot *s = &slots[generation & 1];
     s->fn = fn;
     s->ctx = ctx;
+    s->flush_bits = tg_flush_bits();
     s->q = n / count;
     s->r = n % count;
     atomic_store_explicit(&s->remaining, (uint32_t)count, memory_order_relaxed);

@@ -98,6 +98,8 @@ def main():
     ap.add_argument("--data", default=FASHION_DIR)
     ap.add_argument("--init", help="start from these weights (a tutorial's --save-init file)")
     ap.add_argument("--cost", action="store_true", help="print XLA's cost analysis of the train step and stop")
+    ap.add_argument("--flush-denormal", action="store_true",
+                    help="accepted for bench/compare.sh: XLA's CPU client flushes subnormals to zero in every run")
     args = ap.parse_args()
     bench, forward, make_torch_model, make_opt, image_shape = MODELS[args.model]
 

@@ -34,6 +34,8 @@ static const common_option commons[] = {
     {"show-order", NULL, "print the first 10 sample indices of epoch 0", TUT_OPT_SHOW_ORDER},
     {"save-init", "FILE", "save the initial weights (for the PyTorch twin's --init)", TUT_OPT_SAVE_INIT},
     {"amp", "bf16|fp16", "mixed precision: autocast forward and loss (fp16: CUDA, with loss scaling)", TUT_OPT_AMP},
+    {"flush-denormal", NULL, "flush subnormal floats to zero on the CPU (faster late in training; JAX always does)",
+     TUT_OPT_FLUSH_DENORMAL},
 };
 #define NUM_COMMONS ((int)(sizeof commons / sizeof commons[0]))
 
@@ -114,6 +116,8 @@ static void set_common(const char *prog, const char *name, const char *value, tu
     } else if (!strcmp(name, "amp")) {
         if (strcmp(value, "bf16") && strcmp(value, "fp16")) bad(prog, "bad --amp (bf16 or fp16)", value);
         args->amp_name = value;
+    } else if (!strcmp(name, "flush-denormal")) {
+        if (!tg_set_flush_denormal(true)) bad(prog, "this CPU cannot flush subnormals", "--flush-denormal");
     }
 }
 

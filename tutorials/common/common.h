@@ -30,9 +30,10 @@ enum {
     TUT_OPT_SHOW_ORDER = 1u << 10, /* --show-order */
     TUT_OPT_SAVE_INIT = 1u << 11,  /* --save-init (tut_save_init) */
     TUT_OPT_AMP = 1u << 12,        /* --amp bf16|fp16 */
+    TUT_OPT_FLUSH_DENORMAL = 1u << 13, /* --flush-denormal (tg_set_flush_denormal) */
     /* what a training lesson honours at least */
     TUT_OPT_TRAINING = TUT_OPT_DEVICE | TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED |
-                       TUT_OPT_DATA | TUT_OPT_MAX_STEPS,
+                       TUT_OPT_DATA | TUT_OPT_MAX_STEPS | TUT_OPT_FLUSH_DENORMAL,
 };
 
 /* A lesson-specific option taking a value ("--stop-after 50"), or a flag when
