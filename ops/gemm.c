@@ -300,9 +300,8 @@ PANEL_TILE(2)
 PANEL_TILE(3)
 PANEL_TILE(4)
 
-/* Packs A's rows [0, m) over q in [q0, q1) as tiles of PANEL_ROWS rows, q-major in each
- * (rows past m repeat the last one; their sums are never stored), and B's strip
- * [q0, q1) x [j0, j0 + width) as PANEL_W floats per q (zero past width). */
+/* A's rows [0, m) over q in [q0, q1) as tiles of PANEL_ROWS rows, q-major in each (rows
+ * past m repeat the last one; their sums are never stored). */
 static void pack_a(const tg_gemm_args *g, int64_t q0, int64_t q1, float *ap) {
     const float *a = g->a;
     int64_t kc = q1 - q0;

@@ -43,8 +43,9 @@
  * a fraction of its cost: the divider was what bound Adam's loop. Exact as long as r does
  * not underflow, which holds for the square roots of float32/float64 values passed here
  * (x = 0 or x >= 2^-75). An infinite x keeps the quotient x y (the remainder would be NaN).
- * tests/optim/optim_fused_test.cc checks it against the division over every float32
- * significand for a few bias corrections. */
+ * tests/optim/optim_fused_test.cc checks Adam through it against the division, bit for bit,
+ * over every binade and the special values; before it was adopted it matched the float32
+ * division over all 2^23 significands for 1400 divisors. */
 #define DIV_FIXED(T, FMA)                                                                       \
     static inline T div_fixed_##T(T x, T c, T y) {                                              \
         T q = x * y;                                                                            \
@@ -98,8 +99,8 @@ static bool fixed_division_by_fma(void) {
     }                                                                                           \
     /* The same for the common options (no maximize, no amsgrad, AdamW or no weight decay), \
      * the division by bc2_sqrt as div_fixed: a separate loop, as GCC would not unswitch the \
-     * one above on yet another condition and so not vectorize it. AdamW without decay      \
-     * multiplies by 1, which changes nothing. */                                           \
+     * one above on yet another condition and so not vectorize it. One loop for both: Adam  \
+     * here has no weight decay, so its decay factor is exactly 1 and p * 1 is p. */        \
     TG_VECTOR_CLONES static void adam_common_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m,   \
                                                       T *restrict v, int64_t n, tg_adam_args a) {       \
         const T decay = (T)(1 - a.lr * a.weight_decay);                                         \
@@ -108,24 +109,14 @@ static bool fixed_division_by_fma(void) {
         const T bc2_sqrt = (T)a.bias_correction2_sqrt, eps = (T)a.eps;                          \
         const T neg_step_size = (T)(-(a.lr / a.bias_correction1));                              \
         const T inv_bc2_sqrt = (T)1 / bc2_sqrt;                                                 \
-        if (a.decoupled)                                                                        \
-            for (int64_t i = 0; i < n; i++) {                                                   \
-                T g = grad[i], p = param[i] * decay;                /* param.mul_(1 - lr*wd) */ \
-                T mi = m[i] * b1 + one_b1 * g, vi = v[i] * b2 + one_b2 * g * g;                 \
-                m[i] = mi;                                                                      \
-                v[i] = vi;                                                                      \
-                T denom = div_fixed_##T(SQRT_##SUFFIX(vi), bc2_sqrt, inv_bc2_sqrt) + eps;       \
-                param[i] = p + neg_step_size * mi / denom;                                      \
-            }                                                                                   \
-        else                                                                                    \
-            for (int64_t i = 0; i < n; i++) {                                                   \
-                T g = grad[i], p = param[i];                                                    \
-                T mi = m[i] * b1 + one_b1 * g, vi = v[i] * b2 + one_b2 * g * g;                 \
-                m[i] = mi;                                                                      \
-                v[i] = vi;                                                                      \
-                T denom = div_fixed_##T(SQRT_##SUFFIX(vi), bc2_sqrt, inv_bc2_sqrt) + eps;       \
-                param[i] = p + neg_step_size * mi / denom;                                      \
-            }                                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T g = grad[i], p = param[i] * decay;                    /* param.mul_(1 - lr*wd) */ \
+            T mi = m[i] * b1 + one_b1 * g, vi = v[i] * b2 + one_b2 * g * g;                     \
+            m[i] = mi;                                                                          \
+            v[i] = vi;                                                                          \
+            T denom = div_fixed_##T(SQRT_##SUFFIX(vi), bc2_sqrt, inv_bc2_sqrt) + eps;           \
+            param[i] = p + neg_step_size * mi / denom;                                          \
+        }                                                                                       \
     }                                                                                           \
     static void adam_##SUFFIX(T *param, const T *grad, T *m, T *v, T *vmax, int64_t n, tg_adam_args a) { \
         T inv_bc2_sqrt = (T)1 / (T)a.bias_correction2_sqrt;                                     \
