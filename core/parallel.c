@@ -13,7 +13,17 @@
  *
  * Waiting: workers watch `epoch` (incremented per job), spinning for spin_ns and then
  * sleeping in futex_wait; the caller wakes them only if some sleep. The caller waits
- * for the job's last chunk the same way, on the slot's `remaining` count. */
+ * for the job's last chunk the same way, on the slot's `remaining` count.
+ *
+ * Spinning pays on an idle machine (a futex wake costs tens of microseconds per loop)
+ * and costs on a busy one: a spinning thread burns the time slice its own process's
+ * other thread needs, and spins for a thread that is not running. So the caller counts
+ * its involuntary context switches (the kernel took its CPU for another runnable
+ * thread) over windows of at least WINDOW_NS; after a window with BUSY_SWITCH_RATE a
+ * second or more, the machine is taken as oversubscribed and every wait of the pool
+ * sleeps at once, until a window with under QUIET_SWITCH_RATE. (Measured on an idle
+ * 2-core machine: 0 to 2 per 50 ms window; with two CPU-bound processes beside ours, 30
+ * to 70 while we spin and 1 to 20 while we do not: hence the two thresholds.) */
 #include "core/parallel.h"
 
 #include "core/denormal_bits.h"
@@ -27,6 +37,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +73,10 @@ static uint32_t generation; /* written only by the pool's holder */
 
 static _Atomic int num_threads; /* 0 until first use */
 static int64_t spin_ns = 50 * 1000;
+#define WINDOW_NS (50 * 1000 * 1000)
+#define BUSY_SWITCH_RATE 100 /* a second */
+#define QUIET_SWITCH_RATE 10
+static _Atomic bool oversubscribed; /* set and cleared by the pool's holder, read by the workers */
 static pthread_t workers[MAX_THREADS];
 static int num_workers; /* started; changed only by the pool's holder (and at exit / fork) */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -84,6 +99,41 @@ static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins while *word == `old` (keep_while_equal) or while *word != 0 (otherwise), until
+ * the spin budget is spent (none while the machine is oversubscribed). Returns *word's
+ * last value. */
+static uint32_t spin_wait(_Atomic uint32_t *word, uint32_t old, bool keep_while_equal) {
+#define SPIN_ON(v) (keep_while_equal ? (v) == old : (v) != 0)
+    uint32_t v = atomic_load_explicit(word, memory_order_acquire);
+    if (!SPIN_ON(v) || spin_ns == 0 || atomic_load_explicit(&oversubscribed, memory_order_relaxed)) return v;
+    int64_t deadline = now_ns() + spin_ns;
+    for (int k = 1; SPIN_ON(v = atomic_load_explicit(word, memory_order_acquire)); k++) {
+        cpu_relax();
+        if ((k & 63) == 0 && now_ns() >= deadline) break;
+    }
+    return v;
+#undef SPIN_ON
+}
+
+/* Called by the pool's holder before each loop: at the end of the calling thread's
+ * window, whether it was preempted often enough in it to stop spinning (see above). */
+static void check_oversubscribed(void) {
+    static _Thread_local int64_t window_start;
+    static _Thread_local long switches_at_start;
+    int64_t t = now_ns();
+    if (window_start != 0 && t - window_start < WINDOW_NS) return;
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) return;
+    if (window_start != 0) {
+        int64_t per_second = (ru.ru_nivcsw - switches_at_start) * 1000000000 / (t - window_start);
+        bool was = atomic_load_explicit(&oversubscribed, memory_order_relaxed);
+        atomic_store_explicit(&oversubscribed, per_second >= (was ? QUIET_SWITCH_RATE : BUSY_SWITCH_RATE),
+                              memory_order_relaxed);
+    }
+    switches_at_start = ru.ru_nivcsw;
+    window_start = t;
 }
 
 /* A positive integer from the environment, or 0. */
@@ -146,6 +196,8 @@ void tg_set_num_threads(int n) {
 
 bool tg_in_parallel_region(void) { return in_region; }
 
+bool tg_parallel_oversubscribed(void) { return atomic_load(&oversubscribed); }
+
 /* Runs chunks of the current job until none is left. */
 static void take_chunks(void) {
     for (;;) {
@@ -176,14 +228,7 @@ static void *worker_main(void *arg) {
     in_region = true;            /* loops called from a chunk run serially */
     for (;;) {
         if (atomic_load(&shutting_down)) break;
-        uint32_t e = atomic_load_explicit(&epoch, memory_order_acquire);
-        if (e == seen) {
-            int64_t deadline = now_ns() + spin_ns;
-            for (int k = 1; (e = atomic_load_explicit(&epoch, memory_order_acquire)) == seen; k++) {
-                cpu_relax();
-                if ((k & 63) == 0 && now_ns() >= deadline) break;
-            }
-        }
+        uint32_t e = spin_wait(&epoch, seen, true);
         while (e == seen) {
             atomic_fetch_add(&sleepers, 1);
             futex(&epoch, FUTEX_WAIT_PRIVATE, seen);
@@ -236,6 +281,7 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_parallel_fn fn, void *ctx) {
         return;
     }
     start_workers(threads - 1);
+    check_oversubscribed();
     if (num_workers == 0) {
         atomic_flag_clear(&pool_busy);
         fn(0, n, ctx);
@@ -261,19 +307,12 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_parallel_fn fn, void *ctx) {
     in_region = true;
     take_chunks();
     /* Wait for the chunks others started: spin, then sleep until the last one wakes us. */
-    uint32_t left = atomic_load(&s->remaining);
-    if (left) {
-        int64_t deadline = now_ns() + spin_ns;
-        for (int k = 1; (left = atomic_load(&s->remaining)) != 0; k++) {
-            cpu_relax();
-            if ((k & 63) == 0 && now_ns() >= deadline) break;
-        }
-        while (left) {
-            atomic_store(&s->caller_waiting, 1);
-            if ((left = atomic_load(&s->remaining)) == 0) break;
-            futex(&s->remaining, FUTEX_WAIT_PRIVATE, left);
-            left = atomic_load(&s->remaining);
-        }
+    uint32_t left = spin_wait(&s->remaining, 0, false);
+    while (left) {
+        atomic_store(&s->caller_waiting, 1);
+        if ((left = atomic_load(&s->remaining)) == 0) break;
+        futex(&s->remaining, FUTEX_WAIT_PRIVATE, left);
+        left = atomic_load(&s->remaining);
     }
     in_region = false;
     atomic_flag_clear(&pool_busy);

@@ -11,7 +11,10 @@
  * worker spins for a few tens of microseconds (TG_SPIN_US, default 50) in case the next
  * loop comes right away, then sleeps on a futex: an idle pool costs other processes
  * nothing, and on a busy machine the calling thread takes over the chunks that a
- * descheduled worker has not started. Workers end cleanly at process exit. */
+ * descheduled worker has not started. While the machine is oversubscribed (the calling
+ * thread keeps being preempted: other processes want the CPUs) nothing spins: a
+ * spinning thread would take CPU time from its own process's working thread. Workers
+ * end cleanly at process exit. */
 #ifndef TG_CORE_PARALLEL_H
 #define TG_CORE_PARALLEL_H
 
@@ -42,6 +45,11 @@ int tg_get_num_threads(void);
  * kernels as for the built-in ones. */
 typedef void (*tg_parallel_fn)(int64_t begin, int64_t end, void *ctx);
 void tg_parallel_for(int64_t n, int64_t grain, tg_parallel_fn fn, void *ctx);
+
+/* Whether the pool last found the machine oversubscribed (measured by the threads that
+ * call tg_parallel_for, over windows of 50 ms), so that its waits sleep at once instead
+ * of spinning. For diagnostics and tests. */
+bool tg_parallel_oversubscribed(void);
 
 /* True inside fn of a tg_parallel_for that went parallel (on any of its threads). */
 bool tg_in_parallel_region(void);

@@ -193,6 +193,36 @@ TEST_F(Parallel, TwoCallersAtOnce) {
     EXPECT_EQ(wrong.load(), 0);
 }
 
+void touch_range(int64_t begin, int64_t end, void *arg) {
+    auto *sink = static_cast<std::atomic<int64_t> *>(arg);
+    int64_t s = 0;
+    for (int64_t i = begin; i < end; i++) s += i * i;
+    *sink += s;
+}
+
+TEST_F(Parallel, StopsSpinningWhenTheMachineIsOversubscribed) {
+    // Twice as many CPU-bound threads as CPUs beside the pool: the calling thread keeps
+    // being preempted, which the pool must notice within a few of its 50 ms windows.
+    tg_set_num_threads(2);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> hogs;
+    for (unsigned i = 0; i < 2 * std::max(1u, std::thread::hardware_concurrency()); i++)
+        hogs.emplace_back([&] {
+            volatile uint64_t x = 0;
+            while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+        });
+    std::atomic<int64_t> sink{0};
+    bool seen = false;
+    auto start = std::chrono::steady_clock::now();
+    while (!seen && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+        tg_parallel_for(1 << 16, 1 << 10, touch_range, &sink);
+        seen = tg_parallel_oversubscribed();
+    }
+    stop = true;
+    for (auto &t : hogs) t.join();
+    EXPECT_TRUE(seen) << "no window of the calling thread counted 100 involuntary context switches a second";
+}
+
 // Run by the tests below in a child process with a given environment.
 TEST(ParallelChild, PrintThreads) {
     if (!getenv("TG_PARALLEL_TEST_CHILD")) GTEST_SKIP() << "run by Parallel.EnvironmentSetsTheCount";
