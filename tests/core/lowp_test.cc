@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 
+#include "core/denormal.h"
 #include "core/lowp.h"
 #include "test_util.h"
 
@@ -394,6 +395,35 @@ TEST_F(LowTest, ElementwiseBlocksAreTheFloat32ComputationRoundedOnce) {
         ASSERT_EQ(tg_mul_(inplace, bt), TG_OK) << tg_last_error();
         same(inplace, inplace32, "mul_ in place");
     }
+}
+
+// relu and relu_backward on contiguous bfloat16 select bits instead of widening
+// (ops/relu_bf16.c): every one of the 65,536 patterns (NaNs, Infs, zeros, subnormals), as
+// x and as g against a shuffled y, at a 64-byte boundary and 3 elements past one (the
+// masked ends), with subnormals kept and flushed: bit for bit the float32 op on the
+// widened values rounded once.
+TEST_F(LowTest, Bfloat16ReluSelectsTheBitsOfTheWidenedOp) {
+    std::vector<uint16_t> all(65536), shuffled(65536);
+    for (uint32_t b = 0; b < 65536; b++) all[b] = (uint16_t)b, shuffled[b] = (uint16_t)(b * 40503u + 17u);
+    tg_opts bf{TG_BFLOAT16};
+    tg_tensor *x0 = tg_from_data(all.data(), TG_SHAPE(65536), bf), *y0 = tg_from_data(shuffled.data(), TG_SHAPE(65536), bf);
+    ASSERT_NE(x0, nullptr) << tg_last_error();
+    bool was = tg_get_flush_denormal();
+    for (bool flush : {false, true}) {
+        tg_set_flush_denormal(flush);
+        for (int64_t at : {0, 3}) {
+            SCOPED_TRACE(testing::Message() << "flush " << flush << ", offset " << at);
+            /* views 2 * at bytes past their storages' starts */
+            tg_tensor *x = tg_narrow(x0, 0, at, 65536 - at), *y = tg_narrow(y0, 0, at, 65536 - at);
+            auto wide = [](tg_tensor *t) { return tg_cast(t, TG_FLOAT32); };
+            EXPECT_EQ(bits16(tg_relu(x)), bits16(tg_cast(tg_relu(wide(x)), TG_BFLOAT16)));
+            EXPECT_EQ(bits16(tg_relu_backward(x, y)), bits16(tg_cast(tg_relu_backward(wide(x), wide(y)), TG_BFLOAT16)));
+            EXPECT_EQ(bits16(tg_relu_backward(y, x)), bits16(tg_cast(tg_relu_backward(wide(y), wide(x)), TG_BFLOAT16)));
+        }
+    }
+    tg_set_flush_denormal(was);
+    tg_tensor *x = tg_from_data(all.data(), TG_SHAPE(4), bf);
+    EXPECT_EQ(bits16(tg_relu(x)), (std::vector<uint16_t>{0, 1, 2, 3})); /* hand-checked: tiny positives stay */
 }
 
 TEST_F(LowTest, PrintsLikeFloats) {
