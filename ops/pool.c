@@ -21,6 +21,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
+#include "ops/max_pool2x2.h"
 #include "ops/pool_window.h"
 #include "ops/shape.h"
 
@@ -82,6 +83,7 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
             const T *src = x + pl * H * W;                                                              \
             T *dst = y + pl * Ho * Wo;                                                                  \
             int64_t *di = idx + pl * Ho * Wo;                                                           \
+            if (k2 && VECTOR_2X2_##SFX(src, H, W, Ho, Wo, dst, di)) continue; /* ops/max_pool2x2.c */   \
             if (k2) {                                                                                   \
                 /* Branch-free (maxss/setcc) assuming no NaN; a plane with a NaN is redone below. */      \
                 int nan = 0;                                                                            \
@@ -162,6 +164,11 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
         max_index_job_##SFX j_ = {in_hw, out_hw, g, idx, y};                                            \
         tg_parallel_for(planes, planes * out_hw >= POOL_GRAIN ? 1 : planes, max_gather_chunk_##SFX, &j_); \
     }
+
+/* The AVX-512 2x2 planes (false: not run, or a NaN met) for float32; none for float64. */
+static bool max2x2_on(void) { return tg_max_pool2x2_available(); }
+#define VECTOR_2X2_f32(x, h, w, ho, wo, y, idx) (max2x2_on() && tg_max_pool2x2_plane_f32(x, h, w, ho, wo, y, idx))
+#define VECTOR_2X2_f64(x, h, w, ho, wo, y, idx) false
 
 MAX_KERNELS(f32, float)
 MAX_KERNELS(f64, double)
@@ -268,13 +275,23 @@ static void round_plane(const float *src, int64_t n, uint16_t *dst) {
     for (int64_t i = 0; i < n; i++) dst[i] = tg_float_to_bf16_bits(src[i]);
 }
 
+/* Whether the AVX-512 2x2 planes (ops/max_pool2x2.c) apply: max_forward_chunk_f32's k2. */
+static bool vector_2x2(const pool_params *q) {
+    return q->k == 2 && q->s == 2 && q->p == 0 && q->d == 1 && 2 * q->ho <= q->h && 2 * q->wo <= q->w && max2x2_on();
+}
+
 static void max_forward_bf16_planes(int64_t lo, int64_t hi, void *arg) {
     const max_bf16_job *j = arg;
     const pool_params *q = j->q;
     int64_t in_hw = q->h * q->w, out_hw = q->ho * q->wo;
-    float *buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
-    TG_ASSERT(buf != NULL);
+    bool vec = vector_2x2(q);
+    float *buf = NULL; /* for the planes the vector kernel leaves: a NaN, or another window */
     for (int64_t pl = lo; pl < hi; pl++) {
+        if (vec && tg_max_pool2x2_plane_bf16(j->src + pl * in_hw, q->h, q->w, q->ho, q->wo, j->dst + pl * out_hw,
+                                             j->idx_out + pl * out_hw))
+            continue;
+        if (!buf) buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
+        TG_ASSERT(buf != NULL);
         widen_plane(j->src + pl * in_hw, in_hw, buf);
         max_forward_job_f32 one = {q, buf, buf + in_hw, j->idx_out + pl * out_hw};
         max_forward_chunk_f32(0, 1, &one);
@@ -287,9 +304,14 @@ static void max_scatter_bf16_planes(int64_t lo, int64_t hi, void *arg) {
     const max_bf16_job *j = arg;
     const pool_params *q = j->q;
     int64_t in_hw = q->h * q->w, out_hw = q->ho * q->wo;
-    float *buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
-    TG_ASSERT(buf != NULL);
+    bool vec = vector_2x2(q);
+    float *buf = NULL;
     for (int64_t pl = lo; pl < hi; pl++) {
+        if (vec && tg_max_unpool2x2_plane_bf16(j->src + pl * out_hw, j->idx_in + pl * out_hw, q->h, q->w, q->ho,
+                                               q->wo, j->dst + pl * in_hw))
+            continue;
+        if (!buf) buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
+        TG_ASSERT(buf != NULL);
         widen_plane(j->src + pl * out_hw, out_hw, buf + in_hw);
         max_index_job_f32 one = {in_hw, out_hw, buf + in_hw, j->idx_in + pl * out_hw, buf};
         max_scatter_chunk_f32(0, 1, &one);

@@ -1,6 +1,10 @@
 // Pooling: PyTorch fixtures, gradcheck / gradgradcheck, bad inputs.
 #include "nn_fixture_util.h"
 
+#include <cmath>
+
+#include "core/denormal.h"
+
 namespace {
 
 class PoolTest : public TgTest, public ::testing::WithParamInterface<tg_dtype> {};
@@ -167,3 +171,67 @@ TEST_F(TgTest, PoolErrors) {
 }
 
 } // namespace
+
+namespace {
+
+template <typename T>
+std::vector<T> raw(tg_tensor *t) {
+    std::vector<T> out((size_t)tg_numel(t));
+    EXPECT_EQ(tg_copy_to_host(tg_contiguous(t), out.data(), out.size() * sizeof(T)), TG_OK) << tg_last_error();
+    return out;
+}
+
+}  // namespace
+
+// 2x2 stride-2 max pooling runs in AVX-512 registers for float32 and bfloat16
+// (ops/max_pool2x2.c); float64 keeps the scalar loop of ops/pool.c, which the vector
+// kernel must equal: values, indices (ties to the first element, -0 against +0), the
+// input gradient bit for bit (-0 and NaN gradients, subnormals with flushing off and on),
+// planes of 2 to 35 outputs a row (one register's 16, several, a tail), odd sizes (a row
+// and a column outside every window) and a plane with a NaN (the scalar loop's).
+TEST_F(TgTest, MaxPool2x2VectorKernelEqualsTheScalarLoop) {
+    bool was = tg_get_flush_denormal();
+    for (bool flush : {false, true})
+        for (tg_shape shape : {TG_SHAPE(2, 3, 24, 24), TG_SHAPE(1, 2, 25, 71), TG_SHAPE(3, 1, 4, 5), TG_SHAPE(64, 20, 8, 8)}) {
+            SCOPED_TRACE(testing::Message() << "flush " << flush << ", shape [" << shape.dims[0] << ", " << shape.dims[1]
+                                            << ", " << shape.dims[2] << ", " << shape.dims[3] << "]");
+            tg_set_flush_denormal(flush);
+            /* small integers: many ties; a few -0, Inf; bfloat16-exact so all three dtypes hold the same values */
+            tg_tensor *x64 = tg_sub_scalar(tg_floor(tg_mul_scalar(tg_rand(shape, tg_opts{.dtype = TG_FLOAT64}), 4)), 2);
+            x64 = tg_mul(x64, tg_where(tg_lt_scalar(tg_rand(shape, tg_opts{.dtype = TG_FLOAT64}), 0.1),
+                                       tg_full(TG_SCALAR_SHAPE, -0.0, tg_opts{.dtype = TG_FLOAT64}),
+                                       tg_ones(TG_SCALAR_SHAPE, tg_opts{.dtype = TG_FLOAT64})));
+            ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(x64, 0, 0, 1), 1, 0, 1), 3, 1, 1), INFINITY), TG_OK);
+            if (shape.dims[0] > 1)
+                ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(tg_narrow(x64, 0, 1, 1), 1, 0, 1), 2, 2, 1), 3, 3, 1), NAN),
+                          TG_OK);
+            tg_pool_opts o{.kernel_size = 2};
+            tg_tensor *i64 = nullptr, *y64 = tg_max_pool2d(x64, o, &i64);
+            ASSERT_NE(y64, nullptr) << tg_last_error();
+            for (tg_dtype dt : {TG_FLOAT32, TG_BFLOAT16}) {
+                SCOPED_TRACE(tg_dtype_name(dt));
+                tg_tensor *x = tg_requires_grad(tg_cast(x64, dt), true), *i = nullptr;
+                tg_tensor *y = tg_max_pool2d(x, o, &i);
+                ASSERT_NE(y, nullptr) << tg_last_error();
+                EXPECT_EQ(raw<int64_t>(i), raw<int64_t>(i64));
+                EXPECT_EQ(raw<uint32_t>(tg_cast(y, TG_FLOAT32)), raw<uint32_t>(tg_cast(y64, TG_FLOAT32))); /* bits: NaN, -0 */
+                /* gradients: -0, NaN and subnormals (+-2^-130) among them, made unflushed */
+                tg_set_flush_denormal(false);
+                tg_tensor *g32 = tg_randn(tg_shape_of(y), tg_opts{});
+                tg_tensor *flat = tg_reshape(g32, TG_SHAPE(-1));
+                ASSERT_EQ(tg_fill_(tg_narrow(flat, 0, 0, 1), -0.0), TG_OK);
+                ASSERT_EQ(tg_fill_(tg_narrow(flat, 0, 1, 1), NAN), TG_OK);
+                ASSERT_EQ(tg_fill_(tg_narrow(flat, 0, 2, 1), ldexp(1.0, -130)), TG_OK);
+                ASSERT_EQ(tg_fill_(tg_narrow(flat, 0, 3, 1), -ldexp(1.0, -130)), TG_OK);
+                tg_tensor *g = tg_cast(g32, dt);
+                tg_set_flush_denormal(flush);
+                ASSERT_EQ(tg_backward_with(y, g), TG_OK) << tg_last_error();
+                if (dt != TG_BFLOAT16) continue; /* float32's backward is the scalar scatter itself */
+                /* the general path's: float32 scatter-add onto zeros of the widened g, rounded once */
+                tg_tensor *xs = tg_requires_grad(tg_cast(x64, TG_FLOAT32), true);
+                ASSERT_EQ(tg_backward_with(tg_max_pool2d(xs, o, nullptr), tg_cast(g, TG_FLOAT32)), TG_OK);
+                EXPECT_EQ(raw<uint16_t>(tg_grad(x)), raw<uint16_t>(tg_cast(tg_grad(xs), TG_BFLOAT16)));
+            }
+        }
+    tg_set_flush_denormal(was);
+}
