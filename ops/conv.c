@@ -552,8 +552,90 @@ typedef struct {
     float *out;
 } bias_grad_job;
 enum { BIAS_CHANNELS = 4 };
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAVE_BIAS_LANES8 1
+#define BIAS_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+/* Rows of 8 positions of channels c .. c + nc - 1 of images b0 .. b0 + nb - 1 at position i:
+ * register q holds channel c + q, one image per 128-bit lane (zeros past nc and nb). */
+BIAS_TARGET static inline __m512i bias_rows(const bias_grad_job *j, int64_t b0, int nb, int64_t c, int q, int64_t i) {
+    const uint16_t *p = j->g + (b0 * j->co + c + q) * j->l + i;
+    int64_t image = j->co * j->l;
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    if (nb > 1) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + image)), 1);
+    else v = _mm512_inserti32x4(v, _mm_setzero_si128(), 1);
+    if (nb > 2) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 2 * image)), 2);
+    else v = _mm512_inserti32x4(v, _mm_setzero_si128(), 2);
+    if (nb > 3) v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 3 * image)), 3);
+    else v = _mm512_inserti32x4(v, _mm_setzero_si128(), 3);
+    return v;
+}
+
+/* Eight bfloat16 (8 channels of one image at one position) widened into 8 doubles, added. */
+BIAS_TARGET static inline __m512d add8(__m512d s, __m128i h) {
+    __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm512_add_pd(s, _mm512_cvtps_pd(f));
+}
+
+/* bias_grad_channels' sums for up to eight channels in the eight lanes of a register of
+ * doubles: lane q does channel c + q's additions in the loop's order (images in order,
+ * positions in order), so the same bits. Four images at a time are four independent
+ * chains; an 8 x 8 block (channels x positions) of each is transposed in one 128-bit lane
+ * of a zmm, so that each addition takes one position of all eight channels. */
+BIAS_TARGET static void bias_grad_lanes8(const bias_grad_job *j, int64_t c, int nc) {
+    __m512d total = _mm512_setzero_pd();
+    for (int64_t b0 = 0; b0 < j->n; b0 += 4) {
+        int nb = j->n - b0 < 4 ? (int)(j->n - b0) : 4;
+        __m512d s[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+        int64_t i = 0;
+        for (; i + 8 <= j->l; i += 8) {
+            __m512i r[8];
+            for (int q = 0; q < 8; q++) r[q] = q < nc ? bias_rows(j, b0, nb, c, q, i) : _mm512_setzero_si512();
+            __m512i t[8], u[8];
+            for (int q = 0; q < 8; q += 2) {
+                t[q] = _mm512_unpacklo_epi16(r[q], r[q + 1]);     /* channels q, q+1 at positions 0-3 */
+                t[q + 1] = _mm512_unpackhi_epi16(r[q], r[q + 1]); /* ... at positions 4-7 */
+            }
+            for (int q = 0; q < 8; q += 4)
+                for (int h = 0; h < 2; h++) {
+                    u[q + 2 * h] = _mm512_unpacklo_epi32(t[q + h], t[q + 2 + h]);     /* 4 channels, 2 positions */
+                    u[q + 2 * h + 1] = _mm512_unpackhi_epi32(t[q + h], t[q + 2 + h]);
+                }
+            /* u[0..3]: channels 0-3 at positions (0,1), (2,3), (4,5), (6,7); u[4..7]: channels 4-7 */
+            for (int k = 0; k < 4; k++) {
+                __m512i lo = _mm512_unpacklo_epi64(u[k], u[k + 4]), hi = _mm512_unpackhi_epi64(u[k], u[k + 4]);
+                for (int pos = 0; pos < 2; pos++) { /* positions 2k, 2k + 1: 8 channels per image lane */
+                    __m512i v = pos ? hi : lo;
+                    for (int m = 0; m < nb; m++) {
+                        __m128i h = m == 0 ? _mm512_castsi512_si128(v)
+                                  : m == 1 ? _mm512_extracti32x4_epi32(v, 1)
+                                  : m == 2 ? _mm512_extracti32x4_epi32(v, 2)
+                                           : _mm512_extracti32x4_epi32(v, 3);
+                        s[m] = add8(s[m], h);
+                    }
+                }
+            }
+        }
+        for (; i < j->l; i++) /* the last positions, one at a time */
+            for (int m = 0; m < nb; m++) {
+                uint16_t e[8] = {0};
+                for (int q = 0; q < nc; q++) e[q] = j->g[((b0 + m) * j->co + c + q) * j->l + i];
+                s[m] = add8(s[m], _mm_loadu_si128((const __m128i *)e));
+            }
+        for (int m = 0; m < nb; m++) total = _mm512_add_pd(total, _mm512_cvtps_pd(_mm512_cvtpd_ps(s[m])));
+    }
+    _mm256_mask_storeu_ps(j->out + c, (__mmask8)((1u << nc) - 1), _mm512_cvtpd_ps(total));
+}
+#endif
+
 static void bias_grad_channels(int64_t c0, int64_t c1, void *arg) {
     const bias_grad_job *j = arg;
+#ifdef HAVE_BIAS_LANES8
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+        for (int64_t c = c0; c < c1; c += 8) bias_grad_lanes8(j, c, c1 - c < 8 ? (int)(c1 - c) : 8);
+        return;
+    }
+#endif
     for (int64_t c = c0; c < c1; c += BIAS_CHANNELS) {
         int k = c1 - c < BIAS_CHANNELS ? (int)(c1 - c) : BIAS_CHANNELS;
         double total[BIAS_CHANNELS] = {0};
@@ -576,7 +658,7 @@ static tg_tensor *bias_grad_bf16(tg_tensor *grad) {
     tg_tensor *out = tg_empty(TG_SHAPE(co), (tg_opts){.dtype = TG_FLOAT32});
     if (!out) return NULL;
     bias_grad_job j = {n, co, l, tg_data_ptr(grad), tg_data_ptr(out)};
-    tg_parallel_for(co, n * co * l >= CONV_GRAIN ? BIAS_CHANNELS : co, bias_grad_channels, &j);
+    tg_parallel_for(co, n * co * l >= CONV_GRAIN ? 8 : co, bias_grad_channels, &j);
     return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/lowp.h"
 #include "ops/gemm.h"
 #include "test_util.h"
 
@@ -149,6 +150,56 @@ TEST_F(ConvBf16Test, BiasGradientIsTheFloat32SumOfTheWidenedGradient) {
     }
     EXPECT_EQ(tg_dtype_of(gb[0]), TG_BFLOAT16);
     EXPECT_EQ(values(gb[0]), values(tg_cast(gb[1], TG_BFLOAT16)));
+}
+
+// The same sums where their order shows. Each image row holds +-1 and 2 (its sum a small
+// integer, exact in bfloat16), a +2^100 and a later -2^100 (the small elements between them
+// are absorbed, so moving any element across either changes the sum), and +2^25 in even
+// images, -2^25 in odd ones but the last (the rounding to float32 after each image drops the row's
+// small part, its omission would not). Against the documented order written out here
+// (double per image row in index order, rounded to float32, added in double in image
+// order, rounded to float32), with 7 images (4 + 3 per vector pass), 11 channels (8 + 3
+// lanes) and rows of 35 (four blocks of 8 and 3 more), on 1 and 2 threads.
+TEST_F(ConvBf16Test, BiasGradientKeepsTheFloat32PathsOrder) {
+    const int64_t N = 7, C = 11, H = 5, W = 7, L = H * W;
+    const float small[] = {1.0f, -1.0f, 2.0f, -1.0f};
+    std::vector<uint16_t> g((size_t)(N * C * L));
+    uint32_t state = 12345;
+    auto next = [&](uint32_t n) {
+        state = state * 1664525u + 1013904223u;
+        return (state >> 8) % n;
+    };
+    for (int64_t r = 0; r < N * C; r++) {
+        uint16_t *row = g.data() + r * L;
+        for (int64_t i = 0; i < L; i++) row[i] = tg_float_to_bf16_bits(small[next(4)]);
+        int64_t p1 = next((uint32_t)L - 2), p2 = p1 + 1 + next((uint32_t)(L - p1 - 2)), q = (p2 + 1) % L;
+        row[p1] = tg_float_to_bf16_bits(0x1p100f);
+        row[p2] = tg_float_to_bf16_bits(-0x1p100f);
+        if (r / C < N - 1) row[q] = tg_float_to_bf16_bits((r / C) % 2 ? -0x1p25f : 0x1p25f); /* pairs cancel */
+    }
+    std::vector<uint16_t> want((size_t)C);
+    for (int64_t c = 0; c < C; c++) {
+        double total = 0;
+        for (int64_t b = 0; b < N; b++) {
+            double row = 0;
+            for (int64_t i = 0; i < L; i++) row += tg_bf16_bits_to_float(g[(size_t)((b * C + c) * L + i)]);
+            total += (float)row;
+        }
+        want[(size_t)c] = tg_float_to_bf16_bits((float)total);
+    }
+    tg_tensor *gy = tg_from_data(g.data(), TG_SHAPE(N, C, H, W), tg_opts{TG_BFLOAT16});
+    tg_tensor *x = tg_ones(TG_SHAPE(N, 1, H, W), tg_opts{TG_BFLOAT16});
+    tg_tensor *w = tg_ones(TG_SHAPE(C, 1, 1, 1), tg_opts{TG_BFLOAT16});
+    int saved = tg_get_num_threads();
+    for (int threads : {1, 2}) {
+        tg_set_num_threads(threads);
+        tg_tensor *b = tg_requires_grad(tg_zeros(TG_SHAPE(C), tg_opts{TG_BFLOAT16}), true);
+        ASSERT_EQ(tg_backward_with(tg_conv2d(x, w, b, tg_conv_opts{}), gy), TG_OK) << tg_last_error();
+        std::vector<uint16_t> got((size_t)C);
+        ASSERT_EQ(tg_copy_to_host(tg_grad(b), got.data(), got.size() * 2), TG_OK);
+        EXPECT_EQ(got, want) << threads << " thread(s)";
+    }
+    tg_set_num_threads(saved);
 }
 
 // Double backward runs the three bf16 functions on each other's outputs (ops/conv.c's
