@@ -130,14 +130,17 @@ BF16_TARGET static void interleave_rows(const bf16_job *g, int64_t r0, int64_t r
     _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(x, _mm512_loadu_si512(hi_idx), y));
 }
 
-/* The first `pairs` (a multiple of 16) pairs of NR rows of W (row j at offset src + j * ld
- * of B, k contiguous) into a panel: pair p of row j to ((p * NR) + j) * 2, 16 rows by 16
- * pairs (one 32-bit lane each) per register transpose. */
-BF16_TARGET static void transpose_pairs(const bf16_job *g, int64_t src, int64_t ld, int64_t pairs, uint16_t *panel) {
+/* The first `pairs` (a multiple of 16) pairs of the first `rows` (<= NR) rows of W (row j at
+ * offset src + j * ld of B, k contiguous) into a panel: pair p of row j to ((p * NR) + j) * 2,
+ * zero for rows from `rows` to NR, 16 rows by 16 pairs (one 32-bit lane each) per register
+ * transpose. */
+BF16_TARGET static void transpose_pairs(const bf16_job *g, int64_t src, int64_t ld, int64_t pairs, int rows,
+                                        uint16_t *panel) {
     for (int64_t p0 = 0; p0 < pairs; p0 += 16)
         for (int half = 0; half < NR / 16; half++) {
             __m512i r[16];
-            for (int j = 0; j < 16; j++) r[j] = load32(g, src + (half * 16 + j) * ld + 2 * p0);
+            for (int j = 0; j < 16; j++)
+                r[j] = half * 16 + j < rows ? load32(g, src + (half * 16 + j) * ld + 2 * p0) : _mm512_setzero_si512();
             tg_transpose16_epi32(r);
             for (int p = 0; p < 16; p++) _mm512_storeu_si512(panel + ((p0 + p) * NR + half * 16) * 2, r[p]);
         }
@@ -151,11 +154,16 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
     int64_t pairs = (kc + 1) / 2;
     for (int64_t q = 0; q < (cols + NR - 1) / NR; q++) {
         if (pstride > pairs) memset(dst + (q * pstride + pairs) * NR * 2, 0, (size_t)((pstride - pairs) * NR * 2) * 2);
-        if (g->b_rs == 1 && cols - q * NR >= NR) { /* B = W^T (linear): a column is a row of W, read along */
+        if (g->b_rs == 1) { /* B = W^T (linear, a weight's gradient): a column is a row of W, read along */
             uint16_t *panel = dst + q * pstride * NR * 2;
+            int rows = cols - q * NR < NR ? (int)(cols - q * NR) : NR; /* a last, narrower panel: zeros */
             int64_t blocked = kc / 2 / 16 * 16; /* pairs moved 16 x 16 at a time by register transposes */
-            transpose_pairs(g, k0 + (col0 + q * NR) * g->b_cs, g->b_cs, blocked, panel);
+            transpose_pairs(g, k0 + (col0 + q * NR) * g->b_cs, g->b_cs, blocked, rows, panel);
             for (int j = 0; j < NR; j++) {
+                if (j >= rows) {
+                    for (int64_t p = blocked; p < pairs; p++) panel[(p * NR + j) * 2] = panel[(p * NR + j) * 2 + 1] = 0;
+                    continue;
+                }
                 int64_t src = k0 + (col0 + q * NR + j) * g->b_cs;
                 for (int64_t p = blocked; p < kc / 2; p++) {
                     panel[(p * NR + j) * 2] = b_at(g, src + 2 * p);
