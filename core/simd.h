@@ -40,6 +40,13 @@ __attribute__((target("avx512f"), always_inline)) static inline void tg_transpos
         r[c + 8] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xdd);
     }
 }
+
+/* 16 bfloat16 values (bit patterns) widened to float32, exactly: each moves to the top half
+ * of its 32-bit lane (core/lowp.h's tg_bf16_bits_to_float, 16 at a time). For the bfloat16
+ * kernels (ops/gemm_bf16.c, ops/norm_bf16.c, ops/relu_bf16.c, ops/max_pool2x2.c). */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 tg_widen_bf16x16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
 #endif
 
 #endif

@@ -106,10 +106,6 @@ BF16_TARGET static inline __m256i round_to_bf16(__m512 v) {
     return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0)));
 }
 
-/* 16 bfloat16 values widened to float32 (exact). */
-BF16_TARGET static inline __m512 widen_bf16(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
 
 /* 32 consecutive bfloat16 values of B: read as they are, or rounded from float32. */
 BF16_TARGET static inline __m512i load32(const bf16_job *g, int64_t i) {
@@ -237,8 +233,8 @@ BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const ui
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++)
             if (r < mr) {
-                _mm512_mask_storeu_ps(c + r * ldc, m0, widen_bf16(round_to_bf16(acc[r][0])));
-                _mm512_mask_storeu_ps(c + r * ldc + 16, m1, widen_bf16(round_to_bf16(acc[r][1])));
+                _mm512_mask_storeu_ps(c + r * ldc, m0, tg_widen_bf16x16(round_to_bf16(acc[r][0])));
+                _mm512_mask_storeu_ps(c + r * ldc + 16, m1, tg_widen_bf16x16(round_to_bf16(acc[r][1])));
             }
         return;
     }
@@ -365,8 +361,8 @@ AMX_TARGET static void amx_micro(int64_t kcp, const uint16_t *ap, const uint16_t
             _mm256_mask_storeu_epi16(c16 + r * ldc, m0, round_to_bf16(lo));
             _mm256_mask_storeu_epi16(c16 + r * ldc + 16, m1, round_to_bf16(hi));
         } else if (round32) {
-            _mm512_mask_storeu_ps(c + r * ldc, m0, widen_bf16(round_to_bf16(lo)));
-            _mm512_mask_storeu_ps(c + r * ldc + 16, m1, widen_bf16(round_to_bf16(hi)));
+            _mm512_mask_storeu_ps(c + r * ldc, m0, tg_widen_bf16x16(round_to_bf16(lo)));
+            _mm512_mask_storeu_ps(c + r * ldc + 16, m1, tg_widen_bf16x16(round_to_bf16(hi)));
         } else {
             _mm512_mask_storeu_ps(c + r * ldc, m0, lo);
             _mm512_mask_storeu_ps(c + r * ldc + 16, m1, hi);

@@ -11,8 +11,9 @@
 
 #include <string.h>
 
+#include "core/simd.h"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
 #define HAVE_MAX2X2 1
 #define MAX2X2_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,bmi2")))
 #endif
@@ -37,8 +38,8 @@ MAX2X2_TARGET static inline void load_pairs(const void *p, bool bf16, int n, __m
     if (bf16) {
         __mmask32 m = n >= 16 ? ~(__mmask32)0 : (__mmask32)((1u << (2 * n)) - 1);
         __m512i v = _mm512_maskz_loadu_epi16(m, p);
-        lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
-        hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
+        lo = tg_widen_bf16x16(_mm512_castsi512_si256(v));
+        hi = tg_widen_bf16x16(_mm512_extracti64x4_epi64(v, 1));
     } else {
         int lo_n = 2 * n < 16 ? 2 * n : 16, hi_n = 2 * n - lo_n;
         lo = _mm512_maskz_loadu_ps((__mmask16)((1u << lo_n) - 1), p);

@@ -26,7 +26,7 @@ static inline float widen(uint16_t h) { return tg_bf16_bits_to_float(h); }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HAVE_AVX512_SUMS 1
 __attribute__((target("avx512f"))) static inline __m512 widen16(const uint16_t *p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+    return tg_widen_bf16x16(_mm256_loadu_si256((const __m256i *)p));
 }
 
 __attribute__((target("avx512f"))) static int64_t shifted_lanes16(const uint16_t *p, int64_t n, float shift,

@@ -166,8 +166,8 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
     }
 
 /* The AVX-512 2x2 planes (false: not run, or a NaN met) for float32; none for float64. */
-static bool max2x2_on(void) { return tg_max_pool2x2_available(); }
-#define VECTOR_2X2_f32(x, h, w, ho, wo, y, idx) (max2x2_on() && tg_max_pool2x2_plane_f32(x, h, w, ho, wo, y, idx))
+#define VECTOR_2X2_f32(x, h, w, ho, wo, y, idx) \
+    (tg_max_pool2x2_available() && tg_max_pool2x2_plane_f32(x, h, w, ho, wo, y, idx))
 #define VECTOR_2X2_f64(x, h, w, ho, wo, y, idx) false
 
 MAX_KERNELS(f32, float)
@@ -277,7 +277,8 @@ static void round_plane(const float *src, int64_t n, uint16_t *dst) {
 
 /* Whether the AVX-512 2x2 planes (ops/max_pool2x2.c) apply: max_forward_chunk_f32's k2. */
 static bool vector_2x2(const pool_params *q) {
-    return q->k == 2 && q->s == 2 && q->p == 0 && q->d == 1 && 2 * q->ho <= q->h && 2 * q->wo <= q->w && max2x2_on();
+    return q->k == 2 && q->s == 2 && q->p == 0 && q->d == 1 && 2 * q->ho <= q->h && 2 * q->wo <= q->w &&
+           tg_max_pool2x2_available();
 }
 
 static void max_forward_bf16_planes(int64_t lo, int64_t hi, void *arg) {

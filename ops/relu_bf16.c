@@ -9,10 +9,10 @@
 #include "ops/relu_bf16.h"
 
 #include "core/parallel.h"
+#include "core/simd.h"
 #include "core/tensor_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
 #define HAVE_RELU_BF16 1
 #define RELU_TARGET __attribute__((target("avx512f,avx512bw")))
 
@@ -28,12 +28,8 @@ typedef struct {
     ((__mmask32)_mm512_cmp_ps_mask(widen_lo(v), _mm512_setzero_ps(), cmp) |                                  \
      (__mmask32)_mm512_cmp_ps_mask(widen_hi(v), _mm512_setzero_ps(), cmp) << 16)
 
-RELU_TARGET static inline __m512 widen_lo(__m512i v) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
-}
-RELU_TARGET static inline __m512 widen_hi(__m512i v) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
-}
+RELU_TARGET static inline __m512 widen_lo(__m512i v) { return tg_widen_bf16x16(_mm512_castsi512_si256(v)); }
+RELU_TARGET static inline __m512 widen_hi(__m512i v) { return tg_widen_bf16x16(_mm512_extracti64x4_epi64(v, 1)); }
 /* NaN lanes of 32 bf16: exponent all ones and a nonzero fraction. */
 RELU_TARGET static inline __mmask32 nan32(__m512i v) {
     return _mm512_cmpgt_epu16_mask(_mm512_and_si512(v, _mm512_set1_epi16(0x7FFF)), _mm512_set1_epi16(0x7F80));
