@@ -26,4 +26,9 @@ bool tg_amx_wanted(void);
  * instruction (the configuration is per thread) and _tile_release() when done. */
 void tg_amx_configure(void);
 
+/* GCC's _tile_loadd is an asm statement that names an address but not the memory behind
+ * it (_tile_stored clobbers memory): a kernel puts this between plain stores to a buffer
+ * and the tile loads that read it, so that the compiler neither drops nor delays them. */
+#define TG_AMX_MEMORY_BARRIER() __asm__ volatile("" : : : "memory")
+
 #endif

@@ -76,8 +76,8 @@ void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_
 /* C [m, n] = A B rounded once to bfloat16 (row-major, ldc in elements; no old C), the
  * rounding done by the kernel on its float32 tile, so no float32 C is written: the same
  * bits as tg_gemm_bf16 followed by a cast. Only when k fits one packed slice (k <= 384,
- * e.g. a weight's gradient summed over a batch) and the CPU has the instructions:
- * tg_gemm_bf16_rounds(k). */
+ * or 1024 with AMX: a weight's gradient over a batch, the tutorials' layers) and the CPU
+ * has the instructions: tg_gemm_bf16_rounds(k). */
 bool tg_gemm_bf16_rounds(int64_t k);
 void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
                           const uint16_t *b, int64_t b_rs, int64_t b_cs, uint16_t *c, int64_t ldc);
@@ -88,7 +88,8 @@ void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, in
  * cast's pass over it; C is float32 sums (TG_BF16_C_F32, plus C's old values when
  * accumulate), rounded to bfloat16 (TG_BF16_C_BF16, c is uint16_t) or rounded to bfloat16
  * values stored as float32 (TG_BF16_C_ROUNDED_F32: a cast to bfloat16 and back, fused).
- * The two rounded forms need tg_gemm_bf16_rounds(k). */
+ * The two rounded forms need tg_gemm_bf16_rounds(k): all of k in one packed slice of the
+ * kernel in use (384 for AVX512-BF16's, 1024 for AMX's). */
 typedef enum { TG_BF16_C_F32, TG_BF16_C_BF16, TG_BF16_C_ROUNDED_F32 } tg_bf16_c_kind;
 typedef struct {
     int64_t m, n, k;
@@ -99,6 +100,8 @@ typedef struct {
     int64_t b_rs, b_cs;
     tg_bf16_c_kind c_kind;
     bool accumulate;
+    const uint16_t *bias; /* or NULL: bias[j] (bfloat16) starts column j's sums, as a C filled with it and
+                           * accumulated (a linear's bias, without the pass that fills C); not with accumulate */
     void *c;
     int64_t ldc;
 } tg_gemm_bf16_args;

@@ -53,6 +53,7 @@ typedef struct {
     float *c;
     uint16_t *c16; /* instead of c: C rounded to bfloat16 by the micro kernel (k <= KC) */
     bool round32;  /* with c: C rounded to bfloat16 values, stored as float32 (k <= KC) */
+    const uint16_t *bias16; /* per column of C (bfloat16): the sums start from it instead of zero */
     int64_t ldc;
 } bf16_job;
 
@@ -196,9 +197,14 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
  * the tile (all of k, no old C) is stored rounded to bfloat16 there instead, and with
  * round32 stored in c rounded to bfloat16 values. */
 BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const uint16_t *bp, float *c, uint16_t *c16,
-                                     bool round32, int64_t ldc, int mr, int nr, bool load_c) {
+                                     bool round32, int64_t ldc, int mr, int nr, bool load_c, const uint16_t *bias) {
     __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    __m512 start0 = _mm512_setzero_ps(), start1 = _mm512_setzero_ps();
+    if (bias && !load_c) {
+        start0 = tg_widen_bf16x16(_mm256_maskz_loadu_epi16(m0, bias));
+        start1 = tg_widen_bf16x16(_mm256_maskz_loadu_epi16(m1, bias + 16));
+    }
     __m512 acc[MR][2];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
@@ -206,7 +212,8 @@ BF16_TARGET static void micro_kernel(int64_t pairs, const uint32_t *ap, const ui
             acc[r][0] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
             acc[r][1] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
         } else {
-            acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+            acc[r][0] = start0;
+            acc[r][1] = start1;
         }
     }
     for (int64_t p = 0; p < pairs; p++) {
@@ -268,7 +275,7 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
                         int64_t at = (row0 + ic + ir) * g->ldc + col0 + jc + jr;
                         micro_kernel(pairs, apack + ir / MR * pairs * MR, bpack + jr / NR * pairs * NR * 2,
                                      g->c16 ? NULL : g->c + at, g->c16 ? g->c16 + at : NULL, g->round32, g->ldc, mr,
-                                     nr, load_c);
+                                     nr, load_c, g->bias16 ? g->bias16 + col0 + jc + jr : NULL);
                     }
             }
         }
@@ -285,7 +292,13 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
  * k order, two k at a time. core/amx.h says whether the process may use the tiles; each
  * thread loads the tile configuration itself. */
 #define AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512bf16,avx512f,avx512bw,avx512vl")))
-enum { AMX_MR = 32, AMX_KSTEP = 32 };
+enum {
+    AMX_MR = 32,
+    AMX_KSTEP = 32,
+    AMX_KC = 1024, /* k per slice: the tiles stream A and B from L2, so a deeper slice keeps C in the
+                    * tiles over all of k for the tutorials' layers (and lets the kernel round it) */
+    AMX_NC = 1024, /* columns of B per slice: AMX_NC * AMX_KC * 2 bytes = 2 MiB */
+};
 
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 static bool amx_available, amx_enabled;
@@ -318,7 +331,7 @@ static void pack_a_rows(const bf16_job *g, int64_t row0, int64_t rows, int64_t k
  * tile (all of k, no old C) is stored rounded to bfloat16 there instead, and with round32
  * stored in c rounded to bfloat16 values. */
 AMX_TARGET static void amx_micro(int64_t kcp, const uint16_t *ap, const uint16_t *bp, float *c, uint16_t *c16,
-                                 bool round32, int64_t ldc, int mr, int nr, bool load_c) {
+                                 bool round32, int64_t ldc, int mr, int nr, bool load_c, const uint16_t *bias) {
     float tile[AMX_MR * NR] __attribute__((aligned(64)));
     bool whole = mr == AMX_MR && nr == NR && !c16 && !round32; /* C itself is the tiles' memory */
     float *base = whole ? c : tile;
@@ -327,10 +340,19 @@ AMX_TARGET static void amx_micro(int64_t kcp, const uint16_t *ap, const uint16_t
         if (!whole)
             for (int r = 0; r < AMX_MR; r++)
                 for (int j = 0; j < NR; j++) tile[r * NR + j] = r < mr && j < nr ? c[r * ldc + j] : 0.0f;
+        TG_AMX_MEMORY_BARRIER();
         _tile_loadd(0, base, ld * 4);
         _tile_loadd(1, base + 16, ld * 4);
         _tile_loadd(2, base + 16 * ld, ld * 4);
         _tile_loadd(3, base + 16 * ld + 16, ld * 4);
+    } else if (bias) { /* every row of the tiles starts as the bias (a row stride of 0) */
+        float start[NR] __attribute__((aligned(64)));
+        for (int j = 0; j < NR; j++) start[j] = j < nr ? tg_bf16_bits_to_float(bias[j]) : 0.0f;
+        TG_AMX_MEMORY_BARRIER();
+        _tile_loadd(0, start, 0);
+        _tile_loadd(1, start + 16, 0);
+        _tile_loadd(2, start, 0);
+        _tile_loadd(3, start + 16, 0);
     } else {
         _tile_zero(0);
         _tile_zero(1);
@@ -372,27 +394,29 @@ AMX_TARGET static void amx_micro(int64_t kcp, const uint16_t *ap, const uint16_t
 
 /* C [m, n] block at (row0, col0) on one thread, with AMX. */
 AMX_TARGET static void gemm_serial_amx(const bf16_job *g, int64_t row0, int64_t m, int64_t col0, int64_t n) {
-    int64_t nc_max = n < NC ? n : NC, mc_max = m < MC ? m : MC, kc_max = g->k < KC ? g->k : KC;
+    int64_t nc_max = n < AMX_NC ? n : AMX_NC, mc_max = m < MC ? m : MC, kc_max = g->k < AMX_KC ? g->k : AMX_KC;
     int64_t kcp_max = (kc_max + AMX_KSTEP - 1) / AMX_KSTEP * AMX_KSTEP;
     uint16_t *bpack = malloc((size_t)((nc_max + NR - 1) / NR * kcp_max * NR) * sizeof(uint16_t));
     uint16_t *apack = malloc((size_t)((mc_max + AMX_MR - 1) / AMX_MR * AMX_MR * kcp_max) * sizeof(uint16_t));
     if (!bpack || !apack) abort(); /* a few hundred KiB; nothing sensible to do without them */
     tg_amx_configure();
-    for (int64_t jc = 0; jc < n; jc += NC) {
-        int64_t nc = n - jc < NC ? n - jc : NC;
-        for (int64_t pc = 0; pc < g->k; pc += KC) {
-            int64_t kc = g->k - pc < KC ? g->k - pc : KC, kcp = (kc + AMX_KSTEP - 1) / AMX_KSTEP * AMX_KSTEP;
+    for (int64_t jc = 0; jc < n; jc += AMX_NC) {
+        int64_t nc = n - jc < AMX_NC ? n - jc : AMX_NC;
+        for (int64_t pc = 0; pc < g->k; pc += AMX_KC) {
+            int64_t kc = g->k - pc < AMX_KC ? g->k - pc : AMX_KC, kcp = (kc + AMX_KSTEP - 1) / AMX_KSTEP * AMX_KSTEP;
             pack_b(g, pc, kc, col0 + jc, nc, kcp / 2, bpack);
             bool load_c = pc > 0 || g->accumulate;
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
                 pack_a_rows(g, row0 + ic, mc, pc, kc, kcp, apack);
+                TG_AMX_MEMORY_BARRIER(); /* the packed panels, read by tile loads */
                 for (int64_t jr = 0; jr < nc; jr += NR)
                     for (int64_t ir = 0; ir < mc; ir += AMX_MR) {
                         int nr = (int)(nc - jr < NR ? nc - jr : NR), mr = (int)(mc - ir < AMX_MR ? mc - ir : AMX_MR);
                         int64_t at = (row0 + ic + ir) * g->ldc + col0 + jc + jr;
                         amx_micro(kcp, apack + ir * kcp, bpack + jr / NR * kcp * NR, g->c16 ? NULL : g->c + at,
-                                  g->c16 ? g->c16 + at : NULL, g->round32, g->ldc, mr, nr, load_c);
+                                  g->c16 ? g->c16 + at : NULL, g->round32, g->ldc, mr, nr, load_c,
+                                  g->bias16 ? g->bias16 + col0 + jc + jr : NULL);
                     }
             }
         }
@@ -437,23 +461,40 @@ static void run(bf16_job g) {
 }
 #endif
 
-bool tg_gemm_bf16_rounds(int64_t k) { return k <= KC && tg_gemm_bf16_supported(); }
+/* The slice of the kernel in use: the rounded outputs need all of k in one. */
+static int64_t slice_k(void) {
+#ifdef HAVE_BF16_KERNEL
+    pthread_once(&amx_once, amx_probe);
+    return amx_enabled ? AMX_KC : KC;
+#else
+    return 0;
+#endif
+}
+
+bool tg_gemm_bf16_rounds(int64_t k) { return tg_gemm_bf16_supported() && k <= slice_k(); }
 
 void tg_gemm_bf16_general(tg_gemm_bf16_args x) {
     if (x.m <= 0 || x.n <= 0) return;
-    size_t es = x.c_kind == TG_BF16_C_BF16 ? sizeof(uint16_t) : sizeof(float);
     if (x.k <= 0) {
-        if (!x.accumulate || x.c_kind != TG_BF16_C_F32)
-            for (int64_t i = 0; i < x.m; i++) memset((char *)x.c + (size_t)(i * x.ldc) * es, 0, (size_t)x.n * es);
+        if (x.accumulate && x.c_kind == TG_BF16_C_F32) return;
+        for (int64_t i = 0; i < x.m; i++) /* C = the bias, or zeros */
+            for (int64_t j = 0; j < x.n; j++) {
+                uint16_t v = x.bias ? x.bias[j] : 0;
+                if (x.c_kind == TG_BF16_C_BF16)
+                    ((uint16_t *)x.c)[i * x.ldc + j] = v;
+                else
+                    ((float *)x.c)[i * x.ldc + j] = tg_bf16_bits_to_float(v);
+            }
         return;
     }
+    if (x.bias && x.accumulate) abort(); /* the sums start from C's old values or from the bias, not both */
 #ifdef HAVE_BF16_KERNEL
-    if (x.c_kind != TG_BF16_C_F32 && x.k > KC) abort(); /* callers check tg_gemm_bf16_rounds(k) first */
+    if (x.c_kind != TG_BF16_C_F32 && x.k > slice_k()) abort(); /* callers check tg_gemm_bf16_rounds(k) first */
     run((bf16_job){.m = x.m, .n = x.n, .k = x.k, .a = x.a, .b = x.b32 ? NULL : x.b, .b32 = x.b32,
                    .a_rs = x.a_rs, .a_cs = x.a_cs, .b_rs = x.b_rs, .b_cs = x.b_cs,
                    .accumulate = x.accumulate && x.c_kind == TG_BF16_C_F32,
                    .c = x.c_kind == TG_BF16_C_BF16 ? NULL : x.c, .c16 = x.c_kind == TG_BF16_C_BF16 ? x.c : NULL,
-                   .round32 = x.c_kind == TG_BF16_C_ROUNDED_F32, .ldc = x.ldc});
+                   .round32 = x.c_kind == TG_BF16_C_ROUNDED_F32, .bias16 = x.bias, .ldc = x.ldc});
 #else
     abort(); /* callers check tg_gemm_bf16_supported() first */
 #endif

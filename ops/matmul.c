@@ -462,17 +462,23 @@ static tg_tensor *autocast_linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     for (int d = 0; d < x->shape.ndim - 1; d++) rows *= x->shape.dims[d];
     tg_shape out_shape = x->shape;
     out_shape.dims[out_shape.ndim - 1] = out_features;
-    tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), (tg_opts){.dtype = TG_FLOAT32});
+    /* k within the kernel's slice (the tutorials' layers): the kernel starts the sums from the
+     * rounded bias and rounds them itself, so neither a float32 output nor a pass filling it */
+    bool by_kernel = tg_gemm_bf16_rounds(in_features);
+    tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), (tg_opts){.dtype = by_kernel ? TG_BFLOAT16 : TG_FLOAT32});
     tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
-    if (!out || !x2 || (bias && tg_copy_values_(out, tg_cast(bias, TG_BFLOAT16)))) return NULL; /* the rounded bias */
+    tg_tensor *b16 = bias ? tg_contiguous(tg_cast(bias, TG_BFLOAT16)) : NULL; /* the rounded bias */
+    if (!out || !x2 || (bias && !b16) || (b16 && !by_kernel && tg_copy_values_(out, b16))) return NULL;
     tg_gemm_bf16_general((tg_gemm_bf16_args){.m = rows, .n = out_features, .k = in_features, .a = tg_elem_ptr(x2),
                                              .a_rs = x2->strides[0], .a_cs = x2->strides[1], .b32 = tg_elem_ptr(w),
-                                             .b_rs = w->strides[1], .b_cs = w->strides[0], .c_kind = TG_BF16_C_F32,
-                                             .accumulate = bias != NULL, .c = tg_elem_ptr(out),
-                                             .ldc = out_features});
+                                             .b_rs = w->strides[1], .b_cs = w->strides[0],
+                                             .c_kind = by_kernel ? TG_BF16_C_BF16 : TG_BF16_C_F32,
+                                             .accumulate = b16 && !by_kernel,
+                                             .bias = b16 && by_kernel ? tg_elem_ptr(b16) : NULL,
+                                             .c = tg_elem_ptr(out), .ldc = out_features});
     tg_ctx_save(ctx, x);
     tg_ctx_save(ctx, w);
-    return tg_reshape(tg_cast(out, TG_BFLOAT16), out_shape);
+    return tg_reshape(by_kernel ? out : tg_cast(out, TG_BFLOAT16), out_shape);
 }
 
 /* A [m, n] product on the bfloat16 kernel, rounded to bfloat16 (out16) or to bfloat16 values

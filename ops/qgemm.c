@@ -367,6 +367,7 @@ AMX_INT8_TARGET static void units_amx(int64_t begin, int64_t end, void *ctx) {
                 memset(dst + filled, 0, (size_t)(x->kp - filled));
             }
             copied = rb;
+            TG_AMX_MEMORY_BARRIER(); /* the copied rows, read by tile loads */
         }
         amx_unit(g, x->kp, arows, i0, panel);
     }

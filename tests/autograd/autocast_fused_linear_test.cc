@@ -1,8 +1,8 @@
 // tg_linear under CPU bfloat16 autocast on float32 parameters fuses the casts of the weight
 // and bias into the bfloat16 products (ops/matmul.c): the output and every gradient must be
 // the bits of the composition linear(cast(x), cast(w), cast(b)) computed outside autocast,
-// on both bfloat16 kernels, for the kernel's rounding paths (k within one packed slice and
-// past it, for dx and for dw), a 3-D input, no bias, and under create_graph.
+// on both bfloat16 kernels, for the kernel's rounding paths (k within one packed slice of
+// 384 or 1024 and past it, for y, dx and dw), a 3-D input, no bias, and under create_graph.
 #include <cstring>
 
 #include "ops/gemm.h"
@@ -53,11 +53,13 @@ TEST_F(TgTest, AutocastLinearOnFloat32WeightsIsTheCompositionBitForBit) {
         tg_shape x, w;
         bool bias;
     } cases[] = {
-        {TG_SHAPE(64, 784), TG_SHAPE(1024, 784), true},  // the MLP's first layer: dx's k = 1024, past a slice
+        {TG_SHAPE(64, 784), TG_SHAPE(1024, 784), true},  // the MLP's first layer: k = 784, 1024 for dx
         {TG_SHAPE(64, 128), TG_SHAPE(10, 128), true},    // its last: everything within one slice
         {TG_SHAPE(5, 7), TG_SHAPE(3, 7), false},         // tile edges, no bias
         {TG_SHAPE(2, 3, 40), TG_SHAPE(50, 40), true},    // a 3-D input
-        {TG_SHAPE(400, 20), TG_SHAPE(30, 20), true},     // dw's k = 400 rows, past a slice
+        {TG_SHAPE(400, 20), TG_SHAPE(30, 20), true},     // dw's k = 400 rows
+        {TG_SHAPE(9, 1100), TG_SHAPE(40, 1100), true},   // the forward's k past either kernel's slice
+        {TG_SHAPE(1030, 20), TG_SHAPE(33, 20), true},    // dw's k = 1030 rows, past either slice
     };
     bool was = tg_gemm_bf16_set_amx(false);
     for (bool amx : {false, true}) {

@@ -139,7 +139,9 @@ TEST_P(GemmBf16Test, SameBitsOnOneAndTwoThreads) {
 // past one slice. matmul takes it for such a k (a weight's gradient over a batch).
 TEST_P(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
     EXPECT_TRUE(tg_gemm_bf16_rounds(384));
-    EXPECT_FALSE(tg_gemm_bf16_rounds(385));
+    EXPECT_EQ(tg_gemm_bf16_rounds(385), GetParam()) << "AMX's slice is 1024 deep, AVX512-BF16's 384";
+    EXPECT_EQ(tg_gemm_bf16_rounds(1024), GetParam());
+    EXPECT_FALSE(tg_gemm_bf16_rounds(1025));
     std::mt19937 rng(3);
     const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 7}, {9, 33, 3}, {17, 31, 65}, {97, 65, 384}, {300, 784, 64}, {64, 40, 2}};
     for (int threads : {1, 2}) {
@@ -207,6 +209,46 @@ TEST_P(GemmBf16Test, Float32BRoundedWhilePackedIsTheCastFirst) {
                 tg_gemm_bf16_general(g);
                 EXPECT_EQ(std::memcmp(got32.data(), want32.data(), got32.size() * sizeof(float)), 0) << what;
             }
+    }
+}
+
+// A bias (bfloat16, one per column) starts each column's sums: the bits of a C filled with
+// the widened bias and accumulated, for every output kind, on tile edges, past a slice
+// (float32 output), NaN / Inf / -0 in the bias, k = 0, one and two threads.
+TEST_P(GemmBf16Test, BiasStartsEachColumnsSums) {
+    std::mt19937 rng(7);
+    const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 7}, {33, 47, 65}, {64, 1024, 784}, {40, 70, 1100}, {5, 9, 0}};
+    for (int threads : {1, 2}) {
+        tg_set_num_threads(threads);
+        for (auto &s : sizes) {
+            int64_t m = s[0], n = s[1], k = s[2];
+            Matrix a = random_matrix(m, k, false, rng), b = random_matrix(k, n, true, rng);
+            Matrix bias = random_matrix(1, n, false, rng);
+            const float specials[] = {NAN, INFINITY, -0.0f};
+            for (size_t i = 0; i < 3 && i < (size_t)n; i++) bias.data[(i * 31) % n] = bf16_of(specials[i]);
+            std::vector<float> filled((size_t)(m * n));
+            for (int64_t i = 0; i < m * n; i++) filled[i] = float_of(bias.data[i % n]);
+            std::vector<float> want = run(a, b, &filled);
+            tg_gemm_bf16_args g{};
+            g.m = m, g.n = n, g.k = k, g.a = a.data.data(), g.a_rs = a.rs(), g.a_cs = a.cs(), g.b = b.data.data();
+            g.b_rs = b.rs(), g.b_cs = b.cs(), g.bias = bias.data.data(), g.ldc = n;
+            std::string what = std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
+                               ", threads " + std::to_string(threads);
+            std::vector<float> got((size_t)(m * n), -7.0f);
+            g.c_kind = TG_BF16_C_F32, g.c = got.data();
+            tg_gemm_bf16_general(g);
+            EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+            if (!tg_gemm_bf16_rounds(k)) continue;
+            std::vector<uint16_t> want16(want.size()), got16(want.size(), 0xAAAA);
+            std::vector<float> want32(want.size()), got32(want.size(), -7.0f);
+            for (size_t i = 0; i < want.size(); i++) want16[i] = bf16_of(want[i]), want32[i] = float_of(want16[i]);
+            g.c_kind = TG_BF16_C_BF16, g.c = got16.data();
+            tg_gemm_bf16_general(g);
+            EXPECT_EQ(got16, want16) << what;
+            g.c_kind = TG_BF16_C_ROUNDED_F32, g.c = got32.data();
+            tg_gemm_bf16_general(g);
+            EXPECT_EQ(std::memcmp(got32.data(), want32.data(), got32.size() * sizeof(float)), 0) << what;
+        }
     }
 }
 
