@@ -6,7 +6,9 @@ program that ran ("impl" of the RESULT lines): tapegrad, Debian's PyTorch 1.13,
 PyTorch 2 eager and compiled, JAX; the speed-up is the fastest peer's time over
 tapegrad's (above 1: tapegrad is faster). When tapegrad's lines carry "activation_peak_mib"
 (the tutorials' most CPU tensor bytes held during one training step beyond the data,
-parameters and optimizer state), a column shows it, so float32 and bf16 rows compare."""
+parameters and optimizer state), a column shows it, so float32 and bf16 rows compare; with
+"forward_peak_mib" (the same up to the loss: the activations without the parameter
+gradients) beside it after a slash."""
 import collections
 import datetime
 import json
@@ -62,8 +64,9 @@ for bench in sorted({b for b, _ in runs}):
     rss = [f"{med(runs[(bench, key)], 'peak_rss_mib'):.0f}" if (bench, key) in runs else "-" for key, _ in present]
     check = [str(runs[(bench, key)][-1].get("check", "")) if (bench, key) in runs else "-" for key, _ in present]
     fastest_title = dict(IMPLS)[fastest]
-    activations = med(tg, "activation_peak_mib")
-    activation_cell = (f"{activations:.1f} | " if activations is not None else "- | ") if with_activations else ""
+    activations, forward = med(tg, "activation_peak_mib"), med(tg, "forward_peak_mib")
+    activation_text = "-" if activations is None else f"{activations:.1f}" + (f" / {forward:.2f}" if forward else "")
+    activation_cell = f"{activation_text} | " if with_activations else ""
     rows.append(f"| {bench} | " + " | ".join(cells) + f" | {speedup:.2f}x ({fastest_title}) | "
                 + " / ".join(rss) + " | " + activation_cell + " / ".join(check) + " |")
 
@@ -77,7 +80,7 @@ table = "\n".join([
     + (f" {load}" if load else "") + (f" {note}" if note else ""),
     "",
     "| workload | " + " | ".join(titles) + " | speed-up vs the fastest peer (peer time / tapegrad time) | peak RSS MiB ("
-    + " / ".join(titles) + ") | " + ("activation peak MiB (tapegrad) | " if with_activations else "")
+    + " / ".join(titles) + ") | " + ("activation peak MiB, step / forward (tapegrad) | " if with_activations else "")
     + "result check (" + " / ".join(titles) + ") |",
     "|---|" + "---|" * (len(titles) + 3 + with_activations),
     *rows,

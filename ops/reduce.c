@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "autograd/function.h"
+#include "core/lowp.h"
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "ops/cuda/reduce.h"
@@ -20,14 +21,16 @@ typedef struct {
     bool keepdim;
 } reduce_args;
 
-/* out[o] = sum over the reduced dims, accumulated in double. Three layouts:
+/* out[o] = sum over the reduced dims, accumulated in double (LOAD widens an element,
+ * STORE rounds a sum to T: bfloat16 and float16 are read as they are, with the bits of
+ * summing a float32 copy and rounding the float32 result). Three layouts:
  * - columns: leading dims reduced, trailing ones kept and contiguous (bias gradients,
  *   [N, C] -> [C]): rows are added into a row of accumulators, memory read in order;
  * - rows: one reduced dim per output (contiguous or strided);
  * - general: the last reduced dim is walked as a row, the others by offset.
  * Each output is summed by one thread in one order, so the result does not depend on
  * the number of threads. */
-#define SUM_KERNEL(NAME, T, ACC)                                                            \
+#define SUM_KERNEL(NAME, T, ACC, LOAD, STORE)                                               \
     typedef struct {                                                                        \
         const tg_reduce_plan *p;                                                            \
         const T *x;                                                                         \
@@ -42,7 +45,7 @@ typedef struct {
             int64_t c0 = b * 256, c1 = c0 + 256 < cols ? c0 + 256 : cols;                   \
             for (int64_t r = 0; r < inner; r++) {                                           \
                 const T *row = j->x + r * st;                                               \
-                for (int64_t c = c0; c < c1; c++) j->acc[c] += row[c];                      \
+                for (int64_t c = c0; c < c1; c++) j->acc[c] += LOAD(row[c]);                \
             }                                                                               \
         }                                                                                   \
     }                                                                                       \
@@ -54,20 +57,20 @@ typedef struct {
         for (int64_t o = o0; o < o1; o++) {                                                 \
             const T *base = j->x + tg_reduce_outer_offset(p, o);                            \
             ACC acc = 0;                                                                    \
-            if (unit || p->inner_ndim == 0) { /* 0: only size-1 dims were reduced */       \
-                for (int64_t k = 0; k < inner; k++) acc += base[k];                         \
+            if (unit || p->inner_ndim == 0) { /* 0: only size-1 dims were reduced */        \
+                for (int64_t k = 0; k < inner; k++) acc += LOAD(base[k]);                   \
             } else if (p->inner_ndim == 1) {                                                \
                 int64_t st = p->inner_strides[0];                                           \
-                for (int64_t k = 0; k < inner; k++) acc += base[k * st];                    \
+                for (int64_t k = 0; k < inner; k++) acc += LOAD(base[k * st]);              \
             } else {                                                                        \
                 int last = p->inner_ndim - 1;                                               \
                 int64_t len = p->inner_shape[last], st = p->inner_strides[last];            \
                 for (int64_t r = 0; r < inner; r += len) {                                  \
                     const T *row = base + tg_reduce_inner_offset(p, r);                     \
-                    for (int64_t k = 0; k < len; k++) acc += row[k * st];                   \
+                    for (int64_t k = 0; k < len; k++) acc += LOAD(row[k * st]);             \
                 }                                                                           \
             }                                                                               \
-            j->out[o] = (T)acc;                                                             \
+            j->out[o] = STORE(acc);                                                         \
         }                                                                                   \
     }                                                                                       \
     static void NAME(const tg_reduce_plan *p, const T *x, T *out) {                         \
@@ -80,7 +83,7 @@ typedef struct {
             TG_ASSERT(j.acc != NULL);                                                       \
             bool par = cols * inner >= TG_REDUCE_GRAIN && cols >= 256;                      \
             tg_parallel_for(blocks, par ? 1 : blocks, NAME##_cols, &j);                     \
-            for (int64_t c = 0; c < cols; c++) out[c] = (T)j.acc[c];                        \
+            for (int64_t c = 0; c < cols; c++) out[c] = STORE(j.acc[c]);                    \
             free(j.acc);                                                                    \
             return;                                                                         \
         }                                                                                   \
@@ -89,9 +92,15 @@ typedef struct {
         tg_parallel_for(outer, par ? 1 : outer, NAME##_rows, &j);                           \
     }
 #define TG_REDUCE_GRAIN 32768
-SUM_KERNEL(sum_f32, float, double)
-SUM_KERNEL(sum_f64, double, double)
-SUM_KERNEL(sum_i64, int64_t, int64_t)
+#define AS_IS(v) (v)
+#define TO_FLOAT(a) ((float)(a))
+#define TO_BF16(a) tg_float_to_bf16_bits((float)(a))
+#define TO_HALF(a) tg_float_to_half_bits((float)(a))
+SUM_KERNEL(sum_f32, float, double, AS_IS, TO_FLOAT)
+SUM_KERNEL(sum_f64, double, double, AS_IS, AS_IS)
+SUM_KERNEL(sum_i64, int64_t, int64_t, AS_IS, AS_IS)
+SUM_KERNEL(sum_bf16, uint16_t, double, tg_bf16_bits_to_float, TO_BF16)
+SUM_KERNEL(sum_f16, uint16_t, double, tg_half_bits_to_float, TO_HALF)
 
 /* A full sum of a long contiguous float32 run: partial sums (in double) of fixed blocks
  * of TG_REDUCE_GRAIN elements, the blocks split across threads, the partials added in
@@ -133,9 +142,13 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const reduce_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = in[0];
     tg_dtype dtype = tg_dtype_is_floating(x->dtype) ? x->dtype : TG_INT64;
-    /* float16 / bfloat16: CUDA's kernel reads them as they are; the CPU sums a float32 copy
-     * (as a float32 tensor, in double) and rounds the result once. */
-    bool widen = tg_dtype_is_low_precision(dtype) && x->storage->device.kind == TG_DEVICE_CPU;
+    /* float16 / bfloat16: CUDA's kernel reads them as they are, and so does the CPU's, as
+     * if it summed a float32 copy (in double) and rounded the float32 result once; a full
+     * sum of a contiguous run sums such a copy (its blocked kernel is float32's). */
+    tg_reduce_plan p;
+    tg_reduce_plan_init(&p, x, a->reduce);
+    bool full_run = p.outer_numel == 1 && p.inner_ndim == 1 && p.inner_strides[0] == 1;
+    bool widen = tg_dtype_is_low_precision(dtype) && x->storage->device.kind == TG_DEVICE_CPU && full_run;
     if (widen) dtype = TG_FLOAT32;
     if (x->dtype != dtype && !(x = tg_cast(x, dtype))) return NULL;
     tg_shape shape = tg_reduced_shape(x->shape, a->reduce, a->keepdim);
@@ -145,9 +158,12 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
         if (TG_CUDA_CALL("tg_sum", tg_cuda_sum, out, x, a->reduce)) return NULL;
         return out;
     }
-    tg_reduce_plan p;
-    tg_reduce_plan_init(&p, x, a->reduce);
-    if (dtype == TG_FLOAT32 && p.outer_numel == 1 && p.inner_ndim == 1 && p.inner_strides[0] == 1)
+    if (x != in[0]) tg_reduce_plan_init(&p, x, a->reduce); /* the copy's strides */
+    if (dtype == TG_BFLOAT16)
+        sum_bf16(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else if (dtype == TG_FLOAT16)
+        sum_f16(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else if (dtype == TG_FLOAT32 && full_run)
         *(float *)tg_data_ptr(out) = (float)sum_f32_all(tg_data_ptr(x), p.inner_numel);
     else if (dtype == TG_FLOAT32)
         sum_f32(&p, tg_data_ptr(x), tg_data_ptr(out));

@@ -397,6 +397,42 @@ TEST_F(LowTest, ElementwiseBlocksAreTheFloat32ComputationRoundedOnce) {
     }
 }
 
+// Sums of bfloat16 and float16 read the values as they are instead of a widened copy
+// (ops/reduce.c): bit for bit the float32 sum of the widened tensor rounded once, for
+// each layout of the kernel (leading dims as a bias gradient's, a last dim, a strided
+// dim, two dims at once, all of a transposed view, all of a contiguous run), with NaN,
+// Inf and subnormals, subnormals kept and flushed.
+TEST_F(LowTest, LowPrecisionSumsAreTheWidenedSumRoundedOnce) {
+    bool was = tg_get_flush_denormal();
+    for (tg_dtype dt : {TG_BFLOAT16, TG_FLOAT16})
+        for (bool flush : {false, true}) {
+            tg_set_flush_denormal(flush);
+            SCOPED_TRACE(testing::Message() << tg_dtype_name(dt) << ", flush " << flush);
+            tg_manual_seed(11);
+            tg_tensor *x32 = tg_mul_scalar(tg_randn(TG_SHAPE(64, 300), tg_opts{}), 5.0);
+            float special[] = {NAN, INFINITY, 1e-39f, -3e-41f, 6e-8f};
+            for (int i = 0; i < 5; i++)
+                ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(x32, 0, 7 * i, 1), 1, 41 * i + 3, 1), special[i]), TG_OK);
+            tg_tensor *x = tg_cast(x32, dt), *x3 = tg_reshape(x, TG_SHAPE(16, 4, 300));
+            auto wide = [](tg_tensor *t) { return tg_cast(t, TG_FLOAT32); };
+            auto same = [&](tg_tensor *got, tg_tensor *want32, const char *what) {
+                ASSERT_NE(got, nullptr) << what << ": " << tg_last_error();
+                ASSERT_EQ(tg_dtype_of(got), dt) << what;
+                EXPECT_EQ(bits16(tg_contiguous(got)), bits16(tg_cast(want32, dt))) << what;
+            };
+            same(tg_sum_dim(x, 0, false), tg_sum_dim(wide(x), 0, false), "leading dim (a bias gradient)");
+            same(tg_sum_to(x3, TG_SHAPE(300)), tg_sum_to(wide(x3), TG_SHAPE(300)), "two leading dims");
+            same(tg_sum_dim(x, 1, true), tg_sum_dim(wide(x), 1, true), "last dim");
+            tg_tensor *t = tg_transpose(x, 0, 1);
+            same(tg_sum_dim(t, 1, false), tg_sum_dim(wide(t), 1, false), "a strided dim");
+            int dims[] = {0, 2};
+            same(tg_sum_dims(x3, dims, 2, false), tg_sum_dims(wide(x3), dims, 2, false), "dims 0 and 2");
+            same(tg_sum(t), tg_sum(wide(t)), "all of a transposed view");
+            same(tg_sum(x), tg_sum(wide(x)), "all of a contiguous run");
+        }
+    tg_set_flush_denormal(was);
+}
+
 // relu and relu_backward on contiguous bfloat16 select bits instead of widening
 // (ops/relu_bf16.c): every one of the 65,536 patterns (NaNs, Infs, zeros, subnormals), as
 // x and as g against a shuffled y, at a 64-byte boundary and 3 elements past one (the

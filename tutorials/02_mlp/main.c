@@ -112,6 +112,7 @@ int main(int argc, char **argv) {
                 tg_tensor *logits = tg_forward(model, x); /* [B, 10]; bfloat16 under --amp bf16 */
                 loss = tg_cross_entropy(logits, y);       /* float32 (autocast's float32 list) */
             }
+            tut_step_memory_forward_end();
             tg_backward(tg_grad_scaler_scale(scaler, loss)); /* float32 gradients for the float32 weights */
             tg_grad_scaler_step(scaler, opt, NULL);          /* skipped if a scaled gradient overflowed */
             tg_grad_scaler_update(scaler);

@@ -41,6 +41,7 @@ static double train_step(tg_module *model, tg_optim *opt, const tut_args *args, 
         TG_AUTOCAST_IF(amp ? args->device.kind : TG_DEVICE_CPU, amp ? args->amp_dtype : TG_BFLOAT16, amp) {
             loss = tg_cross_entropy(tg_forward(model, x), y);
         }
+        tut_step_memory_forward_end();
         if (scaler) {
             tg_backward(tg_grad_scaler_scale(scaler, loss));
             tg_grad_scaler_step(scaler, opt, NULL); /* skipped if a scaled gradient overflowed */

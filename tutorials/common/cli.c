@@ -230,16 +230,18 @@ double tut_peak_rss_mib(void) {
     return (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
 }
 
-static size_t step_held_at_start, step_peak_bytes;
-static bool step_measured;
+static size_t step_held_at_start, step_peak_bytes, forward_peak_bytes;
+static bool step_measured, forward_measured, in_step;
 static int64_t steps_seen;
 
 void tut_step_memory_begin(void) {
     tg_cpu_reset_peak_memory_stats();
     step_held_at_start = tg_cpu_memory_stats().allocated;
+    in_step = true;
 }
 
 void tut_step_memory_end(void) {
+    in_step = false;
     /* The first step is left out: the optimizer makes its state there (Adam's moments,
      * SGD's momentum), which stays held and is not an activation. */
     if (steps_seen++ == 0) return;
@@ -250,6 +252,15 @@ void tut_step_memory_end(void) {
     step_measured = true;
 }
 
+void tut_step_memory_forward_end(void) {
+    if (!in_step || steps_seen == 0) return; /* outside a measured step, or the first (left out as above) */
+    size_t peak = tg_cpu_memory_stats().peak;
+    size_t above = peak > step_held_at_start ? peak - step_held_at_start : 0;
+    if (above == 0) return;
+    if (above > forward_peak_bytes) forward_peak_bytes = above;
+    forward_measured = true;
+}
+
 double tut_activation_peak_mib(void) { return step_measured ? (double)step_peak_bytes / (1024.0 * 1024.0) : -1; }
 
 void tut_print_result(const char *bench, double seconds, double accuracy) {
@@ -257,6 +268,7 @@ void tut_print_result(const char *bench, double seconds, double accuracy) {
            "\"unit\": \"s\", \"check\": %.2f, \"peak_rss_mib\": %.1f",
            bench, seconds, seconds, accuracy, tut_peak_rss_mib());
     if (step_measured) printf(", \"activation_peak_mib\": %.2f", tut_activation_peak_mib());
+    if (forward_measured) printf(", \"forward_peak_mib\": %.2f", (double)forward_peak_bytes / (1024.0 * 1024.0));
     printf("}\n");
     fflush(stdout);
 }

@@ -192,6 +192,11 @@ int tut_plot_svg(const char *path, const char *title, const tut_curve *c, int64_
  * there). CPU tensors only (a CUDA run records nothing). */
 void tut_step_memory_begin(void);
 void tut_step_memory_end(void);
+/* Called after the loss (optional): the forward's own peak, the same way, for the
+ * "forward_peak_mib" field: the activations saved for backward and the forward's
+ * temporaries, without the parameter gradients that backward adds to the step's peak
+ * (float32 for float32 parameters under autocast too, so they hide what bf16 saves). */
+void tut_step_memory_forward_end(void);
 /* The largest activation peak of the steps measured so far, in MiB; -1 when none was. */
 double tut_activation_peak_mib(void);
 
