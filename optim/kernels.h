@@ -56,6 +56,11 @@ typedef struct {
 void tg_optim_kernel_f32(tg_optim_rule rule, const tg_optim_tensor *tensors, int count);
 void tg_optim_kernel_f64(tg_optim_rule rule, const tg_optim_tensor *tensors, int count);
 
+/* Whether Adam's float32 step computes blocks with subnormal-range values in double
+ * (optim/kernels.c: the same bits, without x86's microcode assists); on by default. Tests
+ * switch it to compare both forms. Returns the previous setting. */
+bool tg_optim_adam_set_exact_blocks(bool on);
+
 /* GradScaler's unscale (optim/unscale_formula.h) of n contiguous elements in place, in
  * parallel blocks: grad *= inv_scale; returns whether any element was Inf or NaN. */
 bool tg_unscale_kernel_f32(float *grad, int64_t n, float inv_scale);

@@ -174,6 +174,55 @@ template <typename T> void adam_against_formula(bool decoupled) {
     }
 }
 
+// With IEEE subnormals, Adam's float32 blocks whose exp_avg is near the subnormals are
+// computed in double, each operation rounded to float32 (optim/kernels.c): over 30 steps
+// of exp_avg, gradients, exp_avg_sq and parameters from every binade down to the
+// subnormals (zeros, -0, Inf and NaN among them, a ragged end), Adam and AdamW, the same
+// bits as the plain vector loop.
+TEST_F(OptimFusedTest, AdamNearTheSubnormalsHasTheVectorLoopsBits) {
+    const int64_t n = 4099;
+    std::mt19937_64 rng(11);
+    auto binade = [&](int lo, int hi) {
+        double v = std::ldexp(1 + (double)(rng() >> 11) * 0x1p-53, lo + (int)(rng() % (uint64_t)(hi - lo + 1)));
+        return (float)(rng() & 1 ? -v : v);
+    };
+    for (bool decoupled : {false, true}) {
+        std::vector<float> p(n), g(n), m(n), v(n);
+        for (int64_t i = 0; i < n; i++) {
+            bool low = (i / 16) % 3 != 2; /* two blocks in three near the subnormals */
+            m[i] = low ? binade(-149, -80) : binade(-20, -5);
+            g[i] = i % 5 == 0 ? 0.0f : low && i % 2 ? binade(-149, -50) : binade(-30, -5);
+            v[i] = i % 7 == 0 ? binade(-149, -120) : binade(-40, -5);
+            p[i] = i % 11 == 0 ? binade(-149, -120) : binade(-10, 2);
+        }
+        const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+        for (int i = 0; i < 5; i++) m[37 * i + 1] = specials[i], g[41 * i + 2] = specials[i], v[43 * i + 3] = std::fabs(specials[i]), p[47 * i + 5] = specials[i];
+        std::vector<float> p2(p), m2(m), v2(v);
+        for (int step = 1; step <= 30; step++) {
+            double lr = 1e-3, b1 = 0.9, b2 = 0.999;
+            tg_adam_args a = {lr, b1, b2, 1e-8, decoupled ? 0.01 : 0, 1 - std::pow(b1, step),
+                              std::sqrt(1 - std::pow(b2, step)), false, decoupled, false};
+            tg_optim_tensor t = {p.data(), g.data(), {m.data(), v.data(), nullptr}, n, {}};
+            tg_optim_tensor t2 = {p2.data(), g.data(), {m2.data(), v2.data(), nullptr}, n, {}};
+            t.args.adam = t2.args.adam = a;
+            bool was = tg_optim_adam_set_exact_blocks(true);
+            tg_optim_kernel_f32(TG_RULE_ADAM, &t, 1);
+            tg_optim_adam_set_exact_blocks(false);
+            tg_optim_kernel_f32(TG_RULE_ADAM, &t2, 1);
+            tg_optim_adam_set_exact_blocks(was);
+            for (int64_t i = 0; i < n; i++) {
+                const float got[] = {p[i], m[i], v[i]}, want[] = {p2[i], m2[i], v2[i]};
+                for (int k = 0; k < 3; k++)
+                    if (!(std::isnan(got[k]) && std::isnan(want[k])))
+                        ASSERT_EQ(0, std::memcmp(&got[k], &want[k], sizeof(float)))
+                            << (decoupled ? "AdamW" : "Adam") << ", step " << step << ", element " << i << ", "
+                            << "pmv"[k] << " " << got[k] << ", want " << want[k];
+            }
+            for (int64_t i = 0; i < n; i++) g[i] = i % 5 == 0 ? 0.0f : (i / 16) % 3 != 2 && i % 2 ? binade(-149, -50) : binade(-30, -5);
+        }
+    }
+}
+
 TEST_F(OptimFusedTest, AdamsFixedDivisionHasTheDivisionsBits) {
     adam_against_formula<float>(false);
     adam_against_formula<float>(true);
