@@ -51,8 +51,8 @@ typedef struct {
     int64_t a_rs, a_cs, b_rs, b_cs;
     bool accumulate, by_rows;
     float *c;
-    uint16_t *c16; /* instead of c: C rounded to bfloat16 by the micro kernel (k <= KC) */
-    bool round32;  /* with c: C rounded to bfloat16 values, stored as float32 (k <= KC) */
+    uint16_t *c16; /* instead of c: C rounded to bfloat16 by the micro kernel (all of k in one slice) */
+    bool round32;  /* with c: C rounded to bfloat16 values, stored as float32 (all of k in one slice) */
     const uint16_t *bias16; /* per column of C (bfloat16): the sums start from it instead of zero */
     int64_t ldc;
 } bf16_job;
@@ -398,7 +398,7 @@ AMX_TARGET static void gemm_serial_amx(const bf16_job *g, int64_t row0, int64_t 
     int64_t kcp_max = (kc_max + AMX_KSTEP - 1) / AMX_KSTEP * AMX_KSTEP;
     uint16_t *bpack = malloc((size_t)((nc_max + NR - 1) / NR * kcp_max * NR) * sizeof(uint16_t));
     uint16_t *apack = malloc((size_t)((mc_max + AMX_MR - 1) / AMX_MR * AMX_MR * kcp_max) * sizeof(uint16_t));
-    if (!bpack || !apack) abort(); /* a few hundred KiB; nothing sensible to do without them */
+    if (!bpack || !apack) abort(); /* up to 2 MiB; nothing sensible to do without them */
     tg_amx_configure();
     for (int64_t jc = 0; jc < n; jc += AMX_NC) {
         int64_t nc = n - jc < AMX_NC ? n - jc : AMX_NC;

@@ -3,7 +3,8 @@
 // same bits as one optimizer per parameter on any thread count, float32 and float64
 // parameters side by side; a bad gradient anywhere leaves every parameter as it was; and
 // Adam's division by its bias correction, done by a reciprocal and an FMA correction
-// (optim/kernels.c, div_fixed), gives the bits of the division.
+// (optim/kernels.c, div_fixed), gives the bits of the division; and Adam's float32 blocks
+// near the subnormals, computed in double, give the plain vector loop's bits.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -186,17 +187,24 @@ TEST_F(OptimFusedTest, AdamNearTheSubnormalsHasTheVectorLoopsBits) {
         double v = std::ldexp(1 + (double)(rng() >> 11) * 0x1p-53, lo + (int)(rng() % (uint64_t)(hi - lo + 1)));
         return (float)(rng() & 1 ? -v : v);
     };
+    /* two blocks of 16 in three near the subnormals (and half their gradients), the third not */
+    auto low = [](int64_t i) { return (i / 16) % 3 != 2; };
+    auto gradient = [&](int64_t i) {
+        return i % 5 == 0 ? 0.0f : low(i) && i % 2 ? binade(-149, -50) : binade(-30, -5);
+    };
     for (bool decoupled : {false, true}) {
         std::vector<float> p(n), g(n), m(n), v(n);
         for (int64_t i = 0; i < n; i++) {
-            bool low = (i / 16) % 3 != 2; /* two blocks in three near the subnormals */
-            m[i] = low ? binade(-149, -80) : binade(-20, -5);
-            g[i] = i % 5 == 0 ? 0.0f : low && i % 2 ? binade(-149, -50) : binade(-30, -5);
+            m[i] = low(i) ? binade(-149, -80) : binade(-20, -5);
+            g[i] = gradient(i);
             v[i] = i % 7 == 0 ? binade(-149, -120) : binade(-40, -5);
             p[i] = i % 11 == 0 ? binade(-149, -120) : binade(-10, 2);
         }
         const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
-        for (int i = 0; i < 5; i++) m[37 * i + 1] = specials[i], g[41 * i + 2] = specials[i], v[43 * i + 3] = std::fabs(specials[i]), p[47 * i + 5] = specials[i];
+        for (int i = 0; i < 5; i++) {
+            m[37 * i + 1] = specials[i], g[41 * i + 2] = specials[i], p[47 * i + 5] = specials[i];
+            v[43 * i + 3] = std::fabs(specials[i]);
+        }
         std::vector<float> p2(p), m2(m), v2(v);
         for (int step = 1; step <= 30; step++) {
             double lr = 1e-3, b1 = 0.9, b2 = 0.999;
@@ -218,7 +226,7 @@ TEST_F(OptimFusedTest, AdamNearTheSubnormalsHasTheVectorLoopsBits) {
                             << (decoupled ? "AdamW" : "Adam") << ", step " << step << ", element " << i << ", "
                             << "pmv"[k] << " " << got[k] << ", want " << want[k];
             }
-            for (int64_t i = 0; i < n; i++) g[i] = i % 5 == 0 ? 0.0f : (i / 16) % 3 != 2 && i % 2 ? binade(-149, -50) : binade(-30, -5);
+            for (int64_t i = 0; i < n; i++) g[i] = gradient(i);
         }
     }
 }
