@@ -170,22 +170,21 @@ DEFINE_ADAM(double, f64)
 
 /* Adam's float32 step where IEEE subnormals are kept (the default). x86 takes a microcode
  * assist of ~100x an instruction's time for a vector instruction that reads or makes a
- * float32 subnormal (39 ns against 0.4 for a multiply, on this project's AMX Xeon); the
- * exp_avg of a weight whose gradient has been zero for a few hundred steps decays into
- * them (0.9 a step), and the MLP's Adam took 0.85 ms a step over its first epoch against
- * 0.43 flushed. With AVX-512, blocks of 16 elements whose exp_avg holds a nonzero value
- * under 2^-90 (where its products with beta1 and the step size near the subnormals) are
- * computed in double instead, each operation rounded to float32 as it would be: a double result
- * rounded to float is the correctly rounded float result of + - * / and sqrt of float
- * operands (53 >= 2 * 24 + 2 bits, subnormal results included: S. Figueroa, "When is
- * double rounding innocuous?", SIGNUM 30(3), 1995), and the fixed division is the
- * division. Those values are normal doubles and the conversions take no assist: the same
- * bits at normal speed. Written with intrinsics, as GCC turns the double operations of
- * float operands rounded to float back into float operations (by the same theorem). The
- * other blocks run adam_common_f32's vector loop in runs. Only exp_avg is looked at (one
- * more read per element costs 5% of the loop, four cost 50%): a gradient or exp_avg_sq
- * in that range is rare and gets the same bits from the vector loop, assists and all.
- * With FTZ/DAZ set (or without AVX-512) that loop alone. */
+ * float32 subnormal (39 ns against 0.4 for a multiply, on this project's AMX Xeon). The
+ * exp_avg of a weight whose gradient stays zero decays into them (0.9 a step): the MLP
+ * tutorial's Adam took 0.85 ms a step over its first epoch, 0.43 flushed. So, with
+ * AVX-512, a block of 16 elements whose exp_avg holds a nonzero value under 2^-90 (where
+ * its products with beta1 and the step size come near the subnormals) computes what
+ * exp_avg touches in double, each operation rounded to float32 as it would be: a double
+ * result rounded to float is the correctly rounded float result of + - * / and sqrt of
+ * float operands (53 >= 2 * 24 + 2 bits, subnormal results included: S. Figueroa, "When is
+ * double rounding innocuous?", SIGNUM 30(3), 1995), and such doubles are normal numbers
+ * whose conversions take no assist: the same bits at normal speed. Intrinsics, because GCC
+ * turns double operations rounded to float back into float ones (by the same theorem).
+ * The other blocks run adam_common_f32's loop, in runs. Only exp_avg is looked at (reading
+ * one more array to decide costs 5% of the loop, four 50%): a tiny gradient or exp_avg_sq
+ * elsewhere is rare and gets the same bits from the loop, assists and all. With FTZ/DAZ
+ * set, or without AVX-512, the loop alone. */
 static bool adam_exact_blocks = true; /* tests compare both forms: tg_optim_adam_set_exact_blocks */
 
 bool tg_optim_adam_set_exact_blocks(bool on) {
@@ -274,7 +273,8 @@ EXACT_TARGET static void adam_common_exact_f32(float *param, const float *grad, 
 
 static void adam_common_any_f32(float *param, const float *grad, float *m, float *v, int64_t n, tg_adam_args a) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (adam_exact_blocks && tg_flush_bits() == 0 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
+    if (adam_exact_blocks && tg_flush_bits() == 0 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq")) {
         adam_common_exact_f32(param, grad, m, v, n, a);
         return;
     }
