@@ -67,7 +67,7 @@ static tg_node *node_alloc(void) {
 }
 
 static void node_free(tg_node *n) {
-    if (free_node_count < FREE_NODES_KEPT)
+    if (FREE_NODES_KEPT > 0 && free_node_count < FREE_NODES_KEPT) /* none kept under the sanitizers */
         free_nodes[free_node_count++] = n;
     else
         free(n);
