@@ -230,8 +230,8 @@ double tut_peak_rss_mib(void) {
     return (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
 }
 
-static size_t step_held_at_start, step_peak_bytes, forward_peak_bytes;
-static bool step_measured, forward_measured, in_step;
+static size_t step_held_at_start, step_peak_bytes, forward_peak_bytes; /* 0: nothing measured */
+static bool in_step;
 static int64_t steps_seen;
 
 void tut_step_memory_begin(void) {
@@ -240,35 +240,36 @@ void tut_step_memory_begin(void) {
     in_step = true;
 }
 
+/* Raises *most to the allocator's peak above what the step began with (nothing on the
+ * CPU, as in a CUDA step, raises nothing). */
+static void record_peak(size_t *most) {
+    size_t peak = tg_cpu_memory_stats().peak;
+    size_t above = peak > step_held_at_start ? peak - step_held_at_start : 0;
+    if (above > *most) *most = above;
+}
+
 void tut_step_memory_end(void) {
     in_step = false;
     /* The first step is left out: the optimizer makes its state there (Adam's moments,
      * SGD's momentum), which stays held and is not an activation. */
     if (steps_seen++ == 0) return;
-    size_t peak = tg_cpu_memory_stats().peak;
-    size_t above = peak > step_held_at_start ? peak - step_held_at_start : 0;
-    if (above == 0) return; /* nothing on the CPU: a CUDA step */
-    if (above > step_peak_bytes) step_peak_bytes = above;
-    step_measured = true;
+    record_peak(&step_peak_bytes);
 }
 
 void tut_step_memory_forward_end(void) {
-    if (!in_step || steps_seen == 0) return; /* outside a measured step, or the first (left out as above) */
-    size_t peak = tg_cpu_memory_stats().peak;
-    size_t above = peak > step_held_at_start ? peak - step_held_at_start : 0;
-    if (above == 0) return;
-    if (above > forward_peak_bytes) forward_peak_bytes = above;
-    forward_measured = true;
+    if (in_step && steps_seen > 0) record_peak(&forward_peak_bytes); /* in a measured step, not the first */
 }
 
-double tut_activation_peak_mib(void) { return step_measured ? (double)step_peak_bytes / (1024.0 * 1024.0) : -1; }
+static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+double tut_activation_peak_mib(void) { return step_peak_bytes ? mib(step_peak_bytes) : -1; }
 
 void tut_print_result(const char *bench, double seconds, double accuracy) {
     printf("RESULT {\"bench\": \"%s\", \"impl\": \"tapegrad\", \"seconds\": %.3f, \"unit_value\": %.3f, "
            "\"unit\": \"s\", \"check\": %.2f, \"peak_rss_mib\": %.1f",
            bench, seconds, seconds, accuracy, tut_peak_rss_mib());
-    if (step_measured) printf(", \"activation_peak_mib\": %.2f", tut_activation_peak_mib());
-    if (forward_measured) printf(", \"forward_peak_mib\": %.2f", (double)forward_peak_bytes / (1024.0 * 1024.0));
+    if (step_peak_bytes) printf(", \"activation_peak_mib\": %.2f", mib(step_peak_bytes));
+    if (forward_peak_bytes) printf(", \"forward_peak_mib\": %.2f", mib(forward_peak_bytes));
     printf("}\n");
     fflush(stdout);
 }
