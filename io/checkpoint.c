@@ -147,7 +147,8 @@ static tg_status set_meta_u64(tg_tensor_map *m, const char *key, unsigned long l
 
 /* The GradScaler made on opt, if any (scaler.state_dict()): "scaler.scale" (the
  * float32 scale, exactly), ".growth_tracker", ".growth_factor", ".backoff_factor",
- * ".growth_interval", ".enabled". */
+ * ".growth_interval", ".enabled", and (since the non-finite limit) ".nonfinite_steps"
+ * and ".max_consecutive_nonfinite", optional on load. */
 static tg_status save_scaler(tg_tensor_map *ck, tg_optim *opt) {
     const tg_grad_scaler *sc = tg_optim_scaler_(opt);
     if (!sc) return TG_OK;
@@ -162,6 +163,8 @@ static tg_status save_scaler(tg_tensor_map *ck, tg_optim *opt) {
     if (!s) s = tg_tensor_map_set_metadata(ck, "scaler.backoff_factor", v);
     if (!s) s = set_meta_i64(ck, "scaler.growth_interval", o.growth_interval);
     if (!s) s = set_meta_i64(ck, "scaler.enabled", tg_grad_scaler_is_enabled(sc));
+    if (!s) s = set_meta_i64(ck, "scaler.nonfinite_steps", (long long)tg_grad_scaler_nonfinite_steps(sc));
+    if (!s) s = set_meta_i64(ck, "scaler.max_consecutive_nonfinite", o.max_consecutive_nonfinite);
     return s;
 }
 
@@ -279,7 +282,7 @@ static bool meta_double(const char *op, const char *path, const tg_tensor_map *m
 /* A GradScaler's state read from a checkpoint. */
 typedef struct {
     double scale;
-    uint64_t growth_tracker, enabled, interval;
+    uint64_t growth_tracker, enabled, interval, nonfinite_steps, max_nonfinite;
     tg_grad_scaler_opts opts;
 } saved_scaler;
 
@@ -298,11 +301,19 @@ static bool read_scaler(const char *op, const char *path, const tg_tensor_map *c
         !meta_number(op, path, ck, "scaler.growth_interval", false, &out->interval) ||
         !meta_number(op, path, ck, "scaler.enabled", false, &out->enabled))
         return false;
+    /* Files from before the non-finite limit lack these two: the scaler's own limit, a count of 0. */
+    out->max_nonfinite = (uint64_t)(int64_t)tg_grad_scaler_get_opts(sc).max_consecutive_nonfinite;
+    if ((tg_tensor_map_metadata(ck, "scaler.nonfinite_steps") &&
+         !meta_number(op, path, ck, "scaler.nonfinite_steps", false, &out->nonfinite_steps)) ||
+        (tg_tensor_map_metadata(ck, "scaler.max_consecutive_nonfinite") &&
+         !meta_number(op, path, ck, "scaler.max_consecutive_nonfinite", true, &out->max_nonfinite)))
+        return false;
     if ((out->enabled != 0) != tg_grad_scaler_is_enabled(sc))
         return tg_error("%s: %s holds the state of a%s GradScaler, but the one made on the optimizer is %s", op,
                         path, out->enabled ? "n enabled" : " disabled", out->enabled ? "disabled" : "enabled"),
                false;
     out->opts.growth_interval = (int)out->interval;
+    out->opts.max_consecutive_nonfinite = (int)(int64_t)out->max_nonfinite;
     out->opts.init_scale = tg_grad_scaler_get_opts(sc).init_scale;
     out->opts.disabled = !out->enabled;
     return true;
@@ -498,6 +509,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         tg_grad_scaler *sc = tg_optim_scaler_(opt);
         if (!s && sc)
             s = tg_grad_scaler_set_state(sc, scaler.scale, (int64_t)scaler.growth_tracker, scaler.opts);
+        if (!s && sc) tg_grad_scaler_set_nonfinite_steps_(sc, (int64_t)scaler.nonfinite_steps);
     }
     if (!s) {
         tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");

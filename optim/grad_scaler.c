@@ -3,6 +3,7 @@
 #include "optim/grad_scaler.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "autograd/grad.h"
@@ -30,6 +31,7 @@ struct tg_grad_scaler {
     tg_grad_scaler_opts opts;
     float scale;
     int64_t growth_tracker;
+    int64_t nonfinite_steps; /* updates in a row that found Inf/NaN */
     per_optim *iter; /* optimizers seen since the last update */
     int num_iter;
 };
@@ -39,7 +41,8 @@ static tg_status check_opts(const char *op, double scale, tg_grad_scaler_opts o)
     if (!(o.backoff_factor > 0 && o.backoff_factor < 1.0))
         return tg_error("%s: the backoff factor must be < 1.0 (and > 0), got %g", op, o.backoff_factor);
     if (o.growth_interval <= 0) return tg_error("%s: growth_interval must be positive, got %d", op, o.growth_interval);
-    if (!(scale > 0 && isfinite((float)scale))) return tg_error("%s: the scale must be positive and finite, got %g", op, scale);
+    if (!((float)scale > 0 && isfinite((float)scale))) /* as a float32: 1e-50 would be 0 */
+        return tg_error("%s: the scale must be positive and finite as a float32, got %g", op, scale);
     return TG_OK;
 }
 
@@ -48,6 +51,7 @@ static tg_grad_scaler_opts with_defaults(tg_grad_scaler_opts o) {
     if (o.growth_factor == 0) o.growth_factor = 2.0;
     if (o.backoff_factor == 0) o.backoff_factor = 0.5;
     if (o.growth_interval == 0) o.growth_interval = 2000;
+    if (o.max_consecutive_nonfinite == 0) o.max_consecutive_nonfinite = TG_GRAD_SCALER_DEFAULT_MAX_NONFINITE;
     return o;
 }
 
@@ -80,6 +84,8 @@ double tg_grad_scaler_get_scale(const tg_grad_scaler *s) {
     return !s ? NAN : s->opts.disabled ? 1.0 : (double)s->scale;
 }
 int64_t tg_grad_scaler_growth_tracker(const tg_grad_scaler *s) { return s ? s->growth_tracker : 0; }
+int64_t tg_grad_scaler_nonfinite_steps(const tg_grad_scaler *s) { return s ? s->nonfinite_steps : 0; }
+void tg_grad_scaler_set_nonfinite_steps_(tg_grad_scaler *s, int64_t n) { s->nonfinite_steps = n > 0 ? n : 0; }
 tg_grad_scaler_opts tg_grad_scaler_get_opts(const tg_grad_scaler *s) {
     return s ? s->opts : (tg_grad_scaler_opts){0};
 }
@@ -92,6 +98,7 @@ tg_status tg_grad_scaler_set_state(tg_grad_scaler *s, double scale, int64_t grow
     s->opts = opts;
     s->scale = (float)scale;
     s->growth_tracker = growth_tracker;
+    s->nonfinite_steps = 0;
     return TG_OK;
 }
 
@@ -190,6 +197,27 @@ tg_status tg_grad_scaler_unscale_(tg_grad_scaler *s, tg_optim *opt) {
     return unscale(op, s, opt, st);
 }
 
+/* The error of the max_consecutive_nonfinite-th non-finite iteration in a row: names
+ * the first gradient holding Inf/NaN (found again: only this path pays for it). */
+static tg_status too_many_nonfinite(const char *op, const tg_grad_scaler *s, tg_optim *opt) {
+    int n = tg_optim_num_params(opt), first = -1;
+    for (int i = 0; i < n && first < 0; i++) {
+        tg_tensor *g = tg_grad(tg_optim_param(opt, i));
+        if (g && !tg_all_finite(g)) first = i;
+    }
+    char where[192] = "a gradient";
+    if (first >= 0) {
+        char sh[128];
+        tg_tensor *p = tg_optim_param(opt, first);
+        snprintf(where, sizeof where, "the gradient of parameter %d (%s %s)", first, tg_dtype_name(tg_dtype_of(p)),
+                 tg_shape_str(tg_shape_of(p), sh, sizeof sh));
+    }
+    return tg_error("%s: %lld iterations in a row with Inf or NaN gradients (max_consecutive_nonfinite %d, scale "
+                    "%g); now %s of %s holds Inf or NaN; the step is skipped",
+                    op, (long long)s->nonfinite_steps + 1, s->opts.max_consecutive_nonfinite, (double)s->scale,
+                    where, tg_optim_name(opt));
+}
+
 tg_status tg_grad_scaler_step(tg_grad_scaler *s, tg_optim *opt, bool *skipped) {
     const char *op = "tg_grad_scaler_step";
     if (skipped) *skipped = false;
@@ -202,6 +230,8 @@ tg_status tg_grad_scaler_step(tg_grad_scaler *s, tg_optim *opt, bool *skipped) {
     tg_status status = st->found_inf ? TG_OK : tg_optim_step(opt);
     if (skipped) *skipped = st->found_inf;
     st->stage = STAGE_STEPPED;
+    int max = s->opts.max_consecutive_nonfinite;
+    if (st->found_inf && max > 0 && s->nonfinite_steps + 1 >= max) status = too_many_nonfinite(op, s, opt);
     return status;
 }
 
@@ -223,8 +253,8 @@ tg_status tg_grad_scaler_update(tg_grad_scaler *s) {
         return tg_error("tg_grad_scaler_update: No inf checks were recorded prior to update (call "
                         "tg_grad_scaler_step or tg_grad_scaler_unscale_ first)");
     /* _amp_update_scale_ */
-    if (found) {
-        s->scale = (float)((double)s->scale * s->opts.backoff_factor);
+    if (found) { /* the floor: a scale of 0 would make the next unscale multiply by Inf */
+        s->scale = fmaxf((float)((double)s->scale * s->opts.backoff_factor), (float)TG_GRAD_SCALER_MIN_SCALE);
         s->growth_tracker = 0;
     } else if (s->growth_tracker + 1 == s->opts.growth_interval) {
         float grown = (float)((double)s->scale * s->opts.growth_factor);
@@ -233,6 +263,7 @@ tg_status tg_grad_scaler_update(tg_grad_scaler *s) {
     } else {
         s->growth_tracker++;
     }
+    s->nonfinite_steps = found ? s->nonfinite_steps + 1 : 0;
     end_iteration(s);
     return TG_OK;
 }
@@ -240,8 +271,15 @@ tg_status tg_grad_scaler_update(tg_grad_scaler *s) {
 tg_status tg_grad_scaler_update_to(tg_grad_scaler *s, double new_scale) {
     if (!s) return tg_error("tg_grad_scaler_update_to: scaler is NULL");
     if (s->opts.disabled) return TG_OK;
-    if (!(new_scale > 0 && isfinite((float)new_scale)))
-        return tg_error("tg_grad_scaler_update_to: the scale must be positive and finite, got %g", new_scale);
+    if (!((float)new_scale > 0 && isfinite((float)new_scale)))
+        return tg_error("tg_grad_scaler_update_to: the scale must be positive and finite as a float32, got %g",
+                        new_scale);
+    bool checked = false, found = false; /* an iteration without a step leaves the count */
+    for (int i = 0; i < s->num_iter; i++) {
+        checked |= s->iter[i].stage != STAGE_READY;
+        found |= s->iter[i].found_inf;
+    }
+    if (checked) s->nonfinite_steps = found ? s->nonfinite_steps + 1 : 0;
     s->scale = (float)new_scale;
     end_iteration(s);
     return TG_OK;

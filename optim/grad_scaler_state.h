@@ -11,5 +11,8 @@ void tg_optim_detach_scaler_(tg_optim *opt, tg_grad_scaler *s);
 tg_grad_scaler *tg_optim_scaler_(const tg_optim *opt);
 /* grad_scaler.c: tg_optim_free tells the scaler its optimizer is gone. */
 void tg_grad_scaler_optim_freed_(tg_grad_scaler *s);
+/* io/checkpoint.c: restores the count of non-finite iterations in a row (after
+ * tg_grad_scaler_set_state, which resets it). */
+void tg_grad_scaler_set_nonfinite_steps_(tg_grad_scaler *s, int64_t n);
 
 #endif

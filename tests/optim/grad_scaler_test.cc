@@ -1,7 +1,8 @@
 // GradScaler (optim/grad_scaler.h): a 14-step SGD run with Inf/NaN gradients injected
 // against PyTorch 1.13's GradScaler (tests/fixtures/gen_grad_scaler.py: its Python
 // class on the CPU with the two CUDA kernels ported), defaults, the call-order
-// errors, a disabled scaler, and checkpoint resume bit for bit.
+// errors, a disabled scaler, checkpoint resume bit for bit, the scale's floor and the
+// limit on non-finite iterations in a row (neither in PyTorch).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -68,6 +69,8 @@ TEST_F(GradScalerTest, DefaultsArePyTorchs) {
     EXPECT_EQ(o.growth_factor, 2.0);
     EXPECT_EQ(o.backoff_factor, 0.5);
     EXPECT_EQ(o.growth_interval, 2000);
+    EXPECT_EQ(o.max_consecutive_nonfinite, 1000);
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 0);
     EXPECT_TRUE(tg_grad_scaler_is_enabled(s));
     EXPECT_EQ(tg_grad_scaler_growth_tracker(s), 0);
     tg_grad_scaler_free(s);
@@ -222,6 +225,137 @@ TEST_F(GradScalerTest, CheckpointResumesBitForBit) {
     tg_optim_free(ob);
     tg_module_free(a);
     tg_module_free(b);
+}
+
+// One iteration on two float32 parameters [2] and [3] with loss sum(2 * p0) + sum(2 * p1)
+// (gradients exactly 2 * scale); `inf` writes Inf into p1's gradient after backward.
+tg_status floor_iteration(tg_grad_scaler *s, tg_optim *opt, tg_tensor *const *p, bool inf, bool *skipped) {
+    tg_status st = TG_ERROR;
+    TG_SCOPE {
+        tg_optim_zero_grad(opt);
+        tg_tensor *loss = tg_add(tg_sum(tg_mul_scalar(p[0], 2)), tg_sum(tg_mul_scalar(p[1], 2)));
+        EXPECT_EQ(tg_backward(tg_grad_scaler_scale(s, loss)), TG_OK) << tg_last_error();
+        if (inf) ((float *)tg_data_ptr(tg_grad(p[1])))[1] = INFINITY;
+        st = tg_grad_scaler_step(s, opt, skipped);
+        EXPECT_EQ(tg_grad_scaler_update(s), TG_OK) << tg_last_error();
+    }
+    return st;
+}
+
+TEST_F(GradScalerTest, ScaleStopsAtTheSmallestNormalFloat) {
+    tg_tensor *p[2] = {tg_requires_grad(tg_ones(TG_SHAPE(2), tg_opts{}), true),
+                       tg_requires_grad(tg_ones(TG_SHAPE(3), tg_opts{}), true)};
+    tg_optim *opt = tg_sgd_params(p, 2, tg_sgd_opts{.lr = 0.25});
+    tg_grad_scaler *s = tg_grad_scaler_new(opt, tg_grad_scaler_opts{.max_consecutive_nonfinite = -1});
+    ASSERT_NE(s, nullptr) << tg_last_error();
+    bool skipped = false;
+    // 2^16 halves to 2^-126 = FLT_MIN in 142 steps; PyTorch goes on to 2^-149 and then 0.
+    for (int i = 0; i < 142; i++) ASSERT_EQ(floor_iteration(s, opt, p, true, &skipped), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_grad_scaler_get_scale(s), std::ldexp(1.0, -126));
+    EXPECT_EQ(tg_grad_scaler_get_scale(s), TG_GRAD_SCALER_MIN_SCALE);
+    for (int i = 0; i < 60; i++) ASSERT_EQ(floor_iteration(s, opt, p, true, &skipped), TG_OK) << tg_last_error();
+    EXPECT_TRUE(skipped);
+    EXPECT_EQ(tg_grad_scaler_get_scale(s), TG_GRAD_SCALER_MIN_SCALE);
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 202);
+    EXPECT_EQ(values(p[0]), std::vector<double>({1, 1}));  // every step skipped
+    // The next finite step runs: gradients 2 * 2^-126 unscale to exactly 2; 1 - 0.25 * 2.
+    ASSERT_EQ(floor_iteration(s, opt, p, false, &skipped), TG_OK) << tg_last_error();
+    EXPECT_FALSE(skipped);
+    EXPECT_EQ(values(p[0]), std::vector<double>({0.5, 0.5}));
+    EXPECT_EQ(values(p[1]), std::vector<double>({0.5, 0.5, 0.5}));
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 0);
+    EXPECT_EQ(tg_grad_scaler_growth_tracker(s), 1);
+    // A backoff factor that does not land on the floor is clamped to it: 2^-125 * 0.3.
+    ASSERT_EQ(tg_grad_scaler_set_state(s, std::ldexp(1.0, -125), 0,
+                                       tg_grad_scaler_opts{.backoff_factor = 0.3, .max_consecutive_nonfinite = -1}),
+              TG_OK) << tg_last_error();
+    ASSERT_EQ(floor_iteration(s, opt, p, true, &skipped), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_grad_scaler_get_scale(s), TG_GRAD_SCALER_MIN_SCALE);
+    // A scale that is 0 as a float32 is refused where one is set.
+    tg_clear_error();
+    EXPECT_NE(tg_grad_scaler_update_to(s, 1e-50), TG_OK);
+    EXPECT_ERROR_CONTAINS("tg_grad_scaler_update_to: the scale must be positive and finite as a float32, got 1e-50");
+    tg_clear_error();
+    EXPECT_EQ(tg_grad_scaler_new(nullptr, tg_grad_scaler_opts{.init_scale = 1e-50}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_grad_scaler_new: the scale must be positive and finite as a float32, got 1e-50");
+    tg_grad_scaler_free(s);
+    tg_optim_free(opt);
+}
+
+TEST_F(GradScalerTest, FailsAfterTooManyNonFiniteIterationsInARow) {
+    tg_tensor *p[2] = {tg_requires_grad(tg_ones(TG_SHAPE(2), tg_opts{}), true),
+                       tg_requires_grad(tg_ones(TG_SHAPE(3), tg_opts{}), true)};
+    tg_optim *opt = tg_sgd_params(p, 2, tg_sgd_opts{.lr = 0.25});
+    tg_grad_scaler *s = tg_grad_scaler_new(opt, tg_grad_scaler_opts{.max_consecutive_nonfinite = 3});
+    ASSERT_NE(s, nullptr) << tg_last_error();
+    EXPECT_EQ(tg_grad_scaler_get_opts(s).max_consecutive_nonfinite, 3);
+    bool skipped = false;
+    EXPECT_EQ(floor_iteration(s, opt, p, true, &skipped), TG_OK) << tg_last_error();
+    EXPECT_EQ(floor_iteration(s, opt, p, true, &skipped), TG_OK) << tg_last_error();
+    tg_clear_error();
+    EXPECT_NE(floor_iteration(s, opt, p, true, &skipped), TG_OK);
+    EXPECT_TRUE(skipped);
+    EXPECT_ERROR_CONTAINS("tg_grad_scaler_step: 3 iterations in a row with Inf or NaN gradients "
+                          "(max_consecutive_nonfinite 3, scale 16384); now the gradient of parameter 1 "
+                          "(float32 [3]) of SGD holds Inf or NaN; the step is skipped");
+    EXPECT_EQ(values(p[1]), std::vector<double>({1, 1, 1}));  // not stepped
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 3);          // the update still counted it
+    tg_clear_error();
+    EXPECT_NE(floor_iteration(s, opt, p, true, &skipped), TG_OK);  // and every later one fails
+    EXPECT_ERROR_CONTAINS("4 iterations in a row");
+    // A finite iteration resets the count; the next Inf is 1 of 3 again.
+    EXPECT_EQ(floor_iteration(s, opt, p, false, &skipped), TG_OK) << tg_last_error();
+    EXPECT_FALSE(skipped);
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 0);
+    EXPECT_EQ(floor_iteration(s, opt, p, true, &skipped), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 1);
+    tg_grad_scaler_free(s);
+    tg_optim_free(opt);
+}
+
+TEST_F(GradScalerTest, CheckpointKeepsTheNonFiniteCountAndOldFilesLoad) {
+    std::string path = dir_ + "/ck.safetensors", old = dir_ + "/old.safetensors";
+    tg_module *m = initial_model();
+    tg_optim *opt = tg_sgd(m, tg_sgd_opts{.lr = 0.05});
+    tg_grad_scaler *s = tg_grad_scaler_new(opt, tg_grad_scaler_opts{.max_consecutive_nonfinite = 7});
+    for (int step = 0; step < 3; step++) run_step(step, m, opt, s);  // step 2 has an Inf: count 1
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 1);
+    ASSERT_EQ(tg_save_checkpoint(path.c_str(), m, opt, tg_checkpoint_info{3, 0}), TG_OK) << tg_last_error();
+    // The same file as a tapegrad from before the limit wrote it: without the two new keys.
+    tg_tensor_map *ck = tg_safetensors_load(path.c_str());
+    ASSERT_NE(ck, nullptr) << tg_last_error();
+    EXPECT_STREQ(tg_tensor_map_metadata(ck, "scaler.nonfinite_steps"), "1");
+    EXPECT_STREQ(tg_tensor_map_metadata(ck, "scaler.max_consecutive_nonfinite"), "7");
+    tg_tensor_map *stripped = tg_tensor_map_new();
+    ASSERT_EQ(tg_tensor_map_merge(stripped, ck, nullptr), TG_OK);
+    for (int64_t i = 0; i < tg_tensor_map_metadata_size(ck); i++) {
+        std::string key = tg_tensor_map_metadata_key(ck, i);
+        if (key != "scaler.nonfinite_steps" && key != "scaler.max_consecutive_nonfinite")
+            ASSERT_EQ(tg_tensor_map_set_metadata(stripped, key.c_str(), tg_tensor_map_metadata_value(ck, i)), TG_OK);
+    }
+    ASSERT_EQ(tg_safetensors_save(stripped, old.c_str()), TG_OK) << tg_last_error();
+    tg_tensor_map_free(stripped);
+    tg_tensor_map_free(ck);
+
+    tg_optim *ob = tg_sgd(m, tg_sgd_opts{.lr = 0.05});
+    tg_grad_scaler *sb = tg_grad_scaler_new(ob, tg_grad_scaler_opts{.max_consecutive_nonfinite = 50});
+    ASSERT_EQ(tg_load_checkpoint(path.c_str(), m, ob, nullptr), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(sb), 1);
+    EXPECT_EQ(tg_grad_scaler_get_opts(sb).max_consecutive_nonfinite, 7);
+    EXPECT_EQ(tg_grad_scaler_get_scale(sb), tg_grad_scaler_get_scale(s));
+    // The old file: same scale and tracker, count 0, the scaler's own limit.
+    tg_grad_scaler_free(sb);
+    sb = tg_grad_scaler_new(ob, tg_grad_scaler_opts{.max_consecutive_nonfinite = 50});
+    ASSERT_EQ(tg_load_checkpoint(old.c_str(), m, ob, nullptr), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(sb), 0);
+    EXPECT_EQ(tg_grad_scaler_get_opts(sb).max_consecutive_nonfinite, 50);
+    EXPECT_EQ(tg_grad_scaler_get_scale(sb), tg_grad_scaler_get_scale(s));
+    EXPECT_EQ(tg_grad_scaler_growth_tracker(sb), tg_grad_scaler_growth_tracker(s));
+    tg_grad_scaler_free(sb);
+    tg_grad_scaler_free(s);
+    tg_optim_free(ob);
+    tg_optim_free(opt);
+    tg_module_free(m);
 }
 
 }  // namespace
