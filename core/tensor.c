@@ -1,5 +1,6 @@
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,8 +57,31 @@ static tg_tensor *make(const char *op, tg_shape shape, tg_opts opts) {
 
 tg_tensor *tg_empty(tg_shape shape, tg_opts opts) { return make("tg_empty", shape, opts); }
 
+/* PyTorch's checked_convert (c10/util/TypeCast.h): a value an integer dtype cannot
+ * hold is an error ("value cannot be converted to type int64_t without overflow"),
+ * never the undefined double -> integer conversion of C. An integral value follows the
+ * rule for a Python int (uint8 takes -255 .. 255, the negatives wrapping as in
+ * PyTorch), a fractional one the rule for a float (truncated; uint8 takes [0, 255]).
+ * INT64's bound is 2^63 exclusive (PyTorch compares with (double)INT64_MAX = 2^63,
+ * which lets 2^63 through to an undefined conversion). */
+tg_status tg_check_fill_value(const char *op, tg_dtype dtype, double v) {
+    double lo, hi; /* inclusive */
+    switch (dtype) {
+    case TG_INT64: lo = -0x1p63, hi = 0x1p63; break;
+    case TG_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case TG_UINT8: lo = v == trunc(v) ? -255 : 0, hi = 255; break;
+    default: return TG_OK;
+    }
+    if (v >= lo && v <= hi && !(dtype == TG_INT64 && v == hi)) return TG_OK;
+    char buf[32]; /* the shortest %g that reads back as v: 1e+30, 2147483648 */
+    for (int digits = 6; digits <= 17; digits++)
+        if (snprintf(buf, sizeof buf, "%.*g", digits, v), strtod(buf, NULL) == v || v != v) break;
+    return tg_error("%s: value %s cannot be converted to type %s without overflow", op, buf, tg_dtype_name(dtype));
+}
+
 /* Builds in a scope of its own so that a failure after allocation frees what was made. */
 static tg_tensor *make_filled(const char *op, tg_shape shape, tg_opts opts, double value) {
+    if (tg_check_fill_value(op, opts.dtype, value)) return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *t = make(op, shape, opts);
@@ -98,8 +122,16 @@ tg_tensor *tg_arange(double start, double end, double step, tg_opts opts) {
                         start, end, step), NULL;
     if ((end - start) * step < 0)
         return tg_error("tg_arange: step %g goes away from end (start %g, end %g)", step, start, end), NULL;
-    int64_t n = (int64_t)ceil((end - start) / step);
+    /* The count is checked as a double: converting one past INT64_MAX is undefined. */
+    double count = ceil((end - start) / step);
+    if (!(count < 0x1p62))
+        return tg_error("tg_arange: (end - start) / step gives %g elements, too many (start %g, end %g, step %g)",
+                        count, start, end, step), NULL;
+    int64_t n = (int64_t)count;
     if (tg_check_creation("tg_arange", TG_SHAPE(n), opts)) return NULL;
+    if (n > 0 && (tg_check_fill_value("tg_arange", opts.dtype, start) ||
+                  tg_check_fill_value("tg_arange", opts.dtype, start + (double)(n - 1) * step)))
+        return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *t = make("tg_arange", TG_SHAPE(n), (tg_opts){.dtype = opts.dtype});
@@ -265,6 +297,7 @@ static void fill_f32_chunk(int64_t begin, int64_t end, void *arg) {
 
 tg_status tg_fill_values_(tg_tensor *t, double value) {
     if (!t) return tg_error_null_input("tg_fill_", 0);
+    if (tg_check_fill_value("tg_fill_", t->dtype, value)) return TG_ERROR;
     if (t->storage->device.kind != TG_DEVICE_CPU) {
         const tg_device_backend *be = tg_backend_for(t->storage->device, "tg_fill_");
         if (!be || be->fill(t, value)) return TG_ERROR;

@@ -53,6 +53,10 @@ tg_tensor *tg_make_view(const char *op, tg_tensor *t, tg_shape shape, const int6
  * messages name tg_copy_ / tg_fill_ / tg_clone. */
 tg_status tg_copy_values_(tg_tensor *dst, tg_tensor *src);
 tg_status tg_fill_values_(tg_tensor *t, double value);
+/* Fails, naming op, the value and the dtype, when an integer dtype cannot hold value
+ * (NaN, Inf, out of range: PyTorch's "cannot be converted ... without overflow"),
+ * before any undefined double -> integer conversion; other dtypes take any value. */
+tg_status tg_check_fill_value(const char *op, tg_dtype dtype, double value);
 tg_tensor *tg_clone_values(tg_tensor *t);
 /* Uninitialised, with like's strides when those are dense (else contiguous):
  * PyTorch's empty_like with preserve_format, the layout a gradient gets. */

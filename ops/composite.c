@@ -19,6 +19,7 @@ tg_tensor *tg_masked_fill(tg_tensor *x, tg_tensor *mask, double value) {
     if (!tg_broadcast_shapes(x->shape, mask->shape, &out) || !tg_shape_equal(out, x->shape))
         return tg_error("tg_masked_fill: mask of shape %s cannot be broadcast to the input's shape %s",
                         tg_shape_str(mask->shape, a, sizeof a), tg_shape_str(x->shape, b, sizeof b)), NULL;
+    if (tg_check_fill_value("tg_masked_fill", x->dtype, value)) return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_where_scalar(tg_eq_scalar(mask, 0), x, value)); }
     return result;

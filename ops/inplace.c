@@ -124,7 +124,8 @@ tg_status tg_inplace_overwrite(const tg_function *fn, tg_tensor *target, tg_tens
 
 tg_status tg_fill_(tg_tensor *t, double value) {
     bool record = false;
-    if (tg_inplace_check("tg_fill_", t, NULL, 0, &record)) return TG_ERROR;
+    if (tg_inplace_check("tg_fill_", t, NULL, 0, &record) || tg_check_fill_value("tg_fill_", t->dtype, value))
+        return TG_ERROR;
     if (!record) return tg_fill_values_(t, value);
     tg_status status = TG_ERROR;
     overwrite_args a = {value, NULL};

@@ -1,4 +1,5 @@
 // core/: creation, access, copies, views (strides and shared storage), printing.
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -18,6 +19,67 @@ TEST_F(TgTest, CreationFillsValues) {
     EXPECT_TRUE(tg_is_contiguous(t));
     EXPECT_EQ(tg_stride(t, 0), 3);
     EXPECT_EQ(tg_stride(t, -1), 1);
+}
+
+// PyTorch 1.13: torch.full((2,), nan, dtype=torch.int64) raises "value cannot be converted
+// to type int64_t without overflow" (c10's checked_convert), as do Inf, 1e30 and 2^31
+// into int32, 300 and -0.5 into uint8; 2.7 truncates to 2, 2147483647 and -2^31 fit
+// int32, and an integral -1 wraps to 255 in uint8 (a Python int's rule).
+TEST_F(TgTest, IntegerFillsRefuseValuesOutOfRange) {
+    struct {
+        double v;
+        tg_dtype dt;
+        const char *msg;
+    } bad[] = {
+        {NAN, TG_INT64, "tg_full: value nan cannot be converted to type int64 without overflow"},
+        {1e30, TG_INT64, "tg_full: value 1e+30 cannot be converted to type int64 without overflow"},
+        {0x1p63, TG_INT64, "tg_full: value 9.223372036854776e+18 cannot be converted to type int64"},
+        {-INFINITY, TG_INT32, "tg_full: value -inf cannot be converted to type int32 without overflow"},
+        {2147483648.0, TG_INT32, "tg_full: value 2147483648 cannot be converted to type int32 without overflow"},
+        {300, TG_UINT8, "tg_full: value 300 cannot be converted to type uint8 without overflow"},
+        {-0.5, TG_UINT8, "tg_full: value -0.5 cannot be converted to type uint8 without overflow"},
+        {INFINITY, TG_UINT8, "tg_full: value inf cannot be converted to type uint8 without overflow"},
+    };
+    for (auto &c : bad) {
+        tg_clear_error();
+        EXPECT_EQ(tg_full(TG_SHAPE(2), c.v, tg_opts{c.dt}), nullptr);
+        EXPECT_ERROR_CONTAINS(c.msg);
+    }
+    EXPECT_TRUE(tensor_near(tg_full(TG_SHAPE(2), 2.7, tg_opts{TG_INT32}), {2, 2}, 0));
+    EXPECT_TRUE(tensor_near(tg_full(TG_SHAPE(1), 2147483647.0, tg_opts{TG_INT32}), {2147483647.0}, 0));
+    EXPECT_TRUE(tensor_near(tg_full(TG_SHAPE(1), -2147483648.0, tg_opts{TG_INT32}), {-2147483648.0}, 0));
+    EXPECT_TRUE(tensor_near(tg_full(TG_SHAPE(1), -1, tg_opts{TG_UINT8}), {255}, 0));
+    EXPECT_TRUE(tensor_near(tg_full(TG_SHAPE(1), -0x1p63, tg_opts{TG_INT64}), {-0x1p63}, 0));
+    EXPECT_TRUE(std::isnan(tg_item(tg_full(TG_SHAPE(1), NAN, tg_opts{TG_FLOAT32}))));
+    // The other fills: tg_full_like, tg_fill_ (PyTorch's fill_ raises the same), masked_fill.
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), tg_opts{TG_INT64});
+    tg_clear_error();
+    EXPECT_EQ(tg_full_like(x, INFINITY), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_full_like: value inf cannot be converted to type int64 without overflow");
+    tg_clear_error();
+    EXPECT_NE(tg_fill_(x, NAN), TG_OK);
+    EXPECT_ERROR_CONTAINS("tg_fill_: value nan cannot be converted to type int64 without overflow");
+    EXPECT_TRUE(tensor_near(x, {0, 0}, 0));  // untouched
+    tg_clear_error();
+    EXPECT_EQ(tg_masked_fill(x, tg_ne_scalar(x, 1), 1e19), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_masked_fill: value 1e+19 cannot be converted to type int64 without overflow");
+}
+
+// tg_arange(0, 1e19, 1) said "negative size -9223372036854775808" (an undefined
+// double -> int64 conversion); the count is now checked as a double first.
+TEST_F(TgTest, ArangeChecksItsCountAndValuesBeforeConverting) {
+    tg_clear_error();
+    EXPECT_EQ(tg_arange(0, 1e19, 1, tg_opts{}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_arange: (end - start) / step gives 1e+19 elements, too many (start 0, end 1e+19, step 1)");
+    tg_clear_error();
+    EXPECT_EQ(tg_arange(-1e308, 1e308, 1e-300, tg_opts{TG_FLOAT64}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_arange: (end - start) / step gives inf elements, too many");
+    // Values an integer dtype cannot hold: the last one, 2e9 + 2 * 1e9, into int32.
+    EXPECT_TRUE(tensor_near(tg_arange(3e9, 6e9, 1e9, tg_opts{TG_INT64}), {3e9, 4e9, 5e9}, 0));
+    tg_clear_error();
+    EXPECT_EQ(tg_arange(2e9, 5e9, 1e9, tg_opts{TG_INT32}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_arange: value 4e+09 cannot be converted to type int32 without overflow");
+    EXPECT_TRUE(tensor_near(tg_arange(0, 2e9, 1e9, tg_opts{TG_INT32}), {0, 1e9}, 0));
 }
 
 TEST_F(TgTest, ScalarShapeAndItem) {
