@@ -28,12 +28,20 @@ static int64_t source_of(tg_pad_mode mode, int64_t p, int64_t n) {
     }
 }
 
-/* One dim of the non-constant modes: index_select with the mapped positions. */
+/* One dim of the non-constant modes: index_select with the mapped positions. Circular
+ * mode crops the negative pads first and wraps within what is left (PyTorch's
+ * _pad_circular: on [0,1,2,3,4], (-1, 2) gives [1,2,3,4,1,2]); reflect and replicate
+ * crop by their mapping. */
 static tg_tensor *pad_by_index(tg_tensor *y, int d, int64_t before, int64_t after, tg_pad_mode mode) {
-    int64_t n = y->shape.dims[d], len = n + before + after;
+    int64_t n = y->shape.dims[d], len = n + before + after, first = 0;
+    if (mode == TG_PAD_CIRCULAR) {
+        first = before < 0 ? -before : 0;
+        n -= first + (after < 0 ? -after : 0);
+        before = before > 0 ? before : 0;
+    }
     int64_t *index = malloc((size_t)(len > 0 ? len : 1) * sizeof *index);
     TG_ASSERT(index != NULL);
-    for (int64_t i = 0; i < len; i++) index[i] = source_of(mode, i - before, n);
+    for (int64_t i = 0; i < len; i++) index[i] = first + source_of(mode, i - before, n);
     tg_tensor *idx = tg_from_data(index, TG_SHAPE(len), (tg_opts){.dtype = TG_INT64});
     free(index);
     return tg_index_select(y, d, tg_tensor_to(idx, y->storage->device));
@@ -81,8 +89,12 @@ tg_tensor *tg_pad(tg_tensor *x, const int64_t *pad, int count, tg_pad_mode mode,
         const char *why = "would give a negative size";
         if (ok && mode == TG_PAD_REFLECT && !(before < n && after < n))
             ok = false, why = "must be less than the dim's size for reflect";
-        if (ok && mode == TG_PAD_CIRCULAR && !(before <= n && after <= n))
-            ok = false, why = "would wrap around more than once";
+        /* Against the size left after cropping: PyTorch checks the uncropped size and then
+         * copies from elements it has not written yet (e.g. 5 with (-3, 4)). */
+        int64_t kept = n - (before < 0 ? -before : 0) - (after < 0 ? -after : 0);
+        if (ok && mode == TG_PAD_CIRCULAR && !(before <= kept && after <= kept))
+            ok = false, why = kept < n ? "would wrap around more than once (pads larger than what cropping leaves)"
+                                       : "would wrap around more than once";
         if (ok && mode != TG_PAD_CONSTANT && n == 0 && out > 0)
             ok = false, why = "cannot fill an empty dim";
         if (!ok)

@@ -22,7 +22,9 @@ typedef enum { TG_PAD_CONSTANT = 0, TG_PAD_REFLECT, TG_PAD_REPLICATE, TG_PAD_CIR
  * reflect (the edge not repeated), replicate (the edge repeated) and circular (wrap
  * around): the last 1, 2 or 3 dims of an input with one or two more dims (PyTorch's
  * batched and unbatched forms); reflect needs pads smaller than the dim, circular
- * pads no larger than it. `value` must be 0 for those modes. */
+ * pads no larger than it. Circular crops the negative pads first and wraps what is
+ * left (PyTorch's order: [0,1,2,3,4] with (-1, 2) gives [1,2,3,4,1,2]), so its pads
+ * must not exceed that. `value` must be 0 for those modes. */
 tg_tensor *tg_pad(tg_tensor *x, const int64_t *pad, int count, tg_pad_mode mode, double value);
 
 #ifdef __cplusplus
