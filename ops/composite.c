@@ -38,7 +38,9 @@ static tg_tensor *triangle(const char *op, tg_tensor *x, int64_t k, bool lower) 
         tg_tensor *c = tg_view(tg_arange(0, (double)cols, 1, idx), TG_SHAPE(1, cols));
         tg_tensor *shifted = tg_add_scalar(r, (double)k); /* row + k */
         tg_tensor *keep = lower ? tg_le(c, shifted) : tg_ge(c, shifted);
-        result = tg_scope_return(tg_where_scalar(keep, x, 0));
+        /* A zero of x's dtype: where with an int64 scalar would promote bool/uint8/int32 */
+        tg_tensor *zero = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+        result = tg_scope_return(tg_where(keep, x, zero));
     }
     return result;
 }

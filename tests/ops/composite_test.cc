@@ -111,6 +111,27 @@ TEST_F(TgTest, CompositeOpsAreDifferentiableTwice) {
     EXPECT_EQ(tg_gradgradcheck(addmm, 3, mm, &o), TG_OK) << tg_last_error();
 }
 
+// torch.triu / torch.tril keep bool, uint8 and int32 (they returned int64 before):
+// torch.ones(2, 3, dtype=d).triu(1) is [[0, 1, 1], [0, 0, 1]] of dtype d, tril(-1)
+// [[0, 0, 0], [1, 0, 0]]; int32 values 1..6 tril(0) [[1, 0, 0], [4, 5, 0]].
+TEST_F(TgTest, TriangleKeepsTheDtype) {
+    for (tg_dtype dt : {TG_BOOL, TG_UINT8, TG_INT32, TG_INT64, TG_FLOAT32, TG_FLOAT64}) {
+        SCOPED_TRACE(tg_dtype_name(dt));
+        tg_tensor *x = tg_ones(TG_SHAPE(2, 3), tg_opts{dt});
+        tg_tensor *u = tg_triu(x, 1), *l = tg_tril(x, -1);
+        ASSERT_NE(u, nullptr) << tg_last_error();
+        ASSERT_NE(l, nullptr) << tg_last_error();
+        EXPECT_EQ(tg_dtype_of(u), dt);
+        EXPECT_EQ(tg_dtype_of(l), dt);
+        EXPECT_EQ(values(u), std::vector<double>({0, 1, 1, 0, 0, 1}));
+        EXPECT_EQ(values(l), std::vector<double>({0, 0, 0, 1, 0, 0}));
+    }
+    tg_tensor *i = tg_cast(tg_view(tg_arange(1, 7, 1, tg_opts{TG_INT64}), TG_SHAPE(2, 3)), TG_INT32);
+    tg_tensor *l = tg_tril(i, 0);
+    EXPECT_EQ(tg_dtype_of(l), TG_INT32);
+    EXPECT_EQ(values(l), std::vector<double>({1, 0, 0, 4, 5, 0}));
+}
+
 TEST_F(TgTest, CompositeErrorsNameTheOpAndShapes) {
     tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), tg_opts{});
     tg_clear_error();
