@@ -80,8 +80,9 @@ tg_tensor_map *tg_tensor_map_select(const tg_tensor_map *m, const char *prefix);
 
 /* ---- reading and writing ---- */
 
-/* Writes m to path (via path + ".tmp" and rename, so an interrupted save never leaves
- * a half-written file under the real name). Tensors may be on any device and have
+/* Writes m to path (via path + ".tmp", fsync, rename and an fsync of the folder, so
+ * neither an interrupted save nor a power loss leaves a half-written file under the
+ * real name; a stale path.tmp from a killed save is unlinked first). Tensors may be on any device and have
  * any strides; they are written contiguous, little-endian. Fails (TG_ERROR + message)
  * on float16/bfloat16 tensors (no file dtype yet), an unwritable path, or out of memory. */
 tg_status tg_safetensors_save(const tg_tensor_map *m, const char *path);

@@ -2,11 +2,13 @@
 // with identical values; tapegrad's output is byte-identical to a golden file that
 // script verified; round trips; the tensor map API; every malformed-header case.
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -145,6 +147,36 @@ TEST_F(SafetensorsTest, RoundTripAnyStridesAndLargeInt) {
     EXPECT_EQ(got[0], INT64_MAX);
     EXPECT_EQ(got[1], INT64_MIN + 1);
     tg_tensor_map_free(back);
+}
+
+// A save killed before its rename leaves path.tmp behind (up to the whole checkpoint):
+// the next save replaces it, renames it away and leaves none; a stale .tmp that is a
+// symlink is unlinked, never written through; a folder in the .tmp's place is an error.
+TEST_F(SafetensorsTest, StaleTempFileIsReplacedByTheNextSave) {
+    std::string path = dir_ + "/ck.safetensors", tmp = path + ".tmp", victim = dir_ + "/victim";
+    {
+        std::ofstream stale(tmp, std::ios::binary);
+        stale << std::string(1 << 20, 'x');  // larger than what the save writes
+    }
+    tg_tensor *t = tensor_f32({1, 2, 3}, TG_SHAPE(3));
+    ASSERT_EQ(tg_safetensors_save_tensor(t, "w", path.c_str()), TG_OK) << tg_last_error();
+    EXPECT_NE(access(tmp.c_str(), F_OK), 0) << "the stale temporary file is still there";
+    EXPECT_TRUE(tensor_near(tg_safetensors_load_tensor(path.c_str(), "w"), {1, 2, 3}, 0));
+    {
+        std::ofstream v(victim);
+        v << "keep me";
+    }
+    ASSERT_EQ(symlink(victim.c_str(), tmp.c_str()), 0);
+    ASSERT_EQ(tg_safetensors_save_tensor(t, "w", path.c_str()), TG_OK) << tg_last_error();
+    EXPECT_NE(access(tmp.c_str(), F_OK), 0);
+    std::ifstream v(victim);
+    std::string kept((std::istreambuf_iterator<char>(v)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(kept, "keep me");
+    ASSERT_EQ(mkdir(tmp.c_str(), 0755), 0);
+    tg_clear_error();
+    EXPECT_NE(tg_safetensors_save_tensor(t, "w", path.c_str()), TG_OK);
+    EXPECT_ERROR_CONTAINS("tg_safetensors_save: cannot remove the stale " + tmp);
+    EXPECT_TRUE(tensor_near(tg_safetensors_load_tensor(path.c_str(), "w"), {1, 2, 3}, 0));  // old file intact
 }
 
 TEST_F(SafetensorsTest, SingleTensor) {
