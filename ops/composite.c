@@ -1,6 +1,9 @@
 /* Compositions of differentiable ops (see ops/composite.h). */
 #include "ops/composite.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "autograd/autocast_impl.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
@@ -78,10 +81,23 @@ tg_tensor *tg_take(tg_tensor *x, tg_tensor *index) {
     if (!index) return tg_error_null_input("tg_take", 1), NULL;
     if (index->dtype != TG_INT64)
         return tg_error("tg_take: index must be int64, got %s", tg_dtype_name(index->dtype)), NULL;
-    int64_t n = tg_numel(x);
+    int64_t n = tg_numel(x), count = tg_numel(index);
+    /* Checked here on the host, so that the message gives the index as the user wrote
+     * it (index_select sees it after the wrap: -13 of 12 would read as -1). */
+    int64_t *host = malloc((size_t)(count > 0 ? count : 1) * sizeof *host);
+    if (!host) return tg_error("tg_take: out of memory"), NULL;
+    tg_status st = tg_copy_to_host(index, host, (size_t)count * sizeof *host);
+    for (int64_t i = 0; i < count && !st; i++)
+        if (host[i] < -n || host[i] >= n) {
+            char xs[128];
+            st = tg_error("tg_take: index %lld is out of range for input %s of %lld elements", (long long)host[i],
+                          tg_shape_str(x->shape, xs, sizeof xs), (long long)n);
+        }
+    free(host);
+    if (st) return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
-        tg_tensor *flat = tg_reshape(index, TG_SHAPE(tg_numel(index)));
+        tg_tensor *flat = tg_reshape(index, TG_SHAPE(count));
         tg_tensor *wrapped = tg_where(tg_lt_scalar(flat, 0), tg_add_scalar(flat, (double)n), flat);
         tg_tensor *picked = tg_index_select(tg_reshape(x, TG_SHAPE(n)), 0, wrapped);
         result = tg_scope_return(tg_reshape(picked, index->shape));
@@ -99,9 +115,27 @@ tg_tensor *tg_outer(tg_tensor *a, tg_tensor *b) {
     return result;
 }
 
+/* Checks up front that the shapes of the n tensors broadcast, so that a composite op's
+ * message names it and its inputs, not the inner op (sub, lt, ...). */
+static tg_status check_broadcast(const char *op, tg_tensor *const *t, const char *const *names, int n) {
+    tg_shape out = t[0]->shape;
+    bool ok = true;
+    for (int i = 1; i < n && ok; i++)
+        if (t[i]) ok = tg_broadcast_shapes(out, t[i]->shape, &out);
+    if (ok) return TG_OK;
+    char msg[512] = "", s[128];
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof msg; i++)
+        if (t[i])
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s %s", len ? ", " : "", names[i],
+                                    tg_shape_str(t[i]->shape, s, sizeof s));
+    return tg_error("%s: shapes cannot be broadcast together: %s", op, msg);
+}
+
 tg_tensor *tg_lerp(tg_tensor *a, tg_tensor *b, double weight) {
     if (!a) return tg_error_null_input("tg_lerp", 0), NULL;
     if (!b) return tg_error_null_input("tg_lerp", 1), NULL;
+    if (check_broadcast("tg_lerp", (tg_tensor *[]){a, b}, (const char *[]){"start", "end"}, 2)) return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_add(a, tg_mul_scalar(tg_sub(b, a), weight))); }
     return result;
@@ -111,6 +145,9 @@ tg_tensor *tg_lerp_tensor(tg_tensor *a, tg_tensor *b, tg_tensor *weight) {
     if (!a) return tg_error_null_input("tg_lerp_tensor", 0), NULL;
     if (!b) return tg_error_null_input("tg_lerp_tensor", 1), NULL;
     if (!weight) return tg_error_null_input("tg_lerp_tensor", 2), NULL;
+    if (check_broadcast("tg_lerp_tensor", (tg_tensor *[]){a, b, weight},
+                        (const char *[]){"start", "end", "weight"}, 3))
+        return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_add(a, tg_mul(weight, tg_sub(b, a)))); }
     return result;
@@ -158,6 +195,8 @@ tg_tensor *tg_baddbmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, dou
 tg_tensor *tg_clamp_tensor(tg_tensor *x, tg_tensor *min, tg_tensor *max) {
     if (!x) return tg_error_null_input("tg_clamp_tensor", 0), NULL;
     if (!min && !max) return tg_error("tg_clamp_tensor: at least one of min and max must be given"), NULL;
+    if (check_broadcast("tg_clamp_tensor", (tg_tensor *[]){x, min, max}, (const char *[]){"input", "min", "max"}, 3))
+        return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *y = x;

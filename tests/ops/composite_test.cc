@@ -149,7 +149,28 @@ TEST_F(TgTest, CompositeErrorsNameTheOpAndShapes) {
     EXPECT_ERROR_CONTAINS("tg_flip: dim -1 is out of range or repeated");
     tg_clear_error();
     EXPECT_EQ(tg_take(x, tensor_i64({6}, TG_SHAPE(1))), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_index_select: index 6 is out of range for dim 0 of size 6");  // take reads through index_select
+    EXPECT_ERROR_CONTAINS("tg_take: index 6 is out of range for input [2, 3] of 6 elements");
+    // The index as given, not as wrapped (issue 35: -13 of 12 said "index -1").
+    tg_clear_error();
+    EXPECT_EQ(tg_take(tg_zeros(TG_SHAPE(3, 4), tg_opts{}), tensor_i64({0, -12, -13}, TG_SHAPE(3))), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_take: index -13 is out of range for input [3, 4] of 12 elements");
+    EXPECT_TRUE(tensor_near(tg_take(tensor_f32({1, 2, 3}, TG_SHAPE(3)), tensor_i64({-3, 2}, TG_SHAPE(2))), {1, 3}, 0));
+    // Composite ops name themselves and their inputs' shapes, not the inner op (sub, lt).
+    tg_tensor *a3 = tg_zeros(TG_SHAPE(3), tg_opts{}), *b34 = tg_zeros(TG_SHAPE(3, 4), tg_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_lerp(a3, b34, 0.5), nullptr);
+    EXPECT_STREQ(tg_last_error(), "tg_lerp: shapes cannot be broadcast together: start [3], end [3, 4]");
+    tg_clear_error();
+    EXPECT_EQ(tg_lerp_tensor(b34, b34, a3), nullptr);
+    EXPECT_STREQ(tg_last_error(),
+                 "tg_lerp_tensor: shapes cannot be broadcast together: start [3, 4], end [3, 4], weight [3]");
+    tg_clear_error();
+    EXPECT_EQ(tg_clamp_tensor(b34, a3, nullptr), nullptr);
+    EXPECT_STREQ(tg_last_error(), "tg_clamp_tensor: shapes cannot be broadcast together: input [3, 4], min [3]");
+    tg_clear_error();
+    EXPECT_EQ(tg_clamp_tensor(b34, tg_zeros(TG_SHAPE(4), tg_opts{}), a3), nullptr);
+    EXPECT_STREQ(tg_last_error(),
+                 "tg_clamp_tensor: shapes cannot be broadcast together: input [3, 4], min [4], max [3]");
     tg_clear_error();
     EXPECT_EQ(tg_outer(x, x), nullptr);
     EXPECT_ERROR_CONTAINS("tg_outer: expected 1-D inputs, got 2 and 2 dims");
