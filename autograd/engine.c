@@ -29,6 +29,7 @@
 #include "autograd/node.h"
 #include "autograd/node_map.h"
 #include "autograd/profile.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -387,8 +388,11 @@ static void call_backward(graph_task *t, node_state *st, tg_tensor **grad_inputs
         tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
         bool was_in_backward = profiling && tg_profile_set_in_backward(true);
         tg_autocast_suspend(); /* backward formulas run in the dtypes forward saw */
+        bool enclosing_failure = tg_kernel_failure() != NULL; /* an enclosing op's kernel's */
         n->fn->backward(&n->ctx, grad0, grad_inputs);
         tg_autocast_resume();
+        const char *kernel_failure = enclosing_failure ? NULL : tg_kernel_failure_take(); /* a buffer not had */
+        if (kernel_failure) tg_error("%s backward: %s", n->fn->name, kernel_failure);
         if (profiling) tg_profile_set_in_backward(was_in_backward);
         tg_current_backward_frame = outer;
         if (profiling)

@@ -7,6 +7,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "autograd/profile.h"
+#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/thread_exit.h"
 #include "ops/elementwise.h"
@@ -327,12 +328,15 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
     tg_scope_begin();
     tg_autocast_suspend(); /* ops inside a forward are not autocast (as PyTorch's dispatcher) */
+    bool enclosing_failure = tg_kernel_failure() != NULL; /* an enclosing op's kernel's, for it to report */
     ctx->outputs[0] = fn->forward(ctx, inputs);
     tg_autocast_resume();
     if (profiling)
         tg_profile_record(fn->name, tg_profile_in_backward(), tg_profile_clock() - started,
                           tg_thread_bytes_allocated() - bytes_before);
-    bool ok = true;
+    const char *kernel_failure = enclosing_failure ? NULL : tg_kernel_failure_take(); /* a buffer not had */
+    if (kernel_failure) tg_error("%s: %s", fn->name, kernel_failure);
+    bool ok = !kernel_failure;
     for (int i = 0; i < num_outputs && ok; i++) {
         tg_tensor *out = ctx->outputs[i];
         ok = out != NULL;

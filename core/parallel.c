@@ -61,6 +61,7 @@ typedef struct {
     unsigned flush_bits; /* the caller's subnormal flushing (core/denormal.h), for its chunks */
     _Atomic uint32_t remaining; /* chunks not yet finished (a futex word) */
     _Atomic uint32_t caller_waiting;
+    const char *_Atomic failure; /* the first tg_kernel_fail of the job's chunks */
 } job_slot;
 
 static job_slot slots[2];
@@ -82,6 +83,19 @@ static int num_workers; /* started; changed only by the pool's holder (and at ex
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static _Thread_local bool in_region;
+static _Thread_local const char *kernel_failure; /* tg_kernel_fail on this thread, not yet handed on */
+
+void tg_kernel_fail(const char *reason) {
+    if (!kernel_failure) kernel_failure = reason;
+}
+
+const char *tg_kernel_failure(void) { return kernel_failure; }
+
+const char *tg_kernel_failure_take(void) {
+    const char *reason = kernel_failure;
+    kernel_failure = NULL;
+    return reason;
+}
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val) {
     return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
@@ -209,6 +223,11 @@ static void take_chunks(void) {
         int64_t lo = (int64_t)i, begin = lo * s->q + (lo < s->r ? lo : s->r);
         int64_t end = begin + s->q + (lo < s->r ? 1 : 0);
         s->fn(begin, end, s->ctx);
+        if (kernel_failure) { /* handed to the loop's caller through the slot */
+            const char *none = NULL;
+            atomic_compare_exchange_strong(&s->failure, &none, kernel_failure);
+            kernel_failure = NULL;
+        }
         if (atomic_fetch_sub(&s->remaining, 1) == 1 && atomic_load(&s->caller_waiting))
             futex(&s->remaining, FUTEX_WAKE_PRIVATE, 1);
     }
@@ -298,6 +317,7 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_parallel_fn fn, void *ctx) {
     s->r = n % count;
     atomic_store_explicit(&s->remaining, (uint32_t)count, memory_order_relaxed);
     atomic_store_explicit(&s->caller_waiting, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->failure, NULL, memory_order_relaxed);
     atomic_store_explicit(&claim_word,
                           ((uint64_t)(generation & 0xffffff) << GEN_SHIFT) | ((uint64_t)count << COUNT_SHIFT),
                           memory_order_release);
@@ -315,5 +335,7 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_parallel_fn fn, void *ctx) {
         left = atomic_load(&s->remaining);
     }
     in_region = false;
+    const char *failure = atomic_load(&s->failure); /* before the slot can be reused */
+    if (failure) tg_kernel_fail(failure);
     atomic_flag_clear(&pool_busy);
 }

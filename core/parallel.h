@@ -46,6 +46,19 @@ int tg_get_num_threads(void);
 typedef void (*tg_parallel_fn)(int64_t begin, int64_t end, void *ctx);
 void tg_parallel_for(int64_t n, int64_t grain, tg_parallel_fn fn, void *ctx);
 
+/* A kernel that cannot finish (a work buffer it could not allocate) reports it here, on
+ * whatever thread it runs, and returns; the op that called the kernel then fails with
+ * "<op>: <reason>" (autograd/function.c after a forward, autograd/engine.c after a
+ * backward), so an allocation that fails anywhere under a tapegrad call ends as that
+ * call's error. A failure in a chunk of tg_parallel_for reaches the loop's caller; the
+ * first reason wins. `reason` must outlive the call (a string literal). */
+void tg_kernel_fail(const char *reason);
+/* The calling thread's pending kernel failure (NULL if none). An op notes whether one
+ * was pending before its kernels ran (then it is an enclosing op's to report) and
+ * takes the one they raised: tg_kernel_failure_take returns it and clears it. */
+const char *tg_kernel_failure(void);
+const char *tg_kernel_failure_take(void);
+
 /* Whether the pool last found the machine oversubscribed (measured by the threads that
  * call tg_parallel_for, over windows of 50 ms), so that its waits sleep at once instead
  * of spinning. For diagnostics and tests. */

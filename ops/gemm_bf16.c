@@ -259,7 +259,11 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
     int64_t pairs_max = (kc_max + 1) / 2;
     uint16_t *bpack = malloc((size_t)((nc_max + NR - 1) / NR * pairs_max * NR * 2) * sizeof(uint16_t));
     uint32_t *apack = malloc((size_t)((mc_max + MR - 1) / MR * pairs_max * MR) * sizeof(uint32_t));
-    if (!bpack || !apack) abort(); /* a few hundred KiB; nothing sensible to do without them */
+    if (!bpack || !apack) { /* a few hundred KiB: the op fails as out of memory */
+        free(bpack), free(apack);
+        tg_kernel_fail("out of memory for the bfloat16 GEMM's packed blocks");
+        return;
+    }
     for (int64_t jc = 0; jc < n; jc += NC) {
         int64_t nc = n - jc < NC ? n - jc : NC;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
@@ -398,7 +402,11 @@ AMX_TARGET static void gemm_serial_amx(const bf16_job *g, int64_t row0, int64_t 
     int64_t kcp_max = (kc_max + AMX_KSTEP - 1) / AMX_KSTEP * AMX_KSTEP;
     uint16_t *bpack = malloc((size_t)((nc_max + NR - 1) / NR * kcp_max * NR) * sizeof(uint16_t));
     uint16_t *apack = malloc((size_t)((mc_max + AMX_MR - 1) / AMX_MR * AMX_MR * kcp_max) * sizeof(uint16_t));
-    if (!bpack || !apack) abort(); /* up to 2 MiB; nothing sensible to do without them */
+    if (!bpack || !apack) { /* up to 2 MiB: the op fails as out of memory */
+        free(bpack), free(apack);
+        tg_kernel_fail("out of memory for the bfloat16 GEMM's packed blocks");
+        return;
+    }
     tg_amx_configure();
     for (int64_t jc = 0; jc < n; jc += AMX_NC) {
         int64_t nc = n - jc < AMX_NC ? n - jc : AMX_NC;

@@ -351,7 +351,10 @@ AMX_INT8_TARGET static void units_amx(int64_t begin, int64_t end, void *ctx) {
     const amx_args *x = ctx;
     const packed_args *g = x->g;
     uint8_t *arows = malloc((size_t)(AMX_ROWS * x->kp));
-    if (!arows) abort(); /* 32 rows of k bytes */
+    if (!arows) { /* 32 rows of k bytes: the op fails as out of memory */
+        tg_kernel_fail("out of memory for the int8 GEMM's row block");
+        return;
+    }
     tg_amx_configure();
     int64_t copied = -1;
     for (int64_t u = begin; u < end; u++) {
