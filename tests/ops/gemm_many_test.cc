@@ -125,7 +125,10 @@ TEST_F(GemmManyTest, EachProductAsAloneOnOneThreadOnAnyThreadCount) {
         for (size_t i = 0; i < products.size(); i++) args.push_back(bufs[i].args(products[i]));
         tg_gemm_many(args.data(), (int)args.size());
         for (size_t i = 0; i < products.size(); i++)
-            EXPECT_EQ(bufs[i].result(products[i]), alone[i]) << "product " << i << " on " << threads << " threads";
+            if (gemm_split_keeps_bits() || products[i].f64)
+                EXPECT_EQ(bufs[i].result(products[i]), alone[i]) << "product " << i << " on " << threads << " threads";
+            else
+                EXPECT_TRUE(close_as_gemm(bufs[i].result(products[i]), alone[i])) << "product " << i;
     }
 }
 
@@ -151,7 +154,10 @@ TEST_F(GemmManyTest, OneProductSameBitsOnAnyThreadCount) {
                 first = buf.result(p);
                 EXPECT_TRUE(matches_reference(p, first));
             } else {
-                EXPECT_EQ(buf.result(p), first) << p.m << " x " << p.n << " on " << threads << " threads";
+                if (gemm_split_keeps_bits())
+                    EXPECT_EQ(buf.result(p), first) << p.m << " x " << p.n << " on " << threads << " threads";
+                else
+                    EXPECT_TRUE(close_as_gemm(buf.result(p), first)) << p.m << " x " << p.n << " on " << threads;
             }
         }
     }
