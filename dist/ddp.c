@@ -11,6 +11,8 @@
  * averages back into .grad, before tg_backward returns. */
 #include "dist/ddp.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +54,8 @@ struct tg_ddp {
     int params_ready;
     bool sync;
     bool active; /* more than one rank: there is something to reduce */
+    int64_t step;     /* synchronised backwards finished: the tag the ranks' buckets must agree on */
+    int64_t forwards; /* tg_ddp_forward calls: the tag of the buffers' broadcasts */
     tg_ddp_stats stats;
 };
 
@@ -76,6 +80,10 @@ static tg_status launch_ready_buckets(tg_ddp *d) {
         if (k->ready < k->count) break;
         k->started = now_s();
         k->ended = 0;
+        char label[80];
+        snprintf(label, sizeof label, "bucket %d of %d (%lld elements) in step %lld", d->next_launch,
+                 d->num_buckets, (long long)tg_numel(k->flat), (long long)d->step + 1);
+        tg_dist_label_next(d->step + 1, label);
         k->work = tg_dist_all_reduce_start(k->flat, TG_DIST_AVG);
         if (!k->work) return TG_ERROR;
         d->next_launch++;
@@ -103,6 +111,7 @@ static void finish_step(tg_ddp *d) {
     for (int i = 0; i < d->num_params; i++) d->slots[i].ready = false;
     d->params_ready = 0;
     d->next_launch = 0;
+    d->step++;
     if (status == TG_OK) {
         d->stats.steps++;
         d->stats.comm_s += last - first;
@@ -205,6 +214,114 @@ static tg_status build_buckets(tg_ddp *d) {
     return TG_OK;
 }
 
+/* ---- the same model on every rank ----
+ * As PyTorch's DDP (_verify_param_shape_across_processes), and with names and buffers
+ * too: each rank describes its parameters and buffers (name, dtype, shape; one line
+ * each), the ranks compare the descriptions' lengths and hashes, and when they differ
+ * gather the texts so that every rank names the first difference. Before any
+ * broadcast, so a mismatch leaves every rank's weights as they were. */
+
+static uint64_t fnv1a(const char *text, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The lines of the description: "parameter 0.weight float32 [6, 4]\n" ... (malloc). */
+static char *describe_model(tg_module *m, size_t *length) {
+    size_t cap = 256, used = 0;
+    char *text = malloc(cap);
+    for (int kind = 0; text && kind < 2; kind++) {
+        int count = 0;
+        const tg_named_tensor *named = kind == 0 ? tg_named_parameters(m, &count) : tg_named_buffers(m, &count);
+        for (int i = 0; text && i < count; i++) {
+            char shape[96], line[256];
+            tg_tensor *t = named[i].tensor;
+            int n = snprintf(line, sizeof line, "%s %s %s %s\n", kind == 0 ? "parameter" : "buffer", named[i].name,
+                             tg_dtype_name(tg_dtype_of(t)), tg_shape_str(tg_shape_of(t), shape, sizeof shape));
+            if (n < 0) continue;
+            if ((size_t)n >= sizeof line) n = sizeof line - 1;
+            if (used + (size_t)n + 1 > cap) {
+                char *bigger = realloc(text, cap = 2 * (used + (size_t)n + 1));
+                if (!bigger) free(text);
+                text = bigger;
+                if (!text) break;
+            }
+            memcpy(text + used, line, (size_t)n);
+            used += (size_t)n;
+        }
+    }
+    if (text) text[used] = 0;
+    *length = used;
+    return text;
+}
+
+/* The line of a description (of `length` bytes) that begins at byte `at`, in `out`. */
+static void line_at(const char *text, size_t length, size_t at, char *out, size_t size) {
+    size_t n = 0;
+    while (at + n < length && text[at + n] != '\n') n++;
+    if (at >= length) snprintf(out, size, "nothing more");
+    else snprintf(out, size, "%.*s", (int)n, text + at);
+}
+
+/* Every rank's description gathered (already known to differ): the first rank whose
+ * description differs from rank 0's, and the first line where. */
+static tg_status name_the_difference(const char *op, const char *mine, size_t length, int64_t longest) {
+    tg_status status = TG_ERROR;
+    int world = tg_dist_world_size();
+    TG_SCOPE {
+        tg_tensor *padded = tg_zeros(TG_SHAPE(longest + 1), (tg_opts){.dtype = TG_UINT8});
+        if (padded) memcpy(tg_data_ptr(padded), mine, length);
+        tg_dist_label_next(0, "the model descriptions");
+        tg_tensor *all = padded ? tg_dist_all_gather(padded) : NULL;
+        if (all) {
+            const char *text0 = tg_data_ptr(all);
+            for (int r = 1; r < world; r++) {
+                const char *text = text0 + (size_t)r * (size_t)(longest + 1);
+                size_t n0 = strlen(text0), n = strlen(text), at = 0, line_start = 0;
+                while (at < n0 && at < n && text0[at] == text[at]) {
+                    if (text0[at] == '\n') line_start = at + 1;
+                    at++;
+                }
+                if (at == n0 && at == n) continue;
+                char line0[160], line[160];
+                line_at(text0, n0, line_start, line0, sizeof line0);
+                line_at(text, n, line_start, line, sizeof line);
+                status = tg_error("%s: the ranks' models differ (DDP needs the same parameters and buffers, "
+                                  "names, dtypes and shapes, on every rank): rank 0 has %s where rank %d has %s",
+                                  op, line0, r, line);
+                break;
+            }
+        }
+    }
+    return status;
+}
+
+static tg_status verify_same_model(const char *op, tg_module *m) {
+    size_t length = 0;
+    char *text = describe_model(m, &length);
+    if (!text) return tg_error("%s: out of memory", op);
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        int64_t summary[2] = {(int64_t)length, (int64_t)fnv1a(text, length)};
+        tg_tensor *mine = tg_from_data(summary, TG_SHAPE(2), (tg_opts){.dtype = TG_INT64});
+        tg_dist_label_next(0, "the model descriptions' sizes");
+        tg_tensor *all = mine ? tg_dist_all_gather(mine) : NULL;
+        if (all) {
+            const int64_t *s = tg_data_ptr(all);
+            int64_t longest = 0;
+            bool same = true;
+            for (int r = 0; r < tg_dist_world_size(); r++) {
+                same &= s[2 * r] == summary[0] && s[2 * r + 1] == summary[1];
+                if (s[2 * r] > longest) longest = s[2 * r];
+            }
+            status = same ? TG_OK : name_the_difference(op, text, length, longest);
+        }
+    }
+    free(text);
+    return status;
+}
+
 tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_opts opts) {
     const char *op = "tg_ddp_new";
     if (!m) return tg_error("%s: the module is NULL", op), NULL;
@@ -233,7 +350,7 @@ tg_ddp *tg_ddp_new(tg_module *m, tg_ddp_opts opts) {
         d->names[i] = strdup(named[i].name);
         d->slots[i] = (slot){d, i, -1, NULL, false};
     }
-    bool ok = true;
+    bool ok = !d->active || !verify_same_model(op, m);
     /* Rank 0's weights and buffers everywhere (DDP's _sync_module_states). */
     for (int i = 0; ok && d->active && i < count; i++) ok = !tg_dist_broadcast(d->params[i], 0);
     int num_buffers = 0;
@@ -285,8 +402,13 @@ tg_tensor *tg_ddp_forward(tg_ddp *d, tg_tensor *x) {
     if (d->active && !d->opts.no_buffer_sync) {
         int num_buffers = 0;
         const tg_named_tensor *buffers = tg_named_buffers(d->module, &num_buffers);
-        for (int i = 0; i < num_buffers; i++)
+        d->forwards++;
+        for (int i = 0; i < num_buffers; i++) {
+            char label[80];
+            snprintf(label, sizeof label, "buffer '%.40s' in forward %lld", buffers[i].name, (long long)d->forwards);
+            tg_dist_label_next(d->forwards, label);
             if (tg_dist_broadcast(buffers[i].tensor, 0)) return NULL;
+        }
     }
     return tg_forward(d->module, x);
 }

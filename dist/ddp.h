@@ -14,7 +14,9 @@
  *     tg_ddp_free(ddp); tg_module_free(net); tg_dist_finalize();
  *
  * As PyTorch's DDP:
- * - tg_ddp_new broadcasts rank 0's parameters and buffers to every rank.
+ * - tg_ddp_new checks that every rank has the same parameters and buffers (names,
+ *   dtypes, shapes; PyTorch checks shapes) and fails on every rank naming the first
+ *   difference, then broadcasts rank 0's parameters and buffers to every rank.
  * - Parameters are grouped into buckets in reverse registration order (the order
  *   backward produces their gradients): the first bucket holds up to 1 MB (or bucket_cap_mb when smaller), the
  *   others up to bucket_cap_mb (25 MB), split by dtype and device. A post-accumulate

@@ -29,7 +29,7 @@
 #include "core/tensor_impl.h"
 #include "dist/nccl.h"
 
-#define DEFAULT_TIMEOUT_S 1800.0
+#define DEFAULT_TIMEOUT_S 600.0 /* PyTorch's NCCL default (10 minutes) */
 
 static struct {
     bool initialized;
@@ -40,6 +40,8 @@ static struct {
     MPI_Comm comm;
     bool nccl_ready;
     int nccl_device;
+    int64_t calls;   /* collectives this rank has made: the sequence number the ranks compare */
+    bool disagreed;  /* a call met another kind of call on some rank (every rank knows it) */
 } dist = {.world_size = 1, .timeout_s = DEFAULT_TIMEOUT_S, .comm = MPI_COMM_NULL};
 
 /* This process's place in the job, kept after tg_dist_finalize for the SIGTERM message. */
@@ -220,6 +222,9 @@ tg_status tg_dist_init(void) {
     int code = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     if (code != MPI_SUCCESS) return mpi_failed(op, code);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    /* Open MPI reports errors of some non-blocking collectives' MPI_Test through
+     * MPI_COMM_WORLD's handler: returned there too, never fatal. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -243,6 +248,8 @@ tg_status tg_dist_init(void) {
     dist.local_rank = local;
     dist.broken = false;
     dist.nccl_ready = false;
+    dist.calls = 0;
+    dist.disagreed = false;
     dist.initialized = true;
     job_rank = rank;
     job_size = size;
@@ -250,15 +257,25 @@ tg_status tg_dist_init(void) {
     return TG_OK;
 }
 
+static tg_status agree_to_finalize(void);
+
 tg_status tg_dist_finalize(void) {
     if (!dist.initialized) return TG_OK;
+    /* A rank that leaves while another still makes collectives (a step more, say) fails
+     * both at once instead of leaving the other to its timeout. Skipped once the ranks
+     * have disagreed or the group is broken: the others may not come here. */
+    tg_status status = TG_OK;
+    if (!dist.broken && !dist.disagreed && dist.world_size > 1)
+        status = agree_to_finalize();
     progress_shutdown();
     if (dist.nccl_ready && tg_nccl_shutdown) tg_nccl_shutdown(dist.broken);
     dist.nccl_ready = false;
     /* A broken group is finalized like a healthy one (MPI_Finalize waits for every rank,
      * and each rank of a broken group times out on its own); MPI_Abort instead would
      * turn a reported error into a killed job. */
-    MPI_Comm_free(&dist.comm);
+    /* A broken group's communicator is kept: a collective that timed out is still
+     * pending on it, and MPI_Finalize progresses it (freed, Open MPI crashed there). */
+    if (!dist.broken) MPI_Comm_free(&dist.comm);
     dist.comm = MPI_COMM_NULL;
     dist.initialized = false;
     dist.rank = 0;
@@ -270,7 +287,7 @@ tg_status tg_dist_finalize(void) {
         if (!finalized) MPI_Finalize();
         dist.we_called_init = false;
     }
-    return TG_OK;
+    return status;
 }
 
 bool tg_dist_is_initialized(void) { return dist.initialized; }
@@ -411,10 +428,119 @@ static tg_status finish(tg_dist_work *w) {
     return status;
 }
 
+/* ---- every rank making the same call ----
+ * Before its data moves, each collective's description (its sequence number on this
+ * rank, kind, dtype, element count, reduction, root, and the caller's tag such as
+ * DDP's step) is compared across the ranks by one small all-reduce of the fields and
+ * their negations under MAX: they agree when every maximum is minus its minimum. All
+ * ranks get the same result, so when they differ all fail together, before a byte of
+ * a tensor has moved (the group stays usable, the tensors untouched), and an
+ * all-gather of the descriptions lets each rank say what every rank called. Without
+ * it MPI pairs calls in order: different sizes ended in MPI_ERR_TRUNCATE or in sums
+ * over the wrong elements, and same-size tensors of other shapes were reinterpreted. */
+typedef enum {
+    CALL_BARRIER = 1,
+    CALL_BROADCAST,
+    CALL_ALL_REDUCE,
+    CALL_ALL_GATHER,
+    CALL_REDUCE_SCATTER,
+    CALL_FINALIZE
+} call_kind;
+static const char *const call_names[] = {"?",          "barrier",        "broadcast",        "all_reduce",
+                                         "all_gather", "reduce_scatter", "tg_dist_finalize"};
+
+enum { SEQ, KIND, DTYPE, COUNT, REDUCE, ROOT, TAG, CALL_FIELDS };
+typedef struct {
+    int64_t field[CALL_FIELDS];
+    char what[112]; /* the tensor (dtype and shape) or the caller's label */
+} call_desc;
+
+/* The caller's tag and label for this thread's next collective (tg_dist_label_next). */
+static _Thread_local int64_t next_tag;
+static _Thread_local char next_label[80];
+
+void tg_dist_label_next(int64_t tag, const char *label) {
+    next_tag = tag;
+    snprintf(next_label, sizeof next_label, "%s", label ? label : "");
+}
+
+/* A gather's buffer kept for MPI after a timeout (still pending there, never freed). */
+static call_desc *volatile left_to_mpi;
+
+/* Each rank's description, gathered after a disagreement: the message every rank gives. */
+static tg_status report_disagreement(const char *op, const call_desc *mine) {
+    dist.disagreed = true;
+    call_desc *all = calloc((size_t)dist.world_size, sizeof *all);
+    if (!all) return tg_error("%s: the ranks' calls differ (and there is no memory to say how)", op);
+    tg_dist_work w = {.name = op};
+    int code = LOCKED(MPI_Iallgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE,
+                                     dist.comm, &w.request));
+    if (code != MPI_SUCCESS) {
+        free(all);
+        return mpi_failed(op, code);
+    }
+    if (wait_work(&w)) { /* `all` stays with the pending gather (see agree_on_call), reachable */
+        left_to_mpi = all;
+        return TG_ERROR;
+    }
+    char text[1024];
+    int used = snprintf(text, sizeof text, "%s: the ranks' collectives differ (each rank must make the same calls, "
+                                           "in the same order, with tensors of the same dtype and size):", op);
+    for (int r = 0, shown = 0; r < dist.world_size && used < (int)sizeof text; r++) {
+        const call_desc *c = &all[r]; /* runs of ranks that agree are shown by their first */
+        bool as_previous = r > 0 && memcmp(c->field, all[r - 1].field, sizeof c->field) == 0 &&
+                           strcmp(c->what, all[r - 1].what) == 0;
+        if (as_previous && r != dist.rank) continue;
+        if (++shown > 8) {
+            used += snprintf(text + used, sizeof text - (size_t)used, " ...");
+            break;
+        }
+        int kind = (int)c->field[KIND];
+        used += snprintf(text + used, sizeof text - (size_t)used, "%s rank %d%s: call #%lld, %s%s%s",
+                         shown > 1 ? ";" : "", r, r == dist.rank ? " (this rank)" : "", (long long)c->field[SEQ],
+                         call_names[kind >= CALL_BARRIER && kind <= CALL_FINALIZE ? kind : 0],
+                         c->what[0] ? " of " : "", c->what);
+    }
+    free(all);
+    return tg_error("%s", text);
+}
+
+/* Compares this call's description with every other rank's (see above). */
+static tg_status agree_on_call(const char *op, call_kind kind, const tg_tensor *t, int64_t count, int reduce,
+                               int root) {
+    call_desc mine = {.field = {dist.calls++, kind, t ? (int64_t)t->dtype : -1, count, reduce, root, next_tag}};
+    if (next_label[0]) {
+        snprintf(mine.what, sizeof mine.what, "%s", next_label);
+    } else if (t) {
+        char shape[96];
+        snprintf(mine.what, sizeof mine.what, "%s %s", tg_dtype_name(t->dtype), tg_shape_str(t->shape, shape, sizeof shape));
+    }
+    next_tag = 0;
+    next_label[0] = 0;
+    if (dist.world_size == 1) return TG_OK;
+    /* Static: after a timeout the all-reduce stays pending inside MPI, which may still
+     * write here when a late rank arrives (calls are one at a time: MPI_THREAD_SERIALIZED). */
+    static int64_t both[2 * CALL_FIELDS];
+    for (int i = 0; i < CALL_FIELDS; i++) both[i] = mine.field[i], both[CALL_FIELDS + i] = -mine.field[i];
+    tg_dist_work w = {.name = op};
+    int code = LOCKED(MPI_Iallreduce(MPI_IN_PLACE, both, 2 * CALL_FIELDS, MPI_INT64_T, MPI_MAX, dist.comm,
+                                     &w.request));
+    if (code != MPI_SUCCESS) return mpi_failed(op, code);
+    if (wait_work(&w)) return TG_ERROR;
+    for (int i = 0; i < CALL_FIELDS; i++)
+        if (both[i] != -both[CALL_FIELDS + i]) return report_disagreement(op, &mine);
+    return TG_OK;
+}
+
+static tg_status agree_to_finalize(void) {
+    return agree_on_call("tg_dist_finalize", CALL_FINALIZE, NULL, 0, 0, 0);
+}
+
 /* ---- collectives ---- */
 
 tg_status tg_dist_barrier(void) {
-    if (check_ready("tg_dist_barrier")) return TG_ERROR;
+    if (check_ready("tg_dist_barrier") || agree_on_call("tg_dist_barrier", CALL_BARRIER, NULL, 0, 0, 0))
+        return TG_ERROR;
     tg_dist_work w = {.name = "tg_dist_barrier"};
     int code = LOCKED(MPI_Ibarrier(dist.comm, &w.request));
     if (code != MPI_SUCCESS) return mpi_failed(w.name, code);
@@ -433,6 +559,7 @@ tg_status tg_dist_broadcast(tg_tensor *t, int root) {
     if (check_tensor(op, t, false, TG_DIST_SUM)) return TG_ERROR;
     if (root < 0 || root >= dist.world_size)
         return tg_error("%s: root %d is not a rank (world size %d)", op, root, dist.world_size);
+    if (agree_on_call(op, CALL_BROADCAST, t, tg_numel(t), 0, root)) return TG_ERROR;
     tg_dist_work w = {.tensor = t, .name = op};
     size_t count = (size_t)tg_numel(t);
     if (is_cuda(t)) {
@@ -450,6 +577,7 @@ static tg_status start_all_reduce(tg_dist_work *w, tg_tensor *t, tg_dist_op redu
     w->op = reduce;
     size_t count = (size_t)tg_numel(t);
     if (count > (size_t)1 << 31) return tg_error("%s: more than 2^31 elements in one call", w->name);
+    if (agree_on_call(w->name, CALL_ALL_REDUCE, t, (int64_t)count, (int)reduce, 0)) return TG_ERROR;
     if (is_cuda(t)) return start_cuda(w, TG_NCCL_ALL_REDUCE, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, 0);
     int code = LOCKED(MPI_Iallreduce(MPI_IN_PLACE, tg_data_ptr(t), (int)count, mpi_type(t->dtype),
                                      mpi_op(reduce), dist.comm, &w->request));
@@ -506,6 +634,7 @@ tg_tensor *tg_dist_all_gather(tg_tensor *t) {
     const char *op = "tg_dist_all_gather";
     if (check_tensor(op, t, false, TG_DIST_SUM)) return NULL;
     if (t->shape.ndim == 0) return tg_error("%s: the tensor is 0-dim; ranks are stacked along dim 0", op), NULL;
+    if (agree_on_call(op, CALL_ALL_GATHER, t, tg_numel(t), 0, 0)) return NULL;
     tg_tensor *out = resized_dim0(t, t->shape.dims[0] * dist.world_size);
     if (!out) return NULL;
     tg_dist_work w = {.tensor = out, .name = op};
@@ -527,6 +656,7 @@ tg_tensor *tg_dist_reduce_scatter(tg_tensor *t, tg_dist_op reduce) {
         return tg_error("%s: dim 0 (%lld) must be divisible by the world size %d", op,
                         t->shape.ndim ? (long long)t->shape.dims[0] : 0LL, dist.world_size),
                NULL;
+    if (agree_on_call(op, CALL_REDUCE_SCATTER, t, tg_numel(t), (int)reduce, 0)) return NULL;
     tg_tensor *out = resized_dim0(t, t->shape.dims[0] / dist.world_size);
     if (!out) return NULL;
     tg_dist_work w = {.tensor = out, .op = reduce, .name = op};

@@ -23,8 +23,15 @@
  * communicator is made on the first CUDA collective, NCCL's unique id sent from rank
  * 0 over MPI); a build without NCCL refuses CUDA tensors with a message.
  *
+ * Same calls on every rank: before its data moves, each collective compares its call
+ * number, kind, dtype, element count, reduction and root with the other ranks' (one
+ * small all-reduce). When they differ, every rank's call fails with a message listing
+ * each rank's call (tensors untouched, the group still usable), instead of MPI pairing
+ * mismatched calls: sizes that differ, a rank one call ahead, a broadcast met by an
+ * all-reduce. tg_dist_label_next names a call in those messages.
+ *
  * Errors, not hangs: every blocking call waits at most TG_DIST_TIMEOUT seconds
- * (default 1800, PyTorch's default process-group timeout; fractions allowed) for the
+ * (default 600, PyTorch's NCCL process-group timeout; fractions allowed) for the
  * other ranks, polling a non-blocking MPI request (or the NCCL stream), then fails
  * with a message naming the call, the rank and the timeout. A rank that has failed
  * (timeout, MPI error) leaves the group broken: later collectives fail at once, and
@@ -37,6 +44,7 @@
 #define TG_DIST_DIST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/tensor.h"
 
@@ -56,7 +64,8 @@ typedef enum {
  * with MPI's world, or on a bad TG_DIST_TIMEOUT. */
 tg_status tg_dist_init(void);
 /* Leaves the group (MPI_Finalize if tg_dist_init called MPI_Init; it waits for every
- * rank to get there). After an error a program may instead exit non-zero at once:
+ * rank to get there). Like a collective, it fails on every rank when another rank is
+ * making a collective instead (a step more), and still leaves the group. After an error a program may instead exit non-zero at once:
  * mpirun then stops the other ranks. */
 tg_status tg_dist_finalize(void);
 bool tg_dist_is_initialized(void);
@@ -69,6 +78,11 @@ int tg_dist_local_rank(void);
 /* The timeout of blocking calls, in seconds (TG_DIST_TIMEOUT); settable per program. */
 double tg_dist_timeout(void);
 void tg_dist_set_timeout(double seconds);
+
+/* Names the calling thread's next collective in mismatch messages (label, copied; up
+ * to 79 characters) and adds `tag`, a number every rank's call must match (DDP passes
+ * its step, so a rank that skipped a step fails at the next one). Cleared by that call. */
+void tg_dist_label_next(int64_t tag, const char *label);
 
 tg_status tg_dist_barrier(void);
 /* t on every rank gets root's values. */
