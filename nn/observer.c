@@ -98,11 +98,16 @@ static tg_status set_channel_range(tg_module *m, const float *mins, const float 
     return tg_register_buffer(m, "max_val", hi);
 }
 
+/* min and max that propagate NaN, as torch.aminmax / torch.min do: a NaN input makes
+ * the range NaN (and calculate_qparams / convert refuse it) instead of being skipped. */
+static inline float min_nan(float a, float b) { return isnan(a) || a < b ? a : b; }
+static inline float max_nan(float a, float b) { return isnan(a) || a > b ? a : b; }
+
 static void aminmax(const float *x, int64_t n, float *lo, float *hi) {
     float a = INFINITY, b = -INFINITY;
     for (int64_t i = 0; i < n; i++) {
-        a = x[i] < a ? x[i] : a;
-        b = x[i] > b ? x[i] : b;
+        a = min_nan(x[i], a);
+        b = max_nan(x[i], b);
     }
     *lo = a;
     *hi = b;
@@ -118,8 +123,8 @@ static tg_status observe_per_tensor(tg_module *self, const float *x, int64_t n) 
         min = min + s->averaging_constant * (lo - min);
         max = max + s->averaging_constant * (hi - max);
     } else {
-        min = lo < min ? lo : min;
-        max = hi > max ? hi : max;
+        min = min_nan(lo, min);
+        max = max_nan(hi, max);
     }
     if (write_buffer(self, "min_val", &min, TG_SCALAR_SHAPE)) return TG_ERROR;
     return write_buffer(self, "max_val", &max, TG_SCALAR_SHAPE);
@@ -144,8 +149,8 @@ static tg_status observe_per_channel(tg_module *self, tg_tensor *xh) {
     const float *x = tg_data_ptr(xh);
     for (int64_t i = 0, n = tg_numel(xh); i < n; i++) {
         int64_t j = i / inner % c;
-        lo[j] = x[i] < lo[j] ? x[i] : lo[j];
-        hi[j] = x[i] > hi[j] ? x[i] : hi[j];
+        lo[j] = min_nan(x[i], lo[j]);
+        hi[j] = max_nan(x[i], hi[j]);
     }
     tg_status st = TG_OK;
     int64_t have = tg_numel(tg_module_buffer(self, "min_val"));
@@ -164,8 +169,8 @@ static tg_status observe_per_channel(tg_module *self, tg_tensor *xh) {
                     lo[j] = old_lo[j] + s->averaging_constant * (lo[j] - old_lo[j]);
                     hi[j] = old_hi[j] + s->averaging_constant * (hi[j] - old_hi[j]);
                 } else {
-                    lo[j] = lo[j] < old_lo[j] ? lo[j] : old_lo[j];
-                    hi[j] = hi[j] > old_hi[j] ? hi[j] : old_hi[j];
+                    lo[j] = min_nan(lo[j], old_lo[j]);
+                    hi[j] = max_nan(hi[j], old_hi[j]);
                 }
             }
         }
@@ -228,6 +233,11 @@ static tg_status observe_histogram(tg_module *self, const float *x, int64_t n) {
     TG_ASSERT(hist != NULL);
     float lo, hi;
     aminmax(x, n, &lo, &hi);
+    if (n > 0 && (!isfinite(lo) || !isfinite(hi))) {
+        /* PyTorch fails here too (int(min_val) of NaN or Inf raises in Python) */
+        free(hist);
+        return tg_error("HistogramObserver: the input holds %g: a histogram needs a finite range", isfinite(lo) ? hi : lo);
+    }
     bool uninitialized = min_val == INFINITY && max_val == -INFINITY;
     if (uninitialized || min_val == max_val) {
         histc(x, n, bins, (double)(int64_t)lo, (double)(int64_t)hi, hist);
@@ -423,6 +433,11 @@ tg_status tg_observer_calculate_qparams(tg_module *observer, tg_tensor **scale, 
         *zero_point = tg_from_data(&zero, TG_SHAPE(1), (tg_opts){.dtype = TG_INT64});
         return *scale && *zero_point ? TG_OK : TG_ERROR;
     }
+    for (int64_t j = 0; j < n; j++)
+        if (!isfinite(lo[j]) || !isfinite(hi[j]))
+            /* PyTorch asserts "min nan should be less than max nan" and makes an Inf scale of Inf */
+            return tg_error("%s: min_val %g and max_val %g%s: the observer saw NaN or Inf, no finite scale and zero "
+                            "point quantise that", op, lo[j], hi[j], s->info.per_channel ? " of a channel" : "");
     float *sc = malloc((size_t)n * sizeof *sc);
     int64_t *zp = malloc((size_t)n * sizeof *zp);
     TG_ASSERT(sc && zp);

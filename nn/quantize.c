@@ -55,32 +55,59 @@ static const char *module_name(tg_module *m) {
 
 /* The per-call loops, vectorised (AVX2 / AVX-512 clones chosen at start: nearbyintf
  * becomes one rounding instruction instead of a libm call per element). */
-TG_VECTOR_CLONES static void range_with_zero(const float *x, int64_t count, float *min, float *max) {
+TG_VECTOR_CLONES static bool range_with_zero(const float *x, int64_t count, float *min, float *max) {
     /* 16 running minima and maxima (min and max are exact in any order, and compare-
-     * and-select lanes vectorise where one running value would be a serial chain) */
-    float lo[16] = {0}, hi[16] = {0}; /* the range always holds 0, as PyTorch's */
+     * and-select lanes vectorise where one running value would be a serial chain).
+     * bad sums x * 0, which is NaN exactly when some x is NaN or +-Inf: the finiteness
+     * check rides in this pass instead of costing one of its own. */
+    float lo[16] = {0}, hi[16] = {0}, bad[16] = {0}; /* the range always holds 0, as PyTorch's */
     int64_t i = 0;
     for (; i + 16 <= count; i += 16)
         for (int l = 0; l < 16; l++) {
             lo[l] = x[i + l] < lo[l] ? x[i + l] : lo[l];
             hi[l] = x[i + l] > hi[l] ? x[i + l] : hi[l];
+            bad[l] += x[i + l] * 0.f;
         }
     for (; i < count; i++) {
         lo[0] = x[i] < lo[0] ? x[i] : lo[0];
         hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+        bad[0] += x[i] * 0.f;
     }
     for (int l = 1; l < 16; l++) {
         lo[0] = lo[l] < lo[0] ? lo[l] : lo[0];
         hi[0] = hi[l] > hi[0] ? hi[l] : hi[0];
+        bad[0] += bad[l];
     }
     *min = lo[0];
     *max = hi[0];
+    return bad[0] == 0.f;
+}
+
+/* The rare path of a batch holding NaN or Inf: the range of its finite values. */
+static void finite_range_with_zero(const float *x, int64_t count, float *min, float *max) {
+    float lo = 0.f, hi = 0.f;
+    for (int64_t i = 0; i < count; i++)
+        if (isfinite(x[i])) {
+            lo = x[i] < lo ? x[i] : lo;
+            hi = x[i] > hi ? x[i] : hi;
+        }
+    *min = lo;
+    *max = hi;
 }
 
 TG_VECTOR_CLONES static void quantize_to_u8(const float *x, int64_t count, float inv_scale, int32_t zero_point,
                                             uint8_t *q) {
     for (int64_t i = 0; i < count; i++) {
         float v = nearbyintf(x[i] * inv_scale) + (float)zero_point;
+        q[i] = (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
+    }
+}
+
+/* The rare path's quantisation: NaN and Inf become the zero point (they add nothing to
+ * the integer sums; fix_nonfinite_rows adds them in float afterwards). */
+static void quantize_finite_to_u8(const float *x, int64_t count, float inv_scale, int32_t zero_point, uint8_t *q) {
+    for (int64_t i = 0; i < count; i++) {
+        float v = isfinite(x[i]) ? nearbyintf(x[i] * inv_scale) + (float)zero_point : (float)zero_point;
         q[i] = (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
     }
 }
@@ -94,6 +121,22 @@ TG_VECTOR_CLONES static void requantize_for_float(const int32_t *acc, int64_t ro
             int32_t raw = acc[i * n + j] - x_zp * col_sum[j];
             float y = (float)raw * x_scale * w_scale[per_channel ? j : 0];
             out[i * n + j] = bias ? y + bias[j] : y;
+        }
+}
+
+/* A row holding NaN or Inf: its finite values went through the int8 product (the others
+ * as 0), and each non-finite x[p] now adds x[p] * w[j][p] (the dequantised weight) in
+ * float, so the row gives NaN or +-Inf where the float Linear of those weights would
+ * (Inf * a positive weight is +Inf, Inf * a zero weight NaN). Other rows are untouched. */
+static void fix_nonfinite_rows(const qlinear_state *s, const float *x, int64_t rows, const float *w_scale,
+                               float *out) {
+    int64_t k = s->in, n = s->out;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t p = 0; p < k; p++) {
+            float v = x[i * k + p];
+            if (isfinite(v)) continue;
+            for (int64_t j = 0; j < n; j++)
+                out[i * n + j] += v * ((float)s->weight[j * k + p] * w_scale[s->per_channel ? j : 0]);
         }
 }
 
@@ -163,7 +206,8 @@ static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
     if (!xc) return NULL;
     const float *xv = tg_data_ptr(xc);
     float min = 0.f, max = 0.f;
-    range_with_zero(xv, rows * k, &min, &max);
+    bool finite = range_with_zero(xv, rows * k, &min, &max);
+    if (!finite) finite_range_with_zero(xv, rows * k, &min, &max);
     float x_scale;
     int32_t x_zp;
     choose_input_qparams(min, max, &x_scale, &x_zp);
@@ -173,7 +217,8 @@ static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
     uint8_t *xq = malloc((size_t)(rows * k > 0 ? rows * k : 1));
     if (!xq) return tg_error("DynamicQuantizedLinear: out of memory for a batch of %lld rows", (long long)rows), NULL;
     float *out = tg_data_ptr(y);
-    quantize_to_u8(xv, rows * k, 1.0f / x_scale, x_zp, xq);
+    if (finite) quantize_to_u8(xv, rows * k, 1.0f / x_scale, x_zp, xq);
+    else quantize_finite_to_u8(xv, rows * k, 1.0f / x_scale, x_zp, xq);
     tg_tensor *bias = tg_module_buffer(self, "bias");
     const float *bv = bias ? tg_data_ptr(bias) : NULL;
     /* Exact int32 sums either way: a batch on the kernel that broadcasts each row against
@@ -184,18 +229,18 @@ static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
                                .x_scale = x_scale, .col_sum = s->col_sum, .w_scale = w_scale, .bias = bv,
                                .per_channel = s->per_channel};
         tg_qgemm_u8s8_packed_epilogue(rows, n, k, xq, k, s->packed, &e);
-        free(xq);
-        return y;
+    } else {
+        int32_t *acc = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof *acc);
+        if (!acc) {
+            free(xq);
+            return tg_error("DynamicQuantizedLinear: out of memory for a batch of %lld rows", (long long)rows), NULL;
+        }
+        tg_qgemm_u8s8s32(rows, n, k, xq, s->weight, acc);
+        requantize_for_float(acc, rows, n, x_zp, s->col_sum, x_scale, w_scale, s->per_channel, bv, out);
+        free(acc);
     }
-    int32_t *acc = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof *acc);
-    if (!acc) {
-        free(xq);
-        return tg_error("DynamicQuantizedLinear: out of memory for a batch of %lld rows", (long long)rows), NULL;
-    }
-    tg_qgemm_u8s8s32(rows, n, k, xq, s->weight, acc);
-    requantize_for_float(acc, rows, n, x_zp, s->col_sum, x_scale, w_scale, s->per_channel, bv, out);
     free(xq);
-    free(acc);
+    if (!finite) fix_nonfinite_rows(s, xv, rows, w_scale, out);
     return y;
 }
 
@@ -205,6 +250,29 @@ static const tg_module_type qlinear_type = {
 static bool is_linear(tg_module *m) {
     const tg_module_type *t = tg_module_type_of(m);
     return t && t->name && !strcmp(t->name, "Linear");
+}
+
+/* The first NaN or Inf of w[0..count), or -1. */
+static int64_t first_nonfinite(const float *w, int64_t count) {
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(w[i])) return i;
+    return -1;
+}
+
+/* An error for a Linear's weight holding NaN or Inf (PyTorch's observer fails too, with
+ * "min nan should be less than max nan"); TG_OK when it holds none. */
+static tg_status check_finite_weight(const char *op, const char *who, tg_tensor *w) {
+    tg_status st = TG_OK;
+    TG_SCOPE {
+        tg_tensor *wc = tg_contiguous(tg_detach(w));
+        int64_t at = wc ? first_nonfinite(tg_data_ptr(wc), tg_numel(wc)) : -1, in = tg_shape_of(w).dims[1];
+        if (!wc) st = TG_ERROR;
+        else if (at >= 0)
+            st = tg_error("%s: %s holds %g at [%lld, %lld]: a weight with NaN or Inf cannot be quantised, "
+                          "module unchanged", op, who, (double)((const float *)tg_data_ptr(wc))[at],
+                          (long long)(at / in), (long long)(at % in));
+    }
+    return st;
 }
 
 /* MinMaxObserver(qint8, per_tensor_symmetric) over w[0..count): the scale, in float32. */
@@ -240,6 +308,9 @@ tg_module *tg_nn_dynamic_quantized_linear(tg_module *linear, tg_quantize_opts op
         return NULL;
     }
     int64_t out = tg_shape_of(w).dims[0], in = tg_shape_of(w).dims[1];
+    char who[96];
+    snprintf(who, sizeof who, "Linear(in_features=%lld, out_features=%lld).weight", (long long)in, (long long)out);
+    if (check_finite_weight(op, who, w)) return NULL;
     tg_module *q = tg_module_new(&qlinear_type, sizeof(qlinear_state));
     qlinear_state *s = tg_module_state(q);
     s->in = in;
@@ -306,22 +377,29 @@ tg_tensor *tg_quantized_linear_weight(tg_module *qlinear) {
     return t;
 }
 
-/* True when a Linear below m cannot be quantised (checked first, so that a failure
- * leaves the model untouched). */
-static bool bad_linear_below(tg_module *m) {
+/* An error when a Linear below m cannot be quantised (checked first, so that a failure
+ * leaves the model untouched); prefix is m's dotted path ("" or "encoder."). */
+static tg_status bad_linear_below(tg_module *m, const char *prefix) {
     for (int i = 0; i < tg_module_num_children(m); i++) {
-        tg_module *c = tg_module_child_at(m, i, NULL);
+        const char *name = NULL;
+        tg_module *c = tg_module_child_at(m, i, &name);
+        char path[256];
+        snprintf(path, sizeof path, "%s%s.", prefix, name);
         if (is_linear(c)) {
             tg_tensor *w = tg_module_param(c, "weight");
             tg_tensor *b = tg_module_param(c, "bias");
             if (!w || tg_dtype_of(w) != TG_FLOAT32 || tg_device_of(w).kind != TG_DEVICE_CPU ||
                 (b && (tg_dtype_of(b) != TG_FLOAT32 || tg_device_of(b).kind != TG_DEVICE_CPU)))
-                return true;
-        } else {
-            if (bad_linear_below(c)) return true;
+                return tg_error("tg_quantize_dynamic: every Linear must have a float32 CPU weight (move the model "
+                                "with tg_module_to / tg_module_cast first)");
+            char who[280];
+            snprintf(who, sizeof who, "\"%sweight\"", path);
+            if (check_finite_weight("tg_quantize_dynamic", who, w)) return TG_ERROR;
+        } else if (bad_linear_below(c, path)) {
+            return TG_ERROR;
         }
     }
-    return false;
+    return TG_OK;
 }
 
 static tg_status replace_linears(tg_module *m, tg_quantize_opts opts) {
@@ -347,11 +425,7 @@ tg_module *tg_quantize_dynamic(tg_module *model, tg_quantize_opts opts) {
         if (q) tg_module_free(model);
         return q;
     }
-    if (bad_linear_below(model)) {
-        tg_error("tg_quantize_dynamic: every Linear must have a float32 CPU weight (move the model with "
-                 "tg_module_to / tg_module_cast first)");
-        return NULL;
-    }
+    if (bad_linear_below(model, "")) return NULL;
     return replace_linears(model, opts) ? NULL : model;
 }
 

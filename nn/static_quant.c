@@ -236,9 +236,21 @@ static tg_tensor *quantize_forward(tg_module *self, tg_tensor *x) {
     if (!y) return NULL;
     const float *xv = tg_data_ptr(xc);
     uint8_t *yv = tg_data_ptr(y);
-    for (int64_t i = 0, n = tg_numel(xc); i < n; i++) {
+    float bad = 0.f; /* x * 0 sums to NaN exactly when some x is NaN or Inf: checked in this pass */
+    int64_t n = tg_numel(xc);
+    for (int64_t i = 0; i < n; i++) {
         float v = zp + nearbyintf(xv[i] * inv);
-        yv[i] = (uint8_t)(int32_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
+        yv[i] = (uint8_t)(int32_t)(v >= 0.f ? (v > 255.f ? 255.f : v) : 0.f); /* NaN: 0, no undefined cast */
+        bad += xv[i] * 0.f;
+    }
+    if (bad != 0.f) {
+        /* quint8 has no NaN or Inf; PyTorch's quantize_per_tensor writes 0 for both */
+        int64_t i = 0;
+        while (i < n && isfinite(xv[i])) i++;
+        char buf[64];
+        tg_error("Quantize: input %s holds %g at flat index %lld: quint8 cannot hold NaN or Inf",
+                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (double)xv[i], (long long)i);
+        return NULL;
     }
     return y;
 }
@@ -429,12 +441,20 @@ static tg_status observed_qparams(const char *path, tg_module *obs, double *scal
     TG_SCOPE {
         tg_tensor *lo = tg_module_buffer(obs, "min_val");
         tg_tensor *s, *z;
-        if (!lo || tg_numel(lo) == 0 || !isfinite(tg_item(tg_cast(lo, TG_FLOAT64)))) {
+        tg_tensor *hi = tg_module_buffer(obs, "max_val");
+        double min = lo && tg_numel(lo) ? tg_item(tg_cast(lo, TG_FLOAT64)) : INFINITY;
+        double max = hi && tg_numel(hi) ? tg_item(tg_cast(hi, TG_FLOAT64)) : -INFINITY;
+        if (min == INFINITY && max == -INFINITY) {
             st = tg_error("tg_quant_convert: \"%s\" was not calibrated (its observer saw no input)", path);
+        } else if (!isfinite(min) || !isfinite(max)) {
+            st = tg_error("tg_quant_convert: \"%s\": its observer saw NaN or Inf (min_val %g, max_val %g): "
+                          "no finite scale quantises that", path, min, max);
         } else if (!tg_observer_calculate_qparams(obs, &s, &z)) {
             *scale = tg_item(s);
             *zp = (int64_t)tg_item(z);
-            st = TG_OK;
+            st = isfinite(*scale) && *scale > 0
+                     ? TG_OK
+                     : tg_error("tg_quant_convert: \"%s\": the observer gives scale %g", path, *scale);
         }
     }
     return st;
@@ -448,6 +468,18 @@ static tg_status quantize_weight(const char *path, tg_module *layer, tg_module *
     tg_tensor *w = tg_module_param(inner, "weight");
     if (!w || tg_dtype_of(w) != TG_FLOAT32 || tg_device_of(w).kind != TG_DEVICE_CPU)
         return tg_error("tg_quant_convert: \"%s\" needs a float32 CPU weight", path);
+    tg_status fin = TG_OK;
+    TG_SCOPE {
+        tg_tensor *wc = tg_contiguous(tg_detach(w));
+        const float *wv = wc ? tg_data_ptr(wc) : NULL;
+        int64_t n = wc ? tg_numel(wc) : 0, i = 0;
+        while (i < n && isfinite(wv[i])) i++;
+        if (!wc) fin = TG_ERROR;
+        else if (i < n)
+            fin = tg_error("tg_quant_convert: \"%s%s.weight\" holds %g at flat index %lld: a weight with NaN or "
+                           "Inf cannot be quantised", path, inner == layer ? "" : ".0", (double)wv[i], (long long)i);
+    }
+    if (fin) return fin;
     tg_module *fq = tg_module_child(layer, "weight_fake_quant"), *obs = NULL;
     bool own = false;
     if (fq) { /* from_float runs it once more on the weight, then reads its observer */

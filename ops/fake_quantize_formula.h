@@ -8,6 +8,11 @@
  *   y = (clamp(q, quant_min, quant_max) - zero_point) * scale
  *   inside = quant_min <= q <= quant_max            (the straight-through mask)
  *
+ * NaN and +-Inf in x come out as they went in (a NaN scale gives NaN), with a zero
+ * mask; PyTorch casts them to int64 (undefined; quant_min on x86), so its fake
+ * quantisation of NaN or Inf is a plausible finite number. q is clamped as a float
+ * before any integer conversion, so no input is undefined behaviour.
+ *
  * x: T (float or double); scale, inv_scale: float; zero_point, quant_min, quant_max:
  * int64_t; y: T lvalue; inside: bool lvalue. TG_NEARBYINT is the backend's
  * round-half-even of T. */
@@ -16,10 +21,15 @@
 
 #define TG_FAKE_QUANTIZE(T, x, scale, inv_scale, zero_point, quant_min, quant_max, y, inside)         \
     do {                                                                                               \
-        int64_t q_ = (int64_t)((zero_point) + TG_NEARBYINT((x) * (inv_scale)));                        \
-        int64_t c_ = q_ < (quant_min) ? (quant_min) : q_ > (quant_max) ? (quant_max) : q_;             \
-        (y) = (T)((double)(c_ - (zero_point)) * (double)(scale));                                     \
-        (inside) = (quant_min) <= q_ && q_ <= (quant_max);                                             \
+        T r_ = (T)(zero_point) + TG_NEARBYINT((x) * (inv_scale));                                      \
+        if ((x) - (x) != 0 || r_ != r_) {                                                              \
+            (y) = (x) - (x) != 0 ? (x) : (T)NAN;                                                       \
+            (inside) = false;                                                                          \
+        } else {                                                                                       \
+            int64_t c_ = r_ < (T)(quant_min) ? (quant_min) : r_ > (T)(quant_max) ? (quant_max) : (int64_t)r_; \
+            (y) = (T)((double)(c_ - (zero_point)) * (double)(scale));                                 \
+            (inside) = (T)(quant_min) <= r_ && r_ <= (T)(quant_max);                                   \
+        }                                                                                              \
     } while (0)
 
 #endif

@@ -228,6 +228,78 @@ TEST_F(QuantizeTest, ModelShapeAndErrors) {
     tg_module_free(model);
 }
 
+// Issue 35: one +Inf in a batch made every row's output the bias, and a NaN row came out
+// finite. Now a row's NaN / Inf gives what the float Linear of the dequantised weights
+// gives for that row (column 2 of the weights is 0.75, -0.6, 0: Inf * 0 is NaN), and the
+// other rows are what they are with those entries 0 (the range is of the finite values),
+// on both kernels, per tensor and per channel, for a batch and a single row.
+TEST_F(QuantizeTest, NonFiniteInputsStayInTheirRow) {
+    const float inf = INFINITY, nan = NAN;
+    for (bool per_channel : {false, true}) {
+        tg_module *q = tg_nn_linear(4, 3, tg_linear_opts{});
+        TG_SCOPE {
+            TG_NO_GRAD {
+                tg_copy_(tg_module_get(q, "weight"), tensor_f32({0.5f, -0.25f, 0.75f, 0.1f, -0.5f, 0.3f, -0.6f, 0.2f,
+                                                                 0.4f, 0.2f, 0.f, -0.3f}, TG_SHAPE(3, 4)));
+                tg_copy_(tg_module_get(q, "bias"), tensor_f32({0.1f, -0.2f, 0.3f}, TG_SHAPE(3)));
+            }
+        }
+        q = tg_quantize_dynamic(q, tg_quantize_opts{.per_channel = per_channel});
+        ASSERT_NE(q, nullptr) << tg_last_error();
+        for (bool vnni : {true, false}) {
+            tg_qgemm_allow_vnni(vnni);
+            TG_SCOPE {
+                std::vector<float> x = {1.f, -2.f, 0.5f, 3.f, 0.25f, 1.5f, 0.f, -1.f, -0.75f, 2.f, 1.f, 0.5f};
+                std::vector<float> inf_in = x, nan_row = x;
+                inf_in[6] = inf;  // row 1, column 2
+                for (int p = 4; p < 8; p++) nan_row[p] = nan;
+                std::vector<double> ref = values(tg_forward(q, tensor_f32(x, TG_SHAPE(3, 4))));
+                std::vector<double> y = values(tg_forward(q, tensor_f32(inf_in, TG_SHAPE(3, 4))));
+                ASSERT_EQ(y.size(), 9u) << tg_last_error();
+                for (int i : {0, 1, 2, 6, 7, 8}) EXPECT_EQ(y[i], ref[i]) << i << (vnni ? " vnni" : " portable");
+                EXPECT_EQ(y[3], inf);
+                EXPECT_EQ(y[4], -inf);
+                EXPECT_TRUE(std::isnan(y[5]));
+                // a single row (the row kernel)
+                std::vector<float> one(inf_in.begin() + 4, inf_in.begin() + 8);
+                EXPECT_TRUE(tensor_near(tg_forward(q, tensor_f32(one, TG_SHAPE(1, 4))), {inf, -inf, nan}, 0));
+                // a NaN row: NaN out; the others as in the batch without it
+                std::vector<float> two = {1.f, -2.f, 0.5f, 3.f, -0.75f, 2.f, 1.f, 0.5f};
+                std::vector<double> r2 = values(tg_forward(q, tensor_f32(two, TG_SHAPE(2, 4))));
+                EXPECT_TRUE(tensor_near(tg_forward(q, tensor_f32(nan_row, TG_SHAPE(3, 4))),
+                                        {r2[0], r2[1], r2[2], nan, nan, nan, r2[3], r2[4], r2[5]}, 0));
+                for (double v : ref) EXPECT_TRUE(std::isfinite(v));
+            }
+        }
+        tg_qgemm_allow_vnni(true);
+        tg_module_free(q);
+    }
+}
+
+// Issue 35: a NaN weight quantised to finite int8 values; now refused, naming it.
+TEST_F(QuantizeTest, NonFiniteWeightIsRefused) {
+    tg_module *model = TG_NN_SEQUENTIAL(tg_nn_linear(4, 3, tg_linear_opts{}), tg_nn_relu(),
+                                        TG_NN_SEQUENTIAL(tg_nn_linear(3, 2, tg_linear_opts{})));
+    TG_SCOPE {
+        TG_NO_GRAD { tg_fill_(tg_narrow(tg_narrow(tg_module_get(model, "2.0.weight"), 0, 1, 1), 1, 2, 1), NAN); }
+    }
+    tg_clear_error();
+    EXPECT_EQ(tg_quantize_dynamic(model, tg_quantize_opts{}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_quantize_dynamic: \"2.0.weight\" holds nan at [1, 2]: a weight with NaN or Inf "
+                          "cannot be quantised, module unchanged");
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(model, "0"))->name, "Linear");  // untouched, the first too
+    tg_module *lin = tg_nn_linear(4, 3, tg_linear_opts{});
+    TG_SCOPE {
+        TG_NO_GRAD { tg_fill_(tg_narrow(tg_narrow(tg_module_get(lin, "weight"), 0, 2, 1), 1, 0, 1), -INFINITY); }
+    }
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_dynamic_quantized_linear(lin, tg_quantize_opts{.per_channel = true}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_dynamic_quantized_linear: Linear(in_features=4, out_features=3).weight holds -inf "
+                          "at [2, 0]");
+    tg_module_free(lin);
+    tg_module_free(model);
+}
+
 TEST_F(QuantizeTest, PrunedLinearQuantisesItsMaskedWeight) {
     tg_module *model = float_model();
     tg_module *first = tg_module_child(model, "0");

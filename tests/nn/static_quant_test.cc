@@ -272,6 +272,49 @@ TEST_F(StaticQuantTest, PortableKernelsGiveTheSameBytesAsVnni) {
     tg_module_free(convs);
 }
 
+// Issue 35: quantize_per_tensor writes 0 for NaN and Inf (PyTorch too), a NaN weight
+// was quantised to finite values, a NaN activation was skipped by the observers. Now:
+// the Quantize module fails naming the element, calibration on NaN / Inf fails (as
+// PyTorch's HistogramObserver raises), and convert refuses a NaN weight by name.
+TEST_F(StaticQuantTest, NonFiniteInputsAndWeightsAreRefused) {
+    tg_module *m = tg_quant_wrapper(lenet);
+    lenet = nullptr;
+    ASSERT_EQ(tg_fuse_modules(m, "module.0", "module.1"), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_fuse_modules(m, "module.3", "module.4"), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_fuse_modules(m, "module.7", "module.8"), TG_OK) << tg_last_error();
+    tg_eval(m);
+    tg_qconfig qc = tg_get_default_qconfig("onednn");
+    ASSERT_EQ(tg_quant_prepare(m, qc), TG_OK) << tg_last_error();
+    TG_NO_GRAD {
+        TG_SCOPE {
+            tg_tensor *bad = tg_clone(calib[0]);
+            tg_fill_(tg_narrow(tg_flatten(bad, 0, -1), 0, 7, 1), INFINITY);
+            tg_clear_error();
+            EXPECT_EQ(tg_forward(m, bad), nullptr);
+            EXPECT_ERROR_CONTAINS("HistogramObserver: the input holds inf: a histogram needs a finite range");
+        }
+        for (tg_tensor *c : calib) TG_SCOPE { ASSERT_NE(tg_forward(m, c), nullptr) << tg_last_error(); }
+        TG_SCOPE { tg_fill_(tg_narrow(tg_flatten(tg_module_get(m, "module.3.0.weight"), 0, -1), 0, 4, 1), NAN); }
+    }
+    tg_clear_error();
+    EXPECT_EQ(tg_quant_convert(m, qc), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_quant_convert: \"module.3.0.weight\" holds nan at flat index 4: a weight with NaN or "
+                          "Inf cannot be quantised");
+    tg_module_free(m);
+
+    lenet = make_lenet();
+    m = quantise(tg_get_default_qconfig("onednn"));  // a fresh LeNet, quantised
+    TG_SCOPE {
+        tg_tensor *x = tg_clone(test);
+        tg_fill_(tg_narrow(tg_flatten(x, 0, -1), 0, 30, 1), NAN);
+        tg_clear_error();
+        EXPECT_EQ(tg_forward(m, x), nullptr);
+        EXPECT_ERROR_CONTAINS("Quantize: input [5, 1, 28, 28] holds nan at flat index 30: quint8 cannot hold NaN or Inf");
+        EXPECT_NE(tg_forward(m, test), nullptr) << tg_last_error();
+    }
+    tg_module_free(m);
+}
+
 TEST_F(StaticQuantTest, ErrorsAndUnfusedRelu) {
     tg_module *m = tg_quant_wrapper(lenet);
     lenet = nullptr;

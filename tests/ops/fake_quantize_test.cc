@@ -29,6 +29,27 @@ TEST_F(FakeQuantizeOpTest, PerTensorMatchesPyTorch) {
     }
 }
 
+// Issue 35: PyTorch 1.13 casts NaN and Inf to int64 (quant_min on x86), so
+// fake_quantize_per_tensor_affine([1, nan, inf, -inf], 0.1, 0, 0, 255) is [1, 0, 0, 0].
+// Here NaN and Inf pass through with a zero gradient; a huge finite value still clamps.
+TEST_F(FakeQuantizeOpTest, NonFiniteValuesPropagate) {
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        TG_SCOPE {
+            tg_tensor *x = dt == TG_FLOAT32 ? tensor_f32({1, NAN, INFINITY, -INFINITY, 1e30f}, TG_SHAPE(5), true)
+                                            : tensor_f64({1, NAN, INFINITY, -INFINITY, 1e30}, TG_SHAPE(5), true);
+            tg_tensor *y = tg_fake_quantize_per_tensor_affine(x, 0.1, 0, 0, 255);
+            ASSERT_NE(y, nullptr) << tg_last_error();
+            EXPECT_TRUE(tensor_near(y, {1, NAN, INFINITY, -INFINITY, 255 * (double)0.1f}, 1e-6));
+            ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
+            EXPECT_TRUE(tensor_near(tg_grad(x), {1, 0, 0, 0, 0}, 0));
+            tg_tensor *xc = tg_cast(tensor_f64({NAN, 0.3, INFINITY, -1}, TG_SHAPE(2, 2)), dt);
+            tg_tensor *yc = tg_fake_quantize_per_channel_affine(xc, tensor_f32({0.1f, 0.2f}, TG_SHAPE(2)),
+                                                                tensor_i64({0, 0}, TG_SHAPE(2)), 0, -128, 127);
+            EXPECT_TRUE(tensor_near(yc, {NAN, 0.3, INFINITY, -1}, 1e-6));
+        }
+    }
+}
+
 TEST_F(FakeQuantizeOpTest, PerChannelMatchesPyTorch) {
     for (int axis : {0, 1}) {
         TG_SCOPE {
