@@ -34,6 +34,7 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "core/tensor_impl.h"
 
 typedef struct {
     tg_node *node;
@@ -479,7 +480,7 @@ static void execute(graph_task *t) {
 
 static tg_status check_roots(const char *op, tg_tensor *const *roots, tg_tensor *const *root_grads, int num_roots) {
     for (int r = 0; r < num_roots; r++) {
-        if (!roots[r]) return tg_error_null_input(op, r);
+        if (tg_unusable_(roots[r])) return tg_error_unusable_input(op, roots[r], r);
         if (!roots[r]->requires_grad)
             return tg_error("%s: output %d does not require grad and has no graph (did it come from "
                             "a no-grad block, or from inputs that do not require grad?)",
@@ -549,7 +550,7 @@ tg_status tg_grad_of(tg_tensor *const *outputs, tg_tensor *const *grad_outputs, 
                      tg_tensor *const *inputs, int num_inputs, tg_tensor **grads, tg_backward_opts opts) {
     for (int j = 0; j < num_inputs; j++) grads[j] = NULL;
     for (int j = 0; j < num_inputs; j++) {
-        if (!inputs[j]) return tg_error_null_input("tg_grad_of", j);
+        if (tg_unusable_(inputs[j])) return tg_error_unusable_input("tg_grad_of", inputs[j], j);
         if (!inputs[j]->requires_grad)
             return tg_error("tg_grad_of: input %d does not require grad", j);
     }
@@ -566,7 +567,7 @@ tg_status tg_grad_of(tg_tensor *const *outputs, tg_tensor *const *grad_outputs, 
 /* ---- per-tensor gradient state ---- */
 
 tg_tensor *tg_requires_grad(tg_tensor *t, bool on) {
-    if (!t) return tg_error_null_input("tg_requires_grad", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_requires_grad", t, 0), NULL;
     if (t->grad_fn && !on)
         return tg_error("tg_requires_grad: cannot turn off requires_grad on a non-leaf tensor (made "
                         "by '%s'); use tg_detach",
@@ -582,7 +583,7 @@ bool tg_get_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
 bool tg_is_leaf(const tg_tensor *t) { return !t->grad_fn; }
 
 tg_status tg_retain_grad(tg_tensor *t) {
-    if (!t) return tg_error_null_input("tg_retain_grad", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_retain_grad", t, 0);
     if (!t->requires_grad)
         return tg_error("tg_retain_grad: cannot retain the gradient of a tensor that does not require grad");
     if (t->grad_fn) t->grad_fn->retains_grad[t->output_nr] = t; /* a leaf keeps its .grad anyway */
@@ -618,7 +619,7 @@ static struct tg_hook_list *hook_list_of(tg_tensor *t) {
 }
 
 tg_status tg_register_hook(tg_tensor *t, tg_grad_hook hook, void *user) {
-    if (!t) return tg_error_null_input("tg_register_hook", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_register_hook", t, 0);
     if (!t->requires_grad)
         return tg_error("tg_register_hook: cannot register a hook on a tensor that does not require grad");
     tg_hook_entry *e = calloc(1, sizeof *e);
@@ -639,7 +640,7 @@ tg_status tg_register_hook(tg_tensor *t, tg_grad_hook hook, void *user) {
 
 tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user) {
     const char *op = "tg_register_post_accumulate_grad_hook";
-    if (!leaf) return tg_error_null_input(op, 0);
+    if (tg_unusable_(leaf)) return tg_error_unusable_input(op, leaf, 0);
     if (!hook) return tg_error("%s: the hook is NULL", op);
     if (leaf->grad_fn)
         return tg_error("%s: post-accumulate-grad hooks can only be registered on leaf tensors, not on the "

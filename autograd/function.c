@@ -11,6 +11,7 @@
 #include "core/scope.h"
 #include "core/thread_exit.h"
 #include "ops/elementwise.h"
+#include "core/tensor_impl.h"
 
 static atomic_long live_nodes;
 static _Thread_local uint64_t next_sequence_nr;
@@ -298,7 +299,7 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     bool any_requires_grad = false;
     int low = -1; /* an input of a low-precision dtype */
     for (int i = 0; i < fn->num_inputs; i++) {
-        if (!inputs[i]) return tg_error_null_input(fn->name, i);
+        if (tg_unusable_(inputs[i])) return tg_error_unusable_input(fn->name, inputs[i], i);
         any_requires_grad |= inputs[i]->requires_grad;
         if (low < 0 && tg_dtype_is_low_precision_inline(inputs[i]->dtype)) low = i;
     }

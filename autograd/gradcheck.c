@@ -55,7 +55,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
            rtol = opts->rtol ? opts->rtol : 1e-3;
     if (n > MAX_INPUTS) return tg_error("tg_gradcheck: at most %d inputs", MAX_INPUTS);
     for (int i = 0; i < n; i++) {
-        if (!inputs[i]) return tg_error_null_input("tg_gradcheck", i);
+        if (tg_unusable_(inputs[i])) return tg_error_unusable_input("tg_gradcheck", inputs[i], i);
         if (inputs[i]->requires_grad && inputs[i]->dtype != TG_FLOAT64)
             return tg_error("tg_gradcheck: input %d is %s; gradcheck needs float64 inputs (on any device) for "
                             "finite differences to be accurate",

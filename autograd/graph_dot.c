@@ -4,9 +4,10 @@
 #include "autograd/grad.h"
 #include "autograd/node.h"
 #include "autograd/node_map.h"
+#include "core/tensor_impl.h"
 
 tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
-    if (!t) return tg_error_null_input("tg_graph_dot", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_graph_dot", t, 0);
     if (!out) return tg_error("tg_graph_dot: output FILE is NULL");
     char buf[128];
     fprintf(out, "digraph tapegrad {\n  node [fontname=\"monospace\"];\n");

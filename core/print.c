@@ -61,6 +61,11 @@ void tg_fprint(FILE *f, tg_tensor *t) {
         fprintf(f, "(null tensor)\n");
         return;
     }
+    if (tg_unusable_(t)) { /* a stale handle: say so, where a dead struct would print garbage */
+        tg_error_unusable_input("tg_print", t, 0);
+        fprintf(f, "(freed tensor: %s)\n", tg_last_error());
+        return;
+    }
     char shape[128], dev[16];
     TG_SCOPE {
         tg_tensor *host = tg_tensor_to(t, TG_CPU);

@@ -1,5 +1,7 @@
 #include "core/scope.h"
 
+#include <stdio.h>
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,8 @@ typedef struct {
 typedef struct {
     long start;         /* index into owned.items where this scope's part starts */
     long returns_start; /* index into returned.items where this scope's returns start */
+    const char *file;   /* the TG_SCOPE's line, for the history of what it frees */
+    int line;
 } scope_frame;
 
 /* Scopes nest, so each one's returned references are the top of one shared stack
@@ -44,24 +48,28 @@ static void list_push(tensor_list *l, tg_tensor *t) {
     l->items[l->count++] = t;
 }
 
-/* Freed tensor structs are kept per thread and reused: a training step makes
- * thousands, and malloc/free were a quarter of the per-op cost. The list runs
- * through the freed structs themselves (their storage field), so keeping more costs
- * no array; the cap bounds what one thread holds. */
+/* Freed tensor structs are reused per thread (a training step makes thousands, and
+ * malloc/free were a quarter of the per-op cost), but not at once: they wait in a FIFO
+ * queue, linked through their storage field, until QUARANTINE_TENSORS newer ones wait
+ * behind them. Until then a stale handle still reads TG_TENSOR_FREED and is refused by
+ * name (tg_unusable_) instead of reaching another tensor. Past FREE_TENSORS_MAX the
+ * oldest is freed. Sanitizer builds free each struct at once instead, so that
+ * AddressSanitizer sees any use after free (core/thread_exit.h). */
+#define QUARANTINE_TENSORS 4096
 #define FREE_TENSORS_MAX 65536
-#define FREE_TENSORS_KEPT (TG_RECYCLE_STRUCTS ? FREE_TENSORS_MAX : 0)
-static _Thread_local tg_tensor *free_tensors;
-static _Thread_local int free_tensor_count;
+static _Thread_local tg_tensor *freed_oldest, *freed_newest;
+static _Thread_local int freed_count;
 
 static _Thread_local bool cache_registered;
 
 static void free_tensor_cache(void) {
-    while (free_tensors) {
-        tg_tensor *t = free_tensors;
-        free_tensors = (tg_tensor *)t->storage;
+    while (freed_oldest) {
+        tg_tensor *t = freed_oldest;
+        freed_oldest = (tg_tensor *)t->storage;
         free(t);
     }
-    free_tensor_count = 0;
+    freed_newest = NULL;
+    freed_count = 0;
     free(owned.items);
     owned = (tensor_list){0};
     free(returned.items);
@@ -81,22 +89,34 @@ static void ensure_thread_cleanup(void) {
 
 static tg_tensor *tensor_alloc(void) {
     ensure_thread_cleanup();
-    if (free_tensors) {
-        tg_tensor *t = free_tensors;
-        free_tensors = (tg_tensor *)t->storage;
-        free_tensor_count--;
+    if (freed_count > QUARANTINE_TENSORS) {
+        tg_tensor *t = freed_oldest;
+        freed_oldest = (tg_tensor *)t->storage;
+        freed_count--;
         return t; /* filled by tg_tensor_wrap, its one caller */
     }
     return malloc(sizeof(tg_tensor));
 }
 
 static void tensor_free(tg_tensor *t) {
-    if (free_tensor_count < FREE_TENSORS_KEPT) {
-        t->storage = (tg_storage *)free_tensors;
-        free_tensors = t;
-        free_tensor_count++;
-    } else
+    t->life = TG_TENSOR_FREED;
+    if (!TG_RECYCLE_STRUCTS) {
         free(t);
+        return;
+    }
+    t->storage = NULL;
+    if (freed_newest)
+        freed_newest->storage = (tg_storage *)t;
+    else
+        freed_oldest = t;
+    freed_newest = t;
+    if (++freed_count > FREE_TENSORS_MAX) {
+        tg_tensor *oldest = freed_oldest;
+        freed_oldest = (tg_tensor *)oldest->storage;
+        freed_count--;
+        free(oldest);
+    }
+    if (!freed_oldest) freed_newest = NULL;
 }
 
 tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
@@ -109,7 +129,8 @@ tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
     }
     /* Every field at once (a memset and then the same bytes again showed in the
      * per-op profile); strides past ndim stay zero. */
-    *t = (tg_tensor){.refcount = 1, .storage = storage, .offset = offset, .shape = shape, .dtype = dtype};
+    *t = (tg_tensor){.life = TG_TENSOR_ALIVE, .refcount = 1, .storage = storage, .offset = offset, .shape = shape,
+                     .dtype = dtype};
     if (strides)
         for (int i = 0; i < shape.ndim; i++) t->strides[i] = strides[i];
     else
@@ -120,29 +141,89 @@ tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
 }
 
 tg_tensor *tg_scope_track(tg_tensor *t) {
-    if (t && depth > 0) list_push(&owned, t);
+    if (t && depth > 0) {
+        list_push(&owned, t);
+        t->scope_refs++;
+    }
     return t;
 }
 
+/* ---- stale handles ---- */
+
+/* How the tensors freed now are being freed, for their history: the end of a scope
+ * (at its TG_SCOPE's line) or a release. */
+static _Thread_local const char *freeing_by, *freeing_file;
+static _Thread_local int freeing_line;
+
+static int describe(const tg_tensor *t, char *out, size_t size) {
+    char shape[96];
+    const tg_tensor_history *h = &t->history;
+    int n = snprintf(out, size, "%s %s", tg_dtype_name(t->dtype), tg_shape_str(t->shape, shape, sizeof shape));
+    const char *by = h->made_by, *file = h->made_file;
+    int line = h->made_line;
+    if (t->life == TG_TENSOR_ALIVE && !tg_trace_site_(t, &by, &file, &line)) file = NULL;
+    if (file) n += snprintf(out + n, size > (size_t)n ? size - (size_t)n : 0, ", made by %s at %s:%d", by, file, line);
+    return n;
+}
+
+tg_status tg_error_unusable_input(const char *op, const tg_tensor *t, int index) {
+    if (!t) return tg_error_null_input(op, index);
+    char what[320];
+    describe(t, what, sizeof what);
+    const tg_tensor_history *h = &t->history;
+    char freed[200] = "";
+    if (h->freed_file)
+        snprintf(freed, sizeof freed, "%s at %s:%d", h->freed_by, h->freed_file, h->freed_line);
+    else
+        snprintf(freed, sizeof freed, "%s", h->freed_by ? h->freed_by : "the release of its last reference");
+    return tg_error("%s: input %d is a tensor that was freed (%s%s), freed by %s: a tensor lives until the end "
+                    "of the scope that made it (keep it with tg_retain or tg_scope_return)",
+                    op, index, what, h->made_file ? "" : "; TG_LEAK_TRACE=1 records where it was made", freed);
+}
+
 tg_tensor *tg_retain(tg_tensor *t) {
+    if (t && tg_unusable_(t)) {
+        tg_error_unusable_input("tg_retain", t, 0);
+        return NULL;
+    }
     if (t) t->refcount++;
     return t;
 }
 
-void tg_release(tg_tensor *t) {
-    /* Freeing a tensor may free its grad, whose release may free more: a loop over a
-     * small local stack instead of recursion. (Long graph chains are unwound by
-     * autograd's node release, which is iterative too.) */
+/* Drops one reference, freeing what reaches zero. Freeing a tensor may free its grad,
+ * whose release may free more: a loop instead of recursion. (Long graph chains are
+ * unwound by autograd's node release, which is iterative too.) */
+static void release_reference(tg_tensor *t) {
     while (t) {
         if (--t->refcount > 0) return;
         if (t->grad_fn || t->hooks) tg_autograd_free_slots(t);
         if (t->trace) tg_trace_freed_(t);
+        t->history.freed_by = freeing_by;
+        t->history.freed_file = freeing_file;
+        t->history.freed_line = freeing_line;
         tg_storage_release(t->storage);
         tg_tensor *grad = t->grad;
         tensor_free(t);
         atomic_fetch_sub(&live_tensors, 1);
         t = grad;
     }
+}
+
+void tg_release(tg_tensor *t) {
+    if (!t) return;
+    if (tg_unusable_(t)) {
+        tg_error_unusable_input("tg_release", t, 0);
+        return;
+    }
+    if (t->refcount <= t->scope_refs) { /* every reference is a scope's: it would be freed twice */
+        char what[320];
+        describe(t, what, sizeof what);
+        tg_error("tg_release: the tensor (%s) belongs to the scope that made it, which releases it at its end; "
+                 "tg_release only references you own (from tg_retain, or made outside any scope)",
+                 what);
+        return;
+    }
+    release_reference(t);
 }
 
 void tg_scope_begin(void) {
@@ -158,13 +239,32 @@ void tg_scope_begin(void) {
     depth++;
 }
 
+void tg_scope_begin_at_(const char *file, int line) {
+    tg_scope_begin();
+    frames[depth - 1].file = file;
+    frames[depth - 1].line = line;
+}
+
 void tg_scope_end(void) {
     TG_ASSERT(depth > 0);
     scope_frame *f = &frames[--depth];
-    while (owned.count > f->start) tg_release(owned.items[--owned.count]);
+    const char *outer_by = freeing_by, *outer_file = freeing_file;
+    int outer_line = freeing_line;
+    freeing_by = f->file ? "the end of the TG_SCOPE" : "the end of its scope";
+    freeing_file = f->file;
+    freeing_line = f->line;
+    while (owned.count > f->start) {
+        tg_tensor *t = owned.items[--owned.count];
+        t->scope_refs--;
+        release_reference(t);
+    }
+    freeing_by = outer_by, freeing_file = outer_file, freeing_line = outer_line;
     /* The returned references now belong to the parent (or to the caller at depth 0). */
     for (long i = f->returns_start; i < returned.count; i++)
-        if (depth > 0) list_push(&owned, returned.items[i]);
+        if (depth > 0)
+            list_push(&owned, returned.items[i]);
+        else
+            returned.items[i]->scope_refs--;
     returned.count = f->returns_start;
 }
 
@@ -172,10 +272,12 @@ tg_tensor *tg_scope_return(tg_tensor *t) {
     if (!t || depth == 0) return t;
     /* The usual case, an op's result made last in this scope: its reference moves to
      * the returned list instead of a retain now and a release at the scope's end. */
-    if (owned.count > frames[depth - 1].start && owned.items[owned.count - 1] == t)
+    if (owned.count > frames[depth - 1].start && owned.items[owned.count - 1] == t) {
         owned.count--;
-    else
-        tg_retain(t);
+    } else {
+        t->refcount++;
+        t->scope_refs++;
+    }
     list_push(&returned, t);
     return t;
 }

@@ -25,10 +25,13 @@
 extern "C" {
 #endif
 
-/* Adds a reference; returns t. The caller owns the added reference. NULL-safe. */
+/* Adds a reference; returns t. The caller owns the added reference. NULL-safe; a freed
+ * tensor is an error (NULL). */
 tg_tensor *tg_retain(tg_tensor *t);
 /* Drops a reference the caller owns; frees t (and its storage, grad and graph, when
- * nothing else holds them) at zero. NULL-safe. */
+ * nothing else holds them) at zero. NULL-safe. Releasing a reference a scope holds (a
+ * tensor made inside a scope and not retained) or a freed tensor is an error naming
+ * the tensor (docs/design.md, "handles that know when they are dead"), nothing freed. */
 void tg_release(tg_tensor *t);
 
 void tg_scope_begin(void);
@@ -50,9 +53,12 @@ typedef struct {
     int depth;
     int once;
 } tg_scope_guard_;
-static inline tg_scope_guard_ tg_scope_guard_begin_(void) {
+/* tg_scope_begin, noting the TG_SCOPE's file and line for the message about a tensor
+ * used after the scope freed it. */
+void tg_scope_begin_at_(const char *file, int line);
+static inline tg_scope_guard_ tg_scope_guard_begin_(const char *file, int line) {
     tg_scope_guard_ g = {tg_scope_depth(), 1};
-    tg_scope_begin();
+    tg_scope_begin_at_(file, line);
     return g;
 }
 /* Ends every scope opened since g began (the block's own, and any the block left open). */
@@ -62,7 +68,7 @@ static inline void tg_scope_guard_end_(tg_scope_guard_ *g) {
 
 #define TG_SCOPE                                                                                         \
     for (tg_scope_guard_ TG_CONCAT(tg_scope_, __LINE__) TG_CLEANUP_(tg_scope_guard_end_) =               \
-             tg_scope_guard_begin_();                                                                    \
+             tg_scope_guard_begin_(__FILE__, __LINE__);                                                  \
          TG_CONCAT(tg_scope_, __LINE__).once; TG_CONCAT(tg_scope_, __LINE__).once = 0)
 
 /* Live objects, cheap enough to stay on in every build; tests assert zero leaks. */

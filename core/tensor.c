@@ -100,19 +100,19 @@ static tg_opts opts_like(const tg_tensor *t) {
     return (tg_opts){.dtype = t->dtype, .device = t->storage->device};
 }
 tg_tensor *tg_empty_like(tg_tensor *like) {
-    if (!like) return tg_error_null_input("tg_empty_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_empty_like", like, 0), NULL;
     return make("tg_empty_like", like->shape, opts_like(like));
 }
 tg_tensor *tg_zeros_like(tg_tensor *like) {
-    if (!like) return tg_error_null_input("tg_zeros_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_zeros_like", like, 0), NULL;
     return make_filled("tg_zeros_like", like->shape, opts_like(like), 0);
 }
 tg_tensor *tg_ones_like(tg_tensor *like) {
-    if (!like) return tg_error_null_input("tg_ones_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_ones_like", like, 0), NULL;
     return make_filled("tg_ones_like", like->shape, opts_like(like), 1);
 }
 tg_tensor *tg_full_like(tg_tensor *like, double value) {
-    if (!like) return tg_error_null_input("tg_full_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_full_like", like, 0), NULL;
     return make_filled("tg_full_like", like->shape, opts_like(like), value);
 }
 
@@ -251,8 +251,8 @@ static tg_status cpu_copy_strided(tg_tensor *dst, tg_tensor *src) {
 }
 
 tg_status tg_copy_values_(tg_tensor *dst, tg_tensor *src) {
-    if (!dst) return tg_error_null_input("tg_copy_", 0);
-    if (!src) return tg_error_null_input("tg_copy_", 1);
+    if (tg_unusable_(dst)) return tg_error_unusable_input("tg_copy_", dst, 0);
+    if (tg_unusable_(src)) return tg_error_unusable_input("tg_copy_", src, 1);
     char a[128], b[128];
     tg_shape bshape;
     if (!tg_broadcast_shapes(dst->shape, src->shape, &bshape) || !tg_shape_equal(bshape, dst->shape))
@@ -296,7 +296,7 @@ static void fill_f32_chunk(int64_t begin, int64_t end, void *arg) {
 }
 
 tg_status tg_fill_values_(tg_tensor *t, double value) {
-    if (!t) return tg_error_null_input("tg_fill_", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_fill_", t, 0);
     if (tg_check_fill_value("tg_fill_", t->dtype, value)) return TG_ERROR;
     if (t->storage->device.kind != TG_DEVICE_CPU) {
         const tg_device_backend *be = tg_backend_for(t->storage->device, "tg_fill_");
@@ -310,7 +310,7 @@ tg_status tg_fill_values_(tg_tensor *t, double value) {
     tg_store_from_double(scalar_bits, t->dtype, value);
     one.data = scalar_bits;
     one.device = TG_CPU;
-    tg_tensor src = {.storage = &one, .dtype = t->dtype, .refcount = 1};
+    tg_tensor src = {.life = TG_TENSOR_ALIVE, .storage = &one, .dtype = t->dtype, .refcount = 1};
     int64_t n = tg_numel(t);
     if (tg_is_contiguous(t) && t->dtype == TG_FLOAT32) {
         fill_f32_job j = {tg_elem_ptr(t), (float)value};
@@ -325,7 +325,7 @@ tg_status tg_fill_values_(tg_tensor *t, double value) {
 }
 
 tg_status tg_copy_to_host(tg_tensor *t, void *dst, size_t nbytes) {
-    if (!t) return tg_error_null_input("tg_copy_to_host", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_copy_to_host", t, 0);
     size_t want = (size_t)tg_numel(t) * tg_dtype_size(t->dtype);
     if (nbytes != want) {
         char buf[128];
@@ -344,7 +344,7 @@ tg_status tg_copy_to_host(tg_tensor *t, void *dst, size_t nbytes) {
 }
 
 double tg_item(tg_tensor *t) {
-    if (!t) return tg_error_null_input("tg_item", 0), NAN;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_item", t, 0), NAN;
     if (tg_numel(t) != 1) {
         char buf[128];
         tg_error("tg_item: a tensor with %lld elements (shape %s) cannot be converted to a scalar",
@@ -360,7 +360,7 @@ double tg_item(tg_tensor *t) {
 }
 
 tg_tensor *tg_clone_values(tg_tensor *t) {
-    if (!t) return tg_error_null_input("tg_clone", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_clone", t, 0), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *c = make("tg_clone", t->shape, opts_like(t));
@@ -370,7 +370,7 @@ tg_tensor *tg_clone_values(tg_tensor *t) {
 }
 
 tg_tensor *tg_empty_strided_like(tg_tensor *like) {
-    if (!like) return tg_error_null_input("tg_empty_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_empty_like", like, 0), NULL;
     if (!tg_is_non_overlapping_and_dense(like)) return make("tg_empty_like", like->shape, opts_like(like));
     tg_opts opts = opts_like(like);
     if (tg_check_creation("tg_empty_like", like->shape, opts)) return NULL;
@@ -379,7 +379,7 @@ tg_tensor *tg_empty_strided_like(tg_tensor *like) {
 }
 
 tg_tensor *tg_tensor_to(tg_tensor *t, tg_device device) {
-    if (!t) return tg_error_null_input("tg_to", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_to", t, 0), NULL;
     if (tg_device_equal(t->storage->device, device)) return tg_scope_track(tg_retain(t));
     tg_tensor *result = NULL;
     TG_SCOPE {
@@ -429,13 +429,13 @@ tg_tensor *tg_make_view(const char *op, tg_tensor *t, tg_shape shape, const int6
 }
 
 tg_tensor *tg_as_strided(tg_tensor *t, tg_shape shape, const int64_t *strides, int64_t offset) {
-    if (!t) return tg_error_null_input("tg_as_strided", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_as_strided", t, 0), NULL;
     if (!strides) return tg_error("tg_as_strided: strides is NULL"), NULL;
     return tg_make_view("tg_as_strided", t, shape, strides, offset);
 }
 
 tg_tensor *tg_detach(tg_tensor *t) {
-    if (!t) return tg_error_null_input("tg_detach", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_detach", t, 0), NULL;
     tg_storage_retain(t->storage);
     return tg_tensor_wrap(t->storage, t->dtype, t->shape, t->strides, t->offset);
 }
@@ -464,8 +464,14 @@ int64_t tg_stride(const tg_tensor *t, int dim) {
 const int64_t *tg_strides(const tg_tensor *t) { return t->strides; }
 int64_t tg_offset(const tg_tensor *t) { return t->offset; }
 tg_dtype tg_dtype_of(const tg_tensor *t) { return t->dtype; }
-tg_device tg_device_of(const tg_tensor *t) { return t->storage->device; }
-void *tg_data_ptr(tg_tensor *t) { return t ? tg_elem_ptr(t) : NULL; }
+tg_device tg_device_of(const tg_tensor *t) {
+    if (t && t->life != TG_TENSOR_ALIVE) return tg_error_unusable_input("tg_device_of", t, 0), TG_CPU;
+    return t->storage->device;
+}
+void *tg_data_ptr(tg_tensor *t) {
+    if (t && t->life != TG_TENSOR_ALIVE) return tg_error_unusable_input("tg_data_ptr", t, 0), NULL;
+    return t ? tg_elem_ptr(t) : NULL;
+}
 uint64_t tg_version(const tg_tensor *t) { return t->storage->version; }
 void tg_bump_version(tg_tensor *t) { t->storage->version++; }
 bool tg_same_storage(const tg_tensor *a, const tg_tensor *b) { return a->storage == b->storage; }

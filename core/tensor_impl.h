@@ -14,7 +14,25 @@ extern "C" {
 struct tg_node;      /* autograd/node.h */
 struct tg_hook_list; /* autograd/hooks */
 
+/* A tensor struct's life (its first field, so that a freed struct's check reads
+ * only it): TG_TENSOR_ALIVE from creation until its last reference goes, then
+ * TG_TENSOR_FREED. core/scope.c keeps freed structs aside for a while before reusing
+ * them, so a stale handle is refused by name (tg_unusable_) instead of being used. */
+#define TG_TENSOR_ALIVE 0x7e45a11eu
+#define TG_TENSOR_FREED 0xf7eed7e5u
+
+/* Where a tensor was made (with TG_LEAK_TRACE) and how it was freed, kept for the
+ * message about a stale handle. */
+typedef struct {
+    const char *made_by, *made_file; /* the public call; NULL when not traced */
+    int made_line;
+    int freed_line;
+    const char *freed_by, *freed_file; /* "tg_release", or "the end of the TG_SCOPE" at file:line */
+} tg_tensor_history;
+
 struct tg_tensor {
+    uint32_t life;                /* TG_TENSOR_ALIVE / TG_TENSOR_FREED */
+    int32_t scope_refs;           /* how many of the references scopes hold (core/scope.c) */
     long refcount;
     tg_storage *storage;          /* owned reference; shared with views */
     int64_t offset;               /* in elements */
@@ -27,7 +45,14 @@ struct tg_tensor {
     int output_nr;                /* which output of grad_fn this is */
     struct tg_hook_list *hooks;   /* owned; gradient hooks */
     struct tg_trace_rec *trace;   /* owned; where it was made, while TG_LEAK_TRACE is on (core/trace.c) */
+    tg_tensor_history history;    /* written when it is freed */
 };
+
+/* A handle an op must refuse: NULL (the op that made it failed) or a freed tensor. */
+static inline bool tg_unusable_(const tg_tensor *t) { return !t || t->life != TG_TENSOR_ALIVE; }
+/* The error for such a handle as input `index` of op: tg_error_null_input's message
+ * for NULL; for a freed tensor, what it was, where it was made and how it was freed. */
+tg_status tg_error_unusable_input(const char *op, const tg_tensor *t, int index);
 
 /* Set by autograd when it first attaches a node or a hook; called when a tensor with
  * either is freed, so that core needs no knowledge of graph nodes. */

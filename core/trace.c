@@ -97,8 +97,17 @@ void tg_trace_freed_(tg_tensor *t) {
     if (r->prev) r->prev->next = r->next; else live = r->next;
     if (r->next) r->next->prev = r->prev;
     pthread_mutex_unlock(&lock);
+    t->history.made_by = r->what; /* for the message about a stale handle (core/scope.c) */
+    t->history.made_file = r->file;
+    t->history.made_line = r->line;
     free(r);
     t->trace = NULL;
+}
+
+bool tg_trace_site_(const tg_tensor *t, const char **what, const char **file, int *line) {
+    if (!t->trace || !t->trace->file) return false;
+    *what = t->trace->what, *file = t->trace->file, *line = t->trace->line;
+    return true;
 }
 
 /* ---- the report ---- */

@@ -17,6 +17,8 @@ static inline bool tg_leak_trace_on_(void) {
 /* Records t's maker (called once per new tensor while tracing is on) / forgets it. */
 void tg_trace_created_(tg_tensor *t);
 void tg_trace_freed_(tg_tensor *t);
+/* The public call, file and line that made t (traced and still alive); false if unknown. */
+bool tg_trace_site_(const tg_tensor *t, const char **what, const char **file, int *line);
 
 /* Set when TG_ERRORS=exit is ending the program: no leak report then. */
 extern atomic_bool tg_exiting_on_error_;

@@ -76,7 +76,7 @@ void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t epo
 /* ---- gathering samples ---- */
 
 tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count) {
-    if (!t) return tg_error_null_input("tg_take_samples", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_take_samples", t, 0), NULL;
     if (tg_ndim(t) == 0)
         return tg_error("tg_take_samples: the tensor is 0-dim; samples are indexed by dim 0"),
                NULL;
@@ -134,7 +134,7 @@ static tg_tensor *own_contiguous(tg_tensor *t) {
 }
 
 tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts) {
-    if (!x) return tg_error_null_input("tg_loader_new", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_loader_new", x, 0), NULL;
     if (tg_ndim(x) == 0 || (y && tg_ndim(y) == 0))
         return tg_error("tg_loader_new: x and y need a first dimension indexing samples "
                         "(got a 0-dim %s)", tg_ndim(x) == 0 ? "x" : "y"), NULL;

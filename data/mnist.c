@@ -269,7 +269,7 @@ static tg_tensor *host_contiguous(tg_tensor *t) {
 }
 
 static bool check_input(const char *op, tg_tensor *x) {
-    if (!x) return tg_error_null_input(op, 0), false;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), false;
     if (!tg_dtype_is_supported(tg_dtype_of(x)))
         return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(tg_dtype_of(x))),
                false;

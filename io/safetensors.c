@@ -14,6 +14,7 @@
 
 #include "core/scope.h"
 #include "io/safetensors.h"
+#include "core/tensor_impl.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian; a big-endian host needs byte swapping here"
@@ -278,7 +279,7 @@ tg_status tg_safetensors_save(const tg_tensor_map *m, const char *path) {
 }
 
 tg_status tg_safetensors_save_tensor(tg_tensor *t, const char *name, const char *path) {
-    if (!t) return tg_error_null_input("tg_safetensors_save_tensor", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_safetensors_save_tensor", t, 0);
     tg_tensor_map *m = tg_tensor_map_new();
     if (!m) return TG_ERROR;
     tg_status s = tg_tensor_map_set(m, name ? name : "tensor", t);

@@ -6,6 +6,7 @@
 
 #include "core/scope.h"
 #include "io/safetensors.h"
+#include "core/tensor_impl.h"
 
 typedef struct {
     char *name;
@@ -63,7 +64,7 @@ static bool grow(void **items, int64_t size, int64_t *cap, size_t elem) {
 
 tg_status tg_tensor_map_set(tg_tensor_map *m, const char *name, tg_tensor *t) {
     if (!m || !name) return tg_error("tg_tensor_map_set: %s is NULL", m ? "name" : "map");
-    if (!t) return tg_error_null_input("tg_tensor_map_set", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_tensor_map_set", t, 0);
     if (!name[0]) return tg_error("tg_tensor_map_set: empty tensor name");
     if (strcmp(name, "__metadata__") == 0)
         return tg_error("tg_tensor_map_set: the name \"__metadata__\" is reserved by the "

@@ -10,6 +10,7 @@
 #include "core/scope.h"
 #include "ops/random.h"
 #include "ops/shape.h"
+#include "core/tensor_impl.h"
 
 /* _ConvNd.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)), then the bias from
  * the weight's fan_in (dims 1.. of whatever layout the module's weight has). */
@@ -140,7 +141,7 @@ static const tg_module_type conv_transpose_type = {"ConvTranspose2d", conv_trans
 tg_tensor *tg_nn_conv_transpose2d_forward_size(tg_module *m, tg_tensor *x, const int64_t *output_size, int n) {
     const char *op = "tg_nn_conv_transpose2d_forward_size";
     if (!m) return tg_error_null_input(op, 0), NULL;
-    if (!x) return tg_error_null_input(op, 1), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 1), NULL;
     if (tg_module_type_of(m) != &conv_transpose_type)
         return tg_error("%s: expected a ConvTranspose2d module, got %s", op, tg_module_type_of(m)->name), NULL;
     conv_transpose_state *s = tg_module_state(m);

@@ -132,7 +132,7 @@ static void member_push(member_list *l, const char *name, tg_tensor *t) {
 
 tg_status tg_register_parameter(tg_module *m, const char *name, tg_tensor *t) {
     if (!m) return tg_error("tg_register_parameter: module is NULL");
-    if (!t) return tg_error_null_input("tg_register_parameter", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_register_parameter", t, 0);
     if (check_name(m, "parameter", name)) return TG_ERROR;
     if (!tg_dtype_is_floating(tg_dtype_of(t)))
         return tg_error("%s: parameter \"%s\" must be floating point, got %s", type_name(m), name,
@@ -147,7 +147,7 @@ tg_status tg_register_parameter(tg_module *m, const char *name, tg_tensor *t) {
 
 tg_status tg_register_buffer(tg_module *m, const char *name, tg_tensor *t) {
     if (!m) return tg_error("tg_register_buffer: module is NULL");
-    if (!t) return tg_error_null_input("tg_register_buffer", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_register_buffer", t, 0);
     if (check_name(m, "buffer", name)) return TG_ERROR;
     member_push(&m->buffers, name, t);
     return TG_OK;

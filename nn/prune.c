@@ -343,7 +343,7 @@ tg_status tg_prune_custom_from_mask(tg_module *m, const char *name, tg_tensor *m
     const char *op = "tg_prune_custom_from_mask";
     tg_tensor *w = target(op, m, name);
     if (!w) return TG_ERROR;
-    if (!mask_t) return tg_error_null_input(op, 0);
+    if (tg_unusable_(mask_t)) return tg_error_unusable_input(op, mask_t, 0);
     if (!tg_shape_equal(tg_shape_of(mask_t), tg_shape_of(w))) {
         char a[64], b[64];
         tg_shape_str(tg_shape_of(mask_t), a, sizeof a);

@@ -15,6 +15,7 @@
 #include "ops/random.h"
 #include "ops/shape.h"
 #include "ops/slice.h"
+#include "core/tensor_impl.h"
 
 typedef enum { KIND_RNN_TANH, KIND_RNN_RELU, KIND_LSTM, KIND_GRU } rnn_kind;
 
@@ -248,7 +249,7 @@ tg_status tg_rnn_forward(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c
     if (!m || !is_recurrent(m))
         return tg_error("tg_rnn_forward: the module is %s, not an RNN, LSTM, GRU or one of their cells",
                         m ? tg_module_type_of(m)->name : "NULL");
-    if (!x) return tg_error_null_input(kind_name(tg_module_state(m)), 0);
+    if (tg_unusable_(x)) return tg_error_unusable_input(kind_name(tg_module_state(m)), x, 0);
     tg_rnn_result r;
     tg_status status;
     tg_scope_begin();

@@ -30,9 +30,9 @@ tg_tensor *tg_attention_with_weights(tg_tensor *q, tg_tensor *k, tg_tensor *v, t
                                      bool is_causal, tg_tensor **weights) {
     const char *op = "tg_scaled_dot_product_attention";
     if (weights) *weights = NULL;
-    if (!q) return tg_error_null_input(op, 0), NULL;
-    if (!k) return tg_error_null_input(op, 1), NULL;
-    if (!v) return tg_error_null_input(op, 2), NULL;
+    if (tg_unusable_(q)) return tg_error_unusable_input(op, q, 0), NULL;
+    if (tg_unusable_(k)) return tg_error_unusable_input(op, k, 1), NULL;
+    if (tg_unusable_(v)) return tg_error_unusable_input(op, v, 2), NULL;
     char qs[96], ks[96], vs[96], ms[96], d1[16], d2[16];
     tg_shape_str(q->shape, qs, sizeof qs);
     tg_shape_str(k->shape, ks, sizeof ks);

@@ -13,6 +13,7 @@
 #include "core/scope.h"
 #include "core/tensor.h"
 #include "ops/elementwise.h"
+#include "core/tensor_impl.h"
 
 /* An integral double that fits int64 reads as a Python int. */
 static bool integral(double s) { return isfinite(s) && s == floor(s) && fabs(s) < 9.2e18; }
@@ -25,7 +26,7 @@ static tg_tensor *scalar_tensor(double s, tg_tensor *other) {
 
 static tg_tensor *with_scalar(const char *op, tg_tensor *(*op_fn)(tg_tensor *, tg_tensor *), tg_tensor *x,
                                  double s) {
-    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE { out = tg_scope_return(op_fn(x, scalar_tensor(s, x))); }
     return out;
@@ -44,15 +45,15 @@ tg_tensor *tg_remainder_scalar(tg_tensor *x, double s) {
 }
 
 tg_tensor *tg_where_scalar(tg_tensor *cond, tg_tensor *x, double other) {
-    if (!cond) return tg_error_null_input("tg_where_scalar", 0), NULL;
-    if (!x) return tg_error_null_input("tg_where_scalar", 1), NULL;
+    if (tg_unusable_(cond)) return tg_error_unusable_input("tg_where_scalar", cond, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_where_scalar", x, 1), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE { out = tg_scope_return(tg_where(cond, x, scalar_tensor(other, x))); }
     return out;
 }
 
 tg_tensor *tg_where_scalars(tg_tensor *cond, double a, double b) {
-    if (!cond) return tg_error_null_input("tg_where_scalars", 0), NULL;
+    if (tg_unusable_(cond)) return tg_error_unusable_input("tg_where_scalars", cond, 0), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE {
         /* Two Python scalars: int64 when both are ints, else the default float32. */

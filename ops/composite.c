@@ -13,8 +13,8 @@
 #include "ops/shape.h"
 
 tg_tensor *tg_masked_fill(tg_tensor *x, tg_tensor *mask, double value) {
-    if (!x) return tg_error_null_input("tg_masked_fill", 0), NULL;
-    if (!mask) return tg_error_null_input("tg_masked_fill", 1), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_masked_fill", x, 0), NULL;
+    if (tg_unusable_(mask)) return tg_error_unusable_input("tg_masked_fill", mask, 1), NULL;
     char a[128], b[128];
     tg_shape out;
     if (mask->dtype != TG_BOOL)
@@ -30,7 +30,7 @@ tg_tensor *tg_masked_fill(tg_tensor *x, tg_tensor *mask, double value) {
 
 /* Keeps x where (col - row) compares to k as `lower` says, on the last two dims. */
 static tg_tensor *triangle(const char *op, tg_tensor *x, int64_t k, bool lower) {
-    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     if (x->shape.ndim < 2)
         return tg_error("%s: input must have at least 2 dims, got %d", op, x->shape.ndim), NULL;
     int64_t rows = x->shape.dims[x->shape.ndim - 2], cols = x->shape.dims[x->shape.ndim - 1];
@@ -52,7 +52,7 @@ tg_tensor *tg_tril(tg_tensor *x, int64_t diagonal) { return triangle("tg_tril", 
 tg_tensor *tg_triu(tg_tensor *x, int64_t diagonal) { return triangle("tg_triu", x, diagonal, false); }
 
 tg_tensor *tg_flip(tg_tensor *x, const int *dims, int count) {
-    if (!x) return tg_error_null_input("tg_flip", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_flip", x, 0), NULL;
     if (count < 0 || (count > 0 && !dims)) return tg_error("tg_flip: %d dims given", count), NULL;
     bool seen[TG_MAX_DIMS] = {0};
     for (int i = 0; i < count; i++) {
@@ -77,8 +77,8 @@ tg_tensor *tg_flip(tg_tensor *x, const int *dims, int count) {
 }
 
 tg_tensor *tg_take(tg_tensor *x, tg_tensor *index) {
-    if (!x) return tg_error_null_input("tg_take", 0), NULL;
-    if (!index) return tg_error_null_input("tg_take", 1), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_take", x, 0), NULL;
+    if (tg_unusable_(index)) return tg_error_unusable_input("tg_take", index, 1), NULL;
     if (index->dtype != TG_INT64)
         return tg_error("tg_take: index must be int64, got %s", tg_dtype_name(index->dtype)), NULL;
     int64_t n = tg_numel(x), count = tg_numel(index);
@@ -106,8 +106,8 @@ tg_tensor *tg_take(tg_tensor *x, tg_tensor *index) {
 }
 
 tg_tensor *tg_outer(tg_tensor *a, tg_tensor *b) {
-    if (!a) return tg_error_null_input("tg_outer", 0), NULL;
-    if (!b) return tg_error_null_input("tg_outer", 1), NULL;
+    if (tg_unusable_(a)) return tg_error_unusable_input("tg_outer", a, 0), NULL;
+    if (tg_unusable_(b)) return tg_error_unusable_input("tg_outer", b, 1), NULL;
     if (a->shape.ndim != 1 || b->shape.ndim != 1)
         return tg_error("tg_outer: expected 1-D inputs, got %d and %d dims", a->shape.ndim, b->shape.ndim), NULL;
     tg_tensor *result = NULL;
@@ -133,8 +133,8 @@ static tg_status check_broadcast(const char *op, tg_tensor *const *t, const char
 }
 
 tg_tensor *tg_lerp(tg_tensor *a, tg_tensor *b, double weight) {
-    if (!a) return tg_error_null_input("tg_lerp", 0), NULL;
-    if (!b) return tg_error_null_input("tg_lerp", 1), NULL;
+    if (tg_unusable_(a)) return tg_error_unusable_input("tg_lerp", a, 0), NULL;
+    if (tg_unusable_(b)) return tg_error_unusable_input("tg_lerp", b, 1), NULL;
     if (check_broadcast("tg_lerp", (tg_tensor *[]){a, b}, (const char *[]){"start", "end"}, 2)) return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_add(a, tg_mul_scalar(tg_sub(b, a), weight))); }
@@ -142,9 +142,9 @@ tg_tensor *tg_lerp(tg_tensor *a, tg_tensor *b, double weight) {
 }
 
 tg_tensor *tg_lerp_tensor(tg_tensor *a, tg_tensor *b, tg_tensor *weight) {
-    if (!a) return tg_error_null_input("tg_lerp_tensor", 0), NULL;
-    if (!b) return tg_error_null_input("tg_lerp_tensor", 1), NULL;
-    if (!weight) return tg_error_null_input("tg_lerp_tensor", 2), NULL;
+    if (tg_unusable_(a)) return tg_error_unusable_input("tg_lerp_tensor", a, 0), NULL;
+    if (tg_unusable_(b)) return tg_error_unusable_input("tg_lerp_tensor", b, 1), NULL;
+    if (tg_unusable_(weight)) return tg_error_unusable_input("tg_lerp_tensor", weight, 2), NULL;
     if (check_broadcast("tg_lerp_tensor", (tg_tensor *[]){a, b, weight},
                         (const char *[]){"start", "end", "weight"}, 3))
         return NULL;
@@ -157,7 +157,7 @@ static tg_tensor *scaled_product(const char *op, int rank, tg_tensor *c, tg_tens
                                  double alpha) {
     for (int i = 0; i < 3; i++) {
         tg_tensor *t = i == 0 ? c : i == 1 ? a : b;
-        if (!t) return tg_error_null_input(op, i), NULL;
+        if (tg_unusable_(t)) return tg_error_unusable_input(op, t, i), NULL;
     }
     char sa[128], sb[128], sc[128];
     if (a->shape.ndim != rank || b->shape.ndim != rank ||
@@ -193,7 +193,7 @@ tg_tensor *tg_baddbmm(tg_tensor *c, tg_tensor *a, tg_tensor *b, double beta, dou
 }
 
 tg_tensor *tg_clamp_tensor(tg_tensor *x, tg_tensor *min, tg_tensor *max) {
-    if (!x) return tg_error_null_input("tg_clamp_tensor", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_clamp_tensor", x, 0), NULL;
     if (!min && !max) return tg_error("tg_clamp_tensor: at least one of min and max must be given"), NULL;
     if (check_broadcast("tg_clamp_tensor", (tg_tensor *[]){x, min, max}, (const char *[]){"input", "min", "max"}, 3))
         return NULL;
@@ -210,7 +210,7 @@ tg_tensor *tg_clamp_tensor(tg_tensor *x, tg_tensor *min, tg_tensor *max) {
 }
 
 tg_tensor *tg_hardtanh(tg_tensor *x, double min_val, double max_val) {
-    if (!x) return tg_error_null_input("tg_hardtanh", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_hardtanh", x, 0), NULL;
     if (!(min_val <= max_val))
         return tg_error("tg_hardtanh: min_val %g must not exceed max_val %g", min_val, max_val), NULL;
     tg_tensor *result = NULL;
@@ -223,7 +223,7 @@ tg_tensor *tg_hardtanh(tg_tensor *x, double min_val, double max_val) {
 }
 
 tg_tensor *tg_softmin(tg_tensor *x, int dim) {
-    if (!x) return tg_error_null_input("tg_softmin", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_softmin", x, 0), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_softmax(tg_neg(x), dim)); }
     return result;

@@ -798,8 +798,8 @@ static tg_tensor *weight_grad_apply(tg_tensor *x, tg_tensor *g, const conv_param
  * shapes each expects. A 3-D input passes: conv_entry runs it batched. */
 static bool conv_args_ok(const char *op, const tg_tensor *x, const tg_tensor *weight, const tg_tensor *bias,
                          const char *x_layout, const char *w_layout) {
-    if (!x) return tg_error_null_input(op, 0), false;
-    if (!weight) return tg_error_null_input(op, 1), false;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), false;
+    if (tg_unusable_(weight)) return tg_error_unusable_input(op, weight, 1), false;
     char xs[128], ws[128], d1[16], d2[16];
     if (x->shape.ndim != 3 && x->shape.ndim != 4)
         return tg_error("%s: expected input %s (4-D, or 3-D unbatched), got %s", op, x_layout,

@@ -12,8 +12,8 @@
 
 /* Checks two floating inputs of one dtype and device that broadcast; *out is the shape. */
 static tg_status check_pair(const char *op, tg_tensor *x1, tg_tensor *x2, tg_shape *out) {
-    if (!x1) return tg_error_null_input(op, 0);
-    if (!x2) return tg_error_null_input(op, 1);
+    if (tg_unusable_(x1)) return tg_error_unusable_input(op, x1, 0);
+    if (tg_unusable_(x2)) return tg_error_unusable_input(op, x2, 1);
     if (!tg_dtype_is_floating(x1->dtype) || x1->dtype != x2->dtype)
         return tg_error("%s: expected x1 and x2 of one floating dtype, got %s and %s", op, tg_dtype_name(x1->dtype),
                         tg_dtype_name(x2->dtype));

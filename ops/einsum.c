@@ -176,7 +176,7 @@ tg_tensor *tg_einsum(const char *equation, tg_tensor *const *operands, int count
     if (count < 1 || count > MAX_OPERANDS || !operands)
         return tg_error("%s: \"%s\": expected 1 to %d operands, got %d", op, equation, MAX_OPERANDS, count), NULL;
     for (int i = 0; i < count; i++)
-        if (!operands[i]) return tg_error_null_input(op, i), NULL;
+        if (tg_unusable_(operands[i])) return tg_error_unusable_input(op, operands[i], i), NULL;
     /* the widest ellipsis decides how many ellipsis labels there are */
     int ell = 0, terms = 1;
     for (const char *c = equation; *c && *c != '-'; c++) terms += *c == ',';

@@ -527,12 +527,12 @@ tg_tensor *tg_clamp(tg_tensor *x, double min, double max) {
 
 /* (x > a) as 0/1 in x's dtype, never recorded: masks inside backward formulas. */
 tg_tensor *tg_gt_mask(tg_tensor *x, double a) {
-    if (!x) return tg_error_null_input("tg_gt_mask", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_gt_mask", x, 0), NULL;
     return mask_of("tg_gt_mask", TG_UNARY_GT_SCALAR, x, a);
 }
 
 tg_tensor *tg_isfinite(tg_tensor *x) {
-    if (!x) return tg_error_null_input("tg_isfinite", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_isfinite", x, 0), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         if (!tg_dtype_is_floating(x->dtype)) {
@@ -547,7 +547,7 @@ tg_tensor *tg_isfinite(tg_tensor *x) {
 }
 
 bool tg_all_finite(tg_tensor *x) {
-    if (!x) return tg_error_null_input("tg_all_finite", 0), false;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_all_finite", x, 0), false;
     if (!tg_dtype_is_floating(x->dtype)) return true;
     bool finite = false;
     TG_SCOPE {
@@ -813,8 +813,8 @@ static tg_status check_result_type(const char *op, tg_dtype result, tg_dtype tar
 
 /* a = a (op) alpha * b, b broadcast to a. */
 static tg_status binary_inplace(const char *op, tg_binary_kind kind, tg_tensor *a, tg_tensor *b, double alpha) {
-    if (!a) return tg_error_null_input(op, 0);
-    if (!b) return tg_error_null_input(op, 1);
+    if (tg_unusable_(a)) return tg_error_unusable_input(op, a, 0);
+    if (tg_unusable_(b)) return tg_error_unusable_input(op, b, 1);
     tg_shape shape;
     tg_dtype dtype;
     if (binary_prepare(op, a, b, &shape, &dtype)) return TG_ERROR;

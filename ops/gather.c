@@ -117,7 +117,7 @@ static tg_tensor *cat_checked(const char *op, tg_tensor *const *tensors, int cou
 static tg_status check_cat(const char *op, tg_tensor *const *tensors, int count, int dim, int *wrapped) {
     if (!tensors || count <= 0) return tg_error("%s: expected a non-empty list of tensors", op);
     for (int i = 0; i < count; i++)
-        if (!tensors[i]) return tg_error_null_input(op, i);
+        if (tg_unusable_(tensors[i])) return tg_error_unusable_input(op, tensors[i], i);
     tg_tensor *first = tensors[0];
     int nd = first->shape.ndim;
     if (nd == 0) return tg_error("%s: zero-dimensional tensor (at position 0) cannot be concatenated", op);
@@ -166,7 +166,7 @@ tg_tensor *tg_cat(tg_tensor *const *tensors, int count, int dim) {
 tg_tensor *tg_stack(tg_tensor *const *tensors, int count, int dim) {
     if (!tensors || count <= 0) return tg_error("tg_stack: expected a non-empty list of tensors"), NULL;
     for (int i = 0; i < count; i++)
-        if (!tensors[i]) return tg_error_null_input("tg_stack", i), NULL;
+        if (tg_unusable_(tensors[i])) return tg_error_unusable_input("tg_stack", tensors[i], i), NULL;
     int nd = tensors[0]->shape.ndim, d = tg_wrap_dim(dim, nd + 1);
     if (d < 0 || nd + 1 > TG_MAX_DIMS)
         return tg_error("tg_stack: dim %d out of range for tensors with %d dims", dim, nd), NULL;
@@ -293,8 +293,8 @@ static tg_status check_index_vector(const char *op, tg_tensor *t, int dim, tg_te
 }
 
 tg_tensor *tg_index_select(tg_tensor *t, int dim, tg_tensor *index) {
-    if (!t) return tg_error_null_input("tg_index_select", 0), NULL;
-    if (!index) return tg_error_null_input("tg_index_select", 1), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_index_select", t, 0), NULL;
+    if (tg_unusable_(index)) return tg_error_unusable_input("tg_index_select", index, 1), NULL;
     index_args a = {0, "tg_index_select", {0}};
     if (check_index_vector("tg_index_select", t, dim, index, &a.dim)) return NULL;
     if (t->shape.ndim == 0 && tg_numel(index) != 1)
@@ -304,9 +304,9 @@ tg_tensor *tg_index_select(tg_tensor *t, int dim, tg_tensor *index) {
 
 tg_tensor *tg_index_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src) {
     const char *op = "tg_index_add";
-    if (!t) return tg_error_null_input(op, 0), NULL;
-    if (!index) return tg_error_null_input(op, 2), NULL;
-    if (!src) return tg_error_null_input(op, 3), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
+    if (tg_unusable_(index)) return tg_error_unusable_input(op, index, 2), NULL;
+    if (tg_unusable_(src)) return tg_error_unusable_input(op, src, 3), NULL;
     index_args a = {0, "tg_index_add", t->shape};
     if (check_index_vector(op, t, dim, index, &a.dim) || tg_check_same_device(op, t, src, "the input and src"))
         return NULL;
@@ -456,8 +456,8 @@ static tg_status check_gather_index(const char *op, tg_tensor *t, int dim, tg_te
 }
 
 tg_tensor *tg_gather(tg_tensor *t, int dim, tg_tensor *index) {
-    if (!t) return tg_error_null_input("tg_gather", 0), NULL;
-    if (!index) return tg_error_null_input("tg_gather", 1), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_gather", t, 0), NULL;
+    if (tg_unusable_(index)) return tg_error_unusable_input("tg_gather", index, 1), NULL;
     gather_args a = {0, "tg_gather", {0}};
     if (check_gather_index("tg_gather", t, dim, index, &a.dim)) return NULL;
     return tg_apply_args(&gather_fn, (tg_tensor *[]){t, index}, &a, sizeof a);
@@ -465,9 +465,9 @@ tg_tensor *tg_gather(tg_tensor *t, int dim, tg_tensor *index) {
 
 tg_tensor *tg_scatter_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src) {
     const char *op = "tg_scatter_add";
-    if (!t) return tg_error_null_input(op, 0), NULL;
-    if (!index) return tg_error_null_input(op, 2), NULL;
-    if (!src) return tg_error_null_input(op, 3), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
+    if (tg_unusable_(index)) return tg_error_unusable_input(op, index, 2), NULL;
+    if (tg_unusable_(src)) return tg_error_unusable_input(op, src, 3), NULL;
     gather_args a = {0, op, t->shape};
     if (check_gather_index(op, t, dim, index, &a.dim) || tg_check_same_device(op, t, src, "the input and src"))
         return NULL;
@@ -512,7 +512,7 @@ static tg_tensor *cuda_one_hot(tg_tensor *index, int64_t classes) {
 
 tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
     const char *op = "tg_one_hot";
-    if (!index) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(index)) return tg_error_unusable_input(op, index, 0), NULL;
     if (check_index_dtype(op, index, false)) return NULL;
     if (num_classes < -1 || (num_classes == 0 && tg_numel(index) > 0))
         return tg_error("%s: num_classes must be positive or -1, got %lld", op, (long long)num_classes), NULL;
@@ -546,8 +546,8 @@ tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
 
 tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices, tg_embedding_opts opts) {
     const char *op = "tg_embedding";
-    if (!weight) return tg_error_null_input(op, 0), NULL;
-    if (!indices) return tg_error_null_input(op, 1), NULL;
+    if (tg_unusable_(weight)) return tg_error_unusable_input(op, weight, 0), NULL;
+    if (tg_unusable_(indices)) return tg_error_unusable_input(op, indices, 1), NULL;
     if (weight->shape.ndim != 2) {
         char s[128];
         return tg_error("%s: weight must be 2-D [num_embeddings, embedding_dim], got %s", op,

@@ -41,7 +41,7 @@ static tg_status check_bool(const char *op, const char *what, tg_tensor *t) {
 }
 
 tg_tensor *tg_nonzero(tg_tensor *x) {
-    if (!x) return tg_error_null_input("tg_nonzero", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_nonzero", x, 0), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *mask = x->dtype == TG_BOOL ? x : tg_ne(x, tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = x->dtype,
@@ -67,8 +67,8 @@ tg_tensor *tg_nonzero(tg_tensor *x) {
 
 tg_tensor *tg_masked_select(tg_tensor *x, tg_tensor *mask) {
     const char *op = "tg_masked_select";
-    if (!x) return tg_error_null_input(op, 0), NULL;
-    if (!mask) return tg_error_null_input(op, 1), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
+    if (tg_unusable_(mask)) return tg_error_unusable_input(op, mask, 1), NULL;
     if (check_bool(op, "mask", mask) || tg_check_same_device(op, x, mask, "input and mask")) return NULL;
     tg_shape shape;
     char a[128], b[128];
@@ -90,8 +90,8 @@ tg_tensor *tg_masked_select(tg_tensor *x, tg_tensor *mask) {
 
 tg_tensor *tg_index_mask(tg_tensor *x, tg_tensor *mask) {
     const char *op = "tg_index_mask";
-    if (!x) return tg_error_null_input(op, 0), NULL;
-    if (!mask) return tg_error_null_input(op, 1), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
+    if (tg_unusable_(mask)) return tg_error_unusable_input(op, mask, 1), NULL;
     if (check_bool(op, "mask", mask) || tg_check_same_device(op, x, mask, "input and mask")) return NULL;
     int k = mask->shape.ndim;
     bool fits = k <= x->shape.ndim && x->shape.ndim - k + 1 <= TG_MAX_DIMS;
@@ -126,7 +126,7 @@ static tg_status expand_bool_indices(const char *op, tg_tensor *x, tg_tensor *co
     *n = 0;
     for (int i = 0; i < count; i++) {
         tg_tensor *t = indices[i];
-        if (!t) return tg_error_null_input(op, 1 + i);
+        if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 1 + i);
         if (tg_check_same_device(op, x, t, "input and indices")) return TG_ERROR;
         if (t->dtype != TG_BOOL && t->dtype != TG_INT64)
             return tg_error("%s: index %d must be int64 or bool, got %s", op, i, tg_dtype_name(t->dtype));
@@ -187,8 +187,8 @@ static tg_status flat_rows(const char *op, tg_tensor *x, tg_tensor **idx, int n,
 
 tg_tensor *tg_index_put(tg_tensor *x, tg_tensor *const *indices, int count, tg_tensor *values, bool accumulate) {
     const char *op = "tg_index_put";
-    if (!x) return tg_error_null_input(op, 0), NULL;
-    if (!values) return tg_error_null_input(op, 1 + (count > 0 ? count : 0)), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
+    if (tg_unusable_(values)) return tg_error_unusable_input(op, values, 1 + (count > 0 ? count : 0)), NULL;
     if (count < 1 || count > TG_MAX_DIMS || !indices)
         return tg_error("%s: expected 1 to %d index tensors, got %d", op, TG_MAX_DIMS, count), NULL;
     if (values->dtype != x->dtype)

@@ -9,9 +9,9 @@
 #include "ops/shape.h"
 
 tg_status tg_inplace_check(const char *op, tg_tensor *target, tg_tensor **sources, int num_sources, bool *record) {
-    if (!target) return tg_error_null_input(op, 0);
+    if (tg_unusable_(target)) return tg_error_unusable_input(op, target, 0);
     for (int i = 0; i < num_sources; i++)
-        if (!sources[i]) return tg_error_null_input(op, i + 1);
+        if (tg_unusable_(sources[i])) return tg_error_unusable_input(op, sources[i], i + 1);
     bool grad_mode = tg_is_grad_enabled();
     if (grad_mode && target->requires_grad && !target->grad_fn)
         return tg_error("%s: a leaf Variable that requires grad is being used in an in-place operation "
@@ -80,8 +80,8 @@ static void copy_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 static const tg_function copy_fn = {"copy_", 2, copy_forward, copy_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
-    if (!dst) return tg_error_null_input("tg_copy_", 0);
-    if (!src) return tg_error_null_input("tg_copy_", 1);
+    if (tg_unusable_(dst)) return tg_error_unusable_input("tg_copy_", dst, 0);
+    if (tg_unusable_(src)) return tg_error_unusable_input("tg_copy_", src, 1);
     /* Shapes, dtypes and devices are checked by tg_copy_values_, which both paths reach. */
     if (src->requires_grad && tg_is_grad_enabled() && !tg_dtype_is_floating(dst->dtype))
         return tg_error("tg_copy_: a %s destination cannot receive a gradient from a source that requires grad",

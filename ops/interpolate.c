@@ -149,7 +149,7 @@ static tg_tensor *resample_dim(tg_tensor *x, int dim, int64_t out, double scale_
 
 tg_tensor *tg_interpolate(tg_tensor *x, tg_interpolate_opts opts) {
     const char *op = "tg_interpolate";
-    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     if (x->shape.ndim != 4)

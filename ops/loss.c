@@ -341,8 +341,8 @@ static tg_tensor *prob_target_loss(const char *op, tg_tensor *x, tg_tensor *targ
 
 static tg_tensor *cross_entropy_impl(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_cross_entropy";
-    if (!logits) return tg_error_null_input(op, 0), NULL;
-    if (!target) return tg_error_null_input(op, 1), NULL;
+    if (tg_unusable_(logits)) return tg_error_unusable_input(op, logits, 0), NULL;
+    if (tg_unusable_(target)) return tg_error_unusable_input(op, target, 1), NULL;
     if (!(opts.label_smoothing >= 0 && opts.label_smoothing <= 1))
         return tg_error("%s: label_smoothing must be in [0, 1], got %g", op, opts.label_smoothing), NULL;
     if (check_reduction(op, opts.reduction, false)) return NULL;
@@ -408,8 +408,8 @@ tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target) {
 
 static tg_tensor *nll_loss_impl(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
     const char *op = "tg_nll_loss";
-    if (!log_probs) return tg_error_null_input(op, 0), NULL;
-    if (!target) return tg_error_null_input(op, 1), NULL;
+    if (tg_unusable_(log_probs)) return tg_error_unusable_input(op, log_probs, 0), NULL;
+    if (tg_unusable_(target)) return tg_error_unusable_input(op, target, 1), NULL;
     if (check_reduction(op, opts.reduction, false)) return NULL;
     if (opts.label_smoothing != 0)
         return tg_error("%s: label_smoothing is a cross_entropy option, got %g", op, opts.label_smoothing), NULL;
@@ -441,8 +441,8 @@ static tg_status check_pair(const char *op, tg_tensor *input, tg_tensor *target,
                             bool same_shape) {
     char a[128], b[128];
     tg_shape out;
-    if (!input) return tg_error_null_input(op, 0);
-    if (!target) return tg_error_null_input(op, 1);
+    if (tg_unusable_(input)) return tg_error_unusable_input(op, input, 0);
+    if (tg_unusable_(target)) return tg_error_unusable_input(op, target, 1);
     if (check_reduction(op, reduction, false)) return TG_ERROR;
     if (!tg_dtype_is_floating(input->dtype) || input->dtype != target->dtype)
         return tg_error("%s: expected input and target of one floating dtype, got %s and %s", op,
@@ -730,7 +730,7 @@ tg_tensor *tg_triplet_margin_loss_opts(tg_tensor *anchor, tg_tensor *positive, t
     const char *op = "tg_triplet_margin_loss";
     tg_tensor *in[3] = {anchor, positive, negative};
     for (int i = 0; i < 3; i++)
-        if (!in[i]) return tg_error_null_input(op, i), NULL;
+        if (tg_unusable_(in[i])) return tg_error_unusable_input(op, in[i], i), NULL;
     if (check_reduction(op, opts.reduction, false)) return NULL;
     if (anchor->shape.ndim != positive->shape.ndim || anchor->shape.ndim != negative->shape.ndim)
         return tg_error("%s: anchor, positive and negative must have the same number of dims, got %d, %d and %d",

@@ -290,8 +290,8 @@ static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
 
 static tg_tensor *matmul_checked(tg_tensor *a, tg_tensor *b) {
-    if (!a) return tg_error_null_input("tg_matmul", 0), NULL;
-    if (!b) return tg_error_null_input("tg_matmul", 1), NULL;
+    if (tg_unusable_(a)) return tg_error_unusable_input("tg_matmul", a, 0), NULL;
+    if (tg_unusable_(b)) return tg_error_unusable_input("tg_matmul", b, 1), NULL;
     char sa[128], sb[128];
     tg_shape_str(a->shape, sa, sizeof sa);
     tg_shape_str(b->shape, sb, sizeof sb);
@@ -426,8 +426,8 @@ static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backwa
 static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
 
 static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
-    if (!x) return tg_error_null_input("tg_linear", 0), NULL;
-    if (!weight) return tg_error_null_input("tg_linear", 1), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_linear", x, 0), NULL;
+    if (tg_unusable_(weight)) return tg_error_unusable_input("tg_linear", weight, 1), NULL;
     char sx[128], sw[128], sb[128];
     tg_shape_str(x->shape, sx, sizeof sx);
     tg_shape_str(weight->shape, sw, sizeof sw);

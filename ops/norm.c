@@ -435,7 +435,7 @@ static tg_tensor *mixed_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_ten
 tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
                          tg_tensor *bias, bool training, double momentum, double eps) {
     const char *op = "tg_batch_norm";
-    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     if (x->shape.ndim < 2) return tg_error("%s: expected input [N, C, ...] (at least 2-D), got %s", op, xs), NULL;
@@ -505,7 +505,7 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
 
 tg_tensor *tg_layer_norm(tg_tensor *x, int normalized_ndim, tg_tensor *weight, tg_tensor *bias, double eps) {
     const char *op = "tg_layer_norm";
-    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     if (normalized_ndim < 1 || normalized_ndim > x->shape.ndim)

@@ -67,7 +67,7 @@ static tg_tensor *pad_constant(tg_tensor *y, int d, int64_t before, int64_t afte
 
 tg_tensor *tg_pad(tg_tensor *x, const int64_t *pad, int count, tg_pad_mode mode, double value) {
     const char *op = "tg_pad";
-    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     if (mode < TG_PAD_CONSTANT || mode > TG_PAD_CIRCULAR) return tg_error("%s: unknown mode %d", op, (int)mode), NULL;

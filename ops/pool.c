@@ -560,7 +560,7 @@ static tg_status pool_params_from(const char *op, tg_tensor *x, tg_pool_opts o, 
 
 tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts opts, tg_tensor **indices) {
     if (indices) *indices = NULL;
-    if (!x) return tg_error_null_input("tg_max_pool2d", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_max_pool2d", x, 0), NULL;
     pool_params q;
     if (check_input("tg_max_pool2d", x) || pool_params_from("tg_max_pool2d", x, opts, true, &q)) return NULL;
     tg_tensor *out[2] = {NULL, NULL};
@@ -590,14 +590,14 @@ static tg_tensor *avg_public(tg_tensor *x, const pool_params *q) {
 }
 
 tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts opts) {
-    if (!x) return tg_error_null_input("tg_avg_pool2d", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_avg_pool2d", x, 0), NULL;
     pool_params q;
     if (check_input("tg_avg_pool2d", x) || pool_params_from("tg_avg_pool2d", x, opts, false, &q)) return NULL;
     return avg_public(x, &q);
 }
 
 tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w) {
-    if (!x) return tg_error_null_input("tg_adaptive_avg_pool2d", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_adaptive_avg_pool2d", x, 0), NULL;
     if (check_input("tg_adaptive_avg_pool2d", x)) return NULL;
     if (out_h <= 0 || out_w <= 0)
         return tg_error("tg_adaptive_avg_pool2d: expected an output size > 0, got %lldx%lld", (long long)out_h,

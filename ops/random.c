@@ -243,21 +243,21 @@ static tg_tensor *random_like(tg_tensor *like, const dist *d) {
 }
 
 tg_tensor *tg_rand_like(tg_tensor *like) {
-    if (!like) return tg_error_null_input("tg_rand_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_rand_like", like, 0), NULL;
     if (check_floating("tg_rand_like", like->dtype)) return NULL;
     dist d = {.kind = DIST_UNIFORM, .a = 0, .b = 1};
     return random_like(like, &d);
 }
 
 tg_tensor *tg_randn_like(tg_tensor *like) {
-    if (!like) return tg_error_null_input("tg_randn_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_randn_like", like, 0), NULL;
     if (check_floating("tg_randn_like", like->dtype)) return NULL;
     dist d = {.kind = DIST_NORMAL, .a = 0, .b = 1};
     return random_like(like, &d);
 }
 
 tg_tensor *tg_randint_like(tg_tensor *like, int64_t low, int64_t high) {
-    if (!like) return tg_error_null_input("tg_randint_like", 0), NULL;
+    if (tg_unusable_(like)) return tg_error_unusable_input("tg_randint_like", like, 0), NULL;
     if (high <= low)
         return tg_error("tg_randint_like: expected low < high, got low %lld, high %lld", (long long)low,
                         (long long)high), NULL;
@@ -291,7 +291,7 @@ tg_tensor *tg_randperm(int64_t n, tg_opts opts) {
 }
 
 tg_tensor *tg_bernoulli(tg_tensor *p) {
-    if (!p) return tg_error_null_input("tg_bernoulli", 0), NULL;
+    if (tg_unusable_(p)) return tg_error_unusable_input("tg_bernoulli", p, 0), NULL;
     if (check_floating("tg_bernoulli", p->dtype)) return NULL;
     tg_tensor *out = NULL;
     if (p->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_bernoulli) { /* drawn on the device */
@@ -336,7 +336,7 @@ static const tg_function normal_fn = TG_OVERWRITE_FUNCTION("normal_");
 static const tg_function bernoulli_fn = TG_OVERWRITE_FUNCTION("bernoulli_");
 
 tg_status tg_uniform_(tg_tensor *t, double low, double high) {
-    if (!t) return tg_error_null_input("tg_uniform_", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_uniform_", t, 0);
     if (check_floating("tg_uniform_", t->dtype)) return TG_ERROR;
     if (!(low <= high)) return tg_error("tg_uniform_: expected low <= high, got %g and %g", low, high);
     dist d = {.kind = DIST_UNIFORM, .a = low, .b = high};
@@ -344,7 +344,7 @@ tg_status tg_uniform_(tg_tensor *t, double low, double high) {
 }
 
 tg_status tg_normal_(tg_tensor *t, double mean, double std) {
-    if (!t) return tg_error_null_input("tg_normal_", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_normal_", t, 0);
     if (check_floating("tg_normal_", t->dtype)) return TG_ERROR;
     if (!(std >= 0)) return tg_error("tg_normal_: expected std >= 0, got %g", std);
     dist d = {.kind = DIST_NORMAL, .a = mean, .b = std};
@@ -354,7 +354,7 @@ tg_status tg_normal_(tg_tensor *t, double mean, double std) {
 static tg_status bernoulli_fill(tg_tensor *t, const dist *scalar_p);
 
 tg_status tg_bernoulli_(tg_tensor *t, double p) {
-    if (!t) return tg_error_null_input("tg_bernoulli_", 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_bernoulli_", t, 0);
     if (!(p >= 0 && p <= 1)) return tg_error("tg_bernoulli_: expected p in [0, 1], but got p=%g", p);
     if (tg_dtype_is_low_precision(t->dtype))
         return tg_error("tg_bernoulli_: %s is not supported (draw in float32 and cast)", tg_dtype_name(t->dtype));
@@ -403,7 +403,7 @@ tg_tensor *tg_get_rng_state(void) {
 }
 
 tg_status tg_set_rng_state(tg_tensor *state) {
-    if (!state) return tg_error_null_input("tg_set_rng_state", 0);
+    if (tg_unusable_(state)) return tg_error_unusable_input("tg_set_rng_state", state, 0);
     char buf[64];
     if (state->dtype != TG_UINT8 || state->shape.ndim != 1 || state->shape.dims[0] != RNG_STATE_BYTES)
         return tg_error("tg_set_rng_state: expected a uint8 tensor of shape [%d] from tg_get_rng_state, got %s %s",
@@ -455,7 +455,7 @@ static tg_tensor *dropout_mask(tg_tensor *x, tg_shape mask_shape, double p) {
 }
 
 tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
-    if (!x) return tg_error_null_input("tg_dropout", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_dropout", x, 0), NULL;
     if (!(p >= 0 && p <= 1))
         return tg_error("tg_dropout: dropout probability has to be between 0 and 1, but got %g", p), NULL;
     if (check_floating("tg_dropout", x->dtype)) return NULL;
@@ -470,7 +470,7 @@ tg_tensor *tg_dropout(tg_tensor *x, double p, bool training) {
 }
 
 tg_tensor *tg_dropout2d(tg_tensor *x, double p, bool training) {
-    if (!x) return tg_error_null_input("tg_dropout2d", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_dropout2d", x, 0), NULL;
     if (!(p >= 0 && p <= 1))
         return tg_error("tg_dropout2d: dropout probability has to be between 0 and 1, but got %g", p), NULL;
     if (check_floating("tg_dropout2d", x->dtype)) return NULL;
@@ -530,7 +530,7 @@ static tg_status init_normal(tg_tensor *t, double std) {
 
 /* torch.nn.init.calculate_gain('leaky_relu', a) = sqrt(2 / (1 + a^2)). */
 static tg_status kaiming_std(const char *op, tg_tensor *t, double a, tg_fan_mode mode, double *std) {
-    if (!t) return tg_error_null_input(op, 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0);
     if (check_floating(op, t->dtype)) return TG_ERROR;
     int64_t fan_in = 0, fan_out = 0;
     if (fans(op, t->shape, &fan_in, &fan_out)) return TG_ERROR;
@@ -553,7 +553,7 @@ tg_status tg_kaiming_normal_(tg_tensor *t, double a, tg_fan_mode mode) {
 }
 
 static tg_status xavier_std(const char *op, tg_tensor *t, double gain, double *std) {
-    if (!t) return tg_error_null_input(op, 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0);
     if (check_floating(op, t->dtype)) return TG_ERROR;
     int64_t fan_in = 0, fan_out = 0;
     if (fans(op, t->shape, &fan_in, &fan_out)) return TG_ERROR;

@@ -13,7 +13,7 @@
 #include "ops/slice.h"
 
 tg_tensor *tg_movedim(tg_tensor *t, int source, int destination) {
-    if (!t) return tg_error_null_input("tg_movedim", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_movedim", t, 0), NULL;
     int nd = t->shape.ndim, s = tg_wrap_dim(source, nd), d = tg_wrap_dim(destination, nd);
     if (s < 0 || d < 0)
         return tg_error("tg_movedim: source %d / destination %d out of range for a tensor with %d dims", source,
@@ -29,7 +29,7 @@ tg_tensor *tg_movedim(tg_tensor *t, int source, int destination) {
 }
 
 tg_tensor *tg_unflatten(tg_tensor *t, int dim, const int64_t *sizes, int count) {
-    if (!t) return tg_error_null_input("tg_unflatten", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_unflatten", t, 0), NULL;
     int nd = t->shape.ndim, d = tg_wrap_dim(dim, nd);
     if (d < 0 || nd == 0) return tg_error("tg_unflatten: dim %d out of range for a tensor with %d dims", dim, nd), NULL;
     if (count < 1 || !sizes || nd - 1 + count > TG_MAX_DIMS)
@@ -112,12 +112,12 @@ static tg_tensor *repeat(const char *op, tg_tensor *t, const int64_t *repeats, i
 }
 
 tg_tensor *tg_repeat(tg_tensor *t, const int64_t *repeats, int count) {
-    if (!t) return tg_error_null_input("tg_repeat", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_repeat", t, 0), NULL;
     return repeat("tg_repeat", t, repeats, count);
 }
 
 tg_tensor *tg_tile(tg_tensor *t, const int64_t *reps, int count) {
-    if (!t) return tg_error_null_input("tg_tile", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_tile", t, 0), NULL;
     if (count < 0 || (count > 0 && !reps) || count > TG_MAX_DIMS)
         return tg_error("tg_tile: %d reps (at most %d)", count, TG_MAX_DIMS), NULL;
     int64_t padded[TG_MAX_DIMS];
@@ -127,7 +127,7 @@ tg_tensor *tg_tile(tg_tensor *t, const int64_t *reps, int count) {
 }
 
 tg_tensor *tg_roll(tg_tensor *t, int64_t shift, int dim) {
-    if (!t) return tg_error_null_input("tg_roll", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_roll", t, 0), NULL;
     int d = t->shape.ndim > 0 ? tg_wrap_dim(dim, t->shape.ndim) : -1;
     if (d < 0) return tg_error("tg_roll: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim), NULL;
     int64_t size = t->shape.dims[d];
@@ -151,7 +151,7 @@ static int interleave_dim(const char *op, tg_tensor *t, int dim) {
  * (a copy) to [..., n r, ...]; the gradient sums the copies back. */
 tg_tensor *tg_repeat_interleave(tg_tensor *t, int64_t repeats, int dim) {
     const char *op = "tg_repeat_interleave";
-    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
     int d = interleave_dim(op, t, dim);
     if (d < 0) return NULL;
     if (repeats < 0) return tg_error("%s: repeats can not be negative, got %lld", op, (long long)repeats), NULL;
@@ -177,8 +177,8 @@ tg_tensor *tg_repeat_interleave(tg_tensor *t, int64_t repeats, int dim) {
 /* The index k repeated repeats[k] times (repeats read on the host), then index_select. */
 tg_tensor *tg_repeat_interleave_tensor(tg_tensor *t, tg_tensor *repeats, int dim) {
     const char *op = "tg_repeat_interleave_tensor";
-    if (!t) return tg_error_null_input(op, 0), NULL;
-    if (!repeats) return tg_error_null_input(op, 1), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
+    if (tg_unusable_(repeats)) return tg_error_unusable_input(op, repeats, 1), NULL;
     int d = interleave_dim(op, t, dim);
     if (d < 0) return NULL;
     int64_t n = t->shape.dims[d], count = tg_numel(repeats);

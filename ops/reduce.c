@@ -15,6 +15,7 @@
 #include "ops/reduce_dims.h"
 #include "ops/reduce_plan.h"
 #include "ops/shape.h"
+#include "core/tensor_impl.h"
 
 typedef struct {
     bool reduce[TG_MAX_DIMS];
@@ -187,7 +188,7 @@ static void sum_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
-    if (!t) return tg_error_null_input("tg_sum", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_sum", t, 0), NULL;
     reduce_args a = {.keepdim = keepdim};
     if (tg_reduce_dims_mask("tg_sum", t, dims, num_dims, a.reduce)) return NULL;
     return tg_apply_args(&sum_fn, &t, &a, sizeof a);
@@ -197,7 +198,7 @@ tg_tensor *tg_sum(tg_tensor *t) { return tg_sum_dims(t, NULL, 0, false); }
 tg_tensor *tg_sum_dim(tg_tensor *t, int dim, bool keepdim) { return tg_sum_dims(t, &dim, 1, keepdim); }
 
 tg_tensor *tg_mean_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
-    if (!t) return tg_error_null_input("tg_mean", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_mean", t, 0), NULL;
     if (!tg_dtype_is_floating(t->dtype))
         return tg_error("tg_mean: expected a floating-point tensor, got %s", tg_dtype_name(t->dtype)), NULL;
     bool mask[TG_MAX_DIMS];
@@ -214,7 +215,7 @@ tg_tensor *tg_mean(tg_tensor *t) { return tg_mean_dims(t, NULL, 0, false); }
 tg_tensor *tg_mean_dim(tg_tensor *t, int dim, bool keepdim) { return tg_mean_dims(t, &dim, 1, keepdim); }
 
 tg_tensor *tg_sum_to(tg_tensor *t, tg_shape shape) {
-    if (!t) return tg_error_null_input("tg_sum_to", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_sum_to", t, 0), NULL;
     tg_shape b;
     char s1[128], s2[128];
     if (!tg_broadcast_shapes(shape, t->shape, &b) || !tg_shape_equal(b, t->shape))

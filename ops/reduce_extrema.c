@@ -129,7 +129,7 @@ static const tg_function max_all_fn = {"max", 1, extreme_all_forward, extreme_al
 static const tg_function min_all_fn = {"min", 1, extreme_all_forward, extreme_all_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 static tg_tensor *extreme_all(const char *op, const tg_function *fn, tg_tensor *t, bool is_max) {
-    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
     bool mask[TG_MAX_DIMS];
     for (int d = 0; d < TG_MAX_DIMS; d++) mask[d] = d < t->shape.ndim;
     if (check_extreme_input(op, t, mask)) return NULL;
@@ -177,7 +177,7 @@ static const tg_function amin_fn = {"amin", 1, amax_forward, amax_backward, 0, T
 
 static tg_tensor *amax(const char *op, const tg_function *fn, tg_tensor *t, const int *dims, int num_dims,
                        bool keepdim, bool is_max) {
-    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
     amax_args a = {is_max, keepdim, {0}};
     if (num_dims < 0 || (num_dims > 0 && !dims)) return tg_error("%s: %d dims given", op, num_dims), NULL;
     if (tg_reduce_dims_mask(op, t, dims, num_dims, a.mask) || check_extreme_input(op, t, a.mask)) return NULL;
@@ -232,7 +232,7 @@ static const tg_function max_dim_fn = {"max_dim", 1, extreme_dim_forward, extrem
 static const tg_function min_dim_fn = {"min_dim", 1, extreme_dim_forward, extreme_dim_backward, 2, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
 
 static tg_status prepare_dim(const char *op, tg_tensor *t, int dim, bool is_max, bool keepdim, extreme_args *a) {
-    if (!t) return tg_error_null_input(op, 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0);
     int d = tg_wrap_dim(dim, t->shape.ndim);
     if (d < 0) {
         char s[128];

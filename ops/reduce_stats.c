@@ -193,7 +193,7 @@ static const stat_op norm_op = {{"norm", 1, stat_forward, stat_backward, 0, TG_L
 
 static tg_tensor *apply_stat(const stat_op *op, tg_tensor *t, const int *dims, int num_dims, bool keepdim,
                              double param) {
-    if (!t) return tg_error_null_input(op->op, 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op->op, t, 0), NULL;
     if (!tg_dtype_is_floating(t->dtype))
         return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op->op, tg_dtype_name(t->dtype)), NULL;
     if (num_dims < 0 || num_dims > TG_MAX_DIMS || (num_dims > 0 && !dims))

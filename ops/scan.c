@@ -133,7 +133,7 @@ static const scan_op cumsum_op = {{"cumsum", 1, scan_forward, scan_backward, 0, 
 static const scan_op cumprod_op = {{"cumprod", 1, scan_forward, scan_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA}, TG_SCAN_PROD};
 
 static tg_tensor *apply_scan(const char *name, const scan_op *op, tg_tensor *x, int dim) {
-    if (!x) return tg_error_null_input(name, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(name, x, 0), NULL;
     int d = tg_wrap_dim(dim, x->shape.ndim);
     if (d < 0) return tg_error("%s: dim %d out of range for a tensor with %d dims", name, dim, x->shape.ndim), NULL;
     if (tg_dtype_is_floating(x->dtype)) return tg_apply_args(&op->fn, &x, &d, sizeof d);
@@ -192,7 +192,7 @@ static const tg_function prod_fn = {"prod", 1, prod_forward, prod_backward, 0, T
 
 tg_tensor *tg_prod_dim(tg_tensor *x, int dim, bool keepdim) {
     const char *name = "tg_prod_dim";
-    if (!x) return tg_error_null_input(name, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(name, x, 0), NULL;
     int d = tg_wrap_dim(dim, x->shape.ndim);
     if (d < 0) return tg_error("%s: dim %d out of range for a tensor with %d dims", name, dim, x->shape.ndim), NULL;
     tg_tensor *result = NULL;
@@ -207,7 +207,7 @@ tg_tensor *tg_prod_dim(tg_tensor *x, int dim, bool keepdim) {
 }
 
 tg_tensor *tg_prod(tg_tensor *x) {
-    if (!x) return tg_error_null_input("tg_prod", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_prod", x, 0), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_prod_dim(tg_reshape(x, TG_SHAPE(tg_numel(x))), 0, false)); }
     return result;

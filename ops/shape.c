@@ -86,13 +86,13 @@ static void reshape_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 static const tg_function view_fn = {"view", 1, view_forward, reshape_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_view(tg_tensor *t, tg_shape shape) {
-    if (!t) return tg_error_null_input("tg_view", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_view", t, 0), NULL;
     if (infer_shape("tg_view", t->shape, &shape)) return NULL;
     return tg_apply_args(&view_fn, &t, &shape, sizeof shape);
 }
 
 tg_tensor *tg_reshape(tg_tensor *t, tg_shape shape) {
-    if (!t) return tg_error_null_input("tg_reshape", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_reshape", t, 0), NULL;
     if (infer_shape("tg_reshape", t->shape, &shape)) return NULL;
     int64_t strides[TG_MAX_DIMS];
     if (view_strides(t->shape, t->strides, shape, strides)) return tg_apply_args(&view_fn, &t, &shape, sizeof shape);
@@ -105,7 +105,7 @@ tg_tensor *tg_reshape(tg_tensor *t, tg_shape shape) {
 }
 
 tg_tensor *tg_flatten(tg_tensor *t, int start_dim, int end_dim) {
-    if (!t) return tg_error_null_input("tg_flatten", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_flatten", t, 0), NULL;
     int nd = t->shape.ndim, s = tg_wrap_dim(start_dim, nd), e = tg_wrap_dim(end_dim, nd);
     if (s < 0 || e < 0 || (nd > 0 && s > e))
         return tg_error("tg_flatten: start_dim %d / end_dim %d invalid for a tensor with %d dims", start_dim,
@@ -121,7 +121,7 @@ tg_tensor *tg_flatten(tg_tensor *t, int start_dim, int end_dim) {
 }
 
 tg_tensor *tg_squeeze(tg_tensor *t, int dim) {
-    if (!t) return tg_error_null_input("tg_squeeze", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_squeeze", t, 0), NULL;
     int d = tg_wrap_dim(dim, t->shape.ndim);
     if (d < 0) return tg_error("tg_squeeze: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim), NULL;
     tg_shape shape = t->shape;
@@ -133,7 +133,7 @@ tg_tensor *tg_squeeze(tg_tensor *t, int dim) {
 }
 
 tg_tensor *tg_unsqueeze(tg_tensor *t, int dim) {
-    if (!t) return tg_error_null_input("tg_unsqueeze", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_unsqueeze", t, 0), NULL;
     int d = tg_wrap_dim(dim, t->shape.ndim + 1);
     if (d < 0 || t->shape.ndim >= TG_MAX_DIMS)
         return tg_error("tg_unsqueeze: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim), NULL;
@@ -172,7 +172,7 @@ static void permute_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 static const tg_function permute_fn = {"permute", 1, permute_forward, permute_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_permute(tg_tensor *t, const int *dims) {
-    if (!t) return tg_error_null_input("tg_permute", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_permute", t, 0), NULL;
     perm_args p = {{0}};
     bool seen[TG_MAX_DIMS] = {0};
     for (int i = 0; i < t->shape.ndim; i++) {
@@ -187,7 +187,7 @@ tg_tensor *tg_permute(tg_tensor *t, const int *dims) {
 }
 
 tg_tensor *tg_transpose(tg_tensor *t, int dim0, int dim1) {
-    if (!t) return tg_error_null_input("tg_transpose", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_transpose", t, 0), NULL;
     int nd = t->shape.ndim, a = tg_wrap_dim(dim0, nd), b = tg_wrap_dim(dim1, nd);
     if (a < 0 || b < 0)
         return tg_error("tg_transpose: dims %d, %d out of range for a tensor with %d dims", dim0, dim1, nd), NULL;
@@ -250,7 +250,7 @@ static tg_tensor *narrow_pad(tg_tensor *g, const narrow_args *a) {
 }
 
 tg_tensor *tg_narrow(tg_tensor *t, int dim, int64_t start, int64_t length) {
-    if (!t) return tg_error_null_input("tg_narrow", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_narrow", t, 0), NULL;
     int d = tg_wrap_dim(dim, t->shape.ndim);
     if (d < 0 || t->shape.ndim == 0)
         return tg_error("tg_narrow: dim %d out of range for a tensor with %d dims", dim, t->shape.ndim), NULL;
@@ -287,7 +287,7 @@ static void expand_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 static const tg_function expand_fn = {"expand", 1, expand_forward, expand_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
-    if (!t) return tg_error_null_input("tg_expand", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_expand", t, 0), NULL;
     char a[128], b[128];
     int lead = shape.ndim - t->shape.ndim;
     bool ok = lead >= 0 && shape.ndim <= TG_MAX_DIMS;
@@ -315,12 +315,12 @@ static const tg_function contiguous_fn = {"contiguous", 1, copy_values_forward, 
 static const tg_function clone_fn = {"clone", 1, copy_values_forward, identity_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
 
 tg_tensor *tg_clone(tg_tensor *t) {
-    if (!t) return tg_error_null_input("tg_clone", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_clone", t, 0), NULL;
     return tg_apply(&clone_fn, &t);
 }
 
 tg_tensor *tg_contiguous(tg_tensor *t) {
-    if (!t) return tg_error_null_input("tg_contiguous", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_contiguous", t, 0), NULL;
     if (tg_is_contiguous(t)) return tg_scope_track(tg_retain(t));
     return tg_apply(&contiguous_fn, &t);
 }

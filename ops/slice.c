@@ -98,7 +98,7 @@ static int wrap_dim(const char *op, tg_tensor *t, int dim) {
 }
 
 tg_tensor *tg_select(tg_tensor *t, int dim, int64_t index) {
-    if (!t) return tg_error_null_input("tg_select", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_select", t, 0), NULL;
     if (t->shape.ndim == 0) return tg_error("tg_select: cannot be applied to a 0-dim tensor"), NULL;
     int d = wrap_dim("tg_select", t, dim);
     if (d < 0) return NULL;
@@ -113,7 +113,7 @@ tg_tensor *tg_select(tg_tensor *t, int dim, int64_t index) {
 }
 
 tg_tensor *tg_slice(tg_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
-    if (!t) return tg_error_null_input("tg_slice", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_slice", t, 0), NULL;
     int d = wrap_dim("tg_slice", t, dim);
     if (d < 0) return NULL;
     if (step <= 0) return tg_error("tg_slice: slice step must be positive, got %lld", (long long)step), NULL;
@@ -129,7 +129,7 @@ tg_tensor *tg_slice(tg_tensor *t, int dim, int64_t start, int64_t end, int64_t s
 }
 
 tg_tensor *tg_diagonal(tg_tensor *t, int64_t offset, int dim1, int dim2) {
-    if (!t) return tg_error_null_input("tg_diagonal", 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_diagonal", t, 0), NULL;
     int a = wrap_dim("tg_diagonal", t, dim1), b = a < 0 ? -1 : wrap_dim("tg_diagonal", t, dim2);
     if (a < 0 || b < 0) return NULL;
     if (a == b) return tg_error("tg_diagonal: diagonal dimensions cannot be identical %d, %d", dim1, dim2), NULL;
@@ -176,7 +176,7 @@ static int narrow_parts(const char *op, tg_tensor *t, int d, const int64_t *size
 }
 
 int tg_split(tg_tensor *t, int64_t split_size, int dim, tg_tensor **parts, int max_parts) {
-    if (!t) return tg_error_null_input("tg_split", 0), -1;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_split", t, 0), -1;
     int d = wrap_dim("tg_split", t, dim);
     if (d < 0) return -1;
     int64_t size = t->shape.dims[d];
@@ -191,7 +191,7 @@ int tg_split(tg_tensor *t, int64_t split_size, int dim, tg_tensor **parts, int m
 }
 
 int tg_chunk(tg_tensor *t, int chunks, int dim, tg_tensor **parts, int max_parts) {
-    if (!t) return tg_error_null_input("tg_chunk", 0), -1;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_chunk", t, 0), -1;
     if (chunks <= 0) return tg_error("tg_chunk: chunks must be greater than 0, got %d", chunks), -1;
     int d = wrap_dim("tg_chunk", t, dim);
     if (d < 0) return -1;
@@ -205,7 +205,7 @@ int tg_chunk(tg_tensor *t, int chunks, int dim, tg_tensor **parts, int max_parts
 }
 
 int tg_split_sizes(tg_tensor *t, const int64_t *sizes, int count, int dim, tg_tensor **parts, int max_parts) {
-    if (!t) return tg_error_null_input("tg_split_sizes", 0), -1;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_split_sizes", t, 0), -1;
     if (count < 0 || (count > 0 && !sizes)) return tg_error("tg_split_sizes: %d sizes given at %p", count, (void *)sizes), -1;
     int d = wrap_dim("tg_split_sizes", t, dim);
     if (d < 0) return -1;
@@ -225,7 +225,7 @@ int tg_split_sizes(tg_tensor *t, const int64_t *sizes, int count, int dim, tg_te
 }
 
 int tg_unbind(tg_tensor *t, int dim, tg_tensor **parts, int max_parts) {
-    if (!t) return tg_error_null_input("tg_unbind", 0), -1;
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_unbind", t, 0), -1;
     if (t->shape.ndim == 0) return tg_error("tg_unbind: cannot be applied to a 0-dim tensor"), -1;
     int d = wrap_dim("tg_unbind", t, dim);
     if (d < 0) return -1;

@@ -120,7 +120,7 @@ static const tg_function softmax_fn = {"softmax", 1, softmax_forward, softmax_ba
 static const tg_function log_softmax_fn = {"log_softmax", 1, softmax_forward, softmax_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 static tg_tensor *apply_softmax(const char *op, const tg_function *fn, tg_tensor *t, int dim, bool log) {
-    if (!t) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
     if (!tg_dtype_is_floating(t->dtype))
         return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op, tg_dtype_name(t->dtype)), NULL;
     int d = tg_wrap_dim(dim, t->shape.ndim);

@@ -76,7 +76,7 @@ static tg_tensor *sort_order(const char *op, tg_tensor *x, int dim, bool descend
 
 /* The shared front: checks x and dim; a 0-dim x is viewed as [1] (*scalar set). */
 static tg_tensor *as_lines(const char *op, tg_tensor *x, int dim, int *d, bool *scalar) {
-    if (!x) return tg_error_null_input(op, 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     *scalar = x->shape.ndim == 0;
     *d = tg_wrap_dim(dim, *scalar ? 1 : x->shape.ndim);
     if (*d < 0) return tg_error("%s: dim %d out of range for a tensor with %d dims", op, dim, x->shape.ndim), NULL;
@@ -138,7 +138,7 @@ static tg_tensor *ordered(const char *op, tg_tensor *x, int dim, bool descending
 
 /* The size of x along dim for the range checks (1 for a 0-dim x), or -1 after an error. */
 static int64_t line_length(const char *op, tg_tensor *x, int dim) {
-    if (!x) return tg_error_null_input(op, 0), -1;
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), -1;
     int d = tg_wrap_dim(dim, x->shape.ndim ? x->shape.ndim : 1);
     if (d < 0) return tg_error("%s: dim %d out of range for a tensor with %d dims", op, dim, x->shape.ndim), -1;
     return x->shape.ndim ? x->shape.dims[d] : 1;
@@ -190,7 +190,7 @@ tg_tensor *tg_median_dim(tg_tensor *x, int dim, bool keepdim, tg_tensor **indice
 }
 
 tg_tensor *tg_median(tg_tensor *x) {
-    if (!x) return tg_error_null_input("tg_median", 0), NULL;
+    if (tg_unusable_(x)) return tg_error_unusable_input("tg_median", x, 0), NULL;
     if (tg_numel(x) == 0) {
         if (!tg_dtype_is_floating(x->dtype))
             return tg_error("tg_median: an empty %s tensor has no median", tg_dtype_name(x->dtype)), NULL;

@@ -104,7 +104,7 @@ tg_status tg_grad_scaler_set_state(tg_grad_scaler *s, double scale, int64_t grow
 
 tg_tensor *tg_grad_scaler_scale(tg_grad_scaler *s, tg_tensor *outputs) {
     if (!s) return tg_error("tg_grad_scaler_scale: scaler is NULL"), NULL;
-    if (!outputs) return tg_error_null_input("tg_grad_scaler_scale", 0), NULL;
+    if (tg_unusable_(outputs)) return tg_error_unusable_input("tg_grad_scaler_scale", outputs, 0), NULL;
     if (s->opts.disabled) return tg_scope_track(tg_retain(outputs));
     tg_tensor *out = NULL;
     TG_SCOPE { /* outputs * a 0-dim float32 scale: outputs' dtype, as PyTorch's promotion */

@@ -21,6 +21,7 @@
 #include "optim/kernels.h"
 #include "optim/grad_scaler_state.h"
 #include "optim/schedule_state.h"
+#include "core/tensor_impl.h"
 
 typedef enum { KIND_SGD, KIND_ADAM, KIND_ADAMW, KIND_RMSPROP } optim_kind;
 
@@ -329,7 +330,7 @@ tg_status tg_optim_state_get(tg_optim *opt, int index, const char **name, tg_ten
 
 tg_status tg_optim_state_set(tg_optim *opt, const char *name, tg_tensor *value) {
     if (!opt) return tg_error("tg_optim_state_set: optimizer is NULL");
-    if (!value) return tg_error_null_input("tg_optim_state_set", 0);
+    if (tg_unusable_(value)) return tg_error_unusable_input("tg_optim_state_set", value, 0);
     int i = -1, consumed = 0;
     if (!name || sscanf(name, "state.%d.%n", &i, &consumed) != 1 || consumed == 0)
         return tg_error("tg_optim_state_set (%s): name \"%s\" is not \"state.<index>.<key>\"", opt->name,
