@@ -98,6 +98,18 @@ static bool first_sighting(const char *message, bool *full_now) {
     return first;
 }
 
+static tg_error_prelude prelude;
+static void *prelude_user;
+
+void tg_set_error_prelude(tg_error_prelude fn, void *user) {
+    prelude = fn;
+    prelude_user = user;
+}
+
+static void before_printing(void) {
+    if (prelude) prelude(prelude_user);
+}
+
 static void warn_once(const char *message) {
     static atomic_bool hinted;
     bool full_now;
@@ -106,6 +118,7 @@ static void warn_once(const char *message) {
             fprintf(stderr, "tapegrad: %d distinct errors printed; no more will be (TG_ERRORS=silent)\n", SEEN_MAX);
         return;
     }
+    before_printing();
     fprintf(stderr, "tapegrad: error: %s\n", message);
     if (!atomic_exchange(&hinted, true))
         fprintf(stderr, "tapegrad: (each distinct error is printed once; read it with tg_last_error(), or choose "
@@ -114,6 +127,7 @@ static void warn_once(const char *message) {
 
 void tg_error_exit_handler(const char *message, void *user) {
     (void)user;
+    before_printing();
     fprintf(stderr, "tapegrad: error: %s\n", message);
     atomic_store(&tg_exiting_on_error_, true); /* the tensors of the interrupted work are no leak */
     fflush(NULL);
@@ -139,6 +153,7 @@ static void act(bool consequence) {
         tg_error_exit_handler(last_message, NULL);
         break;
     case TG_ERRORS_ABORT:
+        before_printing();
         fprintf(stderr, "tapegrad: error: %s\n", last_message);
         abort();
     case TG_ERRORS_DEFAULT: /* tg_get_error_mode never returns it */

@@ -67,6 +67,12 @@ tg_error_mode tg_get_error_mode(void);
 typedef void (*tg_error_handler)(const char *message, void *user);
 void tg_set_error_handler(tg_error_handler handler, void *user);
 
+/* Called just before the library prints an error message to stderr (any mode that
+ * prints), e.g. for a progress bar redrawn in place to end its line first so that the
+ * message does not land on it (tutorials/common/report.c). NULL removes it. Process-wide. */
+typedef void (*tg_error_prelude)(void *user);
+void tg_set_error_prelude(tg_error_prelude prelude, void *user);
+
 /* A ready-made handler: prints "tapegrad: error: <message>" to stderr and exits with
  * status 1 (what TG_ERRORS_EXIT does; for a program that also has its own handler to
  * chain to). */

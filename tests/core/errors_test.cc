@@ -132,6 +132,28 @@ TEST_F(TgTest, HandlerReplacesTheModesAction) {
     EXPECT_EQ(calls, 2);  // the failure and the op given its NULL
 }
 
+// A progress bar drawn in place ends its line before a message is printed (issue 35):
+// the prelude runs before each message printed, and only then.
+TEST_F(TgTest, PreludeRunsBeforeEachPrintedMessageOnly) {
+    static int calls;
+    calls = 0;
+    std::string out = stderr_of(TG_ERRORS_WARN, [] {
+        tg_set_error_prelude([](void *) { fputs("[prelude]", stderr), calls++; }, nullptr);
+        tg_exp(tg_ones(TG_SHAPE(-11), tg_opts{}));  // printed once: the NULL's consequence is not
+        tg_ones(TG_SHAPE(-11), tg_opts{});          // the same message again: not printed
+        tg_set_error_prelude(nullptr, nullptr);
+    });
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(out.rfind("[prelude]tapegrad: error: tg_ones: negative size -11 in shape [-11]\n", 0), 0u) << out;
+    out = stderr_of(TG_ERRORS_SILENT, [] {
+        tg_set_error_prelude([](void *) { calls++; }, nullptr);
+        tg_ones(TG_SHAPE(-12), tg_opts{});
+        tg_set_error_prelude(nullptr, nullptr);
+    });
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(out, "");
+}
+
 TEST(TgErrorsDeathTest, ExitModePrintsAndExits) {
     EXPECT_EXIT(
         {

@@ -8,6 +8,18 @@
 
 /* ---- progress bar ---- */
 
+/* On a terminal the bar is redrawn in place (\r, no newline), so an error printed
+ * meanwhile would land on the bar's line: the library calls this first. */
+static bool bar_line_open;
+
+static void end_bar_line(void *user) {
+    (void)user;
+    if (!bar_line_open) return;
+    printf("\n");
+    fflush(stdout);
+    bar_line_open = false;
+}
+
 static void format_eta(double seconds, char *buf, size_t size) {
     if (!(seconds >= 0) || seconds > 1e6) {
         snprintf(buf, size, "--:--");
@@ -21,6 +33,7 @@ void tut_progress_begin(tut_progress *p, int epoch, int epochs, int64_t total_st
     *p = (tut_progress){.epoch = epoch, .epochs = epochs, .total_steps = total_steps, .batch_size = batch_size,
                         .start = tut_now(), .tty = isatty(fileno(stdout))};
     p->last_draw = p->start;
+    if (p->tty) tg_set_error_prelude(end_bar_line, NULL);
 }
 
 static void draw(tut_progress *p, bool final) {
@@ -38,6 +51,7 @@ static void draw(tut_progress *p, bool final) {
         printf("\repoch %d/%d [%s] %lld/%lld  %6.0f img/s  loss %.4f  %s %s\033[K", p->epoch + 1, p->epochs, bar,
                (long long)p->step, (long long)p->total_steps, rate, loss, final ? "took" : "ETA", eta_text);
         if (final) printf("\n");
+        bar_line_open = !final;
     } else {
         printf("epoch %d/%d step %lld/%lld  %.0f img/s  loss %.4f  %s %s\n", p->epoch + 1, p->epochs,
                (long long)p->step, (long long)p->total_steps, rate, loss, final ? "took" : "ETA", eta_text);
@@ -74,6 +88,7 @@ FILE *tut_log_open(const char *path) {
         exit(1);
     }
     fprintf(f, "epoch,step,train_loss,test_loss,test_accuracy,lr,seconds\n");
+    fflush(f); /* a run stopped (Ctrl-C) before its first row still leaves a CSV with its header */
     return f;
 }
 
