@@ -163,10 +163,10 @@ static tg_status check_ready(const char *op) {
 /* mpirun stops the other ranks with SIGTERM when one exits non-zero or dies: say so
  * before going (write(2) only: async-signal-safe). */
 static void on_sigterm(int sig) {
-    char line[160];
+    char line[200]; /* the launcher does not say why: Ctrl-C on mpirun ends here too */
     int n = snprintf(line, sizeof line,
-                     "tg_dist: rank %d of %d stopped by the launcher (signal %d): another rank exited with an "
-                     "error or died; its messages say why\n",
+                     "tg_dist: rank %d of %d stopped by the launcher (signal %d): the job was interrupted, or "
+                     "another rank exited with an error or died (its messages say why)\n",
                      job_rank, job_size, sig);
     if (n > 0) (void)!write(STDERR_FILENO, line, (size_t)n);
     signal(sig, SIG_DFL);
@@ -320,7 +320,7 @@ static bool is_cuda(const tg_tensor *t) { return t->storage->device.kind == TG_D
 /* The checks every collective makes on its tensor. reducing: the op adds values. */
 static tg_status check_tensor(const char *op, const tg_tensor *t, bool reducing, tg_dist_op reduce) {
     if (check_ready(op)) return TG_ERROR;
-    if (!t) return tg_error_null_input(op, 0);
+    if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0);
     if (!tg_is_contiguous(t)) return tg_error("%s: the tensor must be contiguous", op);
     tg_dtype dtype = t->dtype;
     bool arithmetic = dtype == TG_FLOAT32 || dtype == TG_FLOAT64 || dtype == TG_INT32 || dtype == TG_INT64;
