@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/scope.h"
+#include "io/crc32c.h"
 #include "io/safetensors.h"
 #include "core/tensor_impl.h"
 
@@ -126,21 +127,50 @@ tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_
             total_data += sizes[i];
         }
 
-    /* Header: metadata first (as the reference writer does), then tensors in map order. */
+    /* Header: metadata first (as the reference writer does), then tensors in map order.
+     * The metadata ends with one "tapegrad.crc32c.<name>": "<8 hex digits>" per tensor
+     * (a string, as the format wants), written as zeros here and filled in once the data
+     * is in place (crc_at: where each one's digits are). A map's own keys of that form
+     * (a loaded file's) are stale and left out. */
+    size_t *crc_at = calloc((size_t)(count ? count : 1), sizeof *crc_at);
+    if (!crc_at) {
+        free(sizes);
+        free(offsets);
+        return tg_error("%s: out of memory", op);
+    }
     sbuf h = {0};
     sb_put(&h, "{", 1);
-    bool first = true;
-    if (tg_tensor_map_metadata_size(m) > 0) {
-        sb_puts(&h, "\"__metadata__\":{");
-        for (int64_t i = 0; i < tg_tensor_map_metadata_size(m); i++) {
-            if (i) sb_put(&h, ",", 1);
-            sb_json_string(&h, tg_tensor_map_metadata_key(m, i));
-            sb_put(&h, ":", 1);
-            sb_json_string(&h, tg_tensor_map_metadata_value(m, i));
-        }
-        sb_put(&h, "}", 1);
+    bool first = true, any = count > 0;
+    for (int64_t i = 0; i < tg_tensor_map_metadata_size(m) && !any; i++)
+        any = strncmp(tg_tensor_map_metadata_key(m, i), TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX));
+    if (any) sb_puts(&h, "\"__metadata__\":{");
+    for (int64_t i = 0; i < tg_tensor_map_metadata_size(m); i++) {
+        if (!strncmp(tg_tensor_map_metadata_key(m, i), TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX)))
+            continue;
+        if (!first) sb_put(&h, ",", 1);
         first = false;
+        sb_json_string(&h, tg_tensor_map_metadata_key(m, i));
+        sb_put(&h, ":", 1);
+        sb_json_string(&h, tg_tensor_map_metadata_value(m, i));
     }
+    for (int64_t i = 0; i < count; i++) {
+        if (!first) sb_put(&h, ",", 1);
+        first = false;
+        char *key = malloc(strlen(TG_SAFETENSORS_CRC_PREFIX) + strlen(tg_tensor_map_name(m, i)) + 1);
+        if (!key) {
+            h.failed = true;
+            break;
+        }
+        strcpy(key, TG_SAFETENSORS_CRC_PREFIX);
+        strcat(key, tg_tensor_map_name(m, i));
+        sb_json_string(&h, key);
+        free(key);
+        sb_puts(&h, ":\"");
+        crc_at[i] = h.len;
+        sb_puts(&h, "00000000\"");
+    }
+    if (any) sb_put(&h, "}", 1);
+    first = !any;
     for (int64_t i = 0; i < count; i++) {
         tg_tensor *t = tg_tensor_map_tensor(m, i);
         const char *dt = dtype_file_name(tg_dtype_of(t));
@@ -148,6 +178,7 @@ tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_
             free(h.data);
             free(sizes);
             free(offsets);
+            free(crc_at);
             return tg_error("%s: tensor \"%s\" has dtype %s, which safetensors files from "
                             "tapegrad cannot hold yet (F32, F64, I64, I32, U8, BOOL, F16, BF16)",
                             op, tg_tensor_map_name(m, i), tg_dtype_name(tg_dtype_of(t)));
@@ -179,6 +210,7 @@ tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_
         free(h.data);
         free(sizes);
         free(offsets);
+        free(crc_at);
         return tg_error("%s: out of memory for a %zu-byte file", op, total);
     }
     uint64_t hl = h.len;
@@ -192,11 +224,16 @@ tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_
             free(out);
             free(sizes);
             free(offsets);
+            free(crc_at);
             return TG_ERROR;
         }
+        char hex[9];
+        snprintf(hex, sizeof hex, "%08x", (unsigned)tg_crc32c(0, p + offsets[i], sizes[i]));
+        memcpy(out + 8 + crc_at[i], hex, 8);
     }
     free(sizes);
     free(offsets);
+    free(crc_at);
     *data = out;
     *nbytes = total;
     return TG_OK;
@@ -385,6 +422,40 @@ static bool parse_entry(const char *op, const char *file, const cJSON *item, st_
     return true;
 }
 
+/* Checks a tensor's bytes against its "tapegrad.crc32c.<name>" in the metadata, when the
+ * file has one (files from other writers have none: nothing to check). */
+static bool check_crc(const char *op, const char *file, const cJSON *meta, const char *name, const uint8_t *bytes,
+                      size_t nb) {
+    char key[320];
+    int kn = snprintf(key, sizeof key, "%s%s", TG_SAFETENSORS_CRC_PREFIX, name);
+    const cJSON *v = NULL;
+    if (kn > 0 && (size_t)kn < sizeof key) {
+        v = cJSON_GetObjectItemCaseSensitive(meta, key);
+    } else { /* a long name */
+        for (const cJSON *kv = meta->child; kv && !v; kv = kv->next)
+            if (kv->string && !strncmp(kv->string, TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX)) &&
+                !strcmp(kv->string + strlen(TG_SAFETENSORS_CRC_PREFIX), name))
+                v = kv;
+    }
+    if (!v) return true;
+    const char *hex = cJSON_IsString(v) ? v->valuestring : NULL;
+    uint32_t want = 0;
+    bool valid = hex && strlen(hex) == 8;
+    for (int i = 0; valid && i < 8; i++) {
+        char c = hex[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        valid = d >= 0;
+        want = want << 4 | (uint32_t)(d < 0 ? 0 : d);
+    }
+    if (!valid)
+        return tg_error("%s: %s: metadata \"%s\" must be 8 hex digits (a CRC32C)", op, file, v->string), false;
+    uint32_t got = tg_crc32c(0, bytes, nb);
+    if (got != want)
+        return tg_error("%s: %s: tensor \"%s\" is corrupted: the CRC32C of its %zu bytes is %08x, the file says "
+                        "%08x", op, file, name, nb, (unsigned)got, (unsigned)want), false;
+    return true;
+}
+
 static tg_tensor_map *parse(const char *op, const void *data, size_t n, const char *file) {
     const uint8_t *p = data;
     if (!file) file = "<memory>";
@@ -435,6 +506,7 @@ static tg_tensor_map *parse(const char *op, const void *data, size_t n, const ch
     bool ok = entries && m;
     if (!entries) tg_error("%s: %s: out of memory", op, file);
     bool seen_meta = false;
+    const cJSON *meta = NULL;
     for (const cJSON *item = root->child; ok && item; item = item->next) {
         const char *name = item->string ? item->string : "";
         if (strcmp(name, "__metadata__") == 0) {
@@ -444,7 +516,11 @@ static tg_tensor_map *parse(const char *op, const void *data, size_t n, const ch
                 break;
             }
             seen_meta = true;
+            meta = item;
             for (const cJSON *kv = item->child; ok && kv; kv = kv->next) {
+                if (cJSON_IsString(kv) && kv->string &&
+                    !strncmp(kv->string, TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX)))
+                    continue; /* a property of the file, checked below; not the map's */
                 if (!cJSON_IsString(kv)) {
                     tg_error("%s: %s: metadata \"%s\" is not a string (the format maps strings "
                              "to strings)", op, file, kv->string ? kv->string : "");
@@ -514,6 +590,10 @@ static tg_tensor_map *parse(const char *op, const void *data, size_t n, const ch
                 break;
             }
             size_t nb = (size_t)(e->end - e->begin);
+            if (meta && !check_crc(op, file, meta, e->name, buffer + e->begin, nb)) {
+                ok = false;
+                break;
+            }
             if (e->dtype == TG_BOOL) {
                 /* Any non-zero byte is true; a C bool must hold exactly 0 or 1. */
                 bool *dst = tg_data_ptr(t);

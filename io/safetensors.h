@@ -20,6 +20,13 @@
  * tensor's data is aligned to its element size; the output is a deterministic
  * function of the map (tests compare it byte for byte).
  *
+ * Checksums: tapegrad's writer adds to "__metadata__" one "tapegrad.crc32c.<name>":
+ * "<8 lowercase hex digits>" per tensor, the CRC32C (Castagnoli, as ext4 and iSCSI;
+ * crc32c("123456789") = e3069283) of the tensor's bytes as stored; the reader checks
+ * every tensor that has one and fails naming the file, the tensor and both sums, and
+ * skips tensors without one (files from PyTorch and other writers). These keys are a
+ * property of the file: a loaded map's metadata leaves them out.
+ *
  * Module state dicts and checkpoints: io/checkpoint.h (included at the end). */
 #ifndef TG_IO_SAFETENSORS_H
 #define TG_IO_SAFETENSORS_H
@@ -33,6 +40,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The metadata key of a tensor's checksum is this prefix followed by its name. */
+#define TG_SAFETENSORS_CRC_PREFIX "tapegrad.crc32c."
 
 /* ---- tensor maps: an ordered name -> tensor dictionary plus string metadata ----
  *

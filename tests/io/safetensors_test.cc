@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <cjson/cJSON.h>
+
+#include "io/crc32c.h"
 #include "test_util.h"
 
 namespace {
@@ -336,6 +339,101 @@ TEST_F(SafetensorsTest, MalformedLayout) {
     ASSERT_NE(m, nullptr) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_tensor_map_get(m, "f"), {0, 1, 1, 1}, 0));
     tg_tensor_map_free(m);
+}
+
+// Issue 35: the checksum of the file's tensors (io/crc32c.h), both implementations.
+TEST(Crc32cTest, CheckValueAndBothImplementations) {
+    EXPECT_EQ(tg_crc32c(0, "123456789", 9), 0xE3069283u);
+    EXPECT_EQ(tg_crc32c_portable(0, "123456789", 9), 0xE3069283u);
+    EXPECT_EQ(tg_crc32c(0, "", 0), 0u);
+    std::vector<uint8_t> b(1000);
+    for (size_t i = 0; i < b.size(); i++) b[i] = (uint8_t)(i * 131 + 7);
+    for (size_t n : {1u, 7u, 8u, 9u, 63u, 64u, 999u, 1000u}) {
+        uint32_t whole = tg_crc32c(0, b.data(), n);
+        EXPECT_EQ(tg_crc32c_portable(0, b.data(), n), whole) << n;
+        EXPECT_EQ(tg_crc32c(tg_crc32c(0, b.data(), n / 3), b.data() + n / 3, n - n / 3), whole) << n;
+    }
+}
+
+// Issue 35: 64 of 71 float32 bit flips changed a model's output and loaded silently.
+// The writer stores each tensor's CRC32C as a metadata string; a flipped bit in any
+// tensor fails the load naming the file, the tensor and both sums; the header stays
+// valid JSON with string metadata (for other readers); the keys stay out of the map.
+TEST_F(SafetensorsTest, ChecksumsCatchAFlippedBit) {
+    std::string path = dir_ + "/sums.safetensors";
+    TG_SCOPE {
+        tg_tensor_map *m = tg_tensor_map_new();
+        std::vector<float> w(16);
+        for (int i = 0; i < 16; i++) w[(size_t)i] = 0.25f * (float)i - 1.f;
+        tg_tensor_map_set(m, "layer.weight", tensor_f32(w, TG_SHAPE(4, 4)));
+        tg_tensor_map_set(m, "step", tensor_i64({7, 8, 9}, TG_SHAPE(3)));
+        tg_tensor_map_set_metadata(m, "epoch", "3");
+        ASSERT_EQ(tg_safetensors_save(m, path.c_str()), TG_OK) << tg_last_error();
+        tg_tensor_map_free(m);
+    }
+    Bytes file = read_bytes(path);
+    ASSERT_GT(file.size(), 8u);
+    uint64_t hl = 0;
+    for (int b = 0; b < 8; b++) hl |= (uint64_t)file[(size_t)b] << (8 * b);
+    std::string header(file.begin() + 8, file.begin() + 8 + (long)hl);
+    cJSON *root = cJSON_Parse(header.c_str());
+    ASSERT_NE(root, nullptr) << header;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    ASSERT_TRUE(cJSON_IsObject(meta)) << header;
+    int strings = 0;
+    for (const cJSON *kv = meta->child; kv; kv = kv->next) strings += cJSON_IsString(kv);
+    EXPECT_EQ(strings, 3) << header;  // epoch + one per tensor, all strings
+    EXPECT_EQ(cJSON_GetArraySize(meta), 3);
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(meta, "tapegrad.crc32c.layer.weight");
+    ASSERT_TRUE(cJSON_IsString(sum)) << header;
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "layer.weight"),
+                                                         "data_offsets");
+    size_t begin = 8 + hl + (size_t)cJSON_GetArrayItem(offs, 0)->valuedouble;
+    char expect[9];
+    snprintf(expect, sizeof expect, "%08x", (unsigned)tg_crc32c(0, file.data() + begin, 64));
+    EXPECT_STREQ(sum->valuestring, expect);
+    std::string step_sum = cJSON_GetObjectItemCaseSensitive(meta, "tapegrad.crc32c.step")->valuestring;
+    size_t step_begin = 8 + hl + (size_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                     cJSON_GetObjectItemCaseSensitive(root, "step"), "data_offsets"), 0)->valuedouble;
+    cJSON_Delete(root);
+
+    // intact: loads, the checksum keys are not the map's metadata
+    tg_tensor_map *back = tg_safetensors_load(path.c_str());
+    ASSERT_NE(back, nullptr) << tg_last_error();
+    EXPECT_EQ(tg_tensor_map_metadata_size(back), 1);
+    EXPECT_STREQ(tg_tensor_map_metadata(back, "epoch"), "3");
+    uint8_t *again = nullptr;
+    size_t again_n = 0;
+    ASSERT_EQ(tg_safetensors_serialize(back, &again, &again_n), TG_OK);
+    EXPECT_EQ(Bytes(again, again + again_n), file);  // resaving gives the same bytes
+    free(again);
+    tg_tensor_map_free(back);
+
+    // one bit of the weight's 6th element, then one of step's
+    struct Flip {
+        size_t at, base, n;
+        const char *name, *sum;
+    };
+    for (Flip f : {Flip{begin + 4 * 5 + 2, begin, 64, "layer.weight", expect},
+                   Flip{step_begin + 9, step_begin, 24, "step", step_sum.c_str()}}) {
+        Bytes bad = file;
+        bad[f.at] ^= 0x10;
+        std::ofstream(path, std::ios::binary | std::ios::trunc).write((const char *)bad.data(), (long)bad.size());
+        tg_clear_error();
+        EXPECT_EQ(tg_safetensors_load(path.c_str()), nullptr);
+        char msg[512];
+        snprintf(msg, sizeof msg, "tg_safetensors_load: %s: tensor \"%s\" is corrupted: the CRC32C of its %zu bytes is "
+                 "%08x, the file says %s", path.c_str(), f.name, f.n, (unsigned)tg_crc32c(0, bad.data() + f.base, f.n),
+                 f.sum);
+        EXPECT_ERROR_CONTAINS(msg);
+    }
+    // a malformed checksum is an error; a file without any (PyTorch's) loads
+    std::string h = R"({"__metadata__":{"tapegrad.crc32c.x":"12zz"},"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+    expect_parse_error(st_bytes(h, {5}), "metadata \"tapegrad.crc32c.x\" must be 8 hex digits (a CRC32C)");
+    h = R"({"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+    tg_tensor_map *plain = tg_safetensors_parse(st_bytes(h, {5}).data(), 9 + h.size(), "plain");
+    EXPECT_NE(plain, nullptr) << tg_last_error();
+    tg_tensor_map_free(plain);
 }
 
 }  // namespace
