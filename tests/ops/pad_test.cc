@@ -37,14 +37,15 @@ TEST_F(TgTest, PadMatchesPyTorch) {
     check_case("replicate_2d", "x4", {1, 2, 3, 0}, TG_PAD_REPLICATE);
     check_case("replicate_3d", "x5", {1, 1, 0, 2, 2, 1}, TG_PAD_REPLICATE);
     check_case("circular_2d", "x4", {2, 1, 3, 1}, TG_PAD_CIRCULAR);
+    check_case("circular_crop_left", "x3", {-1, 2}, TG_PAD_CIRCULAR);
+    check_case("circular_crop_right", "x3", {2, -1}, TG_PAD_CIRCULAR);
+    check_case("circular_crop_2d", "x4", {-2, 1, 1, -1}, TG_PAD_CIRCULAR);
 }
 
 // Circular with negative pads crops, then wraps what is left. x = arange(numel) of
 // `shape`, w = arange(1, out numel + 1); out and grad of sum(out * w) as PyTorch 1.13's
-// F.pad(x, pad, mode='circular') gives them: the two 1-d cases are the ones PyTorch
-// gave in issue 35; the rest from a line-for-line port of its _pad_circular (PadNd.cpp:
-// place the cropped input, copy the left pads, then the right, dim by dim), which
-// reproduces those two.
+// F.pad(x, pad, mode='circular') gives them (each case run there: the first two are the
+// ones of issue 35; random-valued cases are in gen_pad.py's circular_crop_*).
 TEST_F(TgTest, PadCircularCropsThenWraps) {
     struct {
         std::vector<int64_t> shape, pad, out_shape;
