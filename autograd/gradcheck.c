@@ -45,7 +45,10 @@ static tg_status write_element(tg_tensor *t, long k, double value) {
 static tg_tensor *evaluate(tg_gradcheck_fn fn, tg_tensor *const *inputs, void *user) {
     tg_tensor *y = NULL;
     TG_NO_GRAD { y = fn(inputs, user); }
-    return y ? tg_contiguous(tg_tensor_to(y, TG_CPU)) : NULL;
+    /* A copy, never y itself: an output that is a view of an input (tg_view, tg_sum_to
+     * of the same shape) would otherwise change with the next perturbation, and the
+     * difference of two such outputs be 0 (as PyTorch's gradcheck, which clones). */
+    return y ? tg_clone(tg_tensor_to(y, TG_CPU)) : NULL;
 }
 
 tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_gradcheck_opts *opts) {
