@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
+#include "nn/load_check.h"
 #include "nn/module.h"
 #include "ops/random.h"
 #include "ops/inplace.h"
@@ -102,6 +103,11 @@ tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, boo
                             p.count[k], p.text[k]);
         }
         return tg_error("%s", msg);
+    }
+    /* Values the modules cannot run with (scales, zero points, masks), before any copy. */
+    for (int i = 0; i < count; i++) {
+        tg_tensor *src = tg_tensor_map_get(state, sd[i].name);
+        if (src && tg_check_loaded_value(op, what, m, sd[i].name, src)) return TG_ERROR;
     }
     tg_status status = TG_OK;
     /* As PyTorch's param.copy_ under no_grad: crosses devices, bumps the version. */

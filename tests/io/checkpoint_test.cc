@@ -65,6 +65,63 @@ TEST_F(CheckpointTest, StateDictRoundTripWithPyTorchNames) {
     EXPECT_TRUE(tg_get_requires_grad(tg_module_get(b.get(), "0.weight")));
 }
 
+// Issue 35: an int8 scale of 0, -1 or NaN, a zero point out of range and a prune mask
+// of 0.5 loaded and ran. Each is now refused naming the file, the key and the value,
+// and the module keeps its state.
+TEST_F(CheckpointTest, LoadRefusesBadQuantisationStateAndMasks) {
+    std::string good = dir_ + "/good.safetensors", bad = dir_ + "/bad.safetensors";
+    // one bad value written into key of model's own state, then loaded back into model
+    auto expect_refused = [&](tg_module *model, const char *key, double value, const std::string &part) {
+        TG_SCOPE {
+            tg_tensor_map *map = tg_module_state_map(model);
+            tg_tensor *t = tg_clone(tg_tensor_map_get(map, key));
+            TG_NO_GRAD { tg_fill_(tg_narrow(tg_flatten(t, 0, -1), 0, tg_numel(t) - 1, 1), value); }
+            tg_tensor_map_set(map, key, t);
+            ASSERT_EQ(tg_safetensors_save(map, bad.c_str()), TG_OK) << tg_last_error();
+            tg_tensor_map_free(map);
+            std::vector<double> before = values(tg_module_get(model, key));
+            tg_clear_error();
+            EXPECT_EQ(tg_load_state_dict(model, bad.c_str(), true), TG_ERROR) << key << " " << value;
+            EXPECT_ERROR_CONTAINS("tg_load_state_dict: " + bad + ": \"" + key + "\" holds " + part);
+            EXPECT_EQ(values(tg_module_get(model, key)), before);
+        }
+    };
+    tg_manual_seed(3);
+    tg_module *dyn = tg_quantize_dynamic(TG_NN_SEQUENTIAL(tg_nn_linear(4, 3, tg_linear_opts{})),
+                                         tg_quantize_opts{.per_channel = true});
+    ASSERT_NE(dyn, nullptr) << tg_last_error();
+    for (auto [v, text] : {std::pair{0.0, "0"}, std::pair{-1.0, "-1"}, std::pair{(double)NAN, "nan"},
+                           std::pair{(double)INFINITY, "inf"}})
+        expect_refused(dyn, "0.scale", v,
+                       std::string(text) + " at flat index 2: a quantisation scale must be finite and positive");
+    expect_refused(dyn, "0.zero_point", 300, "300 at flat index 2: the int8 weights are symmetric");
+    ASSERT_EQ(tg_save_state_dict(dyn, good.c_str()), TG_OK);
+    EXPECT_EQ(tg_load_state_dict(dyn, good.c_str(), true), TG_OK) << tg_last_error();  // a good one loads
+
+    tg_module *pruned = TG_NN_SEQUENTIAL(tg_nn_linear(4, 3, tg_linear_opts{}));
+    ASSERT_EQ(tg_prune_l1_unstructured(tg_module_child(pruned, "0"), "weight", tg_prune_fraction(0.5)), TG_OK);
+    expect_refused(pruned, "0.weight_mask", 0.5, "0.5 at flat index 11: a prune mask holds only 0 and 1");
+    expect_refused(pruned, "0.weight_mask", -1, "-1 at flat index 11");
+    ASSERT_EQ(tg_save_state_dict(pruned, good.c_str()), TG_OK);
+    EXPECT_EQ(tg_load_state_dict(pruned, good.c_str(), true), TG_OK) << tg_last_error();
+
+    tg_module *fixed = tg_quant_wrapper(TG_NN_SEQUENTIAL(tg_nn_linear(4, 3, tg_linear_opts{})));
+    tg_qconfig qc = tg_get_default_qconfig("onednn");
+    tg_eval(fixed);
+    ASSERT_EQ(tg_quant_prepare(fixed, qc), TG_OK) << tg_last_error();
+    TG_NO_GRAD {
+        TG_SCOPE { ASSERT_NE(tg_forward(fixed, tg_randn(TG_SHAPE(8, 4), tg_opts{})), nullptr) << tg_last_error(); }
+    }
+    ASSERT_EQ(tg_quant_convert(fixed, qc), TG_OK) << tg_last_error();
+    expect_refused(fixed, "quant.scale", NAN, "nan at flat index 0: a quantisation scale must be finite and positive");
+    expect_refused(fixed, "module.0.weight_scale", -1, "-1 at flat index 2");
+    expect_refused(fixed, "module.0.zero_point", 256, "256 at flat index 0: a quint8 zero point must be within [0, 255]");
+    expect_refused(fixed, "dequant.input_zero_point", -1, "-1 at flat index 0");
+    tg_module_free(fixed);
+    tg_module_free(pruned);
+    tg_module_free(dyn);
+}
+
 TEST_F(CheckpointTest, StrictReportsEveryMismatchInOneMessage) {
     ModulePtr small = make_model(4, 3), wide = make_model(6, 3);
     std::string path = dir_ + "/sd.safetensors";
