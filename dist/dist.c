@@ -431,11 +431,11 @@ static tg_status finish(tg_dist_work *w) {
 /* ---- every rank making the same call ----
  * Before its data moves, each collective's description (its sequence number on this
  * rank, kind, dtype, element count, reduction, root, and the caller's tag such as
- * DDP's step) is compared across the ranks by one small all-reduce of the fields and
- * their negations under MAX: they agree when every maximum is minus its minimum. All
- * ranks get the same result, so when they differ all fail together, before a byte of
- * a tensor has moved (the group stays usable, the tensors untouched), and an
- * all-gather of the descriptions lets each rank say what every rank called. Without
+ * DDP's step) is compared across the ranks: rank 0 gathers them and sends every rank
+ * the same verdict, so when they differ all fail together, before a byte of a tensor
+ * has moved (the group stays usable, the tensors untouched), and an all-gather of the
+ * descriptions lets each rank say what every rank called; when a rank does not come,
+ * rank 0 names it to the others at the deadline. Without
  * it MPI pairs calls in order: different sizes ended in MPI_ERR_TRUNCATE or in sums
  * over the wrong elements, and same-size tensors of other shapes were reinterpreted. */
 typedef enum {
@@ -505,6 +505,154 @@ static tg_status report_disagreement(const char *op, const call_desc *mine) {
     return tg_error("%s", text);
 }
 
+/* The check's messages: each rank sends its description to rank 0, which compares
+ * them and sends back its verdict. Point-to-point rather than one all-reduce, so that a
+ * wait that times out can say whom it waits for: rank 0 sees which ranks have not sent
+ * theirs by the deadline and tells the ones that did. Tags of their own keep these
+ * messages apart from the collectives; between two ranks they arrive in call order. */
+enum { TAG_DESCRIPTION = 7301, TAG_VERDICT = 7302 };
+enum { VERDICT_SAME = 0, VERDICT_DIFFERENT, VERDICT_MISSING };
+#define MISSING_NAMED 16
+typedef struct {
+    int64_t verdict, missing_count;
+    int32_t missing[MISSING_NAMED]; /* the first ranks that had not arrived */
+    double waited_s;
+} verdict_msg;
+
+static bool same_call(const call_desc *a, const call_desc *b) {
+    return memcmp(a->field, b->field, sizeof a->field) == 0 && strcmp(a->what, b->what) == 0;
+}
+
+static void call_text(const call_desc *c, char *out, size_t size) {
+    int kind = (int)c->field[KIND];
+    snprintf(out, size, "call #%lld, %s%s%s", (long long)c->field[SEQ],
+             call_names[kind >= CALL_BARRIER && kind <= CALL_FINALIZE ? kind : 0], c->what[0] ? " of " : "", c->what);
+}
+
+static void missing_text(const verdict_msg *v, char *out, size_t size) {
+    int used = 0;
+    for (int i = 0; i < v->missing_count && i < MISSING_NAMED && used < (int)size; i++)
+        used += snprintf(out + used, size - (size_t)used, "%s%d", i ? ", " : "", v->missing[i]);
+    if (v->missing_count > MISSING_NAMED && used < (int)size)
+        snprintf(out + used, size - (size_t)used, " and %lld more", (long long)(v->missing_count - MISSING_NAMED));
+}
+
+/* Sleeps between polls as wait_work does: spin briefly, then leave the core. */
+static void pause_between_polls(long polls) {
+    if (polls > 64) {
+        struct timespec pause = {0, polls > 4096 ? 200000 : 20000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Rank 0's side. Its buffers are static: after a timeout MPI keeps the requests and
+ * may still write there (calls are one at a time: MPI_THREAD_SERIALIZED). */
+static tg_status coordinate_check(const char *op, const call_desc *mine) {
+    static call_desc *theirs;
+    static MPI_Request *requests;
+    static bool *arrived;
+    static verdict_msg verdict;
+    static int capacity;
+    int world = dist.world_size;
+    if (capacity < world) { /* after a timeout the group is broken: never again with requests pending */
+        call_desc *d = realloc(theirs, (size_t)world * sizeof *d);
+        MPI_Request *r = d ? realloc(requests, (size_t)world * sizeof *r) : NULL;
+        bool *a = r ? realloc(arrived, (size_t)world * sizeof *a) : NULL;
+        if (d) theirs = d;
+        if (r) requests = r;
+        if (a) arrived = a;
+        if (!a) return tg_error("%s: out of memory", op);
+        capacity = world;
+    }
+    for (int r = 1; r < world; r++) {
+        arrived[r] = false;
+        int code = LOCKED(MPI_Irecv(&theirs[r], (int)sizeof *theirs, MPI_BYTE, r, TAG_DESCRIPTION, dist.comm,
+                                    &requests[r]));
+        if (code != MPI_SUCCESS) return mpi_failed(op, code);
+    }
+    double start = now_s(), deadline = start + dist.timeout_s;
+    int count = 1;
+    for (long polls = 0; count < world && now_s() <= deadline; polls++) {
+        for (int r = 1; r < world; r++) {
+            if (arrived[r]) continue;
+            int done = 0;
+            int code = LOCKED(MPI_Test(&requests[r], &done, MPI_STATUS_IGNORE));
+            if (code != MPI_SUCCESS) return mpi_failed(op, code);
+            if (done) arrived[r] = true, count++;
+        }
+        if (count < world) pause_between_polls(polls);
+    }
+    verdict = (verdict_msg){.verdict = VERDICT_SAME, .waited_s = now_s() - start};
+    for (int r = 1; r < world; r++) {
+        if (!arrived[r]) {
+            if (verdict.missing_count < MISSING_NAMED) verdict.missing[verdict.missing_count] = r;
+            verdict.missing_count++;
+            verdict.verdict = VERDICT_MISSING;
+        } else if (verdict.verdict == VERDICT_SAME && !same_call(&theirs[r], mine)) {
+            verdict.verdict = VERDICT_DIFFERENT;
+        }
+    }
+    for (int r = 1; r < world; r++) {
+        if (!arrived[r]) continue;
+        MPI_Request sent;
+        int code = LOCKED(MPI_Isend(&verdict, (int)sizeof verdict, MPI_BYTE, r, TAG_VERDICT, dist.comm, &sent));
+        if (code != MPI_SUCCESS) return mpi_failed(op, code);
+        (void)LOCKED(MPI_Request_free(&sent)); /* a few bytes, delivered eagerly; the buffer is static */
+    }
+    if (verdict.verdict == VERDICT_DIFFERENT) return report_disagreement(op, mine);
+    if (verdict.verdict == VERDICT_SAME) return TG_OK;
+    dist.broken = true;
+    char call[200], missing[160];
+    call_text(mine, call, sizeof call);
+    missing_text(&verdict, missing, sizeof missing);
+    return tg_error("%s: rank 0 of %d waited %.3g s (TG_DIST_TIMEOUT) at its %s for rank%s %s (%s ranks arrived): "
+                    "%s failed, died or stopped calling the same collectives",
+                    op, world, dist.timeout_s, call, verdict.missing_count > 1 ? "s" : "", missing,
+                    count == 1 ? "no other" : "the other", verdict.missing_count > 1 ? "they" : "it");
+}
+
+/* Another rank's side: its description to rank 0, the verdict back. Rank 0 sends the
+ * verdict at the latest at its own deadline, which may come after this rank's (it may
+ * have started waiting later): a grace of a tenth of the timeout, and 2 s. */
+static tg_status take_part_in_check(const char *op, const call_desc *mine) {
+    static call_desc sent;
+    static verdict_msg verdict;
+    sent = *mine;
+    MPI_Request send, receive;
+    int code = LOCKED(MPI_Isend(&sent, (int)sizeof sent, MPI_BYTE, 0, TAG_DESCRIPTION, dist.comm, &send));
+    if (code == MPI_SUCCESS) code = LOCKED(MPI_Request_free(&send));
+    if (code == MPI_SUCCESS)
+        code = LOCKED(MPI_Irecv(&verdict, (int)sizeof verdict, MPI_BYTE, 0, TAG_VERDICT, dist.comm, &receive));
+    if (code != MPI_SUCCESS) return mpi_failed(op, code);
+    double deadline = now_s() + dist.timeout_s * 1.1 + 2.0;
+    int done = 0;
+    for (long polls = 0; !done; polls++) {
+        code = LOCKED(MPI_Test(&receive, &done, MPI_STATUS_IGNORE));
+        if (code != MPI_SUCCESS) return mpi_failed(op, code);
+        if (done) break;
+        if (now_s() > deadline) {
+            dist.broken = true;
+            char call[200];
+            call_text(mine, call, sizeof call);
+            return tg_error("%s: rank %d of %d waited %.3g s (TG_DIST_TIMEOUT) at its %s for rank 0, which checks "
+                            "that every rank makes the same call: rank 0 failed, died or stopped calling the same "
+                            "collectives",
+                            op, dist.rank, dist.world_size, dist.timeout_s, call);
+        }
+        pause_between_polls(polls);
+    }
+    if (verdict.verdict == VERDICT_DIFFERENT) return report_disagreement(op, mine);
+    if (verdict.verdict == VERDICT_SAME) return TG_OK;
+    dist.broken = true;
+    char call[200], missing[160];
+    call_text(mine, call, sizeof call);
+    missing_text(&verdict, missing, sizeof missing);
+    return tg_error("%s: rank %d of %d: at its %s, rank 0 waited %.3g s (TG_DIST_TIMEOUT) for rank%s %s: %s failed, "
+                    "died or stopped calling the same collectives",
+                    op, dist.rank, dist.world_size, call, verdict.waited_s, verdict.missing_count > 1 ? "s" : "",
+                    missing, verdict.missing_count > 1 ? "they" : "it");
+}
+
 /* Compares this call's description with every other rank's (see above). */
 static tg_status agree_on_call(const char *op, call_kind kind, const tg_tensor *t, int64_t count, int reduce,
                                int root) {
@@ -518,18 +666,7 @@ static tg_status agree_on_call(const char *op, call_kind kind, const tg_tensor *
     next_tag = 0;
     next_label[0] = 0;
     if (dist.world_size == 1) return TG_OK;
-    /* Static: after a timeout the all-reduce stays pending inside MPI, which may still
-     * write here when a late rank arrives (calls are one at a time: MPI_THREAD_SERIALIZED). */
-    static int64_t both[2 * CALL_FIELDS];
-    for (int i = 0; i < CALL_FIELDS; i++) both[i] = mine.field[i], both[CALL_FIELDS + i] = -mine.field[i];
-    tg_dist_work w = {.name = op};
-    int code = LOCKED(MPI_Iallreduce(MPI_IN_PLACE, both, 2 * CALL_FIELDS, MPI_INT64_T, MPI_MAX, dist.comm,
-                                     &w.request));
-    if (code != MPI_SUCCESS) return mpi_failed(op, code);
-    if (wait_work(&w)) return TG_ERROR;
-    for (int i = 0; i < CALL_FIELDS; i++)
-        if (both[i] != -both[CALL_FIELDS + i]) return report_disagreement(op, &mine);
-    return TG_OK;
+    return dist.rank == 0 ? coordinate_check(op, &mine) : take_part_in_check(op, &mine);
 }
 
 static tg_status agree_to_finalize(void) {
