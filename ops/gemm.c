@@ -11,7 +11,7 @@
 #include "core/parallel.h"
 #include "core/simd.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) /* as core/simd.h: its helpers are GCC-only */
 #define HAVE_DOT_KERNEL 1 /* gemm_dot below */
 #include <immintrin.h>
 #define DOT_TARGET __attribute__((target("avx512f")))
