@@ -228,7 +228,7 @@ static void copy_row(char **p, const int64_t *s, int64_t n, void *vctx) {
         for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = (float)*(double *)(p[1] + i * s[1]);
         return;
     }
-    if (c->dst == TG_INT64 && c->src != TG_FLOAT32 && c->src != TG_FLOAT64) {
+    if (c->dst == TG_INT64 && (c->src == TG_INT32 || c->src == TG_UINT8 || c->src == TG_BOOL)) {
         for (int64_t i = 0; i < n; i++) {
             const char *q = p[1] + i * s[1];
             int64_t v = c->src == TG_INT32 ? *(const int32_t *)q : c->src == TG_UINT8 ? *(const uint8_t *)q
