@@ -419,7 +419,10 @@ tg_tensor *tg_make_view(const char *op, tg_tensor *t, tg_shape shape, const int6
     if (overflow)
         return tg_error("%s: view of shape %s with strides up to %lld overflows the address range", op,
                         tg_shape_str(shape, buf, sizeof buf), (long long)max_abs_stride(shape.ndim, strides)), NULL;
-    if (tg_shape_numel(shape) > 0 ? lo < 0 || hi >= capacity : offset > capacity)
+    /* An empty view reaches no element, so any offset is in bounds, as PyTorch's (the
+     * backward of narrow/select/diagonal/pad over an empty input makes such views);
+     * one so large that the address would wrap is still refused. */
+    if (tg_shape_numel(shape) > 0 ? lo < 0 || hi >= capacity : offset > INT64_MAX / 64)
         return tg_error("%s: view of shape %s at offset %lld reaches elements [%lld, %lld] outside the "
                         "storage of %lld elements",
                         op, tg_shape_str(shape, buf, sizeof buf), (long long)offset, (long long)lo,

@@ -139,3 +139,22 @@ TEST_F(TgTest, SliceErrorsNameTheOpAndTheValues) {
 }
 
 }  // namespace
+
+// Views of empty tensors at any offset are valid, as PyTorch's: the backward of narrow,
+// select, diagonal and pad over an empty input makes them (found by the op fuzzer,
+// issue 35). PyTorch 1.13: zeros(2, 0, 3).narrow(2, 1, 2).sum().backward() gives a
+// [2, 0, 3] gradient.
+TEST_F(TgTest, BackwardThroughViewsOfEmptyTensors) {
+    tg_tensor *x = tg_requires_grad(tg_zeros(TG_SHAPE(2, 0, 3), tg_opts{TG_FLOAT64}), true);
+    int64_t pad[2] = {1, -1};
+    tg_tensor *outs[] = {tg_narrow(x, 2, 1, 2), tg_select(x, 2, 2), tg_diagonal(x, 1, 0, 2),
+                         tg_pad(x, pad, 2, TG_PAD_CONSTANT, 0)};
+    for (tg_tensor *y : outs) {
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        EXPECT_EQ(tg_numel(y), 0);
+        ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
+        EXPECT_EQ(dims(tg_grad(x)), (std::vector<int64_t>{2, 0, 3}));
+    }
+    int64_t one[1] = {1};
+    EXPECT_NE(tg_as_strided(tg_zeros(TG_SHAPE(0), tg_opts{}), TG_SHAPE(0), one, 5), nullptr) << tg_last_error();
+}
