@@ -368,6 +368,41 @@ static int coverage(const char *path) {
 
 /* ---- main ---- */
 
+/* Known findings (--known FILE; tests/fuzz/op_diff_known.txt): "op kind dtype" lines,
+ * kind values/gradient/error/leak, dtype float32/bfloat16 or "any", "#" comments. A
+ * failure that matches is reported and its row skipped, without failing the run: the
+ * CI run then fails only on new findings, while docs/fuzzing.md tracks the known. */
+#define MAX_KNOWN 64
+static struct {
+    char op[48], kind[16], dtype[16];
+} known[MAX_KNOWN];
+static int num_known, known_hits;
+
+static bool read_known(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "op_diff: cannot read %s\n", path);
+        return false;
+    }
+    char line[256];
+    while (fgets(line, sizeof line, f) && num_known < MAX_KNOWN) {
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        if (sscanf(line, "%47s %15s %15s", known[num_known].op, known[num_known].kind, known[num_known].dtype) == 3)
+            num_known++;
+    }
+    fclose(f);
+    return true;
+}
+
+static bool is_known(const char *op, const char *kind, tg_dtype dtype) {
+    for (int k = 0; k < num_known; k++)
+        if (strcmp(known[k].op, op) == 0 && strcmp(known[k].kind, kind) == 0 &&
+            (strcmp(known[k].dtype, "any") == 0 || strcmp(known[k].dtype, tg_dtype_name(dtype)) == 0))
+            return true;
+    return false;
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -380,7 +415,7 @@ int main(int argc, char **argv) {
     uint64_t seed = 1;
     double seconds = 0;
     long max_cases = 0;
-    const char *only = NULL, *ops_md = "docs/ops.md", *repro = NULL;
+    const char *only = NULL, *ops_md = "docs/ops.md", *repro = NULL, *known_path = NULL;
     bool keep_going = false;
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
@@ -390,7 +425,7 @@ int main(int argc, char **argv) {
         }
         if (!val) {
             fprintf(stderr, "usage: op_diff [--seed N] [--seconds N | --cases N] [--op NAME] [--keep-going] "
-                            "[--ops-md PATH] [--repro SEED,NDIM,SIZE,DTYPE]\n");
+                            "[--ops-md PATH] [--repro SEED,NDIM,SIZE,DTYPE] [--known PATH]\n");
             return 2;
         }
         a++;
@@ -400,12 +435,14 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--op") == 0) only = val;
         else if (strcmp(arg, "--ops-md") == 0) ops_md = val;
         else if (strcmp(arg, "--repro") == 0) repro = val;
+        else if (strcmp(arg, "--known") == 0) known_path = val;
         else {
             fprintf(stderr, "op_diff: unknown option %s\n", arg);
             return 2;
         }
     }
     if (seconds <= 0 && max_cases <= 0) max_cases = 2000;
+    if (known_path && !read_known(known_path)) return 2;
     tg_set_error_mode(TG_ERRORS_SILENT); /* refused arguments are expected: record, do not print */
 
     const od_row *all[] = {od_rows_elementwise, od_rows_reduce, od_rows_shape, od_rows_nn, od_rows_random};
@@ -457,17 +494,24 @@ int main(int argc, char **argv) {
         cases++;
         if (r.kind == FAIL_INVALID) invalid++;
         if (r.kind == FAIL_NONE || r.kind == FAIL_INVALID) continue;
+        failed_row[j] = true;
+        if (is_known(row->name, fail_names[r.kind], dtype)) { /* listed in --known: reported, not counted */
+            printf("known: %s (%s) in %s, case %ld: %s\n", row->name, fail_names[r.kind], tg_dtype_name(dtype), idx,
+                   r.what);
+            known_hits++;
+            continue;
+        }
         printf("case %ld (seed %" PRIu64 ") fails; shrinking\n", idx, seed);
         shrink(row, &case_seed, dtype, &c, &r);
         print_case(row, &c, case_seed, dtype, &r);
         fflush(stdout);
         failures++;
-        failed_row[j] = true;
         if (!keep_going) break;
     }
     double took = now() - start;
-    printf("%ld cases in %.1f s (%.0f per hour), %ld with arguments the op refused, %ld failing\n", cases, took,
-           took > 0 ? cases / took * 3600 : 0, invalid, failures);
+    printf("%ld cases in %.1f s (%.0f per hour), %ld with arguments the op refused, %ld failing, %d known findings "
+           "met (of %d listed)\n",
+           cases, took, took > 0 ? cases / took * 3600 : 0, invalid, failures, known_hits, num_known);
     coverage(ops_md);
     return failures ? 1 : 0;
 }
