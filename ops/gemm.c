@@ -1,14 +1,12 @@
 /* CPU GEMM split over the thread pool (ops/gemm.h). */
 #include "ops/gemm.h"
 
-#include <cblas.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "core/parallel.h"
+#include "ops/blas.h"
 #include "core/simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) /* as core/simd.h: its helpers are GCC-only */
@@ -27,60 +25,8 @@ typedef struct {
     bool by_rows; /* blocks are rows of C (else columns) */
 } gemm_job;
 
-static void cblas_gemm(const tg_gemm_args *g, int64_t m, int64_t n, const void *a, const void *b, void *c) {
-    CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
-    if (g->f64)
-        cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, g->alpha, a, (int)g->lda, b, (int)g->ldb,
-                    g->beta, c, (int)g->ldc);
-    else
-        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)g->k, (float)g->alpha, a, (int)g->lda, b,
-                    (int)g->ldb, (float)g->beta, c, (int)g->ldc);
-}
-
-/* ---- OpenBLAS's buffers under a memory limit ----
- * Each OpenBLAS call running at once takes a work buffer from OpenBLAS's pool, and a
- * call that finds none free maps a new one (128 MiB of address space plus a page,
- * else 129 MiB by malloc; buffers are kept for reuse). When that mapping fails,
- * OpenBLAS 0.3.x (blas_memory_alloc) retries forever: under `ulimit -v` a training
- * step hung there. So a call that may need a new buffer (the first on its thread, or
- * more calls at once than ever before) first maps BLAS_BUFFER_ROOM of its own and
- * unmaps it, under a lock held through the call, and fails as its op's out-of-memory
- * error when there is no room. The margin over 129 MiB covers small allocations of
- * other threads between the check and OpenBLAS's own mapping. Later calls cost two
- * atomic additions. */
-#define BLAS_BUFFER_ROOM ((size_t)(129 + 16) << 20)
-#define BLAS_NO_ROOM                                                                                           \
-    "out of memory: OpenBLAS needs a new work buffer of 128 MiB of address space for this thread and the "   \
-    "process has no room for it (a memory limit such as ulimit -v?)"
-
-static _Atomic int blas_running, blas_most_running; /* calls now, and most at once that had their buffers */
-static _Thread_local bool blas_ran_here;
-static pthread_mutex_t blas_room_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool blas_room_for_a_buffer(void) {
-    void *p = mmap(NULL, BLAS_BUFFER_ROOM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return false;
-    munmap(p, BLAS_BUFFER_ROOM);
-    return true;
-}
-
 static void call_blas(const tg_gemm_args *g, int64_t m, int64_t n, const void *a, const void *b, void *c) {
-    int running = atomic_fetch_add(&blas_running, 1) + 1;
-    if (blas_ran_here && running <= atomic_load(&blas_most_running)) {
-        cblas_gemm(g, m, n, a, b, c);
-    } else {
-        pthread_mutex_lock(&blas_room_lock);
-        if (blas_room_for_a_buffer()) {
-            cblas_gemm(g, m, n, a, b, c);
-            blas_ran_here = true;
-            int most = atomic_load(&blas_most_running);
-            while (running > most && !atomic_compare_exchange_weak(&blas_most_running, &most, running)) {}
-        } else {
-            tg_kernel_fail(BLAS_NO_ROOM);
-        }
-        pthread_mutex_unlock(&blas_room_lock);
-    }
-    atomic_fetch_sub(&blas_running, 1);
+    tg_blas_gemm(g->f64, g->trans_a, g->trans_b, m, n, g->k, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
 }
 
 static bool use_dot(const tg_gemm_args *g);
@@ -116,18 +62,10 @@ static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
 
 static void gemm_block(int64_t u0, int64_t u1, void *arg) { gemm_units(arg, u0, u1); }
 
-/* OpenBLAS's pthread build, on one thread: concurrent calls are safe (its memory pool is
- * locked) and its own threads never run; our pool splits the work instead. Its idle
- * threads, started when the library loaded, are ended: each holds a 128 MiB work
- * buffer, which their end returns to OpenBLAS's pool for our threads' calls (on a
- * 16-core machine, 15 threads and 1.9 GiB of address space less). A later call that
- * asks OpenBLAS for several threads starts them again. Weak: not every build has it. */
-extern void blas_thread_shutdown_(void) __attribute__((weak));
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static bool dot_supported; /* gemm_dot below runs here: set with OpenBLAS's thread count */
-static void blas_single_thread(void) {
-    openblas_set_num_threads(1);
-    if (blas_thread_shutdown_) blas_thread_shutdown_();
+/* The CPU's own kernels: whether gemm_dot and the others below can run here. */
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static bool dot_supported;
+static void detect_cpu(void) {
 #ifdef HAVE_DOT_KERNEL
     __builtin_cpu_init();
     dot_supported = __builtin_cpu_supports("avx512f");
@@ -449,7 +387,7 @@ static bool use_dot(const tg_gemm_args *g) {
 }
 
 static void gemm(const tg_gemm_args *g) {
-    pthread_once(&blas_once, blas_single_thread);
+    pthread_once(&cpu_once, detect_cpu);
     if (g->m <= 0 || g->n <= 0) return;
     int threads = tg_get_num_threads();
     if (use_dot(g)) { /* one thread whatever the count: faster there than OpenBLAS on two */
@@ -495,7 +433,7 @@ static void many_blocks(int64_t b0, int64_t b1, void *arg) {
 }
 
 void tg_gemm_many(const tg_gemm_args *products, int count) {
-    pthread_once(&blas_once, blas_single_thread);
+    pthread_once(&cpu_once, detect_cpu);
     many_job mj = {.count = 0};
     double total = 0;
     for (int i = 0; i < count; i++)

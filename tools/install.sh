@@ -45,8 +45,8 @@ while read -r h; do
 done <"$here/public_headers.txt"
 
 # What the static archive needs besides itself (the shared library records it).
-# OpenBLAS: the pthread build, held to one thread by the library (docs/design.md).
-private_libs="-L/usr/lib/x86_64-linux-gnu/openblas-pthread -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas -lz -lcjson -lm -lpthread"
+# OpenBLAS is not linked: the library loads it at start-up (ops/blas.c, docs/design.md).
+private_libs="-ldl -lz -lcjson -lm -lpthread"
 cat >"$libdir/pkgconfig/tapegrad.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib
@@ -75,8 +75,7 @@ if(NOT TARGET tapegrad::tapegrad)
   set_target_properties(tapegrad::tapegrad_static PROPERTIES
     IMPORTED_LOCATION "${_tapegrad_prefix}/lib/libtapegrad.a"
     INTERFACE_INCLUDE_DIRECTORIES "${_tapegrad_prefix}/include/tapegrad"
-    INTERFACE_LINK_OPTIONS "-Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-pthread"
-    INTERFACE_LINK_LIBRARIES "-L/usr/lib/x86_64-linux-gnu/openblas-pthread;openblas;z;cjson;m;pthread")
+    INTERFACE_LINK_LIBRARIES "dl;z;cjson;m;pthread")
 endif()
 set(tapegrad_INCLUDE_DIRS "${_tapegrad_prefix}/include/tapegrad")
 set(tapegrad_LIBRARIES tapegrad::tapegrad)
