@@ -4,7 +4,7 @@
 #   tools/gpu_check.sh build   (here, with Bazel and the CUDA toolkit; no GPU needed)
 #       Builds -c opt --define=tg_cuda_archs=sm_90 every tests/cuda/*_test and every
 #       bench/*.c binary, and packs them with the shared libraries the GPU machine
-#       lacks (OpenBLAS, gfortran, cJSON, zlib, ... as ldd finds them; not the CUDA
+#       lacks (OpenBLAS by name, gfortran, cJSON, zlib, ... as ldd finds them; not the CUDA
 #       libraries, which that machine has) into gpu_stage/stage.tar.xz (gitignored).
 #       It also packs the tutorials TUTORIALS (CUDA build) with the same libraries and the
 #       Fashion-MNIST files into gpu_stage/tutorials.tar (a second carry: both together
@@ -36,8 +36,13 @@ DATA=/usr/share/datasets/fashion-mnist
 
 # Copies the shared libraries that binaries in $1 need, outside the C runtime and the CUDA
 # toolkit, into $2.
+# OpenBLAS is not among them (ops/blas.c loads it with dlopen), so it and what it needs
+# are added by name: on the GPU machine the library finds it as libopenblas.so.0 on
+# LD_LIBRARY_PATH.
+OPENBLAS=/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0
 stage_libs() {
-    ldd "$1"/* | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+    cp -L "$OPENBLAS" "$2/"
+    ldd "$1"/* "$OPENBLAS" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
         case "$(basename "$lib")" in
         libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
         libcudart* | libcublas* | libcurand* | libnvrtc* | libnvJitLink* | libnccl*) ;;
