@@ -467,6 +467,16 @@ void tg_dist_label_next(int64_t tag, const char *label) {
 /* A gather's buffer kept for MPI after a timeout (still pending there, never freed). */
 static call_desc *volatile left_to_mpi;
 
+static bool same_call(const call_desc *a, const call_desc *b) {
+    return memcmp(a->field, b->field, sizeof a->field) == 0 && strcmp(a->what, b->what) == 0;
+}
+
+static void call_text(const call_desc *c, char *out, size_t size) {
+    int kind = (int)c->field[KIND];
+    snprintf(out, size, "call #%lld, %s%s%s", (long long)c->field[SEQ],
+             call_names[kind >= CALL_BARRIER && kind <= CALL_FINALIZE ? kind : 0], c->what[0] ? " of " : "", c->what);
+}
+
 /* Each rank's description, gathered after a disagreement: the message every rank gives. */
 static tg_status report_disagreement(const char *op, const call_desc *mine) {
     dist.disagreed = true;
@@ -479,7 +489,7 @@ static tg_status report_disagreement(const char *op, const call_desc *mine) {
         free(all);
         return mpi_failed(op, code);
     }
-    if (wait_work(&w)) { /* `all` stays with the pending gather (see agree_on_call), reachable */
+    if (wait_work(&w)) { /* `all` stays with the pending gather (see coordinate_check), reachable */
         left_to_mpi = all;
         return TG_ERROR;
     }
@@ -487,19 +497,16 @@ static tg_status report_disagreement(const char *op, const call_desc *mine) {
     int used = snprintf(text, sizeof text, "%s: the ranks' collectives differ (each rank must make the same calls, "
                                            "in the same order, with tensors of the same dtype and size):", op);
     for (int r = 0, shown = 0; r < dist.world_size && used < (int)sizeof text; r++) {
-        const call_desc *c = &all[r]; /* runs of ranks that agree are shown by their first */
-        bool as_previous = r > 0 && memcmp(c->field, all[r - 1].field, sizeof c->field) == 0 &&
-                           strcmp(c->what, all[r - 1].what) == 0;
-        if (as_previous && r != dist.rank) continue;
+        /* runs of ranks that agree are shown by their first */
+        if (r > 0 && same_call(&all[r], &all[r - 1]) && r != dist.rank) continue;
         if (++shown > 8) {
             used += snprintf(text + used, sizeof text - (size_t)used, " ...");
             break;
         }
-        int kind = (int)c->field[KIND];
-        used += snprintf(text + used, sizeof text - (size_t)used, "%s rank %d%s: call #%lld, %s%s%s",
-                         shown > 1 ? ";" : "", r, r == dist.rank ? " (this rank)" : "", (long long)c->field[SEQ],
-                         call_names[kind >= CALL_BARRIER && kind <= CALL_FINALIZE ? kind : 0],
-                         c->what[0] ? " of " : "", c->what);
+        char call[200];
+        call_text(&all[r], call, sizeof call);
+        used += snprintf(text + used, sizeof text - (size_t)used, "%s rank %d%s: %s", shown > 1 ? ";" : "", r,
+                         r == dist.rank ? " (this rank)" : "", call);
     }
     free(all);
     return tg_error("%s", text);
@@ -519,16 +526,6 @@ typedef struct {
     double waited_s;
 } verdict_msg;
 
-static bool same_call(const call_desc *a, const call_desc *b) {
-    return memcmp(a->field, b->field, sizeof a->field) == 0 && strcmp(a->what, b->what) == 0;
-}
-
-static void call_text(const call_desc *c, char *out, size_t size) {
-    int kind = (int)c->field[KIND];
-    snprintf(out, size, "call #%lld, %s%s%s", (long long)c->field[SEQ],
-             call_names[kind >= CALL_BARRIER && kind <= CALL_FINALIZE ? kind : 0], c->what[0] ? " of " : "", c->what);
-}
-
 static void missing_text(const verdict_msg *v, char *out, size_t size) {
     int used = 0;
     for (int i = 0; i < v->missing_count && i < MISSING_NAMED && used < (int)size; i++)
@@ -543,6 +540,26 @@ static void pause_between_polls(long polls) {
         struct timespec pause = {0, polls > 4096 ? 200000 : 20000};
         nanosleep(&pause, NULL);
     }
+}
+
+/* The status of this rank's call from rank 0's verdict; `arrived` (rank 0 only, else
+ * -1) counts the ranks whose description came in time, rank 0 included. */
+static tg_status act_on_verdict(const char *op, const call_desc *mine, const verdict_msg *v, int arrived) {
+    if (v->verdict == VERDICT_DIFFERENT) return report_disagreement(op, mine);
+    if (v->verdict == VERDICT_SAME) return TG_OK;
+    dist.broken = true;
+    char call[200], missing[160];
+    call_text(mine, call, sizeof call);
+    missing_text(v, missing, sizeof missing);
+    const char *plural = v->missing_count > 1 ? "s" : "", *who = v->missing_count > 1 ? "they" : "it";
+    if (arrived >= 0)
+        return tg_error("%s: rank 0 of %d waited %.3g s (TG_DIST_TIMEOUT) at its %s for rank%s %s (%s ranks "
+                        "arrived): %s failed, died or stopped calling the same collectives",
+                        op, dist.world_size, dist.timeout_s, call, plural, missing,
+                        arrived == 1 ? "no other" : "the other", who);
+    return tg_error("%s: rank %d of %d: at its %s, rank 0 waited %.3g s (TG_DIST_TIMEOUT) for rank%s %s: %s failed, "
+                    "died or stopped calling the same collectives",
+                    op, dist.rank, dist.world_size, call, v->waited_s, plural, missing, who);
 }
 
 /* Rank 0's side. Its buffers are static: after a timeout MPI keeps the requests and
@@ -599,16 +616,7 @@ static tg_status coordinate_check(const char *op, const call_desc *mine) {
         if (code != MPI_SUCCESS) return mpi_failed(op, code);
         (void)LOCKED(MPI_Request_free(&sent)); /* a few bytes, delivered eagerly; the buffer is static */
     }
-    if (verdict.verdict == VERDICT_DIFFERENT) return report_disagreement(op, mine);
-    if (verdict.verdict == VERDICT_SAME) return TG_OK;
-    dist.broken = true;
-    char call[200], missing[160];
-    call_text(mine, call, sizeof call);
-    missing_text(&verdict, missing, sizeof missing);
-    return tg_error("%s: rank 0 of %d waited %.3g s (TG_DIST_TIMEOUT) at its %s for rank%s %s (%s ranks arrived): "
-                    "%s failed, died or stopped calling the same collectives",
-                    op, world, dist.timeout_s, call, verdict.missing_count > 1 ? "s" : "", missing,
-                    count == 1 ? "no other" : "the other", verdict.missing_count > 1 ? "they" : "it");
+    return act_on_verdict(op, mine, &verdict, count);
 }
 
 /* Another rank's side: its description to rank 0, the verdict back. Rank 0 sends the
@@ -641,16 +649,7 @@ static tg_status take_part_in_check(const char *op, const call_desc *mine) {
         }
         pause_between_polls(polls);
     }
-    if (verdict.verdict == VERDICT_DIFFERENT) return report_disagreement(op, mine);
-    if (verdict.verdict == VERDICT_SAME) return TG_OK;
-    dist.broken = true;
-    char call[200], missing[160];
-    call_text(mine, call, sizeof call);
-    missing_text(&verdict, missing, sizeof missing);
-    return tg_error("%s: rank %d of %d: at its %s, rank 0 waited %.3g s (TG_DIST_TIMEOUT) for rank%s %s: %s failed, "
-                    "died or stopped calling the same collectives",
-                    op, dist.rank, dist.world_size, call, verdict.waited_s, verdict.missing_count > 1 ? "s" : "",
-                    missing, verdict.missing_count > 1 ? "they" : "it");
+    return act_on_verdict(op, mine, &verdict, -1);
 }
 
 /* Compares this call's description with every other rank's (see above). */

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "core/parallel.h"
-#include "ops/blas.h"
 #include "core/simd.h"
+#include "ops/blas.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) /* as core/simd.h: its helpers are GCC-only */
 #define HAVE_DOT_KERNEL 1 /* gemm_dot below */
