@@ -239,6 +239,7 @@
 #define tg_bernoulli_(...) TG_TRACED_STATUS_(tg_bernoulli_, tg_bernoulli_(__VA_ARGS__))
 #define tg_get_rng_state(...) TG_TRACED_PTR_(tg_tensor, tg_get_rng_state, tg_get_rng_state(__VA_ARGS__))
 #define tg_set_rng_state(...) TG_TRACED_STATUS_(tg_set_rng_state, tg_set_rng_state(__VA_ARGS__))
+#define tg_check_rng_state_(...) TG_TRACED_STATUS_(tg_check_rng_state_, tg_check_rng_state_(__VA_ARGS__))
 #define tg_dropout(...) TG_TRACED_PTR_(tg_tensor, tg_dropout, tg_dropout(__VA_ARGS__))
 #define tg_dropout2d(...) TG_TRACED_PTR_(tg_tensor, tg_dropout2d, tg_dropout2d(__VA_ARGS__))
 #define tg_kaiming_uniform_(...) TG_TRACED_STATUS_(tg_kaiming_uniform_, tg_kaiming_uniform_(__VA_ARGS__))

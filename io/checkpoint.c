@@ -486,6 +486,9 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         scheds = read_schedulers(op, path, ck, opt, &scheds_ok);
         if (!scheds_ok || !read_scaler(op, path, ck, opt, &scaler)) goto done;
     }
+    /* Checked here, before the model is changed; set at the end. */
+    tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");
+    if (rng && tg_check_rng_state_(rng)) goto done;
     model_state = tg_tensor_map_select(ck, "model.");
     if (!model_state || tg_module_load_state_map(model, model_state, true, path)) goto done;
     s = TG_OK;
@@ -518,7 +521,6 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
         if (!s && sc) tg_grad_scaler_set_nonfinite_steps_(sc, (int64_t)scaler.nonfinite_steps);
     }
     if (!s) {
-        tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");
         if (rng) {
             s = tg_set_rng_state(rng);
         } else { /* a file from before the CPU generator was mt19937: reseed */

@@ -402,7 +402,7 @@ tg_tensor *tg_get_rng_state(void) {
     return t;
 }
 
-tg_status tg_set_rng_state(tg_tensor *state) {
+static tg_status parse_rng_state(tg_tensor *state, tg_rng_state *out) {
     if (tg_unusable_(state)) return tg_error_unusable_input("tg_set_rng_state", state, 0);
     char buf[64];
     if (state->dtype != TG_UINT8 || state->shape.ndim != 1 || state->shape.dims[0] != RNG_STATE_BYTES)
@@ -428,10 +428,22 @@ tg_status tg_set_rng_state(tg_tensor *state) {
         } else if (memcmp(b, RNG_STATE_MAGIC, 8) != 0 || s.cpu.index > 624 || has_next > 1) {
             status = tg_error("tg_set_rng_state: these bytes are not a state from tg_get_rng_state");
         } else {
-            tg_rng_set_state(s);
+            *out = s;
         }
     }
     return status;
+}
+
+tg_status tg_set_rng_state(tg_tensor *state) {
+    tg_rng_state s;
+    if (parse_rng_state(state, &s)) return TG_ERROR;
+    tg_rng_set_state(s);
+    return TG_OK;
+}
+
+tg_status tg_check_rng_state_(tg_tensor *state) {
+    tg_rng_state s;
+    return parse_rng_state(state, &s);
 }
 
 /* ---- dropout ---- */

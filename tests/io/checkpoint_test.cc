@@ -387,6 +387,32 @@ TEST_F(CheckpointTest, OneCycleResumeRestoresLrAndMomentumExactly) {
     tg_scheduler_free(s2);
 }
 
+// Found by checkpoint_fuzzer: a corrupt RNG state used to fail after the model was
+// restored. It is checked first now, so a failed load leaves the model as it was.
+TEST_F(CheckpointTest, CorruptRngStateLeavesModelUnchanged) {
+    tg_manual_seed(4);
+    ModulePtr model = make_model();
+    std::string path = dir_ + "/ck.safetensors", bad = dir_ + "/bad.safetensors";
+    ASSERT_EQ(tg_save_checkpoint(path.c_str(), model.get(), nullptr, tg_checkpoint_info{}), TG_OK);
+    MapPtr ck(tg_safetensors_load(path.c_str()), tg_tensor_map_free);
+    ASSERT_TRUE(ck) << tg_last_error();
+    TG_SCOPE {
+        tg_tensor *rng = tg_clone(tg_tensor_map_get(ck.get(), "rng.state"));
+        ((unsigned char *)tg_data_ptr(rng))[0] ^= 0xff;  // the magic bytes
+        ASSERT_EQ(tg_tensor_map_set(ck.get(), "rng.state", rng), TG_OK);
+    }
+    ASSERT_EQ(tg_safetensors_save(ck.get(), bad.c_str()), TG_OK) << tg_last_error();
+
+    ModulePtr other = make_model();
+    std::vector<double> w = values(tg_module_get(other.get(), "0.weight"));
+    ASSERT_NE(w, values(tg_module_get(model.get(), "0.weight")));
+    EXPECT_EQ(tg_load_checkpoint(bad.c_str(), other.get(), nullptr, nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_set_rng_state: these bytes are not a state from tg_get_rng_state");
+    EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), w) << "the model was changed by a failed load";
+    ASSERT_EQ(tg_load_checkpoint(path.c_str(), other.get(), nullptr, nullptr), TG_OK) << tg_last_error();
+    EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), values(tg_module_get(model.get(), "0.weight")));
+}
+
 TEST_F(CheckpointTest, SchedulerStateMismatchesAreRefusedBeforeAnythingChanges) {
     tg_manual_seed(4);
     ModulePtr model = make_model();
