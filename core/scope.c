@@ -193,7 +193,7 @@ tg_tensor *tg_retain(tg_tensor *t) {
 /* Drops one reference, freeing what reaches zero. Freeing a tensor may free its grad,
  * whose release may free more: a loop instead of recursion. (Long graph chains are
  * unwound by autograd's node release, which is iterative too.) */
-static void release_reference(tg_tensor *t) {
+static inline __attribute__((always_inline)) void release_reference(tg_tensor *t) {
     while (t) {
         if (--t->refcount > 0) return;
         if (t->grad_fn || t->hooks) tg_autograd_free_slots(t);
@@ -226,7 +226,7 @@ void tg_release(tg_tensor *t) {
     release_reference(t);
 }
 
-void tg_scope_begin(void) {
+void tg_scope_begin_at_(const char *file, int line) {
     if (depth == frame_capacity) {
         ensure_thread_cleanup();
         int cap = frame_capacity ? 2 * frame_capacity : 16;
@@ -235,15 +235,11 @@ void tg_scope_begin(void) {
         frames = f;
         frame_capacity = cap;
     }
-    frames[depth] = (scope_frame){.start = owned.count, .returns_start = returned.count};
+    frames[depth] = (scope_frame){.start = owned.count, .returns_start = returned.count, .file = file, .line = line};
     depth++;
 }
 
-void tg_scope_begin_at_(const char *file, int line) {
-    tg_scope_begin();
-    frames[depth - 1].file = file;
-    frames[depth - 1].line = line;
-}
+void tg_scope_begin(void) { tg_scope_begin_at_(NULL, 0); }
 
 void tg_scope_end(void) {
     TG_ASSERT(depth > 0);
