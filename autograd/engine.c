@@ -16,7 +16,7 @@
  *             hooks. A leaf is finished as soon as the last edge into it has
  *             delivered (PyTorch's AccumulateGrad node), not at the end, so that
  *             data-parallel training can start sending a gradient while the rest
- *             of the backward runs (dist/ddp.c).
+ *             of the backward runs (distributed/ddp.c).
  *
  * Nothing recurses, so a chain of 100,000 ops backpropagates in constant stack. */
 #include <math.h>

@@ -23,7 +23,7 @@ export TG_NUM_THREADS=1
 
 run() { # RANKS BATCH -> "seconds_per_step comm_ms wait_ms hidden_pct"
   local out
-  out=$(tests/dist/run_mpi.sh "$1" "$binary" --device cpu --epochs 1 --batch-size "$2" --max-steps "$steps" 2>&1) ||
+  out=$(tests/distributed/run_mpi.sh "$1" "$binary" --device cpu --epochs 1 --batch-size "$2" --max-steps "$steps" 2>&1) ||
     { echo "$out" >&2; exit 1; }
   local seconds comm wait hidden
   seconds=$(sed -nE 's/^epoch 1: .*, ([0-9.]+) s$/\1/p' <<<"$out")

@@ -1,7 +1,7 @@
 /* float32 and bfloat16 GEMM throughput at n = 256 .. 2048 (square), tg_matmul into a new
  * output. The two dtypes alternate rep by rep, so a busy machine slows both alike; the
  * bfloat16 rows (bench "matmul_bf16_N") use vdpbf16ps where the CPU has AVX512-BF16
- * (ops/gemm_bf16.c), else the float32 GEMM on widened copies. Twin: bench/matmul_torch.py
+ * (ops/cpu/gemm_bf16.c), else the float32 GEMM on widened copies. Twin: bench/matmul_torch.py
  * (float32; bench/matmul_torch.py --bf16 for PyTorch's bfloat16 matmul). */
 #include "bench/bench_util.h"
 #include "tapegrad.h"

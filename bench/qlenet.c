@@ -1,5 +1,5 @@
 /* Inference of the tutorials' LeNet in float32 and after static int8 quantisation
- * (nn/static_quant.h: fused conv+relu / linear+relu, onednn qconfig, calibrated on
+ * (quant/static_quant.h: fused conv+relu / linear+relu, onednn qconfig, calibrated on
  * four batches), at batch 1 and 64, no grad, images/s. Twin: bench/qlenet_torch.py
  * (torch.ao.quantization prepare / convert on the onednn engine). The seeds give both
  * the same weights, calibration data and inputs, so the float32 check (out[0, 0])

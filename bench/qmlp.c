@@ -1,5 +1,5 @@
 /* Inference of lesson 02's MLP (784-1024-512-256-128-10) in float32 and after dynamic
- * int8 quantisation (nn/quantize.h), at batch 1 and 64, no grad, images/s.
+ * int8 quantisation (quant/quantize.h), at batch 1 and 64, no grad, images/s.
  * Twin: bench/qmlp_torch.py (torch.ao.quantization.quantize_dynamic). The seeds give
  * both the same weights and inputs, so the float32 check (out[0, 0]) agrees to float32
  * rounding and the int8 one to a quantisation step. */

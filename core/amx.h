@@ -1,6 +1,6 @@
 /* Intel AMX (Advanced Matrix Extensions, Sapphire Rapids and later): eight tile
  * registers of up to 16 rows x 64 bytes and a multiply unit for them. Library-internal:
- * the bfloat16 GEMM (ops/gemm_bf16.c) and the int8 GEMM (ops/qgemm.c) use them where
+ * the bfloat16 GEMM (ops/cpu/gemm_bf16.c) and the int8 GEMM (ops/cpu/qgemm.c) use them where
  * this says they may. */
 #ifndef TG_CORE_AMX_H
 #define TG_CORE_AMX_H

@@ -2,7 +2,7 @@
  *
  * A tensor lives on the CPU or on one CUDA device. Memory and copies for a device
  * kind go through a small table of functions (tg_device_backend); the CUDA table is
- * provided by ops/cuda/runtime.cu and found through a weak symbol, so a build
+ * provided by core/cuda/runtime.cu and found through a weak symbol, so a build
  * without CUDA simply has no table and asking for CUDA is a clear error. */
 #ifndef TG_CORE_DEVICE_H
 #define TG_CORE_DEVICE_H
@@ -70,7 +70,7 @@ typedef struct tg_device_backend {
  * was not compiled in or the device ordinal does not exist. */
 const tg_device_backend *tg_backend_for(tg_device device, const char *op);
 
-/* Defined by ops/cuda/runtime.cu when CUDA is compiled in. */
+/* Defined by core/cuda/runtime.cu when CUDA is compiled in. */
 const tg_device_backend *tg_cuda_backend(void) __attribute__((weak));
 
 #ifdef __cplusplus

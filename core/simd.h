@@ -16,7 +16,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 /* r[j] (16 32-bit lanes each) becomes column j of the 16 x 16 matrix whose rows are the
- * r's: the packing of the GEMM kernels (ops/gemm.c, ops/gemm_bf16.c). Callers are
+ * r's: the packing of the GEMM kernels (ops/cpu/gemm.c, ops/cpu/gemm_bf16.c). Callers are
  * compiled for AVX-512 and check the CPU first. */
 __attribute__((target("avx512f"), always_inline)) static inline void tg_transpose16_epi32(__m512i r[16]) {
     __m512i t[16];
@@ -43,7 +43,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void tg_transpos
 
 /* 16 bfloat16 values (bit patterns) widened to float32, exactly: each moves to the top half
  * of its 32-bit lane (core/lowp.h's tg_bf16_bits_to_float, 16 at a time). For the bfloat16
- * kernels (ops/gemm_bf16.c, ops/norm_bf16.c, ops/relu_bf16.c, ops/max_pool2x2.c). */
+ * kernels (ops/cpu/gemm_bf16.c, ops/cpu/norm_bf16.c, ops/cpu/relu_bf16.c, ops/cpu/max_pool2x2.c). */
 __attribute__((target("avx512f"), always_inline)) static inline __m512 tg_widen_bf16x16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }

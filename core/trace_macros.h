@@ -392,7 +392,7 @@
 #define tg_nn_multihead_attention(...) TG_TRACED_PTR_(tg_module, tg_nn_multihead_attention, tg_nn_multihead_attention(__VA_ARGS__))
 #define tg_mha_forward(...) TG_TRACED_STATUS_(tg_mha_forward, tg_mha_forward(__VA_ARGS__))
 
-/* nn/observer.h */
+/* quant/observer.h */
 #define tg_nn_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_minmax_observer, tg_nn_minmax_observer(__VA_ARGS__))
 #define tg_nn_moving_average_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_moving_average_minmax_observer, tg_nn_moving_average_minmax_observer(__VA_ARGS__))
 #define tg_nn_per_channel_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_per_channel_minmax_observer, tg_nn_per_channel_minmax_observer(__VA_ARGS__))
@@ -401,10 +401,10 @@
 #define tg_observer_calculate_qparams(...) TG_TRACED_STATUS_(tg_observer_calculate_qparams, tg_observer_calculate_qparams(__VA_ARGS__))
 #define tg_observer_get_info(...) TG_TRACED_STATUS_(tg_observer_get_info, tg_observer_get_info(__VA_ARGS__))
 
-/* nn/fake_quantize.h */
+/* quant/fake_quantize.h */
 #define tg_nn_fake_quantize(...) TG_TRACED_PTR_(tg_module, tg_nn_fake_quantize, tg_nn_fake_quantize(__VA_ARGS__))
 
-/* nn/prune.h */
+/* quant/prune.h */
 #define tg_prune_l1_unstructured(...) TG_TRACED_STATUS_(tg_prune_l1_unstructured, tg_prune_l1_unstructured(__VA_ARGS__))
 #define tg_prune_random_unstructured(...) TG_TRACED_STATUS_(tg_prune_random_unstructured, tg_prune_random_unstructured(__VA_ARGS__))
 #define tg_prune_ln_structured(...) TG_TRACED_STATUS_(tg_prune_ln_structured, tg_prune_ln_structured(__VA_ARGS__))
@@ -412,7 +412,7 @@
 #define tg_prune_custom_from_mask(...) TG_TRACED_STATUS_(tg_prune_custom_from_mask, tg_prune_custom_from_mask(__VA_ARGS__))
 #define tg_prune_remove(...) TG_TRACED_STATUS_(tg_prune_remove, tg_prune_remove(__VA_ARGS__))
 
-/* nn/static_quant.h */
+/* quant/static_quant.h */
 #define tg_nn_quant_stub(...) TG_TRACED_PTR_(tg_module, tg_nn_quant_stub, tg_nn_quant_stub(__VA_ARGS__))
 #define tg_nn_dequant_stub(...) TG_TRACED_PTR_(tg_module, tg_nn_dequant_stub, tg_nn_dequant_stub(__VA_ARGS__))
 #define tg_quant_wrapper(...) TG_TRACED_PTR_(tg_module, tg_quant_wrapper, tg_quant_wrapper(__VA_ARGS__))
@@ -421,10 +421,10 @@
 #define tg_quant_convert(...) TG_TRACED_STATUS_(tg_quant_convert, tg_quant_convert(__VA_ARGS__))
 #define tg_quant_convert_for_load(...) TG_TRACED_STATUS_(tg_quant_convert_for_load, tg_quant_convert_for_load(__VA_ARGS__))
 
-/* nn/qat.h */
+/* quant/qat.h */
 #define tg_quant_prepare_qat(...) TG_TRACED_STATUS_(tg_quant_prepare_qat, tg_quant_prepare_qat(__VA_ARGS__))
 
-/* nn/quantize.h */
+/* quant/quantize.h */
 #define tg_quantize_dynamic(...) TG_TRACED_PTR_(tg_module, tg_quantize_dynamic, tg_quantize_dynamic(__VA_ARGS__))
 #define tg_nn_dynamic_quantized_linear(...) TG_TRACED_PTR_(tg_module, tg_nn_dynamic_quantized_linear, tg_nn_dynamic_quantized_linear(__VA_ARGS__))
 #define tg_quantized_linear_weight(...) TG_TRACED_PTR_(tg_tensor, tg_quantized_linear_weight, tg_quantized_linear_weight(__VA_ARGS__))

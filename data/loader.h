@@ -69,7 +69,7 @@ typedef struct {
      * default), padded by repeating its head to a multiple of world_size (or cut to
      * one, shard_drop_last), then every world_size-th index from `rank`; the ranks'
      * shards are disjoint but for the padding. As a DataLoader without a generator, each
-     * pass also draws one number from the default generator. See dist/ (tg_dist_rank). */
+     * pass also draws one number from the default generator. See distributed/ (tg_dist_rank). */
     int world_size, rank;
     bool shard_drop_last;
 } tg_loader_opts;

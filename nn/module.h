@@ -174,7 +174,7 @@ tg_hook_handle tg_register_forward_hook(tg_module *m, tg_forward_hook_fn fn, voi
 bool tg_hook_remove(tg_hook_handle handle);
 /* A pre-hook that owns `user`: free_user(user) runs when the hook is removed or m is
  * freed (also right away when registration fails). For hooks that carry state, as
- * pruning's (nn/prune.h). */
+ * pruning's (quant/prune.h). */
 tg_hook_handle tg_register_forward_pre_hook_owned(tg_module *m, tg_forward_pre_hook_fn fn, void *user,
                                                  void (*free_user)(void *user));
 /* The i-th forward pre-hook of m (registration order), its function and user pointer

@@ -36,7 +36,7 @@
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -69,7 +69,7 @@ static int64_t chunk_images(const conv_geom *g, size_t elem) {
 }
 
 /* How a call splits the batch: `threads` tasks each take a block of whole chunks of `chunk`
- * images (im2col, a single-threaded GEMM -- ops/gemm.h runs serially inside a parallel
+ * images (im2col, a single-threaded GEMM -- ops/cpu/gemm.h runs serially inside a parallel
  * loop -- and the copy out), with a workspace each; threads == 1 runs the
  * chunks in order with the parallelism inside im2col and the GEMM instead. Small images
  * make small GEMMs whose threading overhead outweighs them, so splitting by images wins
@@ -390,7 +390,7 @@ static bool col2im_rows_apply(const conv_geom *g, size_t elem) { return (void)g,
 CONV_KERNELS(f32, float, float, tg_gemm_f32)
 CONV_KERNELS(f64, double, double, tg_gemm_f64)
 
-/* bfloat16 operands, float32 results: the AVX512-BF16 GEMM (ops/gemm_bf16.c) under the same
+/* bfloat16 operands, float32 results: the AVX512-BF16 GEMM (ops/cpu/gemm_bf16.c) under the same
  * drivers. im2col and the gathered gradient move 2-byte elements; every GEMM sums in float32
  * into a float32 result (y, the columns col2im adds up, the weight gradient), which the
  * callers round to bfloat16 once. The drivers pass alpha 1 and beta 0 or 1. */

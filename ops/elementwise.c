@@ -17,7 +17,7 @@
 #include "ops/cuda/elementwise.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
-#include "ops/relu_bf16.h"
+#include "ops/cpu/relu_bf16.h"
 #include "ops/shape.h"
 #include "ops/binary_formulas.h"
 #include "ops/unary_formulas.h"
@@ -268,7 +268,7 @@ static tg_status low_precision_rows(tg_tensor *out, tg_tensor *x, tg_tensor *y, 
 
 static tg_status low_precision_into(const char *op, int kind, bool binary, tg_tensor *out, tg_tensor *x,
                                     tg_tensor *y, double a, double b) {
-    /* relu and its backward select bits: no widening (ops/relu_bf16.c, the same bits) */
+    /* relu and its backward select bits: no widening (ops/cpu/relu_bf16.c, the same bits) */
     if (binary ? kind == TG_BINARY_RELU_BACKWARD && tg_relu_backward_bf16_select(out, x, y)
                : kind == TG_UNARY_RELU && tg_relu_bf16_select(out, x))
         return TG_OK;

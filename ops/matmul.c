@@ -1,5 +1,5 @@
 /* Matrix products: matmul (torch.matmul) and linear (torch.nn.functional.linear).
- * CPU through OpenBLAS (ops/gemm.h; bfloat16 through ops/gemm_bf16.c), CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
+ * CPU through OpenBLAS (ops/cpu/gemm.h; bfloat16 through ops/cpu/gemm_bf16.c), CUDA through ops/cuda/matmul.cu (cuBLAS). Both go through
  * one strided-batched GEMM description (gemm_desc below), so a transposed view is
  * passed as a transpose flag instead of being copied. */
 #include "ops/matmul.h"
@@ -15,7 +15,7 @@
 #include "ops/cuda/matmul.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -155,7 +155,7 @@ static bool low_precision_on_cpu(const tg_tensor *t) {
     return tg_dtype_is_low_precision(t->dtype) && t->storage->device.kind == TG_DEVICE_CPU;
 }
 
-/* bfloat16 on a CPU with AVX512-BF16: vdpbf16ps (ops/gemm_bf16.c) into float32, rounded
+/* bfloat16 on a CPU with AVX512-BF16: vdpbf16ps (ops/cpu/gemm_bf16.c) into float32, rounded
  * once; the same numbers as the widened float32 GEMM up to float32 summation order. */
 static bool bf16_kernel_for(const tg_tensor *t) {
     return t->dtype == TG_BFLOAT16 && t->storage->device.kind == TG_DEVICE_CPU && tg_gemm_bf16_supported();

@@ -15,7 +15,7 @@
  * channel from the mean/invstd the forward saved, instead of ~15 elementwise ops and
  * their temporaries. With create_graph the composed formula above runs, as before. */
 #include "ops/norm.h"
-#include "ops/norm_bf16.h"
+#include "ops/cpu/norm_bf16.h"
 #include "ops/norm_running.h"
 
 #include <math.h>
@@ -238,7 +238,7 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return mixed ? tg_cast(y, in[0]->dtype) : y;
 }
 
-/* Mixed batch norm, bfloat16 x on the CPU: ops/norm_bf16.c reads x and writes y in bfloat16
+/* Mixed batch norm, bfloat16 x on the CPU: ops/cpu/norm_bf16.c reads x and writes y in bfloat16
  * (the bits of the float32 kernel on a widened x, rounded once), no float32 copies. */
 static tg_tensor *mixed_forward_bf16(tg_ctx *ctx, tg_tensor *const *in) {
     const norm_args *a = tg_ctx_attrs(ctx);
@@ -315,7 +315,7 @@ static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
     bool fused = !a->layer && x->storage->device.kind == TG_DEVICE_CPU && !tg_is_grad_enabled();
-    bool fused_bf16 = fused && x->dtype == TG_BFLOAT16 && g->dtype == TG_BFLOAT16; /* ops/norm_bf16.c */
+    bool fused_bf16 = fused && x->dtype == TG_BFLOAT16 && g->dtype == TG_BFLOAT16; /* ops/cpu/norm_bf16.c */
     if (!fused_bf16 && tg_dtype_is_low_precision(x->dtype) && w->dtype == TG_FLOAT32) { /* mixed: in float32 */
         x = tg_cast(x, TG_FLOAT32);                                         /* the engine rounds grad_in[0] */
         g = tg_cast(g, TG_FLOAT32);

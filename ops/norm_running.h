@@ -1,6 +1,6 @@
 /* Internal to the normalisation code (ops/norm.c, nn/layers.c, nn/norm_layers.c,
- * dist/sync_batch_norm.c): PyTorch's running statistics, one formula for every
- * layer that keeps them. Static inline, so that //dist (linked against
+ * distributed/sync_batch_norm.c): PyTorch's running statistics, one formula for every
+ * layer that keeps them. Static inline, so that //distributed:dist (linked against
  * libtapegrad.so, which exports only the public API) needs no extra symbol.
  * Not installed, not part of the API. */
 #ifndef TG_OPS_NORM_RUNNING_H

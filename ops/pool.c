@@ -21,7 +21,7 @@
 #include "core/tensor_impl.h"
 #include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
-#include "ops/max_pool2x2.h"
+#include "ops/cpu/max_pool2x2.h"
 #include "ops/pool_window.h"
 #include "ops/shape.h"
 
@@ -83,7 +83,7 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
             const T *src = x + pl * H * W;                                                              \
             T *dst = y + pl * Ho * Wo;                                                                  \
             int64_t *di = idx + pl * Ho * Wo;                                                           \
-            if (k2 && VECTOR_2X2_##SFX(src, H, W, Ho, Wo, dst, di)) continue; /* ops/max_pool2x2.c */   \
+            if (k2 && VECTOR_2X2_##SFX(src, H, W, Ho, Wo, dst, di)) continue; /* ops/cpu/max_pool2x2.c */   \
             if (k2) {                                                                                   \
                 /* Branch-free (maxss/setcc) assuming no NaN; a plane with a NaN is redone below. */      \
                 int nan = 0;                                                                            \
@@ -275,7 +275,7 @@ static void round_plane(const float *src, int64_t n, uint16_t *dst) {
     for (int64_t i = 0; i < n; i++) dst[i] = tg_float_to_bf16_bits(src[i]);
 }
 
-/* Whether the AVX-512 2x2 planes (ops/max_pool2x2.c) apply: max_forward_chunk_f32's k2. */
+/* Whether the AVX-512 2x2 planes (ops/cpu/max_pool2x2.c) apply: max_forward_chunk_f32's k2. */
 static bool vector_2x2(const pool_params *q) {
     return q->k == 2 && q->s == 2 && q->p == 0 && q->d == 1 && 2 * q->ho <= q->h && 2 * q->wo <= q->w &&
            tg_max_pool2x2_available();

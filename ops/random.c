@@ -8,7 +8,7 @@
  *                   float64: 53 bits of a 64-bit draw, likewise in double
  *   normal          16 or more elements, contiguous: normal_fill (uniforms of the dtype,
  *                   Box-Muller in blocks of 16, the last block redrawn when n % 16 != 0;
- *                   float32 with ATen's AVX2 log and sincos, ops/random_normal_f32.c);
+ *                   float32 with ATen's AVX2 log and sincos, ops/cpu/random_normal_f32.c);
  *                   otherwise normal_distribution<double>, which keeps its second value
  *   randint         word % range (a 64-bit draw when range >= 2^32) + low
  *   bernoulli(p)    a uniform of p's dtype < p; bernoulli_(scalar p): a 53-bit uniform < p
@@ -29,7 +29,7 @@
 #include "ops/cuda/random.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
-#include "ops/random_normal_f32.h"
+#include "ops/cpu/random_normal_f32.h"
 #include "ops/shape.h"
 
 typedef enum { DIST_UNIFORM, DIST_NORMAL, DIST_RANDINT, DIST_BERNOULLI, DIST_BERNOULLI_SCALAR } dist_kind;

@@ -10,7 +10,7 @@
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
-#include "ops/cuda/optim.h"
+#include "optim/cuda/optim.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"

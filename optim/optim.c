@@ -1,7 +1,7 @@
 /* SGD, Adam, AdamW, RMSprop: construction, parameter groups, per-parameter state,
  * and the step that checks each parameter and hands it, with its group's
  * hyper-parameters, to one fused update (optim/kernels.c on the CPU,
- * ops/cuda/optim.h on CUDA). See optim/optim.h. */
+ * optim/cuda/optim.h on CUDA). See optim/optim.h. */
 #include "optim/optim.h"
 
 #include <math.h>
@@ -15,7 +15,7 @@
 #include "core/scope.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
-#include "ops/cuda/optim.h"
+#include "optim/cuda/optim.h"
 #include "ops/dispatch.h"
 #include "ops/shape.h"
 #include "optim/kernels.h"

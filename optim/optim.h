@@ -20,7 +20,7 @@
  * state_dict.
  * Updates run without recording (no grad) and in place: on the CPU one fused loop
  * per parameter (split over the thread pool for large ones), on CUDA one fused kernel per parameter
- * (ops/cuda/optim.h). Parameters without a gradient are skipped, as in PyTorch.
+ * (optim/cuda/optim.h). Parameters without a gradient are skipped, as in PyTorch.
  * Options: zero fields mean PyTorch's defaults; pass TG_ZERO (-0.0, core/options.h,
  * which lists every such field) for a real zero where the default is not zero
  * (e.g. AdamW's weight_decay). */

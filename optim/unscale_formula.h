@@ -1,5 +1,5 @@
 /* GradScaler's unscale of one gradient element, the one definition both devices compile:
- * optim/kernels.c's CPU loop and ops/cuda/optim.cu's kernel expand TG_UNSCALE_ELEMENT, so
+ * optim/kernels.c's CPU loop and optim/cuda/optim.cu's kernel expand TG_UNSCALE_ELEMENT, so
  * the CPU tests check the arithmetic the GPU runs. It is PyTorch 1.13's
  * _amp_foreach_non_finite_check_and_unscale_ element function:
  *

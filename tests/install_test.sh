@@ -85,16 +85,16 @@ ok "ABI: $(wc -l <<<"$exported") C functions exported, all declared in the publi
 
 # 5. Data-parallel training: tapegrad-dist.pc (static, with MPI), a program run as a
 # world of one rank (MPI's singleton). Open MPI's own allocations are suppressed for
-# LeakSanitizer as in tests/dist/run_mpi.sh.
-for f in lib/libtapegrad_dist.a include/tapegrad/dist/dist.h include/tapegrad/dist/ddp.h \
-  include/tapegrad/dist/sync_batch_norm.h lib/pkgconfig/tapegrad-dist.pc; do
+# LeakSanitizer as in tests/distributed/run_mpi.sh.
+for f in lib/libtapegrad_dist.a include/tapegrad/distributed/dist.h include/tapegrad/distributed/ddp.h \
+  include/tapegrad/distributed/sync_batch_norm.h lib/pkgconfig/tapegrad-dist.pc; do
   [[ -e $prefix/$f ]] || fail "installed file $f missing"
 done
 if cc "${san[@]}" -std=c11 -Wall -Wextra -Werror tests/install/dist_main.c $(pkg-config --cflags --libs tapegrad-dist) \
   -o "$work/app_dist"; then
   out=$(TMPDIR=$work OMPI_MCA_mca_base_component_disable_dlclose=1 \
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0" \
-    LSAN_OPTIONS="suppressions=$PWD/tests/dist/lsan_openmpi.supp" "$work/app_dist" 2>&1)
+    LSAN_OPTIONS="suppressions=$PWD/tests/distributed/lsan_openmpi.supp" "$work/app_dist" 2>&1)
   if [[ $? -ne 0 || $out != *"dist ok: rank 0 of 1"* ]]; then fail "app_dist: $out"; else ok "tapegrad-dist: ${out##*$'\n'}"; fi
 else
   fail "cc with pkg-config tapegrad-dist"

@@ -57,7 +57,7 @@ class TgTempDirTest : public TgTest {
 };
 
 // Whether a float32 GEMM split over threads gives the bits of the whole product: where
-// the CPU has AVX-512, ops/gemm.c's own kernels run the split shapes and OpenBLAS's blocks
+// the CPU has AVX-512, ops/cpu/gemm.c's own kernels run the split shapes and OpenBLAS's blocks
 // are cut where they give the same bits; on AVX2-only CPUs OpenBLAS's Haswell/Zen kernels
 // give other bits for a block than for the whole (measured: 64 x 300 x 200 cut at column
 // 160 differs in 433 of 19,200 elements), so there the products agree to rounding only.

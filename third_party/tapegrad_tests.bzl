@@ -18,7 +18,7 @@
   CUDA backend is built.
 - `overrides` maps a test name to extra cc_test attributes, e.g.
   {"nn/mnist_train_test": {"size": "large"}}; "extra_deps" adds libraries
-  (tests/cuda/nccl_test links //dist:nccl_api).
+  (tests/cuda/nccl_test links //distributed:nccl_api).
 """
 
 load(
@@ -81,19 +81,19 @@ def tg_test_suite(overrides = {}):
             fail("tests/BUILD: override for '%s', but there is no tests/%s.cc" % (name, name))
 
 def tg_mpi_test(name, srcs, ranks = 2, size = "medium", **kwargs):
-    """A GoogleTest binary run on `ranks` ranks under mpirun (tests/dist/run_mpi.sh).
+    """A GoogleTest binary run on `ranks` ranks under mpirun (tests/distributed/run_mpi.sh).
 
-    `name` is the sh_test; `name + "_bin"` the binary (tests/dist/mpi_main.cc is its
-    main: rank 0 writes the XML report, so .ci/run counts the cases). Links //dist.
+    `name` is the sh_test; `name + "_bin"` the binary (tests/distributed/mpi_main.cc is its
+    main: rank 0 writes the XML report, so .ci/run counts the cases). Links //distributed:dist.
     """
     native.cc_binary(
         name = name + "_bin",
         testonly = True,
-        srcs = srcs + ["dist/mpi_main.cc"],
+        srcs = srcs + ["distributed/mpi_main.cc"],
         deps = [
             ":test_util",
             "//:tapegrad",
-            "//dist",
+            "//distributed:dist",
             "@googletest//:gtest",
         ],
         linkstatic = True,
@@ -101,8 +101,8 @@ def tg_mpi_test(name, srcs, ranks = 2, size = "medium", **kwargs):
     native.sh_test(
         name = name,
         size = size,
-        srcs = ["dist/run_mpi.sh"],
+        srcs = ["distributed/run_mpi.sh"],
         args = [str(ranks), "$(rootpath :%s_bin)" % name],
-        data = [":%s_bin" % name, "dist/lsan_openmpi.supp"] + native.glob(["**/fixtures/**"], allow_empty = True),
+        data = [":%s_bin" % name, "distributed/lsan_openmpi.supp"] + native.glob(["**/fixtures/**"], allow_empty = True),
         **kwargs
     )

@@ -16,10 +16,10 @@ if [[ ! -f $out/libgtest.a ]]; then
   ar rcs "$out/libgtest.a" "$out/gtest-all.o" "$out/gtest_main.o"
 fi
 objs=()
-for src in core/*.c autograd/*.c ops/*.c nn/*.c optim/*.c data/*.c io/*.c; do
+for src in core/*.c autograd/*.c ops/*.c ops/cpu/*.c nn/*.c quant/*.c optim/*.c data/*.c io/*.c; do
   [[ -f $src ]] || continue
   obj="$out/obj/$(echo "$src" | tr / _).o"
-  if [[ ! -f $obj || $src -nt $obj || -n $(find core autograd ops nn optim data io -name '*.h' -newer "$obj" 2>/dev/null | head -1) ]]; then
+  if [[ ! -f $obj || $src -nt $obj || -n $(find core autograd ops nn quant optim data io -name '*.h' -newer "$obj" 2>/dev/null | head -1) ]]; then
     gcc $cflags -c "$src" -o "$obj" &
   fi
   objs+=("$obj")

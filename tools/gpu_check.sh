@@ -15,7 +15,7 @@
 #       TG_GPU_CHECK_BUDGET seconds (default 270). Logs go to $OUT (default
 #       gpu_stage/out): one <name>.log per binary and summary.txt. Exit status 0 when
 #       every test passed (skips count as failures there: a GPU run must not skip).
-#       cuda/nccl_test is the 1-rank NCCL all-reduce (//dist's NCCL half, no MPI);
+#       cuda/nccl_test is the 1-rank NCCL all-reduce (//distributed's NCCL half, no MPI);
 #       NCCL itself is the GPU machine's, in its toolkit (/usr/local/cuda/lib64).
 #
 #   tools/gpu_check.sh tutorials   (on the GPU machine, gpu_stage/tutorials.tar carried)
@@ -36,7 +36,7 @@ DATA=/usr/share/datasets/fashion-mnist
 
 # Copies the shared libraries that binaries in $1 need, outside the C runtime and the CUDA
 # toolkit, into $2.
-# OpenBLAS is not among them (ops/blas.c loads it with dlopen), so it and what it needs
+# OpenBLAS is not among them (ops/cpu/blas.c loads it with dlopen), so it and what it needs
 # are added by name: on the GPU machine the library finds it as libopenblas.so.0 on
 # LD_LIBRARY_PATH.
 OPENBLAS=/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0

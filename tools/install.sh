@@ -4,8 +4,8 @@
 #   PREFIX/lib/libtapegrad.so.0 (+ libtapegrad.so), PREFIX/lib/libtapegrad.a,
 #   PREFIX/include/tapegrad/ (tapegrad.h and the headers it includes),
 #   PREFIX/lib/pkgconfig/tapegrad.pc, PREFIX/lib/cmake/tapegrad/tapegradConfig*.cmake,
-#   and data-parallel training (dist/, docs/distributed.md): PREFIX/lib/libtapegrad_dist.a,
-#   PREFIX/include/tapegrad/dist/*.h, PREFIX/lib/pkgconfig/tapegrad-dist.pc.
+#   and data-parallel training (distributed/, docs/distributed.md): PREFIX/lib/libtapegrad_dist.a,
+#   PREFIX/include/tapegrad/distributed/*.h, PREFIX/lib/pkgconfig/tapegrad-dist.pc.
 # Then: cc main.c $(pkg-config --cflags --libs tapegrad), or in CMake
 #   find_package(tapegrad REQUIRED) + target_link_libraries(app tapegrad::tapegrad).
 set -euo pipefail
@@ -45,7 +45,7 @@ while read -r h; do
 done <"$here/public_headers.txt"
 
 # What the static archive needs besides itself (the shared library records it).
-# OpenBLAS is not linked: the library loads it at start-up (ops/blas.c, docs/design.md).
+# OpenBLAS is not linked: the library loads it at start-up (ops/cpu/blas.c, docs/design.md).
 private_libs="-ldl -lz -lcjson -lm -lpthread"
 cat >"$libdir/pkgconfig/tapegrad.pc" <<PC
 prefix=$prefix
@@ -97,10 +97,10 @@ CMAKE
 # Data-parallel training: a static library that uses the library's internal functions, so
 # it links with libtapegrad.a (whose internal symbols the shared library hides), and MPI.
 # CPU tensors only (MPI): a CUDA build's NCCL objects are not in it.
-if [[ -f $here/dist/libtapegrad_dist.a ]]; then
-  put 644 "$here/dist/libtapegrad_dist.a" "$libdir/libtapegrad_dist.a"
+if [[ -f $here/distributed/libtapegrad_dist.a ]]; then
+  put 644 "$here/distributed/libtapegrad_dist.a" "$libdir/libtapegrad_dist.a"
   mkdir -p "$includedir/tapegrad/dist"
-  for h in dist.h ddp.h sync_batch_norm.h; do put 644 "$here/dist/$h" "$includedir/tapegrad/dist/$h"; done
+  for h in dist.h ddp.h sync_batch_norm.h; do put 644 "$here/distributed/$h" "$includedir/tapegrad/dist/$h"; done
   cat >"$libdir/pkgconfig/tapegrad-dist.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib

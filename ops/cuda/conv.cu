@@ -13,7 +13,7 @@
 #include "core/tensor_impl.h"
 #include "ops/conv_index.h"
 #include "ops/cuda/conv.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/matmul.h"
 
 #define COLUMN_LIMIT ((int64_t)1 << 26) // elements of the column buffer (256 MiB of float32)

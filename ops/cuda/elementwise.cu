@@ -13,7 +13,7 @@
 
 #include "core/tensor_impl.h"
 #include "ops/cuda/elementwise.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/binary_formulas.h"
 #include "ops/unary_formulas.h"
 
@@ -108,7 +108,7 @@ template <typename T> __device__ __forceinline__ T unary_int(const unary_params 
     }
 }
 
-// float16 / bfloat16 storage types (ops/cuda/internal.h), computed in float32 registers.
+// float16 / bfloat16 storage types (core/cuda/internal.h), computed in float32 registers.
 template <typename T>
 constexpr bool is_low_precision_v = std::is_same<T, tg_half_t>::value || std::is_same<T, tg_bf16_t>::value;
 

@@ -6,7 +6,7 @@
 
 #include "core/tensor_impl.h"
 #include "ops/cuda/fake_quantize.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 
 __device__ __forceinline__ float fq_nearbyint(float x) { return nearbyintf(x); }
 __device__ __forceinline__ double fq_nearbyint(double x) { return nearbyint(x); }

@@ -10,7 +10,7 @@
 
 #include "core/tensor_impl.h"
 #include "ops/cuda/gather.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 
 // ============================ device helpers ============================
 

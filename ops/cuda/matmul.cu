@@ -7,14 +7,14 @@
 // operand keeps its own transpose flag.
 //
 // TF32: cuBLAS uses TF32 tensor cores for float32 only when tg_set_allow_tf32(true)
-// (the handle's math mode is set in tg_cuda_cublas, ops/cuda/runtime.cu). float16 and
+// (the handle's math mode is set in tg_cuda_cublas, core/cuda/runtime.cu). float16 and
 // bfloat16 go through cublasGemmEx with float32 accumulation.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <limits.h>
 #include <stdint.h>
 
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/matmul.h"
 
 // ============================ launchers ============================

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "core/tensor_impl.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/pool.h"
 #include "ops/pool_window.h"
 

@@ -12,7 +12,7 @@
 
 #include "core/philox.h"
 #include "core/tensor_impl.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/random.h"
 
 // ============================ device helpers ============================

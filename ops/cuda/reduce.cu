@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "core/tensor_impl.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/reduce.h"
 #include "ops/reduce_plan.h"
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "core/tensor_impl.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/scan.h"
 #include "ops/reduce_plan.h"
 #include "ops/scan_line.h"

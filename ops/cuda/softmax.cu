@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "core/tensor_impl.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/softmax.h"
 #include "ops/reduce_plan.h"
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "core/tensor_impl.h"
-#include "ops/cuda/internal.h"
+#include "core/cuda/internal.h"
 #include "ops/cuda/sort.h"
 #include "ops/reduce_plan.h"
 #include "ops/sort_line.h"

@@ -5,7 +5,7 @@
 // 384 or 1024 and past it, for y, dx and dw), a 3-D input, no bias, and under create_graph.
 #include <cstring>
 
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "test_util.h"
 
 namespace {

@@ -285,7 +285,7 @@ TEST_F(LowTest, MixedBatchNormAsPyTorch) {
 // and widens it there: bit for bit the float32 batch norm of the widened input rounded
 // once, forward and gradients (fused backward, and the composed one under
 // create_graph); float32 parameters of another shape are refused. The bfloat16 kernels
-// (ops/norm_bf16.c) run on rows with a tail (5x5) and, split over channels, without (32x32).
+// (ops/cpu/norm_bf16.c) run on rows with a tail (5x5) and, split over channels, without (32x32).
 TEST_F(LowTest, MixedBatchNormEqualsTheFloat32OneOnWidenedInput) {
     for (bool create_graph : {false, true})
     for (tg_shape shape : {TG_SHAPE(4, 3, 5, 5), TG_SHAPE(16, 3, 32, 32)}) {
@@ -449,7 +449,7 @@ TEST_F(LowTest, LowPrecisionSumsAreTheWidenedSumRoundedOnce) {
 }
 
 // relu and relu_backward on contiguous bfloat16 select bits instead of widening
-// (ops/relu_bf16.c): every one of the 65,536 patterns (NaNs, Infs, zeros, subnormals), as
+// (ops/cpu/relu_bf16.c): every one of the 65,536 patterns (NaNs, Infs, zeros, subnormals), as
 // x and as g against a shuffled y, at a 64-byte boundary and 3 elements past one (the
 // masked ends), with subnormals kept and flushed: bit for bit the float32 op on the
 // widened values rounded once.

@@ -11,11 +11,11 @@
 #include "ops/cuda/loss.h"
 #include "ops/cuda/matmul.h"
 #include "ops/cuda/norm.h"
-#include "ops/cuda/optim.h"
+#include "optim/cuda/optim.h"
 #include "ops/cuda/pool.h"
 #include "ops/cuda/random.h"
 #include "ops/cuda/reduce.h"
-#include "ops/cuda/runtime.h"
+#include "core/cuda/runtime.h"
 #include "ops/cuda/softmax.h"
 
 // One past the last device: cuda:0 on a machine without a GPU.

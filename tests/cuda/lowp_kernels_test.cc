@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "cuda_test_util.h"
-#include "ops/cuda/runtime.h"
+#include "core/cuda/runtime.h"
 
 namespace {
 
@@ -94,7 +94,7 @@ TEST_F(TgTest, CudaLowPrecisionSumAndMeanMatchCpu) {
 
 // The AMP recipe on CUDA: float32 parameters, a bfloat16 autocast forward, the GradScaler
 // and SGD. Gradients come back float32 through the recorded casts, so the optimizer
-// kernels (ops/cuda/optim.cu) update float32 master weights; the steps must move the
+// kernels (optim/cuda/optim.cu) update float32 master weights; the steps must move the
 // parameters as the CPU's steps do (the two bfloat16 GEMMs differ by rounding only).
 TEST_F(TgTest, CudaAutocastStepsUpdateFloat32MasterWeights) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
@@ -147,7 +147,7 @@ TEST_F(TgTest, CudaAutocastStepsUpdateFloat32MasterWeights) {
 
 }  // namespace
 
-// GradScaler's fused unscale on CUDA (ops/cuda/optim.cu, one device flag read once per
+// GradScaler's fused unscale on CUDA (optim/cuda/optim.cu, one device flag read once per
 // step): every element multiplied by 1/scale, a non-finite element found in any gradient.
 TEST_F(TgTest, CudaGradScalerUnscaleFindsInfAndNanAnywhere) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";

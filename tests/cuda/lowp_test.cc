@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "cuda_test_util.h"
-#include "ops/cuda/runtime.h"
+#include "core/cuda/runtime.h"
 
 namespace {
 

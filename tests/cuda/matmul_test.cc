@@ -2,7 +2,7 @@
 // broadcast batch, vectors, transposed (non-contiguous) operands, float64, and
 // gradients. Skipped without a GPU.
 #include "cuda_test_util.h"
-#include "ops/cuda/runtime.h"
+#include "core/cuda/runtime.h"
 
 struct MatmulCase {
     tg_shape a, b;

@@ -1,10 +1,10 @@
-// The NCCL half of //dist (dist/nccl.cu) on one rank, without MPI: a communicator of
+// The NCCL half of //dist (distributed/nccl.cu) on one rank, without MPI: a communicator of
 // one, an all-reduce (sum, avg, max), a broadcast and an all-gather on the GPU.
 // tools/gpu_check.sh runs it on the GPU machine; here it reports SKIPPED.
 #include <chrono>
 #include <vector>
 
-#include "dist/nccl.h"
+#include "distributed/nccl.h"
 #include "test_util.h"
 
 namespace {

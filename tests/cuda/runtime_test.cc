@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cuda_test_util.h"
-#include "ops/cuda/runtime.h"
+#include "core/cuda/runtime.h"
 
 static const tg_dtype kAllDtypes[] = {TG_FLOAT32, TG_FLOAT64, TG_INT64, TG_INT32, TG_UINT8, TG_BOOL};
 

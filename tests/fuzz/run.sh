@@ -40,7 +40,7 @@ plain_library() {
   echo "$dir"/*.o
 }
 libs=(-lz -lcjson -lm -lpthread)
-declare -A extra_libs=([checkpoint_fuzzer]="-ldl") # OpenBLAS: loaded by ops/blas.c
+declare -A extra_libs=([checkpoint_fuzzer]="-ldl") # OpenBLAS: loaded by ops/cpu/blas.c
 status=0
 for t in "${targets[@]}"; do
   [[ -n ${sources[$t]:-} ]] || { echo "unknown target $t" >&2; exit 2; }

@@ -3,8 +3,8 @@
  * a SyncBatchNorm forward must work there as on N ranks. */
 #include <stdio.h>
 
-#include "dist/ddp.h"
-#include "dist/sync_batch_norm.h"
+#include "distributed/ddp.h"
+#include "distributed/sync_batch_norm.h"
 #include "tapegrad.h"
 
 int main(void) {

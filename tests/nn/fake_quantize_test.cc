@@ -1,4 +1,4 @@
-// The FakeQuantize module (nn/fake_quantize.h) against PyTorch 1.13's
+// The FakeQuantize module (quant/fake_quantize.h) against PyTorch 1.13's
 // (tests/fixtures/gen_fake_quantize.py): an activation FakeQuantize (moving-average
 // min-max, quint8) and default_per_channel_weight_fake_quant (moving-average per
 // channel, qint8 symmetric) over four batches with the observer and the fake

@@ -1,4 +1,4 @@
-// Observers (nn/observer.h) against PyTorch 1.13's (tests/fixtures/gen_observer.py):
+// Observers (quant/observer.h) against PyTorch 1.13's (tests/fixtures/gen_observer.py):
 // the recorded ranges and histograms after every batch and calculate_qparams'
 // scale and zero point, exactly (the same float32 arithmetic), plus the errors.
 #include <map>

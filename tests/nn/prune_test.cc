@@ -1,4 +1,4 @@
-// Pruning (nn/prune.h) against PyTorch 1.13's torch.nn.utils.prune
+// Pruning (quant/prune.h) against PyTorch 1.13's torch.nn.utils.prune
 // (tests/fixtures/gen_prune.py): masks of every method on the same weights,
 // iterative pruning, the state dict in both directions, remove, and training a
 // pruned Linear (pruned entries stay zero, weight_orig's gradient is masked).

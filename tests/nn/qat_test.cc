@@ -1,4 +1,4 @@
-// Quantisation-aware training of the tutorials' LeNet (nn/qat.h) against PyTorch
+// Quantisation-aware training of the tutorials' LeNet (quant/qat.h) against PyTorch
 // 1.13 (tests/fixtures/gen_qat.py): the same weights and data from seed 0, fused,
 // prepare_qat with the onednn QAT qconfig, four SGD steps with fake-quantised
 // weights and activations, then convert. Checked: the losses, the trained weights,

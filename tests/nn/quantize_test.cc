@@ -1,4 +1,4 @@
-// Dynamic quantisation of Linear (nn/quantize.h) against PyTorch 1.13's
+// Dynamic quantisation of Linear (quant/quantize.h) against PyTorch 1.13's
 // quantize_dynamic (tests/fixtures/gen_quantize.py; Debian's 1.13 has no fbgemm, so
 // the onednn engine, whose dynamic Linear quantises inputs the same way: quint8 with
 // reduce_range), and the int8 GEMM's two kernels against each other.
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/qgemm.h"
+#include "ops/cpu/qgemm.h"
 #include "tapegrad.h"
 #include "test_util.h"
 
@@ -116,7 +116,7 @@ TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
     tg_qgemm_allow_vnni(true);
     EXPECT_EQ(fast, expect);
     EXPECT_EQ(slow, expect);
-    if (tg_qgemm_has_vnni()) {  // the packed layout of static quantisation (ops/qconv.h)
+    if (tg_qgemm_has_vnni()) {  // the packed layout of static quantisation (ops/cpu/qconv.h)
         int8_t *packed = tg_qgemm_pack(n, k, b.data());
         std::vector<int32_t> packed_out(m * n);
         tg_qgemm_u8s8s32_packed(m, n, k, a.data(), k, packed, packed_out.data());

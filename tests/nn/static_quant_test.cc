@@ -1,4 +1,4 @@
-// Static quantisation of the tutorials' LeNet (nn/static_quant.h) against PyTorch
+// Static quantisation of the tutorials' LeNet (quant/static_quant.h) against PyTorch
 // 1.13's eager flow (tests/fixtures/gen_static_quant.py: QuantWrapper, fuse_modules,
 // get_default_qconfig('onednn'), prepare, three calibration batches, convert, onednn
 // engine). tapegrad draws the same weights and inputs from seed 0. Checked: the
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/qgemm.h"
+#include "ops/cpu/qgemm.h"
 #include "tapegrad.h"
 #include "test_util.h"
 

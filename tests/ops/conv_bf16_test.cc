@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/lowp.h"
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "test_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// bfloat16 GEMM with vdpbf16ps (ops/gemm_bf16.c): against a float64 reference of the
+// bfloat16 GEMM with vdpbf16ps (ops/cpu/gemm_bf16.c): against a float64 reference of the
 // same bfloat16 inputs (the result must be that sum in float32, up to float32 rounding of
 // each partial sum), at odd sizes that cross every blocking edge, with transposed and
 // strided operands, Inf/NaN/overflow, the same bits on 1 and 2 threads, and through
@@ -9,7 +9,7 @@
 #include <random>
 
 #include "core/lowp.h"
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "test_util.h"
 
 namespace {

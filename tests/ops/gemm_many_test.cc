@@ -1,4 +1,4 @@
-// Several GEMMs at once (tg_gemm_many, ops/gemm.c) and the linear backward that uses it:
+// Several GEMMs at once (tg_gemm_many, ops/cpu/gemm.c) and the linear backward that uses it:
 // each product against a float64 reference and bit for bit against the same product
 // alone on one thread, on 1, 2, 3 and 4 threads (one whole product per thread, or several
 // blocks each), with transposes, alpha and beta, an empty product, a tiny one and small
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "test_util.h"
 
 namespace {

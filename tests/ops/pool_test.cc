@@ -184,7 +184,7 @@ std::vector<T> raw(tg_tensor *t) {
 }  // namespace
 
 // 2x2 stride-2 max pooling runs in AVX-512 registers for float32 and bfloat16
-// (ops/max_pool2x2.c); float64 keeps the scalar loop of ops/pool.c, which the vector
+// (ops/cpu/max_pool2x2.c); float64 keeps the scalar loop of ops/pool.c, which the vector
 // kernel must equal: values, indices (ties to the first element, -0 against +0), the
 // input gradient bit for bit (-0 and NaN gradients, subnormals with flushing off and on),
 // planes of 2 to 35 outputs a row (one register's 16, several, a tail), odd sizes (a row

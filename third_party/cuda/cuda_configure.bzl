@@ -117,14 +117,14 @@ cc_library(
     linkopts = ["-L{lib_dir}", "-Wl,-rpath,{lib_dir}", "-lcurand"],
 )
 
-# NCCL (dist/nccl.cu, the collectives of //dist), when the toolkit or the system has it.
+# NCCL (distributed/nccl.cu, the collectives of //dist), when the toolkit or the system has it.
 cc_library(
     name = "nccl",
     linkopts = {nccl_linkopts},
 )
 
 # What tapegrad links: the CUDA runtime only. cuBLAS is loaded on first use by
-# ops/cuda/cublas_lazy.cu (linking it costs every program ~210 MB of RSS), and the
+# core/cuda/cublas_lazy.cu (linking it costs every program ~210 MB of RSS), and the
 # random kernels use tapegrad's own Philox (ops/cuda/random.cu), not cuRAND.
 cc_library(
     name = "cuda",

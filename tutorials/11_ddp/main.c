@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/ddp.h"
+#include "distributed/ddp.h"
 #include "tapegrad.h"
 #include "tutorials/common/common.h"
 
