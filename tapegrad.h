@@ -78,6 +78,10 @@
 
 #include "data/mnist.h"
 #include "data/loader.h"
+#include "data/cifar.h"
+#include "data/transforms.h"
+#include "data/image_decode.h"
+#include "data/image_folder.h"
 #include "io/safetensors.h"
 #include "io/checkpoint.h"
 

@@ -474,10 +474,22 @@
 #define tg_mnist_to_normalized(...) TG_TRACED_PTR_(tg_tensor, tg_mnist_to_normalized, tg_mnist_to_normalized(__VA_ARGS__))
 #define tg_mnist_mean_std(...) TG_TRACED_STATUS_(tg_mnist_mean_std, tg_mnist_mean_std(__VA_ARGS__))
 
+/* data/transforms.h */
+#define tg_transform_apply(...) TG_TRACED_PTR_(tg_tensor, tg_transform_apply, tg_transform_apply(__VA_ARGS__))
+#define tg_compose_apply(...) TG_TRACED_PTR_(tg_tensor, tg_compose_apply, tg_compose_apply(__VA_ARGS__))
+
 /* data/loader.h */
 #define tg_loader_new(...) TG_TRACED_PTR_(tg_loader, tg_loader_new, tg_loader_new(__VA_ARGS__))
+#define tg_loader_new_dataset(...) TG_TRACED_PTR_(tg_loader, tg_loader_new_dataset, tg_loader_new_dataset(__VA_ARGS__))
 #define tg_loader_seek(...) TG_TRACED_STATUS_(tg_loader_seek, tg_loader_seek(__VA_ARGS__))
 #define tg_take_samples(...) TG_TRACED_PTR_(tg_tensor, tg_take_samples, tg_take_samples(__VA_ARGS__))
+
+/* data/image_decode.h */
+#define tg_image_decode(...) TG_TRACED_PTR_(tg_tensor, tg_image_decode, tg_image_decode(__VA_ARGS__))
+#define tg_image_load(...) TG_TRACED_PTR_(tg_tensor, tg_image_load, tg_image_load(__VA_ARGS__))
+
+/* data/image_folder.h */
+#define tg_image_folder_get(...) TG_TRACED_STATUS_(tg_image_folder_get, tg_image_folder_get(__VA_ARGS__))
 
 /* io/checkpoint.h */
 #define tg_module_state_map(...) TG_TRACED_PTR_(tg_tensor_map, tg_module_state_map, tg_module_state_map(__VA_ARGS__))

@@ -44,12 +44,27 @@
 
 #include "core/scope.h"
 #include "core/tensor.h"
+#include "data/transforms.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct tg_loader tg_loader;
+
+/* A data set read one sample at a time (torch.utils.data.Dataset: __len__ and
+ * __getitem__), for data that is not two tensors: an image folder
+ * (tg_image_folder_dataset), files decoded on demand. get writes sample `index`'s
+ * input and target (target NULL for unlabelled data, for every sample alike) as NEW
+ * references (in the open scope, as any tapegrad function) and returns TG_OK, or
+ * TG_ERROR + an error naming the sample. With num_workers > 0 it is called from the
+ * worker threads at once: it must be safe to call concurrently. The loader borrows
+ * ctx: keep it alive until tg_loader_free. */
+typedef struct {
+    int64_t size;
+    tg_status (*get)(void *ctx, int64_t index, tg_tensor **x, tg_tensor **y);
+    void *ctx;
+} tg_dataset;
 
 /* Zero fields mean the default. */
 typedef struct {
@@ -72,6 +87,30 @@ typedef struct {
      * pass also draws one number from the default generator. See distributed/ (tg_dist_rank). */
     int world_size, rank;
     bool shard_drop_last;
+    /* ---- per-sample transforms and worker threads (DataLoader's options) ---- */
+    /* Applied to each sample's x before the batch is stacked (a dataset's transform in
+     * torchvision), so uint8 images give float batches; count 0: none. The loader keeps a
+     * copy. Its random numbers: see num_workers. Needs the samples on the CPU. */
+    tg_compose transform;
+    /* 0: batches are made on the calling thread when asked for (the loader without
+     * workers: same batches, same numbers). N > 0: N threads make batches ahead, batch b
+     * by worker b % N (PyTorch's round robin), delivered in order: the same batches
+     * whatever N, but for random transforms. Those draw, as in PyTorch, from the default
+     * generator with 0 workers, and in worker w from its own generator seeded base_seed +
+     * w, where base_seed is the 64-bit number each pass draws (see above); so with random
+     * transforms the batches of N > 0 differ from those of 0 workers, and are the same for
+     * a given seed and N. A worker's failure is the error of tg_loader_next at its batch
+     * ("worker 1 failed on batch 7: ..."), which is then skipped, as PyTorch re-raises. */
+    int num_workers;
+    int prefetch_factor; /* batches in flight per worker (0 means PyTorch's 2) */
+    /* DataLoader's pin_memory: batches in page-locked host memory for fast copies. This
+     * build's CUDA runtime has no pinned host allocator, so it changes nothing yet (as
+     * PyTorch without CUDA); see docs/data-io.md. */
+    bool pin_memory;
+    /* Keep the worker threads between passes (their generators carry on; as in
+     * PyTorch, only the first pass then draws a base seed). Without it each pass starts
+     * its workers and joins them at its end. */
+    bool persistent_workers;
 } tg_loader_opts;
 
 /* A loader over x [N, ...] and y [N, ...] (y may be NULL). Retains both (a
@@ -80,7 +119,14 @@ typedef struct {
  * different first sizes, batch_size < 0, or out of memory. Free with tg_loader_free. */
 tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts);
 
-/* Releases the loader's references to the data set and frees it. NULL-safe. */
+/* A loader over a per-sample data set (see tg_dataset): each batch stacks the samples'
+ * x (after opts.transform) and y ([B, ...] of one shape and dtype each, as PyTorch's
+ * default_collate; a 0-dim label gives [B]); samples of different shapes are an error
+ * naming both. Fails on size < 0 or a NULL get. */
+tg_loader *tg_loader_new_dataset(tg_dataset dataset, tg_loader_opts opts);
+
+/* Joins the worker threads (also mid-epoch: the batches in flight are dropped),
+ * releases the loader's references to the data set and frees it. NULL-safe. */
 void tg_loader_free(tg_loader *ld);
 
 /* Starts epoch `epoch` from its first batch (its order is drawn when that batch is

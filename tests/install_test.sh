@@ -48,7 +48,7 @@ fi
 
 # 2. Static: the archive and pkg-config's private libraries.
 if cc "${san[@]}" "$src" $(pkg-config --cflags tapegrad) "$prefix/lib/libtapegrad.a" \
-  $(pkg-config --static --libs-only-other --libs-only-L tapegrad) -lopenblas -lz -lcjson -lm -lpthread \
+  $(pkg-config --static --libs-only-other --libs-only-L tapegrad) -lopenblas -lz -lcjson -lpng -ljpeg -lm -lpthread \
   -o "$work/app_static"; then
   run "static libtapegrad.a" "$work/app_static"
   ! ldd "$work/app_static" | grep libtapegrad >/dev/null || fail "app_static loads libtapegrad.so"

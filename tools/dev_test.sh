@@ -28,5 +28,5 @@ wait
 name=$(basename "$test_file" .cc)
 g++ -std=c++17 -O1 -g -I. -Itests -I/usr/src/googletest/googletest/include ${TG_DEV_CFLAGS:-} \
   "$test_file" $(ls tests/*.c tests/*.cc 2>/dev/null | grep -v '_test.cc' || true) "${objs[@]}" "$out/libgtest.a" \
-  -ldl -lz -lcjson -lm -lpthread -o "$out/$name"
+  -ldl -lz -lcjson -lpng -ljpeg -lm -lpthread -o "$out/$name"
 "$out/$name" "$@"

@@ -46,7 +46,7 @@ done <"$here/public_headers.txt"
 
 # What the static archive needs besides itself (the shared library records it).
 # OpenBLAS is not linked: the library loads it at start-up (ops/cpu/blas.c, docs/design.md).
-private_libs="-ldl -lz -lcjson -lm -lpthread"
+private_libs="-ldl -lz -lcjson -lpng -ljpeg -lm -lpthread"
 cat >"$libdir/pkgconfig/tapegrad.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib
@@ -75,7 +75,7 @@ if(NOT TARGET tapegrad::tapegrad)
   set_target_properties(tapegrad::tapegrad_static PROPERTIES
     IMPORTED_LOCATION "${_tapegrad_prefix}/lib/libtapegrad.a"
     INTERFACE_INCLUDE_DIRECTORIES "${_tapegrad_prefix}/include/tapegrad"
-    INTERFACE_LINK_LIBRARIES "dl;z;cjson;m;pthread")
+    INTERFACE_LINK_LIBRARIES "dl;z;cjson;png;jpeg;m;pthread")
 endif()
 set(tapegrad_INCLUDE_DIRS "${_tapegrad_prefix}/include/tapegrad")
 set(tapegrad_LIBRARIES tapegrad::tapegrad)

@@ -39,7 +39,7 @@ plain_library() {
     [ -f "$o" ] && [ "$o" -nt "$2" ] || '"$CC"' -std=c11 -O1 -g -D_GNU_SOURCE -I. -w -c "$2" -o "$o"' _ "$dir" {}
   echo "$dir"/*.o
 }
-libs=(-lz -lcjson -lm -lpthread)
+libs=(-lz -lcjson -lpng -ljpeg -lm -lpthread)
 declare -A extra_libs=([checkpoint_fuzzer]="-ldl") # OpenBLAS: loaded by ops/cpu/blas.c
 status=0
 for t in "${targets[@]}"; do
