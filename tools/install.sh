@@ -99,8 +99,8 @@ CMAKE
 # CPU tensors only (MPI): a CUDA build's NCCL objects are not in it.
 if [[ -f $here/distributed/libtapegrad_dist.a ]]; then
   put 644 "$here/distributed/libtapegrad_dist.a" "$libdir/libtapegrad_dist.a"
-  mkdir -p "$includedir/tapegrad/dist"
-  for h in dist.h ddp.h sync_batch_norm.h; do put 644 "$here/distributed/$h" "$includedir/tapegrad/dist/$h"; done
+  mkdir -p "$includedir/tapegrad/distributed"
+  for h in dist.h ddp.h sync_batch_norm.h; do put 644 "$here/distributed/$h" "$includedir/tapegrad/distributed/$h"; done
   cat >"$libdir/pkgconfig/tapegrad-dist.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib
