@@ -57,6 +57,8 @@
 #define tg_gradgradcheck(...) TG_TRACED_STATUS_(tg_gradgradcheck, tg_gradgradcheck(__VA_ARGS__))
 
 /* ops/attention.h */
+#define tg_scaled_dot_product_attention_opts(...) TG_TRACED_PTR_(tg_tensor, tg_scaled_dot_product_attention_opts, tg_scaled_dot_product_attention_opts(__VA_ARGS__))
+#define tg_scaled_dot_product_attention_composed(...) TG_TRACED_PTR_(tg_tensor, tg_scaled_dot_product_attention_composed, tg_scaled_dot_product_attention_composed(__VA_ARGS__))
 #define tg_scaled_dot_product_attention(...) TG_TRACED_PTR_(tg_tensor, tg_scaled_dot_product_attention, tg_scaled_dot_product_attention(__VA_ARGS__))
 #define tg_attention_with_weights(...) TG_TRACED_PTR_(tg_tensor, tg_attention_with_weights, tg_attention_with_weights(__VA_ARGS__))
 

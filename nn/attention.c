@@ -1,7 +1,8 @@
 /* MultiheadAttention as F.multi_head_attention_forward of PyTorch 1.13 (the packed
  * in-projection, heads folded into the batch [B * heads, L, head_dim], masks merged
  * into one additive float mask, dropout on the weights in training, out_proj), with
- * the attention itself from ops/attention.c. See nn/attention.h. */
+ * the attention itself from ops/attention.c: the fused op when the weights are not
+ * asked for, the composed formula (which makes them) when they are. See nn/attention.h. */
 #include "nn/attention.h"
 
 #include <math.h>
@@ -136,8 +137,9 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
     }
     src += extra_keys;
     double p = tg_is_training(m) ? s->dropout : 0.0;
-    tg_tensor *attn_weights = NULL;
-    tg_tensor *attn = tg_attention_with_weights(proj[0], proj[1], proj[2], mask, p, false, &attn_weights);
+    tg_tensor *attn_weights = NULL; /* the weights need the composed formula; the fused op otherwise */
+    tg_tensor *attn = weights ? tg_attention_with_weights(proj[0], proj[1], proj[2], mask, p, false, &attn_weights)
+                              : tg_scaled_dot_product_attention(proj[0], proj[1], proj[2], mask, p, false);
     if (!attn) return TG_ERROR;
     tg_tensor *merged = tg_reshape(tg_transpose(attn, 0, 1), TG_SHAPE(l, bsz, e));
     tg_module *out_proj = tg_module_child(m, "out_proj");

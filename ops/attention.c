@@ -1,38 +1,73 @@
-/* Attention as softmax((q / sqrt(E)) k^T + mask) v: q is scaled before the product,
- * as PyTorch 1.13's MultiheadAttention does (q_scaled = q / sqrt(E)). Masks become one
- * additive floating tensor (bool false / is_causal's upper triangle -> -inf). See
- * ops/attention.h. */
+/* scaled_dot_product_attention: the checks, the fused op (forward and derivative; the
+ * kernels are ops/cpu/attention.c and ops/cuda/attention.cu) and the composed reference.
+ *
+ * The composed version is softmax((q * scale) k^T + mask) v of matmul, softmax and
+ * dropout ops, q scaled before the product as PyTorch 1.13's MultiheadAttention does;
+ * masks become one additive floating tensor (bool false / is_causal's upper triangle
+ * -> -inf). It serves dropout, an attn_mask that requires grad, the attention weights
+ * (tg_attention_with_weights) and second derivatives, and is the tests' reference.
+ *
+ * The fused op sees q, k, v (and the mask) as `batch` problems after broadcasting
+ * their leading dims (tg_attn_plan, ops/attention_formulas.h): one int64 offset per
+ * problem and operand, so broadcast batches, grouped query heads and transposed views
+ * (any row stride, contiguous last dim) cost no copy. float16/bfloat16 inputs are
+ * computed in float32 (TG_LOW_PRECISION_IN_FLOAT32: cast on the way in, the output
+ * rounded once, as PyTorch's CPU math path). See ops/attention.h. */
 #include "ops/attention.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "autograd/function.h"
+#include "autograd/grad.h"
+#include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/attention_formulas.h"
+#include "ops/cpu/attention.h"
+#include "ops/cuda/attention.h"
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
-/* -inf above the diagonal of [L, S], 0 on and below, in dtype on device. */
-static tg_tensor *causal_mask(int64_t l, int64_t s, tg_dtype dtype, tg_device device) {
-    double *m = malloc((size_t)(l * s) * sizeof *m + 1);
-    TG_ASSERT(m != NULL);
-    for (int64_t i = 0; i < l; i++)
-        for (int64_t j = 0; j < s; j++) m[i * s + j] = j <= i ? 0.0 : -INFINITY;
-    tg_tensor *t = tg_from_data(m, TG_SHAPE(l, s), (tg_opts){.dtype = TG_FLOAT64});
-    free(m);
-    return t ? tg_tensor_to(tg_cast(t, dtype), device) : NULL;
+static const char *const OP = "tg_scaled_dot_product_attention";
+
+/* ======================= checks ======================= */
+
+/* The scale: opts.scale, 1/sqrt(E) when 0 (TG_ZERO, -0.0, is a real zero). */
+static double scale_of(tg_sdpa_opts o, int64_t e) {
+    return o.scale == 0 && !signbit(o.scale) ? 1.0 / sqrt((double)e) : o.scale;
 }
 
-tg_tensor *tg_attention_with_weights(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *attn_mask, double dropout_p,
-                                     bool is_causal, tg_tensor **weights) {
-    const char *op = "tg_scaled_dot_product_attention";
-    if (weights) *weights = NULL;
-    if (tg_unusable_(q)) return tg_error_unusable_input(op, q, 0), NULL;
-    if (tg_unusable_(k)) return tg_error_unusable_input(op, k, 1), NULL;
-    if (tg_unusable_(v)) return tg_error_unusable_input(op, v, 2), NULL;
+/* The leading dims of t (all but the last `keep`), as a shape. */
+static tg_shape lead_shape(const tg_tensor *t, int keep) {
+    int n = t->shape.ndim > keep ? t->shape.ndim - keep : 0;
+    return tg_shape_from(n, t->shape.dims);
+}
+
+/* With enable_gqa and fewer key/value heads than query heads (dim -3): k's and v's
+ * leading dims as the query's heads would see them (Hk -> Hq), so they broadcast. */
+static bool grouped(const tg_tensor *q, const tg_tensor *k, tg_sdpa_opts o) {
+    return o.enable_gqa && q->shape.ndim >= 3 && k->shape.ndim >= 3 &&
+           q->shape.dims[q->shape.ndim - 3] != k->shape.dims[k->shape.ndim - 3];
+}
+
+static tg_shape heads_as_query(tg_shape lead, const tg_tensor *q) {
+    lead.dims[lead.ndim - 1] = q->shape.dims[q->shape.ndim - 3];
+    return lead;
+}
+
+/* Checks the call; sets *batch to the broadcast leading dims of the result. */
+static tg_status check_inputs(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts o, tg_shape *batch) {
+    tg_tensor *attn_mask = o.attn_mask;
+    if (tg_unusable_(q)) return tg_error_unusable_input(OP, q, 0);
+    if (tg_unusable_(k)) return tg_error_unusable_input(OP, k, 1);
+    if (tg_unusable_(v)) return tg_error_unusable_input(OP, v, 2);
+    if (attn_mask && tg_unusable_(attn_mask)) return tg_error_unusable_input(OP, attn_mask, 3);
     char qs[96], ks[96], vs[96], ms[96], d1[16], d2[16];
     tg_shape_str(q->shape, qs, sizeof qs);
     tg_shape_str(k->shape, ks, sizeof ks);
@@ -41,18 +76,30 @@ tg_tensor *tg_attention_with_weights(tg_tensor *q, tg_tensor *k, tg_tensor *v, t
     if (qn < 2 || kn < 2 || vn < 2 || q->shape.dims[qn - 1] != k->shape.dims[kn - 1] ||
         k->shape.dims[kn - 2] != v->shape.dims[vn - 2])
         return tg_error("%s: expected query [..., L, E], key [..., S, E] and value [..., S, Ev], got query %s, key %s, "
-                        "value %s", op, qs, ks, vs), NULL;
+                        "value %s", OP, qs, ks, vs);
     if (!tg_dtype_is_floating(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
-        return tg_error("%s: expected query, key and value of one floating dtype, got %s, %s, %s", op,
-                        tg_dtype_name(q->dtype), tg_dtype_name(k->dtype), tg_dtype_name(v->dtype)), NULL;
+        return tg_error("%s: expected query, key and value of one floating dtype, got %s, %s, %s", OP,
+                        tg_dtype_name(q->dtype), tg_dtype_name(k->dtype), tg_dtype_name(v->dtype));
     if (!tg_device_equal(q->storage->device, k->storage->device) ||
         !tg_device_equal(q->storage->device, v->storage->device))
-        return tg_error("%s: expected query, key and value on one device, got query on %s and key on %s", op,
-                        tg_device_str(q->storage->device, d1), tg_device_str(k->storage->device, d2)), NULL;
-    if (!(dropout_p >= 0 && dropout_p < 1))
-        return tg_error("%s: dropout_p must be in [0, 1), got %g", op, dropout_p), NULL;
-    if (is_causal && attn_mask)
-        return tg_error("%s: is_causal and attn_mask are exclusive (pass one)", op), NULL;
+        return tg_error("%s: expected query, key and value on one device, got query on %s and key on %s", OP,
+                        tg_device_str(q->storage->device, d1), tg_device_str(k->storage->device, d2));
+    if (!(o.dropout_p >= 0 && o.dropout_p < 1))
+        return tg_error("%s: dropout_p must be in [0, 1), got %g", OP, o.dropout_p);
+    if (o.is_causal && attn_mask) return tg_error("%s: is_causal and attn_mask are exclusive (pass one)", OP);
+    if (!isfinite(o.scale)) return tg_error("%s: scale must be finite, got %g", OP, o.scale);
+    tg_shape kl = lead_shape(k, 2), vl = lead_shape(v, 2);
+    if (grouped(q, k, o)) {
+        int64_t hq = q->shape.dims[qn - 3], hk = k->shape.dims[kn - 3];
+        if (vn < 3 || v->shape.dims[vn - 3] != hk || hk == 0 || hq % hk)
+            return tg_error("%s: enable_gqa needs key and value with one head count (dim -3) dividing the query's, "
+                            "got query %s, key %s, value %s", OP, qs, ks, vs);
+        kl = heads_as_query(kl, q), vl = heads_as_query(vl, q);
+    }
+    tg_shape lead = lead_shape(q, 2);
+    if (!tg_broadcast_shapes(lead, kl, &lead) || !tg_broadcast_shapes(lead, vl, &lead))
+        return tg_error("%s: the batch dims of query %s, key %s and value %s do not broadcast%s", OP, qs, ks, vs,
+                        o.enable_gqa ? "" : " (grouped query heads need enable_gqa)");
     int64_t l = q->shape.dims[qn - 2], s = k->shape.dims[kn - 2];
     if (attn_mask) {
         tg_shape scores = TG_SHAPE(l, s), out;
@@ -60,27 +107,81 @@ tg_tensor *tg_attention_with_weights(tg_tensor *q, tg_tensor *k, tg_tensor *v, t
             !tg_broadcast_shapes(attn_mask->shape, scores, &out) || attn_mask->shape.ndim > (qn > kn ? qn : kn) ||
             !tg_device_equal(attn_mask->storage->device, q->storage->device))
             return tg_error("%s: attn_mask %s (%s) must be bool or floating, on the query's device, and broadcast to "
-                            "the scores [..., %lld, %lld] (query %s, key %s)", op,
+                            "the scores [..., %lld, %lld] (query %s, key %s)", OP,
                             tg_shape_str(attn_mask->shape, ms, sizeof ms), tg_dtype_name(attn_mask->dtype),
-                            (long long)l, (long long)s, qs, ks), NULL;
+                            (long long)l, (long long)s, qs, ks);
         if (out.dims[out.ndim - 1] != s || out.dims[out.ndim - 2] != l)
-            return tg_error("%s: attn_mask %s does not broadcast to the scores [..., %lld, %lld]", op,
-                            tg_shape_str(attn_mask->shape, ms, sizeof ms), (long long)l, (long long)s), NULL;
+            return tg_error("%s: attn_mask %s does not broadcast to the scores [..., %lld, %lld]", OP,
+                            tg_shape_str(attn_mask->shape, ms, sizeof ms), (long long)l, (long long)s);
+        if (!tg_broadcast_shapes(lead, lead_shape(attn_mask, 2), &lead))
+            return tg_error("%s: attn_mask %s does not broadcast to the batch dims of query %s, key %s", OP,
+                            tg_shape_str(attn_mask->shape, ms, sizeof ms), qs, ks);
     }
+    *batch = lead;
+    return TG_OK;
+}
+
+/* ======================= the composed reference ======================= */
+
+/* -inf above the diagonal of [L, S], 0 on and below, in dtype on device. */
+static tg_tensor *causal_mask(int64_t l, int64_t s, tg_dtype dtype, tg_device device) {
+    double *m = malloc((size_t)(l * s) * sizeof *m + 1);
+    TG_ASSERT(m != NULL);
+    for (int64_t i = 0; i < l; i++)
+        for (int64_t j = 0; j < s; j++) m[i * s + j] = tg_attn_causal_hidden(i, j) ? -INFINITY : 0.0;
+    tg_tensor *t = tg_from_data(m, TG_SHAPE(l, s), (tg_opts){.dtype = TG_FLOAT64});
+    free(m);
+    return t ? tg_tensor_to(tg_cast(t, dtype), device) : NULL;
+}
+
+/* [..., Hk, S, E] -> [..., Hq, S, E], query head h reading key head h / (Hq / Hk), as
+ * PyTorch's repeat_interleave under enable_gqa. */
+static tg_tensor *repeat_heads(tg_tensor *t, int64_t hq) {
+    int n = t->shape.ndim;
+    tg_shape wide = t->shape, out = t->shape;
+    for (int d = n; d > n - 2; d--) wide.dims[d] = wide.dims[d - 1];
+    wide.ndim = n + 1;
+    wide.dims[n - 2] = hq / t->shape.dims[n - 3];
+    out.dims[n - 3] = hq;
+    return tg_reshape(tg_expand(tg_unsqueeze(t, n - 2), wide), out);
+}
+
+/* Runs in the caller's scope; inputs checked. */
+static tg_tensor *composed(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts o, tg_tensor **weights) {
+    int qn = q->shape.ndim;
+    int64_t l = q->shape.dims[qn - 2], s = k->shape.dims[k->shape.ndim - 2], e = q->shape.dims[qn - 1];
+    tg_tensor *mask = NULL, *attn_mask = o.attn_mask;
+    if (o.is_causal) mask = causal_mask(l, s, q->dtype, q->storage->device);
+    else if (attn_mask && attn_mask->dtype == TG_BOOL) mask = tg_cast(tg_where_scalars(attn_mask, 0.0, -INFINITY), q->dtype);
+    else if (attn_mask) mask = attn_mask->dtype == q->dtype ? attn_mask : tg_cast(attn_mask, q->dtype);
+    if (grouped(q, k, o)) k = repeat_heads(k, q->shape.dims[qn - 3]), v = repeat_heads(v, q->shape.dims[qn - 3]);
+    bool default_scale = o.scale == 0 && !signbit(o.scale); /* q / sqrt(E), PyTorch 1.13's MHA's bits */
+    tg_tensor *scaled = default_scale ? tg_div_scalar(q, sqrt((double)e)) : tg_mul_scalar(q, o.scale);
+    tg_tensor *scores = tg_matmul(scaled, tg_transpose(k, -2, -1));
+    if (mask) scores = tg_add(scores, mask);
+    tg_tensor *w = tg_softmax(scores, -1);
+    if (w && o.dropout_p > 0) w = tg_dropout(w, o.dropout_p, true);
+    if (weights) *weights = w;
+    return w ? tg_matmul(w, v) : NULL;
+}
+
+tg_tensor *tg_scaled_dot_product_attention_composed(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts opts) {
+    tg_shape batch;
+    if (check_inputs(q, k, v, opts, &batch)) return NULL;
+    tg_tensor *y = NULL;
+    TG_SCOPE { y = tg_scope_return(composed(q, k, v, opts, NULL)); }
+    return y;
+}
+
+tg_tensor *tg_attention_with_weights(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *attn_mask, double dropout_p,
+                                     bool is_causal, tg_tensor **weights) {
+    if (weights) *weights = NULL;
+    tg_sdpa_opts o = {.attn_mask = attn_mask, .dropout_p = dropout_p, .is_causal = is_causal};
+    tg_shape batch;
+    if (check_inputs(q, k, v, o, &batch)) return NULL;
     tg_tensor *y = NULL;
     TG_SCOPE {
-        tg_tensor *mask = NULL;
-        if (is_causal) mask = causal_mask(l, s, q->dtype, q->storage->device);
-        else if (attn_mask && attn_mask->dtype == TG_BOOL)
-            mask = tg_cast(tg_where_scalars(attn_mask, 0.0, -INFINITY), q->dtype);
-        else if (attn_mask)
-            mask = attn_mask->dtype == q->dtype ? attn_mask : tg_cast(attn_mask, q->dtype);
-        tg_tensor *scaled = tg_div_scalar(q, sqrt((double)q->shape.dims[qn - 1]));
-        tg_tensor *scores = tg_matmul(scaled, tg_transpose(k, -2, -1));
-        if (mask) scores = tg_add(scores, mask);
-        tg_tensor *w = tg_softmax(scores, -1);
-        if (w && dropout_p > 0) w = tg_dropout(w, dropout_p, true);
-        tg_tensor *out = w ? tg_matmul(w, v) : NULL;
+        tg_tensor *w = NULL, *out = composed(q, k, v, o, &w);
         if (out) {
             y = tg_scope_return(out);
             if (weights) *weights = tg_scope_return(w);
@@ -89,7 +190,211 @@ tg_tensor *tg_attention_with_weights(tg_tensor *q, tg_tensor *k, tg_tensor *v, t
     return y;
 }
 
+/* ======================= the fused op ======================= */
+
+typedef struct {
+    tg_shape batch;     /* the result's leading dims */
+    bool has_mask;      /* input 3 is the mask */
+    bool is_causal, gqa;
+    double scale;
+} sdpa_args;
+
+/* t itself when its rows can be read as GEMM operands (contiguous last dim, row stride
+ * at least a row), else a contiguous copy (a transposed last dim, negative strides). */
+static tg_tensor *rows_ready(tg_tensor *t) {
+    int n = t->shape.ndim;
+    int64_t rows = t->shape.dims[n - 2], cols = t->shape.dims[n - 1];
+    bool ok = (cols <= 1 || t->strides[n - 1] == 1) && (rows <= 1 || t->strides[n - 2] >= (cols > 1 ? cols : 1));
+    return ok ? t : tg_contiguous(t);
+}
+
+/* Where problem b of `batch` starts in t (leading dims right-aligned; a size-1 dim
+ * broadcasts; a smaller head count is a grouped one: head h reads h / (H / Ht)). */
+static int64_t problem_offset(tg_shape batch, const int64_t *index, const tg_tensor *t, int keep) {
+    int lead = t->shape.ndim > keep ? t->shape.ndim - keep : 0;
+    int64_t off = 0;
+    for (int d = 0; d < lead; d++) {
+        int bd = batch.ndim - lead + d;
+        int64_t size = t->shape.dims[d], i = index[bd];
+        if (size == 1) continue;
+        if (size != batch.dims[bd]) i /= batch.dims[bd] / size;
+        off += i * t->strides[d];
+    }
+    return off;
+}
+
+/* The plan of a call and its offsets (4 x batch int64 on the CPU). */
+static tg_tensor *make_plan(const sdpa_args *a, tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *mask,
+                            tg_attn_plan *p) {
+    int qn = q->shape.ndim, kn = k->shape.ndim, vn = v->shape.ndim;
+    int64_t batch = tg_shape_numel(a->batch);
+    *p = (tg_attn_plan){.batch = batch, .l = q->shape.dims[qn - 2], .s = k->shape.dims[kn - 2],
+                        .e = q->shape.dims[qn - 1], .ev = v->shape.dims[vn - 1], .causal = a->is_causal,
+                        .scale = a->scale};
+    p->q_row = p->l > 1 ? q->strides[qn - 2] : (p->e > 1 ? p->e : 1);
+    p->k_row = p->s > 1 ? k->strides[kn - 2] : (p->e > 1 ? p->e : 1);
+    p->v_row = p->s > 1 ? v->strides[vn - 2] : (p->ev > 1 ? p->ev : 1);
+    if (mask) {
+        int mn = mask->shape.ndim;
+        p->mask_kind = mask->dtype == TG_BOOL ? TG_ATTN_MASK_BOOL : TG_ATTN_MASK_ADD;
+        p->mask_col = mn >= 1 && mask->shape.dims[mn - 1] != 1 ? mask->strides[mn - 1] : 0;
+        p->mask_row = mn >= 2 && mask->shape.dims[mn - 2] != 1 ? mask->strides[mn - 2] : 0;
+    }
+    tg_tensor *offsets = tg_empty(TG_SHAPE(4 * (batch > 0 ? batch : 1)), (tg_opts){.dtype = TG_INT64});
+    if (!offsets) return NULL;
+    int64_t *off = tg_data_ptr(offsets), index[TG_MAX_DIMS] = {0};
+    for (int64_t b = 0; b < batch; b++) {
+        for (int d = a->batch.ndim - 1, rest = 0; d >= 0 && !rest; d--) /* index of problem b (odometer) */
+            if (b > 0 && ++index[d] == a->batch.dims[d]) index[d] = 0;
+            else rest = 1;
+        off[b] = problem_offset(a->batch, index, q, 2);
+        off[batch + b] = problem_offset(a->batch, index, k, 2);
+        off[2 * batch + b] = problem_offset(a->batch, index, v, 2);
+        off[3 * batch + b] = mask ? problem_offset(a->batch, index, mask, 2) : 0;
+    }
+    return offsets;
+}
+
+/* batch ++ tail. */
+static tg_shape batch_shape(const sdpa_args *a, int n, int64_t d0, int64_t d1) {
+    tg_shape s = a->batch;
+    s.dims[s.ndim++] = d0;
+    if (n == 2) s.dims[s.ndim++] = d1;
+    return s;
+}
+
+static tg_tensor *sdpa_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const sdpa_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *q = rows_ready(in[0]), *k = rows_ready(in[1]), *v = rows_ready(in[2]);
+    tg_tensor *mask = a->has_mask ? in[3] : NULL;
+    if (!q || !k || !v) return NULL;
+    tg_attn_plan p;
+    tg_tensor *offsets = make_plan(a, q, k, v, mask, &p);
+    tg_opts o = {.dtype = q->dtype, .device = q->storage->device};
+    tg_tensor *out = tg_empty(batch_shape(a, 2, p.l, p.ev), o), *lse = tg_empty(batch_shape(a, 1, p.l, 0), o);
+    if (!offsets || !out || !lse) return NULL;
+    if (o.device.kind == TG_DEVICE_CUDA) {
+        tg_tensor *dev_off = tg_tensor_to(offsets, o.device);
+        if (!dev_off || TG_CUDA_CALL(OP, tg_cuda_attention_forward, &p, dev_off, q, k, v, mask, out, lse))
+            return NULL;
+    } else if (q->dtype == TG_FLOAT32) {
+        tg_cpu_attention_forward_f32(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
+                                     mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(lse));
+    } else {
+        tg_cpu_attention_forward_f64(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
+                                     mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(lse));
+    }
+    for (int i = 0; i < 3 + a->has_mask; i++) tg_ctx_save(ctx, in[i]); /* the originals: composed double backward */
+    tg_ctx_save(ctx, lse);
+    tg_ctx_save(ctx, out);
+    return out;
+}
+
+/* Under create_graph: the gradients of the composed formula, recorded, so that they
+ * differentiate again (the fused kernels' results would be constants). */
+static void composed_backward(const sdpa_args *a, tg_ctx *ctx, tg_tensor *const *in, tg_tensor *g,
+                              tg_tensor **grad_in) {
+    tg_sdpa_opts o = {.attn_mask = a->has_mask ? in[3] : NULL, .is_causal = a->is_causal, .scale = a->scale,
+                      .enable_gqa = a->gqa};
+    tg_tensor *y = composed(in[0], in[1], in[2], o, NULL);
+    tg_tensor *wrt[3];
+    int which[3], n = 0;
+    for (int i = 0; i < 3; i++)
+        if (tg_ctx_needs_input_grad(ctx, i)) wrt[n] = in[i], which[n++] = i;
+    tg_tensor *grads[3] = {NULL, NULL, NULL};
+    if (!y || !n || tg_grad_of(&y, &g, 1, wrt, n, grads, (tg_backward_opts){.create_graph = true})) return;
+    for (int j = 0; j < n; j++) grad_in[which[j]] = grads[j];
+}
+
+/* A gradient over the query's heads [..., Hq, S, E] summed over each group, to the
+ * key's [..., Hk, S, E]. */
+static tg_tensor *sum_groups(tg_tensor *g, int64_t hk) {
+    int n = g->shape.ndim;
+    int64_t hq = g->shape.dims[n - 3];
+    tg_shape split = g->shape;
+    for (int d = n; d > n - 2; d--) split.dims[d] = split.dims[d - 1];
+    split.ndim = n + 1;
+    split.dims[n - 3] = hk;
+    split.dims[n - 2] = hq / hk;
+    return tg_sum_dim(tg_reshape(g, split), n - 2, false);
+}
+
+static void sdpa_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const sdpa_args *a = tg_ctx_attrs(ctx);
+    int n = 3 + a->has_mask;
+    tg_tensor *in[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < n; i++)
+        if (!(in[i] = tg_ctx_saved(ctx, i))) return;
+    if (tg_is_grad_enabled()) return composed_backward(a, ctx, in, g, grad_in);
+    tg_tensor *lse = tg_ctx_saved(ctx, n), *out = tg_ctx_saved(ctx, n + 1);
+    tg_tensor *q = rows_ready(in[0]), *k = rows_ready(in[1]), *v = rows_ready(in[2]), *mask = in[3];
+    tg_tensor *dout = tg_contiguous(g->dtype == out->dtype ? g : tg_cast(g, out->dtype));
+    if (!lse || !out || !q || !k || !v || !dout) return;
+    tg_attn_plan p;
+    tg_tensor *offsets = make_plan(a, q, k, v, mask, &p);
+    tg_opts o = {.dtype = q->dtype, .device = q->storage->device};
+    tg_tensor *delta = tg_empty(batch_shape(a, 1, p.l, 0), o), *dq = tg_empty(batch_shape(a, 2, p.l, p.e), o);
+    tg_tensor *dk = tg_empty(batch_shape(a, 2, p.s, p.e), o), *dv = tg_empty(batch_shape(a, 2, p.s, p.ev), o);
+    if (!offsets || !delta || !dq || !dk || !dv) return;
+    if (o.device.kind == TG_DEVICE_CUDA) {
+        tg_tensor *dev_off = tg_tensor_to(offsets, o.device);
+        if (!dev_off || TG_CUDA_CALL(OP, tg_cuda_attention_backward, &p, dev_off, q, k, v, mask, out, dout, lse,
+                                     delta, dq, dk, dv))
+            return;
+    } else if (q->dtype == TG_FLOAT32) {
+        tg_cpu_attention_backward_f32(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
+                                      mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(dout),
+                                      tg_data_ptr(lse), tg_data_ptr(delta), tg_data_ptr(dq), tg_data_ptr(dk),
+                                      tg_data_ptr(dv));
+    } else {
+        tg_cpu_attention_backward_f64(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
+                                      mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(dout),
+                                      tg_data_ptr(lse), tg_data_ptr(delta), tg_data_ptr(dq), tg_data_ptr(dk),
+                                      tg_data_ptr(dv));
+    }
+    int64_t hk = in[1]->shape.ndim >= 3 ? in[1]->shape.dims[in[1]->shape.ndim - 3] : 1;
+    grad_in[0] = dq; /* in the broadcast shape: the engine sums it back to q's */
+    grad_in[1] = a->gqa ? sum_groups(dk, hk) : dk;
+    grad_in[2] = a->gqa ? sum_groups(dv, hk) : dv;
+}
+
+static const tg_function sdpa_fn = {.name = "scaled_dot_product_attention", .num_inputs = 3,
+                                    .forward = sdpa_forward, .backward = sdpa_backward,
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32};
+static const tg_function sdpa_masked_fn = {.name = "scaled_dot_product_attention", .num_inputs = 4,
+                                           .forward = sdpa_forward, .backward = sdpa_backward,
+                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32};
+
+/* Whether the fused kernels serve this call (else the composed formula does). */
+static bool fused_serves(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts o) {
+    if (o.dropout_p > 0) return false; /* dropout on the weights: composed (docs/attention.md) */
+    if (o.attn_mask && o.attn_mask->requires_grad) return false; /* its gradient is [.., L, S] anyway */
+    if (q->storage->device.kind == TG_DEVICE_CUDA)
+        return tg_cuda_attention_forward && tg_cuda_attention_supports &&
+               tg_cuda_attention_supports(q->shape.dims[q->shape.ndim - 1], v->shape.dims[v->shape.ndim - 1]);
+    return q->storage->device.kind == TG_DEVICE_CPU;
+}
+
+tg_tensor *tg_scaled_dot_product_attention_opts(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts opts) {
+    tg_shape batch;
+    if (check_inputs(q, k, v, opts, &batch)) return NULL;
+    if (!fused_serves(q, k, v, opts)) return tg_scaled_dot_product_attention_composed(q, k, v, opts);
+    sdpa_args a = {.batch = batch, .has_mask = opts.attn_mask != NULL, .is_causal = opts.is_causal,
+                   .gqa = grouped(q, k, opts), .scale = scale_of(opts, q->shape.dims[q->shape.ndim - 1])};
+    tg_tensor *y = NULL;
+    TG_SCOPE {
+        tg_tensor *mask = opts.attn_mask;
+        /* an additive mask in the query's dtype (the kernels read one element type) */
+        if (mask && mask->dtype != TG_BOOL && mask->dtype != q->dtype) mask = tg_cast(mask, q->dtype);
+        tg_tensor *in[4] = {q, k, v, mask};
+        if (!opts.attn_mask || mask)
+            y = tg_scope_return(tg_apply_args(opts.attn_mask ? &sdpa_masked_fn : &sdpa_fn, in, &a, sizeof a));
+    }
+    return y;
+}
+
 tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *attn_mask,
                                            double dropout_p, bool is_causal) {
-    return tg_attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal, NULL);
+    return tg_scaled_dot_product_attention_opts(
+        q, k, v, (tg_sdpa_opts){.attn_mask = attn_mask, .dropout_p = dropout_p, .is_causal = is_causal});
 }

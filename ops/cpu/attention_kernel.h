@@ -1,0 +1,212 @@
+/* The fused attention's CPU kernel for one element type, included once per dtype by
+ * ops/cpu/attention.c (C's stand-in for a template: ordinary static functions whose
+ * names end in ATT_SFX), with ATT_T (float, double), ATT_SFX (f32, f64), ATT_GEMM
+ * (tg_gemm_f32, tg_gemm_f64) and ATT_EXP (expf, exp) defined. No include guard, on
+ * purpose. See ops/cpu/attention.h for the algorithm and ops/attention_formulas.h for
+ * the per-row formulas both devices share. */
+
+#define ATT_CAT2(a, b) a##_##b
+#define ATT_CAT(a, b) ATT_CAT2(a, b)
+#define ATT_FN(name) ATT_CAT(name, ATT_SFX)
+
+/* s [bi, ATTN_BLOCK_K] = scale * q[i0 .. i0+bi) k[j0 .. j0+bj)^T, masked (mask, causal).
+ * q, k, mask: this problem's starts. */
+static void ATT_FN(score_block)(const tg_attn_plan *p, const ATT_T *q, const ATT_T *k, const void *mask, int64_t i0,
+                                int64_t bi, int64_t j0, int64_t bj, ATT_T *s) {
+    ATT_GEMM(false, true, bi, bj, p->e, (ATT_T)p->scale, q + i0 * p->q_row, p->q_row, k + j0 * p->k_row, p->k_row,
+             (ATT_T)0, s, ATTN_BLOCK_K);
+    if (p->mask_kind == TG_ATTN_MASK_BOOL) {
+        const bool *m = mask;
+        for (int64_t r = 0; r < bi; r++)
+            for (int64_t c = 0; c < bj; c++)
+                s[r * ATTN_BLOCK_K + c] = (ATT_T)tg_attn_masked_score(
+                    s[r * ATTN_BLOCK_K + c], TG_ATTN_MASK_BOOL, m[(i0 + r) * p->mask_row + (j0 + c) * p->mask_col]);
+    } else if (p->mask_kind == TG_ATTN_MASK_ADD) {
+        const ATT_T *m = mask;
+        for (int64_t r = 0; r < bi; r++) {
+            const ATT_T *mr = m + (i0 + r) * p->mask_row + j0 * p->mask_col;
+            for (int64_t c = 0; c < bj; c++) s[r * ATTN_BLOCK_K + c] += mr[c * p->mask_col];
+        }
+    }
+    if (p->causal)
+        for (int64_t r = 0; r < bi; r++) { /* keys from the row's causal end on are hidden */
+            int64_t c = tg_attn_causal_end(i0 + r, j0 + bj) - j0;
+            for (c = c < 0 ? 0 : c; c < bj; c++) s[r * ATTN_BLOCK_K + c] = (ATT_T)-INFINITY;
+        }
+}
+
+/* The keys a query block [i0, i0 + bi) may see: all, or under is_causal up to its last row. */
+static int64_t ATT_FN(keys_end)(const tg_attn_plan *p, int64_t i0, int64_t bi) {
+    return p->causal ? tg_attn_causal_end(i0 + bi - 1, p->s) : p->s;
+}
+
+typedef struct {
+    const tg_attn_plan *p;
+    const int64_t *off;
+    const ATT_T *q, *k, *v, *out, *dout, *lse;
+    const void *mask;
+    ATT_T *res, *lse_out, *delta, *dq, *dk, *dv;
+} ATT_FN(attn_job);
+
+static const void *ATT_FN(mask_of)(const ATT_FN(attn_job) * j, int64_t b) {
+    if (!j->mask) return NULL;
+    size_t elem = j->p->mask_kind == TG_ATTN_MASK_BOOL ? sizeof(bool) : sizeof(ATT_T);
+    return (const char *)j->mask + j->off[3 * j->p->batch + b] * (int64_t)elem;
+}
+
+/* Forward of tasks (problem, query block) in [begin, end). */
+static void ATT_FN(forward_chunk)(int64_t begin, int64_t end, void *ctx) {
+    const ATT_FN(attn_job) *j = ctx;
+    const tg_attn_plan *p = j->p;
+    int64_t nq = (p->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q;
+    ATT_T *s = malloc(sizeof(ATT_T) * (ATTN_BLOCK_Q * ATTN_BLOCK_K + ATTN_BLOCK_Q * p->ev) + 2 * sizeof(double) * ATTN_BLOCK_Q);
+    if (!s) return tg_kernel_fail("out of memory for the attention's score block");
+    ATT_T *acc = s + ATTN_BLOCK_Q * ATTN_BLOCK_K;
+    double *m = (double *)(acc + ATTN_BLOCK_Q * p->ev), *l = m + ATTN_BLOCK_Q;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / nq, i0 = t % nq * ATTN_BLOCK_Q, bi = p->l - i0 < ATTN_BLOCK_Q ? p->l - i0 : ATTN_BLOCK_Q;
+        const ATT_T *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
+        const void *mask = ATT_FN(mask_of)(j, b);
+        for (int64_t r = 0; r < bi; r++) m[r] = -INFINITY, l[r] = 0;
+        for (int64_t x = 0; x < bi * p->ev; x++) acc[x] = 0;
+        int64_t kend = ATT_FN(keys_end)(p, i0, bi);
+        for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BLOCK_K) {
+            int64_t bj = kend - j0 < ATTN_BLOCK_K ? kend - j0 : ATTN_BLOCK_K;
+            ATT_FN(score_block)(p, q, k, mask, i0, bi, j0, bj, s);
+            for (int64_t r = 0; r < bi; r++) {
+                ATT_T *row = s + r * ATTN_BLOCK_K, block_max = (ATT_T)-INFINITY, sum = 0;
+                for (int64_t c = 0; c < bj; c++) block_max = row[c] > block_max ? row[c] : block_max;
+                double rescale;
+                m[r] = tg_attn_online_max(m[r], (double)block_max, &rescale);
+                ATT_T shift = (ATT_T)tg_attn_shift(m[r]);
+                for (int64_t c = 0; c < bj; c++) {
+                    row[c] = ATT_EXP(row[c] - shift);
+                    sum += row[c];
+                }
+                l[r] = l[r] * rescale + (double)sum;
+                if (rescale != 1.0)
+                    for (int64_t x = 0; x < p->ev; x++) acc[r * p->ev + x] *= (ATT_T)rescale;
+            }
+            ATT_GEMM(false, false, bi, p->ev, bj, (ATT_T)1, s, ATTN_BLOCK_K, v + j0 * p->v_row, p->v_row, (ATT_T)1,
+                     acc, p->ev);
+        }
+        ATT_T *out = j->res + (b * p->l + i0) * p->ev;
+        for (int64_t r = 0; r < bi; r++) {
+            ATT_T inv = (ATT_T)(1.0 / l[r]); /* 1 / 0 = inf: a fully masked row gives 0 * inf = NaN */
+            for (int64_t x = 0; x < p->ev; x++) out[r * p->ev + x] = l[r] == 0 ? (ATT_T)NAN : acc[r * p->ev + x] * inv;
+            j->lse_out[b * p->l + i0 + r] = (ATT_T)tg_attn_row_lse(m[r], l[r]);
+        }
+    }
+    free(s);
+}
+
+/* p [bi, ATTN_BLOCK_K] = exp(s - lse) and ds = p * (dout v^T - delta) for a block (the
+ * backward's recomputation, shared by both passes). s is overwritten by p. */
+static void ATT_FN(grad_block)(const ATT_FN(attn_job) * j, int64_t b, int64_t i0, int64_t bi, int64_t j0, int64_t bj,
+                               ATT_T *s, ATT_T *ds) {
+    const tg_attn_plan *p = j->p;
+    const ATT_T *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
+    ATT_FN(score_block)(p, q, k, ATT_FN(mask_of)(j, b), i0, bi, j0, bj, s);
+    const ATT_T *dout = j->dout + (b * p->l + i0) * p->ev;
+    ATT_GEMM(false, true, bi, bj, p->ev, (ATT_T)1, dout, p->ev, v + j0 * p->v_row, p->v_row, (ATT_T)0, ds,
+             ATTN_BLOCK_K);
+    for (int64_t r = 0; r < bi; r++) {
+        ATT_T lse = j->lse[b * p->l + i0 + r], d = j->delta[b * p->l + i0 + r];
+        ATT_T *pr = s + r * ATTN_BLOCK_K, *dr = ds + r * ATTN_BLOCK_K;
+        for (int64_t c = 0; c < bj; c++) {
+            pr[c] = ATT_EXP(pr[c] - lse);
+            dr[c] = pr[c] * (dr[c] - d); /* tg_attn_dscore, written inline so that it vectorises */
+        }
+    }
+}
+
+/* delta = rowsum(dout * out), rows [begin, end) of batch * l. */
+static void ATT_FN(delta_chunk)(int64_t begin, int64_t end, void *ctx) {
+    const ATT_FN(attn_job) *j = ctx;
+    int64_t ev = j->p->ev;
+    for (int64_t r = begin; r < end; r++) {
+        ATT_T d = 0;
+        for (int64_t x = 0; x < ev; x++) d += j->dout[r * ev + x] * j->out[r * ev + x];
+        j->delta[r] = d;
+    }
+}
+
+/* dk, dv of tasks (problem, key block) in [begin, end): over every query block that sees it. */
+static void ATT_FN(dkdv_chunk)(int64_t begin, int64_t end, void *ctx) {
+    const ATT_FN(attn_job) *j = ctx;
+    const tg_attn_plan *p = j->p;
+    int64_t nk = (p->s + ATTN_BLOCK_K - 1) / ATTN_BLOCK_K;
+    ATT_T *s = malloc(sizeof(ATT_T) * 2 * ATTN_BLOCK_Q * ATTN_BLOCK_K), *ds = s + ATTN_BLOCK_Q * ATTN_BLOCK_K;
+    if (!s) return tg_kernel_fail("out of memory for the attention's score block");
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / nk, j0 = t % nk * ATTN_BLOCK_K, bj = p->s - j0 < ATTN_BLOCK_K ? p->s - j0 : ATTN_BLOCK_K;
+        ATT_T *dk = j->dk + (b * p->s + j0) * p->e, *dv = j->dv + (b * p->s + j0) * p->ev;
+        for (int64_t x = 0; x < bj * p->e; x++) dk[x] = 0;
+        for (int64_t x = 0; x < bj * p->ev; x++) dv[x] = 0;
+        const ATT_T *q = j->q + j->off[b];
+        int64_t first = p->causal ? j0 / ATTN_BLOCK_Q * ATTN_BLOCK_Q : 0; /* query i sees key j only if i >= j */
+        for (int64_t i0 = first; i0 < p->l; i0 += ATTN_BLOCK_Q) {
+            int64_t bi = p->l - i0 < ATTN_BLOCK_Q ? p->l - i0 : ATTN_BLOCK_Q;
+            ATT_FN(grad_block)(j, b, i0, bi, j0, bj, s, ds);
+            const ATT_T *dout = j->dout + (b * p->l + i0) * p->ev;
+            ATT_GEMM(true, false, bj, p->ev, bi, (ATT_T)1, s, ATTN_BLOCK_K, dout, p->ev, (ATT_T)1, dv, p->ev);
+            ATT_GEMM(true, false, bj, p->e, bi, (ATT_T)p->scale, ds, ATTN_BLOCK_K, q + i0 * p->q_row, p->q_row,
+                     (ATT_T)1, dk, p->e);
+        }
+    }
+    free(s);
+}
+
+/* dq of tasks (problem, query block) in [begin, end). */
+static void ATT_FN(dq_chunk)(int64_t begin, int64_t end, void *ctx) {
+    const ATT_FN(attn_job) *j = ctx;
+    const tg_attn_plan *p = j->p;
+    int64_t nq = (p->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q;
+    ATT_T *s = malloc(sizeof(ATT_T) * 2 * ATTN_BLOCK_Q * ATTN_BLOCK_K), *ds = s + ATTN_BLOCK_Q * ATTN_BLOCK_K;
+    if (!s) return tg_kernel_fail("out of memory for the attention's score block");
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / nq, i0 = t % nq * ATTN_BLOCK_Q, bi = p->l - i0 < ATTN_BLOCK_Q ? p->l - i0 : ATTN_BLOCK_Q;
+        ATT_T *dq = j->dq + (b * p->l + i0) * p->e;
+        for (int64_t x = 0; x < bi * p->e; x++) dq[x] = 0;
+        const ATT_T *k = j->k + j->off[p->batch + b];
+        int64_t kend = ATT_FN(keys_end)(p, i0, bi);
+        for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BLOCK_K) {
+            int64_t bj = kend - j0 < ATTN_BLOCK_K ? kend - j0 : ATTN_BLOCK_K;
+            ATT_FN(grad_block)(j, b, i0, bi, j0, bj, s, ds);
+            ATT_GEMM(false, false, bi, p->e, bj, (ATT_T)p->scale, ds, ATTN_BLOCK_K, k + j0 * p->k_row, p->k_row,
+                     (ATT_T)1, dq, p->e);
+        }
+    }
+    free(s);
+}
+
+/* One thread for small calls (the pool's hand-off costs more than they do). */
+static int64_t ATT_FN(grain)(const tg_attn_plan *p, int64_t tasks) {
+    return p->batch * p->l * p->s * (p->e + p->ev) >= (INT64_C(1) << 18) ? 1 : tasks;
+}
+
+void ATT_FN(tg_cpu_attention_forward)(const tg_attn_plan *plan, const int64_t *offsets, const ATT_T *q,
+                                      const ATT_T *k, const ATT_T *v, const void *mask, ATT_T *out, ATT_T *lse) {
+    ATT_FN(attn_job) j = {.p = plan, .off = offsets, .q = q, .k = k, .v = v, .mask = mask, .res = out,
+                          .lse_out = lse};
+    int64_t tasks = plan->batch * ((plan->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q);
+    tg_parallel_for(tasks, ATT_FN(grain)(plan, tasks), ATT_FN(forward_chunk), &j);
+}
+
+void ATT_FN(tg_cpu_attention_backward)(const tg_attn_plan *plan, const int64_t *offsets, const ATT_T *q,
+                                       const ATT_T *k, const ATT_T *v, const void *mask, const ATT_T *out,
+                                       const ATT_T *dout, const ATT_T *lse, ATT_T *delta, ATT_T *dq, ATT_T *dk,
+                                       ATT_T *dv) {
+    ATT_FN(attn_job) j = {.p = plan, .off = offsets, .q = q, .k = k, .v = v, .mask = mask, .out = out,
+                          .dout = dout, .lse = lse, .delta = delta, .dq = dq, .dk = dk, .dv = dv};
+    int64_t rows = plan->batch * plan->l;
+    tg_parallel_for(rows, rows * plan->ev >= 32768 ? 1 : rows, ATT_FN(delta_chunk), &j);
+    int64_t kv_tasks = plan->batch * ((plan->s + ATTN_BLOCK_K - 1) / ATTN_BLOCK_K);
+    tg_parallel_for(kv_tasks, ATT_FN(grain)(plan, kv_tasks), ATT_FN(dkdv_chunk), &j);
+    int64_t q_tasks = plan->batch * ((plan->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q);
+    tg_parallel_for(q_tasks, ATT_FN(grain)(plan, q_tasks), ATT_FN(dq_chunk), &j);
+}
+
+#undef ATT_FN
+#undef ATT_CAT
+#undef ATT_CAT2
