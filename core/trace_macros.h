@@ -77,6 +77,9 @@
 #define tg_clamp_tensor(...) TG_TRACED_PTR_(tg_tensor, tg_clamp_tensor, tg_clamp_tensor(__VA_ARGS__))
 #define tg_hardtanh(...) TG_TRACED_PTR_(tg_tensor, tg_hardtanh, tg_hardtanh(__VA_ARGS__))
 
+/* ops/pad.h */
+#define tg_pad(...) TG_TRACED_PTR_(tg_tensor, tg_pad, tg_pad(__VA_ARGS__))
+
 /* ops/conv.h */
 #define tg_conv2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv2d, tg_conv2d(__VA_ARGS__))
 #define tg_conv_transpose2d(...) TG_TRACED_PTR_(tg_tensor, tg_conv_transpose2d, tg_conv_transpose2d(__VA_ARGS__))
@@ -219,9 +222,6 @@
 #define tg_batch_norm(...) TG_TRACED_PTR_(tg_tensor, tg_batch_norm, tg_batch_norm(__VA_ARGS__))
 #define tg_layer_norm(...) TG_TRACED_PTR_(tg_tensor, tg_layer_norm, tg_layer_norm(__VA_ARGS__))
 
-/* ops/pad.h */
-#define tg_pad(...) TG_TRACED_PTR_(tg_tensor, tg_pad, tg_pad(__VA_ARGS__))
-
 /* ops/pool.h */
 #define tg_max_pool2d(...) TG_TRACED_PTR_(tg_tensor, tg_max_pool2d, tg_max_pool2d(__VA_ARGS__))
 #define tg_avg_pool2d(...) TG_TRACED_PTR_(tg_tensor, tg_avg_pool2d, tg_avg_pool2d(__VA_ARGS__))
@@ -349,6 +349,7 @@
 #define tg_nn_conv2d_get_opts(...) TG_TRACED_STATUS_(tg_nn_conv2d_get_opts, tg_nn_conv2d_get_opts(__VA_ARGS__))
 #define tg_nn_max_pool2d(...) TG_TRACED_PTR_(tg_module, tg_nn_max_pool2d, tg_nn_max_pool2d(__VA_ARGS__))
 #define tg_nn_avg_pool2d(...) TG_TRACED_PTR_(tg_module, tg_nn_avg_pool2d, tg_nn_avg_pool2d(__VA_ARGS__))
+#define tg_nn_adaptive_avg_pool2d(...) TG_TRACED_PTR_(tg_module, tg_nn_adaptive_avg_pool2d, tg_nn_adaptive_avg_pool2d(__VA_ARGS__))
 #define tg_nn_max_pool2d_get_opts(...) TG_TRACED_STATUS_(tg_nn_max_pool2d_get_opts, tg_nn_max_pool2d_get_opts(__VA_ARGS__))
 #define tg_nn_batch_norm1d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm1d, tg_nn_batch_norm1d(__VA_ARGS__))
 #define tg_nn_batch_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm2d, tg_nn_batch_norm2d(__VA_ARGS__))

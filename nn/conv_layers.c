@@ -59,17 +59,13 @@ static tg_tensor *conv1d_forward(tg_module *self, tg_tensor *x) {
         return NULL;
     }
     tg_tensor *batched = nd == 2 ? tg_unsqueeze(x, 0) : x;
-    if (s->opts.padding > 0) {
-        tg_shape pad_shape = tg_shape_of(batched);
-        pad_shape.dims[2] = s->opts.padding;
-        tg_tensor *zeros = tg_zeros(pad_shape, (tg_opts){.dtype = tg_dtype_of(x), .device = tg_device_of(x)});
-        tg_tensor *parts[3] = {zeros, batched, zeros};
-        batched = zeros ? tg_cat(parts, 3, 2) : NULL;
-    }
     tg_tensor *x4 = batched ? tg_unsqueeze(batched, 2) : NULL;
     tg_tensor *w4 = tg_unsqueeze(tg_module_param(self, "weight"), 2);
+    /* A conv2d over [N, C, 1, L]: the options act on the last dim only. */
     tg_conv_opts opts = s->opts;
-    opts.padding = 0;
+    opts.strides = (tg_pair){1, opts.stride ? opts.stride : 1};
+    opts.paddings = (tg_pair){0, opts.padding};
+    opts.dilations = (tg_pair){1, opts.dilation ? opts.dilation : 1};
     tg_tensor *y = x4 && w4 ? tg_conv2d(x4, w4, tg_module_param(self, "bias"), opts) : NULL;
     if (!y) return NULL;
     y = tg_squeeze(y, 2);

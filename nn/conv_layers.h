@@ -15,7 +15,8 @@ extern "C" {
 #endif
 
 /* torch.nn.Conv1d(in_channels, out_channels, kernel_size, stride, padding, dilation,
- * groups, bias=!no_bias) (zero padding): weight [out, in/groups, k] ~
+ * groups, bias=!no_bias, padding_mode) from opts' scalar fields, padding_same and
+ * padding_mode (its pairs are Conv2d's, ignored here): weight [out, in/groups, k] ~
  * kaiming_uniform_(a=sqrt(5)), bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
  * fan_in = in/groups * k. Input [N, C_in, L] or unbatched [C_in, L]. */
 tg_module *tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts);

@@ -83,12 +83,29 @@ typedef struct {
     tg_conv_opts opts;
 } conv_state;
 
+static tg_pair conv_kernel(int kernel_size, tg_conv_opts opts) {
+    return opts.kernel_sizes.h || opts.kernel_sizes.w ? opts.kernel_sizes : (tg_pair){kernel_size, kernel_size};
+}
+
+static const char *const padding_mode_names[] = {"zeros", "reflect", "replicate", "circular"};
+
+/* As PyTorch's Conv2d.extra_repr: the defaults left out but stride. */
 static void conv_repr(tg_module *self, char *buf, size_t size) {
     conv_state *s = tg_module_state(self);
-    snprintf(buf, size, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d), padding=(%d, %d)",
-             (long long)s->in_channels, (long long)s->out_channels, s->kernel_size, s->kernel_size,
-             s->opts.stride ? s->opts.stride : 1, s->opts.stride ? s->opts.stride : 1, s->opts.padding,
-             s->opts.padding);
+    tg_pair k = conv_kernel(s->kernel_size, s->opts), st = tg_conv_opts_stride(s->opts);
+    tg_pair pd = tg_conv_opts_padding(s->opts), dl = tg_conv_opts_dilation(s->opts);
+    int n = snprintf(buf, size, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d)", (long long)s->in_channels,
+                     (long long)s->out_channels, k.h, k.w, st.h, st.w);
+    if (s->opts.padding_same)
+        n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding=same");
+    else if (pd.h || pd.w)
+        n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding=(%d, %d)", pd.h, pd.w);
+    if (dl.h != 1 || dl.w != 1)
+        n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", dilation=(%d, %d)", dl.h, dl.w);
+    if (s->opts.groups > 1) n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", groups=%d", s->opts.groups);
+    if (s->opts.no_bias) n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", bias=False");
+    if (s->opts.padding_mode > TG_PAD_CONSTANT && s->opts.padding_mode <= TG_PAD_CIRCULAR)
+        snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding_mode=%s", padding_mode_names[s->opts.padding_mode]);
 }
 
 static tg_tensor *conv_forward(tg_module *self, tg_tensor *x) {
@@ -108,18 +125,26 @@ static const tg_module_type conv_type = {"Conv2d", conv_forward, NULL, conv_repr
 
 tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts) {
     int groups = opts.groups ? opts.groups : 1;
-    if (in_channels <= 0 || out_channels <= 0 || kernel_size <= 0 || groups <= 0 || in_channels % groups ||
-        out_channels % groups || opts.stride < 0 || opts.padding < 0 || opts.dilation < 0) {
-        tg_error("tg_nn_conv2d: invalid arguments (in_channels=%lld, out_channels=%lld, kernel_size=%d, "
-                 "stride=%d, padding=%d, dilation=%d, groups=%d): sizes must be positive and channels "
-                 "divisible by groups",
-                 (long long)in_channels, (long long)out_channels, kernel_size, opts.stride, opts.padding,
-                 opts.dilation, opts.groups);
+    tg_pair k = conv_kernel(kernel_size, opts), st = tg_conv_opts_stride(opts);
+    tg_pair pd = tg_conv_opts_padding(opts), dl = tg_conv_opts_dilation(opts);
+    if (in_channels <= 0 || out_channels <= 0 || k.h <= 0 || k.w <= 0 || groups <= 0 || in_channels % groups ||
+        out_channels % groups || st.h <= 0 || st.w <= 0 || pd.h < 0 || pd.w < 0 || dl.h <= 0 || dl.w <= 0 ||
+        (unsigned)opts.padding_mode > TG_PAD_CIRCULAR) {
+        tg_error("tg_nn_conv2d: invalid arguments (in_channels=%lld, out_channels=%lld, kernel_size=(%d, %d), "
+                 "stride=(%d, %d), padding=(%d, %d), dilation=(%d, %d), groups=%d, padding_mode=%d): sizes must be "
+                 "positive, padding not negative, channels divisible by groups",
+                 (long long)in_channels, (long long)out_channels, k.h, k.w, st.h, st.w, pd.h, pd.w, dl.h, dl.w,
+                 opts.groups, (int)opts.padding_mode);
+        return NULL;
+    }
+    if (opts.padding_same && (st.h != 1 || st.w != 1)) {
+        tg_error("tg_nn_conv2d: padding='same' is not supported for strided convolutions (stride (%d, %d))", st.h,
+                 st.w);
         return NULL;
     }
     tg_module *m = tg_module_new(&conv_type, sizeof(conv_state));
     *(conv_state *)tg_module_state(m) = (conv_state){in_channels, out_channels, kernel_size, opts};
-    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size, kernel_size),
+    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, k.h, k.w),
                                           out_channels, !opts.no_bias));
 }
 
@@ -175,6 +200,32 @@ static tg_module *make_pool(const tg_module_type *type, const char *ctor, tg_poo
 
 tg_module *tg_nn_max_pool2d(tg_pool_opts opts) { return make_pool(&max_pool_type, "tg_nn_max_pool2d", opts); }
 tg_module *tg_nn_avg_pool2d(tg_pool_opts opts) { return make_pool(&avg_pool_type, "tg_nn_avg_pool2d", opts); }
+
+typedef struct {
+    int64_t out_h, out_w;
+} adaptive_pool_state;
+
+static void adaptive_pool_repr(tg_module *self, char *buf, size_t size) {
+    adaptive_pool_state *s = tg_module_state(self);
+    snprintf(buf, size, "output_size=(%lld, %lld)", (long long)s->out_h, (long long)s->out_w);
+}
+static tg_tensor *adaptive_pool_forward(tg_module *self, tg_tensor *x) {
+    adaptive_pool_state *s = tg_module_state(self);
+    return tg_adaptive_avg_pool2d(x, s->out_h, s->out_w);
+}
+static const tg_module_type adaptive_avg_pool_type = {"AdaptiveAvgPool2d", adaptive_pool_forward, NULL,
+                                                      adaptive_pool_repr};
+
+tg_module *tg_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w) {
+    if (out_h <= 0 || out_w <= 0) {
+        tg_error("tg_nn_adaptive_avg_pool2d: output_size=(%lld, %lld) must be positive", (long long)out_h,
+                 (long long)out_w);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&adaptive_avg_pool_type, sizeof(adaptive_pool_state));
+    *(adaptive_pool_state *)tg_module_state(m) = (adaptive_pool_state){out_h, out_w};
+    return m;
+}
 
 /* ---- BatchNorm1d / 2d ---- */
 

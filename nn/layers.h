@@ -38,8 +38,11 @@ typedef struct {
 tg_module *tg_nn_linear(int64_t in_features, int64_t out_features, tg_linear_opts opts);
 
 /* torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, dilation,
- * groups, bias=!no_bias): weight [out, in/groups, k, k] ~ kaiming_uniform_(a=sqrt(5)),
- * bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in/groups * k * k. */
+ * groups, bias=!no_bias, padding_mode): weight [out, in/groups, kH, kW] ~
+ * kaiming_uniform_(a=sqrt(5)), bias [out] ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in =
+ * in/groups * kH * kW. kH = kW = kernel_size unless opts.kernel_sizes is set (PyTorch's
+ * kernel_size=(3, 1)); per-dim stride/padding/dilation, padding="same" and padding_mode
+ * as tg_conv_opts (ops/conv.h). */
 tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, tg_conv_opts opts);
 /* A Conv2d's options as given to tg_nn_conv2d (zero fields: defaults); TG_ERROR for
  * another kind of module. */
@@ -48,6 +51,9 @@ tg_status tg_nn_conv2d_get_opts(tg_module *conv, tg_conv_opts *opts);
 /* torch.nn.MaxPool2d / AvgPool2d (opts.kernel_size required; stride 0 = kernel_size). */
 tg_module *tg_nn_max_pool2d(tg_pool_opts opts);
 tg_module *tg_nn_avg_pool2d(tg_pool_opts opts);
+/* torch.nn.AdaptiveAvgPool2d((out_h, out_w)) (tg_adaptive_avg_pool2d); (1, 1) is the
+ * global average pooling of ResNets' heads. No parameters. */
+tg_module *tg_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w);
 /* A MaxPool2d's options as given; TG_ERROR for another kind of module. */
 tg_status tg_nn_max_pool2d_get_opts(tg_module *pool, tg_pool_opts *opts);
 

@@ -36,6 +36,7 @@
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/pad.h"
 #include "ops/cpu/gemm.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -773,10 +774,18 @@ static void weight_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in
 }
 
 /* float16 / bfloat16 inputs reach the forwards as they are (see computed_widened). */
-static const tg_function conv2d_fn = {"conv2d", 2, conv_forward, conv_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
-static const tg_function conv2d_bias_fn = {"conv2d", 3, conv_forward, conv_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
-static const tg_function input_grad_fn = {"conv2d_input_grad", 2, input_grad_forward, input_grad_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
-static const tg_function weight_grad_fn = {"conv2d_weight_grad", 2, weight_grad_forward, weight_grad_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function conv2d_fn = {
+    .name = "conv2d", .num_inputs = 2, .forward = conv_forward, .backward = conv_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+static const tg_function conv2d_bias_fn = {
+    .name = "conv2d", .num_inputs = 3, .forward = conv_forward, .backward = conv_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+static const tg_function input_grad_fn = {
+    .name = "conv2d_input_grad", .num_inputs = 2, .forward = input_grad_forward, .backward = input_grad_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function weight_grad_fn = {
+    .name = "conv2d_weight_grad", .num_inputs = 2, .forward = weight_grad_forward, .backward = weight_grad_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *conv_apply(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p) {
     conv_params q = *p;
@@ -844,17 +853,69 @@ static tg_tensor *conv_entry(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, c
     return y;
 }
 
+static tg_pair pair_or_scalar(tg_pair pair, int scalar, int unset) {
+    if (pair.h || pair.w) return pair;
+    int v = scalar ? scalar : unset;
+    return (tg_pair){v, v};
+}
+tg_pair tg_conv_opts_stride(tg_conv_opts opts) { return pair_or_scalar(opts.strides, opts.stride, 1); }
+tg_pair tg_conv_opts_padding(tg_conv_opts opts) { return pair_or_scalar(opts.paddings, opts.padding, 0); }
+tg_pair tg_conv_opts_dilation(tg_conv_opts opts) { return pair_or_scalar(opts.dilations, opts.dilation, 1); }
+
+/* What to pad before and after, per dim. padding="same" (PyTorch's _convolution_mode):
+ * dilation * (k - 1) in all, half before, an odd total's extra one after. */
+typedef struct {
+    int top, bottom, left, right;
+} conv_pads;
+
+static conv_pads pads_of(const tg_conv_opts *opts, tg_pair padding, tg_pair dilation, int64_t kh, int64_t kw) {
+    if (!opts->padding_same) return (conv_pads){padding.h, padding.h, padding.w, padding.w};
+    int th = (int)(dilation.h * (kh - 1)), tw = (int)(dilation.w * (kw - 1));
+    return (conv_pads){th / 2, th - th / 2, tw / 2, tw - tw / 2};
+}
+
+/* The conv's own padding does zeros on both sides alike; other modes (Conv2d's
+ * padding_mode) and the uneven "same" pad the input first, as PyTorch does. Returns the
+ * input to convolve and sets the padding left for the conv. */
+static tg_tensor *pad_input(tg_tensor *x, conv_pads p, tg_pad_mode mode, tg_pair *conv_padding) {
+    bool even = p.top == p.bottom && p.left == p.right;
+    if (mode == TG_PAD_CONSTANT && even) {
+        *conv_padding = (tg_pair){p.top, p.left};
+        return x;
+    }
+    if (mode == TG_PAD_CONSTANT) { /* the extra ones after, the rest by the conv */
+        *conv_padding = (tg_pair){p.top, p.left};
+        int64_t pad[4] = {0, p.right - p.left, 0, p.bottom - p.top};
+        return tg_pad(x, pad, 4, TG_PAD_CONSTANT, 0);
+    }
+    *conv_padding = (tg_pair){0, 0};
+    int64_t pad[4] = {p.left, p.right, p.top, p.bottom};
+    return tg_pad(x, pad, 4, mode, 0);
+}
+
 static tg_tensor *conv2d_batched(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const conv_call *c) {
     const char *op = c->op;
     tg_conv_opts opts = c->conv;
     char xs[128], ws[128], bs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     tg_shape_str(weight->shape, ws, sizeof ws);
-    int stride = opts.stride ? opts.stride : 1, dilation = opts.dilation ? opts.dilation : 1;
-    int groups = opts.groups ? opts.groups : 1, padding = opts.padding;
-    if (stride < 0 || dilation < 0 || groups < 0 || padding < 0)
-        return tg_error("%s: stride (%d), padding (%d), dilation (%d) and groups (%d) must not be negative", op,
-                        opts.stride, opts.padding, opts.dilation, opts.groups), NULL;
+    tg_pair stride = tg_conv_opts_stride(opts), dilation = tg_conv_opts_dilation(opts);
+    tg_pair padding = tg_conv_opts_padding(opts);
+    int groups = opts.groups ? opts.groups : 1;
+    if (stride.h <= 0 || stride.w <= 0 || dilation.h <= 0 || dilation.w <= 0 || groups < 0 || padding.h < 0 ||
+        padding.w < 0)
+        return tg_error("%s: stride (%d, %d) and dilation (%d, %d) must be positive, padding (%d, %d) and groups "
+                        "(%d) not negative",
+                        op, stride.h, stride.w, dilation.h, dilation.w, padding.h, padding.w, opts.groups), NULL;
+    if ((unsigned)opts.padding_mode > TG_PAD_CIRCULAR)
+        return tg_error("%s: padding_mode %d is not one of zeros, reflect, replicate, circular", op,
+                        (int)opts.padding_mode), NULL;
+    if (opts.padding_same && (padding.h || padding.w))
+        return tg_error("%s: padding_same with padding (%d, %d): give one or the other", op, padding.h,
+                        padding.w), NULL;
+    if (opts.padding_same && (stride.h != 1 || stride.w != 1))
+        return tg_error("%s: padding='same' is not supported for strided convolutions (stride (%d, %d))", op,
+                        stride.h, stride.w), NULL;
     int64_t co = weight->shape.dims[0], cg = weight->shape.dims[1];
     if (co % groups != 0)
         return tg_error("%s: weight %s has %lld output channels, not divisible by groups %d", op, ws, (long long)co,
@@ -865,15 +926,18 @@ static tg_tensor *conv2d_batched(tg_tensor *x, tg_tensor *weight, tg_tensor *bia
     if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != co))
         return tg_error("%s: expected bias [%lld] (weight %s), got %s", op, (long long)co, ws,
                         tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
-    conv_params p = {stride, stride, padding, padding, dilation, dilation, groups,
-                     weight->shape.dims[2], weight->shape.dims[3], x->shape.dims[2], x->shape.dims[3]};
-    int64_t ho = tg_conv_out_size(p.h, p.kh, stride, padding, dilation);
-    int64_t wo = tg_conv_out_size(p.w, p.kw, stride, padding, dilation);
+    int64_t kh = weight->shape.dims[2], kw = weight->shape.dims[3];
+    x = pad_input(x, pads_of(&opts, padding, dilation, kh, kw), opts.padding_mode, &padding);
+    if (!x) return NULL;
+    conv_params p = {stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w, groups,
+                     kh, kw, x->shape.dims[2], x->shape.dims[3]};
+    int64_t ho = tg_conv_out_size(p.h, p.kh, stride.h, padding.h, dilation.h);
+    int64_t wo = tg_conv_out_size(p.w, p.kw, stride.w, padding.w, dilation.w);
     if (ho <= 0 || wo <= 0 || p.kh <= 0 || p.kw <= 0)
-        return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
-                        "dilation %d gives %lldx%lld",
-                        op, xs, (long long)p.kh, (long long)p.kw, stride, padding, dilation,
-                        (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
+        return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride (%d, %d), padding "
+                        "(%d, %d), dilation (%d, %d) gives %lldx%lld",
+                        op, xs, (long long)p.kh, (long long)p.kw, stride.h, stride.w, padding.h, padding.w,
+                        dilation.h, dilation.w, (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
     return conv_apply(x, weight, bias, &p);
 }
 

@@ -3,17 +3,46 @@
 #define TG_OPS_CONV_H
 
 #include "core/tensor.h"
+#include "ops/pad.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Zero fields mean PyTorch's defaults: stride 1, padding 0, dilation 1, groups 1.
- * Square kernels' parameters apply to both spatial dims. no_bias is for the module. */
+/* A value per spatial dim, [H, W]: PyTorch's stride=(1, 2) is .strides = TG_PAIR(1, 2)
+ * (or {1, 2} inside a designated initializer). */
+typedef struct {
+    int h, w;
+} tg_pair;
+#ifdef __cplusplus
+#define TG_PAIR(h, w) (tg_pair{(h), (w)})
+#else
+#define TG_PAIR(h, w) ((tg_pair){(h), (w)})
+#endif
+
+/* Zero fields mean PyTorch's defaults: stride 1, padding 0, dilation 1, groups 1,
+ * padding_mode zeros. stride, padding and dilation apply to both spatial dims; a pair
+ * (strides, paddings, dilations) with either field set gives each dim its own value
+ * and wins over the scalar (a field of 0 in it is 0: a stride or dilation of 0 is an
+ * error). padding_same is PyTorch's padding="same": the output has the input's size
+ * (stride 1 only, as PyTorch), padded dilation * (k - 1) in all, the odd one at the
+ * end; "valid" is padding 0, the default. padding_mode pads the input with
+ * tg_pad's mode (reflect, replicate, circular) instead of zeros, as Conv2d's
+ * padding_mode; tg_conv2d takes it too. no_bias is for the module. */
 typedef struct {
     int stride, padding, dilation, groups;
     bool no_bias;
+    tg_pair strides, paddings, dilations;
+    bool padding_same;
+    tg_pad_mode padding_mode; /* TG_PAD_CONSTANT (0) is "zeros" */
+    tg_pair kernel_sizes;     /* the modules': a kernel of its own size per dim, wins over kernel_size */
 } tg_conv_opts;
+
+/* The per-dim stride, padding and dilation opts give (a pair with either field set, else
+ * the scalar for both dims, else the default); padding_same is not resolved here. */
+tg_pair tg_conv_opts_stride(tg_conv_opts opts);
+tg_pair tg_conv_opts_padding(tg_conv_opts opts);
+tg_pair tg_conv_opts_dilation(tg_conv_opts opts);
 
 /* torch.nn.functional.conv2d: x [N, C_in, H, W], weight [C_out, C_in / groups, kH, kW],
  * bias [C_out] or NULL -> [N, C_out, H_out, W_out]. Fails on wrong ranks, channel

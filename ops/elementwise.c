@@ -454,7 +454,8 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
  * written out. Integers: the kinds with a row in TG_UNARY_INT_FORMULAS. */
 #define UNARY_OP_STRUCT(NAME, KIND, AUTOCAST)                                                                 \
     static const unary_op NAME##_op = {                                                                      \
-        {#NAME, 1, unary_forward, unary_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_##AUTOCAST},      \
+        {.name = #NAME, .num_inputs = 1, .forward = unary_forward, .backward = unary_backward,               \
+         .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_##AUTOCAST},                      \
         TG_UNARY_##KIND}
 #define UNARY_OP_PLAIN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
 #define UNARY_OP_OWN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
@@ -700,7 +701,9 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 
 /* Each row's tg_function and public function tg_<name>(a, b); pow's by hand. */
 #define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST)                                                   \
-    static const binary_op NAME##_op = {{#NAME, 2, binary_forward, BACKWARD, 0, TG_LOW_PRECISION_NATIVE, AUTOCAST}, \
+    static const binary_op NAME##_op = {{.name = #NAME, .num_inputs = 2, .forward = binary_forward,          \
+                                         .backward = BACKWARD, .low_precision = TG_LOW_PRECISION_NATIVE,      \
+                                         .autocast = AUTOCAST},                                               \
                                         KIND};                                                              \
     tg_tensor *tg_##NAME(tg_tensor *a, tg_tensor *b) { return tg_apply(&NAME##_op.fn, (tg_tensor *[]){a, b}); }
 #define BINARY_OP_ROW(KIND, name, expr, saves, grad_a, grad_b) \
@@ -768,7 +771,9 @@ static void where_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = tg_where(cond, zero, g);
 }
 
-static const tg_function where_fn = {"where", 3, where_forward, where_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function where_fn = {
+    .name = "where", .num_inputs = 3, .forward = where_forward, .backward = where_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
     return tg_apply(&where_fn, (tg_tensor *[]){cond, a, b});
@@ -789,7 +794,9 @@ static void cast_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_cast(g, tg_ctx_input_dtype(ctx, 0));
 }
 
-static const tg_function cast_fn = {"cast", 1, cast_forward, cast_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function cast_fn = {
+    .name = "cast", .num_inputs = 1, .forward = cast_forward, .backward = cast_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
     if (x && x->dtype == dtype) return tg_scope_track(tg_retain(x));

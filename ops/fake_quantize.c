@@ -80,9 +80,12 @@ static void fq_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (mask) grad_in[0] = tg_mul(g, tg_cast(mask, g->dtype));
 }
 
-static const tg_function fq_tensor_fn = {"fake_quantize_per_tensor_affine", 1, fq_tensor_forward, fq_backward, 0, 0, 0};
-static const tg_function fq_channel_fn = {"fake_quantize_per_channel_affine", 3, fq_channel_forward, fq_backward, 0, 0,
-                                          0};
+static const tg_function fq_tensor_fn = {
+    .name = "fake_quantize_per_tensor_affine", .num_inputs = 1, .forward = fq_tensor_forward,
+    .backward = fq_backward};
+static const tg_function fq_channel_fn = {
+    .name = "fake_quantize_per_channel_affine", .num_inputs = 3, .forward = fq_channel_forward,
+    .backward = fq_backward};
 
 static tg_status check_input(const char *op, tg_tensor *x, int64_t quant_min, int64_t quant_max) {
     if (!x) return tg_error("%s: input is NULL", op);

@@ -92,7 +92,9 @@ static void cat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 /* tg_function has a fixed input count: one per count (longer lists are cat'ed in groups). */
-#define CAT_FN(N) {"cat", N, cat_forward, cat_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE}
+#define CAT_FN(N)                                                                                  \
+    {.name = "cat", .num_inputs = N, .forward = cat_forward, .backward = cat_backward,             \
+     .low_precision = TG_LOW_PRECISION_NATIVE}
 static const tg_function cat_fns[CAT_MAX + 1] = {CAT_FN(0), CAT_FN(1), CAT_FN(2), CAT_FN(3), CAT_FN(4),
                                                  CAT_FN(5), CAT_FN(6), CAT_FN(7), CAT_FN(8)};
 
@@ -235,7 +237,9 @@ static void index_select_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in
     grad_in[0] = index_add_zeros(g, index, &a);
 }
 
-static const tg_function index_select_fn = {"index_select", 2, index_select_forward, index_select_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function index_select_fn = {
+    .name = "index_select", .num_inputs = 2, .forward = index_select_forward, .backward = index_select_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 /* zeros(full) with src [outer, n, inner] added at index [n] along dim. */
 static tg_tensor *index_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -270,7 +274,9 @@ static void index_add_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (index) grad_in[0] = tg_apply_args(&index_select_fn, (tg_tensor *[]){g, index}, a, sizeof *a);
 }
 
-static const tg_function index_add_fn = {"index_add", 2, index_add_forward, index_add_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function index_add_fn = {
+    .name = "index_add", .num_inputs = 2, .forward = index_add_forward, .backward = index_add_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *index_add_zeros(tg_tensor *src, tg_tensor *index, const index_args *a) {
     return tg_apply_args(&index_add_fn, (tg_tensor *[]){src, index}, a, sizeof *a);
@@ -406,7 +412,9 @@ static void gather_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = scatter_add_zeros(g, index, &a);
 }
 
-static const tg_function gather_fn = {"gather", 2, gather_forward, gather_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function gather_fn = {
+    .name = "gather", .num_inputs = 2, .forward = gather_forward, .backward = gather_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *scatter_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const gather_args *a = tg_ctx_attrs(ctx);
@@ -431,7 +439,9 @@ static void scatter_add_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in)
     if (index) grad_in[0] = tg_apply_args(&gather_fn, (tg_tensor *[]){g, index}, a, sizeof *a);
 }
 
-static const tg_function scatter_add_fn = {"scatter_add", 2, scatter_add_forward, scatter_add_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function scatter_add_fn = {
+    .name = "scatter_add", .num_inputs = 2, .forward = scatter_add_forward, .backward = scatter_add_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *scatter_add_zeros(tg_tensor *src, tg_tensor *index, const gather_args *a) {
     return tg_apply_args(&scatter_add_fn, (tg_tensor *[]){src, index}, a, sizeof *a);

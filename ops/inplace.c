@@ -77,7 +77,9 @@ static void copy_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_tensor_to(g, ctx->node->input_meta[1].device);
 }
 
-static const tg_function copy_fn = {"copy_", 2, copy_forward, copy_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function copy_fn = {
+    .name = "copy_", .num_inputs = 2, .forward = copy_forward, .backward = copy_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
     if (tg_unusable_(dst)) return tg_error_unusable_input("tg_copy_", dst, 0);

@@ -232,7 +232,9 @@ static void ce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_sub(p, dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function ce_fn = {"cross_entropy", 2, ce_forward, ce_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function ce_fn = {
+    .name = "cross_entropy", .num_inputs = 2, .forward = ce_forward, .backward = ce_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 /* ======================= class weights (composed) ======================= */
 
@@ -400,7 +402,9 @@ static void nll_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_neg(dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function nll_fn = {"nll_loss", 2, nll_forward, nll_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function nll_fn = {
+    .name = "nll_loss", .num_inputs = 2, .forward = nll_forward, .backward = nll_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target) {
     return tg_nll_loss_opts(log_probs, target, (tg_loss_opts){0});
@@ -597,8 +601,9 @@ static void bce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[1] = tg_mul(g, tg_sub(tg_log(tg_rsub_scalar(x, 1)), tg_log(x)));
 }
 
-static const tg_function bce_fn = {"binary_cross_entropy", 2, bce_forward, bce_backward, 0,
-                                   TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32};
+static const tg_function bce_fn = {
+    .name = "binary_cross_entropy", .num_inputs = 2, .forward = bce_forward, .backward = bce_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32};
 
 /* PyTorch's CPU kernel refuses probabilities outside [0, 1] (its CUDA kernel asserts):
  * one count read on the host. */

@@ -287,7 +287,9 @@ static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_matmul(tg_transpose(a, -1, -2), g);
 }
 
-static const tg_function bmm_fn = {"matmul", 2, bmm_forward, bmm_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
+static const tg_function bmm_fn = {
+    .name = "matmul", .num_inputs = 2, .forward = bmm_forward, .backward = bmm_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
 
 static tg_tensor *matmul_checked(tg_tensor *a, tg_tensor *b) {
     if (tg_unusable_(a)) return tg_error_unusable_input("tg_matmul", a, 0), NULL;
@@ -422,8 +424,12 @@ static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
 }
 
-static const tg_function linear_fn = {"linear", 3, linear_forward, linear_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
-static const tg_function linear_no_bias_fn = {"linear", 2, linear_forward, linear_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_LOWER};
+static const tg_function linear_fn = {
+    .name = "linear", .num_inputs = 3, .forward = linear_forward, .backward = linear_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+static const tg_function linear_no_bias_fn = {
+    .name = "linear", .num_inputs = 2, .forward = linear_forward, .backward = linear_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
 
 static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
     if (tg_unusable_(x)) return tg_error_unusable_input("tg_linear", x, 0), NULL;
@@ -529,10 +535,12 @@ static void autocast_linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad
     if (bias) grad_in[2] = tg_cast(tg_sum_to(g, tg_ctx_input_shape(ctx, 2)), TG_FLOAT32);
 }
 
-static const tg_function autocast_linear_fn = {"linear", 3, autocast_linear_forward, autocast_linear_backward, 0,
-                                               TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
-static const tg_function autocast_linear_no_bias_fn = {"linear", 2, autocast_linear_forward, autocast_linear_backward,
-                                                       0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function autocast_linear_fn = {
+    .name = "linear", .num_inputs = 3, .forward = autocast_linear_forward, .backward = autocast_linear_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function autocast_linear_no_bias_fn = {
+    .name = "linear", .num_inputs = 2, .forward = autocast_linear_forward, .backward = autocast_linear_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 /* Whether tg_linear under autocast takes the fused path: CPU bfloat16 autocast with the
  * bfloat16 kernel, a float32 2-D weight (and bias) that autocast would cast, an input that

@@ -290,7 +290,9 @@ static tg_tensor *bn_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return gx;
 }
 
-static const tg_function bn_backward_fn = {"batch_norm_backward", 4, bn_backward_forward, NULL, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function bn_backward_fn = {
+    .name = "batch_norm_backward", .num_inputs = 4, .forward = bn_backward_forward, .num_outputs = 3,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 /* The same on bfloat16 g and x (mixed batch norm): gx bfloat16, gw and gb float32. */
 static tg_tensor *bn_backward_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -308,7 +310,9 @@ static tg_tensor *bn_backward_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return gx;
 }
 
-static const tg_function bn_backward_bf16_fn = {"batch_norm_backward", 4, bn_backward_bf16_forward, NULL, 3, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function bn_backward_bf16_fn = {
+    .name = "batch_norm_backward", .num_inputs = 4, .forward = bn_backward_bf16_forward, .num_outputs = 3,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const norm_args *a = tg_ctx_attrs(ctx);
@@ -363,13 +367,18 @@ static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_reshape(tg_sum_dims(g, param_dims, num_param_dims, false), w->shape);
 }
 
-static const tg_function norm_fn = {"batch_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function norm_fn = {
+    .name = "batch_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 /* Mixed batch norm on the CPU: a bfloat16 / float16 x with float32 weight and bias. The
  * forward widens x for its own use and saves x itself, so the activation kept for
  * backward stays 2-byte; backward widens it again. */
-static const tg_function norm_mixed_fn = {"batch_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
-static const tg_function layer_norm_fn = {"layer_norm", 3, norm_forward, norm_backward, 3, TG_LOW_PRECISION_IN_FLOAT32,
-                                            TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function norm_mixed_fn = {
+    .name = "batch_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function layer_norm_fn = {
+    .name = "layer_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 /* weight/bias, or constants of ones/zeros of `shape` when NULL (owned by the scope). */
 static tg_tensor *param_or(tg_tensor *p, tg_shape shape, tg_tensor *x, double value) {

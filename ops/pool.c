@@ -23,6 +23,7 @@
 #include "ops/dispatch.h"
 #include "ops/cpu/max_pool2x2.h"
 #include "ops/pool_window.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 
 #define POOL_GRAIN 16384
@@ -250,9 +251,15 @@ static void max_gather_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in)
     if (idx) grad_in[0] = max_scatter_apply(gg, idx, tg_ctx_attrs(ctx));
 }
 
-static const tg_function max_pool_fn = {"max_pool2d", 1, max_forward, max_backward, 2, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function max_scatter_fn = {"max_pool2d_backward", 2, max_scatter_forward, max_scatter_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function max_gather_fn = {"max_pool2d_gather", 2, max_gather_forward, max_gather_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function max_pool_fn = {
+    .name = "max_pool2d", .num_inputs = 1, .forward = max_forward, .backward = max_backward, .num_outputs = 2,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_scatter_fn = {
+    .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_forward,
+    .backward = max_scatter_backward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_gather_fn = {
+    .name = "max_pool2d_gather", .num_inputs = 2, .forward = max_gather_forward, .backward = max_gather_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 /* bfloat16 on the CPU (what autocast gives after a bfloat16 convolution): each task widens
  * one plane at a time into a float32 buffer of its own and runs the float32 kernel on it,
@@ -360,8 +367,12 @@ static tg_tensor *max_scatter_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return gx;
 }
 
-static const tg_function max_pool_bf16_fn = {"max_pool2d", 1, max_forward_bf16, max_backward_bf16, 2, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
-static const tg_function max_scatter_bf16_fn = {"max_pool2d_backward", 2, max_scatter_bf16_forward, max_scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function max_pool_bf16_fn = {
+    .name = "max_pool2d", .num_inputs = 1, .forward = max_forward_bf16, .backward = max_backward_bf16,
+    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_scatter_bf16_fn = {
+    .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_bf16_forward,
+    .backward = max_scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
     return tg_apply_args(&max_scatter_bf16_fn, (tg_tensor *[]){g, idx}, q, sizeof *q);
@@ -487,10 +498,15 @@ static void avg_backward_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_i
     grad_in[0] = avg_apply(gg, tg_ctx_attrs(ctx));
 }
 
-static const tg_function avg_pool_fn = {"avg_pool2d", 1, avg_forward, avg_forward_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function adaptive_pool_fn = {"adaptive_avg_pool2d", 1, avg_forward, avg_forward_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function avg_pool_backward_fn = {"avg_pool2d_backward", 1, avg_backward_forward,
-                                                 avg_backward_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function avg_pool_fn = {
+    .name = "avg_pool2d", .num_inputs = 1, .forward = avg_forward, .backward = avg_forward_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function adaptive_pool_fn = {
+    .name = "adaptive_avg_pool2d", .num_inputs = 1, .forward = avg_forward, .backward = avg_forward_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function avg_pool_backward_fn = {
+    .name = "avg_pool2d_backward", .num_inputs = 1, .forward = avg_backward_forward,
+    .backward = avg_backward_backward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *avg_apply(tg_tensor *x, const pool_params *q) {
     return tg_apply_args(q->adaptive ? &adaptive_pool_fn : &avg_pool_fn, &x, q, sizeof *q);
@@ -603,6 +619,8 @@ tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w) {
         return tg_error("tg_adaptive_avg_pool2d: expected an output size > 0, got %lldx%lld", (long long)out_h,
                         (long long)out_w), NULL;
     int nd = x->shape.ndim;
+    /* Global average pooling (ResNet's head) is a mean over H and W, as ATen computes it. */
+    if (out_h == 1 && out_w == 1) return tg_mean_dims(x, (const int[]){-2, -1}, 2, true);
     pool_params q = {true, 0, 0, 0, 1, true, x->shape.dims[nd - 2], x->shape.dims[nd - 1], out_h, out_w};
     return avg_public(x, &q);
 }

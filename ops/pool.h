@@ -30,7 +30,8 @@ typedef struct {
 tg_tensor *tg_max_pool2d(tg_tensor *x, tg_pool_opts opts, tg_tensor **indices);
 /* torch.nn.functional.avg_pool2d (no dilation: a dilation above 1 is an error). */
 tg_tensor *tg_avg_pool2d(tg_tensor *x, tg_pool_opts opts);
-/* torch.nn.functional.adaptive_avg_pool2d. */
+/* torch.nn.functional.adaptive_avg_pool2d. An output of 1x1 (global average pooling)
+ * is tg_mean over H and W with keepdim, as ATen's. */
 tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w);
 
 #ifdef __cplusplus

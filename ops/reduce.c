@@ -185,7 +185,9 @@ static void sum_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = unreduce(g, tg_ctx_input_shape(ctx, 0), tg_ctx_attrs(ctx));
 }
 
-static const tg_function sum_fn = {"sum", 1, sum_forward, sum_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function sum_fn = {
+    .name = "sum", .num_inputs = 1, .forward = sum_forward, .backward = sum_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_sum", t, 0), NULL;

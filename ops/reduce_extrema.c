@@ -125,8 +125,12 @@ static void extreme_all_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in)
     grad_in[0] = tg_mul(tg_div(g, tg_sum(mask)), mask);
 }
 
-static const tg_function max_all_fn = {"max", 1, extreme_all_forward, extreme_all_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function min_all_fn = {"min", 1, extreme_all_forward, extreme_all_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function max_all_fn = {
+    .name = "max", .num_inputs = 1, .forward = extreme_all_forward, .backward = extreme_all_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function min_all_fn = {
+    .name = "min", .num_inputs = 1, .forward = extreme_all_forward, .backward = extreme_all_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *extreme_all(const char *op, const tg_function *fn, tg_tensor *t, bool is_max) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
@@ -172,8 +176,12 @@ static void amax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_div(tg_reshape(g, kept), count), hit);
 }
 
-static const tg_function amax_fn = {"amax", 1, amax_forward, amax_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function amin_fn = {"amin", 1, amax_forward, amax_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function amax_fn = {
+    .name = "amax", .num_inputs = 1, .forward = amax_forward, .backward = amax_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function amin_fn = {
+    .name = "amin", .num_inputs = 1, .forward = amax_forward, .backward = amax_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *amax(const char *op, const tg_function *fn, tg_tensor *t, const int *dims, int num_dims,
                        bool keepdim, bool is_max) {
@@ -228,8 +236,12 @@ static void extreme_dim_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in)
                                 a->dim, idx, g);
 }
 
-static const tg_function max_dim_fn = {"max_dim", 1, extreme_dim_forward, extreme_dim_backward, 2, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function min_dim_fn = {"min_dim", 1, extreme_dim_forward, extreme_dim_backward, 2, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function max_dim_fn = {
+    .name = "max_dim", .num_inputs = 1, .forward = extreme_dim_forward, .backward = extreme_dim_backward,
+    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function min_dim_fn = {
+    .name = "min_dim", .num_inputs = 1, .forward = extreme_dim_forward, .backward = extreme_dim_backward,
+    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
 static tg_status prepare_dim(const char *op, tg_tensor *t, int dim, bool is_max, bool keepdim, extreme_args *a) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0);
@@ -282,8 +294,12 @@ static tg_tensor *arg_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return indices;
 }
 
-static const tg_function argmax_fn = {"argmax", 1, arg_forward, NULL, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
-static const tg_function argmin_fn = {"argmin", 1, arg_forward, NULL, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+static const tg_function argmax_fn = {
+    .name = "argmax", .num_inputs = 1, .forward = arg_forward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+    .autocast = TG_AUTOCAST_NONE};
+static const tg_function argmin_fn = {
+    .name = "argmin", .num_inputs = 1, .forward = arg_forward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+    .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_argmax(tg_tensor *t, int dim, bool keepdim) {
     extreme_args a;

@@ -186,10 +186,22 @@ static void stat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     }
 }
 
-static const stat_op var_op = {{"var", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE}, STAT_VAR, "tg_var"};
-static const stat_op std_op = {{"std", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE}, STAT_STD, "tg_std"};
-static const stat_op logsumexp_op = {{"logsumexp", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA}, STAT_LOGSUMEXP, "tg_logsumexp"};
-static const stat_op norm_op = {{"norm", 1, stat_forward, stat_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA}, STAT_NORM, "tg_norm"};
+static const stat_op var_op = {
+    {.name = "var", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
+     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE},
+    STAT_VAR, "tg_var"};
+static const stat_op std_op = {
+    {.name = "std", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
+     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE},
+    STAT_STD, "tg_std"};
+static const stat_op logsumexp_op = {
+    {.name = "logsumexp", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
+     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
+    STAT_LOGSUMEXP, "tg_logsumexp"};
+static const stat_op norm_op = {
+    {.name = "norm", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
+     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
+    STAT_NORM, "tg_norm"};
 
 static tg_tensor *apply_stat(const stat_op *op, tg_tensor *t, const int *dims, int num_dims, bool keepdim,
                              double param) {

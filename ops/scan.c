@@ -129,8 +129,14 @@ static void scan_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     else grad_in[0] = tg_div(reversed_cumsum(tg_mul(g, out), dim), x);
 }
 
-static const scan_op cumsum_op = {{"cumsum", 1, scan_forward, scan_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA}, TG_SCAN_SUM};
-static const scan_op cumprod_op = {{"cumprod", 1, scan_forward, scan_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA}, TG_SCAN_PROD};
+static const scan_op cumsum_op = {
+    {.name = "cumsum", .num_inputs = 1, .forward = scan_forward, .backward = scan_backward,
+     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
+    TG_SCAN_SUM};
+static const scan_op cumprod_op = {
+    {.name = "cumprod", .num_inputs = 1, .forward = scan_forward, .backward = scan_backward,
+     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
+    TG_SCAN_PROD};
 
 static tg_tensor *apply_scan(const char *name, const scan_op *op, tg_tensor *x, int dim) {
     if (tg_unusable_(x)) return tg_error_unusable_input(name, x, 0), NULL;
@@ -187,8 +193,9 @@ static void prod_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(gk, tg_mul(before, after));
 }
 
-static const tg_function prod_fn = {"prod", 1, prod_forward, prod_backward, 0, TG_LOW_PRECISION_IN_FLOAT32,
-                                    TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function prod_fn = {
+    .name = "prod", .num_inputs = 1, .forward = prod_forward, .backward = prod_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 tg_tensor *tg_prod_dim(tg_tensor *x, int dim, bool keepdim) {
     const char *name = "tg_prod_dim";

@@ -83,7 +83,9 @@ static void reshape_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_reshape(g, tg_ctx_input_shape(ctx, 0));
 }
 
-static const tg_function view_fn = {"view", 1, view_forward, reshape_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function view_fn = {
+    .name = "view", .num_inputs = 1, .forward = view_forward, .backward = reshape_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_view(tg_tensor *t, tg_shape shape) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_view", t, 0), NULL;
@@ -169,7 +171,9 @@ static void permute_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_permute(g, inverse);
 }
 
-static const tg_function permute_fn = {"permute", 1, permute_forward, permute_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function permute_fn = {
+    .name = "permute", .num_inputs = 1, .forward = permute_forward, .backward = permute_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_permute(tg_tensor *t, const int *dims) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_permute", t, 0), NULL;
@@ -224,7 +228,9 @@ static void narrow_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = narrow_pad(g, &a);
 }
 
-static const tg_function narrow_fn = {"narrow", 1, narrow_forward, narrow_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function narrow_fn = {
+    .name = "narrow", .num_inputs = 1, .forward = narrow_forward, .backward = narrow_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 /* Zeros of the full shape with g written into the narrowed window. */
 static tg_tensor *pad_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -243,7 +249,9 @@ static void pad_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_narrow(g, a->dim, a->start, a->length);
 }
 
-static const tg_function narrow_pad_fn = {"narrow_backward", 1, pad_forward, pad_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function narrow_pad_fn = {
+    .name = "narrow_backward", .num_inputs = 1, .forward = pad_forward, .backward = pad_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *narrow_pad(tg_tensor *g, const narrow_args *a) {
     return tg_apply_args(&narrow_pad_fn, &g, a, sizeof *a);
@@ -284,7 +292,9 @@ static void expand_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_sum_to(g, tg_ctx_input_shape(ctx, 0));
 }
 
-static const tg_function expand_fn = {"expand", 1, expand_forward, expand_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function expand_fn = {
+    .name = "expand", .num_inputs = 1, .forward = expand_forward, .backward = expand_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_expand", t, 0), NULL;
@@ -311,8 +321,12 @@ tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
 
 static tg_tensor *copy_values_forward(tg_ctx *ctx, tg_tensor *const *in) { return tg_clone_values(in[0]); }
 static void identity_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) { grad_in[0] = g; }
-static const tg_function contiguous_fn = {"contiguous", 1, copy_values_forward, identity_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
-static const tg_function clone_fn = {"clone", 1, copy_values_forward, identity_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE};
+static const tg_function contiguous_fn = {
+    .name = "contiguous", .num_inputs = 1, .forward = copy_values_forward, .backward = identity_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function clone_fn = {
+    .name = "clone", .num_inputs = 1, .forward = copy_values_forward, .backward = identity_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_clone(tg_tensor *t) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_clone", t, 0), NULL;

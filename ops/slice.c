@@ -72,14 +72,14 @@ static void scatter_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 static const tg_function pick_fns[] = {
-    {"select", 1, pick_forward, pick_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
-    {"slice", 1, pick_forward, pick_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
-    {"diagonal", 1, pick_forward, pick_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
+    {.name = "select", .num_inputs = 1, .forward = pick_forward, .backward = pick_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "slice", .num_inputs = 1, .forward = pick_forward, .backward = pick_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "diagonal", .num_inputs = 1, .forward = pick_forward, .backward = pick_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
 };
 static const tg_function scatter_fns[] = {
-    {"select_backward", 1, scatter_forward, scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
-    {"slice_backward", 1, scatter_forward, scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
-    {"diagonal_backward", 1, scatter_forward, scatter_backward, 0, TG_LOW_PRECISION_NATIVE, TG_AUTOCAST_NONE},
+    {.name = "select_backward", .num_inputs = 1, .forward = scatter_forward, .backward = scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "slice_backward", .num_inputs = 1, .forward = scatter_forward, .backward = scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "diagonal_backward", .num_inputs = 1, .forward = scatter_forward, .backward = scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
 };
 
 static tg_tensor *apply_pick(tg_tensor *t, const pick_args *p) {

@@ -116,8 +116,12 @@ static void softmax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[0] = tg_mul(y, tg_sub(g, tg_sum_dim(tg_mul(g, y), dim, true)));
 }
 
-static const tg_function softmax_fn = {"softmax", 1, softmax_forward, softmax_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
-static const tg_function log_softmax_fn = {"log_softmax", 1, softmax_forward, softmax_backward, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function softmax_fn = {
+    .name = "softmax", .num_inputs = 1, .forward = softmax_forward, .backward = softmax_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function log_softmax_fn = {
+    .name = "log_softmax", .num_inputs = 1, .forward = softmax_forward, .backward = softmax_backward,
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 static tg_tensor *apply_softmax(const char *op, const tg_function *fn, tg_tensor *t, int dim, bool log) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;

@@ -544,6 +544,14 @@ static tg_module *make_qlayer(const char *path, tg_module *layer, act_qparams in
             tg_error("tg_quant_convert: \"%s\": grouped convolutions have no int8 kernel here", path);
             return NULL;
         }
+        bool per_dim = co.strides.h || co.strides.w || co.paddings.h || co.paddings.w || co.dilations.h ||
+                       co.dilations.w || co.kernel_sizes.h || co.kernel_sizes.w;
+        if (per_dim || co.padding_same || co.padding_mode != TG_PAD_CONSTANT) {
+            tg_error("tg_quant_convert: \"%s\": per-dim sizes, padding='same' and padding modes other than zeros "
+                     "have no int8 kernel here",
+                     path);
+            return NULL;
+        }
     }
     tg_module *q = NULL;
     tg_status st = TG_ERROR;

@@ -475,3 +475,62 @@ TEST_F(ModuleTest, ReplaceChild) {
     EXPECT_ERROR_CONTAINS("already has a parent");
     tg_module_free(seq);
 }
+
+// Conv2d with a non-square kernel, per-dim options, padding="same" and padding_mode:
+// PyTorch's repr (strings from nn.Conv2d of 1.13), the weight's shape, and the forward
+// equal to tg_conv2d with the module's own weight (the op's values are checked against
+// PyTorch in tests/ops/conv_test.cc).
+TEST_F(ModuleTest, Conv2dPerDimOptionsAndPaddingMode) {
+    tg_manual_seed(6);
+    tg_module *same = tg_nn_conv2d(2, 3, 0, tg_conv_opts{.no_bias = true, .padding_same = true,
+                                                       .padding_mode = TG_PAD_CIRCULAR, .kernel_sizes = {3, 1}});
+    ASSERT_NE(same, nullptr) << tg_last_error();
+    EXPECT_EQ(extra_repr(same), "2, 3, kernel_size=(3, 1), stride=(1, 1), padding=same, bias=False, padding_mode=circular");
+    EXPECT_EQ(tg_shape_of(tg_module_get(same, "weight")).dims[2], 3);
+    EXPECT_EQ(tg_shape_of(tg_module_get(same, "weight")).dims[3], 1);
+    tg_module *strided = tg_nn_conv2d(2, 4, 3, tg_conv_opts{.groups = 2, .strides = {1, 2}, .paddings = {2, 0},
+                                                           .dilations = {1, 2}});
+    ASSERT_NE(strided, nullptr) << tg_last_error();
+    EXPECT_EQ(extra_repr(strided), "2, 4, kernel_size=(3, 3), stride=(1, 2), padding=(2, 0), dilation=(1, 2), groups=2");
+    TG_SCOPE {
+        tg_tensor *x = tg_randn(TG_SHAPE(2, 2, 5, 6), tg_opts{});
+        tg_tensor *y = tg_forward(same, x);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        EXPECT_EQ(tg_shape_of(y).dims[2], 5);
+        EXPECT_EQ(tg_shape_of(y).dims[3], 6);
+        tg_tensor *want = tg_conv2d(x, tg_module_get(same, "weight"), nullptr,
+                                    tg_conv_opts{.padding_same = true, .padding_mode = TG_PAD_CIRCULAR});
+        EXPECT_TRUE(tensor_near(y, values(want), 0));
+    }
+    EXPECT_EQ(tg_nn_conv2d(2, 3, 3, tg_conv_opts{.stride = 2, .padding_same = true}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_conv2d: padding='same' is not supported for strided convolutions (stride (2, 2))");
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_conv2d(2, 3, 3, tg_conv_opts{.strides = {1, 0}}), nullptr);
+    EXPECT_ERROR_CONTAINS("stride=(1, 0)");
+    tg_module_free(same);
+    tg_module_free(strided);
+}
+
+// nn.AdaptiveAvgPool2d: (1, 1) is the global average (the mean over H and W), other
+// sizes the adaptive windows; values hand-computed.
+TEST_F(ModuleTest, AdaptiveAvgPool2d) {
+    tg_module *global = tg_nn_adaptive_avg_pool2d(1, 1), *two = tg_nn_adaptive_avg_pool2d(1, 2);
+    ASSERT_NE(global, nullptr);
+    EXPECT_EQ(extra_repr(global), "output_size=(1, 1)");
+    TG_SCOPE {
+        tg_tensor *x = tg_requires_grad(tensor_f32({1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, TG_SHAPE(1, 2, 2, 3)),
+                                        true);
+        tg_tensor *y = tg_forward(global, x);
+        ASSERT_NE(y, nullptr) << tg_last_error();
+        EXPECT_EQ(tg_shape_of(y).ndim, 4);
+        EXPECT_TRUE(tensor_near(y, {3.5, 35}, 1e-6));
+        ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK);
+        EXPECT_TRUE(tensor_near(tg_grad(x), std::vector<double>(12, 1.0 / 6), 1e-7));
+        // Width 3 into 2: windows [0, 2) and [1, 3).
+        EXPECT_TRUE(tensor_near(tg_forward(two, x), {3, 4, 30, 40}, 1e-6));
+    }
+    EXPECT_EQ(tg_nn_adaptive_avg_pool2d(0, 1), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_adaptive_avg_pool2d: output_size=(0, 1) must be positive");
+    tg_module_free(global);
+    tg_module_free(two);
+}

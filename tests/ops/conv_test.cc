@@ -18,6 +18,19 @@ TEST_P(Conv2dTest, MatchesPyTorch) {
     });
     check_nn_case("conv_nobias", {"x", "w"}, dt,
                   [](auto &in) { return conv_fn(in, tg_conv_opts{.stride = 3, .padding = 2}); });
+    // Per-dim values, padding="same" with an uneven total, Conv2d's padding_mode.
+    check_nn_case("conv_per_dim", {"x", "w", "b"}, dt, [](auto &in) {
+        return conv_fn(in, tg_conv_opts{.strides = {1, 2}, .paddings = {2, 0}, .dilations = {1, 2}});
+    });
+    check_nn_case("conv_same_even", {"x", "w", "b"}, dt, [](auto &in) {
+        return conv_fn(in, tg_conv_opts{.dilations = TG_PAIR(1, 2), .padding_same = true});
+    });
+    check_nn_case("conv_reflect", {"x", "w", "b"}, dt, [](auto &in) {
+        return conv_fn(in, tg_conv_opts{.strides = {2, 1}, .paddings = {1, 2}, .padding_mode = TG_PAD_REFLECT});
+    });
+    check_nn_case("conv_same_circular", {"x", "w", "b"}, dt, [](auto &in) {
+        return conv_fn(in, tg_conv_opts{.padding_same = true, .padding_mode = TG_PAD_CIRCULAR});
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Conv2dTest, ::testing::Values(TG_FLOAT32, TG_FLOAT64));
@@ -54,6 +67,16 @@ TEST_F(TgTest, Conv2dGradcheck) {
     o.user = &strided;
     EXPECT_EQ(tg_gradcheck(conv_gc, 3, in2, &o), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_gradgradcheck(conv_gc, 3, in2, &o), TG_OK) << tg_last_error();
+
+    // Per-dim values, the uneven "same" and a reflect padding_mode.
+    ConvCase per_dim = {tg_conv_opts{.strides = {2, 1}, .paddings = {0, 1}, .dilations = {1, 2}}, false};
+    ConvCase same = {tg_conv_opts{.dilations = {2, 1}, .padding_same = true, .padding_mode = TG_PAD_REFLECT}, true};
+    for (ConvCase *c : {&per_dim, &same}) {
+        tg_tensor *in3[] = {rand64(TG_SHAPE(2, 2, 5, 6)), rand64(TG_SHAPE(3, 2, 3, 2)), rand64(TG_SHAPE(3))};
+        o.user = c;
+        EXPECT_EQ(tg_gradcheck(conv_gc, 3, in3, &o), TG_OK) << tg_last_error();
+        EXPECT_EQ(tg_gradgradcheck(conv_gc, 3, in3, &o), TG_OK) << tg_last_error();
+    }
 }
 
 TEST_F(TgTest, Conv2dUnbatchedAndLargeBatchChunks) {
@@ -108,10 +131,22 @@ TEST_F(TgTest, Conv2dErrors) {
     EXPECT_ERROR_CONTAINS("50 output channels, not divisible by groups 3");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(x, w10, nullptr, tg_conv_opts{.stride = -1}), nullptr);
-    EXPECT_ERROR_CONTAINS("must not be negative");
+    EXPECT_ERROR_CONTAINS("tg_conv2d: stride (-1, -1) and dilation (1, 1) must be positive");
+    tg_clear_error();
+    EXPECT_EQ(tg_conv2d(x, w10, nullptr, tg_conv_opts{.strides = {0, 2}}), nullptr);
+    EXPECT_ERROR_CONTAINS("stride (0, 2) and dilation (1, 1) must be positive");
+    tg_clear_error();
+    EXPECT_EQ(tg_conv2d(x, w10, nullptr, tg_conv_opts{.stride = 2, .padding_same = true}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_conv2d: padding='same' is not supported for strided convolutions (stride (2, 2))");
+    tg_clear_error();
+    EXPECT_EQ(tg_conv2d(x, w10, nullptr, tg_conv_opts{.padding = 1, .padding_same = true}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_conv2d: padding_same with padding (1, 1): give one or the other");
+    tg_clear_error();
+    EXPECT_EQ(tg_conv2d(x, w10, nullptr, tg_conv_opts{.padding_mode = (tg_pad_mode)7}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_conv2d: padding_mode 7 is not one of zeros, reflect, replicate, circular");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(tg_zeros(TG_SHAPE(1, 10, 4, 4), tg_opts{}), w10, nullptr, {}), nullptr);
-    EXPECT_ERROR_CONTAINS("output would be empty: input [1, 10, 4, 4] with kernel 5x5, stride 1, padding 0, dilation 1 gives 0x0");
+    EXPECT_ERROR_CONTAINS("output would be empty: input [1, 10, 4, 4] with kernel 5x5, stride (1, 1), padding (0, 0), dilation (1, 1) gives 0x0");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(tg_zeros(TG_SHAPE(1, 10, 4, 4), tg_opts{}), w10, nullptr, tg_conv_opts{.padding = 1, .dilation = 2}), nullptr);
     EXPECT_ERROR_CONTAINS("output would be empty");
