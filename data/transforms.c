@@ -142,16 +142,23 @@ static tg_tensor *random_crop(const tg_transform *t, tg_tensor *img, tg_mt19937 
     tg_store_from_double(fill, dt, t->fill);
     const char *in = tg_data_ptr(src);
     char *o = tg_data_ptr(out);
+    /* Output columns [x0, x1) read source columns inside the image: one memcpy per row;
+     * only the padded columns go through pad_source. */
+    int64_t x0 = pad[0] - j < 0 ? 0 : pad[0] - j < tw ? pad[0] - j : tw;
+    int64_t x1 = pad[0] - j + d.w < x0 ? x0 : pad[0] - j + d.w < tw ? pad[0] - j + d.w : tw;
     for (int64_t c = 0; c < d.c; c++)
         for (int64_t y = 0; y < th; y++) {
             int64_t sy = pad_source(i + y - pad[1], d.h, t->padding_mode);
+            char *row = o + (c * th + y) * tw * (int64_t)es;
+            const char *src_row = in + (c * d.h + (sy < 0 ? 0 : sy)) * d.w * (int64_t)es;
             for (int64_t x = 0; x < tw; x++) {
+                if (x == x0 && sy >= 0 && x1 > x0) {
+                    memcpy(row + x * es, src_row + (j + x - pad[0]) * es, (size_t)(x1 - x0) * es);
+                    x = x1 - 1;
+                    continue;
+                }
                 int64_t sx = pad_source(j + x - pad[0], d.w, t->padding_mode);
-                char *dst = o + ((c * th + y) * tw + x) * es;
-                if (sy < 0 || sx < 0)
-                    memcpy(dst, fill, es);
-                else
-                    memcpy(dst, in + ((c * d.h + sy) * d.w + sx) * es, es);
+                memcpy(row + x * es, sy < 0 || sx < 0 ? fill : src_row + sx * es, es);
             }
         }
     return out;
