@@ -4,7 +4,9 @@
 # Targets: idx_fuzzer (data/mnist.c's tg_idx_parse), safetensors_fuzzer
 # (io/safetensors.c's tg_safetensors_parse + serialize round trip), checkpoint_fuzzer
 # (io/checkpoint.c's loader into a model + optimizer + scheduler and a quantised model:
-# the whole library, so its first build takes a few minutes).
+# the whole library, so its first build takes a few minutes), cifar_fuzzer
+# (data/cifar.c's tg_cifar_parse, every kind), image_fuzzer (data/image_decode.c's
+# tg_image_decode: libpng and libjpeg-turbo behind their longjmp error handlers).
 # The committed seeds in tests/fuzz/corpus/<target>/ are read, never written: new
 # inputs go to a scratch corpus under $TG_FUZZ_OUT (default /tmp/tg_fuzz), crashes to
 # $TG_FUZZ_OUT/<target>-crash-*. Exit status non-zero when a target finds a bug.
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(idx_fuzzer safetensors_fuzzer checkpoint_fuzzer)
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx_fuzzer safetensors_fuzzer checkpoint_fuzzer cifar_fuzzer image_fuzzer)
 out=${TG_FUZZ_OUT:-/tmp/tg_fuzz}
 mkdir -p "$out"
 CC=${CC:-clang}
@@ -24,6 +26,8 @@ declare -A sources=(
   [idx_fuzzer]="data/mnist.c"
   [safetensors_fuzzer]="io/safetensors.c io/tensor_map.c io/crc32c.c"
   [checkpoint_fuzzer]="$(echo io/*.c optim/*.c nn/module.c nn/load_check.c)"
+  [cifar_fuzzer]="data/cifar.c"
+  [image_fuzzer]="data/image_decode.c"
 )
 # The rest of the library for checkpoint_fuzzer: compiled once, plain (no coverage, no
 # sanitizers: the kernels are not what it fuzzes, and clang with UBSan took over ten
@@ -31,7 +35,7 @@ declare -A sources=(
 plain_library() {
   local dir="$out/plain-objects" f
   mkdir -p "$dir"
-  for f in autograd/*.c ops/*.c nn/*.c data/*.c; do
+  for f in autograd/*.c ops/*.c ops/cpu/*.c nn/*.c quant/*.c data/*.c; do
     [[ $f == nn/module.c || $f == nn/load_check.c ]] && continue
     echo "$f"
   done | xargs -P "$(nproc)" -I{} sh -c '
