@@ -1,8 +1,9 @@
-/* An in-memory data set and a shuffling batch loader (torch.utils.data.TensorDataset +
- * DataLoader, single process).
+/* A shuffling batch loader (torch.utils.data.DataLoader) over an in-memory data set
+ * (TensorDataset: tg_loader_new) or a per-sample one (Dataset: tg_loader_new_dataset,
+ * e.g. an image folder), with per-sample transforms and optional worker threads.
  *
- * The data set is a pair of tensors whose first dimension indexes samples: x [N, ...]
- * and, optionally, y [N, ...] (labels; NULL for unlabelled data). Each epoch visits
+ * The in-memory data set is a pair of tensors whose first dimension indexes samples: x
+ * [N, ...] and, optionally, y [N, ...] (labels; NULL for unlabelled data). Each epoch visits
  * every sample exactly once, in order or shuffled, in the orders PyTorch's DataLoader
  * draws (per pass a 64-bit base seed for workers, then torch.randperm):
  * - seed != 0: the loader has its own generator, as DataLoader(shuffle=True,
