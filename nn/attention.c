@@ -13,6 +13,7 @@
 #include "nn/layer_helpers.h"
 #include "nn/layers.h"
 #include "ops/attention.h"
+#include "ops/composite.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/matmul.h"
@@ -76,6 +77,16 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
     if (!q || !k || !v) return TG_ERROR;
     int64_t l = tg_size(q, 0), bsz = tg_size(q, 1), src = tg_size(k, 0);
 
+    /* is_causal without a mask: the fused op's causal path when no other mask joins it and
+     * no key is appended (its triangle would hide the appended keys, which PyTorch's padded
+     * mask leaves visible); otherwise the triangle as a bool mask, true above the diagonal */
+    int64_t extra_keys = (int64_t)s->add_bias_kv + (int64_t)s->add_zero_attn;
+    bool fused_causal = o.is_causal && !o.attn_mask && !o.key_padding_mask && !weights && !extra_keys;
+    if (o.is_causal && !o.attn_mask && !fused_causal) {
+        o.attn_mask = tg_triu(tg_ones(TG_SHAPE(l, src), (tg_opts){.dtype = TG_BOOL, .device = tg_device_of(query)}), 1);
+        if (!o.attn_mask) return TG_ERROR;
+    }
+
     /* masks: one additive [L, S] or [B * heads, L, S] (or [B * heads, 1, S]) */
     tg_tensor *mask = NULL;
     if (o.attn_mask) {
@@ -129,7 +140,6 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
         if (!proj[i]) return TG_ERROR;
     }
     /* the appended keys are unmasked: PyTorch pads both masks with zeros (False) */
-    int64_t extra_keys = (int64_t)s->add_bias_kv + (int64_t)s->add_zero_attn;
     if (mask && extra_keys) {
         int64_t pad[2] = {0, extra_keys};
         mask = tg_pad(mask, pad, 2, TG_PAD_CONSTANT, 0.0);
@@ -139,7 +149,7 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
     double p = tg_is_training(m) ? s->dropout : 0.0;
     tg_tensor *attn_weights = NULL; /* the weights need the composed formula; the fused op otherwise */
     tg_tensor *attn = weights ? tg_attention_with_weights(proj[0], proj[1], proj[2], mask, p, false, &attn_weights)
-                              : tg_scaled_dot_product_attention(proj[0], proj[1], proj[2], mask, p, false);
+                              : tg_scaled_dot_product_attention(proj[0], proj[1], proj[2], mask, p, fused_causal);
     if (!attn) return TG_ERROR;
     tg_tensor *merged = tg_reshape(tg_transpose(attn, 0, 1), TG_SHAPE(l, bsz, e));
     tg_module *out_proj = tg_module_child(m, "out_proj");

@@ -40,6 +40,11 @@ typedef struct {
      * convention, the opposite of scaled_dot_product_attention's), or floating, added */
     tg_tensor *attn_mask;
     bool per_head_weights; /* average_attn_weights=False: weights [B, num_heads, L, S] */
+    /* PyTorch 2's is_causal hint: with attn_mask NULL, query i attends to keys 0..i (the
+     * top-left triangle of [L, S], as generate_square_subsequent_mask for L == S), through
+     * the fused attention's own causal path when nothing else needs a mask; with an
+     * attn_mask, that mask is used as given (the hint says it is causal, as PyTorch). */
+    bool is_causal;
 } tg_mha_call_opts;
 
 /* attn_output, attn_weights = m(query, key, value, key_padding_mask, need_weights,

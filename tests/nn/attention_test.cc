@@ -242,3 +242,58 @@ TEST_F(AttentionTest, MultiheadAttentionGradcheck) {
     EXPECT_EQ(tg_gradcheck(mha_fn, 3, in, &go), TG_OK) << tg_last_error();
     tg_module_free(m);
 }
+
+// is_causal (PyTorch 2's hint) without a mask gives what the explicit causal mask of
+// PyTorch 1.13's fixture gives: through the fused op's causal path (no weights, no other
+// mask) and through the mask path (weights asked for, a key padding mask, appended keys).
+// The mask itself made as a new user makes it, tg_triu of a bool tensor, is accepted.
+TEST_F(AttentionTest, MultiheadAttentionIsCausal) {
+    const std::string n = "mha_self_batch_first";
+    tg_manual_seed(17);
+    tg_module *m = tg_nn_multihead_attention(6, 3, tg_mha_opts{.batch_first = true});
+    ASSERT_EQ(tg_module_cast(m, TG_FLOAT64), TG_OK);
+    tg_eval(m);
+    tg_tensor *x = f64(n + ".in0", true);
+    tg_tensor *triu = tg_triu(tg_ones(TG_SHAPE(4, 4), tg_opts{TG_BOOL}), 1);
+    ASSERT_EQ(tg_dtype_of(triu), TG_BOOL);
+    tg_mha_call_opts causal = {}, masked = {};
+    causal.is_causal = true, causal.per_head_weights = true;
+    masked.attn_mask = triu, masked.per_head_weights = true;
+    tg_tensor *out = nullptr, *w = nullptr, *out_mask = nullptr, *w_mask = nullptr;
+    ASSERT_EQ(tg_mha_forward(m, x, x, x, causal, &out, &w), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_mha_forward(m, x, x, x, masked, &out_mask, &w_mask), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(out, want(n + ".out"), 1e-12));
+    EXPECT_TRUE(tensor_near(w, want(n + ".weights"), 1e-12));
+    EXPECT_TRUE(tensor_near(out_mask, want(n + ".out"), 1e-12));
+    EXPECT_TRUE(tensor_near(w_mask, want(n + ".weights"), 1e-12));
+    // the fused path: the same output, and the gradients of the mask path
+    tg_tensor *fused = nullptr;
+    ASSERT_EQ(tg_mha_forward(m, x, x, x, causal, &fused, nullptr), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(fused, want(n + ".out"), 1e-12));
+    tg_tensor *g = f64(n + ".g_out");
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(fused, g))), TG_OK) << tg_last_error();
+    std::vector<double> x_grad = values(tg_grad(x)), w_grad = values(tg_grad(tg_module_get(m, "in_proj_weight")));
+    tg_zero_grad(x);
+    tg_module_zero_grad(m);
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(out_mask, g))), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(x), x_grad, 1e-12));
+    EXPECT_TRUE(tensor_near(tg_grad(tg_module_get(m, "in_proj_weight")), w_grad, 1e-12));
+    // with a key padding mask: the two masks merged, as the explicit mask would be
+    tg_tensor *kpm = tg_gt_scalar(tg_rand(TG_SHAPE(2, 4), tg_opts{}), 0.6);
+    causal.key_padding_mask = kpm, masked.key_padding_mask = kpm;
+    ASSERT_EQ(tg_mha_forward(m, x, x, x, causal, &out, nullptr), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_mha_forward(m, x, x, x, masked, &out_mask, nullptr), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(out, values(out_mask), 1e-12));
+    tg_module_free(m);
+    // appended keys (add_bias_kv, add_zero_attn) stay visible, as PyTorch pads the mask
+    tg_module *kv = tg_nn_multihead_attention(6, 3, tg_mha_opts{.batch_first = true, .add_bias_kv = true,
+                                                                 .add_zero_attn = true});
+    ASSERT_NE(kv, nullptr) << tg_last_error();
+    ASSERT_EQ(tg_module_cast(kv, TG_FLOAT64), TG_OK);
+    causal = {}, masked = {};
+    causal.is_causal = true, masked.attn_mask = triu;
+    ASSERT_EQ(tg_mha_forward(kv, x, x, x, causal, &out, nullptr), TG_OK) << tg_last_error();
+    ASSERT_EQ(tg_mha_forward(kv, x, x, x, masked, &out_mask, nullptr), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(out, values(out_mask), 1e-12));
+    tg_module_free(kv);
+}
