@@ -4,7 +4,7 @@
  * forward keeps an online softmax per query row and saves the row's log-sum-exp; the
  * backward recomputes each score block from q, k and that log-sum-exp. Nothing of size
  * [l, s] is ever held: each chunk of work has a few block-sized scratch buffers
- * (malloc'd, at most 2 x 64 x 64 elements plus one output block). The products are
+ * (malloc'd: two 128 x 256 score blocks, or one and a 128-row output block). The products are
  * ops/cpu/gemm.h's (on the calling thread, inside the parallel loop); the work is split
  * over (problem, query block) in the forward and the dq pass and over (problem, key
  * block) in the dk/dv pass, so every element is summed in a fixed order by one thread
@@ -21,8 +21,8 @@
 extern "C" {
 #endif
 
-#define ATTN_BLOCK_Q 64
-#define ATTN_BLOCK_K 64
+#define ATTN_BLOCK_Q 128
+#define ATTN_BLOCK_K 256
 
 /* offsets: 4 x plan->batch (q, k, v, mask starts per problem; see tg_attn_plan). mask:
  * NULL, bool bytes or the element type (additive). out [batch, l, ev], lse [batch, l]. */

@@ -40,6 +40,26 @@ static int64_t ATT_FN(keys_end)(const tg_attn_plan *p, int64_t i0, int64_t bi) {
     return p->causal ? tg_attn_causal_end(i0 + bi - 1, p->s) : p->s;
 }
 
+/* One row of a block: p = exp(s - shift) in place; returns the row's sum (8 partial
+ * sums, so that the loops vectorise without reassociation flags). */
+static ATT_T ATT_FN(exp_row)(ATT_T *restrict row, int64_t n, ATT_T shift) {
+    for (int64_t c = 0; c < n; c++) row[c] = ATT_EXP(row[c] - shift);
+    ATT_T part[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum = 0;
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int u = 0; u < 8; u++) part[u] += row[c + u];
+    for (; c < n; c++) sum += row[c];
+    for (int u = 0; u < 8; u++) sum += part[u];
+    return sum;
+}
+
+/* One row of the backward's block: p = exp(s - lse) in place, ds = p * (dp - delta) in
+ * place of dp (tg_attn_dscore, written out so that it vectorises). */
+static void ATT_FN(dscore_row)(ATT_T *restrict pr, ATT_T *restrict dr, int64_t n, ATT_T lse, ATT_T delta) {
+    for (int64_t c = 0; c < n; c++) pr[c] = ATT_EXP(pr[c] - lse);
+    for (int64_t c = 0; c < n; c++) dr[c] = pr[c] * (dr[c] - delta);
+}
+
 typedef struct {
     const tg_attn_plan *p;
     const int64_t *off;
@@ -78,11 +98,7 @@ static void ATT_FN(forward_chunk)(int64_t begin, int64_t end, void *ctx) {
                 for (int64_t c = 0; c < bj; c++) block_max = row[c] > block_max ? row[c] : block_max;
                 double rescale;
                 m[r] = tg_attn_online_max(m[r], (double)block_max, &rescale);
-                ATT_T shift = (ATT_T)tg_attn_shift(m[r]);
-                for (int64_t c = 0; c < bj; c++) {
-                    row[c] = ATT_EXP(row[c] - shift);
-                    sum += row[c];
-                }
+                sum = ATT_FN(exp_row)(row, bj, (ATT_T)tg_attn_shift(m[r]));
                 l[r] = l[r] * rescale + (double)sum;
                 if (rescale != 1.0)
                     for (int64_t x = 0; x < p->ev; x++) acc[r * p->ev + x] *= (ATT_T)rescale;
@@ -110,14 +126,9 @@ static void ATT_FN(grad_block)(const ATT_FN(attn_job) * j, int64_t b, int64_t i0
     const ATT_T *dout = j->dout + (b * p->l + i0) * p->ev;
     ATT_GEMM(false, true, bi, bj, p->ev, (ATT_T)1, dout, p->ev, v + j0 * p->v_row, p->v_row, (ATT_T)0, ds,
              ATTN_BLOCK_K);
-    for (int64_t r = 0; r < bi; r++) {
-        ATT_T lse = j->lse[b * p->l + i0 + r], d = j->delta[b * p->l + i0 + r];
-        ATT_T *pr = s + r * ATTN_BLOCK_K, *dr = ds + r * ATTN_BLOCK_K;
-        for (int64_t c = 0; c < bj; c++) {
-            pr[c] = ATT_EXP(pr[c] - lse);
-            dr[c] = pr[c] * (dr[c] - d); /* tg_attn_dscore, written inline so that it vectorises */
-        }
-    }
+    for (int64_t r = 0; r < bi; r++)
+        ATT_FN(dscore_row)(s + r * ATTN_BLOCK_K, ds + r * ATTN_BLOCK_K, bj, j->lse[b * p->l + i0 + r],
+                           j->delta[b * p->l + i0 + r]);
 }
 
 /* delta = rowsum(dout * out), rows [begin, end) of batch * l. */
