@@ -67,6 +67,7 @@
 #include "nn/norm_layers.h"
 #include "nn/recurrent.h"
 #include "nn/attention.h"
+#include "nn/transformer.h"
 #include "quant/fake_quantize.h"
 #include "quant/observer.h"
 #include "quant/prune.h"

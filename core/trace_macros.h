@@ -395,6 +395,14 @@
 #define tg_nn_multihead_attention(...) TG_TRACED_PTR_(tg_module, tg_nn_multihead_attention, tg_nn_multihead_attention(__VA_ARGS__))
 #define tg_mha_forward(...) TG_TRACED_STATUS_(tg_mha_forward, tg_mha_forward(__VA_ARGS__))
 
+/* nn/transformer.h */
+#define tg_nn_transformer_encoder_layer(...) TG_TRACED_PTR_(tg_module, tg_nn_transformer_encoder_layer, tg_nn_transformer_encoder_layer(__VA_ARGS__))
+#define tg_nn_transformer_decoder_layer(...) TG_TRACED_PTR_(tg_module, tg_nn_transformer_decoder_layer, tg_nn_transformer_decoder_layer(__VA_ARGS__))
+#define tg_nn_transformer_encoder(...) TG_TRACED_PTR_(tg_module, tg_nn_transformer_encoder, tg_nn_transformer_encoder(__VA_ARGS__))
+#define tg_nn_transformer_decoder(...) TG_TRACED_PTR_(tg_module, tg_nn_transformer_decoder, tg_nn_transformer_decoder(__VA_ARGS__))
+#define tg_transformer_encoder_forward(...) TG_TRACED_PTR_(tg_tensor, tg_transformer_encoder_forward, tg_transformer_encoder_forward(__VA_ARGS__))
+#define tg_transformer_decoder_forward(...) TG_TRACED_PTR_(tg_tensor, tg_transformer_decoder_forward, tg_transformer_decoder_forward(__VA_ARGS__))
+
 /* quant/observer.h */
 #define tg_nn_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_minmax_observer, tg_nn_minmax_observer(__VA_ARGS__))
 #define tg_nn_moving_average_minmax_observer(...) TG_TRACED_PTR_(tg_module, tg_nn_moving_average_minmax_observer, tg_nn_moving_average_minmax_observer(__VA_ARGS__))
