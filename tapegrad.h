@@ -32,6 +32,7 @@
 
 #include "autograd/function.h"
 #include "autograd/autocast.h"
+#include "autograd/checkpoint.h"
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"

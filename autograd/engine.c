@@ -385,7 +385,7 @@ static void call_backward(graph_task *t, node_state *st, tg_tensor **grad_inputs
         double started = profiling ? tg_profile_clock() : 0;
         size_t bytes_before = profiling ? tg_thread_bytes_allocated() : 0;
         tg_backward_frame outer = tg_current_backward_frame;
-        tg_current_backward_frame = (tg_backward_frame){n, st->grads};
+        tg_current_backward_frame = (tg_backward_frame){n, st->grads, t->cap.inputs != NULL};
         tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
         bool was_in_backward = profiling && tg_profile_set_in_backward(true);
         tg_autocast_suspend(); /* backward formulas run in the dtypes forward saw */

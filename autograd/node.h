@@ -99,6 +99,7 @@ struct tg_node {
 typedef struct {
     const tg_node *node;
     tg_tensor **grads; /* [num_outputs], owned by the engine's graph task */
+    bool capturing;    /* the backward is a tg_grad_of (leaves' .grad untouched): tg_checkpoint refuses it */
 } tg_backward_frame;
 /* Hidden: library state, not part of the exported ABI. */
 extern __attribute__((visibility("hidden"))) _Thread_local tg_backward_frame tg_current_backward_frame;

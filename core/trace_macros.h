@@ -41,6 +41,9 @@
 #define tg_ctx_saved(...) TG_TRACED_PTR_(tg_tensor, tg_ctx_saved, tg_ctx_saved(__VA_ARGS__))
 #define tg_ctx_grad_output(...) TG_TRACED_PTR_(tg_tensor, tg_ctx_grad_output, tg_ctx_grad_output(__VA_ARGS__))
 
+/* autograd/checkpoint.h */
+#define tg_checkpoint(...) TG_TRACED_PTR_(tg_tensor, tg_checkpoint, tg_checkpoint(__VA_ARGS__))
+
 /* autograd/grad.h */
 #define tg_requires_grad(...) TG_TRACED_PTR_(tg_tensor, tg_requires_grad, tg_requires_grad(__VA_ARGS__))
 #define tg_grad(...) TG_TRACED_PTR_(tg_tensor, tg_grad, tg_grad(__VA_ARGS__))
