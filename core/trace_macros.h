@@ -245,6 +245,7 @@
 #define tg_get_rng_state(...) TG_TRACED_PTR_(tg_tensor, tg_get_rng_state, tg_get_rng_state(__VA_ARGS__))
 #define tg_set_rng_state(...) TG_TRACED_STATUS_(tg_set_rng_state, tg_set_rng_state(__VA_ARGS__))
 #define tg_check_rng_state_(...) TG_TRACED_STATUS_(tg_check_rng_state_, tg_check_rng_state_(__VA_ARGS__))
+#define tg_multinomial(...) TG_TRACED_PTR_(tg_tensor, tg_multinomial, tg_multinomial(__VA_ARGS__))
 #define tg_dropout(...) TG_TRACED_PTR_(tg_tensor, tg_dropout, tg_dropout(__VA_ARGS__))
 #define tg_dropout2d(...) TG_TRACED_PTR_(tg_tensor, tg_dropout2d, tg_dropout2d(__VA_ARGS__))
 #define tg_kaiming_uniform_(...) TG_TRACED_STATUS_(tg_kaiming_uniform_, tg_kaiming_uniform_(__VA_ARGS__))
@@ -449,6 +450,8 @@
 #define tg_exponential_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_exponential_lr, tg_exponential_lr(__VA_ARGS__))
 #define tg_cosine_annealing_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_cosine_annealing_lr, tg_cosine_annealing_lr(__VA_ARGS__))
 #define tg_linear_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_linear_lr, tg_linear_lr(__VA_ARGS__))
+#define tg_lambda_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_lambda_lr, tg_lambda_lr(__VA_ARGS__))
+#define tg_sequential_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_sequential_lr, tg_sequential_lr(__VA_ARGS__))
 #define tg_one_cycle_lr(...) TG_TRACED_PTR_(tg_lr_scheduler, tg_one_cycle_lr, tg_one_cycle_lr(__VA_ARGS__))
 #define tg_scheduler_step(...) TG_TRACED_STATUS_(tg_scheduler_step, tg_scheduler_step(__VA_ARGS__))
 

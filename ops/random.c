@@ -30,7 +30,9 @@
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/cpu/random_normal_f32.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/sort.h"
 
 typedef enum { DIST_UNIFORM, DIST_NORMAL, DIST_RANDINT, DIST_BERNOULLI, DIST_BERNOULLI_SCALAR } dist_kind;
 
@@ -444,6 +446,134 @@ tg_status tg_set_rng_state(tg_tensor *state) {
 tg_status tg_check_rng_state_(tg_tensor *state) {
     tg_rng_state s;
     return parse_rng_state(state, &s);
+}
+
+/* ---- multinomial ---- */
+
+/* q ~ Exp(1) of probs' shape and dtype: at::exponential_distribution<double>, cast (through
+ * float for bf16/fp16, as static_cast from a double is). */
+static tg_tensor *exponential_like(tg_tensor *probs) {
+    tg_tensor *draws = tg_empty(probs->shape, (tg_opts){.dtype = TG_FLOAT64});
+    if (!draws) return NULL;
+    double *d = tg_data_ptr(draws);
+    tg_rng_state *s = tg_rng_lock_cpu();
+    for (int64_t i = 0; i < tg_numel(draws); i++) d[i] = -1.0 * log(1.0 - unit_f64(&s->cpu));
+    tg_rng_unlock_cpu();
+    if (probs->dtype == TG_FLOAT64) return draws;
+    tg_tensor *f = tg_cast(draws, TG_FLOAT32);
+    return probs->dtype == TG_FLOAT32 ? f : tg_cast(f, probs->dtype);
+}
+
+/* ATen's multinomial_with_replacement_apply on one row of k weights: the cumulative
+ * distribution in the weights' type (float for float32 and for bf16/fp16 rows, which
+ * arrive widened, as its specialisation accumulates in float), normalised, kept as
+ * doubles (exactly), and a binary search for each uniform double. */
+static void cumulative_float(const float *w, int64_t k, double *cum) {
+    float sum = 0;
+    for (int64_t j = 0; j < k; j++) cum[j] = sum += w[j];
+    for (int64_t j = 0; j < k; j++) cum[j] = (float)cum[j] / sum;
+}
+static void cumulative_double(const double *w, int64_t k, double *cum) {
+    double sum = 0;
+    for (int64_t j = 0; j < k; j++) cum[j] = sum += w[j];
+    for (int64_t j = 0; j < k; j++) cum[j] /= sum;
+}
+static void search_row(const double *cum, int64_t k, int64_t n, int64_t *out, tg_mt19937 *g) {
+    for (int64_t j = 0; j < n; j++) {
+        double u = unit_f64(g);
+        int64_t left = 0, right = k;
+        while (right > left) {
+            int64_t mid = left + (right - left) / 2;
+            if (cum[mid] < u)
+                left = mid + 1;
+            else
+                right = mid;
+        }
+        out[j] = left;
+    }
+}
+
+static tg_tensor *sample_with_replacement(tg_tensor *w, int64_t rows, int64_t k, int64_t n, tg_shape out_shape) {
+    tg_tensor *out = tg_empty(out_shape, (tg_opts){.dtype = TG_INT64});
+    tg_tensor *cum = out ? tg_empty(TG_SHAPE(k), (tg_opts){.dtype = TG_FLOAT64}) : NULL;
+    if (!cum) return NULL;
+    int64_t *o = tg_data_ptr(out);
+    double *c = tg_data_ptr(cum);
+    tg_rng_state *s = tg_rng_lock_cpu();
+    for (int64_t r = 0; r < rows; r++) {
+        if (w->dtype == TG_FLOAT64)
+            cumulative_double((const double *)tg_data_ptr(w) + r * k, k, c);
+        else
+            cumulative_float((const float *)tg_data_ptr(w) + r * k, k, c);
+        search_row(c, k, n, o + r * n, &s->cpu);
+    }
+    tg_rng_unlock_cpu();
+    return out;
+}
+
+/* PyTorch's checks, on the weights as doubles (a CPU contiguous float64 copy). */
+static tg_status check_weights(const char *op, tg_tensor *w64, int64_t rows, int64_t k) {
+    const double *w = tg_data_ptr(w64);
+    for (int64_t r = 0; r < rows; r++) {
+        bool any = false;
+        for (int64_t j = 0; j < k; j++) {
+            double v = w[r * k + j];
+            if (!(v >= 0) || isinf(v))
+                return tg_error("%s: probability tensor contains either `inf`, `nan` or element < 0 (row %lld, "
+                                "category %lld: %g)",
+                                op, (long long)r, (long long)j, v);
+            any |= v > 0;
+        }
+        if (!any) return tg_error("%s: invalid multinomial distribution (sum of probabilities <= 0) in row %lld", op,
+                                  (long long)r);
+    }
+    return TG_OK;
+}
+
+tg_tensor *tg_multinomial(tg_tensor *probs, int64_t num_samples, bool replacement) {
+    const char *op = "tg_multinomial";
+    if (tg_unusable_(probs)) return tg_error_unusable_input(op, probs, 0), NULL;
+    char buf[64];
+    if (probs->shape.ndim < 1 || probs->shape.ndim > 2)
+        return tg_error("%s: prob_dist must be 1 or 2 dim, got %s", op,
+                        tg_shape_str(probs->shape, buf, sizeof buf)), NULL;
+    if (!tg_dtype_is_floating(probs->dtype))
+        return tg_error("%s: multinomial only supports floating-point dtypes for input, got %s", op,
+                        tg_dtype_name(probs->dtype)), NULL;
+    int64_t k = probs->shape.dims[probs->shape.ndim - 1];
+    int64_t rows = probs->shape.ndim == 2 ? probs->shape.dims[0] : 1;
+    if (num_samples <= 0)
+        return tg_error("%s: cannot sample n_sample <= 0 samples (got %lld)", op, (long long)num_samples), NULL;
+    if (!replacement && num_samples > k)
+        return tg_error("%s: cannot sample n_sample > prob_dist.size(-1) samples without replacement (%lld > %lld)",
+                        op, (long long)num_samples, (long long)k), NULL;
+    if (k > (1 << 24)) return tg_error("%s: number of categories cannot exceed 2^24 (got %lld)", op, (long long)k), NULL;
+    tg_shape out_shape = probs->shape.ndim == 2 ? TG_SHAPE(rows, num_samples) : TG_SHAPE(num_samples);
+    tg_tensor *out = NULL;
+    TG_SCOPE {
+        tg_tensor *w = tg_contiguous(tg_tensor_to(tg_detach(probs), TG_CPU));
+        tg_tensor *w64 = w ? tg_cast(w, TG_FLOAT64) : NULL;
+        if (!w64 || check_weights(op, w64, rows, k)) break;
+        tg_tensor *picked;
+        if (!replacement) { /* ATen's fast path: argmax / topk of p / q, q ~ Exp(1) */
+            tg_tensor *q = exponential_like(w);
+            tg_tensor *ratio = q ? tg_div(w, q) : NULL;
+            /* bf16/fp16 ratios ranked as float32: the same values, so the same order */
+            if (ratio && tg_dtype_is_low_precision_inline(ratio->dtype)) ratio = tg_cast(ratio, TG_FLOAT32);
+            tg_tensor *top = NULL;
+            if (ratio && num_samples == 1)
+                top = tg_argmax(ratio, -1, true);
+            else if (ratio)
+                tg_topk(ratio, num_samples, -1, true, true, &top);
+            picked = top;
+        } else {
+            bool wide = w->dtype == TG_FLOAT32 || w->dtype == TG_FLOAT64;
+            tg_tensor *rows_w = wide ? w : tg_cast(w, TG_FLOAT32);
+            picked = rows_w ? sample_with_replacement(rows_w, rows, k, num_samples, out_shape) : NULL;
+        }
+        if (picked) out = tg_scope_return(tg_tensor_to(picked, probs->storage->device));
+    }
+    return out;
 }
 
 /* ---- dropout ---- */

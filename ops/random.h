@@ -47,6 +47,17 @@ tg_status tg_set_rng_state(tg_tensor *state);
  * refuses bad bytes before it changes the model. */
 tg_status tg_check_rng_state_(tg_tensor *state);
 
+/* torch.multinomial(probs, num_samples, replacement): indices (int64) of categories
+ * drawn by the weights of probs [K] -> [num_samples] or [N, K] -> [N, num_samples]
+ * (weights need not sum to 1), with PyTorch 1.13's numbers from the same seed: without
+ * replacement, argmax / topk of probs / q with q ~ Exp(1) drawn in
+ * row-major order (the exponential in double, -log(1 - u), then cast to the dtype);
+ * with replacement, per row the cumulative distribution in the dtype (float for
+ * bf16/fp16), normalised, and a binary search for each uniform double. Errors as
+ * PyTorch's: a weight below 0, Inf or NaN, a row summing to 0, more samples than
+ * categories without replacement. A CUDA input is drawn on the CPU and copied back. */
+tg_tensor *tg_multinomial(tg_tensor *probs, int64_t num_samples, bool replacement);
+
 /* torch.nn.functional.dropout: in training, zeroes elements with probability p and
  * scales the rest by 1/(1-p); identity in eval. Fails when p is outside [0, 1]. */
 tg_tensor *tg_dropout(tg_tensor *x, double p, bool training);

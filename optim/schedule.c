@@ -14,7 +14,16 @@
 #include "optim/optim.h"
 #include "optim/schedule_state.h"
 
-typedef enum { SCHED_STEP, SCHED_MULTI_STEP, SCHED_EXPONENTIAL, SCHED_COSINE, SCHED_LINEAR, SCHED_ONE_CYCLE } sched_kind;
+typedef enum {
+    SCHED_STEP,
+    SCHED_MULTI_STEP,
+    SCHED_EXPONENTIAL,
+    SCHED_COSINE,
+    SCHED_LINEAR,
+    SCHED_ONE_CYCLE,
+    SCHED_LAMBDA,
+    SCHED_SEQUENTIAL
+} sched_kind;
 
 /* A OneCycleLR phase: lr and momentum go from start to end as the step goes from the
  * previous phase's end_step to this one's. Values pick a per-group array below. */
@@ -42,7 +51,15 @@ struct tg_lr_scheduler {
     phase phases[3];
     bool linear, cycle_momentum, use_beta1;
     double momentum_points[2]; /* max_momentum, base_momentum (indexed by momentum_point) */
+    /* LambdaLR */
+    tg_lr_lambda lr_lambda;
+    void *lambda_user;
+    /* SequentialLR: the schedulers it runs (owned), switching at milestones */
+    tg_lr_scheduler **children;
+    int num_children;
 };
+
+static const char *kind_name(sched_kind k);
 
 /* The chainable get_lr() for group g. */
 static double get_lr(tg_lr_scheduler *s, int g) {
@@ -75,10 +92,36 @@ static double get_lr(tg_lr_scheduler *s, int g) {
         if (e > s->total_iters) return lr;
         return lr * (1. + (s->end_factor - s->start_factor) /
                               (s->total_iters * s->start_factor + (e - 1) * (s->end_factor - s->start_factor)));
+    case SCHED_LAMBDA: /* LambdaLR.get_lr: not chainable */
+        return base_lr * s->lr_lambda(e, g, s->lambda_user);
     case SCHED_ONE_CYCLE:
-        break; /* one_cycle_values */
+    case SCHED_SEQUENTIAL:
+        break; /* one_cycle_values; the children's */
     }
     return lr;
+}
+
+static int count_at_most(const int *sorted, int n, int value) { /* Python's bisect_right */
+    int i = 0;
+    while (i < n && sorted[i] <= value) i++;
+    return i;
+}
+
+/* _get_closed_form_lr for group g at last_epoch (what step(epoch) uses; LambdaLR has
+ * none and uses get_lr). */
+static double closed_form_lr(tg_lr_scheduler *s, int g) {
+    double base_lr = s->base_lrs[g];
+    int e = s->last_epoch;
+    switch (s->kind) {
+    case SCHED_STEP: return base_lr * pow(s->gamma, e / s->step_size);
+    case SCHED_MULTI_STEP: return base_lr * pow(s->gamma, count_at_most(s->milestones, s->num_milestones, e));
+    case SCHED_EXPONENTIAL: return base_lr * pow(s->gamma, e);
+    case SCHED_COSINE: return s->eta_min + (base_lr - s->eta_min) * (1 + cos(M_PI * e / s->t_max)) / 2;
+    case SCHED_LINEAR:
+        return base_lr * (s->start_factor +
+                          (s->end_factor - s->start_factor) * (s->total_iters < e ? s->total_iters : e) / s->total_iters);
+    default: return get_lr(s, g);
+    }
 }
 
 /* OneCycleLR._annealing_cos / _annealing_linear. */
@@ -138,10 +181,37 @@ static tg_status one_cycle_step(tg_lr_scheduler *s) {
     return status;
 }
 
+/* scheduler.step(epoch) (deprecated in PyTorch, used by SequentialLR at a milestone):
+ * last_epoch = epoch and the closed-form lrs. */
+static void step_to(tg_lr_scheduler *s, int epoch) {
+    s->step_count++;
+    s->last_epoch = epoch;
+    for (int g = 0; g < s->num_groups; g++) s->last_lrs[g] = closed_form_lr(s, g);
+    for (int g = 0; g < s->num_groups; g++) tg_optim_set_group_lr(s->opt, g, s->last_lrs[g]);
+    for (int g = 0; g < s->num_groups; g++) s->last_lrs[g] = tg_optim_get_group_lr(s->opt, g);
+}
+
+/* SequentialLR.step: the child whose range holds the epoch steps; the first step of a
+ * later child is step(0). */
+static tg_status sequential_step(tg_lr_scheduler *s) {
+    s->last_epoch++;
+    int idx = count_at_most(s->milestones, s->num_milestones, s->last_epoch);
+    tg_lr_scheduler *child = s->children[idx];
+    if (!child->opt) return tg_error("tg_scheduler_step: the optimizer of this scheduler was freed (tg_optim_free)");
+    if (idx > 0 && s->milestones[idx - 1] == s->last_epoch) {
+        step_to(child, 0);
+        return TG_OK;
+    }
+    return tg_scheduler_step(child);
+}
+
 tg_status tg_scheduler_step(tg_lr_scheduler *s) {
     if (!s) return tg_error("tg_scheduler_step: scheduler is NULL");
     if (!s->opt) return tg_error("tg_scheduler_step: the optimizer of this scheduler was freed (tg_optim_free)");
-    if (s->kind == SCHED_ONE_CYCLE) {
+    if (s->kind == SCHED_SEQUENTIAL) {
+        s->step_count++;
+        if (sequential_step(s)) return TG_ERROR;
+    } else if (s->kind == SCHED_ONE_CYCLE) {
         if (one_cycle_step(s)) return TG_ERROR;
         s->step_count++;
         s->last_epoch++;
@@ -169,7 +239,11 @@ static tg_lr_scheduler *make(sched_kind kind, tg_optim *opt, const char *name) {
     s->base_lrs = calloc((size_t)n, sizeof(double));
     s->last_lrs = calloc((size_t)n, sizeof(double));
     TG_ASSERT(s->base_lrs && s->last_lrs);
-    for (int g = 0; g < s->num_groups; g++) s->base_lrs[g] = tg_optim_get_group_lr(opt, g); /* group['initial_lr'] */
+    /* base_lrs are group['initial_lr']: the lr when the optimizer's first scheduler was
+     * made (PyTorch's setdefault), so a second scheduler starts from the same base. */
+    const tg_lr_scheduler *first = tg_optim_num_schedulers_(opt) ? tg_optim_scheduler_(opt, 0) : NULL;
+    for (int g = 0; g < s->num_groups; g++)
+        s->base_lrs[g] = first && g < first->num_groups ? first->base_lrs[g] : tg_optim_get_group_lr(opt, g);
     s->last_epoch = -1;
     tg_optim_attach_scheduler_(opt, s); /* its state goes into the optimizer's checkpoints */
     return s;
@@ -254,6 +328,69 @@ tg_lr_scheduler *tg_linear_lr(tg_optim *opt, double start_factor, double end_fac
         s->total_iters = ti;
     }
     return start(s);
+}
+
+tg_lr_scheduler *tg_lambda_lr(tg_optim *opt, tg_lr_lambda lr_lambda, void *user) {
+    if (!lr_lambda) {
+        tg_error("tg_lambda_lr: lr_lambda is NULL");
+        return NULL;
+    }
+    tg_lr_scheduler *s = make(SCHED_LAMBDA, opt, "tg_lambda_lr");
+    if (s) {
+        s->lr_lambda = lr_lambda;
+        s->lambda_user = user;
+    }
+    return start(s);
+}
+
+static tg_status check_sequence(tg_optim *opt, tg_lr_scheduler *const *schedulers, int count, const int *milestones) {
+    const char *op = "tg_sequential_lr";
+    if (!opt) return tg_error("%s: optimizer is NULL", op);
+    if (count < 1 || !schedulers) return tg_error("%s: expected at least one scheduler, got %d", op, count);
+    if (count > 1 && !milestones) return tg_error("%s: %d schedulers need %d milestones, got NULL", op, count, count - 1);
+    for (int i = 0; i < count; i++) {
+        if (!schedulers[i]) return tg_error("%s: scheduler %d is NULL", op, i);
+        if (schedulers[i]->opt != opt)
+            return tg_error("%s: scheduler %d (%s) was made on another optimizer than the one given", op, i,
+                            kind_name(schedulers[i]->kind));
+        if (schedulers[i]->kind == SCHED_ONE_CYCLE || schedulers[i]->kind == SCHED_SEQUENTIAL)
+            return tg_error("%s: scheduler %d is a %s, which a SequentialLR cannot run here", op, i,
+                            kind_name(schedulers[i]->kind));
+    }
+    for (int i = 0; i + 1 < count; i++)
+        if (milestones[i] <= 0 || (i > 0 && milestones[i] <= milestones[i - 1]))
+            return tg_error("%s: milestones must be positive and increasing, got %d after %d", op, milestones[i],
+                            i ? milestones[i - 1] : 0);
+    return TG_OK;
+}
+
+/* torch.optim.lr_scheduler.SequentialLR.__init__. */
+tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedulers, int count,
+                                  const int *milestones) {
+    if (check_sequence(opt, schedulers, count, milestones)) {
+        for (int i = 0; i < count && schedulers; i++) tg_scheduler_free(schedulers[i]);
+        return NULL;
+    }
+    tg_lr_scheduler *s = make(SCHED_SEQUENTIAL, opt, "tg_sequential_lr");
+    s->children = malloc((size_t)count * sizeof *s->children);
+    s->milestones = malloc((size_t)(count > 1 ? count - 1 : 1) * sizeof *s->milestones);
+    TG_ASSERT(s->children && s->milestones);
+    memcpy(s->children, schedulers, (size_t)count * sizeof *s->children);
+    if (count > 1) memcpy(s->milestones, milestones, (size_t)(count - 1) * sizeof *s->milestones);
+    s->num_children = count;
+    s->num_milestones = count - 1;
+    s->last_epoch = 0;
+    s->step_count = 1;
+    for (int g = 0; g < s->num_groups; g++) tg_optim_set_group_lr(opt, g, s->base_lrs[g]); /* initial_lr */
+    for (int i = 0; i < count; i++) s->children[i]->last_epoch--; /* undo their first step */
+    tg_lr_scheduler *first = s->children[0];
+    first->step_count = 0; /* _initial_step */
+    if (tg_scheduler_step(first)) {
+        tg_scheduler_free(s);
+        return NULL;
+    }
+    for (int g = 0; g < s->num_groups; g++) s->last_lrs[g] = tg_optim_get_group_lr(opt, g);
+    return s;
 }
 
 /* torch.optim.lr_scheduler.OneCycleLR.__init__. */
@@ -375,6 +512,8 @@ static const char *kind_name(sched_kind k) {
     case SCHED_COSINE: return "CosineAnnealingLR";
     case SCHED_LINEAR: return "LinearLR";
     case SCHED_ONE_CYCLE: return "OneCycleLR";
+    case SCHED_LAMBDA: return "LambdaLR";
+    case SCHED_SEQUENTIAL: return "SequentialLR";
     }
     return "?";
 }
@@ -418,6 +557,14 @@ void tg_scheduler_settings_(const tg_lr_scheduler *s, char *buf, size_t size) {
         append(buf, size, &len, "start_factor=%.17g end_factor=%.17g total_iters=%d", s->start_factor,
                s->end_factor, s->total_iters);
         break;
+    case SCHED_LAMBDA:
+        break; /* a function: not comparable (PyTorch's state_dict leaves it out too) */
+    case SCHED_SEQUENTIAL:
+        append(buf, size, &len, "milestones=");
+        for (int i = 0; i < s->num_milestones; i++) append(buf, size, &len, "%s%d", i ? "," : "", s->milestones[i]);
+        for (int i = 0; i < s->num_children; i++)
+            append(buf, size, &len, "%s%s", i ? "," : " schedulers=", kind_name(s->children[i]->kind));
+        break;
     case SCHED_ONE_CYCLE:
         append(buf, size, &len, "total_steps=%d phases=%d", s->total_steps, s->num_phases);
         for (int i = 0; i < s->num_phases; i++) append(buf, size, &len, "%s%.17g", i ? "," : " ends=", s->phases[i].end_step);
@@ -443,6 +590,8 @@ void tg_scheduler_set_state_(tg_lr_scheduler *s, int last_epoch, int step_count,
 void tg_scheduler_free(tg_lr_scheduler *s) {
     if (!s) return;
     if (s->opt) tg_optim_detach_scheduler_(s->opt, s);
+    for (int i = 0; i < s->num_children; i++) tg_scheduler_free(s->children[i]);
+    free(s->children);
     free(s->milestones);
     free(s->base_lrs);
     free(s->last_lrs);

@@ -10,7 +10,8 @@
  *     tg_scheduler_free(sched);
  *
  * Making a scheduler records each parameter group's lr as that group's base lr
- * (PyTorch's base_lrs) and sets epoch 0 (and, for LinearLR, the first factor), like
+ * (PyTorch's base_lrs; for a second scheduler on the same optimizer, the first one's,
+ * as PyTorch's group['initial_lr']) and sets epoch 0 (and, for LinearLR, the first factor), like
  * PyTorch's constructor's initial step; each step then computes every group's lr
  * from its own lr and base lr. The groups are those the optimizer has when the
  * scheduler is made; a group added later is left alone. A scheduler borrows the
@@ -44,6 +45,22 @@ tg_lr_scheduler *tg_exponential_lr(tg_optim *opt, double gamma);
 tg_lr_scheduler *tg_cosine_annealing_lr(tg_optim *opt, int t_max, double eta_min);
 /* LinearLR(start_factor, end_factor, total_iters); zeros mean 1/3, 1.0, 5. */
 tg_lr_scheduler *tg_linear_lr(tg_optim *opt, double start_factor, double end_factor, int total_iters);
+
+/* LambdaLR's factor for group g at epoch: lr = base_lr * lr_lambda(epoch, g, user)
+ * (PyTorch's lr_lambda, or its list of one per group). */
+typedef double (*tg_lr_lambda)(int epoch, int group, void *user);
+/* LambdaLR(lr_lambda): user is passed through, borrowed. */
+tg_lr_scheduler *tg_lambda_lr(tg_optim *opt, tg_lr_lambda lr_lambda, void *user);
+/* SequentialLR(schedulers, milestones): schedulers[0] until epoch milestones[0], then
+ * schedulers[1] (started with its step(0), the closed form at epoch 0), ...; count - 1
+ * increasing milestones. Warmup then cosine, as GPT recipes:
+ *     tg_lr_scheduler *parts[2] = {tg_linear_lr(opt, 0.01, 1, 5), tg_cosine_annealing_lr(opt, 95, 1e-5)};
+ *     tg_lr_scheduler *sched = tg_sequential_lr(opt, parts, 2, (int[]){5});
+ * The schedulers must be made on opt (their base lrs are the lrs before the first
+ * one, as PyTorch's initial_lr); it takes them over and frees them with itself (also
+ * when it fails). OneCycleLR and nested SequentialLRs are refused. */
+tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedulers, int count,
+                                  const int *milestones);
 
 typedef enum { TG_ANNEAL_COS = 0, TG_ANNEAL_LINEAR = 1 } tg_anneal_strategy;
 

@@ -47,6 +47,16 @@ static int run_bernoulli(const od_row *row, const od_case *c, tg_tensor *const *
     return t && tg_bernoulli_(t, c->d[0]) == TG_OK ? od_one(t, out) : 0;
 }
 
+/* weights in (0, 1] as [K] or [N, K]; with replacement or not */
+static int run_multinomial(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
+    int64_t n = tg_numel(in[0]);
+    if (n == 0) return 0;
+    tg_shape s = tg_ndim(in[0]) >= 2 ? TG_SHAPE(tg_size(in[0], 0), n / tg_size(in[0], 0)) : TG_SHAPE(n);
+    tg_tensor *w = tg_add_scalar(tg_reshape(in[0], s), 0.01);
+    int64_t k = s.dims[s.ndim - 1];
+    return w ? od_one(tg_multinomial(w, 1 + c->i[1] % k, c->i[0] % 2), out) : 0;
+}
+
 static int run_uniform_normal(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
     tg_tensor *t = tg_clone(in[0]);
     if (!t) return 0;
@@ -110,6 +120,7 @@ const od_row od_rows_random[] = {
     RANDOM("tg_get_rng_state", run_rng_state, OD_SAME_OUTS),
     RANDOM("tg_randint", run_randint, 0),
     {"tg_bernoulli", "tg_bernoulli", draw_like, run_bernoulli, OD_SEEDED | OD_NO_LOWP | OD_NO_GRAD, DOM_UNIT},
+    {"tg_multinomial", "tg_multinomial", draw_like, run_multinomial, OD_SEEDED | OD_NO_LOWP | OD_NO_GRAD, DOM_UNIT},
     RANDOM("tg_uniform_", run_uniform_normal, 0),
     /* dropout is differentiable: a seeded run draws the same mask in every gradcheck call */
     {"tg_dropout", "tg_dropout", draw_like, run_dropout, OD_SEEDED | OD_NO_LOWP, DOM_ANY},

@@ -236,6 +236,52 @@ TEST_F(TgTest, BernoulliInPlaceIsTorchs) {
     tg_clear_error();
 }
 
+// torch.multinomial from the same seed: the exponential fast path without replacement
+// (argmax / topk of p / q) and the cumulative search with replacement (one sample too, in 1.13), in float32, float64 and bfloat16, then
+// the generator's next draws (so each path consumes what PyTorch's does).
+TEST_F(TgTest, MultinomialDrawsAreTorchsForTheSameSeed) {
+    auto weights = [](const char *name, tg_dtype dt) {
+        return fixture_tensor(random_fixtures(), std::string("multinomial.w.") + name).make(dt);
+    };
+    tg_tensor *w1 = weights("1d", TG_FLOAT32), *w2 = weights("2d", TG_FLOAT32);
+    tg_tensor *w64 = weights("2d_f64", TG_FLOAT64), *wb = weights("bf16", TG_BFLOAT16);
+    tg_manual_seed(19);
+    EXPECT_TRUE(same_as_torch("multinomial.1d_one", tg_multinomial(w1, 1, false)));
+    EXPECT_TRUE(same_as_torch("multinomial.1d_norep", tg_multinomial(w1, 4, false)));
+    EXPECT_TRUE(same_as_torch("multinomial.1d_rep", tg_multinomial(w1, 9, true)));
+    EXPECT_TRUE(same_as_torch("multinomial.2d_norep", tg_multinomial(w2, 3, false)));
+    EXPECT_TRUE(same_as_torch("multinomial.2d_rep", tg_multinomial(w2, 12, true)));
+    EXPECT_TRUE(same_as_torch("multinomial.2d_f64_one", tg_multinomial(w64, 1, true)));
+    EXPECT_TRUE(same_as_torch("multinomial.2d_f64_rep", tg_multinomial(w64, 5, true)));
+    EXPECT_TRUE(same_as_torch("multinomial.bf16_rep", tg_multinomial(wb, 6, true)));
+    EXPECT_TRUE(same_as_torch("multinomial.bf16_norep", tg_multinomial(wb, 4, false)));
+    EXPECT_TRUE(same_as_torch("multinomial.after", tg_rand(TG_SHAPE(3), F32)));
+    tg_tensor *out = tg_multinomial(w2, 2, false);
+    ASSERT_NE(out, nullptr);
+    EXPECT_EQ(tg_dtype_of(out), TG_INT64);
+    EXPECT_EQ(tg_shape_of(out).dims[0], 3);
+    EXPECT_EQ(tg_shape_of(out).dims[1], 2);
+    for (double v : values(out)) EXPECT_TRUE(v != 1 && v != 4) << "a category of weight 0 was drawn";
+
+    EXPECT_EQ(tg_multinomial(w1, 5, false), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement (5 > 4)");
+    tg_clear_error();
+    EXPECT_EQ(tg_multinomial(w1, 0, true), nullptr);
+    EXPECT_ERROR_CONTAINS("cannot sample n_sample <= 0 samples");
+    tg_clear_error();
+    EXPECT_EQ(tg_multinomial(tensor_f32({0.5, -0.1}, TG_SHAPE(2)), 1, false), nullptr);
+    EXPECT_ERROR_CONTAINS("probability tensor contains either `inf`, `nan` or element < 0 (row 0, category 1: -0.1)");
+    tg_clear_error();
+    EXPECT_EQ(tg_multinomial(tensor_f32({0, 0, 1, 2}, TG_SHAPE(2, 2)), 1, true), nullptr);
+    EXPECT_ERROR_CONTAINS("invalid multinomial distribution (sum of probabilities <= 0) in row 0");
+    tg_clear_error();
+    EXPECT_EQ(tg_multinomial(tg_ones(TG_SHAPE(2, 2, 2), F32), 1, true), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_multinomial: prob_dist must be 1 or 2 dim, got [2, 2, 2]");
+    tg_clear_error();
+    EXPECT_EQ(tg_multinomial(tg_ones(TG_SHAPE(3), tg_opts{TG_INT64, TG_CPU, false}), 1, true), nullptr);
+    EXPECT_ERROR_CONTAINS("multinomial only supports floating-point dtypes for input, got int64");
+}
+
 TEST_F(TgTest, RngStateSavesAndRestoresEveryGenerator) {
     tg_manual_seed(21);
     tg_randn(TG_SHAPE(3), F64);  // leaves a kept normal value behind

@@ -688,6 +688,79 @@ TEST_F(OptimTest, SchedulesScaleEachGroupsOwnBaseLr) {
     }
 }
 
+// LambdaLR (one function per group) and SequentialLR chains (warmup then cosine; a
+// LambdaLR warmup; three schedulers) against PyTorch 1.13's group lrs, bit for bit.
+static double lambda_per_group(int epoch, int group, void *) {
+    return group == 0 ? pow(0.9, epoch) : 1.0 / (epoch + 1);
+}
+static double warmup_quarters(int epoch, int, void *) { return (epoch + 1) / 4.0; }
+
+TEST_F(OptimTest, LambdaAndSequentialSchedulesMatchPyTorch) {
+    struct Case {
+        const char *name;
+        std::function<tg_lr_scheduler *(tg_optim *)> make;
+    };
+    std::vector<Case> cases = {
+        {"lambda", [](tg_optim *o) { return tg_lambda_lr(o, lambda_per_group, nullptr); }},
+        {"warmup_cosine",
+         [](tg_optim *o) {
+             tg_lr_scheduler *parts[2] = {tg_linear_lr(o, 0.01, 0, 5), tg_cosine_annealing_lr(o, 20, 1e-4)};
+             int milestones[1] = {5};
+             return tg_sequential_lr(o, parts, 2, milestones);
+         }},
+        {"lambda_cosine",
+         [](tg_optim *o) {
+             tg_lr_scheduler *parts[2] = {tg_lambda_lr(o, warmup_quarters, nullptr), tg_cosine_annealing_lr(o, 10, 0)};
+             int milestones[1] = {4};
+             return tg_sequential_lr(o, parts, 2, milestones);
+         }},
+        {"three",
+         [](tg_optim *o) {
+             int steps[2] = {2, 4}, milestones[2] = {3, 7};
+             tg_lr_scheduler *parts[3] = {tg_step_lr(o, 2, 0.5), tg_exponential_lr(o, 0.9),
+                                          tg_multi_step_lr(o, steps, 2, 0.1)};
+             return tg_sequential_lr(o, parts, 3, milestones);
+         }},
+    };
+    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *q = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.name);
+        tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});
+        ASSERT_EQ(tg_optim_add_param_group(opt, &q, 1, tg_param_group_opts{.lr = 0.02}), TG_OK);
+        tg_lr_scheduler *s = c.make(opt);
+        ASSERT_NE(s, nullptr) << tg_last_error();
+        std::vector<double> lrs[2];
+        for (int i = 0; i <= 25; i++) {
+            if (i > 0) {
+                tg_optim_step(opt);
+                ASSERT_EQ(tg_scheduler_step(s), TG_OK) << tg_last_error();
+            }
+            for (int g = 0; g < 2; g++) lrs[g].push_back(tg_optim_get_group_lr(opt, g));
+        }
+        for (int g = 0; g < 2; g++) {
+            const std::vector<double> &want = gfx(std::string("schedule_chain.") + c.name + ".g" + std::to_string(g)).data;
+            ASSERT_EQ(lrs[g].size(), want.size());
+            for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(lrs[g][i], want[i]) << "group " << g << " step " << i;
+        }
+        tg_scheduler_free(s);
+        tg_optim_free(opt);
+    }
+    // Errors: another optimizer's scheduler, milestones out of order, a OneCycleLR.
+    tg_optim *a = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1}), *b = tg_sgd_params(&q, 1, tg_sgd_opts{.lr = 0.1});
+    tg_lr_scheduler *mixed[2] = {tg_step_lr(a, 2, 0.5), tg_step_lr(b, 2, 0.5)};
+    int one[1] = {3}, bad[2] = {4, 2};
+    EXPECT_EQ(tg_sequential_lr(a, mixed, 2, one), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_sequential_lr: scheduler 1 (StepLR) was made on another optimizer than the one given");
+    tg_lr_scheduler *three[3] = {tg_step_lr(a, 2, 0.5), tg_exponential_lr(a, 0.9), tg_exponential_lr(a, 0.8)};
+    EXPECT_EQ(tg_sequential_lr(a, three, 3, bad), nullptr);
+    EXPECT_ERROR_CONTAINS("milestones must be positive and increasing, got 2 after 4");
+    EXPECT_EQ(tg_lambda_lr(a, nullptr, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_lambda_lr: lr_lambda is NULL");
+    tg_optim_free(a);
+    tg_optim_free(b);
+}
+
 TEST_F(OptimTest, ParamGroupsTrainLikePyTorch) {
     for (const char *name :
          {"sgd", "sgd_mixed_momentum", "adam", "adamw", "rmsprop", "sgd_onecycle", "adam_onecycle"}) {
