@@ -26,6 +26,7 @@
  *     tg_one_cycle_opts .max_lr                       (required)      0
  *     tg_one_cycle_opts .pct_start, .div_factor, .final_div_factor, .base_momentum,
  *       .max_momentum                                 0.3, 25, 1e4, 0.85, 0.95    0
+ *     tg_sdpa_opts.scale                              1/sqrt(E)       0
  *
  * TG_ZERO is -0.0: it compares equal to 0, so it is zero wherever the library uses it
  * as a number, and its sign bit tells it from an unset field (writing -0.0 is the
