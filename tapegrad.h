@@ -76,6 +76,7 @@
 #include "quant/static_quant.h"
 #include "quant/quantize.h"
 #include "optim/optim.h"
+#include "optim/decay_groups.h"
 #include "optim/grad_scaler.h"
 
 #include "data/mnist.h"

@@ -346,6 +346,7 @@
 #define tg_module_to(...) TG_TRACED_STATUS_(tg_module_to, tg_module_to(__VA_ARGS__))
 #define tg_module_cast(...) TG_TRACED_STATUS_(tg_module_cast, tg_module_cast(__VA_ARGS__))
 #define tg_module_print(...) TG_TRACED_STATUS_(tg_module_print, tg_module_print(__VA_ARGS__))
+#define tg_module_print_input(...) TG_TRACED_STATUS_(tg_module_print_input, tg_module_print_input(__VA_ARGS__))
 
 /* nn/layers.h */
 #define tg_nn_linear(...) TG_TRACED_PTR_(tg_module, tg_nn_linear, tg_nn_linear(__VA_ARGS__))
@@ -474,6 +475,9 @@
 #define tg_optim_state_set(...) TG_TRACED_STATUS_(tg_optim_state_set, tg_optim_state_set(__VA_ARGS__))
 #define tg_clip_grad_value(...) TG_TRACED_STATUS_(tg_clip_grad_value, tg_clip_grad_value(__VA_ARGS__))
 #define tg_clip_grad_value_params(...) TG_TRACED_STATUS_(tg_clip_grad_value_params, tg_clip_grad_value_params(__VA_ARGS__))
+
+/* optim/decay_groups.h */
+#define tg_adamw_decay_groups(...) TG_TRACED_PTR_(tg_optim, tg_adamw_decay_groups, tg_adamw_decay_groups(__VA_ARGS__))
 
 /* optim/grad_scaler.h */
 #define tg_grad_scaler_scale(...) TG_TRACED_PTR_(tg_tensor, tg_grad_scaler_scale, tg_grad_scaler_scale(__VA_ARGS__))

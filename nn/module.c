@@ -746,16 +746,9 @@ static void print_rows(tg_module *m, const char *name, int depth, FILE *out) {
     }
 }
 
-tg_status tg_module_print(tg_module *m, tg_shape input_shape, FILE *out) {
-    if (!m) return tg_error("tg_module_print: module is NULL");
-    if (!out) return tg_error("tg_module_print: FILE is NULL");
-    int n = 0;
-    tg_tensor *const *params = tg_parameters(m, &n);
-    tg_opts opts = {0};
-    if (n > 0) {
-        opts.dtype = tg_dtype_of(params[0]);
-        opts.device = tg_device_of(params[0]);
-    }
+/* The summary of m run once on x (NULL: an input that could not be made, every row
+ * "?"); `input` is the header's description of the input. */
+static tg_status print_summary(tg_module *m, tg_tensor *x, const char *input, FILE *out) {
     bool *modes = NULL;
     int num_modes = 0, cap = 0, restored = 0;
     save_modes(m, &modes, &num_modes, &cap);
@@ -764,7 +757,6 @@ tg_status tg_module_print(tg_module *m, tg_shape input_shape, FILE *out) {
     unsigned long errors = tg_error_count();
     bool prev = tg_set_grad_enabled(false);
     tg_scope_begin();
-    tg_tensor *x = tg_zeros(input_shape, opts);
     tg_tensor *y = x ? tg_forward(m, x) : NULL;
     tg_scope_end();
     tg_set_grad_enabled(prev);
@@ -773,8 +765,7 @@ tg_status tg_module_print(tg_module *m, tg_shape input_shape, FILE *out) {
     if (!y && tg_error_count() != errors) tg_clear_error(); /* the summary shows "?" instead */
 
     char shape[96];
-    tg_shape_str(input_shape, shape, sizeof shape);
-    fprintf(out, "%s (input %s)\n", type_name(m), shape);
+    fprintf(out, "%s (input %s)\n", type_name(m), input);
     fprintf(out, "%-40s %-24s %12s\n", "Layer (type)", "Output Shape", "Param #");
     for (int i = 0; i < 78; i++) fputc('=', out);
     fputc('\n', out);
@@ -794,4 +785,36 @@ tg_status tg_module_print(tg_module *m, tg_shape input_shape, FILE *out) {
     fprintf(out, "Total params: %" PRId64 "\nTrainable params: %" PRId64 "\nNon-trainable params: %" PRId64 "\n",
             total, trainable, total - trainable);
     return TG_OK;
+}
+
+tg_status tg_module_print(tg_module *m, tg_shape input_shape, FILE *out) {
+    if (!m) return tg_error("tg_module_print: module is NULL");
+    if (!out) return tg_error("tg_module_print: FILE is NULL");
+    int n = 0;
+    tg_tensor *const *params = tg_parameters(m, &n);
+    tg_opts opts = {0};
+    if (n > 0) {
+        opts.dtype = tg_dtype_of(params[0]);
+        opts.device = tg_device_of(params[0]);
+    }
+    char shape[96];
+    tg_shape_str(input_shape, shape, sizeof shape);
+    tg_status status;
+    TG_SCOPE {
+        unsigned long errors = tg_error_count();
+        tg_tensor *x = tg_zeros(input_shape, opts);
+        if (!x && tg_error_count() != errors) tg_clear_error();
+        status = print_summary(m, x, shape, out);
+    }
+    return status;
+}
+
+tg_status tg_module_print_input(tg_module *m, tg_tensor *example, FILE *out) {
+    if (!m) return tg_error("tg_module_print_input: module is NULL");
+    if (!out) return tg_error("tg_module_print_input: FILE is NULL");
+    if (tg_unusable_(example)) return tg_error_unusable_input("tg_module_print_input", example, 0);
+    char shape[96], input[128];
+    snprintf(input, sizeof input, "%s %s", tg_shape_str(tg_shape_of(example), shape, sizeof shape),
+             tg_dtype_name(tg_dtype_of(example)));
+    return print_summary(m, example, input, out);
 }

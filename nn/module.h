@@ -212,6 +212,10 @@ void tg_module_free(tg_module *m);
  * statistics are untouched); the input has the dtype and device of m's first
  * parameter (float32 CPU when none). Layers whose forward fails show "?". */
 tg_status tg_module_print(tg_module *m, tg_shape input_shape, FILE *out);
+/* tg_module_print on a given example input of any dtype and device (token ids for a
+ * model that starts with an Embedding: int64), whose values the forward sees; the
+ * header names its shape and dtype. The example is borrowed and left as it is. */
+tg_status tg_module_print_input(tg_module *m, tg_tensor *example, FILE *out);
 
 #ifdef __cplusplus
 }

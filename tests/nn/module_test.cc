@@ -534,3 +534,32 @@ TEST_F(ModuleTest, AdaptiveAvgPool2d) {
     tg_module_free(global);
     tg_module_free(two);
 }
+
+// A model that starts with an Embedding needs token ids: tg_module_print's float zeros
+// make every row "?", tg_module_print_input runs the given int64 example.
+TEST_F(ModuleTest, PrintWithAnExampleInputOfAnyDtype) {
+    tg_module *m = TG_NN_SEQUENTIAL(tg_nn_embedding(10, 8, tg_embedding_opts{}), tg_nn_linear(8, 4, tg_linear_opts{}));
+    ASSERT_NE(m, nullptr) << tg_last_error();
+    std::string zeros = summary_of(m, TG_SHAPE(2, 5));
+    EXPECT_NE(zeros.find("Output: ?"), std::string::npos) << zeros;
+    tg_tensor *tokens = tensor_i64({1, 2, 3, 4, 5, 9, 8, 7, 6, 0}, TG_SHAPE(2, 5));
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    tg_clear_error();
+    EXPECT_EQ(tg_module_print_input(m, tokens, f), TG_OK) << tg_last_error();
+    fclose(f);
+    std::string s = buf ? buf : "";
+    free(buf);
+    EXPECT_NE(s.find("Sequential (input [2, 5] int64)"), std::string::npos) << s;
+    EXPECT_NE(s.find("0 (Embedding)"), std::string::npos) << s;
+    EXPECT_NE(s.find("[2, 5, 8]"), std::string::npos) << s;
+    EXPECT_NE(s.find("Output: [2, 5, 4]"), std::string::npos) << s;
+    EXPECT_EQ(s.find('?'), std::string::npos) << s;
+    EXPECT_STREQ(tg_last_error(), "");
+    EXPECT_TRUE(tg_is_training(m));  // the mode is put back
+    EXPECT_EQ(values(tokens), (std::vector<double>{1, 2, 3, 4, 5, 9, 8, 7, 6, 0}));
+    EXPECT_EQ(tg_module_print_input(m, nullptr, stdout), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("tg_module_print_input");
+    tg_module_free(m);
+}
