@@ -53,6 +53,10 @@ static void str_free(str_list *l) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+static void sort_strs(str_list *l) {
+    if (l->n > 1) qsort(l->items, l->n, sizeof *l->items, cmp_str); /* items may be NULL when empty */
+}
+
 static char *join(const char *dir, const char *name) {
     size_t n = strlen(dir) + strlen(name) + 2;
     char *s = malloc(n);
@@ -133,12 +137,12 @@ static tg_status add_sample(tg_image_folder *f, char *path, int64_t label) {
 static tg_status scan_class(tg_image_folder *f, const char *class_dir, int64_t label) {
     str_list folders = {0};
     tg_status status = walk(class_dir, 0, &folders);
-    if (status == TG_OK) qsort(folders.items, folders.n, sizeof *folders.items, cmp_str);
+    if (status == TG_OK) sort_strs(&folders);
     int64_t before = f->size;
     for (size_t i = 0; i < folders.n && status == TG_OK; i++) {
         str_list files = {0};
         status = list_dir(folders.items[i], NULL, &files);
-        if (status == TG_OK) qsort(files.items, files.n, sizeof *files.items, cmp_str);
+        if (status == TG_OK) sort_strs(&files);
         for (size_t j = 0; j < files.n && status == TG_OK; j++)
             status = add_sample(f, join(folders.items[i], files.items[j]), label);
         str_free(&files);
@@ -157,7 +161,7 @@ tg_image_folder *tg_image_folder_new(const char *root) {
     tg_status status = list_dir(root, &classes, NULL);
     if (status == TG_OK && classes.n == 0)
         status = tg_error("tg_image_folder_new: no class folder in %s (expected root/<class>/<image>)", root);
-    if (status == TG_OK) qsort(classes.items, classes.n, sizeof *classes.items, cmp_str);
+    if (status == TG_OK) sort_strs(&classes);
     f->classes = classes.items;
     f->num_classes = (int)classes.n;
     for (int c = 0; c < f->num_classes && status == TG_OK; c++) {

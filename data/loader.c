@@ -327,7 +327,7 @@ static tg_tensor *sample_of(tg_tensor *t, int64_t i) {
     tg_tensor *out = tg_empty(row, (tg_opts){.dtype = tg_dtype_of(t)});
     if (!out) return NULL;
     size_t bytes = (size_t)tg_shape_numel(row) * tg_dtype_size(tg_dtype_of(t));
-    memcpy(tg_data_ptr(out), (const char *)tg_data_ptr(t) + (size_t)i * bytes, bytes);
+    if (bytes) memcpy(tg_data_ptr(out), (const char *)tg_data_ptr(t) + (size_t)i * bytes, bytes);
     return out;
 }
 
@@ -370,7 +370,7 @@ static tg_tensor *stack(tg_tensor **items, const int64_t *indices, int64_t count
         tg_tensor *c = tg_device_of(items[i]).kind == TG_DEVICE_CPU ? items[i] : tg_tensor_to(items[i], TG_CPU);
         if (c && !tg_is_contiguous(c)) c = tg_clone_values(c);
         if (!c) return NULL;
-        memcpy((char *)tg_data_ptr(out) + (size_t)i * bytes, tg_data_ptr(c), bytes);
+        if (bytes) memcpy((char *)tg_data_ptr(out) + (size_t)i * bytes, tg_data_ptr(c), bytes);
     }
     return out;
 }

@@ -179,7 +179,7 @@ static tg_tensor *random_hflip(const tg_transform *t, tg_tensor *img, tg_mt19937
     const char *in = tg_data_ptr(src);
     char *o = tg_data_ptr(out);
     if (!flip) {
-        memcpy(o, in, (size_t)(d.c * d.h * d.w) * es);
+        if (d.c * d.h * d.w > 0) memcpy(o, in, (size_t)(d.c * d.h * d.w) * es);
         return out;
     }
     for (int64_t r = 0; r < d.c * d.h; r++)

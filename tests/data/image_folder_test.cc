@@ -1,6 +1,7 @@
 // PNG/JPEG decoding against PIL's convert("RGB") (fixtures from tests/data/gen_images.py),
 // the image folder's class and file order (torchvision's ImageFolder), and errors that
 // name the file.
+#include <png.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -14,8 +15,8 @@
 namespace {
 
 const char *kImages = "tests/data/fixtures/images/";
-const char *kNames[] = {"bilevel.png", "gray.jpg", "gray.png", "gray_alpha.png",
-                        "palette_trns.png", "rgb.jpg", "rgb.png", "rgba.png"};
+const char *kNames[] = {"bilevel.png", "gray.jpg", "gray.png", "gray_alpha.png", "palette_trns.png",
+                        "rgb.jpg", "rgb.png", "rgb16.png", "rgba.png"};
 
 std::vector<uint8_t> read_bytes(const std::string &path) {
     std::ifstream f(path, std::ios::binary);
@@ -56,6 +57,34 @@ TEST_F(ImageFolderTest, DecodesEveryColorTypeAsPil) {
         EXPECT_EQ(tg_dtype_of(img), TG_UINT8);
         EXPECT_EQ(values(img), fixture_tensor(fx_, name).data) << name << " differs from PIL's convert(\"RGB\")";
     }
+}
+
+// An Adam7-interlaced RGB PNG written here with libpng decodes to the pixels written
+// (PIL cannot write interlaced PNGs; PNG is lossless, so the values are known).
+TEST_F(ImageFolderTest, InterlacedPngDecodesToItsPixels) {
+    const int h = 9, w = 11;
+    std::vector<uint8_t> hwc(h * w * 3);
+    for (size_t i = 0; i < hwc.size(); i++) hwc[i] = (uint8_t)(i * 29 + 3);
+    std::string path = dir_ + "/adam7.png";
+    FILE *f = fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png_create_info_struct(png);
+    png_init_io(png, f);
+    png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_ADAM7, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    std::vector<png_bytep> rows(h);
+    for (int y = 0; y < h; y++) rows[y] = hwc.data() + y * w * 3;
+    png_set_rows(png, info, rows.data());
+    png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+    tg_tensor *img = tg_image_load(path.c_str());
+    ASSERT_NE(img, nullptr) << tg_last_error();
+    std::vector<double> chw = values(img), want;
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < h * w; i++) want.push_back(hwc[i * 3 + c]);
+    EXPECT_EQ(chw, want);
 }
 
 TEST_F(ImageFolderTest, TruncatedAndCorruptFilesNameFileAndOffset) {
