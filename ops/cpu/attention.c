@@ -39,22 +39,37 @@ static inline float attn_expf(float x) {
     return x < -87.3365478515625f ? 0.0f : y * two_n.f;
 }
 
+/* float32 takes ops/cpu/attention_avx2.h's kernels where the CPU has AVX2 and FMA (they
+ * return false otherwise, and the generic body runs). */
+struct attn_job_s_f32;
+static bool attn_fast_forward_f32(const struct attn_job_s_f32 *j);
+static bool attn_fast_backward_f32(const struct attn_job_s_f32 *j);
+
 #define ATT_T float
 #define ATT_SFX f32
 #define ATT_GEMM tg_gemm_f32
 #define ATT_EXP attn_expf
+#define ATT_FAST_FORWARD attn_fast_forward_f32
+#define ATT_FAST_BACKWARD attn_fast_backward_f32
 #include "ops/cpu/attention_kernel.h"
+#include "ops/cpu/attention_avx2.h"
 #undef ATT_T
 #undef ATT_SFX
 #undef ATT_GEMM
 #undef ATT_EXP
+#undef ATT_FAST_FORWARD
+#undef ATT_FAST_BACKWARD
 
 #define ATT_T double
 #define ATT_SFX f64
 #define ATT_GEMM tg_gemm_f64
 #define ATT_EXP exp
+#define ATT_FAST_FORWARD(j) false
+#define ATT_FAST_BACKWARD(j) false
 #include "ops/cpu/attention_kernel.h"
 #undef ATT_T
 #undef ATT_SFX
 #undef ATT_GEMM
 #undef ATT_EXP
+#undef ATT_FAST_FORWARD
+#undef ATT_FAST_BACKWARD

@@ -1,13 +1,38 @@
 /* The fused attention's CPU kernel for one element type, included once per dtype by
  * ops/cpu/attention.c (C's stand-in for a template: ordinary static functions whose
  * names end in ATT_SFX), with ATT_T (float, double), ATT_SFX (f32, f64), ATT_GEMM
- * (tg_gemm_f32, tg_gemm_f64) and ATT_EXP (expf, exp) defined. No include guard, on
- * purpose. See ops/cpu/attention.h for the algorithm and ops/attention_formulas.h for
+ * (tg_gemm_f32, tg_gemm_f64), ATT_EXP (expf, exp) and ATT_FAST_FORWARD / _BACKWARD (a
+ * faster path for the job, returning false where it does not apply) defined. No include
+ * guard, on purpose. See ops/cpu/attention.h for the algorithm and ops/attention_formulas.h for
  * the per-row formulas both devices share. */
 
 #define ATT_CAT2(a, b) a##_##b
 #define ATT_CAT(a, b) ATT_CAT2(a, b)
 #define ATT_FN(name) ATT_CAT(name, ATT_SFX)
+
+/* The mask and is_causal applied to a score block s [bi, bj] (row stride lds) of rows
+ * i0.. and keys j0..; mask: this problem's start. Shared by both kernels' score blocks. */
+static void ATT_FN(mask_block)(const tg_attn_plan *p, const void *mask, int64_t i0, int64_t bi, int64_t j0,
+                               int64_t bj, ATT_T *s, int64_t lds) {
+    if (p->mask_kind == TG_ATTN_MASK_BOOL) {
+        const bool *m = mask;
+        for (int64_t r = 0; r < bi; r++)
+            for (int64_t c = 0; c < bj; c++)
+                s[r * lds + c] = (ATT_T)tg_attn_masked_score(s[r * lds + c], TG_ATTN_MASK_BOOL,
+                                                             m[(i0 + r) * p->mask_row + (j0 + c) * p->mask_col]);
+    } else if (p->mask_kind == TG_ATTN_MASK_ADD) {
+        const ATT_T *m = mask;
+        for (int64_t r = 0; r < bi; r++) {
+            const ATT_T *mr = m + (i0 + r) * p->mask_row + j0 * p->mask_col;
+            for (int64_t c = 0; c < bj; c++) s[r * lds + c] += mr[c * p->mask_col];
+        }
+    }
+    if (p->causal)
+        for (int64_t r = 0; r < bi; r++) { /* keys from the row's causal end on are hidden */
+            int64_t c = tg_attn_causal_end(i0 + r, j0 + bj) - j0;
+            for (c = c < 0 ? 0 : c; c < bj; c++) s[r * lds + c] = (ATT_T)-INFINITY;
+        }
+}
 
 /* s [bi, ATTN_BLOCK_K] = scale * q[i0 .. i0+bi) k[j0 .. j0+bj)^T, masked (mask, causal).
  * q, k, mask: this problem's starts. */
@@ -15,24 +40,7 @@ static void ATT_FN(score_block)(const tg_attn_plan *p, const ATT_T *q, const ATT
                                 int64_t bi, int64_t j0, int64_t bj, ATT_T *s) {
     ATT_GEMM(false, true, bi, bj, p->e, (ATT_T)p->scale, q + i0 * p->q_row, p->q_row, k + j0 * p->k_row, p->k_row,
              (ATT_T)0, s, ATTN_BLOCK_K);
-    if (p->mask_kind == TG_ATTN_MASK_BOOL) {
-        const bool *m = mask;
-        for (int64_t r = 0; r < bi; r++)
-            for (int64_t c = 0; c < bj; c++)
-                s[r * ATTN_BLOCK_K + c] = (ATT_T)tg_attn_masked_score(
-                    s[r * ATTN_BLOCK_K + c], TG_ATTN_MASK_BOOL, m[(i0 + r) * p->mask_row + (j0 + c) * p->mask_col]);
-    } else if (p->mask_kind == TG_ATTN_MASK_ADD) {
-        const ATT_T *m = mask;
-        for (int64_t r = 0; r < bi; r++) {
-            const ATT_T *mr = m + (i0 + r) * p->mask_row + j0 * p->mask_col;
-            for (int64_t c = 0; c < bj; c++) s[r * ATTN_BLOCK_K + c] += mr[c * p->mask_col];
-        }
-    }
-    if (p->causal)
-        for (int64_t r = 0; r < bi; r++) { /* keys from the row's causal end on are hidden */
-            int64_t c = tg_attn_causal_end(i0 + r, j0 + bj) - j0;
-            for (c = c < 0 ? 0 : c; c < bj; c++) s[r * ATTN_BLOCK_K + c] = (ATT_T)-INFINITY;
-        }
+    ATT_FN(mask_block)(p, mask, i0, bi, j0, bj, s, ATTN_BLOCK_K);
 }
 
 /* The keys a query block [i0, i0 + bi) may see: all, or under is_causal up to its last row. */
@@ -42,7 +50,7 @@ static int64_t ATT_FN(keys_end)(const tg_attn_plan *p, int64_t i0, int64_t bi) {
 
 /* One row of a block: p = exp(s - shift) in place; returns the row's sum (8 partial
  * sums, so that the loops vectorise without reassociation flags). */
-static ATT_T ATT_FN(exp_row)(ATT_T *restrict row, int64_t n, ATT_T shift) {
+static inline ATT_T ATT_FN(exp_row)(ATT_T *restrict row, int64_t n, ATT_T shift) {
     for (int64_t c = 0; c < n; c++) row[c] = ATT_EXP(row[c] - shift);
     ATT_T part[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum = 0;
     int64_t c = 0;
@@ -55,12 +63,12 @@ static ATT_T ATT_FN(exp_row)(ATT_T *restrict row, int64_t n, ATT_T shift) {
 
 /* One row of the backward's block: p = exp(s - lse) in place, ds = p * (dp - delta) in
  * place of dp (tg_attn_dscore, written out so that it vectorises). */
-static void ATT_FN(dscore_row)(ATT_T *restrict pr, ATT_T *restrict dr, int64_t n, ATT_T lse, ATT_T delta) {
+static inline void ATT_FN(dscore_row)(ATT_T *restrict pr, ATT_T *restrict dr, int64_t n, ATT_T lse, ATT_T delta) {
     for (int64_t c = 0; c < n; c++) pr[c] = ATT_EXP(pr[c] - lse);
     for (int64_t c = 0; c < n; c++) dr[c] = pr[c] * (dr[c] - delta);
 }
 
-typedef struct {
+typedef struct ATT_FN(attn_job_s) {
     const tg_attn_plan *p;
     const int64_t *off;
     const ATT_T *q, *k, *v, *out, *dout, *lse;
@@ -72,6 +80,43 @@ static const void *ATT_FN(mask_of)(const ATT_FN(attn_job) * j, int64_t b) {
     if (!j->mask) return NULL;
     size_t elem = j->p->mask_kind == TG_ATTN_MASK_BOOL ? sizeof(bool) : sizeof(ATT_T);
     return (const char *)j->mask + j->off[3 * j->p->batch + b] * (int64_t)elem;
+}
+
+/* A row's max (NaN ignored). */
+static ATT_T ATT_FN(row_max)(const ATT_T *row, int64_t n) {
+    ATT_T mx = (ATT_T)-INFINITY;
+    for (int64_t c = 0; c < n; c++) mx = row[c] > mx ? row[c] : mx;
+    return mx;
+}
+
+/* The online softmax over one score block s [bi, bj] (row stride lds), rows' running max
+ * m and sum l: s becomes exp(s - m_new), and the rows of the output accumulator acc
+ * [bi, ev] are rescaled when their max rose (the block's P V is added after). The row
+ * loops are parameters (the generic ones above, or ops/cpu/attention_avx2.h's). */
+static inline void ATT_FN(online_rows)(ATT_T *s, int64_t lds, int64_t bi, int64_t bj, int64_t ev, double *m, double *l,
+                                       ATT_T *acc, ATT_T (*max_of)(const ATT_T *, int64_t),
+                                       ATT_T (*exp_of)(ATT_T *restrict, int64_t, ATT_T)) {
+    for (int64_t r = 0; r < bi; r++) {
+        ATT_T *row = s + r * lds, block_max = max_of(row, bj);
+        double rescale;
+        m[r] = tg_attn_online_max(m[r], (double)block_max, &rescale);
+        ATT_T sum = exp_of(row, bj, (ATT_T)tg_attn_shift(m[r]));
+        l[r] = l[r] * rescale + (double)sum;
+        if (rescale != 1.0)
+            for (int64_t x = 0; x < ev; x++) acc[r * ev + x] *= (ATT_T)rescale;
+    }
+}
+
+/* A finished query block: out = acc / l and the rows' log-sum-exp. */
+static void ATT_FN(finish_rows)(const ATT_FN(attn_job) * j, int64_t b, int64_t i0, int64_t bi, const double *m,
+                                const double *l, const ATT_T *acc) {
+    const tg_attn_plan *p = j->p;
+    ATT_T *out = j->res + (b * p->l + i0) * p->ev;
+    for (int64_t r = 0; r < bi; r++) {
+        ATT_T inv = (ATT_T)(1.0 / l[r]); /* 1 / 0 = inf: a fully masked row gives 0 * inf = NaN */
+        for (int64_t x = 0; x < p->ev; x++) out[r * p->ev + x] = l[r] == 0 ? (ATT_T)NAN : acc[r * p->ev + x] * inv;
+        j->lse_out[b * p->l + i0 + r] = (ATT_T)tg_attn_row_lse(m[r], l[r]);
+    }
 }
 
 /* Forward of tasks (problem, query block) in [begin, end). */
@@ -93,25 +138,11 @@ static void ATT_FN(forward_chunk)(int64_t begin, int64_t end, void *ctx) {
         for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BLOCK_K) {
             int64_t bj = kend - j0 < ATTN_BLOCK_K ? kend - j0 : ATTN_BLOCK_K;
             ATT_FN(score_block)(p, q, k, mask, i0, bi, j0, bj, s);
-            for (int64_t r = 0; r < bi; r++) {
-                ATT_T *row = s + r * ATTN_BLOCK_K, block_max = (ATT_T)-INFINITY, sum = 0;
-                for (int64_t c = 0; c < bj; c++) block_max = row[c] > block_max ? row[c] : block_max;
-                double rescale;
-                m[r] = tg_attn_online_max(m[r], (double)block_max, &rescale);
-                sum = ATT_FN(exp_row)(row, bj, (ATT_T)tg_attn_shift(m[r]));
-                l[r] = l[r] * rescale + (double)sum;
-                if (rescale != 1.0)
-                    for (int64_t x = 0; x < p->ev; x++) acc[r * p->ev + x] *= (ATT_T)rescale;
-            }
+            ATT_FN(online_rows)(s, ATTN_BLOCK_K, bi, bj, p->ev, m, l, acc, ATT_FN(row_max), ATT_FN(exp_row));
             ATT_GEMM(false, false, bi, p->ev, bj, (ATT_T)1, s, ATTN_BLOCK_K, v + j0 * p->v_row, p->v_row, (ATT_T)1,
                      acc, p->ev);
         }
-        ATT_T *out = j->res + (b * p->l + i0) * p->ev;
-        for (int64_t r = 0; r < bi; r++) {
-            ATT_T inv = (ATT_T)(1.0 / l[r]); /* 1 / 0 = inf: a fully masked row gives 0 * inf = NaN */
-            for (int64_t x = 0; x < p->ev; x++) out[r * p->ev + x] = l[r] == 0 ? (ATT_T)NAN : acc[r * p->ev + x] * inv;
-            j->lse_out[b * p->l + i0 + r] = (ATT_T)tg_attn_row_lse(m[r], l[r]);
-        }
+        ATT_FN(finish_rows)(j, b, i0, bi, m, l, acc);
     }
     free(s);
 }
@@ -200,6 +231,7 @@ void ATT_FN(tg_cpu_attention_forward)(const tg_attn_plan *plan, const int64_t *o
                                       const ATT_T *k, const ATT_T *v, const void *mask, ATT_T *out, ATT_T *lse) {
     ATT_FN(attn_job) j = {.p = plan, .off = offsets, .q = q, .k = k, .v = v, .mask = mask, .res = out,
                           .lse_out = lse};
+    if (ATT_FAST_FORWARD(&j)) return;
     int64_t tasks = plan->batch * ((plan->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q);
     tg_parallel_for(tasks, ATT_FN(grain)(plan, tasks), ATT_FN(forward_chunk), &j);
 }
@@ -212,6 +244,7 @@ void ATT_FN(tg_cpu_attention_backward)(const tg_attn_plan *plan, const int64_t *
                           .dout = dout, .lse = lse, .delta = delta, .dq = dq, .dk = dk, .dv = dv};
     int64_t rows = plan->batch * plan->l;
     tg_parallel_for(rows, rows * plan->ev >= 32768 ? 1 : rows, ATT_FN(delta_chunk), &j);
+    if (ATT_FAST_BACKWARD(&j)) return;
     int64_t kv_tasks = plan->batch * ((plan->s + ATTN_BLOCK_K - 1) / ATTN_BLOCK_K);
     tg_parallel_for(kv_tasks, ATT_FN(grain)(plan, kv_tasks), ATT_FN(dkdv_chunk), &j);
     int64_t q_tasks = plan->batch * ((plan->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q);

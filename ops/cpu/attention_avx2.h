@@ -1,0 +1,298 @@
+/* The float32 fused attention on x86-64 CPUs with AVX2 and FMA (included once by
+ * ops/cpu/attention.c, after the float32 body, whose mask, online-softmax and dS row
+ * functions it calls). The block products are this file's own register-blocked kernel
+ * instead of GEMM calls: on blocks of 64 x 128 x 64 OpenBLAS spent most of its time
+ * packing. The library is built for baseline x86-64, so these functions are compiled
+ * for AVX2 + FMA by target attributes and taken only when the CPU has both (checked at
+ * each call), for head dims that are multiples of 8; otherwise the generic body runs.
+ *
+ * Forward: as the generic one, on 64 query rows x 128 keys, k transposed into 16-key
+ * panels once per key block. Backward: one pass (S and dP computed once per block pair,
+ * 5 products instead of the generic 7): a task owns a problem's key blocks g, g + G,
+ * g + 2G, ... (interleaved, so that causal work is balanced), writes their dk and dv,
+ * and adds dS K into its own dq partial [l, e]; the G partials are summed in the order
+ * g = 0, 1, ... afterwards. G depends on the shape only (never the thread count), so
+ * every element is summed in a fixed order and the bits do not depend on the threads. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#define AF_TARGET __attribute__((target("avx2,fma")))
+#define AF_BQ 64  /* query rows per block */
+#define AF_BK 128 /* keys per block, a multiple of 16 (the kernel's width) */
+#define AF_MR 6   /* rows of the kernel's tile: 6 x 16 accumulators = 12 of the 16 ymm */
+#define AF_TASKS 8 /* the backward splits a problem's keys into up to ceil(AF_TASKS / batch) parts */
+
+/* One row of a tile: c0 (c1) += a * b0 (b1). */
+AF_TARGET __attribute__((always_inline)) static inline void af_fma_row(const float *a, __m256 b0, __m256 b1, int nv,
+                                                                       __m256 *c0, __m256 *c1) {
+    __m256 x = _mm256_broadcast_ss(a);
+    *c0 = _mm256_fmadd_ps(x, b0, *c0);
+    if (nv > 1) *c1 = _mm256_fmadd_ps(x, b1, *c1);
+}
+
+/* One row of a tile out: c (+)= alpha * (c0, c1). */
+AF_TARGET __attribute__((always_inline)) static inline void af_store_row(float *c, __m256 c0, __m256 c1, int nv,
+                                                                         __m256 alpha, bool acc) {
+    __m256 y0 = _mm256_mul_ps(alpha, c0), y1 = _mm256_mul_ps(alpha, c1);
+    _mm256_storeu_ps(c, acc ? _mm256_add_ps(_mm256_loadu_ps(c), y0) : y0);
+    if (nv > 1) _mm256_storeu_ps(c + 8, acc ? _mm256_add_ps(_mm256_loadu_ps(c + 8), y1) : y1);
+}
+
+/* c[r][0 .. 8 nv) (+)= alpha * sum_t a[r ars + t acs] b[t ldb + 0 .. 8 nv) for r < rows:
+ * one tile, its accumulators in registers (rows and nv are constants where it is
+ * inlined; named variables, as GCC keeps an array of them in memory). */
+AF_TARGET __attribute__((always_inline)) static inline void af_tile(int rows, int nv, int64_t k, const float *a,
+                                                                    int64_t ars, int64_t acs, const float *b,
+                                                                    int64_t ldb, float *c, int64_t ldc, float alpha,
+                                                                    bool acc) {
+    __m256 z = _mm256_setzero_ps(), c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
+           c41 = z, c50 = z, c51 = z;
+    for (int64_t t = 0; t < k; t++, a += acs, b += ldb) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = nv > 1 ? _mm256_loadu_ps(b + 8) : z;
+        af_fma_row(a, b0, b1, nv, &c00, &c01);
+        if (rows > 1) af_fma_row(a + ars, b0, b1, nv, &c10, &c11);
+        if (rows > 2) af_fma_row(a + 2 * ars, b0, b1, nv, &c20, &c21);
+        if (rows > 3) af_fma_row(a + 3 * ars, b0, b1, nv, &c30, &c31);
+        if (rows > 4) af_fma_row(a + 4 * ars, b0, b1, nv, &c40, &c41);
+        if (rows > 5) af_fma_row(a + 5 * ars, b0, b1, nv, &c50, &c51);
+    }
+    __m256 al = _mm256_set1_ps(alpha);
+    af_store_row(c, c00, c01, nv, al, acc);
+    if (rows > 1) af_store_row(c + ldc, c10, c11, nv, al, acc);
+    if (rows > 2) af_store_row(c + 2 * ldc, c20, c21, nv, al, acc);
+    if (rows > 3) af_store_row(c + 3 * ldc, c30, c31, nv, al, acc);
+    if (rows > 4) af_store_row(c + 4 * ldc, c40, c41, nv, al, acc);
+    if (rows > 5) af_store_row(c + 5 * ldc, c50, c51, nv, al, acc);
+}
+
+/* af_tile with rows and nv as constants, so that each variant keeps its tile in registers. */
+AF_TARGET static void af_tile_any(int rows, int nv, int64_t k, const float *a, int64_t ars, int64_t acs,
+                                  const float *b, int64_t ldb, float *c, int64_t ldc, float alpha, bool acc) {
+#define AF_CASE(R)                                                                                                   \
+    case R:                                                                                                          \
+        if (nv == 2)                                                                                                 \
+            af_tile(R, 2, k, a, ars, acs, b, ldb, c, ldc, alpha, acc);                                               \
+        else                                                                                                         \
+            af_tile(R, 1, k, a, ars, acs, b, ldb, c, ldc, alpha, acc);                                               \
+        break;
+    switch (rows) {
+        AF_CASE(1) AF_CASE(2) AF_CASE(3) AF_CASE(4) AF_CASE(5) AF_CASE(6)
+    }
+#undef AF_CASE
+}
+
+/* C [m, n] (+)= alpha A B, n a multiple of 8: A's element (r, t) at a[r ars + t acs] (a
+ * transposed operand is a stride), B's 16-column chunks bcs apart, rows ldb apart (16
+ * and ldb for a row-major B; k * 16 and 16 for af_pack_t's panels). A chunk of B (k x
+ * 16) stays in L1 while the tiles of A go by. */
+AF_TARGET static void af_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t ars, int64_t acs,
+                              const float *b, int64_t ldb, int64_t bcs, float *c, int64_t ldc, bool acc) {
+    for (int64_t n0 = 0; n0 < n; n0 += 16) {
+        int nv = n - n0 >= 16 ? 2 : 1;
+        for (int64_t r0 = 0; r0 < m; r0 += AF_MR)
+            af_tile_any(m - r0 < AF_MR ? (int)(m - r0) : AF_MR, nv, k, a + r0 * ars, ars, acs, b + n0 / 16 * bcs, ldb,
+                        c + r0 * ldc + n0, ldc, alpha, acc);
+    }
+}
+
+/* dst = panels of 16 rows of src [n, k] (row stride ld), transposed: panel p is [k][16]
+ * of rows 16p .. 16p + 15, rows past n zero (their scores are computed and never read). */
+static void af_pack_t(const float *src, int64_t ld, int64_t n, int64_t k, float *restrict dst) {
+    for (int64_t r = 0; r < (n + 15) / 16 * 16; r++) {
+        float *d = dst + r / 16 * k * 16 + r % 16;
+        for (int64_t t = 0; t < k; t++) d[t * 16] = r < n ? src[r * ld + t] : 0.0f;
+    }
+}
+
+static int64_t af_pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* attn_expf (ops/cpu/attention.c) on 8 lanes, its steps and constants, with FMAs (GCC
+ * does not vectorise attn_expf's selects inside these target functions). Masked scores
+ * (-inf) give exactly 0, NaN stays NaN (min/max return their second operand on NaN). */
+AF_TARGET static inline __m256 af_exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3365478515625f);
+    __m256 xc = _mm256_max_ps(lo, _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), x));
+    __m256 t = _mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f));
+    __m256 half = _mm256_or_ps(_mm256_and_ps(t, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.5f)); /* +-0.5 as t's sign */
+    __m256i n = _mm256_cvttps_epi32(_mm256_add_ps(t, half));
+    __m256 fn = _mm256_cvtepi32_ps(n);
+    __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    __m256 two_n = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), _mm256_mul_ps(y, two_n));
+}
+
+/* row_max_f32 and exp_row_f32 for online_rows_f32, 8 lanes at a time; the tails by the
+ * scalar formula. */
+AF_TARGET static float af_row_max(const float *row, int64_t n) {
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) mx = _mm256_max_ps(_mm256_loadu_ps(row + c), mx);
+    float lanes[8], m = row_max_f32(row + c, n - c);
+    _mm256_storeu_ps(lanes, mx);
+    for (int u = 0; u < 8; u++) m = lanes[u] > m ? lanes[u] : m;
+    return m;
+}
+
+AF_TARGET static float af_exp_row(float *restrict row, int64_t n, float shift) {
+    __m256 sh = _mm256_set1_ps(shift), sum = _mm256_setzero_ps();
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256 y = af_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c), sh));
+        _mm256_storeu_ps(row + c, y);
+        sum = _mm256_add_ps(sum, y);
+    }
+    float lanes[8], total = exp_row_f32(row + c, n - c, shift);
+    _mm256_storeu_ps(lanes, sum);
+    for (int u = 0; u < 8; u++) total += lanes[u];
+    return total;
+}
+
+/* dscore_row_f32, 8 lanes at a time: p = exp(s - lse), ds = p (dp - delta). */
+AF_TARGET static void af_dscore_row(float *restrict pr, float *restrict dr, int64_t n, float lse, float delta) {
+    __m256 ls = _mm256_set1_ps(lse), d = _mm256_set1_ps(delta);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256 p = af_exp8(_mm256_sub_ps(_mm256_loadu_ps(pr + c), ls));
+        _mm256_storeu_ps(pr + c, p);
+        _mm256_storeu_ps(dr + c, _mm256_mul_ps(p, _mm256_sub_ps(_mm256_loadu_ps(dr + c), d)));
+    }
+    dscore_row_f32(pr + c, dr + c, n - c, lse, delta);
+}
+
+/* Forward of tasks (problem, query block of AF_BQ) in [begin, end). */
+AF_TARGET static void af_forward_chunk(int64_t begin, int64_t end, void *ctx) {
+    const attn_job_f32 *j = ctx;
+    const tg_attn_plan *p = j->p;
+    int64_t nq = (p->l + AF_BQ - 1) / AF_BQ, e = p->e, ev = p->ev;
+    float *s = malloc(sizeof(float) * (AF_BQ * AF_BK + AF_BQ * ev + AF_BK * e) + 2 * sizeof(double) * AF_BQ);
+    if (!s) return tg_kernel_fail("out of memory for the attention's score block");
+    float *acc = s + AF_BQ * AF_BK, *kt = acc + AF_BQ * ev;
+    double *m = (double *)(kt + AF_BK * e), *l = m + AF_BQ;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / nq, i0 = t % nq * AF_BQ, bi = p->l - i0 < AF_BQ ? p->l - i0 : AF_BQ;
+        const float *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
+        const void *mask = mask_of_f32(j, b);
+        for (int64_t r = 0; r < bi; r++) m[r] = -INFINITY, l[r] = 0;
+        for (int64_t x = 0; x < bi * ev; x++) acc[x] = 0;
+        int64_t kend = keys_end_f32(p, i0, bi);
+        for (int64_t j0 = 0; j0 < kend; j0 += AF_BK) {
+            int64_t bj = kend - j0 < AF_BK ? kend - j0 : AF_BK;
+            af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
+            af_gemm(bi, af_pad16(bj), e, (float)p->scale, q + i0 * p->q_row, p->q_row, 1, kt, 16, 16 * e, s, AF_BK,
+                    false);
+            mask_block_f32(p, mask, i0, bi, j0, bj, s, AF_BK);
+            online_rows_f32(s, AF_BK, bi, bj, ev, m, l, acc, af_row_max, af_exp_row);
+            af_gemm(bi, ev, bj, 1.0f, s, AF_BK, 1, v + j0 * p->v_row, p->v_row, 16, acc, ev, true);
+        }
+        finish_rows_f32(j, b, i0, bi, m, l, acc);
+    }
+    free(s);
+}
+
+typedef struct {
+    const attn_job_f32 *j;
+    int64_t parts;  /* G: key-block parts per problem */
+    float *dq_part; /* parts 1 .. G-1, [G - 1][batch][l][e] (part 0 is dq itself) */
+} af_bwd_job;
+
+/* Backward of tasks (problem, part g) in [begin, end): per key block of the part, every
+ * query block that sees it: S, P = exp(S - lse), dP = dO V^T, dS = P (dP - D), then
+ * dV += P^T dO, dK += scale dS^T Q, dq_g += scale dS K. */
+AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
+    const af_bwd_job *w = ctx;
+    const attn_job_f32 *j = w->j;
+    const tg_attn_plan *p = j->p;
+    int64_t e = p->e, ev = p->ev, nk = (p->s + AF_BK - 1) / AF_BK;
+    float *s = malloc(sizeof(float) * (2 * AF_BQ * AF_BK + AF_BK * (e + ev)));
+    if (!s) return tg_kernel_fail("out of memory for the attention's score block");
+    float *ds = s + AF_BQ * AF_BK, *kt = ds + AF_BQ * AF_BK, *vt = kt + AF_BK * e;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / w->parts, g = t % w->parts;
+        const float *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
+        const void *mask = mask_of_f32(j, b);
+        float *dq = g == 0 ? j->dq + b * p->l * e : w->dq_part + ((g - 1) * p->batch + b) * p->l * e;
+        for (int64_t x = 0; x < p->l * e; x++) dq[x] = 0;
+        for (int64_t kb = g; kb < nk; kb += w->parts) {
+            int64_t j0 = kb * AF_BK, bj = p->s - j0 < AF_BK ? p->s - j0 : AF_BK, bjp = af_pad16(bj);
+            float *dk = j->dk + (b * p->s + j0) * e, *dv = j->dv + (b * p->s + j0) * ev;
+            for (int64_t x = 0; x < bj * e; x++) dk[x] = 0;
+            for (int64_t x = 0; x < bj * ev; x++) dv[x] = 0;
+            af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
+            af_pack_t(v + j0 * p->v_row, p->v_row, bj, ev, vt);
+            int64_t first = p->causal ? j0 / AF_BQ * AF_BQ : 0; /* query i sees key j only if i >= j */
+            for (int64_t i0 = first; i0 < p->l; i0 += AF_BQ) {
+                int64_t bi = p->l - i0 < AF_BQ ? p->l - i0 : AF_BQ;
+                const float *qi = q + i0 * p->q_row, *dout = j->dout + (b * p->l + i0) * ev;
+                af_gemm(bi, bjp, e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false);
+                mask_block_f32(p, mask, i0, bi, j0, bj, s, AF_BK);
+                af_gemm(bi, bjp, ev, 1.0f, dout, ev, 1, vt, 16, 16 * ev, ds, AF_BK, false);
+                for (int64_t r = 0; r < bi; r++)
+                    af_dscore_row(s + r * AF_BK, ds + r * AF_BK, bj, j->lse[b * p->l + i0 + r],
+                                   j->delta[b * p->l + i0 + r]);
+                af_gemm(bj, ev, bi, 1.0f, s, 1, AF_BK, dout, ev, 16, dv, ev, true);
+                af_gemm(bj, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, e, true);
+                af_gemm(bi, e, bj, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * e, e,
+                        true);
+            }
+        }
+    }
+    free(s);
+}
+
+/* dq += parts 1 .. G-1 in that order, rows [begin, end) of batch * l. */
+static void af_sum_parts(int64_t begin, int64_t end, void *ctx) {
+    const af_bwd_job *w = ctx;
+    const tg_attn_plan *p = w->j->p;
+    int64_t e = p->e, part = p->batch * p->l * e;
+    for (int64_t g = 1; g < w->parts; g++) {
+        const float *src = w->dq_part + (g - 1) * part;
+        for (int64_t x = begin * e; x < end * e; x++) w->j->dq[x] += src[x];
+    }
+}
+
+static bool af_usable(const tg_attn_plan *p) {
+    return p->e % 8 == 0 && p->ev % 8 == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static bool attn_fast_forward_f32(const attn_job_f32 *j) {
+    if (!af_usable(j->p)) return false;
+    int64_t tasks = j->p->batch * ((j->p->l + AF_BQ - 1) / AF_BQ);
+    tg_parallel_for(tasks, grain_f32(j->p, tasks), af_forward_chunk, (void *)j);
+    return true;
+}
+
+/* After delta (the generic body computed it). */
+static bool attn_fast_backward_f32(const attn_job_f32 *j) {
+    const tg_attn_plan *p = j->p;
+    if (!af_usable(p)) return false;
+    int64_t nk = (p->s + AF_BK - 1) / AF_BK, parts = (AF_TASKS + p->batch - 1) / p->batch;
+    af_bwd_job w = {.j = j, .parts = parts < nk ? parts : nk};
+    if (w.parts > 1) {
+        w.dq_part = malloc(sizeof(float) * (size_t)((w.parts - 1) * p->batch * p->l * p->e));
+        if (!w.dq_part) {
+            tg_kernel_fail("out of memory for the attention's dq parts");
+            return true;
+        }
+    }
+    int64_t tasks = p->batch * w.parts;
+    tg_parallel_for(tasks, grain_f32(p, tasks), af_backward_chunk, &w);
+    if (w.parts > 1) {
+        int64_t rows = p->batch * p->l;
+        tg_parallel_for(rows, rows * p->e >= 32768 ? 1 : rows, af_sum_parts, &w);
+    }
+    free(w.dq_part);
+    return true;
+}
+
+#else
+static bool attn_fast_forward_f32(const attn_job_f32 *j) { return false; }
+static bool attn_fast_backward_f32(const attn_job_f32 *j) { return false; }
+#endif
