@@ -1,7 +1,6 @@
-/* Conv1d and ConvTranspose2d. Conv1d is a 2-D convolution over [N, C, 1, L] with a [out, in/g, 1, k] kernel:
- * the length is zero-padded by concatenation first (conv2d pads both spatial dims
- * alike, and a padded height would add rows), then conv2d runs unpadded, so the
- * height stays 1. See nn/conv_layers.h. */
+/* Conv1d and ConvTranspose2d. Conv1d is a 2-D convolution over [N, C, 1, L] with a
+ * [out, in/g, 1, k] kernel whose per-dim options act on the length only (padding 0,
+ * stride and dilation 1 on the height), so the height stays 1. See nn/conv_layers.h. */
 #include "nn/conv_layers.h"
 
 #include <math.h>
@@ -11,26 +10,7 @@
 #include "ops/random.h"
 #include "ops/shape.h"
 #include "core/tensor_impl.h"
-
-/* _ConvNd.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)), then the bias from
- * the weight's fan_in (dims 1.. of whatever layout the module's weight has). */
-static tg_status init_weight_and_bias(tg_module *m, tg_shape weight_shape, int64_t bias_size, bool bias) {
-    tg_status status = TG_OK;
-    TG_SCOPE {
-        tg_tensor *w = tg_empty(weight_shape, (tg_opts){0});
-        status = w ? tg_kaiming_uniform_(w, sqrt(5.0), TG_FAN_IN) : TG_ERROR;
-        if (!status) status = tg_register_parameter(m, "weight", w);
-        if (!status && bias) {
-            int64_t fan_in = 0;
-            status = tg_calculate_fans(weight_shape, &fan_in, NULL);
-            double bound = fan_in > 0 ? 1.0 / sqrt((double)fan_in) : 0.0;
-            tg_tensor *b = status ? NULL : tg_empty(TG_SHAPE(bias_size), (tg_opts){0});
-            if (!status) status = b ? tg_uniform_(b, -bound, bound) : TG_ERROR;
-            if (!status) status = tg_register_parameter(m, "bias", b);
-        }
-    }
-    return status;
-}
+#include "nn/layer_helpers.h"
 
 typedef struct {
     int64_t in_channels, out_channels;
@@ -86,13 +66,8 @@ tg_module *tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int kernel_si
     }
     tg_module *m = tg_module_new(&conv1d_type, sizeof(conv1d_state));
     *(conv1d_state *)tg_module_state(m) = (conv1d_state){in_channels, out_channels, kernel_size, opts};
-    tg_status status = init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size),
-                                            out_channels, !opts.no_bias);
-    if (status) {
-        tg_module_free(m);
-        return NULL;
-    }
-    return m;
+    return nn_finish(m, nn_init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, kernel_size),
+                                                out_channels, !opts.no_bias));
 }
 
 /* ---- ConvTranspose2d ---- */
@@ -166,11 +141,6 @@ tg_module *tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int
     }
     tg_module *m = tg_module_new(&conv_transpose_type, sizeof(conv_transpose_state));
     *(conv_transpose_state *)tg_module_state(m) = (conv_transpose_state){in_channels, out_channels, kernel_size, opts};
-    tg_status status = init_weight_and_bias(
-        m, TG_SHAPE(in_channels, out_channels / groups, kernel_size, kernel_size), out_channels, !opts.no_bias);
-    if (status) {
-        tg_module_free(m);
-        return NULL;
-    }
-    return m;
+    return nn_finish(m, nn_init_weight_and_bias(m, TG_SHAPE(in_channels, out_channels / groups, kernel_size, kernel_size),
+                                                out_channels, !opts.no_bias));
 }

@@ -46,7 +46,7 @@ static const tg_module_type linear_type = {"Linear", linear_forward, NULL, linea
 
 /* kaiming_uniform_(weight, a=sqrt(5)); bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (torch.nn.Linear /
  * _ConvNd reset_parameters). */
-static tg_status init_weight_and_bias(tg_module *m, tg_shape weight_shape, int64_t bias_size, bool bias) {
+tg_status nn_init_weight_and_bias(tg_module *m, tg_shape weight_shape, int64_t bias_size, bool bias) {
     tg_status status = TG_OK;
     TG_SCOPE {
         tg_tensor *w = tg_empty(weight_shape, (tg_opts){0});
@@ -72,7 +72,7 @@ tg_module *tg_nn_linear(int64_t in_features, int64_t out_features, tg_linear_opt
     }
     tg_module *m = tg_module_new(&linear_type, sizeof(linear_state));
     *(linear_state *)tg_module_state(m) = (linear_state){in_features, out_features};
-    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_features, in_features), out_features, !opts.no_bias));
+    return nn_finish(m, nn_init_weight_and_bias(m, TG_SHAPE(out_features, in_features), out_features, !opts.no_bias));
 }
 
 /* ---- Conv2d ---- */
@@ -144,7 +144,7 @@ tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_si
     }
     tg_module *m = tg_module_new(&conv_type, sizeof(conv_state));
     *(conv_state *)tg_module_state(m) = (conv_state){in_channels, out_channels, kernel_size, opts};
-    return nn_finish(m, init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, k.h, k.w),
+    return nn_finish(m, nn_init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, k.h, k.w),
                                           out_channels, !opts.no_bias));
 }
 
