@@ -16,8 +16,7 @@
 static atomic_long live_nodes;
 static _Thread_local uint64_t next_sequence_nr;
 
-long tg_live_nodes(void) { return atomic_load(&live_nodes); }
-long tg_live_graph_nodes(void) { return tg_live_nodes(); }
+long tg_live_graph_nodes(void) { return atomic_load(&live_nodes); }
 
 /* ---- node lifetime ----
  * Freeing a node releases its saved tensors and input edges, which may free more

@@ -107,6 +107,5 @@ extern __attribute__((visibility("hidden"))) _Thread_local tg_backward_frame tg_
 void tg_node_retain(tg_node *n);
 /* Drops a reference; frees at zero, iteratively (a 100,000-node chain does not recurse). */
 void tg_node_release(tg_node *n);
-long tg_live_nodes(void);
 
 #endif
