@@ -652,39 +652,48 @@ TEST_F(OptimTest, OneCycleErrors) {
     EXPECT_ERROR_CONTAINS("tg_one_cycle_lr: optimizer is NULL");
 }
 
+using MakeScheduler = std::function<tg_lr_scheduler *(tg_optim *)>;
+
+// SGD with two groups (lr 0.1 and 0.02) scheduled by make(opt) for 25 steps: each
+// group's lr after making and after each step (the scheduler is freed at the end).
+static void schedule_two_groups(const MakeScheduler &make, std::vector<double> lrs[2],
+                                double *last_lr_of_missing_group = nullptr) {
+    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *q = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});
+    ASSERT_EQ(tg_optim_add_param_group(opt, &q, 1, tg_param_group_opts{.lr = 0.02}), TG_OK);
+    tg_lr_scheduler *s = make(opt);
+    ASSERT_NE(s, nullptr) << tg_last_error();
+    for (int i = 0; i <= 25; i++) {
+        if (i > 0) {
+            tg_optim_step(opt);
+            ASSERT_EQ(tg_scheduler_step(s), TG_OK) << tg_last_error();
+        }
+        for (int g = 0; g < 2; g++) lrs[g].push_back(tg_optim_get_group_lr(opt, g));
+    }
+    if (last_lr_of_missing_group) *last_lr_of_missing_group = tg_scheduler_get_group_last_lr(s, 2);
+    tg_scheduler_free(s);
+    tg_optim_free(opt);
+    tg_release(p);
+    tg_release(q);
+}
+
 TEST_F(OptimTest, SchedulesScaleEachGroupsOwnBaseLr) {
-    struct Case {
-        const char *name;
-        std::function<tg_lr_scheduler *(tg_optim *)> make;
-    };
-    std::vector<Case> cases = {
+    std::vector<std::pair<const char *, MakeScheduler>> cases = {
         {"cosine", [](tg_optim *o) { return tg_cosine_annealing_lr(o, 10, 0.001); }},
         {"step", [](tg_optim *o) { return tg_step_lr(o, 4, 0.5); }},
         {"linear", [](tg_optim *o) { return tg_linear_lr(o, 0.25, 0, 8); }},
     };
-    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
-    tg_tensor *q = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
-    for (const Case &c : cases) {
-        SCOPED_TRACE(c.name);
-        tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});
-        ASSERT_EQ(tg_optim_add_param_group(opt, &q, 1, tg_param_group_opts{.lr = 0.02}), TG_OK);
-        tg_lr_scheduler *s = c.make(opt);
-        ASSERT_NE(s, nullptr) << tg_last_error();
+    for (const auto &c : cases) {
+        SCOPED_TRACE(c.first);
         std::vector<double> lrs[2];
-        for (int i = 0; i <= 25; i++) {
-            if (i > 0) {
-                tg_optim_step(opt);
-                ASSERT_EQ(tg_scheduler_step(s), TG_OK);
-            }
-            for (int g = 0; g < 2; g++) lrs[g].push_back(tg_scheduler_get_group_last_lr(s, g));
-        }
+        double missing = 0;
+        schedule_two_groups(c.second, lrs, &missing);
         for (int g = 0; g < 2; g++)
-            EXPECT_TRUE(near_rel(lrs[g], gfx(std::string("schedule_groups.") + c.name + ".g" + std::to_string(g)).data,
+            EXPECT_TRUE(near_rel(lrs[g], gfx(std::string("schedule_groups.") + c.first + ".g" + std::to_string(g)).data,
                                  1e-12, 0))
                 << "group " << g;
-        EXPECT_TRUE(std::isnan(tg_scheduler_get_group_last_lr(s, 2)));
-        tg_scheduler_free(s);
-        tg_optim_free(opt);
+        EXPECT_TRUE(std::isnan(missing));
     }
 }
 
@@ -696,11 +705,7 @@ static double lambda_per_group(int epoch, int group, void *) {
 static double warmup_quarters(int epoch, int, void *) { return (epoch + 1) / 4.0; }
 
 TEST_F(OptimTest, LambdaAndSequentialSchedulesMatchPyTorch) {
-    struct Case {
-        const char *name;
-        std::function<tg_lr_scheduler *(tg_optim *)> make;
-    };
-    std::vector<Case> cases = {
+    std::vector<std::pair<const char *, MakeScheduler>> cases = {
         {"lambda", [](tg_optim *o) { return tg_lambda_lr(o, lambda_per_group, nullptr); }},
         {"warmup_cosine",
          [](tg_optim *o) {
@@ -722,30 +727,18 @@ TEST_F(OptimTest, LambdaAndSequentialSchedulesMatchPyTorch) {
              return tg_sequential_lr(o, parts, 3, milestones);
          }},
     };
-    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
-    tg_tensor *q = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
-    for (const Case &c : cases) {
-        SCOPED_TRACE(c.name);
-        tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});
-        ASSERT_EQ(tg_optim_add_param_group(opt, &q, 1, tg_param_group_opts{.lr = 0.02}), TG_OK);
-        tg_lr_scheduler *s = c.make(opt);
-        ASSERT_NE(s, nullptr) << tg_last_error();
+    for (const auto &c : cases) {
+        SCOPED_TRACE(c.first);
         std::vector<double> lrs[2];
-        for (int i = 0; i <= 25; i++) {
-            if (i > 0) {
-                tg_optim_step(opt);
-                ASSERT_EQ(tg_scheduler_step(s), TG_OK) << tg_last_error();
-            }
-            for (int g = 0; g < 2; g++) lrs[g].push_back(tg_optim_get_group_lr(opt, g));
-        }
+        schedule_two_groups(c.second, lrs);
         for (int g = 0; g < 2; g++) {
-            const std::vector<double> &want = gfx(std::string("schedule_chain.") + c.name + ".g" + std::to_string(g)).data;
+            const std::vector<double> &want = gfx(std::string("schedule_chain.") + c.first + ".g" + std::to_string(g)).data;
             ASSERT_EQ(lrs[g].size(), want.size());
             for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(lrs[g][i], want[i]) << "group " << g << " step " << i;
         }
-        tg_scheduler_free(s);
-        tg_optim_free(opt);
     }
+    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *q = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
     // Errors: another optimizer's scheduler, milestones out of order, a OneCycleLR.
     tg_optim *a = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1}), *b = tg_sgd_params(&q, 1, tg_sgd_opts{.lr = 0.1});
     tg_lr_scheduler *mixed[2] = {tg_step_lr(a, 2, 0.5), tg_step_lr(b, 2, 0.5)};
