@@ -40,4 +40,16 @@
 
 #define TG_ZERO (-0.0)
 
+/* A value per spatial dim, [H, W], for the options of convolution and pooling:
+ * PyTorch's stride=(1, 2) is .strides = TG_PAIR(1, 2) (or {1, 2} inside a designated
+ * initializer). A pair with either field set wins over the option's scalar. */
+typedef struct {
+    int h, w;
+} tg_pair;
+#ifdef __cplusplus
+#define TG_PAIR(h, w) (tg_pair{(h), (w)})
+#else
+#define TG_PAIR(h, w) ((tg_pair){(h), (w)})
+#endif
+
 #endif

@@ -158,12 +158,25 @@ tg_status tg_nn_conv2d_get_opts(tg_module *conv, tg_conv_opts *opts) {
 
 /* ---- pooling ---- */
 
+/* "3" or, per dim, "(3, 1)", as PyTorch prints an int or a tuple. */
+static const char *pool_value(tg_pair pair, int scalar, char *buf, size_t size) {
+    if (pair.h || pair.w)
+        snprintf(buf, size, "(%d, %d)", pair.h, pair.w);
+    else
+        snprintf(buf, size, "%d", scalar);
+    return buf;
+}
+
 static void pool_repr(tg_module *self, char *buf, size_t size) {
     tg_pool_opts *o = tg_module_state(self);
-    int n = snprintf(buf, size, "kernel_size=%d, stride=%d, padding=%d", o->kernel_size,
-                     o->stride ? o->stride : o->kernel_size, o->padding);
-    if (o->dilation > 1 && n >= 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, ", dilation=%d", o->dilation);
+    char k[24], s[24], p[24], d[24];
+    bool stride_set = o->stride || o->strides.h || o->strides.w;
+    int n = snprintf(buf, size, "kernel_size=%s, stride=%s, padding=%s", pool_value(o->kernel_sizes, o->kernel_size, k, sizeof k),
+                     stride_set ? pool_value(o->strides, o->stride, s, sizeof s) : k,
+                     pool_value(o->paddings, o->padding, p, sizeof p));
+    bool dilated = o->dilation > 1 || o->dilations.h > 1 || o->dilations.w > 1;
+    if (dilated && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", dilation=%s", pool_value(o->dilations, o->dilation, d, sizeof d));
 }
 static tg_tensor *max_pool_forward(tg_module *self, tg_tensor *x) {
     return tg_max_pool2d(x, *(tg_pool_opts *)tg_module_state(self), NULL);
@@ -183,13 +196,20 @@ tg_status tg_nn_max_pool2d_get_opts(tg_module *pool, tg_pool_opts *opts) {
 static const tg_module_type avg_pool_type = {"AvgPool2d", avg_pool_forward, NULL, pool_repr};
 
 static tg_module *make_pool(const tg_module_type *type, const char *ctor, tg_pool_opts opts) {
-    if (opts.kernel_size <= 0 || opts.stride < 0 || opts.padding < 0 || 2 * opts.padding > opts.kernel_size) {
-        tg_error("%s: kernel_size=%d must be positive, stride=%d non-negative and padding=%d at most half the "
-                 "kernel", ctor, opts.kernel_size, opts.stride, opts.padding);
+    tg_pair k = opts.kernel_sizes.h || opts.kernel_sizes.w ? opts.kernel_sizes : TG_PAIR(opts.kernel_size, opts.kernel_size);
+    tg_pair s = opts.strides.h || opts.strides.w ? opts.strides : TG_PAIR(opts.stride, opts.stride);
+    tg_pair p = opts.paddings.h || opts.paddings.w ? opts.paddings : TG_PAIR(opts.padding, opts.padding);
+    tg_pair d = opts.dilations.h || opts.dilations.w ? opts.dilations : TG_PAIR(opts.dilation, opts.dilation);
+    char ks[24], ss[24], ps[24], ds[24];
+    pool_value(k.h == k.w ? TG_PAIR(0, 0) : k, k.h, ks, sizeof ks), pool_value(s.h == s.w ? TG_PAIR(0, 0) : s, s.h, ss, sizeof ss);
+    pool_value(p.h == p.w ? TG_PAIR(0, 0) : p, p.h, ps, sizeof ps), pool_value(d.h == d.w ? TG_PAIR(0, 0) : d, d.h, ds, sizeof ds);
+    if (k.h <= 0 || k.w <= 0 || s.h < 0 || s.w < 0 || p.h < 0 || p.w < 0 || 2 * p.h > k.h || 2 * p.w > k.w) {
+        tg_error("%s: kernel_size=%s must be positive, stride=%s non-negative and padding=%s at most half the kernel",
+                 ctor, ks, ss, ps);
         return NULL;
     }
-    if (opts.dilation < 0 || (type == &avg_pool_type && opts.dilation > 1)) {
-        tg_error("%s: dilation=%d must be %s", ctor, opts.dilation,
+    if (d.h < 0 || d.w < 0 || (type == &avg_pool_type && (d.h > 1 || d.w > 1))) {
+        tg_error("%s: dilation=%s must be %s", ctor, ds,
                  type == &avg_pool_type ? "0 or 1 (AvgPool2d has no dilation)" : "non-negative (0 means 1)");
         return NULL;
     }

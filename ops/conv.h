@@ -2,22 +2,12 @@
 #ifndef TG_OPS_CONV_H
 #define TG_OPS_CONV_H
 
+#include "core/options.h" /* tg_pair */
 #include "core/tensor.h"
 #include "ops/pad.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-/* A value per spatial dim, [H, W]: PyTorch's stride=(1, 2) is .strides = TG_PAIR(1, 2)
- * (or {1, 2} inside a designated initializer). */
-typedef struct {
-    int h, w;
-} tg_pair;
-#ifdef __cplusplus
-#define TG_PAIR(h, w) (tg_pair{(h), (w)})
-#else
-#define TG_PAIR(h, w) ((tg_pair){(h), (w)})
 #endif
 
 /* Zero fields mean PyTorch's defaults: stride 1, padding 0, dilation 1, groups 1,

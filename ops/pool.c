@@ -32,17 +32,12 @@
 #define POOL_PAR_MIN 262144
 #endif
 
-typedef struct {
-    bool adaptive;
-    int k, s, p, d;         /* pooling (unused when adaptive); d: dilation (1 unless max) */
-    bool include_pad;
-    int64_t h, w, ho, wo;   /* input and output spatial sizes */
-} pool_params;
+typedef tg_pool_geometry pool_params; /* ops/pool_window.h: shared with the CUDA kernels */
 
-/* Window [*start, *end) of output index o along one dim, and its divisor (ops/pool_window.h). */
-static inline void window(const pool_params *q, int64_t o, int64_t in, int64_t out, int64_t *start, int64_t *end,
-                          int64_t *div) {
-    tg_pool_avg_window(q->adaptive, q->k, q->s, q->p, q->include_pad, o, in, out, start, end, div);
+/* Kernel 2, stride 2, no padding or dilation, every window whole: the 2x2 loops. */
+static inline bool whole_2x2(const pool_params *q) {
+    return q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2 && q->ph == 0 && q->pw == 0 && q->dh == 1 &&
+           q->dw == 1 && 2 * q->ho <= q->h && 2 * q->wo <= q->w;
 }
 
 /* PyTorch's pooling_output_shape (aten/src/ATen/native/Pool.h). */
@@ -78,8 +73,7 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
         T *y = j_->y;                                                                                   \
         int64_t *idx = j_->idx;                                                                         \
         const int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                       \
-        const int k = q->k, st = q->s, pad = q->p, dil = q->d;                                          \
-        const bool k2 = k == 2 && st == 2 && pad == 0 && dil == 1 && 2 * Ho <= H && 2 * Wo <= W;        \
+        const bool k2 = whole_2x2(q);                                                                   \
         for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
             const T *src = x + pl * H * W;                                                              \
             T *dst = y + pl * Ho * Wo;                                                                  \
@@ -108,16 +102,16 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
                 }                                                                                       \
                 if (!nan) continue;                                                                     \
             }                                                                                           \
-            /* Taps start .. start + (k-1)*dil step dil, those in the padding skipped; pool_params_from \
+            /* Taps start .. start + (k-1)*d step d, those in the padding skipped; pool_params_from \
              * refused windows without any tap inside, so src[best] below is in the plane. */          \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
                 int64_t hs, he;                                                                         \
-                tg_pool_max_taps(oh, H, k, st, pad, dil, &hs, &he);                                     \
+                tg_pool_max_row_taps(q, oh, &hs, &he);                                                  \
                 for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
                     int64_t ws, we, best;                                                               \
-                    tg_pool_max_taps(ow, W, k, st, pad, dil, &ws, &we);                                 \
+                    tg_pool_max_col_taps(q, ow, &ws, &we);                                              \
                     T m;                                                                                \
-                    TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, dil, m, best);                        \
+                    TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, q->dh, q->dw, m, best);               \
                     dst[oh * Wo + ow] = m;                                                              \
                     di[oh * Wo + ow] = best;                                                            \
                 }                                                                                       \
@@ -185,7 +179,7 @@ static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!y || !idx) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q->k, q->s, q->p, q->d))
+        if (TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q))
             return NULL;
     } else if (x->dtype == TG_FLOAT32) {
         max_forward_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
@@ -284,8 +278,7 @@ static void round_plane(const float *src, int64_t n, uint16_t *dst) {
 
 /* Whether the AVX-512 2x2 planes (ops/cpu/max_pool2x2.c) apply: max_forward_chunk_f32's k2. */
 static bool vector_2x2(const pool_params *q) {
-    return q->k == 2 && q->s == 2 && q->p == 0 && q->d == 1 && 2 * q->ho <= q->h && 2 * q->wo <= q->w &&
-           tg_max_pool2x2_available();
+    return whole_2x2(q) && tg_max_pool2x2_available();
 }
 
 static void max_forward_bf16_planes(int64_t lo, int64_t hi, void *arg) {
@@ -403,10 +396,10 @@ static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_para
             const T *src = x + pl * H * W;                                                              \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
                 int64_t hs, he, hd;                                                                     \
-                window(q, oh, H, Ho, &hs, &he, &hd);                                                    \
+                tg_pool_avg_row(q, oh, &hs, &he, &hd);                                                  \
                 for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
                     int64_t ws, we, wd;                                                                 \
-                    window(q, ow, W, Wo, &ws, &we, &wd);                                                \
+                    tg_pool_avg_col(q, ow, &ws, &we, &wd);                                              \
                     T acc = 0;                                                                          \
                     for (int64_t ih = hs; ih < he; ih++)                                                \
                         for (int64_t iw = ws; iw < we; iw++) acc += src[ih * W + iw];                   \
@@ -429,10 +422,10 @@ static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_para
             T *dst = gx + pl * H * W;                                                                   \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
                 int64_t hs, he, hd;                                                                     \
-                window(q, oh, H, Ho, &hs, &he, &hd);                                                    \
+                tg_pool_avg_row(q, oh, &hs, &he, &hd);                                                  \
                 for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
                     int64_t ws, we, wd;                                                                 \
-                    window(q, ow, W, Wo, &ws, &we, &wd);                                                \
+                    tg_pool_avg_col(q, ow, &ws, &we, &wd);                                              \
                     T v = g[(pl * Ho + oh) * Wo + ow] / (T)(hd * wd);                                   \
                     for (int64_t ih = hs; ih < he; ih++)                                                \
                         for (int64_t iw = ws; iw < we; iw++) dst[ih * W + iw] += v;                     \
@@ -460,9 +453,7 @@ static tg_tensor *avg_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!y) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q->adaptive, q->k, q->s, q->p,
-                         q->include_pad))
-            return NULL;
+        if (TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q)) return NULL;
     } else if (x->dtype == TG_FLOAT32) {
         avg_forward_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y));
     } else {
@@ -483,9 +474,7 @@ static tg_tensor *avg_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!gx) return NULL;
     int64_t planes = g->shape.dims[0] * g->shape.dims[1];
     if (g->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, gx, g, q->adaptive, q->k, q->s, q->p,
-                         q->include_pad))
-            return NULL;
+        if (TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, gx, g, q)) return NULL;
     } else if (g->dtype == TG_FLOAT32) {
         avg_backward_f32(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
     } else {
@@ -534,42 +523,62 @@ static tg_status check_input(const char *op, tg_tensor *x) {
 /* Output index of a window (along a dim of size `in`) with no tap inside the input, or -1.
  * Only dilation makes one (taps that jump over a small input); padding <= kernel/2
  * keeps every undilated window on the input. */
-static int64_t empty_window(int64_t in, int64_t out, const pool_params *q) {
-    for (int64_t o = 0; q->d > 1 && o < out; o++) {
-        int64_t start = o * q->s - q->p, first = tg_pool_first_tap(start, q->d);
-        if (first >= in || first > start + (int64_t)(q->k - 1) * q->d) return o;
+static int64_t empty_window(int64_t in, int64_t out, int k, int s, int p, int d) {
+    for (int64_t o = 0; d > 1 && o < out; o++) {
+        int64_t start = o * s - p, first = tg_pool_first_tap(start, d);
+        if (first >= in || first > start + (int64_t)(k - 1) * d) return o;
     }
     return -1;
 }
 
+static tg_pair pair_or(tg_pair pair, int scalar) {
+    return pair.h || pair.w ? pair : (tg_pair){scalar, scalar};
+}
+
+/* "3" for a square value, "(3, 1)" for a per-dim one, as PyTorch prints them. */
+static const char *pair_text(tg_pair v, char *buf, size_t size) {
+    if (v.h == v.w)
+        snprintf(buf, size, "%d", v.h);
+    else
+        snprintf(buf, size, "(%d, %d)", v.h, v.w);
+    return buf;
+}
+
 /* max: whether dilation is an option (it is not avg_pool2d's). */
 static tg_status pool_params_from(const char *op, tg_tensor *x, tg_pool_opts o, bool max, pool_params *q) {
-    int stride = o.stride ? o.stride : o.kernel_size, dilation = o.dilation ? o.dilation : 1;
-    if (o.kernel_size <= 0 || stride <= 0 || o.padding < 0)
-        return tg_error("%s: expected kernel_size > 0, stride > 0 and padding >= 0, got kernel_size %d, stride %d, "
-                        "padding %d", op, o.kernel_size, o.stride, o.padding);
-    if (dilation < 0) return tg_error("%s: dilation should be greater than zero, got %d", op, o.dilation);
-    if (!max && dilation != 1)
-        return tg_error("%s: dilation is a max_pool2d option (avg_pool2d has none), got %d", op, o.dilation);
+    tg_pair k = pair_or(o.kernel_sizes, o.kernel_size), pad = pair_or(o.paddings, o.padding);
+    tg_pair st = pair_or(o.strides, o.stride), dil = pair_or(o.dilations, o.dilation);
+    if (st.h == 0 && st.w == 0) st = k; /* PyTorch's default stride: the kernel */
+    if (dil.h == 0 && dil.w == 0) dil = (tg_pair){1, 1};
+    char ks[24], ss[24], ps[24], ds[24];
+    pair_text(k, ks, sizeof ks), pair_text(st, ss, sizeof ss), pair_text(pad, ps, sizeof ps);
+    pair_text(dil, ds, sizeof ds);
+    if (k.h <= 0 || k.w <= 0 || st.h <= 0 || st.w <= 0 || pad.h < 0 || pad.w < 0)
+        return tg_error("%s: expected kernel_size > 0, stride > 0 and padding >= 0, got kernel_size %s, stride %s, "
+                        "padding %s", op, ks, ss, ps);
+    if (dil.h <= 0 || dil.w <= 0) return tg_error("%s: dilation should be greater than zero, got %s", op, ds);
+    if (!max && (dil.h != 1 || dil.w != 1))
+        return tg_error("%s: dilation is a max_pool2d option (avg_pool2d has none), got %s", op, ds);
     /* half the kernel, not of the dilated span, as ATen's pool2d_shape_check */
-    if (o.padding > o.kernel_size / 2)
-        return tg_error("%s: padding %d should be at most half of kernel_size %d", op, o.padding, o.kernel_size);
+    if (pad.h > k.h / 2 || pad.w > k.w / 2)
+        return tg_error("%s: padding %s should be at most half of kernel_size %s", op, ps, ks);
     int nd = x->shape.ndim;
     int64_t h = x->shape.dims[nd - 2], w = x->shape.dims[nd - 1];
-    int64_t ho = pool_out_size(h, o.kernel_size, stride, o.padding, dilation, o.ceil_mode);
-    int64_t wo = pool_out_size(w, o.kernel_size, stride, o.padding, dilation, o.ceil_mode);
-    char buf[128], dil[32] = "";
+    int64_t ho = pool_out_size(h, k.h, st.h, pad.h, dil.h, o.ceil_mode);
+    int64_t wo = pool_out_size(w, k.w, st.w, pad.w, dil.w, o.ceil_mode);
+    char buf[128], dil_text[40] = "";
     tg_shape_str(x->shape, buf, sizeof buf);
-    if (dilation != 1) snprintf(dil, sizeof dil, ", dilation %d", dilation);
+    if (dil.h != 1 || dil.w != 1) snprintf(dil_text, sizeof dil_text, ", dilation %s", ds);
     if (ho < 1 || wo < 1)
-        return tg_error("%s: output would be empty: input %s with kernel_size %d, stride %d, padding %d%s gives "
-                        "%lldx%lld", op, buf, o.kernel_size, stride, o.padding, dil, (long long)(ho > 0 ? ho : 0),
+        return tg_error("%s: output would be empty: input %s with kernel_size %s, stride %s, padding %s%s gives "
+                        "%lldx%lld", op, buf, ks, ss, ps, dil_text, (long long)(ho > 0 ? ho : 0),
                         (long long)(wo > 0 ? wo : 0));
-    *q = (pool_params){false, o.kernel_size, stride, o.padding, dilation, !o.count_exclude_pad, h, w, ho, wo};
-    int64_t empty_h = empty_window(h, ho, q), empty_w = empty_window(w, wo, q);
+    *q = (pool_params){.include_pad = !o.count_exclude_pad, .kh = k.h, .kw = k.w, .sh = st.h, .sw = st.w,
+                       .ph = pad.h, .pw = pad.w, .dh = dil.h, .dw = dil.w, .h = h, .w = w, .ho = ho, .wo = wo};
+    int64_t empty_h = empty_window(h, ho, k.h, st.h, pad.h, dil.h), empty_w = empty_window(w, wo, k.w, st.w, pad.w, dil.w);
     if (empty_h >= 0 || empty_w >= 0)
-        return tg_error("%s: input %s with kernel_size %d, stride %d, padding %d%s: the window of output %s %lld "
-                        "has no tap inside the input", op, buf, o.kernel_size, stride, o.padding, dil,
+        return tg_error("%s: input %s with kernel_size %s, stride %s, padding %s%s: the window of output %s %lld "
+                        "has no tap inside the input", op, buf, ks, ss, ps, dil_text,
                         empty_h >= 0 ? "row" : "column", (long long)(empty_h >= 0 ? empty_h : empty_w));
     return TG_OK;
 }
@@ -621,6 +630,7 @@ tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w) {
     int nd = x->shape.ndim;
     /* Global average pooling (ResNet's head) is a mean over H and W, as ATen computes it. */
     if (out_h == 1 && out_w == 1) return tg_mean_dims(x, (const int[]){-2, -1}, 2, true);
-    pool_params q = {true, 0, 0, 0, 1, true, x->shape.dims[nd - 2], x->shape.dims[nd - 1], out_h, out_w};
+    pool_params q = {.adaptive = true, .include_pad = true, .dh = 1, .dw = 1, .h = x->shape.dims[nd - 2],
+                     .w = x->shape.dims[nd - 1], .ho = out_h, .wo = out_w};
     return avg_public(x, &q);
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "core/options.h" /* tg_pair */
 #include "core/tensor.h"
 
 #ifdef __cplusplus
@@ -12,12 +13,15 @@ extern "C" {
 
 /* kernel_size is required; stride 0 means kernel_size (PyTorch's default), padding
  * 0, ceil_mode false, dilation 0 means 1; avg pooling counts padding unless
- * count_exclude_pad. */
+ * count_exclude_pad. The scalars apply to both spatial dims; a pair (kernel_sizes,
+ * strides, paddings, dilations) with either field set gives each dim its own value,
+ * as PyTorch's kernel_size=(3, 1) (a stride pair of {0, 0} is kernel_sizes). */
 typedef struct {
     int kernel_size, stride, padding;
     bool ceil_mode;
     bool count_exclude_pad; /* avg only: PyTorch's count_include_pad=False */
-    int dilation;           /* max only; last, so that positional initializers stay valid */
+    int dilation;           /* max only */
+    tg_pair kernel_sizes, strides, paddings, dilations;
 } tg_pool_opts;
 
 /* torch.nn.functional.max_pool2d. The window of output (oh, ow) reads rows

@@ -11,6 +11,16 @@
 
 #include "core/host_device.h"
 
+/* One 2-D pooling call's geometry, what ops/pool.c hands to its loops and to the CUDA
+ * kernels: per-dim kernel, stride, padding and dilation (unused when adaptive;
+ * dilation 1 unless max pooling), whether the average counts the padding, and the
+ * input and output plane sizes. */
+typedef struct {
+    bool adaptive, include_pad;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t h, w, ho, wo;
+} tg_pool_geometry;
+
 /* Average pooling: the window [*start, *end) of output index o along a dim of `in`
  * inputs and `out` outputs, and its divisor. Adaptive: floor(o*in/out) ..
  * ceil((o+1)*in/out). Else kernel k, stride s, padding p; the divisor counts the
@@ -47,6 +57,20 @@ TG_HD_INLINE void tg_pool_max_taps(int64_t o, int64_t in, int k, int s, int p, i
     *end = e < in ? e : in;
 }
 
+/* The windows of output row oh and column ow of a geometry. */
+TG_HD_INLINE void tg_pool_avg_row(const tg_pool_geometry *q, int64_t oh, int64_t *start, int64_t *end, int64_t *div) {
+    tg_pool_avg_window(q->adaptive, q->kh, q->sh, q->ph, q->include_pad, oh, q->h, q->ho, start, end, div);
+}
+TG_HD_INLINE void tg_pool_avg_col(const tg_pool_geometry *q, int64_t ow, int64_t *start, int64_t *end, int64_t *div) {
+    tg_pool_avg_window(q->adaptive, q->kw, q->sw, q->pw, q->include_pad, ow, q->w, q->wo, start, end, div);
+}
+TG_HD_INLINE void tg_pool_max_row_taps(const tg_pool_geometry *q, int64_t oh, int64_t *first, int64_t *end) {
+    tg_pool_max_taps(oh, q->h, q->kh, q->sh, q->ph, q->dh, first, end);
+}
+TG_HD_INLINE void tg_pool_max_col_taps(const tg_pool_geometry *q, int64_t ow, int64_t *first, int64_t *end) {
+    tg_pool_max_taps(ow, q->w, q->kw, q->sw, q->pw, q->dw, first, end);
+}
+
 /* "v replaces the running max m": v > m, or v is the first NaN (NaN wins, as in ATen;
  * once m is NaN nothing replaces it). The host's comparison is quiet (islessequal
  * raises no FE_INVALID on NaN); the device has no floating-point exceptions. */
@@ -56,17 +80,17 @@ TG_HD_INLINE void tg_pool_max_taps(int64_t o, int64_t in, int k, int s, int p, i
 #define TG_POOL_MAX_TAKES(v, m) (!islessequal((v), (m)) & ((m) == (m)))
 #endif
 
-/* The max of one window of the plane src (T, row length W) over rows hs, hs + dil, ..
- * below he and columns ws, ws + dil, .. below we: its value in m and its flat index
+/* The max of one window of the plane src (T, row length W) over rows hs, hs + dh, ..
+ * below he and columns ws, ws + dw, .. below we: its value in m and its flat index
  * (ih * W + iw) in best. Ties keep the first index in window order (row-major), as
  * ATen does. The window must hold a tap (ops/pool.c refuses the others). */
-#define TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, dil, m, best)        \
+#define TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, dh, dw, m, best)     \
     do {                                                                   \
         (best) = (hs) * (W) + (ws);                                        \
         (m) = (src)[best];                                                 \
-        for (int64_t ih_ = (hs); ih_ < (he); ih_ += (dil)) {               \
+        for (int64_t ih_ = (hs); ih_ < (he); ih_ += (dh)) {                \
             const T *row_ = (src) + ih_ * (W);                             \
-            for (int64_t iw_ = (ws); iw_ < (we); iw_ += (dil)) {           \
+            for (int64_t iw_ = (ws); iw_ < (we); iw_ += (dw)) {            \
                 T v_ = row_[iw_];                                          \
                 if (TG_POOL_MAX_TAKES(v_, m)) (m) = v_, (best) = ih_ * (W) + iw_; \
             }                                                              \

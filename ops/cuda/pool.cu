@@ -15,18 +15,6 @@
 
 namespace {
 
-struct pool_geometry {
-    bool adaptive, include_pad;
-    int k, s, p, d; // d: dilation (max pooling; 1 for avg)
-    int64_t planes, h, w, ho, wo;
-};
-
-// ops/pool_window.h's average window of output index o along a dim, and its divisor.
-__device__ __forceinline__ void pool_window(const pool_geometry &q, int64_t o, int64_t in, int64_t out,
-                                            int64_t *start, int64_t *end, int64_t *div) {
-    tg_pool_avg_window(q.adaptive, q.k, q.s, q.p, q.include_pad, o, in, out, start, end, div);
-}
-
 __device__ __forceinline__ void pool_atomic_add(float *p, float v) { atomicAdd(p, v); }
 __device__ __forceinline__ void pool_atomic_add(double *p, double v) { atomicAdd(p, v); }
 
@@ -37,16 +25,17 @@ __device__ __forceinline__ void pool_atomic_add(double *p, double v) { atomicAdd
 
 // ============================ kernels ============================
 
-// x [planes, H, W] -> y, idx [planes, Ho, Wo]; idx flattened in H*W. Taps q.d apart.
-template <typename T> __global__ void max_pool_forward_kernel(pool_geometry q, const T *x, T *y, int64_t *idx) {
-    GRID_STRIDE(e, q.planes * q.ho * q.wo) {
+// x [planes, H, W] -> y, idx [planes, Ho, Wo]; idx flattened in H*W. Taps q.dh, q.dw apart.
+template <typename T>
+__global__ void max_pool_forward_kernel(tg_pool_geometry q, int64_t planes, const T *x, T *y, int64_t *idx) {
+    GRID_STRIDE(e, planes * q.ho * q.wo) {
         int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
         const T *src = x + pl * q.h * q.w;
         int64_t hs, he, ws, we, best;
-        tg_pool_max_taps(oh, q.h, q.k, q.s, q.p, q.d, &hs, &he);
-        tg_pool_max_taps(ow, q.w, q.k, q.s, q.p, q.d, &ws, &we);
+        tg_pool_max_row_taps(&q, oh, &hs, &he);
+        tg_pool_max_col_taps(&q, ow, &ws, &we);
         T m;
-        TG_POOL_MAX_WINDOW(T, src, q.w, hs, he, ws, we, q.d, m, best);
+        TG_POOL_MAX_WINDOW(T, src, q.w, hs, he, ws, we, q.dh, q.dw, m, best);
         y[e] = m;
         idx[e] = best;
     }
@@ -67,13 +56,13 @@ __global__ void max_pool_gather_kernel(T *y, const T *x, const int64_t *idx, int
 }
 
 // y [planes, Ho, Wo] = window sums / divisor of x [planes, H, W].
-template <typename T> __global__ void avg_pool_forward_kernel(pool_geometry q, const T *x, T *y) {
-    GRID_STRIDE(e, q.planes * q.ho * q.wo) {
+template <typename T> __global__ void avg_pool_forward_kernel(tg_pool_geometry q, int64_t planes, const T *x, T *y) {
+    GRID_STRIDE(e, planes * q.ho * q.wo) {
         int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
         const T *src = x + pl * q.h * q.w;
         int64_t hs, he, hd, ws, we, wd;
-        pool_window(q, oh, q.h, q.ho, &hs, &he, &hd);
-        pool_window(q, ow, q.w, q.wo, &ws, &we, &wd);
+        tg_pool_avg_row(&q, oh, &hs, &he, &hd);
+        tg_pool_avg_col(&q, ow, &ws, &we, &wd);
         T acc = 0;
         for (int64_t ih = hs; ih < he; ih++)
             for (int64_t iw = ws; iw < we; iw++) acc += src[ih * q.w + iw];
@@ -82,13 +71,14 @@ template <typename T> __global__ void avg_pool_forward_kernel(pool_geometry q, c
 }
 
 // gx [planes, H, W] (zeroed) += each g [planes, Ho, Wo] / divisor over its window.
-template <typename T> __global__ void avg_pool_backward_kernel(pool_geometry q, const T *g, T *gx) {
-    GRID_STRIDE(e, q.planes * q.ho * q.wo) {
+template <typename T>
+__global__ void avg_pool_backward_kernel(tg_pool_geometry q, int64_t planes, const T *g, T *gx) {
+    GRID_STRIDE(e, planes * q.ho * q.wo) {
         int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
         T *dst = gx + pl * q.h * q.w;
         int64_t hs, he, hd, ws, we, wd;
-        pool_window(q, oh, q.h, q.ho, &hs, &he, &hd);
-        pool_window(q, ow, q.w, q.wo, &ws, &we, &wd);
+        tg_pool_avg_row(&q, oh, &hs, &he, &hd);
+        tg_pool_avg_col(&q, ow, &ws, &we, &wd);
         T v = g[e] / (T)(hd * wd);
         for (int64_t ih = hs; ih < he; ih++)
             for (int64_t iw = ws; iw < we; iw++) pool_atomic_add(&dst[ih * q.w + iw], v);
@@ -104,22 +94,7 @@ static tg_status check_planes(const char *op, tg_tensor *const *ts, int n) {
     return TG_OK;
 }
 
-static pool_geometry geometry(tg_tensor *full, tg_tensor *pooled, bool adaptive, int k, int s, int p, int d,
-                              bool include_pad) {
-    pool_geometry q;
-    q.adaptive = adaptive;
-    q.include_pad = include_pad;
-    q.k = k;
-    q.s = s;
-    q.p = p;
-    q.d = d;
-    q.planes = full->shape.dims[0] * full->shape.dims[1];
-    q.h = full->shape.dims[2];
-    q.w = full->shape.dims[3];
-    q.ho = pooled->shape.dims[2];
-    q.wo = pooled->shape.dims[3];
-    return q;
-}
+static int64_t planes_of(const tg_tensor *t) { return t->shape.dims[0] * t->shape.dims[1]; }
 
 static tg_status zero(tg_tensor *t, cudaStream_t stream, const char *op) {
     size_t bytes = (size_t)tg_numel(t) * tg_dtype_size(t->dtype);
@@ -129,19 +104,18 @@ static tg_status zero(tg_tensor *t, cudaStream_t stream, const char *op) {
 
 // ============================ entry points ============================
 
-extern "C" tg_status tg_cuda_max_pool2d_forward(tg_tensor *out, tg_tensor *indices, tg_tensor *x, int kernel,
-                                                int stride, int padding, int dilation) {
+extern "C" tg_status tg_cuda_max_pool2d_forward(tg_tensor *out, tg_tensor *indices, tg_tensor *x,
+                                                const tg_pool_geometry *q) {
     const char *op = "tg_max_pool2d";
     tg_tensor *ts[3] = {out, indices, x};
     if (check_planes(op, ts, 3)) return TG_ERROR;
-    pool_geometry q = geometry(x, out, false, kernel, stride, padding, dilation, false);
-    int64_t n = q.planes * q.ho * q.wo;
+    int64_t planes = planes_of(x), n = planes * q->ho * q->wo;
     if (n == 0) return TG_OK;
     TG_CUDA_ENTER(op, x);
     unsigned blocks = tg_cuda_blocks(n, tg_cuda_device_of(x));
     TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
                               max_pool_forward_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
-                                  q, (const scalar_t *)tg_elem_ptr(x), (scalar_t *)tg_elem_ptr(out),
+                                  *q, planes, (const scalar_t *)tg_elem_ptr(x), (scalar_t *)tg_elem_ptr(out),
                                   (int64_t *)tg_elem_ptr(indices)));
     return tg_cuda_check_launch(op);
 }
@@ -179,35 +153,31 @@ extern "C" tg_status tg_cuda_max_pool2d_gather(tg_tensor *out, tg_tensor *x, tg_
     return tg_cuda_check_launch(op);
 }
 
-extern "C" tg_status tg_cuda_avg_pool2d_forward(tg_tensor *out, tg_tensor *x, bool adaptive, int kernel, int stride,
-                                                int padding, bool include_pad) {
-    const char *op = adaptive ? "tg_adaptive_avg_pool2d" : "tg_avg_pool2d";
+extern "C" tg_status tg_cuda_avg_pool2d_forward(tg_tensor *out, tg_tensor *x, const tg_pool_geometry *q) {
+    const char *op = q->adaptive ? "tg_adaptive_avg_pool2d" : "tg_avg_pool2d";
     tg_tensor *ts[2] = {out, x};
     if (check_planes(op, ts, 2)) return TG_ERROR;
-    pool_geometry q = geometry(x, out, adaptive, kernel, stride, padding, 1, include_pad);
-    int64_t n = q.planes * q.ho * q.wo;
+    int64_t planes = planes_of(x), n = planes * q->ho * q->wo;
     if (n == 0) return TG_OK;
     TG_CUDA_ENTER(op, x);
     unsigned blocks = tg_cuda_blocks(n, tg_cuda_device_of(x));
     TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
                               avg_pool_forward_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
-                                  q, (const scalar_t *)tg_elem_ptr(x), (scalar_t *)tg_elem_ptr(out)));
+                                  *q, planes, (const scalar_t *)tg_elem_ptr(x), (scalar_t *)tg_elem_ptr(out)));
     return tg_cuda_check_launch(op);
 }
 
-extern "C" tg_status tg_cuda_avg_pool2d_backward(tg_tensor *grad_x, tg_tensor *grad, bool adaptive, int kernel,
-                                                 int stride, int padding, bool include_pad) {
-    const char *op = adaptive ? "tg_adaptive_avg_pool2d backward" : "tg_avg_pool2d backward";
+extern "C" tg_status tg_cuda_avg_pool2d_backward(tg_tensor *grad_x, tg_tensor *grad, const tg_pool_geometry *q) {
+    const char *op = q->adaptive ? "tg_adaptive_avg_pool2d backward" : "tg_avg_pool2d backward";
     tg_tensor *ts[2] = {grad_x, grad};
     if (check_planes(op, ts, 2)) return TG_ERROR;
     TG_CUDA_ENTER(op, grad_x);
     if (zero(grad_x, stream, op)) return TG_ERROR;
-    pool_geometry q = geometry(grad_x, grad, adaptive, kernel, stride, padding, 1, include_pad);
-    int64_t n = q.planes * q.ho * q.wo;
+    int64_t planes = planes_of(grad_x), n = planes * q->ho * q->wo;
     if (n == 0) return TG_OK;
     unsigned blocks = tg_cuda_blocks(n, tg_cuda_device_of(grad_x));
     TG_CUDA_DISPATCH_FLOATING(op, grad_x->dtype,
                               avg_pool_backward_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
-                                  q, (const scalar_t *)tg_elem_ptr(grad), (scalar_t *)tg_elem_ptr(grad_x)));
+                                  *q, planes, (const scalar_t *)tg_elem_ptr(grad), (scalar_t *)tg_elem_ptr(grad_x)));
     return tg_cuda_check_launch(op);
 }

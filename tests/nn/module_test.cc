@@ -563,3 +563,22 @@ TEST_F(ModuleTest, PrintWithAnExampleInputOfAnyDtype) {
     EXPECT_ERROR_CONTAINS("tg_module_print_input");
     tg_module_free(m);
 }
+
+// MaxPool2d / AvgPool2d with per-dim sizes: PyTorch's repr (a tuple where the dims
+// differ), the windows (values hand-computed), the errors.
+TEST_F(ModuleTest, PoolPerDimOptions) {
+    tg_module *pool = tg_nn_max_pool2d(tg_pool_opts{.kernel_sizes = {2, 1}, .strides = {2, 1}});
+    ASSERT_NE(pool, nullptr) << tg_last_error();
+    EXPECT_EQ(extra_repr(pool), "kernel_size=(2, 1), stride=(2, 1), padding=0");
+    TG_SCOPE {
+        tg_tensor *x = tg_reshape(tg_arange(0, 8, 1, tg_opts{}), TG_SHAPE(1, 1, 4, 2));
+        // rows {0,1} and {2,3}, one column each: the lower row's element
+        EXPECT_TRUE(tensor_near(tg_forward(pool, x), {2, 3, 6, 7}, 0));
+    }
+    tg_module_free(pool);
+    EXPECT_EQ(tg_nn_avg_pool2d(tg_pool_opts{.kernel_sizes = {2, 3}, .dilations = {1, 2}}), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_avg_pool2d: dilation=(1, 2) must be 0 or 1 (AvgPool2d has no dilation)");
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_max_pool2d(tg_pool_opts{.kernel_sizes = {2, 3}, .paddings = {0, 2}}), nullptr);
+    EXPECT_ERROR_CONTAINS("kernel_size=(2, 3) must be positive, stride=0 non-negative and padding=(0, 2) at most half");
+}

@@ -42,6 +42,10 @@ TEST_P(PoolTest, MaxMatchesPyTorch) {
         return max_with_indices(in, tg_pool_opts{.kernel_size = 2, .stride = 1, .dilation = 3},
                                 "maxpool_dil_unit_stride");
     });
+    check_nn_case("maxpool_per_dim", {"x"}, dt, [](auto &in) {
+        tg_pool_opts o = {.kernel_sizes = {3, 2}, .strides = {2, 1}, .paddings = {1, 0}, .dilations = {1, 2}};
+        return max_with_indices(in, o, "maxpool_per_dim");
+    });
 }
 
 TEST_P(PoolTest, AvgMatchesPyTorch) {
@@ -57,6 +61,11 @@ TEST_P(PoolTest, AvgMatchesPyTorch) {
     });
     check_nn_case("adaptive_34", {"x"}, dt, [](auto &in) { return tg_adaptive_avg_pool2d(in[0], 3, 4); });
     check_nn_case("adaptive_11", {"x"}, dt, [](auto &in) { return tg_adaptive_avg_pool2d(in[0], 1, 1); });
+    check_nn_case("avgpool_per_dim", {"x"}, dt, [](auto &in) {
+        tg_pool_opts o = {.ceil_mode = true, .count_exclude_pad = true, .kernel_sizes = {2, 3}, .strides = {1, 2},
+                          .paddings = {1, 1}};
+        return tg_avg_pool2d(in[0], o);
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, PoolTest, ::testing::Values(TG_FLOAT32, TG_FLOAT64));
