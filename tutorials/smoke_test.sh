@@ -111,6 +111,32 @@ for arg in "$@"; do
       check 09_lstm_lm_no_leak '^live tensors at exit: 0$' cat 09_lstm_lm.log
       without 09_lstm_lm_no_nan 'nan' 09_lstm_lm.log
       refused 09_lstm_lm_plot "unknown option for this lesson '--plot'" "$b" "${COMMON[@]}" --plot x.svg ;;
+    10_gpt)
+      # tiny sizes; 40 sampled tokens > --block-size 16, so the window moves on while sampling
+      local_gpt=(--synthetic --max-steps 5 --device cpu --n-layer 2 --n-embd 32 --block-size 16 --batch-size 4
+                 --eval-iters 2 --sample-tokens 40 --compare-kv-cache)
+      check 10_gpt '^step 5: train loss [0-9.]+, val loss [0-9.]+' "$b" "${local_gpt[@]}" --result-line
+      check 10_gpt_kv_cache '^kv cache vs whole window: identical' cat 10_gpt.log
+      check 10_gpt_result '^RESULT \{"bench": "gpt_step"' cat 10_gpt.log
+      check 10_gpt_no_leak '^live tensors at exit: 0$' cat 10_gpt.log
+      without 10_gpt_no_nan 'loss -?nan' 10_gpt.log
+      check 10_gpt_amp_checkpoint '^kv cache vs whole window: identical' "$b" "${local_gpt[@]}" --amp bf16 \
+        --checkpoint-activations
+      without 10_gpt_amp_no_nan 'loss -?nan' 10_gpt_amp_checkpoint.log
+      check 10_gpt_no_kv_cache '^sample \(.*whole window each token' "$b" "${local_gpt[@]}" --no-kv-cache
+      refused 10_gpt_epochs "unknown option for this lesson '--epochs'" "$b" --synthetic --epochs 1
+      refused 10_gpt_heads 'not a multiple of --n-head' "$b" --synthetic --n-embd 30 --n-head 4 ;;
+    13_resnet)
+      # 2 steps at batch 128, the augmentation in 2 workers, the grid PNG, then a resume
+      check 13_resnet '^epoch 1: train loss [0-9.]+, test loss [0-9.]+, test accuracy' "$b" --synthetic --max-steps 2 \
+        --epochs 1 --device cpu --workers 2 --save-grid grid13.png --checkpoint resnet13.safetensors --result-line
+      check 13_resnet_result '^RESULT \{"bench": "resnet20_epoch"' cat 13_resnet.log
+      check 13_resnet_no_leak '^live tensors at exit: 0$' cat 13_resnet.log
+      without 13_resnet_no_nan 'nan' 13_resnet.log
+      check 13_resnet_png '^ 89 50 4e 47 0d 0a 1a 0a$' od -An -tx1 -N8 grid13.png
+      check 13_resnet_resume '^resumed at step 2 ' "$b" --synthetic --max-steps 3 --epochs 1 --device cpu --workers 0 \
+        --resume resnet13.safetensors
+      refused 13_resnet_model 'bad --model' "$b" --synthetic --model resnet50 ;;
     12_prune_quantize)
       check 12_prune_quantize '^int8 file: .*\(identical\)$' "$b" --synthetic --max-steps 5 --finetune-steps 3
       check 12_prune_quantize_sparsity '^pruned \+ int8 .*sparsity 0\.9' cat 12_prune_quantize.log

@@ -135,8 +135,11 @@ int main(int argc, char **argv) {
                                 TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
                      .batch_size = 32, .lr = 1e-3, .seed = 1337, .max_steps = 2000,
                      .data_dir = "/usr/share/games/fortunes"};
-    tut_parse_args(argc, argv, "Lesson 10: a character-level GPT (nanoGPT) on Debian's fortunes "
-                   "(--data: a text file, or a folder with lesson 09's four fortune files).",
+    tut_parse_args(argc, argv, "Lesson 10: a character-level GPT (nanoGPT) on Debian's fortunes. "
+                   "--data: a text file, or a folder with lesson 09's four fortune files; --synthetic: uniform "
+                   "token ids of a vocabulary of 96; --max-steps: the run's length, which the cosine schedule spans "
+                   "(default 2000); --batch-size: sequences of --block-size tokens per step; --log: a row per "
+                   "loss estimate.",
                    &args, extra, (int)(sizeof extra / sizeof extra[0]));
     gpt_config cfg = {.n_layer = (int)parse_positive("--n-layer", n_layer_text),
                       .n_head = (int)parse_positive("--n-head", n_head_text),
