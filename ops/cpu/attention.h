@@ -9,7 +9,8 @@
  * over (problem, query block) in the forward and the dq pass and over (problem, key
  * block) in the dk/dv pass, so every element is summed in a fixed order by one thread
  * and the results do not depend on the thread count. A scratch allocation that fails
- * is reported with tg_kernel_fail. */
+ * is reported with tg_kernel_fail. float32 on CPUs with AVX2 and FMA takes
+ * ops/cpu/attention_avx2.h instead: its own block kernels and a one-pass backward. */
 #ifndef TG_OPS_CPU_ATTENTION_H
 #define TG_OPS_CPU_ATTENTION_H
 
