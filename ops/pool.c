@@ -1,6 +1,6 @@
-/* 2-D pooling: max, avg, adaptive avg. Definitions, backward and CPU kernels
- * (CUDA: ops/cuda/pool.cu). Tensors are [N, C, H, W] (a [C, H, W] input is
- * unsqueezed); kernels walk contiguous [planes, H, W], the N*C planes split over the thread pool.
+/* 2-D pooling: max, avg, adaptive avg. Definitions and backward; kernels in
+ * ops/cpu/pool.c and ops/cuda/pool.cu. Tensors are [N, C, H, W] (a [C, H, W] input is
+ * unsqueezed); kernels walk contiguous [planes, H, W], the N*C planes.
  *
  * Each backward is itself a tg_function whose backward is the forward's linear
  * part, so pooling is differentiable to any order:
@@ -15,30 +15,16 @@
 #include <string.h>
 
 #include "autograd/function.h"
-#include "core/lowp.h"
-#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
-#include "ops/cpu/max_pool2x2.h"
+#include "ops/cpu/pool.h"
 #include "ops/pool_window.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
-#define POOL_GRAIN 16384
-/* Elements of input planes above which max pooling goes parallel (per-plane work is tiny). */
-#ifndef POOL_PAR_MIN
-#define POOL_PAR_MIN 262144
-#endif
-
-typedef tg_pool_geometry pool_params; /* ops/pool_window.h: shared with the CUDA kernels */
-
-/* Kernel 2, stride 2, no padding or dilation, every window whole: the 2x2 loops. */
-static inline bool whole_2x2(const pool_params *q) {
-    return q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2 && q->ph == 0 && q->pw == 0 && q->dh == 1 &&
-           q->dw == 1 && 2 * q->ho <= q->h && 2 * q->wo <= q->w;
-}
+typedef tg_pool_geometry pool_params; /* ops/pool_window.h: shared with both devices' kernels */
 
 /* PyTorch's pooling_output_shape (aten/src/ATen/native/Pool.h). */
 static int64_t pool_out_size(int64_t in, int k, int s, int p, int d, bool ceil_mode) {
@@ -57,117 +43,6 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
 
 /* ======================= max pooling ======================= */
 
-#define MAX_KERNELS(SFX, T)                                                                              \
-    /* Per plane, row by row; kernel 2 stride 2 without padding (every window whole) has its own loop. \
-     * Ties keep the first index in window order (row-major), as ATen does. */                         \
-    typedef struct {                                                                                    \
-        const pool_params *q;                                                                           \
-        const T *x;                                                                                     \
-        T *y;                                                                                           \
-        int64_t *idx;                                                                                   \
-    } max_forward_job_##SFX;                                                                            \
-    static void max_forward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
-        const max_forward_job_##SFX *j_ = arg_;                                                         \
-        const pool_params *q = j_->q;                                                                   \
-        const T *x = j_->x;                                                                             \
-        T *y = j_->y;                                                                                   \
-        int64_t *idx = j_->idx;                                                                         \
-        const int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                       \
-        const bool k2 = whole_2x2(q);                                                                   \
-        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
-            const T *src = x + pl * H * W;                                                              \
-            T *dst = y + pl * Ho * Wo;                                                                  \
-            int64_t *di = idx + pl * Ho * Wo;                                                           \
-            if (k2 && VECTOR_2X2_##SFX(src, H, W, Ho, Wo, dst, di)) continue; /* ops/cpu/max_pool2x2.c */   \
-            if (k2) {                                                                                   \
-                /* Branch-free (maxss/setcc) assuming no NaN; a plane with a NaN is redone below. */      \
-                int nan = 0;                                                                            \
-                for (int64_t oh = 0; oh < Ho; oh++) {                                                   \
-                    const int64_t base = 2 * oh * W;                                                    \
-                    const T *r0 = src + base, *r1 = r0 + W;                                             \
-                    T *yo = dst + oh * Wo;                                                              \
-                    int64_t *io = di + oh * Wo;                                                         \
-                    for (int64_t ow = 0; ow < Wo; ow++) {                                               \
-                        const int64_t i0 = 2 * ow;                                                      \
-                        T a = r0[i0], b = r0[i0 + 1], c = r1[i0], d = r1[i0 + 1];                       \
-                        int tb = b > a, td = d > c; /* strict: ties keep the earlier element */         \
-                        T m1 = b > a ? b : a, m2 = d > c ? d : c;                                       \
-                        int t = m2 > m1;                                                                \
-                        T m = m2 > m1 ? m2 : m1;                                                        \
-                        int64_t code = 2 * t + ((td & t) | (tb & (t ^ 1))); /* bit 0 column, bit 1 row */ \
-                        nan |= (a != a) | (b != b) | (c != c) | (d != d);                               \
-                        yo[ow] = m;                                                                     \
-                        io[ow] = base + i0 + (code & 1) + (code >> 1) * W;                              \
-                    }                                                                                   \
-                }                                                                                       \
-                if (!nan) continue;                                                                     \
-            }                                                                                           \
-            /* Taps start .. start + (k-1)*d step d, those in the padding skipped; pool_params_from \
-             * refused windows without any tap inside, so src[best] below is in the plane. */          \
-            for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                int64_t hs, he;                                                                         \
-                tg_pool_max_row_taps(q, oh, &hs, &he);                                                  \
-                for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
-                    int64_t ws, we, best;                                                               \
-                    tg_pool_max_col_taps(q, ow, &ws, &we);                                              \
-                    T m;                                                                                \
-                    TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, q->dh, q->dw, m, best);               \
-                    dst[oh * Wo + ow] = m;                                                              \
-                    di[oh * Wo + ow] = best;                                                            \
-                }                                                                                       \
-            }                                                                                           \
-        }                                                                                               \
-    }                                                                                                   \
-    static void max_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y, int64_t *idx) { \
-        max_forward_job_##SFX j_ = {q, x, y, idx};                                                      \
-        bool par = planes > 1 && planes * q->h * q->w >= POOL_PAR_MIN;                                  \
-        tg_parallel_for(planes, par ? 1 : planes, max_forward_chunk_##SFX, &j_);                        \
-    }                                                                                                   \
-    /* gx [planes, H*W] = scatter-add of g [planes, Ho*Wo] at idx (per plane: no races). */            \
-    typedef struct {                                                                                    \
-        int64_t in_hw, out_hw;                                                                          \
-        const T *g;                                                                                     \
-        const int64_t *idx;                                                                             \
-        T *out;                                                                                         \
-    } max_index_job_##SFX;                                                                              \
-    static void max_scatter_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                        \
-        const max_index_job_##SFX *j_ = arg_;                                                           \
-        int64_t in_hw = j_->in_hw, out_hw = j_->out_hw;                                                 \
-        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
-            T *dst = j_->out + pl * in_hw;                                                              \
-            const T *gp = j_->g + pl * out_hw;                                                          \
-            const int64_t *ip = j_->idx + pl * out_hw;                                                  \
-            memset(dst, 0, (size_t)in_hw * sizeof(T));                                                  \
-            for (int64_t o = 0; o < out_hw; o++) dst[ip[o]] += gp[o];                                   \
-        }                                                                                               \
-    }                                                                                                   \
-    static void max_scatter_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,           \
-                                  const int64_t *idx, T *gx) {                                          \
-        max_index_job_##SFX j_ = {in_hw, out_hw, g, idx, gx};                                           \
-        bool par = planes > 1 && planes * in_hw >= POOL_PAR_MIN;                                        \
-        tg_parallel_for(planes, par ? 1 : planes, max_scatter_chunk_##SFX, &j_);                        \
-    }                                                                                                   \
-    static void max_gather_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
-        const max_index_job_##SFX *j_ = arg_;                                                           \
-        int64_t in_hw = j_->in_hw, out_hw = j_->out_hw;                                                 \
-        for (int64_t pl = lo_; pl < hi_; pl++)                                                          \
-            for (int64_t o = 0; o < out_hw; o++)                                                        \
-                j_->out[pl * out_hw + o] = j_->g[pl * in_hw + j_->idx[pl * out_hw + o]];                \
-    }                                                                                                   \
-    static void max_gather_##SFX(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,            \
-                                 const int64_t *idx, T *y) {                                            \
-        max_index_job_##SFX j_ = {in_hw, out_hw, g, idx, y};                                            \
-        tg_parallel_for(planes, planes * out_hw >= POOL_GRAIN ? 1 : planes, max_gather_chunk_##SFX, &j_); \
-    }
-
-/* The AVX-512 2x2 planes (false: not run, or a NaN met) for float32; none for float64. */
-#define VECTOR_2X2_f32(x, h, w, ho, wo, y, idx) \
-    (tg_max_pool2x2_available() && tg_max_pool2x2_plane_f32(x, h, w, ho, wo, y, idx))
-#define VECTOR_2X2_f64(x, h, w, ho, wo, y, idx) false
-
-MAX_KERNELS(f32, float)
-MAX_KERNELS(f64, double)
-
 static tg_tensor *max_scatter_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
 static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
 
@@ -182,9 +57,9 @@ static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
         if (TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q))
             return NULL;
     } else if (x->dtype == TG_FLOAT32) {
-        max_forward_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
+        tg_cpu_max_pool_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
     } else {
-        max_forward_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
+        tg_cpu_max_pool_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
     }
     tg_ctx_save(ctx, idx); /* a saved non-differentiable output is kept without graph link */
     tg_ctx_set_output(ctx, 1, idx);
@@ -209,9 +84,9 @@ static tg_tensor *max_scatter_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (g->storage->device.kind == TG_DEVICE_CUDA) {
         if (TG_CUDA_CALL("tg_max_pool2d backward", tg_cuda_max_pool2d_backward, gx, g, idx)) return NULL;
     } else if (g->dtype == TG_FLOAT32) {
-        max_scatter_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
+        tg_cpu_max_unpool_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
     } else {
-        max_scatter_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
+        tg_cpu_max_unpool_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
     }
     return gx;
 }
@@ -233,9 +108,9 @@ static tg_tensor *max_gather_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (g->storage->device.kind == TG_DEVICE_CUDA) {
         if (TG_CUDA_CALL("tg_max_pool2d double backward", tg_cuda_max_pool2d_gather, y, g, idx)) return NULL;
     } else if (g->dtype == TG_FLOAT32) {
-        max_gather_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
+        tg_cpu_max_gather_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
     } else {
-        max_gather_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
+        tg_cpu_max_gather_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
     }
     return y;
 }
@@ -255,72 +130,12 @@ static const tg_function max_gather_fn = {
     .name = "max_pool2d_gather", .num_inputs = 2, .forward = max_gather_forward, .backward = max_gather_backward,
     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
 
-/* bfloat16 on the CPU (what autocast gives after a bfloat16 convolution): each task widens
- * one plane at a time into a float32 buffer of its own and runs the float32 kernel on it,
- * so no float32 copy of the whole tensor is made. Max pooling picks elements, so the
- * results are the float32 op's on the widened tensor, rounded exactly; its backward adds
- * the gradient in float32 per plane and rounds each element once, as the float32 op
- * followed by a cast. Double backward (max_gather) stays the widened float32 op. */
-typedef struct {
-    const pool_params *q;
-    const uint16_t *src; /* x (forward) or g (backward) */
-    uint16_t *dst;
-    const int64_t *idx_in;
-    int64_t *idx_out;
-} max_bf16_job;
-
-static void widen_plane(const uint16_t *src, int64_t n, float *dst) {
-    for (int64_t i = 0; i < n; i++) dst[i] = tg_bf16_bits_to_float(src[i]);
-}
-static void round_plane(const float *src, int64_t n, uint16_t *dst) {
-    for (int64_t i = 0; i < n; i++) dst[i] = tg_float_to_bf16_bits(src[i]);
-}
-
-/* Whether the AVX-512 2x2 planes (ops/cpu/max_pool2x2.c) apply: max_forward_chunk_f32's k2. */
-static bool vector_2x2(const pool_params *q) {
-    return whole_2x2(q) && tg_max_pool2x2_available();
-}
-
-static void max_forward_bf16_planes(int64_t lo, int64_t hi, void *arg) {
-    const max_bf16_job *j = arg;
-    const pool_params *q = j->q;
-    int64_t in_hw = q->h * q->w, out_hw = q->ho * q->wo;
-    bool vec = vector_2x2(q);
-    float *buf = NULL; /* for the planes the vector kernel leaves: a NaN, or another window */
-    for (int64_t pl = lo; pl < hi; pl++) {
-        if (vec && tg_max_pool2x2_plane_bf16(j->src + pl * in_hw, q->h, q->w, q->ho, q->wo, j->dst + pl * out_hw,
-                                             j->idx_out + pl * out_hw))
-            continue;
-        if (!buf) buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
-        TG_ASSERT(buf != NULL);
-        widen_plane(j->src + pl * in_hw, in_hw, buf);
-        max_forward_job_f32 one = {q, buf, buf + in_hw, j->idx_out + pl * out_hw};
-        max_forward_chunk_f32(0, 1, &one);
-        round_plane(buf + in_hw, out_hw, j->dst + pl * out_hw);
-    }
-    free(buf);
-}
-
-static void max_scatter_bf16_planes(int64_t lo, int64_t hi, void *arg) {
-    const max_bf16_job *j = arg;
-    const pool_params *q = j->q;
-    int64_t in_hw = q->h * q->w, out_hw = q->ho * q->wo;
-    bool vec = vector_2x2(q);
-    float *buf = NULL;
-    for (int64_t pl = lo; pl < hi; pl++) {
-        if (vec && tg_max_unpool2x2_plane_bf16(j->src + pl * out_hw, j->idx_in + pl * out_hw, q->h, q->w, q->ho,
-                                               q->wo, j->dst + pl * in_hw))
-            continue;
-        if (!buf) buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
-        TG_ASSERT(buf != NULL);
-        widen_plane(j->src + pl * out_hw, out_hw, buf + in_hw);
-        max_index_job_f32 one = {in_hw, out_hw, buf + in_hw, j->idx_in + pl * out_hw, buf};
-        max_scatter_chunk_f32(0, 1, &one);
-        round_plane(buf, in_hw, j->dst + pl * in_hw);
-    }
-    free(buf);
-}
-
+/* bfloat16 on the CPU (what autocast gives after a bfloat16 convolution): the float32
+ * kernels a plane at a time (tg_cpu_max_pool_bf16), no float32 copy of the whole tensor.
+ * Max pooling picks elements, so the results are the float32 op's on the widened tensor,
+ * rounded exactly; its backward adds in float32 per plane and rounds each element once,
+ * as the float32 op followed by a cast. Double backward (max_gather) stays the widened
+ * float32 op. */
 static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
 
 static tg_tensor *max_forward_bf16(tg_ctx *ctx, tg_tensor *const *in) {
@@ -330,9 +145,7 @@ static tg_tensor *max_forward_bf16(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype), *idx = new_like_planes(x, q->ho, q->wo, TG_INT64);
     if (!y || !idx) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
-    max_bf16_job j = {q, tg_data_ptr(x), tg_data_ptr(y), NULL, tg_data_ptr(idx)};
-    bool par = planes > 1 && planes * q->h * q->w >= POOL_PAR_MIN; /* max_forward_f32's split */
-    tg_parallel_for(planes, par ? 1 : planes, max_forward_bf16_planes, &j);
+    tg_cpu_max_pool_bf16(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
     tg_ctx_save(ctx, idx);
     tg_ctx_set_output(ctx, 1, idx);
     tg_ctx_mark_non_differentiable(ctx, 1);
@@ -354,9 +167,7 @@ static tg_tensor *max_scatter_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *gx = new_like_planes(g, q->h, q->w, g->dtype);
     if (!gx) return NULL;
     int64_t planes = g->shape.dims[0] * g->shape.dims[1];
-    max_bf16_job j = {q, tg_data_ptr(g), tg_data_ptr(gx), tg_data_ptr(idx), NULL};
-    bool par = planes > 1 && planes * q->h * q->w >= POOL_PAR_MIN; /* max_scatter_f32's split */
-    tg_parallel_for(planes, par ? 1 : planes, max_scatter_bf16_planes, &j);
+    tg_cpu_max_unpool_bf16(q, planes, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
     return gx;
 }
 
@@ -380,68 +191,6 @@ static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_para
 
 /* ======================= average pooling ======================= */
 
-#define AVG_KERNELS(SFX, T)                                                                              \
-    typedef struct {                                                                                    \
-        const pool_params *q;                                                                           \
-        const T *in;                                                                                    \
-        T *out;                                                                                         \
-    } avg_job_##SFX;                                                                                    \
-    static void avg_forward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
-        const avg_job_##SFX *j_ = arg_;                                                                 \
-        const pool_params *q = j_->q;                                                                   \
-        const T *x = j_->in;                                                                            \
-        T *y = j_->out;                                                                                 \
-        int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
-        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
-            const T *src = x + pl * H * W;                                                              \
-            for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                int64_t hs, he, hd;                                                                     \
-                tg_pool_avg_row(q, oh, &hs, &he, &hd);                                                  \
-                for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
-                    int64_t ws, we, wd;                                                                 \
-                    tg_pool_avg_col(q, ow, &ws, &we, &wd);                                              \
-                    T acc = 0;                                                                          \
-                    for (int64_t ih = hs; ih < he; ih++)                                                \
-                        for (int64_t iw = ws; iw < we; iw++) acc += src[ih * W + iw];                   \
-                    y[(pl * Ho + oh) * Wo + ow] = acc / (T)(hd * wd);                                   \
-                }                                                                                       \
-            }                                                                                           \
-        }                                                                                               \
-    }                                                                                                   \
-    static void avg_forward_##SFX(const pool_params *q, int64_t planes, const T *x, T *y) {             \
-        avg_job_##SFX j_ = {q, x, y};                                                                   \
-        tg_parallel_for(planes, planes * q->h * q->w >= POOL_GRAIN ? 1 : planes, avg_forward_chunk_##SFX, &j_); \
-    }                                                                                                   \
-    static void avg_backward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                        \
-        const avg_job_##SFX *j_ = arg_;                                                                 \
-        const pool_params *q = j_->q;                                                                   \
-        const T *g = j_->in;                                                                            \
-        T *gx = j_->out;                                                                                \
-        int64_t H = q->h, W = q->w, Ho = q->ho, Wo = q->wo;                                             \
-        for (int64_t pl = lo_; pl < hi_; pl++) {                                                        \
-            T *dst = gx + pl * H * W;                                                                   \
-            for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                int64_t hs, he, hd;                                                                     \
-                tg_pool_avg_row(q, oh, &hs, &he, &hd);                                                  \
-                for (int64_t ow = 0; ow < Wo; ow++) {                                                   \
-                    int64_t ws, we, wd;                                                                 \
-                    tg_pool_avg_col(q, ow, &ws, &we, &wd);                                              \
-                    T v = g[(pl * Ho + oh) * Wo + ow] / (T)(hd * wd);                                   \
-                    for (int64_t ih = hs; ih < he; ih++)                                                \
-                        for (int64_t iw = ws; iw < we; iw++) dst[ih * W + iw] += v;                     \
-                }                                                                                       \
-            }                                                                                           \
-        }                                                                                               \
-    }                                                                                                   \
-    static void avg_backward_##SFX(const pool_params *q, int64_t planes, const T *g, T *gx) {           \
-        memset(gx, 0, (size_t)(planes * q->h * q->w) * sizeof(T));                                      \
-        avg_job_##SFX j_ = {q, g, gx};                                                                  \
-        tg_parallel_for(planes, planes * q->h * q->w >= POOL_GRAIN ? 1 : planes, avg_backward_chunk_##SFX, &j_); \
-    }
-
-AVG_KERNELS(f32, float)
-AVG_KERNELS(f64, double)
-
 static tg_tensor *avg_apply(tg_tensor *x, const pool_params *q);
 static tg_tensor *avg_backward_apply(tg_tensor *g, const pool_params *q);
 
@@ -455,9 +204,9 @@ static tg_tensor *avg_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
         if (TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q)) return NULL;
     } else if (x->dtype == TG_FLOAT32) {
-        avg_forward_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y));
+        tg_cpu_avg_pool_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y));
     } else {
-        avg_forward_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y));
+        tg_cpu_avg_pool_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y));
     }
     return y;
 }
@@ -476,9 +225,9 @@ static tg_tensor *avg_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (g->storage->device.kind == TG_DEVICE_CUDA) {
         if (TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, gx, g, q)) return NULL;
     } else if (g->dtype == TG_FLOAT32) {
-        avg_backward_f32(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
+        tg_cpu_avg_unpool_f32(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
     } else {
-        avg_backward_f64(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
+        tg_cpu_avg_unpool_f64(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
     }
     return gx;
 }
