@@ -1,5 +1,5 @@
 /* Mixed batch norm kernels on bfloat16 elements (ops/cpu/norm_bf16.h). Each loop is the float32
- * kernel's of ops/norm.c (NORM_KERNEL, ROW_SUMS: 16 interleaved partial sums per row,
+ * kernel's of ops/cpu/norm_kernels.h (norm_forward, the row sums: 16 interleaved partial sums per row,
  * combined in the same order, statistics in double) with each element widened where it is
  * read and each result rounded where it is written, so the bits are those of the float32
  * kernel on a widened copy followed by a cast. */
@@ -16,7 +16,7 @@
 
 static inline float widen(uint16_t h) { return tg_bf16_bits_to_float(h); }
 
-/* The row sums of norm.c's ROW_SUMS on widened elements: the first n / LANES * LANES
+/* The row sums of ops/cpu/norm_kernels.h on widened elements: the first n / LANES * LANES
  * elements go to LANES interleaved partial sums (the *_lanes functions, which return how
  * many elements that was), combined in lane order, then the rest one by one. On AVX-512
  * the partial sums live in one zmm register each (the compiler leaves the portable loop
@@ -91,7 +91,7 @@ static int64_t grad_lanes(const uint16_t *restrict g, const uint16_t *restrict x
     return i;
 }
 
-/* sums of d = p[i] - shift and d^2 (norm.c's shifted_sums_f32). */
+/* sums of d = p[i] - shift and d^2 (shifted_sums_f32 of ops/cpu/norm_kernels.h). */
 static void shifted_sums(const uint16_t *restrict p, int64_t n, float shift, float *s, float *ss) {
     float a[LANES], b[LANES], sa = 0, sb = 0;
     int64_t i = shifted_lanes(p, n, shift, a, b);
@@ -108,7 +108,7 @@ static void shifted_sums(const uint16_t *restrict p, int64_t n, float shift, flo
     *ss = sb;
 }
 
-/* sums of g[i] and g[i] * (x[i] - shift) (norm.c's grad_sums_f32). */
+/* sums of g[i] and g[i] * (x[i] - shift) (grad_sums_f32 of ops/cpu/norm_kernels.h). */
 static void grad_sums(const uint16_t *restrict g, const uint16_t *restrict x, int64_t n, float shift, float *sg,
                       float *sgx) {
     float a[LANES], b[LANES], sa = 0, sb = 0;

@@ -1,7 +1,7 @@
 /* Batch norm training kernels on a bfloat16 input with float32 weight and bias (the mixed
  * batch norm of docs/mixed-precision.md), CPU only (internal; ops/cpu/norm_bf16.c). They read
  * the 2-byte elements, widen each in registers and round each result once, with the
- * float32 kernels' arithmetic in the float32 kernels' order (ops/norm.c), so they give the
+ * float32 kernels' arithmetic in the float32 kernels' order (ops/cpu/norm_kernels.h), so they give the
  * bits of the float32 batch norm of the widened input, rounded once -- without the float32
  * copies of x, y, the output gradient and the input gradient. x is [O, C, I]. */
 #ifndef TG_OPS_CPU_NORM_BF16_H

@@ -1,0 +1,21 @@
+/* CPU kernels of batch and layer norm (ops/cpu/norm.h), float32 and float64 from one
+ * body each. */
+#include "ops/cpu/norm.h"
+
+#include <math.h>
+
+#include "core/parallel.h"
+
+#define LANES 16 /* interleaved partial sums per row (ops/cpu/norm_kernels.h) */
+
+#define T float
+#define NAME(f) f##_f32
+#include "ops/cpu/norm_kernels.h"
+#undef T
+#undef NAME
+
+#define T double
+#define NAME(f) f##_f64
+#include "ops/cpu/norm_kernels.h"
+#undef T
+#undef NAME

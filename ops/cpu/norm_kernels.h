@@ -1,0 +1,155 @@
+/* Batch norm's and layer norm's CPU kernels as ordinary functions, for one element
+ * type: included once per type by ops/cpu/norm.c with T (float, double) and NAME(f)
+ * (f_f32 or f_f64) defined, so there is one body to read and step through. No include
+ * guard, on purpose. Declarations and contracts: ops/cpu/norm.h. */
+
+/* Sums over one row of n elements in LANES interleaved partial sums, combined in a fixed
+ * order: the compiler keeps them in vector registers (one running sum cannot be vectorized,
+ * its order of additions being fixed), and the result depends only on n, never on the
+ * threads. shifted_sums: d = p[i] - shift, sums of d and d^2 (batch / layer norm forward);
+ * grad_sums: sums of g[i] and g[i] * (x[i] - shift) (batch norm backward). */
+static inline void NAME(shifted_sums)(const T *restrict p, int64_t n, T shift, T *s, T *ss) {
+    T a[LANES] = {0}, b[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) {
+            T d = p[i + l] - shift;
+            a[l] += d;
+            b[l] += d * d;
+        }
+    T sa = 0, sb = 0;
+    for (int l = 0; l < LANES; l++) {
+        sa += a[l];
+        sb += b[l];
+    }
+    for (; i < n; i++) {
+        T d = p[i] - shift;
+        sa += d;
+        sb += d * d;
+    }
+    *s = sa;
+    *ss = sb;
+}
+static inline void NAME(grad_sums)(const T *restrict g, const T *restrict x, int64_t n, T shift, T *sg,
+                                    T *sgx) {
+    T a[LANES] = {0}, b[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) {
+            a[l] += g[i + l];
+            b[l] += g[i + l] * (x[i + l] - shift);
+        }
+    T sa = 0, sb = 0;
+    for (int l = 0; l < LANES; l++) {
+        sa += a[l];
+        sb += b[l];
+    }
+    for (; i < n; i++) {
+        sa += g[i];
+        sb += g[i] * (x[i] - shift);
+    }
+    *sg = sa;
+    *sgx = sb;
+}
+
+/* Batch norm: statistics per channel c of x [outer, C, inner]; w, b [C].
+ * Layer norm: statistics per row r of x [rows, inner]; w, b [inner] (or NULL).
+ * Two passes: shifted sums (shift = the group's first element, so E[d^2] - E[d]^2 does not
+ * cancel badly) for mean and var, then normalise. stats (or NULL) gets mean, invstd in double. */
+typedef struct {
+    const tg_norm_args *a;
+    const T *x, *w, *b;
+    T *y, *mean_out, *var_out;
+    double *stats;
+} NAME(norm_forward_job);
+static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
+    const NAME(norm_forward_job) *j_ = arg_;
+    const tg_norm_args *a = j_->a;
+    const T *x = j_->x, *w = j_->w, *b = j_->b;
+    T *y = j_->y, *mean_out = j_->mean_out, *var_out = j_->var_out;
+    double *stats = j_->stats;
+    int64_t O = a->outer, G = a->groups, I = a->inner;
+    for (int64_t c = lo_; c < hi_; c++) {
+        double s = 0, ss = 0, m = (double)(O * I);
+        const T shift = x[c * I];
+        for (int64_t o = 0; o < O; o++) {
+            T rs, rss;
+            NAME(shifted_sums)(x + (o * G + c) * I, I, shift, &rs, &rss);
+            s += rs;
+            ss += rss;
+        }
+        double dmean = s / m, var = ss / m - dmean * dmean;
+        if (var < 0) var = 0;
+        double mean = dmean + shift, invstd = 1.0 / sqrt(var + a->eps);
+        mean_out[c] = (T)mean;
+        var_out[c] = (T)var;
+        if (stats) {
+            stats[2 * c] = mean;
+            stats[2 * c + 1] = invstd;
+        }
+        for (int64_t o = 0; o < O; o++) {
+            const T *p = x + (o * G + c) * I;
+            T *q = y + (o * G + c) * I;
+            if (a->layer) {
+                for (int64_t i = 0; i < I; i++)
+                    q[i] = (T)((p[i] - mean) * invstd * (w ? w[i] : 1) + (b ? b[i] : 0));
+            } else {
+                T tm = (T)mean;
+                double scale = invstd * (w ? w[c] : 1), sh2 = (b ? b[c] : 0) - (mean - tm) * scale;
+                T sc = (T)scale, sh = (T)sh2;
+                for (int64_t i = 0; i < I; i++) q[i] = (p[i] - tm) * sc + sh;
+            }
+        }
+    }
+}
+void NAME(tg_cpu_norm_forward)(const tg_norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out,
+                               T *var_out, double *stats) {
+    NAME(norm_forward_job) j_ = {a, x, w, b, y, mean_out, var_out, stats};
+    int64_t G = a->groups;
+    bool par = a->outer * G * a->inner >= 32768 && G > 1;
+    tg_parallel_for(G, par ? 1 : G, NAME(norm_forward_chunk), &j_);
+}
+/* Batch norm training backward, per channel c of x [O, C, I] (M = O*I elements):
+ * pass 1: sum_g = sum(g), sum_gxhat = sum(g * xhat); pass 2:
+ * gx = w*invstd/M * (M*g - sum_g - xhat*sum_gxhat) = a*g - b*x + k. Any output may be NULL. */
+typedef struct {
+    int64_t O, C, I;
+    const T *g, *x, *w;
+    const double *stats;
+    T *gx, *gw, *gb;
+} NAME(bn_backward_job);
+static void NAME(bn_backward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
+    const NAME(bn_backward_job) *j_ = arg_;
+    int64_t O = j_->O, C = j_->C, I = j_->I;
+    const T *g = j_->g, *x = j_->x, *w = j_->w;
+    const double *stats = j_->stats;
+    T *gx = j_->gx, *gw = j_->gw, *gb = j_->gb;
+    for (int64_t c = lo_; c < hi_; c++) {
+        double mean = stats[2 * c], invstd = stats[2 * c + 1], m = (double)(O * I);
+        double sg = 0, sgx = 0;
+        const T tm = (T)mean;
+        for (int64_t o = 0; o < O; o++) {
+            T rg, rgx;
+            NAME(grad_sums)(g + (o * C + c) * I, x + (o * C + c) * I, I, tm, &rg, &rgx);
+            sg += rg;
+            sgx += rgx;
+        }
+        sgx -= (mean - (double)tm) * sg; /* sum(g * (x - mean)) from sum(g * (x - tm)) */
+        double sgxhat = sgx * invstd;
+        if (gw) gw[c] = (T)sgxhat;
+        if (gb) gb[c] = (T)sg;
+        if (!gx) continue;
+        double ca = w[c] * invstd, cb = ca * invstd * sgxhat / m, ck = cb * (mean - tm) - ca * sg / m;
+        const T ta = (T)ca, tb = (T)cb, tk = (T)ck;
+        for (int64_t o = 0; o < O; o++) {
+            const T *gp = g + (o * C + c) * I, *xp = x + (o * C + c) * I;
+            T *q = gx + (o * C + c) * I;
+            for (int64_t i = 0; i < I; i++) q[i] = ta * gp[i] - tb * (xp[i] - tm) + tk;
+        }
+    }
+}
+void NAME(tg_cpu_bn_backward)(int64_t O, int64_t C, int64_t I, const T *g, const T *x, const T *w,
+                              const double *stats, T *gx, T *gw, T *gb) {
+    NAME(bn_backward_job) j_ = {O, C, I, g, x, w, stats, gx, gw, gb};
+    tg_parallel_for(C, O * C * I >= 32768 && C > 1 ? 1 : C, NAME(bn_backward_chunk), &j_);
+}
