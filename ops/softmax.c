@@ -1,70 +1,18 @@
-/* softmax and log_softmax along one dim (torch.softmax / torch.log_softmax): own
- * CPU kernels, backward formulas written with ops (so they are differentiable again).
- * CUDA kernels: ops/cuda/softmax.cu. */
+/* softmax and log_softmax along one dim (torch.softmax / torch.log_softmax): the
+ * definitions, backward formulas written with ops (so they are differentiable again).
+ * Kernels: ops/cpu/softmax.c, ops/cuda/softmax.cu. */
 #include <math.h>
 
 #include "autograd/function.h"
-#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/cpu/softmax.h"
 #include "ops/cuda/softmax.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/reduce_plan.h"
 
-#define SOFTMAX_GRAIN 32768 /* elements above which rows are split across threads */
-
-/* One row of `len` elements at stride xs (input) / os (output). Stable: exp(x - max).
- * A row whose max is -inf (all -inf) gives NaN, as PyTorch's. */
-#define SOFTMAX_KERNEL(NAME, T, EXP, LOG)                                                            \
-    typedef struct {                                                                                 \
-        const tg_reduce_plan *px, *po;                                                               \
-        const T *x;                                                                                  \
-        T *out;                                                                                      \
-        bool log_out;                                                                                \
-    } NAME##_job;                                                                                    \
-    static void NAME##_chunk(int64_t lo_, int64_t hi_, void *arg_) {                                 \
-        const NAME##_job *j_ = arg_;                                                                 \
-        const tg_reduce_plan *px = j_->px, *po = j_->po;                                             \
-        const T *x = j_->x;                                                                          \
-        T *out = j_->out;                                                                            \
-        bool log_out = j_->log_out;                                                                  \
-        int64_t len = px->inner_numel;                                                               \
-        int64_t xs = px->inner_ndim ? px->inner_strides[0] : 1, os = po->inner_ndim ? po->inner_strides[0] : 1; \
-        for (int64_t o = lo_; o < hi_; o++) {                                                        \
-            const T *row = x + tg_reduce_outer_offset(px, o);                                        \
-            T *dst = out + tg_reduce_outer_offset(po, o);                                            \
-            T max = -INFINITY;                                                                       \
-            for (int64_t k = 0; k < len; k++) {                                                      \
-                T v = row[k * xs];                                                                   \
-                if (v > max || v != v) max = v;                                                      \
-                if (v != v) break;                                                                   \
-            }                                                                                        \
-            double sum = 0;                                                                          \
-            if (log_out) {                                                                           \
-                for (int64_t k = 0; k < len; k++) sum += EXP(row[k * xs] - max);                    \
-                T shift = max + (T)LOG(sum);                                                        \
-                for (int64_t k = 0; k < len; k++) dst[k * os] = row[k * xs] - shift;               \
-            } else {                                                                                 \
-                for (int64_t k = 0; k < len; k++) {                                                  \
-                    T e = EXP(row[k * xs] - max);                                                    \
-                    dst[k * os] = e;                                                                 \
-                    sum += e;                                                                        \
-                }                                                                                    \
-                T inv = (T)(1.0 / sum);                                                              \
-                for (int64_t k = 0; k < len; k++) dst[k * os] *= inv;                               \
-            }                                                                                        \
-        }                                                                                            \
-    }                                                                                                \
-    static void NAME(const tg_reduce_plan *px, const tg_reduce_plan *po, const T *x, T *out, bool log_out) { \
-        NAME##_job j_ = {px, po, x, out, log_out};                                                   \
-        int64_t outer = px->outer_numel;                                                             \
-        bool par = outer * px->inner_numel >= SOFTMAX_GRAIN && outer > 1;                            \
-        tg_parallel_for(outer, par ? 1 : outer, NAME##_chunk, &j_);                                  \
-    }
-SOFTMAX_KERNEL(softmax_f32, float, expf, log)
-SOFTMAX_KERNEL(softmax_f64, double, exp, log)
 
 typedef struct {
     int dim;  /* wrapped; 0 for a 0-dim tensor */
@@ -90,9 +38,9 @@ static tg_tensor *softmax_forward(tg_ctx *ctx, tg_tensor *const *in) {
         tg_reduce_plan_init(&px, x, mask);
         tg_reduce_plan_init(&po, out, mask);
         if (x->dtype == TG_FLOAT32)
-            softmax_f32(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
+            tg_cpu_softmax_f32(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
         else
-            softmax_f64(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
+            tg_cpu_softmax_f64(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
     }
     tg_ctx_save(ctx, out);
     return out;

@@ -1,0 +1,51 @@
+/* softmax / log_softmax's CPU kernel as ordinary functions, for one element type:
+ * included once per type by ops/cpu/softmax.c with T, NAME(f) (f_f32, f_f64) and EXP
+ * (expf, exp) defined. No include guard, on purpose. Contract: ops/cpu/softmax.h. */
+
+/* One row of `len` elements at stride xs (input) / os (output). Stable: exp(x - max).
+ * A row whose max is -inf (all -inf) gives NaN, as PyTorch's. */
+typedef struct {
+    const tg_reduce_plan *px, *po;
+    const T *x;
+    T *out;
+    bool log_out;
+} NAME(softmax_job);
+static void NAME(softmax_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
+    const NAME(softmax_job) *j_ = arg_;
+    const tg_reduce_plan *px = j_->px, *po = j_->po;
+    const T *x = j_->x;
+    T *out = j_->out;
+    bool log_out = j_->log_out;
+    int64_t len = px->inner_numel;
+    int64_t xs = px->inner_ndim ? px->inner_strides[0] : 1, os = po->inner_ndim ? po->inner_strides[0] : 1;
+    for (int64_t o = lo_; o < hi_; o++) {
+        const T *row = x + tg_reduce_outer_offset(px, o);
+        T *dst = out + tg_reduce_outer_offset(po, o);
+        T max = -INFINITY;
+        for (int64_t k = 0; k < len; k++) {
+            T v = row[k * xs];
+            if (v > max || v != v) max = v;
+            if (v != v) break;
+        }
+        double sum = 0;
+        if (log_out) {
+            for (int64_t k = 0; k < len; k++) sum += EXP(row[k * xs] - max);
+            T shift = max + (T)log(sum);
+            for (int64_t k = 0; k < len; k++) dst[k * os] = row[k * xs] - shift;
+        } else {
+            for (int64_t k = 0; k < len; k++) {
+                T e = EXP(row[k * xs] - max);
+                dst[k * os] = e;
+                sum += e;
+            }
+            T inv = (T)(1.0 / sum);
+            for (int64_t k = 0; k < len; k++) dst[k * os] *= inv;
+        }
+    }
+}
+void NAME(tg_cpu_softmax)(const tg_reduce_plan *px, const tg_reduce_plan *po, const T *x, T *out, bool log_out) {
+    NAME(softmax_job) j_ = {px, po, x, out, log_out};
+    int64_t outer = px->outer_numel;
+    bool par = outer * px->inner_numel >= SOFTMAX_GRAIN && outer > 1;
+    tg_parallel_for(outer, par ? 1 : outer, NAME(softmax_chunk), &j_);
+}
