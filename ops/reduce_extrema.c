@@ -1,12 +1,12 @@
 /* Reductions that pick an element: max/min (all or along a dim, with indices) and
- * argmax/argmin (torch.max, torch.min, torch.argmax, torch.argmin). CPU kernels
- * here; CUDA: tg_cuda_extreme in ops/cuda/reduce.cu. */
+ * argmax/argmin (torch.max, torch.min, torch.argmax, torch.argmin). Kernels:
+ * ops/cpu/extreme.c; CUDA: tg_cuda_extreme in ops/cuda/reduce.cu. */
 #include <math.h>
 
 #include "autograd/function.h"
-#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/cpu/extreme.h"
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -15,56 +15,6 @@
 #include "ops/reduce_plan.h"
 #include "ops/shape.h"
 
-#define EXTREME_GRAIN 32768
-
-/* The first extreme element of each output's reduced elements; NaN beats everything
- * (it propagates, as in PyTorch), so the first NaN is picked. */
-#define EXTREME_KERNEL(NAME, T)                                                                    \
-    typedef struct {                                                                               \
-        const tg_reduce_plan *p;                                                                   \
-        const T *x;                                                                                \
-        T *values;                                                                                 \
-        int64_t *indices;                                                                          \
-        bool is_max;                                                                               \
-    } NAME##_job;                                                                                  \
-    static void NAME##_chunk(int64_t lo_, int64_t hi_, void *arg_) {                               \
-        const NAME##_job *j_ = arg_;                                                               \
-        const tg_reduce_plan *p = j_->p;                                                           \
-        const T *x = j_->x;                                                                        \
-        T *values = j_->values;                                                                    \
-        int64_t *indices = j_->indices;                                                            \
-        bool is_max = j_->is_max;                                                                  \
-        int64_t inner = p->inner_numel;                                                            \
-        int64_t st = p->inner_ndim == 1 ? p->inner_strides[0] : 0;                                 \
-        for (int64_t o = lo_; o < hi_; o++) {                                                      \
-            const T *base = x + tg_reduce_outer_offset(p, o);                                      \
-            T best = base[0];                                                                      \
-            int64_t best_k = 0;                                                                    \
-            for (int64_t k = 1; k < inner && best == best; k++) {                                  \
-                T v = p->inner_ndim <= 1 ? base[k * st] : base[tg_reduce_inner_offset(p, k)];      \
-                if (v != v || (is_max ? v > best : v < best)) {                                    \
-                    best = v;                                                                      \
-                    best_k = k;                                                                    \
-                }                                                                                  \
-            }                                                                                      \
-            if (values) values[o] = best;                                                          \
-            if (indices) indices[o] = best_k;                                                      \
-        }                                                                                          \
-    }                                                                                              \
-    static void NAME(const tg_reduce_plan *p, const T *x, T *values, int64_t *indices, bool is_max) { \
-        NAME##_job j_ = {p, x, values, indices, is_max};                                           \
-        int64_t outer = p->outer_numel;                                                            \
-        bool par = outer * p->inner_numel >= EXTREME_GRAIN && outer > 1;                           \
-        tg_parallel_for(outer, par ? 1 : outer, NAME##_chunk, &j_);                                \
-    }
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wtautological-compare" /* v != v is the NaN test; integers never pass it */
-EXTREME_KERNEL(extreme_f32, float)
-EXTREME_KERNEL(extreme_f64, double)
-EXTREME_KERNEL(extreme_i64, int64_t)
-EXTREME_KERNEL(extreme_i32, int32_t)
-EXTREME_KERNEL(extreme_u8, uint8_t)
-#pragma GCC diagnostic pop
 
 /* values (x's dtype) and/or indices (int64): contiguous, the reduced shape. */
 static tg_status extreme_compute(const char *op, tg_tensor *values, tg_tensor *indices, tg_tensor *x,
@@ -76,11 +26,11 @@ static tg_status extreme_compute(const char *op, tg_tensor *values, tg_tensor *i
     void *v = values ? tg_data_ptr(values) : NULL;
     int64_t *i = indices ? tg_data_ptr(indices) : NULL;
     switch (x->dtype) {
-    case TG_FLOAT32: extreme_f32(&p, tg_elem_ptr(x), v, i, is_max); break;
-    case TG_FLOAT64: extreme_f64(&p, tg_elem_ptr(x), v, i, is_max); break;
-    case TG_INT64: extreme_i64(&p, tg_elem_ptr(x), v, i, is_max); break;
-    case TG_INT32: extreme_i32(&p, tg_elem_ptr(x), v, i, is_max); break;
-    case TG_UINT8: case TG_BOOL: extreme_u8(&p, tg_elem_ptr(x), v, i, is_max); break;
+    case TG_FLOAT32: tg_cpu_extreme_f32(&p, tg_elem_ptr(x), v, i, is_max); break;
+    case TG_FLOAT64: tg_cpu_extreme_f64(&p, tg_elem_ptr(x), v, i, is_max); break;
+    case TG_INT64: tg_cpu_extreme_i64(&p, tg_elem_ptr(x), v, i, is_max); break;
+    case TG_INT32: tg_cpu_extreme_i32(&p, tg_elem_ptr(x), v, i, is_max); break;
+    case TG_UINT8: case TG_BOOL: tg_cpu_extreme_u8(&p, tg_elem_ptr(x), v, i, is_max); break;
     default: return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(x->dtype));
     }
     return TG_OK;
