@@ -5,9 +5,9 @@
 #include <math.h>
 
 #include "autograd/function.h"
-#include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "ops/cpu/stats.h"
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -16,9 +16,7 @@
 #include "ops/reduce_plan.h"
 #include "ops/shape.h"
 
-#define STATS_GRAIN 32768
-
-typedef enum { STAT_VAR, STAT_STD, STAT_LOGSUMEXP, STAT_NORM } stat_kind;
+typedef tg_stat_kind stat_kind; /* ops/cpu/stats.h */
 
 typedef struct {
     bool reduce[TG_MAX_DIMS];
@@ -32,70 +30,6 @@ typedef struct {
     const char *op;
 } stat_op;
 
-/* One output element from the reduced elements of `base` (n of them, k-th at AT(k)). */
-#define STATS_KERNEL(NAME, T)                                                                          \
-    typedef struct {                                                                                   \
-        const tg_reduce_plan *p;                                                                       \
-        const T *x;                                                                                    \
-        T *out;                                                                                        \
-        stat_kind kind;                                                                                \
-        double param;                                                                                  \
-    } NAME##_job;                                                                                      \
-    static void NAME##_chunk(int64_t lo_, int64_t hi_, void *arg_) {                                   \
-        const NAME##_job *j_ = arg_;                                                                   \
-        const tg_reduce_plan *p = j_->p;                                                               \
-        const T *x = j_->x;                                                                            \
-        T *out = j_->out;                                                                              \
-        stat_kind kind = j_->kind;                                                                     \
-        double param = j_->param;                                                                      \
-        int64_t n = p->inner_numel, st = p->inner_ndim == 1 ? p->inner_strides[0] : 0;                 \
-        bool flat = p->inner_ndim <= 1;                                                                \
-        for (int64_t o = lo_; o < hi_; o++) {                                                          \
-            const T *base = x + tg_reduce_outer_offset(p, o);                                          \
-            double r = 0;                                                                              \
-            switch (kind) {                                                                            \
-            case STAT_VAR: case STAT_STD: { /* two passes: mean, then squared deviations */           \
-                double sum = 0, ss = 0;                                                                \
-                for (int64_t k = 0; k < n; k++) sum += AT(k);                                          \
-                double mean = sum / (double)n;                                                         \
-                for (int64_t k = 0; k < n; k++) ss += (AT(k) - mean) * (AT(k) - mean);                 \
-                r = ss / fmax(0.0, (double)n - param); /* max(0, N - correction), as PyTorch */        \
-                if (kind == STAT_STD) r = sqrt(r);                                                     \
-                break;                                                                                 \
-            }                                                                                          \
-            case STAT_LOGSUMEXP: { /* max shift; an infinite max shifts by 0 (as PyTorch) */          \
-                double m = -INFINITY, sum = 0;                                                         \
-                for (int64_t k = 0; k < n; k++) m = AT(k) > m ? AT(k) : m;                             \
-                if (isinf(m)) m = 0;                                                                   \
-                for (int64_t k = 0; k < n; k++) sum += exp(AT(k) - m);                                 \
-                r = log(sum) + m;                                                                      \
-                break;                                                                                 \
-            }                                                                                          \
-            case STAT_NORM:                                                                            \
-                for (int64_t k = 0; k < n; k++) {                                                      \
-                    double a = fabs((double)AT(k));                                                    \
-                    if (isinf(param)) r = a > r || a != a ? a : r;                                     \
-                    else if (param == 1) r += a;                                               \
-                    else if (param == 2) r += a * a;                                                   \
-                    else r += pow(a, param);                                                           \
-                }                                                                                      \
-                if (param == 2) r = sqrt(r);                                                           \
-                else if (!isinf(param) && param != 1) r = pow(r, 1 / param);                           \
-                break;                                                                                 \
-            }                                                                                          \
-            out[o] = (T)r;                                                                             \
-        }                                                                                              \
-    }                                                                                                  \
-    static void NAME(const tg_reduce_plan *p, const T *x, T *out, stat_kind kind, double param) {      \
-        NAME##_job j_ = {p, x, out, kind, param};                                                      \
-        int64_t outer = p->outer_numel;                                                                \
-        bool par = outer * p->inner_numel >= STATS_GRAIN && outer > 1;                                 \
-        tg_parallel_for(outer, par ? 1 : outer, NAME##_chunk, &j_);                                    \
-    }
-#define AT(k) ((double)(flat ? base[(k) * st] : base[tg_reduce_inner_offset(p, (k))]))
-STATS_KERNEL(stats_f32, float)
-STATS_KERNEL(stats_f64, double)
-#undef AT
 
 static tg_tensor *stat_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const stat_op *op = (const stat_op *)tg_ctx_function(ctx);
@@ -120,9 +54,9 @@ static tg_tensor *stat_forward(tg_ctx *ctx, tg_tensor *const *in) {
         tg_reduce_plan p;
         tg_reduce_plan_init(&p, x, a->reduce);
         if (x->dtype == TG_FLOAT32)
-            stats_f32(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
+            tg_cpu_stats_f32(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
         else
-            stats_f64(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
+            tg_cpu_stats_f64(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
     }
     tg_ctx_save(ctx, x);
     tg_ctx_save(ctx, out);
