@@ -27,18 +27,12 @@
 #include "ops/dispatch.h"
 #include "ops/distance.h"
 #include "ops/elementwise.h"
+#include "ops/cpu/cross_entropy.h"
 #include "ops/loss_formulas.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
-typedef struct {
-    tg_reduction reduction;
-    bool use_ignore;
-    int64_t ignore_index;
-    double smoothing;
-    int64_t count; /* non-ignored targets (the mean's divisor) */
-    int64_t n, c, d; /* logits viewed as [n, c, d] */
-} ce_args;
+typedef tg_ce_args ce_args; /* ops/cpu/cross_entropy.h */
 
 /* A reduction the loss knows: batchmean is kl_div's only, as PyTorch's. */
 static tg_status check_reduction(const char *op, tg_reduction r, bool allow_batchmean) {
@@ -48,7 +42,7 @@ static tg_status check_reduction(const char *op, tg_reduction r, bool allow_batc
     return TG_OK;
 }
 
-static bool ignored(const ce_args *a, int64_t t) { return a->use_ignore && t == a->ignore_index; }
+static bool ignored(const ce_args *a, int64_t t) { return tg_ce_ignored(a, t); }
 
 /* PyTorch's default ignore_index is -100: targets of -100 are skipped unless another
  * index is asked for (the usual padding label). */
@@ -105,49 +99,6 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
 
 /* ======================= fused cross entropy ======================= */
 
-#define CE_KERNEL(SFX, T)                                                                                \
-    /* loss [n*d] and lse [n*d] from x [n, c, d]; ignored elements give loss 0. */                     \
-    typedef struct {                                                                                   \
-        const ce_args *a;                                                                              \
-        const T *x;                                                                                    \
-        const int64_t *target;                                                                         \
-        T *loss, *lse;                                                                                 \
-    } ce_forward_job_##SFX;                                                                            \
-    static void ce_forward_chunk_##SFX(int64_t lo_, int64_t hi_, void *arg_) {                         \
-        const ce_forward_job_##SFX *j_ = arg_;                                                         \
-        const ce_args *a = j_->a;                                                                      \
-        const T *x = j_->x;                                                                            \
-        const int64_t *target = j_->target;                                                            \
-        T *loss = j_->loss, *lse = j_->lse;                                                            \
-        int64_t C = a->c, D = a->d;                                                                    \
-        double eps = a->smoothing;                                                                     \
-        for (int64_t r = lo_; r < hi_; r++) {                                                          \
-            int64_t n = r / D, d = r % D;                                                              \
-            const T *row = x + n * C * D + d;                                                          \
-            double m = -INFINITY, s = 0, total = 0;                                                    \
-            for (int64_t c = 0; c < C; c++) m = row[c * D] > m ? row[c * D] : m;                       \
-            m = tg_ce_lse_shift(m);                                                                    \
-            for (int64_t c = 0; c < C; c++) {                                                          \
-                s += exp(row[c * D] - m);                                                              \
-                total += row[c * D];                                                                   \
-            }                                                                                          \
-            double l = m + log(s);                                                                     \
-            lse[r] = (T)l;                                                                             \
-            int64_t t = target[r];                                                                     \
-            if (ignored(a, t)) {                                                                       \
-                loss[r] = 0;                                                                           \
-                continue;                                                                              \
-            }                                                                                          \
-            loss[r] = (T)tg_ce_smoothed_nll(l, row[t * D], total, C, eps);                             \
-        }                                                                                              \
-    }                                                                                                  \
-    static void ce_forward_##SFX(const ce_args *a, const T *x, const int64_t *target, T *loss, T *lse) { \
-        ce_forward_job_##SFX j_ = {a, x, target, loss, lse};                                           \
-        int64_t rows = a->n * a->d;                                                                    \
-        tg_parallel_for(rows, a->n * a->c * a->d >= 32768 ? 1 : rows, ce_forward_chunk_##SFX, &j_);    \
-    }
-CE_KERNEL(f32, float)
-CE_KERNEL(f64, double)
 
 /* [N, 1, d...] (or [1]) shape for per-element constants broadcast against the logits. */
 static tg_shape keep_class_dim(tg_shape x) {
@@ -178,9 +129,9 @@ static tg_tensor *ce_forward(tg_ctx *ctx, tg_tensor *const *in) {
                          a->use_ignore, a->ignore_index, a->smoothing))
             return NULL;
     } else if (x->dtype == TG_FLOAT32) {
-        ce_forward_f32(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
+        tg_cpu_cross_entropy_f32(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
     } else {
-        ce_forward_f64(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
+        tg_cpu_cross_entropy_f64(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
     }
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);

@@ -1,0 +1,45 @@
+/* Fused cross entropy's CPU kernel as ordinary functions, for one element type:
+ * included once per type by ops/cpu/cross_entropy.c with T and NAME(f) (f_f32, f_f64)
+ * defined. No include guard, on purpose. Contract: ops/cpu/cross_entropy.h; the
+ * per-element formulas are ops/loss_formulas.h's, shared with ops/cuda/loss.cu. */
+
+/* loss [n*d] and lse [n*d] from x [n, c, d]; ignored elements give loss 0. */
+typedef struct {
+    const tg_ce_args *a;
+    const T *x;
+    const int64_t *target;
+    T *loss, *lse;
+} NAME(ce_forward_job);
+static void NAME(ce_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
+    const NAME(ce_forward_job) *j_ = arg_;
+    const tg_ce_args *a = j_->a;
+    const T *x = j_->x;
+    const int64_t *target = j_->target;
+    T *loss = j_->loss, *lse = j_->lse;
+    int64_t C = a->c, D = a->d;
+    double eps = a->smoothing;
+    for (int64_t r = lo_; r < hi_; r++) {
+        int64_t n = r / D, d = r % D;
+        const T *row = x + n * C * D + d;
+        double m = -INFINITY, s = 0, total = 0;
+        for (int64_t c = 0; c < C; c++) m = row[c * D] > m ? row[c * D] : m;
+        m = tg_ce_lse_shift(m);
+        for (int64_t c = 0; c < C; c++) {
+            s += exp(row[c * D] - m);
+            total += row[c * D];
+        }
+        double l = m + log(s);
+        lse[r] = (T)l;
+        int64_t t = target[r];
+        if (tg_ce_ignored(a, t)) {
+            loss[r] = 0;
+            continue;
+        }
+        loss[r] = (T)tg_ce_smoothed_nll(l, row[t * D], total, C, eps);
+    }
+}
+void NAME(tg_cpu_cross_entropy)(const tg_ce_args *a, const T *x, const int64_t *target, T *loss, T *lse) {
+    NAME(ce_forward_job) j_ = {a, x, target, loss, lse};
+    int64_t rows = a->n * a->d;
+    tg_parallel_for(rows, a->n * a->c * a->d >= 32768 ? 1 : rows, NAME(ce_forward_chunk), &j_);
+}
