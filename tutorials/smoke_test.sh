@@ -126,6 +126,17 @@ for arg in "$@"; do
       check 10_gpt_no_kv_cache '^sample \(.*whole window each token' "$b" "${local_gpt[@]}" --no-kv-cache
       refused 10_gpt_epochs "unknown option for this lesson '--epochs'" "$b" --synthetic --epochs 1
       refused 10_gpt_heads 'not a multiple of --n-head' "$b" --synthetic --n-embd 30 --n-head 4 ;;
+    13_resnet)
+      # 2 steps at batch 128, the augmentation in 2 workers, the grid PNG, then a resume
+      check 13_resnet '^epoch 1: train loss [0-9.]+, test loss [0-9.]+, test accuracy' "$b" --synthetic --max-steps 2 \
+        --epochs 1 --device cpu --workers 2 --save-grid grid13.png --checkpoint resnet13.safetensors --result-line
+      check 13_resnet_result '^RESULT \{"bench": "resnet20_epoch"' cat 13_resnet.log
+      check 13_resnet_no_leak '^live tensors at exit: 0$' cat 13_resnet.log
+      without 13_resnet_no_nan 'nan' 13_resnet.log
+      check 13_resnet_png '^ 89 50 4e 47 0d 0a 1a 0a$' od -An -tx1 -N8 grid13.png
+      check 13_resnet_resume '^resumed at step 2 ' "$b" --synthetic --max-steps 3 --epochs 1 --device cpu --workers 0 \
+        --resume resnet13.safetensors
+      refused 13_resnet_model 'bad --model' "$b" --synthetic --model resnet50 ;;
     12_prune_quantize)
       check 12_prune_quantize '^int8 file: .*\(identical\)$' "$b" --synthetic --max-steps 5 --finetune-steps 3
       check 12_prune_quantize_sparsity '^pruned \+ int8 .*sparsity 0\.9' cat 12_prune_quantize.log
