@@ -29,8 +29,11 @@ while [[ $# -gt 0 ]]; do
     *) break ;;
   esac
 done
-ALL_PAIRS=(overhead matmul add conv random mlp lenet lenet_bn mlp_amp lenet_bn_amp qmlp qlenet)
-[[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv mlp lenet lenet_bn mlp_amp lenet_bn_amp)
+ALL_PAIRS=(overhead matmul add conv random resnet mlp lenet lenet_bn mlp_amp lenet_bn_amp qmlp qlenet)
+[[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv resnet mlp lenet lenet_bn mlp_amp lenet_bn_amp)
+# Micro pairs without a JAX twin in bench/peers/jax_micro.py (resnet_torch.py times
+# torch.compile itself under PyTorch 2: a second RESULT line).
+declare -A NO_JAX=([resnet]=1)
 MAX_STEPS=${MAX_STEPS:-}
 PAIRS=("$@")
 [[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=("${ALL_PAIRS[@]}")
@@ -115,7 +118,7 @@ for round in $(seq "$ROUNDS"); do
     elif [[ -n ${TARGET[$pair]:-} ]]; then
       measure "PyTorch 2 compile" "$peer_python" "bench/${pair}_torch.py" --compile "${twin_args[@]}"
       measure JAX "$peer_python" bench/peers/jax_epoch.py "$pair" "${twin_args[@]}"
-    else
+    elif [[ -z ${NO_JAX[$pair]:-} ]]; then
       measure JAX "$peer_python" bench/peers/jax_micro.py "$pair"
     fi
   done
