@@ -1,6 +1,5 @@
-/* Fused CPU optimizer updates (see optim/kernels.h). Each loop body is the per-element
- * form of PyTorch 1.13's _single_tensor_* function, statement by statement; the
- * comments quote the tensor op each line stands for. */
+/* Fused CPU optimizer updates (see optim/kernels.h): the loops of
+ * optim/update_kernels.h for float32 and float64, and Adam's exact-subnormal blocks. */
 #include "optim/kernels.h"
 
 #include <math.h>
@@ -18,24 +17,6 @@
 #define PARALLEL_MIN 32768
 #define OFF(p, lo) ((p) ? (p) + (lo) : NULL) /* optional state tensors may be NULL */
 
-/* torch/optim/sgd.py _single_tensor_sgd. */
-#define DEFINE_SGD(T, SUFFIX)                                                                   \
-    TG_VECTOR_CLONES static void sgd_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict buf, int64_t n, \
-                                   tg_sgd_args a) {                                             \
-        const T wd = (T)a.weight_decay, mom = (T)a.momentum, keep = (T)(1 - a.dampening);       \
-        const T neg_lr = (T)(-a.lr);                                                            \
-        for (int64_t i = 0; i < n; i++) {                                                       \
-            T d_p = a.maximize ? -grad[i] : grad[i];                                            \
-            if (a.weight_decay != 0) d_p = d_p + wd * param[i]; /* d_p.add(param, alpha=wd) */  \
-            if (a.momentum != 0) {                                                              \
-                T b = a.first_step ? d_p                     /* buf = clone(d_p) */             \
-                                   : buf[i] * mom + keep * d_p; /* buf.mul_(m).add_(d_p, alpha=1-damp) */ \
-                buf[i] = b;                                                                     \
-                d_p = a.nesterov ? d_p + mom * b : b; /* d_p.add(buf, alpha=momentum) */        \
-            }                                                                                   \
-            param[i] = param[i] + neg_lr * d_p; /* param.add_(d_p, alpha=-lr) */                \
-        }                                                                                       \
-    }
 
 /* x / c correctly rounded, for a divisor fixed over a loop (Adam's bias correction), where
  * y = 1 / c correctly rounded: q = x y is within an ulp of x / c, the remainder x - q c is
@@ -47,15 +28,15 @@
  * tests/optim/optim_fused_test.cc checks Adam through it against the division, bit for bit,
  * over every binade and the special values; before it was adopted it matched the float32
  * division over all 2^23 significands for 1400 divisors. */
-#define DIV_FIXED(T, FMA)                                                                       \
-    static inline T div_fixed_##T(T x, T c, T y) {                                              \
+#define DIV_FIXED(T, SUFFIX, FMA)                                                               \
+    static inline T div_fixed_##SUFFIX(T x, T c, T y) {                                         \
         T q = x * y;                                                                            \
         T r = FMA(-q, c, x);                                                                    \
         T corrected = FMA(r, y, q);                                                             \
         return q - q == 0 ? corrected : q; /* q finite */                                       \
     }
-DIV_FIXED(float, __builtin_fmaf)
-DIV_FIXED(double, __builtin_fma)
+DIV_FIXED(float, f32, __builtin_fmaf)
+DIV_FIXED(double, f64, __builtin_fma)
 
 /* Whether div_fixed is used: it needs an FMA instruction (else each FMA is a libm call). */
 static bool fixed_division_by_fma(void) {
@@ -68,105 +49,27 @@ static bool fixed_division_by_fma(void) {
 #endif
 }
 
-/* torch/optim/adam.py _single_tensor_adam and adamw.py _single_tensor_adamw
- * (capturable=False): AdamW decays the parameter itself (param.mul_(1 - lr * wd))
- * instead of adding wd * param to the gradient. */
-#define DEFINE_ADAM(T, SUFFIX)                                                                  \
-    TG_VECTOR_CLONES static void adam_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v, \
-                                    T *restrict vmax, int64_t n, tg_adam_args a) {              \
-        const T decay = (T)(1 - a.lr * a.weight_decay), wd = (T)a.weight_decay;                 \
-        const T b1 = (T)a.beta1, one_b1 = (T)(1 - a.beta1);                                     \
-        const T b2 = (T)a.beta2, one_b2 = (T)(1 - a.beta2);                                     \
-        const T bc2_sqrt = (T)a.bias_correction2_sqrt, eps = (T)a.eps;                          \
-        const T neg_step_size = (T)(-(a.lr / a.bias_correction1));                              \
-        for (int64_t i = 0; i < n; i++) {                                                       \
-            T g = a.maximize ? -grad[i] : grad[i];                                              \
-            T p = param[i];                                                                     \
-            if (a.decoupled) p = p * decay;                         /* param.mul_(1 - lr*wd) */ \
-            else if (a.weight_decay != 0) g = g + wd * p;           /* grad.add(param, alpha=wd) */ \
-            T mi = m[i] * b1 + one_b1 * g;                 /* exp_avg.mul_(b1).add_(g, alpha=1-b1) */ \
-            T vi = v[i] * b2 + one_b2 * g * g;    /* exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2) */ \
-            m[i] = mi;                                                                          \
-            v[i] = vi;                                                                          \
-            if (a.amsgrad) {                                                                    \
-                T mx = vmax[i] > vi ? vmax[i] : vi; /* torch.maximum(max_exp_avg_sq, exp_avg_sq) */ \
-                if (vi != vi) mx = vi;              /* maximum propagates NaN */               \
-                vmax[i] = mx;                                                                   \
-                vi = mx;                                                                        \
-            }                                                                                   \
-            T denom = SQRT_##SUFFIX(vi) / bc2_sqrt + eps;  /* (v.sqrt() / bc2_sqrt).add_(eps) */ \
-            param[i] = p + neg_step_size * mi / denom; /* param.addcdiv_(m, denom, value=-step_size) */ \
-        }                                                                                       \
-    }                                                                                           \
-    /* The same for the common options (no maximize, no amsgrad, AdamW or no weight decay), \
-     * the division by bc2_sqrt as div_fixed: a separate loop, as GCC would not unswitch the \
-     * one above on yet another condition and so not vectorize it. One loop for both: Adam  \
-     * here has no weight decay, so its decay factor is exactly 1 and p * 1 is p. */        \
-    TG_VECTOR_CLONES static void adam_common_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict m,   \
-                                                      T *restrict v, int64_t n, tg_adam_args a) {       \
-        const T decay = (T)(1 - a.lr * a.weight_decay);                                         \
-        const T b1 = (T)a.beta1, one_b1 = (T)(1 - a.beta1);                                     \
-        const T b2 = (T)a.beta2, one_b2 = (T)(1 - a.beta2);                                     \
-        const T bc2_sqrt = (T)a.bias_correction2_sqrt, eps = (T)a.eps;                          \
-        const T neg_step_size = (T)(-(a.lr / a.bias_correction1));                              \
-        const T inv_bc2_sqrt = (T)1 / bc2_sqrt;                                                 \
-        for (int64_t i = 0; i < n; i++) {                                                       \
-            T g = grad[i], p = param[i] * decay;                    /* param.mul_(1 - lr*wd) */ \
-            T mi = m[i] * b1 + one_b1 * g, vi = v[i] * b2 + one_b2 * g * g;                     \
-            m[i] = mi;                                                                          \
-            v[i] = vi;                                                                          \
-            T denom = div_fixed_##T(SQRT_##SUFFIX(vi), bc2_sqrt, inv_bc2_sqrt) + eps;           \
-            param[i] = p + neg_step_size * mi / denom;                                          \
-        }                                                                                       \
-    }                                                                                           \
-    static void adam_##SUFFIX(T *param, const T *grad, T *m, T *v, T *vmax, int64_t n, tg_adam_args a) { \
-        T inv_bc2_sqrt = (T)1 / (T)a.bias_correction2_sqrt;                                     \
-        if (fixed_division_by_fma() && inv_bc2_sqrt - inv_bc2_sqrt == 0 && !a.maximize && !a.amsgrad && \
-            (a.decoupled || a.weight_decay == 0))                                               \
-            adam_common_any_##SUFFIX(param, grad, m, v, n, a);                                  \
-        else                                                                                    \
-            adam_range_##SUFFIX(param, grad, m, v, vmax, n, a);                                 \
-    }
 
-/* torch/optim/rmsprop.py _single_tensor_rmsprop. */
-#define DEFINE_RMSPROP(T, SUFFIX)                                                               \
-    TG_VECTOR_CLONES static void rmsprop_range_##SUFFIX(T *restrict param, const T *restrict grad, T *restrict sq, \
-                                       T *restrict gavg, T *restrict buf, int64_t n, tg_rmsprop_args a) { \
-        const T wd = (T)a.weight_decay, alpha = (T)a.alpha, one_alpha = (T)(1 - a.alpha);       \
-        const T eps = (T)a.eps, mom = (T)a.momentum, neg_lr = (T)(-a.lr);                       \
-        for (int64_t i = 0; i < n; i++) {                                                       \
-            T g = a.maximize ? -grad[i] : grad[i];                                              \
-            if (a.weight_decay != 0) g = g + wd * param[i]; /* grad.add(param, alpha=wd) */     \
-            T s = sq[i] * alpha + one_alpha * g * g; /* square_avg.mul_(a).addcmul_(g, g, value=1-a) */ \
-            sq[i] = s;                                                                          \
-            T avg;                                                                              \
-            if (a.centered) {                                                                   \
-                T ga = gavg[i] * alpha + one_alpha * g; /* grad_avg.mul_(a).add_(g, alpha=1-a) */ \
-                gavg[i] = ga;                                                                   \
-                avg = SQRT_##SUFFIX(s + (T)(-1) * ga * ga); /* square_avg.addcmul(ga, ga, value=-1).sqrt_() */ \
-            } else {                                                                            \
-                avg = SQRT_##SUFFIX(s);                                                         \
-            }                                                                                   \
-            avg = avg + eps;                                                /* avg.add_(eps) */ \
-            if (a.momentum > 0) {                                                               \
-                T b = buf[i] * mom + g / avg;      /* buf.mul_(momentum).addcdiv_(grad, avg) */ \
-                buf[i] = b;                                                                     \
-                param[i] = param[i] + neg_lr * b;  /* param.add_(buf, alpha=-lr) */             \
-            } else {                                                                            \
-                param[i] = param[i] + neg_lr * g / avg; /* param.addcdiv_(grad, avg, value=-lr) */ \
-            }                                                                                   \
-        }                                                                                       \
-    }
 
-#define SQRT_f32 sqrtf
-#define SQRT_f64 sqrt
+#define T float
+#define NAME(f) f##_f32
+#define SQRT sqrtf
+#include "optim/update_kernels.h"
+#undef T
+#undef NAME
+#undef SQRT
 
-DEFINE_SGD(float, f32)
-DEFINE_SGD(double, f64)
-static void adam_common_any_f32(float *param, const float *grad, float *m, float *v, int64_t n, tg_adam_args a);
-#define adam_common_any_f64 adam_common_f64
-DEFINE_ADAM(float, f32)
-DEFINE_ADAM(double, f64)
+#define T double
+#define NAME(f) f##_f64
+#define SQRT sqrt
+#include "optim/update_kernels.h"
+#undef T
+#undef NAME
+#undef SQRT
+
+static void adam_common_any_f64(double *param, const double *grad, double *m, double *v, int64_t n, tg_adam_args a) {
+    adam_common_f64(param, grad, m, v, n, a);
+}
 
 /* Adam's float32 step where IEEE subnormals are kept (the default). x86 takes a microcode
  * assist of ~100x an instruction's time for a vector instruction that reads or makes a
@@ -281,68 +184,3 @@ static void adam_common_any_f32(float *param, const float *grad, float *m, float
 #endif
     adam_common_f32(param, grad, m, v, n, a);
 }
-DEFINE_RMSPROP(float, f32)
-DEFINE_RMSPROP(double, f64)
-
-/* One tensor's elements [lo, hi) by the rule. */
-#define DEFINE_STEP(T, SUFFIX)                                                                  \
-    static void update_range_##SUFFIX(tg_optim_rule rule, const tg_optim_tensor *t, int64_t lo, int64_t hi) { \
-        T *p = (T *)t->param + lo, *s0 = OFF((T *)t->state[0], lo), *s1 = OFF((T *)t->state[1], lo); \
-        T *s2 = OFF((T *)t->state[2], lo);                                                      \
-        const T *g = (const T *)t->grad + lo;                                                   \
-        switch (rule) {                                                                         \
-        case TG_RULE_SGD: sgd_range_##SUFFIX(p, g, s0, hi - lo, t->args.sgd); break;            \
-        case TG_RULE_ADAM: adam_##SUFFIX(p, g, s0, s1, s2, hi - lo, t->args.adam); break;       \
-        case TG_RULE_RMSPROP: rmsprop_range_##SUFFIX(p, g, s0, s1, s2, hi - lo, t->args.rmsprop); break; \
-        }                                                                                       \
-    }                                                                                           \
-    typedef struct {                                                                            \
-        tg_optim_rule rule;                                                                     \
-        const tg_optim_tensor *tensors;                                                         \
-        int count;                                                                              \
-    } step_job_##SUFFIX;                                                                        \
-    /* Blocks [b0, b1) counted over the tensors in order, each tensor ceil(n / BLOCK) of them. */ \
-    static void update_blocks_##SUFFIX(int64_t b0, int64_t b1, void *arg) {                    \
-        const step_job_##SUFFIX *j = arg;                                                       \
-        int64_t first = 0; /* the first block of tensor i */                                    \
-        for (int i = 0; i < j->count && first < b1; i++) {                                      \
-            const tg_optim_tensor *t = &j->tensors[i];                                          \
-            int64_t blocks = (t->n + BLOCK - 1) / BLOCK;                                        \
-            int64_t lo = b0 > first ? b0 - first : 0, hi = b1 - first < blocks ? b1 - first : blocks; \
-            if (lo < hi) update_range_##SUFFIX(j->rule, t, lo * BLOCK, hi * BLOCK < t->n ? hi * BLOCK : t->n); \
-            first += blocks;                                                                    \
-        }                                                                                       \
-    }                                                                                           \
-    void tg_optim_kernel_##SUFFIX(tg_optim_rule rule, const tg_optim_tensor *tensors, int count) { \
-        int64_t blocks = 0;                                                                     \
-        for (int i = 0; i < count; i++) blocks += (tensors[i].n + BLOCK - 1) / BLOCK;           \
-        step_job_##SUFFIX j = {rule, tensors, count};                                           \
-        tg_parallel_for(blocks, PARALLEL_MIN / BLOCK, update_blocks_##SUFFIX, &j);              \
-    }
-
-DEFINE_STEP(float, f32)
-DEFINE_STEP(double, f64)
-
-/* GradScaler's unscale: each block ORs its own flag into the job's, once. */
-#define DEFINE_UNSCALE(T, SUFFIX)                                                               \
-    typedef struct {                                                                            \
-        T *grad;                                                                                \
-        int64_t n;                                                                              \
-        float inv_scale;                                                                        \
-        int found;                                                                              \
-    } unscale_job_##SUFFIX;                                                                     \
-    static void unscale_blocks_##SUFFIX(int64_t b0, int64_t b1, void *arg) {                   \
-        unscale_job_##SUFFIX *j = arg;                                                          \
-        int64_t lo = b0 * BLOCK, hi = b1 * BLOCK < j->n ? b1 * BLOCK : j->n;                    \
-        int found = 0;                                                                          \
-        for (int64_t i = lo; i < hi; i++) TG_UNSCALE_ELEMENT(T, j->grad[i], j->inv_scale, found); \
-        if (found) __atomic_store_n(&j->found, 1, __ATOMIC_RELAXED);                          \
-    }                                                                                           \
-    bool tg_unscale_kernel_##SUFFIX(T *grad, int64_t n, float inv_scale) {                      \
-        unscale_job_##SUFFIX j = {grad, n, inv_scale, 0};                                       \
-        tg_parallel_for((n + BLOCK - 1) / BLOCK, PARALLEL_MIN / BLOCK, unscale_blocks_##SUFFIX, &j); \
-        return __atomic_load_n(&j.found, __ATOMIC_RELAXED) != 0;                                \
-    }
-
-DEFINE_UNSCALE(float, f32)
-DEFINE_UNSCALE(double, f64)
