@@ -1,4 +1,4 @@
-/* 2-D convolution: definition, backward and CPU kernels (im2col + OpenBLAS GEMM);
+/* 2-D convolution: definition and backward; CPU kernels (im2col + GEMM) in ops/cpu/conv.c;
  * tg_conv_transpose2d is the input-gradient function applied forward (at the end).
  * CUDA kernels: ops/cuda/conv.cu; the index math both use: ops/conv_index.h.
  *
@@ -19,7 +19,7 @@
  * images. The columns of image b are b*L .. b*L+L-1 (L = Ho*Wo). Workspaces are
  * allocated once per call, never in the loops. Large calls give each task of the
  * thread pool (core/parallel.h) a block of whole chunks with a workspace of its own
- * (see make_plan). */
+ * (see tg_conv_make_plan, ops/cpu/conv.c). */
 #include "ops/conv.h"
 
 #include <string.h>
@@ -33,6 +33,7 @@
 #include "core/simd.h"
 #include "core/tensor_impl.h"
 #include "ops/conv_index.h"
+#include "ops/cpu/conv.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -41,431 +42,9 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
-typedef struct {
-    int sh, sw, ph, pw, dh, dw, groups;
-    int64_t kh, kw; /* weight's spatial size (weight_grad makes the weight) */
-    int64_t h, w;   /* input's spatial size (input_grad makes the input) */
-} conv_params;
-
-typedef struct {
-    int64_t n, c, h, w;   /* input */
-    int64_t co, kh, kw;   /* weight [co, c / groups, kh, kw] */
-    int64_t ho, wo;       /* output */
-    int sh, sw, ph, pw, dh, dw, groups;
-} conv_geom;
-
-static conv_geom make_geom(int64_t n, int64_t c, int64_t co, const conv_params *p) {
-    conv_geom g = {n, c, p->h, p->w, co, p->kh, p->kw, 0, 0, p->sh, p->sw, p->ph, p->pw, p->dh, p->dw, p->groups};
-    g.ho = tg_conv_out_size(p->h, p->kh, p->sh, p->ph, p->dh);
-    g.wo = tg_conv_out_size(p->w, p->kw, p->sw, p->pw, p->dw);
-    return g;
-}
-
-/* Images per chunk (see "conv chunks"). */
-static int64_t chunk_images(const conv_geom *g, size_t elem) {
-    int64_t per_image = g->c * g->kh * g->kw * g->ho * g->wo * (int64_t)elem;
-    int64_t b = per_image > 0 ? ((int64_t)1 << 20) / per_image : g->n;
-    if (b < 1) b = 1;
-    return b < g->n ? b : g->n;
-}
-
-/* How a call splits the batch: `threads` tasks each take a block of whole chunks of `chunk`
- * images (im2col, a single-threaded GEMM -- ops/cpu/gemm.h runs serially inside a parallel
- * loop -- and the copy out), with a workspace each; threads == 1 runs the
- * chunks in order with the parallelism inside im2col and the GEMM instead. Small images
- * make small GEMMs whose threading overhead outweighs them, so splitting by images wins
- * when there are enough of them (note "conv chunks"). */
-typedef struct {
-    int threads;
-    int64_t chunk;
-} conv_plan;
-
-static conv_plan make_plan(const conv_geom *g, size_t elem) {
-    conv_plan p = {1, chunk_images(g, elem)};
-    int nt = tg_in_parallel_region() ? 1 : tg_get_num_threads();
-    int64_t work = g->n * g->co * (g->c / g->groups) * g->kh * g->kw * g->ho * g->wo; /* multiply-adds */
-    if (nt < 2 || g->n < nt || work < ((int64_t)1 << 22)) return p;
-    /* Weight grad keeps a partial weight per extra thread: only when that stays small next to
-     * the work and in memory (a wide conv with many threads keeps the threaded GEMMs). */
-    int64_t wsize = g->co * (g->c / g->groups) * g->kh * g->kw;
-    if (wsize * nt > work / 16 || (size_t)(wsize * (nt - 1)) * elem > ((size_t)32 << 20)) return p;
-    /* A multiple of nt chunks of equal size, each at most the L2-sized chunk. */
-    int64_t per = (g->n + (int64_t)nt * p.chunk - 1) / ((int64_t)nt * p.chunk); /* chunks per thread */
-    p.threads = nt;
-    p.chunk = (g->n + (int64_t)nt * per - 1) / ((int64_t)nt * per);
-    return p;
-}
-
-#define CONV_GRAIN 32768
-
-/* Copies a short row of n >= 16 bytes in 16-byte moves, the last one overlapping: rows
- * of Wo elements are too short for a memcpy call or a vectorised loop's prologue to
- * pay off (single-threaded, LeNet conv1 forward 1.26 -> 0.71 ms, conv2 2.96 -> 2.60 ms). */
-static inline void copy_short(void *restrict dst, const void *restrict src, size_t n) {
-    char *d = dst;
-    const char *s = src;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) memcpy(d + i, s + i, 16);
-    if (i < n) memcpy(d + n - 16, s + n - 16, 16);
-}
-
-/* col2im of one float32 plane for stride 1 and dilation 1 with rows of at most 16
- * (LeNet's and most small images'): each input row is summed in a register, one masked
- * load of a column row per tap, four rows side by side, and stored once. The generic loop below adds each tap's
- * short row into the plane in memory, and its overlapping unaligned loads and stores
- * (taps one column apart) stall on store forwarding. Each element gets its taps in the
- * same (ki, kj) order either way, so the same sums. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target("avx512f"))) static void col2im_plane_rows(const conv_geom *g, const float *col, int64_t BL,
-                                                                 int64_t b, int64_t c, float *dst) {
-    enum { ROWS = 4 }; /* input rows at a time: four independent chains of adds */
-    int64_t L = g->ho * g->wo;
-    __mmask16 in_row = (__mmask16)((1u << g->w) - 1);
-    for (int64_t ih0 = 0; ih0 < g->h; ih0 += ROWS) {
-        int rows = g->h - ih0 < ROWS ? (int)(g->h - ih0) : ROWS;
-        __m512 acc[ROWS];
-        for (int r = 0; r < ROWS; r++)
-            acc[r] = r < rows ? _mm512_maskz_loadu_ps(in_row, dst + (ih0 + r) * g->w) : _mm512_setzero_ps();
-        for (int64_t ki = 0; ki < g->kh; ki++) {
-            const float *tap = col + (c * g->kh + ki) * g->kw * BL + b * L;
-            for (int64_t kj = 0; kj < g->kw; kj++, tap += BL) {
-                int64_t d = kj - g->pw; /* iw = ow + d */
-                uint32_t lanes = (uint32_t)((1u << g->wo) - 1);
-                lanes = d >= 0 ? lanes << d : lanes >> -d;
-                __mmask16 m = (__mmask16)(lanes & in_row);
-                for (int r = 0; r < ROWS; r++) {
-                    int64_t oh = ih0 + r + g->ph - ki; /* ih = oh - ph + ki */
-                    if (r >= rows || oh < 0 || oh >= g->ho) continue;
-                    /* lane iw reads the tap's row oh at ow = iw - d; masked-off lanes are not read */
-                    const char *src = (const char *)(tap + oh * g->wo) - d * (int64_t)sizeof(float);
-                    acc[r] = _mm512_add_ps(acc[r], _mm512_maskz_loadu_ps(m, src));
-                }
-            }
-        }
-        for (int r = 0; r < rows; r++) _mm512_mask_storeu_ps(dst + (ih0 + r) * g->w, in_row, acc[r]);
-    }
-}
-
-static bool col2im_rows_apply(const conv_geom *g, size_t elem) {
-    return __builtin_cpu_supports("avx512f") && elem == sizeof(float) && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->w <= 16 &&
-           g->wo <= 16 && g->pw < 16;
-}
-#else
-static void col2im_plane_rows(const conv_geom *g, const float *col, int64_t BL, int64_t b, int64_t c, float *dst) {
-    (void)g, (void)col, (void)BL, (void)b, (void)c, (void)dst;
-}
-static bool col2im_rows_apply(const conv_geom *g, size_t elem) { return (void)g, (void)elem, false; }
-#endif
-
-#define CONV_KERNELS(SFX, T, A, GEMM)                                                                                  \
-    /* col [C*kH*kW, B*L] rows [r0, r1) from x [B, C, H, W]. */                                                        \
-    typedef struct {                                                                                                   \
-        const conv_geom *g;                                                                                            \
-        const T *x;                                                                                                    \
-        int64_t b_count;                                                                                               \
-        T *col;                                                                                                        \
-    } im2col_job_##SFX;                                                                                                \
-    static void im2col_rows_##SFX(int64_t r0, int64_t r1, void *arg) {                                                 \
-        const im2col_job_##SFX *j = arg;                                                                               \
-        const conv_geom *g = j->g;                                                                                     \
-        const T *x = j->x;                                                                                             \
-        int64_t b_count = j->b_count, L = g->ho * g->wo, BL = b_count * L;                                             \
-        for (int64_t r = r0; r < r1; r++) {                                                                            \
-            int64_t c, ki, kj;                                                                                         \
-            tg_conv_col_row(r, g->kh, g->kw, &c, &ki, &kj);                                                            \
-            int64_t lo, hi, olo, ohi; /* the output columns and rows that read inside the image */                     \
-            tg_conv_valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                                      \
-            tg_conv_valid_range(g->ho, g->h, g->sh, g->ph, ki * g->dh, &olo, &ohi);                                    \
-            bool whole_rows = g->sw == 1 && lo == 0 && hi == g->wo && g->wo * (int64_t)sizeof(T) >= 16;                \
-            for (int64_t b = 0; b < b_count; b++) {                                                                    \
-                const T *src = x + (b * g->c + c) * g->h * g->w;                                                       \
-                T *dst = j->col + r * BL + b * L;                                                                      \
-                memset(dst, 0, (size_t)(olo * g->wo) * sizeof(T));                                                     \
-                memset(dst + ohi * g->wo, 0, (size_t)((g->ho - ohi) * g->wo) * sizeof(T));                             \
-                const T *row = src + tg_conv_tap(olo, ki * g->dh, g->sh, g->ph) * g->w +                               \
-                               tg_conv_tap(0, kj * g->dw, g->sw, g->pw);                                               \
-                T *d = dst + olo * g->wo;                                                                              \
-                for (int64_t oh = olo; oh < ohi; oh++, d += g->wo, row += g->sh * g->w) {                              \
-                    if (whole_rows) {                                                                                  \
-                        copy_short(d, row, (size_t)g->wo * sizeof(T));                                                 \
-                        continue;                                                                                      \
-                    }                                                                                                  \
-                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                                     \
-                    if (g->sw == 1) for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow];                              \
-                    else for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->sw];                                 \
-                    for (int64_t ow = hi; ow < g->wo; ow++) d[ow] = 0;                                                 \
-                }                                                                                                      \
-            }                                                                                                          \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void im2col_##SFX(const conv_geom *g, const T *x, int64_t b_count, T *col) {                                \
-        int64_t rows = g->c * g->kh * g->kw, BL = b_count * g->ho * g->wo;                                             \
-        im2col_job_##SFX j = {g, x, b_count, col};                                                                     \
-        tg_parallel_for(rows, rows * BL >= CONV_GRAIN ? 1 : rows, im2col_rows_##SFX, &j);                              \
-    }                                                                                                                  \
-    /* gx [B, C, H, W] += col2im(col [C*kH*kW, B*L]); each (b, c) plane by one thread. */                              \
-    typedef struct {                                                                                                   \
-        const conv_geom *g;                                                                                            \
-        const A *col;                                                                                                  \
-        int64_t b_count;                                                                                               \
-        A *gx;                                                                                                         \
-    } col2im_job_##SFX;                                                                                                \
-    static void col2im_planes_##SFX(int64_t p0, int64_t p1, void *arg) {                                               \
-        const col2im_job_##SFX *j = arg;                                                                               \
-        const conv_geom *g = j->g;                                                                                     \
-        int64_t L = g->ho * g->wo, BL = j->b_count * L;                                                                \
-        bool rows = col2im_rows_apply(g, sizeof(A));                                                                   \
-        for (int64_t pl = p0; pl < p1; pl++) {                                                                         \
-            int64_t b = pl / g->c, c = pl % g->c;                                                                      \
-            A *dst = j->gx + pl * g->h * g->w;                                                                         \
-            if (rows) {                                                                                                \
-                col2im_plane_rows(g, (const float *)j->col, BL, b, c, (float *)dst);                                   \
-                continue;                                                                                              \
-            }                                                                                                          \
-            for (int64_t ki = 0; ki < g->kh; ki++)                                                                     \
-                for (int64_t kj = 0; kj < g->kw; kj++) {                                                               \
-                    int64_t lo, hi;                                                                                    \
-                    tg_conv_valid_range(g->wo, g->w, g->sw, g->pw, kj * g->dw, &lo, &hi);                              \
-                    const A *src = j->col + ((c * g->kh + ki) * g->kw + kj) * BL + b * L;                              \
-                    for (int64_t oh = 0; oh < g->ho; oh++) {                                                           \
-                        int64_t ih = tg_conv_tap(oh, ki * g->dh, g->sh, g->ph);                                        \
-                        if (ih < 0 || ih >= g->h) continue;                                                            \
-                        A *row = dst + ih * g->w + tg_conv_tap(0, kj * g->dw, g->sw, g->pw);                           \
-                        const A *s = src + oh * g->wo;                                                                 \
-                        for (int64_t ow = lo; ow < hi; ow++) row[ow * g->sw] += s[ow];                                 \
-                    }                                                                                                  \
-                }                                                                                                      \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void col2im_##SFX(const conv_geom *g, const A *col, int64_t b_count, A *gx) {                               \
-        int64_t L = g->ho * g->wo, planes = b_count * g->c;                                                            \
-        col2im_job_##SFX j = {g, col, b_count, gx};                                                                    \
-        tg_parallel_for(planes, planes * g->kh * g->kw * L >= CONV_GRAIN ? 1 : planes, col2im_planes_##SFX, &j);       \
-    }                                                                                                                  \
-    /* tmp [Co, B*L] (A) -> y [B, Co, L] (A, images n0..), adding the bias. */                                         \
-    typedef struct {                                                                                                   \
-        const conv_geom *g;                                                                                            \
-        int64_t n0, B;                                                                                                 \
-        const A *bias;                                                                                                 \
-        A *y;                                                                                                          \
-        const A *tmp;                                                                                                  \
-    } scatter_job_##SFX;                                                                                               \
-    static void scatter_out_##SFX(int64_t p0, int64_t p1, void *arg) {                                                 \
-        const scatter_job_##SFX *j = arg;                                                                              \
-        const conv_geom *g = j->g;                                                                                     \
-        int64_t L = g->ho * g->wo, BL = j->B * L;                                                                      \
-        for (int64_t p = p0; p < p1; p++) {                                                                            \
-            int64_t b = p / g->co, o = p % g->co;                                                                      \
-            A *dst = j->y + ((j->n0 + b) * g->co + o) * L;                                                             \
-            const A *src = j->tmp + o * BL + b * L;                                                                    \
-            A add = j->bias ? j->bias[o] : 0;                                                                          \
-            for (int64_t l = 0; l < L; l++) dst[l] = src[l] + add;                                                     \
-        }                                                                                                              \
-    }                                                                                                                  \
-    /* grad [B, Co, L] (T, images n0..) -> gmat [Co, B*L]. */                                                          \
-    typedef struct {                                                                                                   \
-        const conv_geom *g;                                                                                            \
-        int64_t n0, B;                                                                                                 \
-        const T *grad;                                                                                                 \
-        T *gmat;                                                                                                       \
-    } gather_job_##SFX;                                                                                                \
-    static void gather_rows_##SFX(int64_t p0, int64_t p1, void *arg) {                                                 \
-        const gather_job_##SFX *j = arg;                                                                               \
-        const conv_geom *g = j->g;                                                                                     \
-        int64_t L = g->ho * g->wo, BL = j->B * L;                                                                      \
-        for (int64_t p = p0; p < p1; p++) {                                                                            \
-            int64_t b = p / g->co, o = p % g->co;                                                                      \
-            memcpy(j->gmat + o * BL + b * L, j->grad + ((j->n0 + b) * g->co + o) * L, (size_t)L * sizeof(T));          \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void gather_grad_##SFX(const conv_geom *g, const T *grad, int64_t n0, int64_t B, T *gmat) {                 \
-        gather_job_##SFX j = {g, n0, B, grad, gmat};                                                                   \
-        int64_t n = B * g->co;                                                                                         \
-        tg_parallel_for(n, n * g->ho * g->wo >= CONV_GRAIN ? 1 : n, gather_rows_##SFX, &j);                            \
-    }                                                                                                                  \
-    /* The calls' common arguments; task t of a plan with `threads` tasks takes a block of the                         \
-     * chunks, with workspace t (and, for the weight gradient, partial sum t). The workspaces                          \
-     * hold T or A elements by call (see workspaces()), so they are untyped here. */                                   \
-    typedef struct {                                                                                                   \
-        const conv_geom *g;                                                                                            \
-        conv_plan pl;                                                                                                  \
-        const T *x, *w, *grad;                                                                                         \
-        const A *bias;                                                                                                 \
-        A *out, *part;                                                                                                 \
-        void *col_all, *mat_all;                                                                                       \
-    } conv_job_##SFX;                                                                                                  \
-    static void chunk_range_##SFX(const conv_job_##SFX *j, int64_t t, int64_t *c0, int64_t *c1) {                      \
-        int64_t nchunks = j->pl.chunk > 0 ? (j->g->n + j->pl.chunk - 1) / j->pl.chunk : 0;                             \
-        int64_t per = (nchunks + j->pl.threads - 1) / j->pl.threads;                                                   \
-        *c0 = t * per < nchunks ? t * per : nchunks;                                                                   \
-        *c1 = *c0 + per < nchunks ? *c0 + per : nchunks;                                                               \
-    }                                                                                                                  \
-    /* y [N, Co, Ho, Wo] = w [Co, C/G, kH, kW] * x [N, C, H, W] + bias [Co] (bias may be NULL). */                     \
-    static void forward_tasks_##SFX(int64_t t0, int64_t t1, void *arg) {                                               \
-        const conv_job_##SFX *j = arg;                                                                                 \
-        const conv_geom *g = j->g;                                                                                     \
-        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
-        for (int64_t t = t0; t < t1; t++) {                                                                            \
-            T *col = (T *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                         \
-            A *tmp = (A *)j->mat_all + t * (g->co * chunk * L);                                                        \
-            int64_t c0, c1;                                                                                            \
-            chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
-            for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
-                int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                        \
-                im2col_##SFX(g, j->x + n0 * g->c * g->h * g->w, B, col);                                               \
-                for (int64_t gr = 0; gr < G; gr++)                                                                     \
-                    GEMM(false, false, cog, BL, kg, 1, j->w + gr * cog * kg, kg, col + gr * kg * BL, BL, 0,            \
-                         tmp + gr * cog * BL, BL);                                                                     \
-                scatter_job_##SFX sj = {g, n0, B, j->bias, j->out, tmp};                                               \
-                int64_t n = B * g->co;                                                                                 \
-                tg_parallel_for(n, n * L >= CONV_GRAIN ? 1 : n, scatter_out_##SFX, &sj);                               \
-            }                                                                                                          \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void conv_forward_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *w, const A *bias, A *y,      \
-                                   void *col_all, void *tmp_all) {                                                     \
-        conv_job_##SFX j = {g, pl, x, w, NULL, bias, y, NULL, col_all, tmp_all};                                       \
-        tg_parallel_for(pl.threads, 1, forward_tasks_##SFX, &j);                                                       \
-    }                                                                                                                  \
-    /* gx [N, C, H, W] = col2im(w^T grad). */                                                                          \
-    static void input_grad_tasks_##SFX(int64_t t0, int64_t t1, void *arg) {                                            \
-        const conv_job_##SFX *j = arg;                                                                                 \
-        const conv_geom *g = j->g;                                                                                     \
-        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
-        for (int64_t t = t0; t < t1; t++) {                                                                            \
-            A *col = (A *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                         \
-            T *gmat = (T *)j->mat_all + t * (g->co * chunk * L);                                                       \
-            int64_t c0, c1;                                                                                            \
-            chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
-            for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
-                int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                        \
-                gather_grad_##SFX(g, j->grad, n0, B, gmat);                                                            \
-                for (int64_t gr = 0; gr < G; gr++)                                                                     \
-                    GEMM(true, false, kg, BL, cog, 1, j->w + gr * cog * kg, kg, gmat + gr * cog * BL, BL, 0,           \
-                         col + gr * kg * BL, BL);                                                                      \
-                col2im_##SFX(g, col, B, j->out + n0 * g->c * g->h * g->w);                                             \
-            }                                                                                                          \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void conv_input_grad_##SFX(const conv_geom *g, conv_plan pl, const T *grad, const T *w, A *gx,              \
-                                      void *col_all, void *gmat_all) {                                                 \
-        memset(gx, 0, (size_t)(g->n * g->c * g->h * g->w) * sizeof(A));                                                \
-        conv_job_##SFX j = {g, pl, NULL, w, grad, NULL, gx, NULL, col_all, gmat_all};                                  \
-        tg_parallel_for(pl.threads, 1, input_grad_tasks_##SFX, &j);                                                    \
-    }                                                                                                                  \
-    /* gw [Co, C/G, kH, kW] = sum over images of grad * im2col(x)^T; task t > 0 sums its images                        \
-     * into part + (t - 1) * Co * kg, added to gw in task order afterwards. */                                         \
-    static void weight_grad_tasks_##SFX(int64_t t0, int64_t t1, void *arg) {                                           \
-        const conv_job_##SFX *j = arg;                                                                                 \
-        const conv_geom *g = j->g;                                                                                     \
-        int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk; \
-        int64_t wsize = g->co * kg;                                                                                    \
-        for (int64_t t = t0; t < t1; t++) {                                                                            \
-            T *col = (T *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);                                         \
-            T *gmat = (T *)j->mat_all + t * (g->co * chunk * L);                                                       \
-            A *acc = t == 0 ? j->out : j->part + (t - 1) * wsize;                                                      \
-            int64_t c0, c1;                                                                                            \
-            chunk_range_##SFX(j, t, &c0, &c1);                                                                         \
-            for (int64_t ci = c0; ci < c1; ci++) {                                                                     \
-                int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;                        \
-                im2col_##SFX(g, j->x + n0 * g->c * g->h * g->w, B, col);                                               \
-                gather_grad_##SFX(g, j->grad, n0, B, gmat);                                                            \
-                for (int64_t gr = 0; gr < G; gr++)                                                                     \
-                    GEMM(false, true, cog, kg, BL, 1, gmat + gr * cog * BL, BL, col + gr * kg * BL, BL, 1,             \
-                         acc + gr * cog * kg, kg);                                                                     \
-            }                                                                                                          \
-        }                                                                                                              \
-    }                                                                                                                  \
-    static void conv_weight_grad_##SFX(const conv_geom *g, conv_plan pl, const T *x, const T *grad, A *gw,             \
-                                       void *col_all, void *gmat_all, A *part) {                                       \
-        int64_t wsize = g->co * (g->c / g->groups) * g->kh * g->kw;                                                    \
-        memset(gw, 0, (size_t)wsize * sizeof(A));                                                                      \
-        if (pl.threads > 1) memset(part, 0, (size_t)((pl.threads - 1) * wsize) * sizeof(A));                           \
-        conv_job_##SFX j = {g, pl, x, NULL, grad, NULL, gw, part, col_all, gmat_all};                                  \
-        tg_parallel_for(pl.threads, 1, weight_grad_tasks_##SFX, &j);                                                   \
-        /* In task order: the same sums for the same plan, whichever threads ran the tasks. */                         \
-        for (int t = 1; t < pl.threads; t++)                                                                           \
-            for (int64_t i = 0; i < wsize; i++) gw[i] += part[(t - 1) * wsize + i];                                    \
-    }
-
-CONV_KERNELS(f32, float, float, tg_gemm_f32)
-CONV_KERNELS(f64, double, double, tg_gemm_f64)
-
-/* bfloat16 operands, float32 results: the AVX512-BF16 GEMM (ops/cpu/gemm_bf16.c) under the same
- * drivers. im2col and the gathered gradient move 2-byte elements; every GEMM sums in float32
- * into a float32 result (y, the columns col2im adds up, the weight gradient), which the
- * callers round to bfloat16 once. The drivers pass alpha 1 and beta 0 or 1. */
-static void gemm_bf16_to_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                             const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float beta, float *c,
-                             int64_t ldc) {
-    (void)alpha;
-    tg_gemm_bf16(m, n, k, a, trans_a ? 1 : lda, trans_a ? lda : 1, b, trans_b ? 1 : ldb, trans_b ? ldb : 1, beta != 0,
-                 c, ldc);
-}
-/* Its conv_forward_bf16 (a float32 y) is left unused: conv_forward_bf16_rounded below. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-CONV_KERNELS(bf16, uint16_t, float, gemm_bf16_to_f32)
-#pragma GCC diagnostic pop
-
-/* dst[i] = bfloat16(src[i] + add), rounded as tg_cast rounds. */
-TG_VECTOR_CLONES static void round_to_bf16(const float *restrict src, float add, int64_t n, uint16_t *restrict dst) {
-    for (int64_t i = 0; i < n; i++) dst[i] = tg_float_to_bf16_bits(src[i] + add);
-}
-
-/* The bfloat16 forward with a bfloat16 output: forward_tasks_bf16's chunks, but each chunk's
- * float32 GEMM result (plus the bias) is rounded as it is scattered into y, so no float32 y
- * is allocated, written and cast (the same bits: each element rounded once). */
-typedef struct {
-    const conv_geom *g;
-    int64_t n0, B;
-    const float *bias, *tmp;
-    uint16_t *y;
-} scatter_rounded_job;
-static void scatter_rounded(int64_t p0, int64_t p1, void *arg) {
-    const scatter_rounded_job *j = arg;
-    const conv_geom *g = j->g;
-    int64_t L = g->ho * g->wo, BL = j->B * L;
-    for (int64_t p = p0; p < p1; p++) {
-        int64_t b = p / g->co, o = p % g->co;
-        round_to_bf16(j->tmp + o * BL + b * L, j->bias ? j->bias[o] : 0, L, j->y + ((j->n0 + b) * g->co + o) * L);
-    }
-}
-typedef struct {
-    const conv_geom *g;
-    conv_plan pl;
-    const uint16_t *x, *w;
-    const float *bias;
-    uint16_t *y;
-    void *col_all, *tmp_all;
-} forward_rounded_job;
-static void forward_rounded_tasks(int64_t t0, int64_t t1, void *arg) {
-    const forward_rounded_job *j = arg;
-    const conv_geom *g = j->g;
-    int64_t L = g->ho * g->wo, G = g->groups, cog = g->co / G, kg = g->c / G * g->kh * g->kw, chunk = j->pl.chunk;
-    conv_job_bf16 range = {.g = g, .pl = j->pl};
-    for (int64_t t = t0; t < t1; t++) {
-        uint16_t *col = (uint16_t *)j->col_all + t * (g->c * g->kh * g->kw * chunk * L);
-        float *tmp = (float *)j->tmp_all + t * (g->co * chunk * L);
-        int64_t c0, c1;
-        chunk_range_bf16(&range, t, &c0, &c1);
-        for (int64_t ci = c0; ci < c1; ci++) {
-            int64_t n0 = ci * chunk, B = g->n - n0 < chunk ? g->n - n0 : chunk, BL = B * L;
-            im2col_bf16(g, j->x + n0 * g->c * g->h * g->w, B, col);
-            for (int64_t gr = 0; gr < G; gr++)
-                gemm_bf16_to_f32(false, false, cog, BL, kg, 1, j->w + gr * cog * kg, kg, col + gr * kg * BL, BL, 0,
-                                 tmp + gr * cog * BL, BL);
-            scatter_rounded_job sj = {g, n0, B, j->bias, tmp, j->y};
-            int64_t n = B * g->co;
-            tg_parallel_for(n, n * L >= CONV_GRAIN ? 1 : n, scatter_rounded, &sj);
-        }
-    }
-}
-static void conv_forward_bf16_rounded(const conv_geom *g, conv_plan pl, const uint16_t *x, const uint16_t *w,
-                                      const float *bias, uint16_t *y, void *col_all, void *tmp_all) {
-    forward_rounded_job j = {g, pl, x, w, bias, y, col_all, tmp_all};
-    tg_parallel_for(pl.threads, 1, forward_rounded_tasks, &j);
-}
+typedef tg_conv_params conv_params; /* ops/cpu/conv.h: shared with the kernels */
+typedef tg_conv_geom conv_geom;
+typedef tg_conv_plan conv_plan;
 
 /* float16 / bfloat16 (docs/mixed-precision.md): bfloat16 on a CPU with AVX512-BF16 runs the
  * bf16 kernels above; the rest (float16, bfloat16 on other CPUs, both on CUDA) is the
@@ -516,7 +95,7 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
     }
     tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = has_bias ? tg_contiguous(in[2]) : NULL;
     if (!x || !w || (has_bias && !b)) return NULL;
-    conv_geom g = make_geom(x->shape.dims[0], x->shape.dims[1], w->shape.dims[0], p);
+    conv_geom g = tg_conv_make_geom(x->shape.dims[0], x->shape.dims[1], w->shape.dims[0], p);
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
         tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype, .device = x->storage->device});
         if (!y || TG_CUDA_CALL("tg_conv2d", tg_cuda_conv2d_forward, y, x, w, b, p->sh, p->sw, p->ph, p->pw, p->dh,
@@ -529,15 +108,15 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (bf16 && b && !(b = tg_cast(b, TG_FLOAT32))) return NULL;
     tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype});
     void *col, *tmp;
-    conv_plan pl = make_plan(&g, tg_dtype_size(x->dtype));
+    conv_plan pl = tg_conv_make_plan(&g, tg_dtype_size(x->dtype));
     if (!y || workspaces(&g, pl, acc, &col, &tmp, NULL)) return NULL;
     void *bias = b ? tg_data_ptr(b) : NULL;
     if (bf16)
-        conv_forward_bf16_rounded(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+        tg_cpu_conv_forward_bf16_rounded(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     else if (x->dtype == TG_FLOAT32)
-        conv_forward_f32(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+        tg_cpu_conv_forward_f32(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     else
-        conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+        tg_cpu_conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     return y;
 }
 
@@ -659,7 +238,7 @@ static tg_tensor *bias_grad_bf16(tg_tensor *grad) {
     tg_tensor *out = tg_empty(TG_SHAPE(co), (tg_opts){.dtype = TG_FLOAT32});
     if (!out) return NULL;
     bias_grad_job j = {n, co, l, tg_data_ptr(grad), tg_data_ptr(out)};
-    tg_parallel_for(co, n * co * l >= CONV_GRAIN ? 8 : co, bias_grad_channels, &j);
+    tg_parallel_for(co, n * co * l >= TG_CONV_GRAIN ? 8 : co, bias_grad_channels, &j);
     return out;
 }
 
@@ -696,7 +275,7 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     }
     tg_tensor *g = tg_contiguous(in[0]), *w = tg_contiguous(in[1]);
     if (!g || !w) return NULL;
-    conv_geom geom = make_geom(g->shape.dims[0], w->shape.dims[1] * p->groups, w->shape.dims[0], p);
+    conv_geom geom = tg_conv_make_geom(g->shape.dims[0], w->shape.dims[1] * p->groups, w->shape.dims[0], p);
     if (g->storage->device.kind == TG_DEVICE_CUDA) {
         tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w),
                                  (tg_opts){.dtype = g->dtype, .device = g->storage->device});
@@ -709,14 +288,14 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_dtype acc = bf16 ? TG_FLOAT32 : g->dtype;
     tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w), (tg_opts){.dtype = acc});
     void *col, *mat;
-    conv_plan pl = make_plan(&geom, tg_dtype_size(acc)); /* the columns col2im reads are `acc` */
+    conv_plan pl = tg_conv_make_plan(&geom, tg_dtype_size(acc)); /* the columns col2im reads are `acc` */
     if (!gx || workspaces(&geom, pl, acc, &col, &mat, NULL)) return NULL;
     if (bf16)
-        conv_input_grad_bf16(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+        tg_cpu_conv_input_grad_bf16(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
     else if (g->dtype == TG_FLOAT32)
-        conv_input_grad_f32(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+        tg_cpu_conv_input_grad_f32(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
     else
-        conv_input_grad_f64(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+        tg_cpu_conv_input_grad_f64(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
     return bf16 ? tg_cast(gx, TG_BFLOAT16) : gx;
 }
 
@@ -741,7 +320,7 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     }
     tg_tensor *x = tg_contiguous(in[0]), *g = tg_contiguous(in[1]);
     if (!x || !g) return NULL;
-    conv_geom geom = make_geom(x->shape.dims[0], x->shape.dims[1], g->shape.dims[1], p);
+    conv_geom geom = tg_conv_make_geom(x->shape.dims[0], x->shape.dims[1], g->shape.dims[1], p);
     tg_shape wshape = TG_SHAPE(geom.co, geom.c / p->groups, geom.kh, geom.kw);
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
         tg_tensor *gw = tg_empty(wshape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
@@ -754,14 +333,14 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_dtype acc = bf16 ? TG_FLOAT32 : x->dtype;
     tg_tensor *gw = tg_empty(wshape, (tg_opts){.dtype = acc});
     void *col, *mat, *part;
-    conv_plan pl = make_plan(&geom, tg_dtype_size(x->dtype));
+    conv_plan pl = tg_conv_make_plan(&geom, tg_dtype_size(x->dtype));
     if (!gw || workspaces(&geom, pl, acc, &col, &mat, &part)) return NULL;
     if (bf16)
-        conv_weight_grad_bf16(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
+        tg_cpu_conv_weight_grad_bf16(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
     else if (x->dtype == TG_FLOAT32)
-        conv_weight_grad_f32(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
+        tg_cpu_conv_weight_grad_f32(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
     else
-        conv_weight_grad_f64(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
+        tg_cpu_conv_weight_grad_f64(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
     return bf16 ? tg_cast(gw, TG_BFLOAT16) : gw;
 }
 
