@@ -1,6 +1,6 @@
 /* The optimizers' fused CPU updates as ordinary functions, for one element type:
  * included once per type by optim/kernels.c with T (float, double), NAME(f) (f_f32,
- * f_f64) and SQRT (sqrtf, sqrt) defined. No include guard, on purpose. Each loop body is
+ * f_f64) and SQRT (sqrtf, sqrt) defined. No include guard, on purpose; it undefines its parameters at its end. Each loop body is
  * the per-element form of PyTorch 1.13's _single_tensor_* function, statement by
  * statement; the comments quote the tensor op each line stands for. */
 
@@ -168,3 +168,8 @@ bool NAME(tg_unscale_kernel)(T *grad, int64_t n, float inv_scale) {
     tg_parallel_for((n + BLOCK - 1) / BLOCK, PARALLEL_MIN / BLOCK, NAME(unscale_blocks), &j);
     return __atomic_load_n(&j.found, __ATOMIC_RELAXED) != 0;
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef SQRT
+#undef NAME

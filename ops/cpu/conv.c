@@ -110,20 +110,12 @@ static bool col2im_rows_apply(const tg_conv_geom *g, size_t elem) { return (void
 #define GEMM tg_gemm_f32
 #define NAME(f) f##_f32
 #include "ops/cpu/conv_kernels.h"
-#undef T
-#undef A
-#undef GEMM
-#undef NAME
 
 #define T double
 #define A double
 #define GEMM tg_gemm_f64
 #define NAME(f) f##_f64
 #include "ops/cpu/conv_kernels.h"
-#undef T
-#undef A
-#undef GEMM
-#undef NAME
 
 /* bfloat16 operands, float32 results: the AVX512-BF16 GEMM (ops/cpu/gemm_bf16.c) under the same
  * drivers. im2col and the gathered gradient move 2-byte elements; every GEMM sums in float32
@@ -143,10 +135,6 @@ static void gemm_bf16_to_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, i
 #define GEMM gemm_bf16_to_f32
 #define NAME(f) f##_bf16
 #include "ops/cpu/conv_kernels.h"
-#undef T
-#undef A
-#undef GEMM
-#undef NAME
 
 /* dst[i] = bfloat16(src[i] + add), rounded as tg_cast rounds. */
 TG_VECTOR_CLONES static void round_to_bf16(const float *restrict src, float add, int64_t n, uint16_t *restrict dst) {

@@ -2,7 +2,7 @@
  * chunked GEMM loops) as ordinary functions, for one operand type: included once per
  * type by ops/cpu/conv.c with T (the operand: float, double, bf16 bits), A (the
  * accumulator and result: float, double, float), GEMM (the GEMM on T operands into A)
- * and NAME(f) (f_f32, f_f64, f_bf16) defined. No include guard, on purpose.
+ * and NAME(f) (f_f32, f_f64, f_bf16) defined. No include guard, on purpose; it undefines its parameters at its end.
  * Contract: ops/cpu/conv.h. */
 
 /* col [C*kH*kW, B*L] rows [r0, r1) from x [B, C, H, W]. */
@@ -234,3 +234,9 @@ void NAME(tg_cpu_conv_weight_grad)(const tg_conv_geom *g, tg_conv_plan pl, const
     for (int t = 1; t < pl.threads; t++)
         for (int64_t i = 0; i < wsize; i++) gw[i] += part[(t - 1) * wsize + i];
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef A
+#undef GEMM
+#undef NAME

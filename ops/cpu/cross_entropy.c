@@ -10,11 +10,7 @@
 #define T float
 #define NAME(f) f##_f32
 #include "ops/cpu/cross_entropy_kernels.h"
-#undef T
-#undef NAME
 
 #define T double
 #define NAME(f) f##_f64
 #include "ops/cpu/cross_entropy_kernels.h"
-#undef T
-#undef NAME

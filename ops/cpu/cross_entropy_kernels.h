@@ -1,6 +1,6 @@
 /* Fused cross entropy's CPU kernel as ordinary functions, for one element type:
  * included once per type by ops/cpu/cross_entropy.c with T and NAME(f) (f_f32, f_f64)
- * defined. No include guard, on purpose. Contract: ops/cpu/cross_entropy.h; the
+ * defined. No include guard, on purpose; it undefines its parameters at its end. Contract: ops/cpu/cross_entropy.h; the
  * per-element formulas are ops/loss_formulas.h's, shared with ops/cuda/loss.cu. */
 
 /* loss [n*d] and lse [n*d] from x [n, c, d]; ignored elements give loss 0. */
@@ -43,3 +43,7 @@ void NAME(tg_cpu_cross_entropy)(const tg_ce_args *a, const T *x, const int64_t *
     int64_t rows = a->n * a->d;
     tg_parallel_for(rows, a->n * a->c * a->d >= 32768 ? 1 : rows, NAME(ce_forward_chunk), &j_);
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef NAME

@@ -10,30 +10,20 @@
 #define T float
 #define NAME(f) f##_f32
 #include "ops/cpu/extreme_kernels.h"
-#undef T
-#undef NAME
 
 #define T double
 #define NAME(f) f##_f64
 #include "ops/cpu/extreme_kernels.h"
-#undef T
-#undef NAME
 
 #define T int64_t
 #define NAME(f) f##_i64
 #include "ops/cpu/extreme_kernels.h"
-#undef T
-#undef NAME
 
 #define T int32_t
 #define NAME(f) f##_i32
 #include "ops/cpu/extreme_kernels.h"
-#undef T
-#undef NAME
 
 #define T uint8_t
 #define NAME(f) f##_u8
 #include "ops/cpu/extreme_kernels.h"
-#undef T
-#undef NAME
 #pragma GCC diagnostic pop

@@ -1,6 +1,6 @@
 /* The extreme-element kernel of ops/cpu/extreme.c as ordinary functions, for one
  * element type: included once per type with T and NAME(f) defined (f_f32, f_f64,
- * f_i64, f_i32, f_u8). No include guard, on purpose. Contract: ops/cpu/extreme.h. */
+ * f_i64, f_i32, f_u8). No include guard, on purpose; it undefines its parameters at its end. Contract: ops/cpu/extreme.h. */
 
 /* The first extreme element of each output's reduced elements; NaN beats everything
  * (it propagates, as in PyTorch), so the first NaN is picked. */
@@ -41,3 +41,7 @@ void NAME(tg_cpu_extreme)(const tg_reduce_plan *p, const T *x, T *values, int64_
     bool par = outer * p->inner_numel >= EXTREME_GRAIN && outer > 1;
     tg_parallel_for(outer, par ? 1 : outer, NAME(extreme_chunk), &j_);
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef NAME

@@ -153,3 +153,7 @@ void NAME(tg_cpu_bn_backward)(int64_t O, int64_t C, int64_t I, const T *g, const
     NAME(bn_backward_job) j_ = {O, C, I, g, x, w, stats, gx, gw, gb};
     tg_parallel_for(C, O * C * I >= 32768 && C > 1 ? 1 : C, NAME(bn_backward_chunk), &j_);
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef NAME

@@ -38,14 +38,10 @@ static inline bool vector_2x2_f64(const double *x, int64_t h, int64_t w, int64_t
 #define T float
 #define NAME(f) f##_f32
 #include "ops/cpu/pool_kernels.h"
-#undef T
-#undef NAME
 
 #define T double
 #define NAME(f) f##_f64
 #include "ops/cpu/pool_kernels.h"
-#undef T
-#undef NAME
 
 /* bfloat16 on the CPU (what autocast gives after a bfloat16 convolution): each task widens
  * one plane at a time into a float32 buffer of its own and runs the float32 kernel on it,

@@ -1,7 +1,7 @@
 /* The pooling kernels of ops/cpu/pool.c as ordinary functions, for one element type:
  * included once per type by ops/cpu/pool.c with T (float, double) and NAME(f) (f's name
  * for that type, f_f32 or f_f64) defined, so there is one body to read and step through.
- * No include guard, on purpose. Each kernel walks contiguous planes, the planes split
+ * No include guard, on purpose; it undefines its parameters at its end. Each kernel walks contiguous planes, the planes split
  * over the thread pool; declarations and contracts: ops/cpu/pool.h. */
 
 /* ---- max pooling ---- */
@@ -167,3 +167,7 @@ void NAME(tg_cpu_avg_unpool)(const tg_pool_geometry *q, int64_t planes, const T 
     NAME(avg_job) j_ = {q, g, gx};
     tg_parallel_for(planes, planes * q->h * q->w >= POOL_GRAIN ? 1 : planes, NAME(avg_backward_chunk), &j_);
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef NAME

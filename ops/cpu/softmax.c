@@ -12,14 +12,8 @@
 #define NAME(f) f##_f32
 #define EXP expf
 #include "ops/cpu/softmax_kernels.h"
-#undef T
-#undef NAME
-#undef EXP
 
 #define T double
 #define NAME(f) f##_f64
 #define EXP exp
 #include "ops/cpu/softmax_kernels.h"
-#undef T
-#undef NAME
-#undef EXP

@@ -1,6 +1,6 @@
 /* softmax / log_softmax's CPU kernel as ordinary functions, for one element type:
  * included once per type by ops/cpu/softmax.c with T, NAME(f) (f_f32, f_f64) and EXP
- * (expf, exp) defined. No include guard, on purpose. Contract: ops/cpu/softmax.h. */
+ * (expf, exp) defined. No include guard, on purpose; it undefines its parameters at its end. Contract: ops/cpu/softmax.h. */
 
 /* One row of `len` elements at stride xs (input) / os (output). Stable: exp(x - max).
  * A row whose max is -inf (all -inf) gives NaN, as PyTorch's. */
@@ -49,3 +49,8 @@ void NAME(tg_cpu_softmax)(const tg_reduce_plan *px, const tg_reduce_plan *po, co
     bool par = outer * px->inner_numel >= SOFTMAX_GRAIN && outer > 1;
     tg_parallel_for(outer, par ? 1 : outer, NAME(softmax_chunk), &j_);
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef EXP
+#undef NAME

@@ -12,11 +12,7 @@
 #define T float
 #define NAME(f) f##_f32
 #include "ops/cpu/stats_kernels.h"
-#undef T
-#undef NAME
 
 #define T double
 #define NAME(f) f##_f64
 #include "ops/cpu/stats_kernels.h"
-#undef T
-#undef NAME

@@ -1,6 +1,6 @@
 /* var/std/logsumexp/norm's CPU kernel as ordinary functions, for one element type:
  * included once per type by ops/cpu/stats.c with T and NAME(f) (f_f32, f_f64) defined.
- * No include guard, on purpose. Contract: ops/cpu/stats.h. */
+ * No include guard, on purpose; it undefines its parameters at its end. Contract: ops/cpu/stats.h. */
 
 /* One output element from the reduced elements of `base` (n of them, k-th at AT(k)). */
 #define AT(k) ((double)(flat ? base[(k) * st] : base[tg_reduce_inner_offset(p, (k))]))
@@ -63,3 +63,7 @@ void NAME(tg_cpu_stats)(const tg_reduce_plan *p, const T *x, T *out, tg_stat_kin
     tg_parallel_for(outer, par ? 1 : outer, NAME(stats_chunk), &j_);
 }
 #undef AT
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef NAME

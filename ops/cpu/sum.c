@@ -19,11 +19,6 @@
 #define STORE TO_FLOAT
 #define NAME(f) f##_f32
 #include "ops/cpu/sum_kernels.h"
-#undef T
-#undef ACC
-#undef LOAD
-#undef STORE
-#undef NAME
 
 #define T double
 #define ACC double
@@ -31,11 +26,6 @@
 #define STORE AS_IS
 #define NAME(f) f##_f64
 #include "ops/cpu/sum_kernels.h"
-#undef T
-#undef ACC
-#undef LOAD
-#undef STORE
-#undef NAME
 
 #define T int64_t
 #define ACC int64_t
@@ -43,11 +33,6 @@
 #define STORE AS_IS
 #define NAME(f) f##_i64
 #include "ops/cpu/sum_kernels.h"
-#undef T
-#undef ACC
-#undef LOAD
-#undef STORE
-#undef NAME
 
 #define T uint16_t
 #define ACC double
@@ -55,11 +40,6 @@
 #define STORE TO_BF16
 #define NAME(f) f##_bf16
 #include "ops/cpu/sum_kernels.h"
-#undef T
-#undef ACC
-#undef LOAD
-#undef STORE
-#undef NAME
 
 #define T uint16_t
 #define ACC double
@@ -67,11 +47,6 @@
 #define STORE TO_HALF
 #define NAME(f) f##_f16
 #include "ops/cpu/sum_kernels.h"
-#undef T
-#undef ACC
-#undef LOAD
-#undef STORE
-#undef NAME
 
 /* A full sum of a long contiguous float32 run: partial sums (in double) of fixed blocks
  * of TG_REDUCE_GRAIN elements, the blocks split across threads, the partials added in

@@ -1,7 +1,7 @@
 /* sum's CPU kernel as ordinary functions, for one element type: included once per
  * type by ops/cpu/sum.c with T (the element), ACC (the accumulator), LOAD(v) (an
  * element widened to ACC) and STORE(a) (an accumulated sum rounded to T) and NAME(f)
- * defined. No include guard, on purpose. Contract: ops/cpu/sum.h. */
+ * defined. No include guard, on purpose; it undefines its parameters at its end. Contract: ops/cpu/sum.h. */
 
 /* out[o] = sum over the reduced dims, accumulated in double (LOAD widens an element,
  * STORE rounds a sum to T: bfloat16 and float16 are read as they are, with the bits of
@@ -72,3 +72,10 @@ void NAME(tg_cpu_sum)(const tg_reduce_plan *p, const T *x, T *out) {
     bool par = outer * inner >= TG_REDUCE_GRAIN && outer > 1;
     tg_parallel_for(outer, par ? 1 : outer, NAME(sum_rows), &j);
 }
+
+/* The parameters end with this instantiation. */
+#undef T
+#undef ACC
+#undef LOAD
+#undef STORE
+#undef NAME
