@@ -130,6 +130,17 @@ static _Atomic int running_calls, most_running; /* calls now, and the most at on
 static _Thread_local bool ran_here;
 static pthread_mutex_t room_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* OpenBLAS takes its buffer with malloc. On a thread that has not allocated before,
+ * glibc first maps a new arena (64 MiB of address space) for it, which the room check
+ * does not count: the check passed, the arena took the room, and OpenBLAS's malloc then
+ * failed and retried forever (seen under ulimit -v on a pool thread). A small
+ * allocation makes the thread's arena now, before the check (or falls back to the
+ * main arena when there is no room for one). */
+static void warm_thread_arena(void) {
+    void *volatile p = malloc(64);
+    free(p);
+}
+
 static bool room_for_a_buffer(void) {
     void *p = mmap(NULL, BUFFER_ROOM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return false;
@@ -156,6 +167,7 @@ bool tg_blas_gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, in
         call(f64, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {
         pthread_mutex_lock(&room_lock);
+        warm_thread_arena();
         ok = room_for_a_buffer();
         if (ok) {
             call(f64, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
