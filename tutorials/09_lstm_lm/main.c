@@ -28,21 +28,6 @@ typedef struct {
     unsigned char chars[256]; /* index -> byte, in byte order */
 } corpus;
 
-static void append_file(unsigned char **text, int64_t *length, const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot read %s (Debian's `fortunes` package; ./bazelw installs it)\n", path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *text = realloc(*text, (size_t)(*length + size));
-    if (!*text || fread(*text + *length, 1, (size_t)size, f) != (size_t)size) exit(1);
-    *length += size;
-    fclose(f);
-}
-
 /* The vocabulary is the set of bytes in the text, sorted (the twin's sorted(set(text))). */
 static corpus load_corpus(const tut_args *args) {
     unsigned char *text = NULL;
@@ -57,7 +42,7 @@ static corpus load_corpus(const tut_args *args) {
         char path[4096];
         for (size_t i = 0; i < sizeof corpus_files / sizeof corpus_files[0]; i++) {
             snprintf(path, sizeof path, "%s/%s", args->data_dir, corpus_files[i]);
-            append_file(&text, &length, path);
+            tut_append_file(&text, &length, path);
         }
     }
     corpus c = {.ids = malloc((size_t)length * sizeof(int64_t)), .length = length};

@@ -6,24 +6,10 @@
 #include <sys/stat.h>
 
 #include "tutorials/10_gpt/gpt.h"
+#include "tutorials/common/common.h"
 
 /* The files of /usr/share/games/fortunes read for a folder, lesson 09's (about 400 KB). */
 static const char *const fortune_files[] = {"wisdom", "literature", "science", "people"};
-
-static void append_file(unsigned char **text, int64_t *length, const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot read %s (Debian's `fortunes` package; ./bazelw installs it)\n", path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *text = realloc(*text, (size_t)(*length + size));
-    if (!*text || fread(*text + *length, 1, (size_t)size, f) != (size_t)size) exit(1);
-    *length += size;
-    fclose(f);
-}
 
 /* --synthetic: uniform ids, so the loss cannot go below log(96) = 4.56; the smoke
  * tests and the timing need no corpus. Shown as ' '..'~' and '\n'. */
@@ -48,10 +34,10 @@ gpt_corpus gpt_corpus_load(const char *path, bool synthetic) {
         char file[4096];
         for (size_t i = 0; i < sizeof fortune_files / sizeof fortune_files[0]; i++) {
             snprintf(file, sizeof file, "%s/%s", path, fortune_files[i]);
-            append_file(&text, &length, file);
+            tut_append_file(&text, &length, file);
         }
     } else {
-        append_file(&text, &length, path);
+        tut_append_file(&text, &length, path);
     }
     gpt_corpus c = {.ids = malloc((size_t)length * sizeof(int64_t)), .length = length, .name = path};
     int index_of[256];

@@ -121,6 +121,9 @@ typedef struct {
  * The tensors are owned by the caller: tut_data_free. */
 tut_data tut_load_data(const tut_args *args, bool image_shape);
 void tut_data_free(tut_data *d);
+/* Appends the bytes of the file at path to *text (realloc'd; *length grows); exits
+ * with a message naming the file (and Debian's `fortunes` package) when it cannot. */
+void tut_append_file(unsigned char **text, int64_t *length, const char *path);
 
 /* ---- evaluation ---- */
 

@@ -1,5 +1,6 @@
 /* Data sets and the evaluation loop (see common.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tutorials/common/common.h"
@@ -88,4 +89,19 @@ tut_eval tut_evaluate(tg_module *model, tg_tensor *x, tg_tensor *y, int64_t batc
     tg_loader_free(ld);
     tg_train(model, was_training);
     return (tut_eval){.accuracy = 100.0 * (double)correct / (double)n, .loss = loss_sum / (double)n};
+}
+
+void tut_append_file(unsigned char **text, int64_t *length, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot read %s (Debian's `fortunes` package; ./bazelw installs it)\n", path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *text = realloc(*text, (size_t)(*length + size));
+    if (!*text || fread(*text + *length, 1, (size_t)size, f) != (size_t)size) exit(1);
+    *length += size;
+    fclose(f);
 }
