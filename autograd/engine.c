@@ -1,4 +1,4 @@
-/* The backward engine (DESIGN.md, "Autograd").
+/* The backward engine (docs/design.md, "Gradients and in-place writes").
  *
  * One call is one graph task (PyTorch's GraphTask): everything a backward needs to
  * remember (which nodes it reaches, how many edges each still waits for, the

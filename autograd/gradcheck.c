@@ -5,7 +5,7 @@
 
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
-#include "core/rng.h"
+#include "core/rng_impl.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"

@@ -2,6 +2,7 @@
  * (torch.add(a, b, out=c)). GB/s counts the three arrays. Twin: bench/add_torch.py. */
 #include "bench/bench_util.h"
 #include "tapegrad.h"
+#include "ops/elementwise_impl.h"
 
 #define N (16 * 1024 * 1024)
 #define REPS 30

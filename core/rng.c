@@ -1,4 +1,5 @@
 #include "core/rng.h"
+#include "core/rng_impl.h"
 
 #include <pthread.h>
 

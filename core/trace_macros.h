@@ -170,9 +170,6 @@
 #define tg_mul_(...) TG_TRACED_STATUS_(tg_mul_, tg_mul_(__VA_ARGS__))
 #define tg_mul_scalar_(...) TG_TRACED_STATUS_(tg_mul_scalar_, tg_mul_scalar_(__VA_ARGS__))
 #define tg_add_scaled_(...) TG_TRACED_STATUS_(tg_add_scaled_, tg_add_scaled_(__VA_ARGS__))
-#define tg_unary_into(...) TG_TRACED_STATUS_(tg_unary_into, tg_unary_into(__VA_ARGS__))
-#define tg_binary_into(...) TG_TRACED_STATUS_(tg_binary_into, tg_binary_into(__VA_ARGS__))
-#define tg_gt_mask(...) TG_TRACED_PTR_(tg_tensor, tg_gt_mask, tg_gt_mask(__VA_ARGS__))
 
 /* ops/fake_quantize.h */
 #define tg_fake_quantize_per_tensor_affine(...) TG_TRACED_PTR_(tg_tensor, tg_fake_quantize_per_tensor_affine, tg_fake_quantize_per_tensor_affine(__VA_ARGS__))
@@ -244,7 +241,6 @@
 #define tg_bernoulli_(...) TG_TRACED_STATUS_(tg_bernoulli_, tg_bernoulli_(__VA_ARGS__))
 #define tg_get_rng_state(...) TG_TRACED_PTR_(tg_tensor, tg_get_rng_state, tg_get_rng_state(__VA_ARGS__))
 #define tg_set_rng_state(...) TG_TRACED_STATUS_(tg_set_rng_state, tg_set_rng_state(__VA_ARGS__))
-#define tg_check_rng_state_(...) TG_TRACED_STATUS_(tg_check_rng_state_, tg_check_rng_state_(__VA_ARGS__))
 #define tg_multinomial(...) TG_TRACED_PTR_(tg_tensor, tg_multinomial, tg_multinomial(__VA_ARGS__))
 #define tg_dropout(...) TG_TRACED_PTR_(tg_tensor, tg_dropout, tg_dropout(__VA_ARGS__))
 #define tg_dropout2d(...) TG_TRACED_PTR_(tg_tensor, tg_dropout2d, tg_dropout2d(__VA_ARGS__))

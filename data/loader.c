@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rng.h"
+#include "core/rng_impl.h"
 #include "core/storage.h"
 #include "core/tensor_impl.h"
 #include "data/loader_workers.h"

@@ -10,6 +10,7 @@
 
 #include "core/convert.h"
 #include "core/error.h"
+#include "core/rng_impl.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 

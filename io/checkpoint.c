@@ -12,7 +12,7 @@
 #include "core/scope.h"
 #include "nn/load_check.h"
 #include "nn/module.h"
-#include "ops/random.h"
+#include "ops/random_impl.h"
 #include "ops/inplace.h"
 #include "optim/optim.h"
 #include "optim/grad_scaler_state.h"
@@ -488,7 +488,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
     }
     /* Checked here, before the model is changed; set at the end. */
     tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");
-    if (rng && tg_check_rng_state_(rng)) goto done;
+    if (rng && tg_check_rng_state(rng)) goto done;
     model_state = tg_tensor_map_select(ck, "model.");
     if (!model_state || tg_module_load_state_map(model, model_state, true, path)) goto done;
     s = TG_OK;

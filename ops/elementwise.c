@@ -1,6 +1,6 @@
 /* Elementwise ops: definitions (checks, result shape and dtype, backward formulas)
  * and CPU kernels. CUDA kernels: ops/cuda/elementwise.cu. */
-#include "ops/elementwise.h"
+#include "ops/elementwise_impl.h"
 #include "ops/inplace.h"
 
 #include <math.h>

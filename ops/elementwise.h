@@ -131,22 +131,16 @@ bool tg_all_finite(tg_tensor *x);
 /* Casts to another dtype (torch.Tensor.to(dtype)); differentiable between floating dtypes. */
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype);
 
-/* ---- in place, never recorded (optimizer updates, gradient accumulation) ----
- * They fail when grad mode is on and the target requires grad (as PyTorch's "a leaf
- * Variable that requires grad is being used in an in-place operation"). Bump the
- * target's version. Return TG_OK or TG_ERROR. */
+/* ---- in place (torch.Tensor.add_, mul_, ...), under the rules of ops/inplace.h ----
+ * A leaf that requires grad cannot be written while grad mode is on (as PyTorch's "a
+ * leaf Variable that requires grad is being used in an in-place operation"); when grad
+ * mode is on and the target or b requires grad the write is recorded (the target's
+ * history moves to the new node); otherwise it is a plain kernel call (optimizer
+ * updates, gradient accumulation). Bump the target's version. Return TG_OK or TG_ERROR. */
 tg_status tg_add_(tg_tensor *a, tg_tensor *b);       /* a += b (b broadcast to a) */
 tg_status tg_mul_(tg_tensor *a, tg_tensor *b);       /* a *= b */
 tg_status tg_mul_scalar_(tg_tensor *a, double s);    /* a *= s */
 tg_status tg_add_scaled_(tg_tensor *a, tg_tensor *b, double alpha); /* a += alpha * b */
-
-/* ---- kernel entry for the library (no graph): out = f(x) / f(a, b) into a
- * preallocated out of the result's shape and dtype. ---- */
-#include "ops/elementwise_kinds.h"
-tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b);
-tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b);
-/* (x > a) as 0/1 in x's dtype; never recorded (masks in backward formulas). New reference. */
-tg_tensor *tg_gt_mask(tg_tensor *x, double a);
 
 #ifdef __cplusplus
 }

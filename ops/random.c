@@ -16,14 +16,14 @@
  *   randperm        Fisher-Yates from the bottom: swap i with i + word % (n - i)
  * A non-contiguous tensor is drawn in memory order, as PyTorch's TensorIterator does.
  * CUDA tensors draw from the Philox generator on the device (ops/cuda/random.h). */
-#include "ops/random.h"
+#include "ops/random_impl.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
-#include "core/rng.h"
+#include "core/rng_impl.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/random.h"
@@ -443,7 +443,7 @@ tg_status tg_set_rng_state(tg_tensor *state) {
     return TG_OK;
 }
 
-tg_status tg_check_rng_state_(tg_tensor *state) {
+tg_status tg_check_rng_state(tg_tensor *state) {
     tg_rng_state s;
     return parse_rng_state(state, &s);
 }

@@ -43,9 +43,6 @@ tg_status tg_bernoulli_(tg_tensor *t, double p);
  * Checkpoints save it so that a resumed run draws what the first one would have. */
 tg_tensor *tg_get_rng_state(void);
 tg_status tg_set_rng_state(tg_tensor *state);
-/* Internal: tg_set_rng_state's check without the setting, so that a checkpoint load
- * refuses bad bytes before it changes the model. */
-tg_status tg_check_rng_state_(tg_tensor *state);
 
 /* torch.multinomial(probs, num_samples, replacement): indices (int64) of categories
  * drawn by the weights of probs [K] -> [num_samples] or [N, K] -> [N, num_samples]

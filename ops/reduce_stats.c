@@ -10,7 +10,7 @@
 #include "ops/cpu/stats.h"
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
-#include "ops/elementwise.h"
+#include "ops/elementwise_impl.h"
 #include "ops/reduce.h"
 #include "ops/reduce_dims.h"
 #include "ops/reduce_plan.h"

@@ -11,7 +11,7 @@
 #include "autograd/grad_mode.h"
 #include "core/convert.h"
 #include "core/scope.h"
-#include "ops/elementwise.h"
+#include "ops/elementwise_impl.h"
 #include "optim/optim.h"
 
 /* v rounded to a floating dtype (float64: unchanged). */

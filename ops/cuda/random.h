@@ -1,6 +1,6 @@
 /* CUDA entry points of ops/cuda/random.cu, called by ops/random.c (weak: NULL without
  * CUDA, and optional with it: when absent, random CUDA tensors are drawn on the CPU and
- * copied). They draw from the CUDA generator (core/rng.h): Philox4x32-10 (tg_philox)
+ * copied). They draw from the CUDA generator (core/rng_impl.h): Philox4x32-10 (tg_philox)
  * under `seed`, a range of counters from `offset` reserved by tg_rng_reserve_cuda,
  * element i of the contiguous tensor t reading
  *   kind 0 uniform [a, b):   float32: counter offset + i/4, word i%4, (word >> 8) * 2^-24;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cuda_test_util.h"
+#include "core/philox.h"
 
 TEST_F(TgTest, CudaSoftmaxMatchesCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";

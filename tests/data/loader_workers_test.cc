@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "core/rng_impl.h"
 
 namespace {
 
