@@ -5,7 +5,7 @@
  *
  *     int main(void) {
  *         TG_SCOPE {
- *             tg_tensor *x = tg_requires_grad(tg_from_data((float[]){1, 2, 3}, TG_SHAPE(3), (tg_opts){0}), true);
+ *             tg_tensor *x = tg_requires_grad_(tg_from_data((float[]){1, 2, 3}, TG_SHAPE(3), (tg_opts){0}), true);
  *             tg_tensor *y = tg_sum(tg_mul(x, x));   // y = sum(x^2)
  *             tg_backward(y);
  *             tg_print(tg_grad(x));                   // tensor([2.0000, 4.0000, 6.0000], ...)

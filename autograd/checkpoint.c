@@ -47,7 +47,7 @@ static void checkpoint_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_i
         tg_tensor *saved = tg_ctx_saved(ctx, i);
         if (!saved) return; /* modified in place since: the error names it */
         detached[i] = tg_detach(saved);
-        if (tg_ctx_needs_input_grad(ctx, i)) tg_requires_grad(detached[i], true);
+        if (tg_ctx_needs_input_grad(ctx, i)) tg_requires_grad_(detached[i], true);
     }
     /* the recompute under the call's generators, autocast and grad mode; then back */
     tg_rng_state now = tg_rng_get_state();
@@ -62,7 +62,7 @@ static void checkpoint_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_i
     tg_autocast_suspend();
     for (int d = 0; d < TG_NUM_DEVICE_KINDS; d++) tg_restore_autocast((tg_device_kind)d, outer[d]);
     tg_rng_set_state(now);
-    if (!out || !tg_get_requires_grad(out)) return; /* fn's error stands; nothing to backpropagate into */
+    if (!out || !tg_requires_grad(out)) return; /* fn's error stands; nothing to backpropagate into */
     if (tg_backward_with(out, .gradient = grad)) return;
     for (int i = 0; i < a->n; i++)
         if (tg_ctx_needs_input_grad(ctx, i) && tg_grad(detached[i])) grad_in[i] = tg_detach(tg_grad(detached[i]));
@@ -92,7 +92,7 @@ tg_tensor *tg_checkpoint(tg_checkpoint_fn fn, void *user, tg_tensor *const *inpu
     TG_SCOPE {
         /* a leaf that requires grad, so that the op is recorded whatever the inputs (the
          * parameters inside fn need the backward even when no input requires grad) */
-        tg_tensor *anchor = tg_requires_grad(tg_zeros(TG_SCALAR_SHAPE, (tg_opts){0}), true);
+        tg_tensor *anchor = tg_requires_grad_(tg_zeros(TG_SCALAR_SHAPE, (tg_opts){0}), true);
         tg_tensor *all[TG_CHECKPOINT_MAX_INPUTS + 1];
         for (int i = 0; i < n; i++) all[i] = inputs[i];
         all[n] = anchor;

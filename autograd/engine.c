@@ -566,20 +566,20 @@ tg_status tg_grad_of(tg_tensor *const *outputs, tg_tensor *const *grad_outputs, 
 
 /* ---- per-tensor gradient state ---- */
 
-tg_tensor *tg_requires_grad(tg_tensor *t, bool on) {
-    if (tg_unusable_(t)) return tg_error_unusable_input("tg_requires_grad", t, 0), NULL;
+tg_tensor *tg_requires_grad_(tg_tensor *t, bool on) {
+    if (tg_unusable_(t)) return tg_error_unusable_input("tg_requires_grad_", t, 0), NULL;
     if (t->grad_fn && !on)
-        return tg_error("tg_requires_grad: cannot turn off requires_grad on a non-leaf tensor (made "
+        return tg_error("tg_requires_grad_: cannot turn off requires_grad on a non-leaf tensor (made "
                         "by '%s'); use tg_detach",
                         t->grad_fn->fn->name), NULL;
     if (on && !tg_dtype_is_floating(t->dtype))
-        return tg_error("tg_requires_grad: only floating-point tensors can require grad, not %s",
+        return tg_error("tg_requires_grad_: only floating-point tensors can require grad, not %s",
                         tg_dtype_name(t->dtype)), NULL;
     t->requires_grad = on || t->grad_fn;
     return t;
 }
 
-bool tg_get_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
+bool tg_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
 bool tg_is_leaf(const tg_tensor *t) { return !t->grad_fn; }
 
 tg_status tg_retain_grad(tg_tensor *t) {

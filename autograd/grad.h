@@ -11,10 +11,19 @@
 extern "C" {
 #endif
 
-/* Marks a leaf as requiring grad (torch.Tensor.requires_grad_). Fails on non-leaf
- * tensors being turned off and on non-floating dtypes. Returns t (no new reference). */
-tg_tensor *tg_requires_grad(tg_tensor *t, bool on);
-bool tg_get_requires_grad(const tg_tensor *t);
+/* torch.Tensor.requires_grad_: marks a leaf as requiring grad (or not). Fails on
+ * non-leaf tensors being turned off and on non-floating dtypes. Returns t (no new
+ * reference). */
+tg_tensor *tg_requires_grad_(tg_tensor *t, bool on);
+/* torch.Tensor.requires_grad: true for a leaf marked by tg_requires_grad_ and for the
+ * result of a recorded op. */
+bool tg_requires_grad(const tg_tensor *t);
+/* Deprecated (issue 36), removed in the next release: the getter's old name. (The
+ * setter, tg_requires_grad(t, on) before, is tg_requires_grad_; an old call of it no
+ * longer compiles: too many arguments.) */
+__attribute__((deprecated("use tg_requires_grad"))) static inline bool tg_get_requires_grad(const tg_tensor *t) {
+    return tg_requires_grad(t);
+}
 /* True for tensors not produced by a recorded op. */
 bool tg_is_leaf(const tg_tensor *t);
 /* The accumulated gradient of a leaf (or of a tensor that retains it), or NULL.

@@ -208,7 +208,7 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, 
                 p.weights[i] = tg_tensor_to(random_like(inputs[i]->shape, 1000u * (uint64_t)(i + 1)),
                                             inputs[i]->storage->device);
             }
-            args[n] = tg_requires_grad(tg_tensor_to(random_like(y->shape, 7), y->storage->device), true);
+            args[n] = tg_requires_grad_(tg_tensor_to(random_like(y->shape, 7), y->storage->device), true);
             tg_gradcheck_opts o = opts ? *opts : (tg_gradcheck_opts){0};
             o.user = &p;
             status = tg_gradcheck(projected_gradient, n + 1, args, &o);

@@ -22,7 +22,7 @@ int main(void) {
     tg_tensor *b = tg_randn(TG_SHAPE(50), (tg_opts){0});
     tg_tensor *leaves[2][3] = {{x, w, b}, {tg_cast(x, TG_BFLOAT16), tg_cast(w, TG_BFLOAT16), tg_cast(b, TG_BFLOAT16)}};
     for (int bf = 0; bf < 2; bf++)
-        for (int i = 0; i < 3; i++) tg_requires_grad(leaves[bf][i], true);
+        for (int i = 0; i < 3; i++) tg_requires_grad_(leaves[bf][i], true);
     for (int r = 0; r < REPS + 1; r++)
         for (int bf = 0; bf < 2; bf++) {
             tg_tensor **l = leaves[bf];

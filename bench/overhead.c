@@ -10,7 +10,7 @@
 int main(void) {
     double times[REPS];
     double final_grad = 0;
-    tg_tensor *x = tg_requires_grad(tg_full(TG_SHAPE(1), 1.0, (tg_opts){0}), true);
+    tg_tensor *x = tg_requires_grad_(tg_full(TG_SHAPE(1), 1.0, (tg_opts){0}), true);
     tg_tensor *scale = tg_full(TG_SHAPE(1), 1.0001, (tg_opts){0});
     tg_tensor *shift = tg_full(TG_SHAPE(1), 0.001, (tg_opts){0});
     for (int r = 0; r < REPS; r++) {

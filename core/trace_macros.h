@@ -45,7 +45,7 @@
 #define tg_checkpoint(...) TG_TRACED_PTR_(tg_tensor, tg_checkpoint, tg_checkpoint(__VA_ARGS__))
 
 /* autograd/grad.h */
-#define tg_requires_grad(...) TG_TRACED_PTR_(tg_tensor, tg_requires_grad, tg_requires_grad(__VA_ARGS__))
+#define tg_requires_grad_(...) TG_TRACED_PTR_(tg_tensor, tg_requires_grad_, tg_requires_grad_(__VA_ARGS__))
 #define tg_grad(...) TG_TRACED_PTR_(tg_tensor, tg_grad, tg_grad(__VA_ARGS__))
 #define tg_retain_grad(...) TG_TRACED_STATUS_(tg_retain_grad, tg_retain_grad(__VA_ARGS__))
 #define tg_register_hook(...) TG_TRACED_STATUS_(tg_register_hook, tg_register_hook(__VA_ARGS__))

@@ -140,7 +140,7 @@ tg_status tg_register_parameter(tg_module *m, const char *name, tg_tensor *t) {
     if (!tg_is_leaf(t))
         return tg_error("%s: parameter \"%s\" must be a leaf tensor (made by %s); pass tg_detach(t)",
                         type_name(m), name, tg_grad_fn_name(t));
-    if (!tg_requires_grad(t, true)) return TG_ERROR;
+    if (!tg_requires_grad_(t, true)) return TG_ERROR;
     member_push(&m->params, name, t);
     return TG_OK;
 }
@@ -455,7 +455,7 @@ static int64_t own_and_descendant_params(tg_module *m, bool trainable_only) {
     tg_tensor *const *params = tg_parameters(m, &n);
     int64_t total = 0;
     for (int i = 0; i < n; i++)
-        if (!trainable_only || tg_get_requires_grad(params[i])) total += tg_numel(params[i]);
+        if (!trainable_only || tg_requires_grad(params[i])) total += tg_numel(params[i]);
     return total;
 }
 

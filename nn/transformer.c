@@ -211,7 +211,7 @@ static tg_module *copy_layer(tg_module *layer) {
     TG_NO_GRAD {
         for (int i = 0; !status && i < n; i++) {
             status = tg_copy_(to[i].tensor, from[i].tensor);
-            if (!status && !tg_get_requires_grad(from[i].tensor)) tg_requires_grad(to[i].tensor, false);
+            if (!status && !tg_requires_grad(from[i].tensor)) tg_requires_grad_(to[i].tensor, false);
         }
     }
     tg_train(copy, tg_is_training(layer));

@@ -208,7 +208,7 @@ static tg_tensor *make_random(const char *op, tg_shape shape, tg_opts opts, cons
     opts.requires_grad = false;
     tg_tensor *t = tg_empty(shape, opts);
     if (!t || fill(t, d)) return NULL;
-    return want_grad ? tg_requires_grad(t, true) : t;
+    return want_grad ? tg_requires_grad_(t, true) : t;
 }
 
 static tg_status check_floating(const char *op, tg_dtype dtype) {

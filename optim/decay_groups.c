@@ -15,7 +15,7 @@ tg_optim *tg_adamw_decay_groups(tg_module *model, tg_adamw_opts opts) {
     TG_ASSERT(decay && no_decay);
     int num_decay = 0, num_no_decay = 0;
     for (int i = 0; i < n; i++) {
-        if (!tg_get_requires_grad(params[i])) continue;
+        if (!tg_requires_grad(params[i])) continue;
         if (tg_ndim(params[i]) >= 2) decay[num_decay++] = params[i];
         else no_decay[num_no_decay++] = params[i];
     }

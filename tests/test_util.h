@@ -125,9 +125,9 @@ inline ::testing::AssertionResult tensor_near(tg_tensor *t, const std::vector<do
 // one, of a small float32 one; the step is skipped exactly when one was planted.
 inline void expect_unscale_finds_inf_and_nan(tg_device device) {
     tg_opts f32 = {TG_FLOAT32, device, false}, f64 = {TG_FLOAT64, device, false};
-    tg_tensor *p[3] = {tg_requires_grad(tg_zeros(TG_SHAPE(100003), f32), true),
-                       tg_requires_grad(tg_zeros(TG_SHAPE(5), f64), true),
-                       tg_requires_grad(tg_zeros(TG_SHAPE(4), f32), true)};
+    tg_tensor *p[3] = {tg_requires_grad_(tg_zeros(TG_SHAPE(100003), f32), true),
+                       tg_requires_grad_(tg_zeros(TG_SHAPE(5), f64), true),
+                       tg_requires_grad_(tg_zeros(TG_SHAPE(4), f32), true)};
     tg_optim *opt = tg_sgd_params(p, 3, tg_sgd_opts{.lr = 0.1});
     tg_grad_scaler_opts o{};
     o.init_scale = 1024;
@@ -192,7 +192,7 @@ struct FixtureTensor {
         tg_tensor *d = tg_from_data(data.data(), tg(), tg_opts{TG_FLOAT64, TG_CPU, false});
         tg_tensor *c = tg_scope_return(tg_cast(d, dt));
         tg_scope_end();
-        if (requires_grad) tg_requires_grad(c, true);
+        if (requires_grad) tg_requires_grad_(c, true);
         return c;
     }
 };

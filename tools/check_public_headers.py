@@ -61,7 +61,7 @@ INTERNAL_HEADER = re.compile(r"^(ops/cpu|ops/cuda|optim/cuda)/|_impl\.h$|_formul
 IN_PLACE_OPS = {
     "tg_add_", "tg_add_scaled_", "tg_mul_", "tg_mul_scalar_", "tg_copy_", "tg_fill_", "tg_uniform_",
     "tg_normal_", "tg_bernoulli_", "tg_kaiming_uniform_", "tg_kaiming_normal_", "tg_xavier_uniform_",
-    "tg_xavier_normal_", "tg_grad_scaler_unscale_",
+    "tg_xavier_normal_", "tg_grad_scaler_unscale_", "tg_requires_grad_",
 }
 
 NAME = re.compile(r"\b(?:tg|TG)_\w+")

@@ -64,7 +64,7 @@ TEST_F(TgTest, GradientLayoutFollowsTheParameter) {
     // as PyTorch's layout contract; a contiguous gradient is copied into that layout.
     tg_tensor *base = tensor_f64({1, 2, 3, 4, 5, 6}, TG_SHAPE(3, 2));
     int64_t st[2] = {1, 2};
-    tg_tensor *p = tg_requires_grad(tg_as_strided(base, TG_SHAPE(2, 3), st, 0), true);
+    tg_tensor *p = tg_requires_grad_(tg_as_strided(base, TG_SHAPE(2, 3), st, 0), true);
     tg_tensor *c = tensor_f64({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(p, c))), TG_OK) << tg_last_error();
     EXPECT_EQ(strides_of(tg_grad(p)), (std::vector<int64_t>{1, 2}));
@@ -100,7 +100,7 @@ TEST_F(TgTest, CopyIntoABufferCarriesTheGradientBackThroughBroadcastAndCast) {
     tg_tensor *buf = tg_zeros(TG_SHAPE(2, 3), tg_opts{TG_FLOAT32, TG_CPU, false});
     tg_tensor *s = tensor_f64({1, 2, 3}, TG_SHAPE(3), true);
     ASSERT_EQ(tg_copy_(buf, s), TG_OK) << tg_last_error();
-    EXPECT_TRUE(tg_get_requires_grad(buf));
+    EXPECT_TRUE(tg_requires_grad(buf));
     tg_tensor *cw = tensor_f32({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(buf, cw))), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_dtype_of(tg_grad(s)), TG_FLOAT64);

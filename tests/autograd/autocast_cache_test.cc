@@ -14,7 +14,7 @@ class AutocastCacheTest : public TgTest {
     tg_tensor *w = nullptr, *x1 = nullptr, *x2 = nullptr;
     void SetUp() override {
         TgTest::SetUp();
-        w = tg_requires_grad(tg_ones(TG_SHAPE(1, 1), tg_opts{}), true);
+        w = tg_requires_grad_(tg_ones(TG_SHAPE(1, 1), tg_opts{}), true);
         x1 = tg_ones(TG_SHAPE(1, 1), tg_opts{});
         x2 = tg_full(TG_SHAPE(1, 1), 0x1p-9, tg_opts{});
     }
@@ -69,7 +69,7 @@ TEST_F(AutocastCacheTest, CastAgainAfterAnInPlaceWriteAndAfterNoGrad) {
     }
     tg_tensor *loss = nullptr;
     TG_AUTOCAST(TG_DEVICE_CPU, TG_BFLOAT16) {
-        TG_NO_GRAD { EXPECT_FALSE(tg_get_requires_grad(tg_matmul(w, x1))); }
+        TG_NO_GRAD { EXPECT_FALSE(tg_requires_grad(tg_matmul(w, x1))); }
         loss = tg_sum(tg_matmul(w, x1)); /* the no_grad cast has no graph: cast again */
     }
     ASSERT_EQ(tg_backward(loss), TG_OK) << tg_last_error();

@@ -19,8 +19,8 @@ struct Result {
 Result run(bool fused, tg_tensor *x, tg_tensor *w, tg_tensor *b, tg_tensor *r) {
     Result res;
     TG_SCOPE {
-        tg_tensor *xs = tg_requires_grad(tg_clone(x), true), *ws = tg_requires_grad(tg_clone(w), true);
-        tg_tensor *bs = b ? tg_requires_grad(tg_clone(b), true) : nullptr;
+        tg_tensor *xs = tg_requires_grad_(tg_clone(x), true), *ws = tg_requires_grad_(tg_clone(w), true);
+        tg_tensor *bs = b ? tg_requires_grad_(tg_clone(b), true) : nullptr;
         tg_tensor *y = nullptr;
         if (fused) {
             TG_AUTOCAST(TG_DEVICE_CPU, TG_BFLOAT16) { y = tg_linear(xs, ws, bs); }
@@ -94,8 +94,8 @@ TEST_F(TgTest, AutocastLinearOnFloat32WeightsHasASecondDerivative) {
     std::vector<double> result[2];
     for (int fused = 0; fused < 2; fused++) TG_SCOPE {
             tg_manual_seed(9);
-            tg_tensor *x = tg_requires_grad(tg_randn(TG_SHAPE(6, 5), tg_opts{}), true);
-            tg_tensor *w = tg_requires_grad(tg_randn(TG_SHAPE(4, 5), tg_opts{}), true);
+            tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(6, 5), tg_opts{}), true);
+            tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(4, 5), tg_opts{}), true);
             tg_tensor *y = nullptr;
             if (fused) {
                 TG_AUTOCAST(TG_DEVICE_CPU, TG_BFLOAT16) { y = tg_linear(x, w, nullptr); }
@@ -106,7 +106,7 @@ TEST_F(TgTest, AutocastLinearOnFloat32WeightsHasASecondDerivative) {
             tg_tensor *gw = nullptr;
             ASSERT_EQ(tg_grad_of(&loss, nullptr, 1, &w, 1, &gw, tg_backward_opts{.create_graph = true}), TG_OK)
                 << tg_last_error();
-            ASSERT_TRUE(gw && tg_get_requires_grad(gw));
+            ASSERT_TRUE(gw && tg_requires_grad(gw));
             ASSERT_EQ(tg_backward(tg_sum(tg_square(gw))), TG_OK) << tg_last_error();
             result[fused] = values(tg_grad(x));
         }

@@ -167,7 +167,7 @@ TEST_F(AutocastTest, MlpMatchesPyTorchAndFloat32ParametersGetFloat32Gradients) {
 }
 
 TEST_F(AutocastTest, BackwardInsideTheRegionIsNotAutocast) {
-    tg_tensor *w = tg_requires_grad(r(TG_SHAPE(3, 3), TG_FLOAT32), true);
+    tg_tensor *w = tg_requires_grad_(r(TG_SHAPE(3, 3), TG_FLOAT32), true);
     TG_AUTOCAST(TG_DEVICE_CPU, TG_BFLOAT16) {
         tg_tensor *loss = tg_sum(tg_matmul(w, w)); /* bfloat16 product, bfloat16 sum */
         EXPECT_EQ(tg_dtype_of(loss), TG_BFLOAT16);

@@ -25,7 +25,7 @@ struct Grads {
 Grads run(tg_module *m, tg_tensor *x, bool checkpoint, std::vector<double> *out_values = nullptr) {
     Grads r;
     tg_module_zero_grad(m);
-    if (tg_get_requires_grad(x)) tg_zero_grad(x);
+    if (tg_requires_grad(x)) tg_zero_grad(x);
     tg_scope_begin();
     tg_tensor *y = checkpoint ? tg_checkpoint(module_fn, m, &x, 1) : tg_forward(m, x);
     EXPECT_NE(y, nullptr) << tg_last_error();
@@ -33,7 +33,7 @@ Grads run(tg_module *m, tg_tensor *x, bool checkpoint, std::vector<double> *out_
     tg_tensor *g = tg_cos(tg_reshape(tg_arange(0, (double)tg_numel(y), 1, tg_opts{tg_dtype_of(y)}), tg_shape_of(y)));
     EXPECT_EQ(tg_backward(tg_sum(tg_mul(y, g))), TG_OK) << tg_last_error();
     tg_scope_end();
-    if (tg_get_requires_grad(x)) r.x = values(tg_grad(x));
+    if (tg_requires_grad(x)) r.x = values(tg_grad(x));
     int n = 0;
     tg_tensor *const *params = tg_parameters(m, &n);
     for (int i = 0; i < n; i++) r.params.push_back(values(tg_grad(params[i])));
@@ -56,7 +56,7 @@ TEST_F(CheckpointTest, MlpGradientsAreTheSame) {
     tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(8, 16, tg_linear_opts{}), tg_nn_tanh(),
                                     tg_nn_linear(16, 4, tg_linear_opts{}));
     ASSERT_NE(m, nullptr) << tg_last_error();
-    tg_tensor *x = tg_requires_grad(tg_randn(TG_SHAPE(5, 8), tg_opts{}), true);
+    tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(5, 8), tg_opts{}), true);
     std::vector<double> y_plain, y_ckpt;
     Grads plain = run(m, x, false, &y_plain), ckpt = run(m, x, true, &y_ckpt);
     EXPECT_EQ(y_plain, y_ckpt);
@@ -68,7 +68,7 @@ TEST_F(CheckpointTest, MlpGradientsAreTheSame) {
     TG_NO_GRAD {
         tg_tensor *y = tg_checkpoint(module_fn, m, &x, 1);
         ASSERT_NE(y, nullptr) << tg_last_error();
-        EXPECT_FALSE(tg_get_requires_grad(y));
+        EXPECT_FALSE(tg_requires_grad(y));
         EXPECT_EQ(values(y), y_plain);
     }
     tg_module_free(m);
@@ -81,7 +81,7 @@ TEST_F(CheckpointTest, TransformerLayerWithDropoutInTraining) {
     tg_module *m = tg_nn_transformer_encoder_layer(16, 4, o);
     ASSERT_NE(m, nullptr) << tg_last_error();
     tg_train(m, true);
-    tg_tensor *x = tg_requires_grad(tg_randn(TG_SHAPE(6, 3, 16), tg_opts{}), true);
+    tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(6, 3, 16), tg_opts{}), true);
     std::vector<double> y_plain, y_ckpt, after_plain, after_ckpt;
     tg_manual_seed(10);
     Grads plain = run(m, x, false, &y_plain);
@@ -134,8 +134,8 @@ TEST_F(CheckpointTest, DeepChainPeakMemoryIsLower) {
     tg_manual_seed(3);
     std::vector<tg_tensor *> w;
     for (int i = 0; i < kBlocks; i++)
-        w.push_back(tg_requires_grad(tg_mul_scalar(tg_randn(TG_SHAPE(kWidth, kWidth), tg_opts{}), 0.09), true));
-    tg_tensor *x = tg_requires_grad(tg_randn(TG_SHAPE(kBatch, kWidth), tg_opts{}), true);
+        w.push_back(tg_requires_grad_(tg_mul_scalar(tg_randn(TG_SHAPE(kWidth, kWidth), tg_opts{}), 0.09), true));
+    tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(kBatch, kWidth), tg_opts{}), true);
     std::vector<double> g_plain, g_ckpt;
     size_t plain = chain_peak(x, w, false, &g_plain);
     std::vector<double> w0_plain = values(tg_grad(w[0]));
@@ -156,7 +156,7 @@ tg_tensor *square_fn(tg_tensor *const *in, void *) { return tg_mul(in[0], in[1])
 }  // namespace
 
 TEST_F(CheckpointTest, Errors) {
-    tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(2, 3), tg_opts{}), true);
+    tg_tensor *x = tg_requires_grad_(tg_ones(TG_SHAPE(2, 3), tg_opts{}), true);
     tg_tensor *in2[] = {x, x};
     EXPECT_EQ(tg_checkpoint(nullptr, nullptr, &x, 1), nullptr);
     EXPECT_ERROR_CONTAINS("tg_checkpoint: needs a function and 1 to 7 inputs, got NULL and 1");
@@ -186,7 +186,7 @@ TEST_F(CheckpointTest, Errors) {
     EXPECT_ERROR_CONTAINS("tg_checkpoint: not compatible with tg_grad_of");
     tg_clear_error();
     // an input written in place after the call
-    tg_tensor *a = tg_requires_grad(tg_ones(TG_SHAPE(3), tg_opts{}), true);
+    tg_tensor *a = tg_requires_grad_(tg_ones(TG_SHAPE(3), tg_opts{}), true);
     tg_tensor *in_a[] = {a, a};
     y = tg_checkpoint(square_fn, nullptr, in_a, 2);
     TG_NO_GRAD { ASSERT_EQ(tg_fill_(a, 2.0), TG_OK); }

@@ -54,7 +54,7 @@ TEST(CustomOp, SwishPassesGradcheckToSecondOrder) {
     long live = tg_live_tensors();
     TG_SCOPE {
         double data[6] = {-2, -0.5, 0, 0.3, 1, 3};
-        tg_tensor *x = tg_requires_grad(tg_from_data(data, TG_SHAPE(2, 3), (tg_opts){TG_FLOAT64, TG_CPU, false}), true);
+        tg_tensor *x = tg_requires_grad_(tg_from_data(data, TG_SHAPE(2, 3), (tg_opts){TG_FLOAT64, TG_CPU, false}), true);
         tg_tensor *xt = tg_transpose(x, 0, 1);
         EXPECT_EQ(tg_gradcheck(swish_fn, 1, &x, nullptr), TG_OK) << tg_last_error();
         EXPECT_EQ(tg_gradcheck(swish_fn, 1, &xt, nullptr), TG_OK) << tg_last_error();
@@ -70,7 +70,7 @@ TEST(CustomOp, OwnKernelWithArgumentsPassesGradcheck) {
     long live = tg_live_tensors();
     TG_SCOPE {
         double data[4] = {-1.5, 0.2, 0.7, 2};
-        tg_tensor *x = tg_requires_grad(tg_from_data(data, TG_SHAPE(4), (tg_opts){TG_FLOAT64, TG_CPU, false}), true);
+        tg_tensor *x = tg_requires_grad_(tg_from_data(data, TG_SHAPE(4), (tg_opts){TG_FLOAT64, TG_CPU, false}), true);
         EXPECT_EQ(tg_gradcheck(scaled_cube_fn, 1, &x, nullptr), TG_OK) << tg_last_error();
         EXPECT_EQ(tg_gradgradcheck(scaled_cube_fn, 1, &x, nullptr), TG_OK) << tg_last_error();
     }

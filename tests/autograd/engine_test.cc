@@ -67,7 +67,7 @@ TEST_F(TgTest, NoGradRecordsNothing) {
     }
     EXPECT_TRUE(tg_is_grad_enabled());
     EXPECT_EQ(tg_live_graph_nodes(), nodes);
-    EXPECT_FALSE(tg_get_requires_grad(y));
+    EXPECT_FALSE(tg_requires_grad(y));
     EXPECT_EQ(tg_backward(tg_sum(y)), TG_ERROR);
     EXPECT_ERROR_CONTAINS("does not require grad");
     // Nested blocks restore the outer state.
@@ -81,7 +81,7 @@ TEST_F(TgTest, NoGradRecordsNothing) {
 TEST_F(TgTest, DetachCutsTheGraph) {
     tg_tensor *x = tensor_f32({3}, TG_SHAPE(1), true);
     tg_tensor *d = tg_detach(tg_mul(x, x));
-    EXPECT_FALSE(tg_get_requires_grad(d));
+    EXPECT_FALSE(tg_requires_grad(d));
     tg_tensor *y = tg_mul(x, d);  // d is a constant 9
     ASSERT_EQ(tg_backward(y), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(x), {9}, 1e-6));
@@ -280,8 +280,8 @@ TEST_F(TgTest, MultiOutputWithANonDifferentiableOutput) {
     tg_tensor *x = tensor_f32({1.5f, 2.5f}, TG_SHAPE(2), true);
     tg_tensor *out[2];
     ASSERT_EQ(tg_apply_multi(&split, &x, out), TG_OK);
-    EXPECT_TRUE(tg_get_requires_grad(out[0]));
-    EXPECT_FALSE(tg_get_requires_grad(out[1]));
+    EXPECT_TRUE(tg_requires_grad(out[0]));
+    EXPECT_FALSE(tg_requires_grad(out[1]));
     EXPECT_TRUE(tensor_near(out[1], {1, 2}, 0));
     ASSERT_EQ(tg_backward(tg_sum(out[0])), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(x), {1, 1}, 0));

@@ -51,7 +51,7 @@ tg_tensor *input(tg_shape shape, int seed) {
 }
 
 // A non-contiguous [3, 4] tensor: the transpose of a [4, 3].
-tg_tensor *transposed(int seed) { return tg_requires_grad(tg_transpose(input(TG_SHAPE(4, 3), seed), 0, 1), true); }
+tg_tensor *transposed(int seed) { return tg_requires_grad_(tg_transpose(input(TG_SHAPE(4, 3), seed), 0, 1), true); }
 
 }  // namespace
 
@@ -60,7 +60,7 @@ class GradcheckOps : public TgTest {};
 TEST_F(GradcheckOps, UnaryContiguousAndTransposed) {
     for (const Case &c : kUnary) {
         SCOPED_TRACE(c.name);
-        tg_tensor *a = tg_requires_grad(input(TG_SHAPE(3, 4), 1), true);
+        tg_tensor *a = tg_requires_grad_(input(TG_SHAPE(3, 4), 1), true);
         tg_gradcheck_opts o = {};
         EXPECT_EQ(tg_gradcheck(c.fn, 1, &a, &o), TG_OK) << tg_last_error();
         tg_tensor *t = transposed(2);
@@ -75,14 +75,14 @@ TEST_F(GradcheckOps, BinaryBroadcastAndTransposed) {
         SCOPED_TRACE(c.name);
         tg_gradcheck_opts o = {};
         // [3, 4] with [4] and [3, 1]: gradients are summed back over the broadcast dims.
-        tg_tensor *in1[2] = {tg_requires_grad(input(TG_SHAPE(3, 4), 1), true),
-                             tg_requires_grad(input(TG_SHAPE(4), 2), true)};
+        tg_tensor *in1[2] = {tg_requires_grad_(input(TG_SHAPE(3, 4), 1), true),
+                             tg_requires_grad_(input(TG_SHAPE(4), 2), true)};
         EXPECT_EQ(tg_gradcheck(c.fn, 2, in1, &o), TG_OK) << tg_last_error();
-        tg_tensor *in2[2] = {tg_requires_grad(input(TG_SHAPE(3, 1), 3), true), transposed(4)};
+        tg_tensor *in2[2] = {tg_requires_grad_(input(TG_SHAPE(3, 1), 3), true), transposed(4)};
         EXPECT_EQ(tg_gradcheck(c.fn, 2, in2, &o), TG_OK) << tg_last_error();
         EXPECT_EQ(tg_gradgradcheck(c.fn, 2, in2, &o), TG_OK) << tg_last_error();
         // A scalar (0-dim) operand.
-        tg_tensor *in3[2] = {tg_requires_grad(input(TG_SCALAR_SHAPE, 5), true), transposed(6)};
+        tg_tensor *in3[2] = {tg_requires_grad_(input(TG_SCALAR_SHAPE, 5), true), transposed(6)};
         EXPECT_EQ(tg_gradcheck(c.fn, 2, in3, &o), TG_OK) << tg_last_error();
     }
 }
@@ -101,7 +101,7 @@ TEST_F(GradcheckOps, DetectsAWrongGradient) {
         .low_precision = TG_LOW_PRECISION_REFUSE,
         .autocast = TG_AUTOCAST_NONE};
     tg_gradcheck_fn fn = [](tg_tensor *const *x, void *) { return tg_apply(&wrong, x); };
-    tg_tensor *a = tg_requires_grad(input(TG_SHAPE(3), 1), true);
+    tg_tensor *a = tg_requires_grad_(input(TG_SHAPE(3), 1), true);
     tg_gradcheck_opts o = {};
     EXPECT_EQ(tg_gradcheck(fn, 1, &a, &o), TG_ERROR);
     EXPECT_ERROR_CONTAINS("tg_gradcheck: Jacobian mismatch for input 0");
@@ -109,7 +109,7 @@ TEST_F(GradcheckOps, DetectsAWrongGradient) {
 }
 
 TEST_F(GradcheckOps, RefusesFloat32Inputs) {
-    tg_tensor *a = tg_requires_grad(tg_ones(TG_SHAPE(2), tg_opts{}), true);
+    tg_tensor *a = tg_requires_grad_(tg_ones(TG_SHAPE(2), tg_opts{}), true);
     EXPECT_EQ(tg_gradcheck(f_exp, 1, &a, nullptr), TG_ERROR);
     EXPECT_ERROR_CONTAINS("gradcheck needs float64 inputs");
 }

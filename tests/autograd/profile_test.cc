@@ -22,7 +22,7 @@ std::string profile_table() {
 TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
     tg_profile_reset();
     tg_profile_enable(true);
-    tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(1000), tg_opts{}), true);
+    tg_tensor *x = tg_requires_grad_(tg_ones(TG_SHAPE(1000), tg_opts{}), true);
     for (int i = 0; i < 3; i++) tg_backward(tg_sum(tg_exp(x)));
     tg_profile_enable(false);
     std::string table = profile_table();
@@ -48,7 +48,7 @@ TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
 TEST_F(TgTest, ProfileRowsForTheBackwardWalkAndTheOptimizerStep) {
     tg_profile_reset();
     tg_profile_enable(true);
-    tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(10), tg_opts{}), true);
+    tg_tensor *x = tg_requires_grad_(tg_ones(TG_SHAPE(10), tg_opts{}), true);
     tg_optim *opt = tg_sgd_params(&x, 1, tg_sgd_opts{.lr = 0.1});
     ASSERT_NE(opt, nullptr);
     for (int i = 0; i < 2; i++) {

@@ -17,8 +17,8 @@ TEST_F(TgTest, UnsupportedDtypeIsAnError) {
 TEST_F(TgTest, RequiresGradNeedsFloatingDtype) {
     EXPECT_EQ(tg_zeros(TG_SHAPE(2), tg_opts{TG_INT64, TG_CPU, true}), nullptr);
     EXPECT_ERROR_CONTAINS("only floating-point tensors can require grad, not int64");
-    EXPECT_EQ(tg_requires_grad(tensor_i64({1}, TG_SHAPE(1)), true), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_requires_grad");
+    EXPECT_EQ(tg_requires_grad_(tensor_i64({1}, TG_SHAPE(1)), true), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_requires_grad_");
 }
 
 TEST_F(TgTest, ItemOfManyElements) {

@@ -290,10 +290,10 @@ TEST_F(LowTest, MixedBatchNormEqualsTheFloat32OneOnWidenedInput) {
     for (bool create_graph : {false, true})
     for (tg_shape shape : {TG_SHAPE(4, 3, 5, 5), TG_SHAPE(16, 3, 32, 32)}) {
         tg_tensor *x32 = tg_cast(tg_cast(tg_randn(shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
-        tg_tensor *x = tg_requires_grad(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad(tg_clone(x32), true);
-        tg_tensor *w = tg_requires_grad(tg_randn(TG_SHAPE(3), tg_opts{}), true);
-        tg_tensor *b = tg_requires_grad(tg_randn(TG_SHAPE(3), tg_opts{}), true);
-        tg_tensor *w2 = tg_requires_grad(tg_clone(tg_detach(w)), true), *b2 = tg_requires_grad(tg_clone(tg_detach(b)), true);
+        tg_tensor *x = tg_requires_grad_(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad_(tg_clone(x32), true);
+        tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(3), tg_opts{}), true);
+        tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(3), tg_opts{}), true);
+        tg_tensor *w2 = tg_requires_grad_(tg_clone(tg_detach(w)), true), *b2 = tg_requires_grad_(tg_clone(tg_detach(b)), true);
         tg_tensor *rm = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv = tg_ones(TG_SHAPE(3), tg_opts{});
         tg_tensor *rm2 = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv2 = tg_ones(TG_SHAPE(3), tg_opts{});
         tg_tensor *y = tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
@@ -338,7 +338,7 @@ TEST_F(LowTest, Bfloat16MaxPoolIsTheFloat32OneRoundedOnce) {
         tg_tensor *x32 = tg_cast(tg_cast(tg_randn(c.shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
         ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(tg_narrow(x32, 0, 1, 1), 1, 2, 1), 2, 3, 1), 3, 4, 1), NAN),
                   TG_OK) << tg_last_error();
-        tg_tensor *x = tg_requires_grad(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad(tg_clone(x32), true);
+        tg_tensor *x = tg_requires_grad_(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad_(tg_clone(x32), true);
         tg_tensor *i = nullptr, *iw = nullptr;
         tg_tensor *y = tg_max_pool2d(x, c.opts, &i), *yw = tg_max_pool2d(xw, c.opts, &iw);
         ASSERT_NE(y, nullptr) << tg_last_error();
@@ -354,7 +354,7 @@ TEST_F(LowTest, Bfloat16MaxPoolIsTheFloat32OneRoundedOnce) {
 }
 
 TEST_F(LowTest, CastGradientComesBackInTheInputDtype) {
-    tg_tensor *w = tg_requires_grad(tensor_f32({0.5f, -1.25f, 3.0f}, TG_SHAPE(3)), true);
+    tg_tensor *w = tg_requires_grad_(tensor_f32({0.5f, -1.25f, 3.0f}, TG_SHAPE(3)), true);
     tg_tensor *y = tg_mul_scalar(tg_cast(w, TG_BFLOAT16), 3.0);
     EXPECT_EQ(tg_dtype_of(y), TG_BFLOAT16);
     ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
@@ -579,7 +579,7 @@ TEST_F(LowTest, ClearErrorsWhereThereIsNoLowPrecisionPath) {
     tg_clear_error();
     EXPECT_EQ(tg_dropout(b, 0.5, true), nullptr);
     EXPECT_ERROR_CONTAINS("tg_dropout");
-    tg_tensor *p = tg_requires_grad(tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16}), true);
+    tg_tensor *p = tg_requires_grad_(tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16}), true);
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(p, p))), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_dtype_of(tg_grad(p)), TG_BFLOAT16);
     tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});

@@ -280,8 +280,8 @@ std::vector<std::vector<uint32_t>> kernels_once() {
     tg_tensor *a = tg_randn(TG_SHAPE(256, 300), f), *b = tg_randn(TG_SHAPE(300, 520), f);
     out.push_back(bits(tg_matmul(a, b)));                            // split GEMM
     out.push_back(bits(tg_matmul(tg_transpose(b, 0, 1), tg_transpose(a, 0, 1))));
-    tg_tensor *img = tg_requires_grad(tg_randn(TG_SHAPE(64, 1, 28, 28), f), true);
-    tg_tensor *w = tg_requires_grad(tg_randn(TG_SHAPE(20, 1, 5, 5), f), true);
+    tg_tensor *img = tg_requires_grad_(tg_randn(TG_SHAPE(64, 1, 28, 28), f), true);
+    tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(20, 1, 5, 5), f), true);
     tg_tensor *y = tg_conv2d(img, w, NULL, tg_conv_opts{});
     out.push_back(bits(y));
     tg_pool_opts po = {};

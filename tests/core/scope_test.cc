@@ -70,7 +70,7 @@ TEST_F(TgTest, NestedScopesUnwindInOrder) {
 TEST_F(TgTest, GraphIsFreedWithItsLastTensor) {
     long nodes = tg_live_graph_nodes();
     TG_SCOPE {
-        tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(3), tg_opts{}), true);
+        tg_tensor *x = tg_requires_grad_(tg_ones(TG_SHAPE(3), tg_opts{}), true);
         tg_tensor *y = tg_exp(tg_mul(x, x));
         EXPECT_EQ(tg_live_graph_nodes(), nodes + 2);
         (void)y;

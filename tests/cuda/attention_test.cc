@@ -38,8 +38,8 @@ void check(const Case &c, tg_dtype dt, double tol) {
     std::vector<tg_tensor *> cpu, gpu;
     for (size_t i = 0; i < in.size(); i++) {
         bool grad = i < 3;
-        cpu.push_back(grad ? tg_requires_grad(tg_clone(in[i]), true) : in[i]);
-        gpu.push_back(grad ? tg_requires_grad(on_cuda(in[i]), true) : on_cuda(in[i]));
+        cpu.push_back(grad ? tg_requires_grad_(tg_clone(in[i]), true) : in[i]);
+        gpu.push_back(grad ? tg_requires_grad_(on_cuda(in[i]), true) : on_cuda(in[i]));
     }
     tg_tensor *ref = call(cpu, false), *got = call(gpu, true);
     ASSERT_TRUE(ref && got) << tg_last_error();

@@ -57,22 +57,22 @@ inline ::testing::AssertionResult compare_devices(const DeviceFn &f, const std::
         tg_tensor *g = on_cuda(t);
         if (!c || !g) return ::testing::AssertionFailure() << "copy failed: " << tg_last_error();
         if (grad) {
-            tg_requires_grad(c, true);
-            tg_requires_grad(g, true);
+            tg_requires_grad_(c, true);
+            tg_requires_grad_(g, true);
         }
         cpu.push_back(c);
         gpu.push_back(g);
     }
     tg_tensor *y_cpu = f(cpu), *y_gpu = f(gpu);
     ::testing::AssertionResult r = same_values(y_cpu, y_gpu, opts.atol, opts.rtol);
-    if (!r || !opts.grads || !tg_get_requires_grad(y_cpu)) return r;
+    if (!r || !opts.grads || !tg_requires_grad(y_cpu)) return r;
     tg_tensor *w = random_cpu(tg_shape_of(y_cpu), tg_dtype_of(y_cpu), 7);
     if (tg_backward(tg_sum(tg_mul(y_cpu, w))) != TG_OK)
         return ::testing::AssertionFailure() << "CPU backward failed: " << tg_last_error();
     if (tg_backward(tg_sum(tg_mul(y_gpu, on_cuda(w)))) != TG_OK)
         return ::testing::AssertionFailure() << "CUDA backward failed: " << tg_last_error();
     for (size_t i = 0; i < cpu.size(); i++) {
-        if (!tg_get_requires_grad(cpu[i])) continue;
+        if (!tg_requires_grad(cpu[i])) continue;
         tg_tensor *gc = tg_grad(cpu[i]), *gg = tg_grad(gpu[i]);
         if (!gc && !gg) continue;
         ::testing::AssertionResult gr = same_values(gc, gg, opts.atol * 10, opts.rtol * 10);

@@ -17,8 +17,8 @@ TEST_F(TgTest, CudaGradcheckPerturbsDeviceInputs) {
     tg_tensor *a = on_cuda(random_cpu(TG_SHAPE(3, 3), TG_FLOAT64, 1, -0.5, 0.5));
     tg_tensor *b = on_cuda(random_cpu(TG_SHAPE(3, 3), TG_FLOAT64, 2, -0.5, 0.5));
     ASSERT_TRUE(a && b) << tg_last_error();
-    tg_requires_grad(a, true);
-    tg_requires_grad(b, true);
+    tg_requires_grad_(a, true);
+    tg_requires_grad_(b, true);
     std::vector<double> a_before = values(a);
     tg_tensor *in[2] = {a, b};
     tg_gradcheck_opts o{};
@@ -29,7 +29,7 @@ TEST_F(TgTest, CudaGradcheckPerturbsDeviceInputs) {
     EXPECT_EQ(tg_device_of(a).kind, TG_DEVICE_CUDA);
 
     tg_tensor *x = on_cuda(random_cpu(TG_SHAPE(4), TG_FLOAT64, 3));
-    tg_requires_grad(x, true);
+    tg_requires_grad_(x, true);
     tg_clear_error();
     EXPECT_NE(tg_gradcheck(wrong_fn, 1, &x, nullptr), TG_OK);
     EXPECT_ERROR_CONTAINS("Jacobian mismatch for input 0");

@@ -288,7 +288,7 @@ TEST_F(TgTest, CudaDropout2dDrawsOneWordPerChannel) {
     for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
         tg_tensor *x = tg_ones(TG_SHAPE(3, 7, 4, 5), tg_opts{dt, TG_CPU, false});
         tg_tensor *gx = on_cuda(x);
-        tg_requires_grad(gx, true);
+        tg_requires_grad_(gx, true);
         tg_manual_seed(7);
         tg_tensor *y = tg_dropout2d(gx, 0.3, true);
         ASSERT_NE(y, nullptr) << tg_last_error();
@@ -417,8 +417,8 @@ TEST_F(TgTest, CudaAttentionMatchesCpu) {
 TEST_F(TgTest, CudaOptimizerStepsMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     for (int kind = 0; kind < 4; kind++) {
-        tg_tensor *p = tg_requires_grad(random_cpu(TG_SHAPE(300, 7), TG_FLOAT32, 1), true);
-        tg_tensor *gp = tg_requires_grad(on_cuda(p), true);
+        tg_tensor *p = tg_requires_grad_(random_cpu(TG_SHAPE(300, 7), TG_FLOAT32, 1), true);
+        tg_tensor *gp = tg_requires_grad_(on_cuda(p), true);
         tg_optim *opt = nullptr, *gopt = nullptr;
         if (kind == 0) {
             tg_sgd_opts o = {0.1, 0.9, 0, 1e-4, true, false};

@@ -266,10 +266,10 @@ TEST_F(DistTest, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
     tg_ddp *ddp = tg_ddp_new(sync, tg_ddp_opts{});
     ASSERT_NE(ddp, nullptr);
     for (int step = 0; step < 2; step++) {
-        tg_tensor *x_ref = tg_requires_grad(tg_clone(x_all), true);
+        tg_tensor *x_ref = tg_requires_grad_(tg_clone(x_all), true);
         tg_tensor *y_ref = tg_forward(bn, x_ref);
         ASSERT_EQ(tg_backward(tg_div_scalar(tg_sum(tg_mul(y_ref, w_out)), 8)), TG_OK);  // mean over 8 samples
-        tg_tensor *x = tg_requires_grad(tg_clone(tg_narrow(x_all, 0, 4 * rank, 4)), true);
+        tg_tensor *x = tg_requires_grad_(tg_clone(tg_narrow(x_all, 0, 4 * rank, 4)), true);
         tg_tensor *y = tg_ddp_forward(ddp, x);
         ASSERT_NE(y, nullptr) << tg_last_error();
         EXPECT_TRUE(tensor_near(y, values(tg_narrow(y_ref, 0, 4 * rank, 4)), 1e-12)) << "step " << step;

@@ -51,7 +51,7 @@ static tg_tensor *make_input(const od_case *c, int k, const double *values, tg_d
     tg_tensor *base = tg_from_data(values, in->base, (tg_opts){.dtype = TG_FLOAT64});
     if (in->dom == DOM_INDEX) base = tg_cast(base, TG_INT64);
     else if (in->dom == DOM_BOOL) base = tg_cast(base, TG_BOOL);
-    else if (leaf) base = *leaf = tg_requires_grad(base, !in->no_grad);
+    else if (leaf) base = *leaf = tg_requires_grad_(base, !in->no_grad);
     else if (dtype != TG_FLOAT64) base = tg_cast(base, in->keep_f32 && tg_dtype_is_low_precision(dtype) ? TG_FLOAT32 : dtype);
     base = tg_tensor_to(base, device);
     return leaf ? base : od_apply_layout(in, base);

@@ -285,7 +285,7 @@ static int run_attention(const od_row *row, const od_case *c, tg_tensor *const *
 
 /* y = x * x with its gradient retained, then d(sum(y^2))/dy = 2y read back */
 static int run_retain_grad(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
-    tg_tensor *x = tg_requires_grad(tg_clone(tg_detach(in[0])), true);
+    tg_tensor *x = tg_requires_grad_(tg_clone(tg_detach(in[0])), true);
     tg_tensor *y = tg_mul(x, x);
     if (tg_retain_grad(y) != TG_OK || !tg_retains_grad(y)) return 0;
     if (tg_backward(tg_sum(tg_mul(y, y))) != TG_OK) return 0;

@@ -11,7 +11,7 @@ int main(void) {
     tg_set_error_mode(TG_ERRORS_SILENT); /* the expected error below is read, not printed */
     int failures = 0;
     TG_SCOPE { /* d/dx sum(x^2) = 2x */
-        tg_tensor *x = tg_requires_grad(tg_from_data((float[]){1, 2, 3}, TG_SHAPE(3), (tg_opts){0}), true);
+        tg_tensor *x = tg_requires_grad_(tg_from_data((float[]){1, 2, 3}, TG_SHAPE(3), (tg_opts){0}), true);
         tg_backward(tg_sum(tg_mul(x, x)));
         float g[3] = {0};
         tg_copy_to_host(tg_grad(x), g, sizeof g);

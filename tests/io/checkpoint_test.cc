@@ -62,7 +62,7 @@ TEST_F(CheckpointTest, StateDictRoundTripWithPyTorchNames) {
     const tg_named_tensor *sa = tg_state_dict(a.get(), &count);
     for (int i = 0; i < count; i++)
         EXPECT_TRUE(tensor_near(tg_module_get(b.get(), sa[i].name), values(sa[i].tensor), 0)) << sa[i].name;
-    EXPECT_TRUE(tg_get_requires_grad(tg_module_get(b.get(), "0.weight")));
+    EXPECT_TRUE(tg_requires_grad(tg_module_get(b.get(), "0.weight")));
 }
 
 // Issue 35: an int8 scale of 0, -1 or NaN, a zero point out of range and a prune mask

@@ -80,7 +80,7 @@ TEST_F(ModuleTest, SequentialNamesMatchPyTorch) {
     EXPECT_EQ(dims(params[1].tensor), (std::vector<int64_t>{3}));
     EXPECT_EQ(dims(params[2].tensor), (std::vector<int64_t>{2, 3}));
     for (int i = 0; i < n; i++) {
-        EXPECT_TRUE(tg_get_requires_grad(params[i].tensor));
+        EXPECT_TRUE(tg_requires_grad(params[i].tensor));
         EXPECT_TRUE(tg_is_leaf(params[i].tensor));
     }
     int np = 0;
@@ -117,7 +117,7 @@ TEST_F(ModuleTest, NestedStateDictOrderMatchesPyTorch) {
     ASSERT_NE(tracked, nullptr);
     EXPECT_EQ(tg_dtype_of(tracked), TG_INT64);
     EXPECT_EQ(tg_ndim(tracked), 0);
-    EXPECT_FALSE(tg_get_requires_grad(tracked));
+    EXPECT_FALSE(tg_requires_grad(tracked));
     EXPECT_TRUE(tensor_near(tg_module_get(net, "0.1.running_var"), {1, 1, 1, 1}, 0));
     EXPECT_TRUE(tensor_near(tg_module_get(net, "0.1.running_mean"), {0, 0, 0, 0}, 0));
     EXPECT_TRUE(tensor_near(tg_module_get(net, "0.1.weight"), {1, 1, 1, 1}, 0));
@@ -212,7 +212,7 @@ TEST_F(ModuleTest, CastAndMoveKeepTensorIdentity) {
     ASSERT_EQ(tg_module_cast(net, TG_FLOAT64), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_module_get(net, "0.weight"), w);
     EXPECT_EQ(tg_dtype_of(w), TG_FLOAT64);
-    EXPECT_TRUE(tg_get_requires_grad(w));
+    EXPECT_TRUE(tg_requires_grad(w));
     EXPECT_TRUE(tensor_near(w, before, 0));
     EXPECT_EQ(tg_dtype_of(tg_module_get(net, "1.running_var")), TG_FLOAT64);
     EXPECT_EQ(tg_dtype_of(tg_module_get(net, "1.num_batches_tracked")), TG_INT64);
@@ -518,7 +518,7 @@ TEST_F(ModuleTest, AdaptiveAvgPool2d) {
     ASSERT_NE(global, nullptr);
     EXPECT_EQ(extra_repr(global), "output_size=(1, 1)");
     TG_SCOPE {
-        tg_tensor *x = tg_requires_grad(tensor_f32({1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, TG_SHAPE(1, 2, 2, 3)),
+        tg_tensor *x = tg_requires_grad_(tensor_f32({1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, TG_SHAPE(1, 2, 2, 3)),
                                         true);
         tg_tensor *y = tg_forward(global, x);
         ASSERT_NE(y, nullptr) << tg_last_error();

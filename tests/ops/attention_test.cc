@@ -42,7 +42,7 @@ Outcome run(const Case &c, tg_dtype dt, bool fused) {
         for (int i = 0; i < 3; i++) {
             std::vector<int64_t> s = *shapes[i];
             if (c.transposed) std::swap(s[1], s[2]);
-            leaf[i] = tg_requires_grad(tg_cast(tg_randn(shape_of(s), tg_opts{}), dt), true);
+            leaf[i] = tg_requires_grad_(tg_cast(tg_randn(shape_of(s), tg_opts{}), dt), true);
             in[i] = c.transposed ? tg_transpose(leaf[i], 1, 2) : leaf[i];
         }
         tg_sdpa_opts so = {};

@@ -105,7 +105,7 @@ TEST_F(ConvBf16Test, LargeCallsMatchFloat32AndDoNotDependOnThreads) {
         tg_tensor *x32 = tg_randn(geo.x, tg_opts{}), *w32 = tg_randn(geo.w, tg_opts{});
         // Fresh leaves holding the bfloat16 values, in dt (float32: the reference).
         auto leaf = [](tg_tensor *t, tg_dtype dt) {
-            return tg_requires_grad(tg_cast(tg_cast(t, TG_BFLOAT16), dt), true);
+            return tg_requires_grad_(tg_cast(tg_cast(t, TG_BFLOAT16), dt), true);
         };
         tg_shape y_shape = tg_shape_of(tg_conv2d(x32, w32, nullptr, tg_conv_opts{.padding = geo.padding}));
         tg_tensor *gy = tg_cast(tg_cast(tg_randn(y_shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
@@ -143,7 +143,7 @@ TEST_F(ConvBf16Test, BiasGradientIsTheFloat32SumOfTheWidenedGradient) {
     tg_tensor *gy = tg_cast(tg_cast(tg_randn(TG_SHAPE(8, 20, 24, 24), tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
     std::vector<tg_tensor *> gb;
     for (tg_dtype dt : {TG_BFLOAT16, TG_FLOAT32}) {
-        tg_tensor *b = tg_requires_grad(tg_zeros(TG_SHAPE(20), tg_opts{.dtype = dt}), true);
+        tg_tensor *b = tg_requires_grad_(tg_zeros(TG_SHAPE(20), tg_opts{.dtype = dt}), true);
         tg_tensor *y = tg_conv2d(tg_cast(x32, dt), tg_cast(w32, dt), b, tg_conv_opts{});
         ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, tg_cast(gy, dt)))), TG_OK) << tg_last_error();
         gb.push_back(tg_grad(b));
@@ -193,7 +193,7 @@ TEST_F(ConvBf16Test, BiasGradientKeepsTheFloat32PathsOrder) {
     int saved = tg_get_num_threads();
     for (int threads : {1, 2}) {
         tg_set_num_threads(threads);
-        tg_tensor *b = tg_requires_grad(tg_zeros(TG_SHAPE(C), tg_opts{TG_BFLOAT16}), true);
+        tg_tensor *b = tg_requires_grad_(tg_zeros(TG_SHAPE(C), tg_opts{TG_BFLOAT16}), true);
         ASSERT_EQ(tg_backward_with(tg_conv2d(x, w, b, tg_conv_opts{}), gy), TG_OK) << tg_last_error();
         std::vector<uint16_t> got((size_t)C);
         ASSERT_EQ(tg_copy_to_host(tg_grad(b), got.data(), got.size() * 2), TG_OK);

@@ -48,7 +48,7 @@ tg_tensor *conv_gc(tg_tensor *const *in, void *user) {
 
 tg_tensor *rand64(tg_shape s, bool grad = true) {
     tg_tensor *t = tg_randn(s, tg_opts{TG_FLOAT64, TG_CPU, false});
-    if (grad) tg_requires_grad(t, true);
+    if (grad) tg_requires_grad_(t, true);
     return t;
 }
 

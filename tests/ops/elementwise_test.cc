@@ -48,13 +48,13 @@ tg_tensor *in64(tg_shape shape, unsigned seed, double lo = -1, double hi = 1, bo
 }
 // A non-contiguous [n, m] leaf: the transpose of an [m, n] tensor.
 tg_tensor *transposed64(int64_t n, int64_t m, unsigned seed, double lo = -1, double hi = 1) {
-    tg_tensor *t = tg_requires_grad(tg_transpose(in64(TG_SHAPE(m, n), seed, lo, hi, false), 0, 1), true);
+    tg_tensor *t = tg_requires_grad_(tg_transpose(in64(TG_SHAPE(m, n), seed, lo, hi, false), 0, 1), true);
     EXPECT_FALSE(tg_is_contiguous(t));
     return t;
 }
 // A non-contiguous [n, m] leaf: columns 1..m of an [n, m + 2] tensor.
 tg_tensor *sliced64(int64_t n, int64_t m, unsigned seed, double lo = -1, double hi = 1) {
-    tg_tensor *t = tg_requires_grad(tg_narrow(in64(TG_SHAPE(n, m + 2), seed, lo, hi, false), 1, 1, m), true);
+    tg_tensor *t = tg_requires_grad_(tg_narrow(in64(TG_SHAPE(n, m + 2), seed, lo, hi, false), 1, 1, m), true);
     EXPECT_FALSE(tg_is_contiguous(t));
     return t;
 }
@@ -322,7 +322,7 @@ TEST_F(TgTest, ComparisonsMatchPyTorch) {
         check_both(c.first, [fn](const std::vector<tg_tensor *> &in, tg_tensor **) {
             tg_tensor *out = fn(in[0], in[1]);  // inputs require grad; the result does not
             EXPECT_EQ(tg_dtype_of(out), TG_BOOL);
-            EXPECT_FALSE(tg_get_requires_grad(out));
+            EXPECT_FALSE(tg_requires_grad(out));
             return out;
         });
     }
@@ -577,13 +577,13 @@ TEST_F(TgTest, CastsBetweenDtypes) {
 TEST_F(TgTest, CastGradientsAndRequiresGrad) {
     tg_tensor *x = tensor_f32({1, -2, 3}, TG_SHAPE(3), true);
     tg_tensor *y = tg_cast(x, TG_FLOAT64);
-    EXPECT_TRUE(tg_get_requires_grad(y));
+    EXPECT_TRUE(tg_requires_grad(y));
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, tensor_f64({0.5, 2, -1}, TG_SHAPE(3))))), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_FLOAT32);
     EXPECT_TRUE(tensor_near(tg_grad(x), {0.5, 2, -1}, 0));
     // Casting to an integer or bool cuts the graph (integers cannot require grad).
-    EXPECT_FALSE(tg_get_requires_grad(tg_cast(x, TG_INT64)));
-    EXPECT_FALSE(tg_get_requires_grad(tg_cast(x, TG_BOOL)));
+    EXPECT_FALSE(tg_requires_grad(tg_cast(x, TG_INT64)));
+    EXPECT_FALSE(tg_requires_grad(tg_cast(x, TG_BOOL)));
 }
 
 TEST_F(TgTest, IsfiniteAndAllFinite) {
@@ -606,7 +606,7 @@ TEST_F(TgTest, IsfiniteAndAllFinite) {
     tg_tensor *finite_cols = tg_narrow(tensor_f32({1, NAN, 2, 3, INFINITY, 4}, TG_SHAPE(2, 3)), 1, 2, 1);
     EXPECT_TRUE(tg_all_finite(finite_cols));
     // isfinite of a tensor that requires grad is not differentiable.
-    EXPECT_FALSE(tg_get_requires_grad(tg_isfinite(tensor_f64({1}, TG_SHAPE(1), true))));
+    EXPECT_FALSE(tg_requires_grad(tg_isfinite(tensor_f64({1}, TG_SHAPE(1), true))));
     tg_clear_error();
     EXPECT_FALSE(tg_all_finite(nullptr));
     EXPECT_ERROR_CONTAINS("tg_all_finite: input 0 is NULL");
@@ -712,7 +712,7 @@ TEST_F(TgTest, InPlaceOnALeafThatRequiresGradIsRefusedAsInPyTorch) {
     }
     EXPECT_TRUE(tensor_near(x, {1, 2, 3}, 0));
     EXPECT_EQ(tg_version(x), v0 + 4);
-    EXPECT_TRUE(tg_get_requires_grad(x));
+    EXPECT_TRUE(tg_requires_grad(x));
     EXPECT_TRUE(tg_is_leaf(x));
 }
 

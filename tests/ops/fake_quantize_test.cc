@@ -70,7 +70,7 @@ TEST_F(FakeQuantizeOpTest, HandComputedAndStraightThrough) {
     TG_SCOPE {
         // scale 0.5, zp 2, [0, 6]: x / 0.5 rounds half to even; 2.0 -> q 6 (kept), 2.3 -> q 7 (clamped)
         const float xs[] = {-1.0f, -1.3f, 0.25f, 0.75f, 2.0f, 2.3f};
-        tg_tensor *x = tg_requires_grad(tg_from_data(xs, TG_SHAPE(6), tg_opts{}), true);
+        tg_tensor *x = tg_requires_grad_(tg_from_data(xs, TG_SHAPE(6), tg_opts{}), true);
         tg_tensor *y = tg_fake_quantize_per_tensor_affine(x, 0.5, 2, 0, 6);
         EXPECT_TRUE(tensor_near(y, {-1.0, -1.0, 0.0, 1.0, 2.0, 2.0}, 0, 0));
         ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK);

@@ -298,8 +298,8 @@ TEST_P(GemmBf16Test, MatmulAndLinearUseItAndAgreeWithFloat32) {
 TEST_P(GemmBf16Test, GradientsOfMatmulAndLinearAreBfloat16) {
     tg_manual_seed(4);
     tg_tensor *x = tg_cast(tg_randn(TG_SHAPE(6, 9), {}), TG_BFLOAT16), *w = tg_cast(tg_randn(TG_SHAPE(5, 9), {}), TG_BFLOAT16);
-    tg_requires_grad(x, true);
-    tg_requires_grad(w, true);
+    tg_requires_grad_(x, true);
+    tg_requires_grad_(w, true);
     ASSERT_EQ(tg_backward(tg_sum(tg_linear(x, w, nullptr))), TG_OK) << tg_last_error();
     // d sum(x w^T) / dx [i, q] = sum_j w[j, q]: a column sum of w, in bfloat16.
     const int dim0 = 0;

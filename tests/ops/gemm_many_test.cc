@@ -172,9 +172,9 @@ TEST_F(GemmManyTest, LinearGradientsSideBySideEqualTheRecordedPath) {
             std::vector<tg_tensor *> grads[2];
             for (int create_graph = 0; create_graph < 2; create_graph++) {
                 tg_manual_seed(3);
-                tg_tensor *x = tg_requires_grad(tg_randn(TG_SHAPE(3, 40, 96), (tg_opts){.dtype = dt}), true);
-                tg_tensor *w = tg_requires_grad(tg_randn(TG_SHAPE(80, 96), (tg_opts){.dtype = dt}), true);
-                tg_tensor *b = tg_requires_grad(tg_randn(TG_SHAPE(80), (tg_opts){.dtype = dt}), true);
+                tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(3, 40, 96), (tg_opts){.dtype = dt}), true);
+                tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(80, 96), (tg_opts){.dtype = dt}), true);
+                tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(80), (tg_opts){.dtype = dt}), true);
                 tg_tensor *weights = tg_randn(TG_SHAPE(80, 40, 3), (tg_opts){.dtype = dt});
                 // the incoming gradient is `weights` permuted: not contiguous
                 tg_tensor *y = tg_linear(x, w, b);

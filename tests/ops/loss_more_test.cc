@@ -170,9 +170,9 @@ TEST_F(TgTest, LossesAndDistancesAreDifferentiableTwice) {
         tg_gradcheck_opts o = {};
         o.user = &c;
         std::vector<tg_tensor *> in = {rand64(TG_SHAPE(3, 4), 10 + kind), rand64(TG_SHAPE(3, 4), 20 + kind)};
-        if (kind == 0) in[1] = tg_requires_grad(tg_mul_scalar(tg_add_scalar(tg_detach(in[1]), 1), 0.5), true);
+        if (kind == 0) in[1] = tg_requires_grad_(tg_mul_scalar(tg_add_scalar(tg_detach(in[1]), 1), 0.5), true);
         if (kind == 0 || kind == 7) in.push_back(rand64(TG_SHAPE(3, 4), 30 + kind));
-        if (kind == 0) in[2] = tg_requires_grad(tg_add_scalar(tg_detach(in[2]), 2), true);  // a positive weight
+        if (kind == 0) in[2] = tg_requires_grad_(tg_add_scalar(tg_detach(in[2]), 2), true);  // a positive weight
         EXPECT_EQ(tg_gradcheck(gc_fn, (int)in.size(), in.data(), &o), TG_OK) << tg_last_error();
         EXPECT_EQ(tg_gradgradcheck(gc_fn, (int)in.size(), in.data(), &o), TG_OK) << tg_last_error();
     }

@@ -164,7 +164,7 @@ TEST_F(TgTest, LossGradcheck) {
         tg_tensor *x = c.target == t_spatial ? tg_randn(TG_SHAPE(2, 3, 3), f64)
                        : c.transpose          ? tg_randn(TG_SHAPE(3, 4), f64)
                                               : tg_randn(TG_SHAPE(4, 3), f64);
-        tg_requires_grad(x, true);
+        tg_requires_grad_(x, true);
         tg_tensor *in[] = {x};
         tg_gradcheck_opts o = {};
         o.user = &c;
@@ -175,10 +175,10 @@ TEST_F(TgTest, LossGradcheck) {
         for (bool broadcast : {false, true}) {
             SCOPED_TRACE(kind * 10 + broadcast);
             LossCase c = {kind, lopts(broadcast ? TG_REDUCTION_SUM : TG_REDUCTION_MEAN), nullptr, broadcast};
-            tg_tensor *x = tg_requires_grad(tg_randn(broadcast ? TG_SHAPE(4, 3) : TG_SHAPE(3, 4), f64), true);
+            tg_tensor *x = tg_requires_grad_(tg_randn(broadcast ? TG_SHAPE(4, 3) : TG_SHAPE(3, 4), f64), true);
             // l1 is not differentiable at 0: keep |x - y| away from it.
             tg_tensor *y = kind == 4 ? tg_rand(TG_SHAPE(3, 4), f64) : tg_add_scalar(tg_mul_scalar(tg_rand(TG_SHAPE(3, 4), f64), 0.1), 5);
-            if (kind == 4) tg_requires_grad(y, true);
+            if (kind == 4) tg_requires_grad_(y, true);
             tg_tensor *in[] = {x, y};
             tg_gradcheck_opts o = {};
             o.user = &c;
@@ -209,7 +209,7 @@ TEST_F(TgTest, WeightedLossGradcheck) {
         tg_tensor *x = c.target == t_spatial ? tg_randn(TG_SHAPE(2, 3, 3), f64)
                        : c.transpose          ? tg_randn(TG_SHAPE(3, 4), f64)
                                               : tg_randn(TG_SHAPE(4, 3), f64);
-        tg_requires_grad(x, true);
+        tg_requires_grad_(x, true);
         tg_tensor *in[] = {x};
         tg_gradcheck_opts o = {};
         o.user = &c;
@@ -220,10 +220,10 @@ TEST_F(TgTest, WeightedLossGradcheck) {
     for (tg_reduction r : {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE}) {
         SCOPED_TRACE(r);
         LossCase c = {5, lopts(r), nullptr, false};
-        tg_tensor *x = tg_requires_grad(tg_mul_scalar(tg_randn(TG_SHAPE(3, 4), f64), 2), true);
-        tg_tensor *y = tg_requires_grad(tg_rand(TG_SHAPE(3, 4), f64), true);
-        tg_tensor *pw = tg_requires_grad(tg_add_scalar(tg_rand(TG_SHAPE(4), f64), 0.5), true);
-        tg_tensor *bw = tg_requires_grad(tg_add_scalar(tg_rand(TG_SHAPE(3, 1), f64), 0.5), true);
+        tg_tensor *x = tg_requires_grad_(tg_mul_scalar(tg_randn(TG_SHAPE(3, 4), f64), 2), true);
+        tg_tensor *y = tg_requires_grad_(tg_rand(TG_SHAPE(3, 4), f64), true);
+        tg_tensor *pw = tg_requires_grad_(tg_add_scalar(tg_rand(TG_SHAPE(4), f64), 0.5), true);
+        tg_tensor *bw = tg_requires_grad_(tg_add_scalar(tg_rand(TG_SHAPE(3, 1), f64), 0.5), true);
         tg_tensor *in[] = {x, y, pw, bw};
         tg_gradcheck_opts o = {};
         o.user = &c;
@@ -252,8 +252,8 @@ TEST_F(TgTest, ProbabilityTargetGradcheck) {
         LossCase c = {6, k.opts, nullptr, k.transpose};
         tg_shape ts = k.shape;
         if (k.transpose) std::swap(ts.dims[0], ts.dims[1]);
-        tg_tensor *x = tg_requires_grad(tg_randn(k.shape, f64), true);
-        tg_tensor *t = tg_requires_grad(tg_rand(ts, f64), true);
+        tg_tensor *x = tg_requires_grad_(tg_randn(k.shape, f64), true);
+        tg_tensor *t = tg_requires_grad_(tg_rand(ts, f64), true);
         tg_tensor *in[] = {x, t};
         tg_gradcheck_opts o = {};
         o.user = &c;

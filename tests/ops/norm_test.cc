@@ -13,8 +13,8 @@ TEST_P(NormTest, BatchNormMatchesPyTorch) {
             std::string name = std::string(training ? "bn_train_" : "bn_eval_") + tag;
             std::vector<tg_tensor *> in =
                 check_nn_case(name, {"x", "w", "b", "rm", "rv"}, dt, [training](auto &in) {
-                    tg_requires_grad(in[3], false);
-                    tg_requires_grad(in[4], false);
+                    tg_requires_grad_(in[3], false);
+                    tg_requires_grad_(in[4], false);
                     return tg_batch_norm(in[0], in[3], in[4], in[1], in[2], training, 0.1, 1e-5);
                 });
             SCOPED_TRACE(name);
@@ -53,10 +53,10 @@ TEST_F(TgTest, NormGradcheck) {
             SCOPED_TRACE(kind * 10 + transpose);
             // Running stats are updated by every call: fresh ones are fine for gradcheck.
             NormCase c = {kind, transpose, tg_zeros(TG_SHAPE(3), f64), tg_ones(TG_SHAPE(3), f64)};
-            tg_tensor *x = tg_requires_grad(tg_randn(transpose ? TG_SHAPE(2, 3, 4, 3) : TG_SHAPE(2, 3, 3, 4), f64), true);
+            tg_tensor *x = tg_requires_grad_(tg_randn(transpose ? TG_SHAPE(2, 3, 4, 3) : TG_SHAPE(2, 3, 3, 4), f64), true);
             tg_shape ps = kind == 2 ? TG_SHAPE(3, 4) : TG_SHAPE(3);
-            tg_tensor *w = tg_requires_grad(tg_randn(ps, f64), true);
-            tg_tensor *b = tg_requires_grad(tg_randn(ps, f64), true);
+            tg_tensor *w = tg_requires_grad_(tg_randn(ps, f64), true);
+            tg_tensor *b = tg_requires_grad_(tg_randn(ps, f64), true);
             tg_tensor *in[] = {x, w, b};
             tg_gradcheck_opts o = {};
             o.user = &c;

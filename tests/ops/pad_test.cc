@@ -71,7 +71,7 @@ TEST_F(TgTest, PadCircularCropsThenWraps) {
         for (int i = 0; i < shape.ndim; i++) shape.dims[i] = c.shape[i];
         int64_t n = 1;
         for (int64_t d : c.shape) n *= d;
-        tg_tensor *x = tg_requires_grad(tg_view(tg_arange(0, (double)n, 1, tg_opts{TG_FLOAT64}), shape), true);
+        tg_tensor *x = tg_requires_grad_(tg_view(tg_arange(0, (double)n, 1, tg_opts{TG_FLOAT64}), shape), true);
         ASSERT_NE(x, nullptr) << tg_last_error();
         tg_tensor *out = tg_pad(x, c.pad.data(), (int)c.pad.size(), TG_PAD_CIRCULAR, 0);
         ASSERT_NE(out, nullptr) << tg_last_error();

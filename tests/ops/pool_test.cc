@@ -98,7 +98,7 @@ TEST_F(TgTest, PoolGradcheck) {
             // Distinct values (a permutation) so max pooling has no ties for finite differences.
             tg_tensor *x = transpose ? tg_randn(TG_SHAPE(2, 2, 6, 5), tg_opts{TG_FLOAT64, TG_CPU, false})
                                      : tg_randn(TG_SHAPE(1, 3, 5, 7), tg_opts{TG_FLOAT64, TG_CPU, false});
-            tg_requires_grad(x, true);
+            tg_requires_grad_(x, true);
             tg_gradcheck_opts o = {};
             o.user = &c;
             EXPECT_EQ(tg_gradcheck(pool_gc, 1, &x, &o), TG_OK) << tg_last_error();
@@ -220,7 +220,7 @@ TEST_F(TgTest, MaxPool2x2VectorKernelEqualsTheScalarLoop) {
             ASSERT_NE(y64, nullptr) << tg_last_error();
             for (tg_dtype dt : {TG_FLOAT32, TG_BFLOAT16}) {
                 SCOPED_TRACE(tg_dtype_name(dt));
-                tg_tensor *x = tg_requires_grad(tg_cast(x64, dt), true), *i = nullptr;
+                tg_tensor *x = tg_requires_grad_(tg_cast(x64, dt), true), *i = nullptr;
                 tg_tensor *y = tg_max_pool2d(x, o, &i);
                 ASSERT_NE(y, nullptr) << tg_last_error();
                 EXPECT_EQ(raw<int64_t>(i), raw<int64_t>(i64));
@@ -238,7 +238,7 @@ TEST_F(TgTest, MaxPool2x2VectorKernelEqualsTheScalarLoop) {
                 ASSERT_EQ(tg_backward_with(y, g), TG_OK) << tg_last_error();
                 if (dt != TG_BFLOAT16) continue; /* float32's backward is the scalar scatter itself */
                 /* the general path's: float32 scatter-add onto zeros of the widened g, rounded once */
-                tg_tensor *xs = tg_requires_grad(tg_cast(x64, TG_FLOAT32), true);
+                tg_tensor *xs = tg_requires_grad_(tg_cast(x64, TG_FLOAT32), true);
                 ASSERT_EQ(tg_backward_with(tg_max_pool2d(xs, o, nullptr), tg_cast(g, TG_FLOAT32)), TG_OK);
                 EXPECT_EQ(raw<uint16_t>(tg_grad(x)), raw<uint16_t>(tg_cast(tg_grad(xs), TG_BFLOAT16)));
             }

@@ -373,7 +373,7 @@ TEST_F(TgTest, InPlaceFillsNonContiguousViews) {
 
 TEST_F(TgTest, Dropout) {
     tg_manual_seed(3);
-    tg_tensor *x = tg_requires_grad(tg_ones(TG_SHAPE(100000), tg_opts{}), true);
+    tg_tensor *x = tg_requires_grad_(tg_ones(TG_SHAPE(100000), tg_opts{}), true);
     tg_tensor *y = tg_dropout(x, 0.25, true);
     ASSERT_TRUE(y) << tg_last_error();
     std::vector<double> v = values(y);

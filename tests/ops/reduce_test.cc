@@ -111,8 +111,8 @@ TEST_F(TgTest, ExtremaEdgeCases) {
     // Indices are not differentiable; values are.
     tg_tensor *r = tensor_f64({1, 2, 3}, TG_SHAPE(3), true);
     tg_tensor *vi = tg_max_dim(r, 0, false, &idx);
-    EXPECT_TRUE(tg_get_requires_grad(vi));
-    EXPECT_FALSE(tg_get_requires_grad(idx));
+    EXPECT_TRUE(tg_requires_grad(vi));
+    EXPECT_FALSE(tg_requires_grad(idx));
     // Without asking for the indices nothing leaks (TgTest checks).
     EXPECT_NE(tg_min_dim(r, 0, true, nullptr), nullptr);
     // Norm and logsumexp of zeros / -inf follow PyTorch.

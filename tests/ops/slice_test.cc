@@ -145,7 +145,7 @@ TEST_F(TgTest, SliceErrorsNameTheOpAndTheValues) {
 // issue 35). PyTorch 1.13: zeros(2, 0, 3).narrow(2, 1, 2).sum().backward() gives a
 // [2, 0, 3] gradient.
 TEST_F(TgTest, BackwardThroughViewsOfEmptyTensors) {
-    tg_tensor *x = tg_requires_grad(tg_zeros(TG_SHAPE(2, 0, 3), tg_opts{TG_FLOAT64}), true);
+    tg_tensor *x = tg_requires_grad_(tg_zeros(TG_SHAPE(2, 0, 3), tg_opts{TG_FLOAT64}), true);
     int64_t pad[2] = {1, -1};
     tg_tensor *outs[] = {tg_narrow(x, 2, 1, 2), tg_select(x, 2, 2), tg_diagonal(x, 1, 0, 2),
                          tg_pad(x, pad, 2, TG_PAD_CONSTANT, 0)};

@@ -14,7 +14,7 @@ TEST_F(DecayGroupsTest, MatricesDecayVectorsDoNot) {
                                     tg_nn_layer_norm(TG_SHAPE(4), tg_layer_norm_opts{}),
                                     tg_nn_linear(4, 3, tg_linear_opts{}), tg_nn_linear(3, 2, tg_linear_opts{}));
     ASSERT_NE(m, nullptr) << tg_last_error();
-    tg_requires_grad(tg_module_get(m, "3.weight"), false);  // frozen: in neither group
+    tg_requires_grad_(tg_module_get(m, "3.weight"), false);  // frozen: in neither group
     tg_optim *opt = tg_adamw_decay_groups(m, tg_adamw_opts{.lr = 0.1, .weight_decay = 0.5});
     ASSERT_NE(opt, nullptr) << tg_last_error();
     ASSERT_EQ(tg_optim_num_groups(opt), 2);

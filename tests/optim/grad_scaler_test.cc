@@ -150,7 +150,7 @@ TEST_F(GradScalerTest, CallOrderErrorsAsPyTorch) {
 }
 
 TEST_F(GradScalerTest, RefusesFloat16Gradients) {
-    tg_tensor *p = tg_requires_grad(tg_ones(TG_SHAPE(2), tg_opts{TG_FLOAT16}), true);
+    tg_tensor *p = tg_requires_grad_(tg_ones(TG_SHAPE(2), tg_opts{TG_FLOAT16}), true);
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(p, p))), TG_OK) << tg_last_error();
     tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});
     tg_grad_scaler *s = tg_grad_scaler_new(opt, tg_grad_scaler_opts{});
@@ -243,8 +243,8 @@ tg_status floor_iteration(tg_grad_scaler *s, tg_optim *opt, tg_tensor *const *p,
 }
 
 TEST_F(GradScalerTest, ScaleStopsAtTheSmallestNormalFloat) {
-    tg_tensor *p[2] = {tg_requires_grad(tg_ones(TG_SHAPE(2), tg_opts{}), true),
-                       tg_requires_grad(tg_ones(TG_SHAPE(3), tg_opts{}), true)};
+    tg_tensor *p[2] = {tg_requires_grad_(tg_ones(TG_SHAPE(2), tg_opts{}), true),
+                       tg_requires_grad_(tg_ones(TG_SHAPE(3), tg_opts{}), true)};
     tg_optim *opt = tg_sgd_params(p, 2, tg_sgd_opts{.lr = 0.25});
     tg_grad_scaler *s = tg_grad_scaler_new(opt, tg_grad_scaler_opts{.max_consecutive_nonfinite = -1});
     ASSERT_NE(s, nullptr) << tg_last_error();
@@ -283,8 +283,8 @@ TEST_F(GradScalerTest, ScaleStopsAtTheSmallestNormalFloat) {
 }
 
 TEST_F(GradScalerTest, FailsAfterTooManyNonFiniteIterationsInARow) {
-    tg_tensor *p[2] = {tg_requires_grad(tg_ones(TG_SHAPE(2), tg_opts{}), true),
-                       tg_requires_grad(tg_ones(TG_SHAPE(3), tg_opts{}), true)};
+    tg_tensor *p[2] = {tg_requires_grad_(tg_ones(TG_SHAPE(2), tg_opts{}), true),
+                       tg_requires_grad_(tg_ones(TG_SHAPE(3), tg_opts{}), true)};
     tg_optim *opt = tg_sgd_params(p, 2, tg_sgd_opts{.lr = 0.25});
     tg_grad_scaler *s = tg_grad_scaler_new(opt, tg_grad_scaler_opts{.max_consecutive_nonfinite = 3});
     ASSERT_NE(s, nullptr) << tg_last_error();

@@ -39,7 +39,7 @@ TEST_F(OptimFusedTest, EveryElementOnceWithItsOwnGradient) {
         tg_set_num_threads(threads);
         std::vector<tg_tensor *> params;
         for (int64_t n : kSizes) {
-            tg_tensor *p = tg_requires_grad(tg_arange(0, (double)n, 1, (tg_opts){TG_FLOAT32}), true);
+            tg_tensor *p = tg_requires_grad_(tg_arange(0, (double)n, 1, (tg_opts){TG_FLOAT32}), true);
             tg_set_grad(p, tg_remainder_scalar(tg_arange(0, (double)n, 1, (tg_opts){TG_FLOAT32}), 13.0));
             params.push_back(p);
         }
@@ -81,8 +81,8 @@ TEST_F(OptimFusedTest, SameBitsAsOneOptimizerPerParameter) {
             for (size_t i = 0; i < std::size(kSizes); i++) {
                 tg_dtype dt = i == 3 ? TG_FLOAT64 : TG_FLOAT32; // one float64 parameter among them
                 tg_tensor *p = tg_randn(TG_SHAPE(kSizes[i]), (tg_opts){dt});
-                together.push_back(tg_requires_grad(tg_clone(p), true));
-                alone.push_back(tg_requires_grad(tg_clone(p), true));
+                together.push_back(tg_requires_grad_(tg_clone(p), true));
+                alone.push_back(tg_requires_grad_(tg_clone(p), true));
             }
             tg_optim *all = make(rule, together.data(), (int)together.size());
             std::vector<tg_optim *> each;
@@ -108,8 +108,8 @@ TEST_F(OptimFusedTest, SameBitsAsOneOptimizerPerParameter) {
 }
 
 TEST_F(OptimFusedTest, ABadGradientLeavesEveryParameterAsItWas) {
-    tg_tensor *a = tg_requires_grad(tensor_f32({1, 2, 3}, TG_SHAPE(3)), true);
-    tg_tensor *b = tg_requires_grad(tensor_f32({4, 5}, TG_SHAPE(2)), true);
+    tg_tensor *a = tg_requires_grad_(tensor_f32({1, 2, 3}, TG_SHAPE(3)), true);
+    tg_tensor *b = tg_requires_grad_(tensor_f32({4, 5}, TG_SHAPE(2)), true);
     tg_tensor *params[] = {a, b};
     tg_optim *opt = tg_adam_params(params, 2, tg_adam_opts{.lr = 0.1});
     tg_set_grad(a, tensor_f32({1, 1, 1}, TG_SHAPE(3)));

@@ -278,7 +278,7 @@ TEST_F(OptimTest, OptionsDefaultsAndErrors) {
 
 TEST_F(OptimTest, ParamsArrayAndMaximize) {
     // Minimise (x - 3)^2 with SGD over an explicit parameter array; maximize flips the sign.
-    tg_tensor *x = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{TG_FLOAT64}), true);
+    tg_tensor *x = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{TG_FLOAT64}), true);
     tg_optim *opt = tg_sgd_params(&x, 1, tg_sgd_opts{.lr = 0.1});
     for (int i = 0; i < 100; i++) TG_SCOPE {
             tg_backward(tg_sum(tg_square(tg_sub_scalar(x, 3.0))));
@@ -311,7 +311,7 @@ TEST_F(OptimTest, SchedulesMatchPyTorch) {
         {"cosine", [](tg_optim *o) { return tg_cosine_annealing_lr(o, 10, 0.001); }},
         {"linear", [](tg_optim *o) { return tg_linear_lr(o, 0.25, 1.0, 8); }},
     };
-    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *p = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
     for (const Case &c : cases) {
         SCOPED_TRACE(c.name);
         tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});
@@ -343,7 +343,7 @@ TEST_F(OptimTest, ClipGradNormMatchesPyTorch) {
                 std::vector<double> all;
                 for (int i = 0; i < 3; i++) {
                     const FixtureTensor &g = fx("clip.grad." + std::to_string(i));
-                    params[i] = tg_requires_grad(tg_zeros(g.tg(), tg_opts{dtype}), true);
+                    params[i] = tg_requires_grad_(tg_zeros(g.tg(), tg_opts{dtype}), true);
                     tg_set_grad(params[i], g.make(dtype));
                 }
                 double total = tg_clip_grad_norm_params(params, 3, std::stod(mtag), norm_type);
@@ -358,12 +358,12 @@ TEST_F(OptimTest, ClipGradNormMatchesPyTorch) {
         }
     }
     // No gradients: 0, nothing touched.
-    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(2), tg_opts{}), true);
+    tg_tensor *p = tg_requires_grad_(tg_zeros(TG_SHAPE(2), tg_opts{}), true);
     EXPECT_EQ(tg_clip_grad_norm_params(&p, 1, 1.0, 2.0), 0.0);
     // A NaN gradient: the total is NaN and every gradient becomes NaN (PyTorch multiplies
     // by clamp(nan, max=1) = nan), so no finite parameter takes an unclipped step.
-    tg_tensor *two[2] = {tg_requires_grad(tg_zeros(TG_SHAPE(2), tg_opts{}), true),
-                         tg_requires_grad(tg_zeros(TG_SHAPE(3), tg_opts{}), true)};
+    tg_tensor *two[2] = {tg_requires_grad_(tg_zeros(TG_SHAPE(2), tg_opts{}), true),
+                         tg_requires_grad_(tg_zeros(TG_SHAPE(3), tg_opts{}), true)};
     tg_set_grad(two[0], tensor_f32({3, 4}, TG_SHAPE(2)));
     tg_set_grad(two[1], tensor_f32({1, 2, NAN}, TG_SHAPE(3)));
     tg_clear_error();
@@ -377,9 +377,9 @@ TEST_F(OptimTest, ClipGradNormMatchesPyTorch) {
 // [-0.5, 0.5]; a parameter without a gradient is skipped.
 TEST_F(OptimTest, ClipGradValueClampsEveryGradient) {
     tg_tensor *params[3];
-    params[0] = tg_requires_grad(tg_zeros(TG_SHAPE(4), tg_opts{TG_FLOAT64}), true);
-    params[1] = tg_requires_grad(tg_zeros(TG_SHAPE(2, 2), tg_opts{}), true);
-    params[2] = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);  // no gradient
+    params[0] = tg_requires_grad_(tg_zeros(TG_SHAPE(4), tg_opts{TG_FLOAT64}), true);
+    params[1] = tg_requires_grad_(tg_zeros(TG_SHAPE(2, 2), tg_opts{}), true);
+    params[2] = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true);  // no gradient
     tg_set_grad(params[0], tensor_f64({-2, -0.25, 0.5, 3}, TG_SHAPE(4)));
     tg_set_grad(params[1], tensor_f32({0.75f, -0.5f, 0.1f, NAN}, TG_SHAPE(2, 2)));
     ASSERT_EQ(tg_clip_grad_value_params(params, 3, 0.5), TG_OK) << tg_last_error();
@@ -407,7 +407,7 @@ TEST_F(OptimTest, FrozenAndTiedParameters) {
     tg_tensor *shared = tg_module_get(model, "0.weight");
     ASSERT_EQ(tg_register_parameter(b, "tied", shared), TG_OK) << tg_last_error();
     tg_tensor *frozen = tg_module_get(model, "1.weight");
-    ASSERT_EQ(tg_requires_grad(frozen, false), frozen);
+    ASSERT_EQ(tg_requires_grad_(frozen, false), frozen);
     int n = 0;
     tg_parameters(model, &n);
     EXPECT_EQ(n, 4) << "0.weight, 0.bias, 1.weight, 1.bias; 1.tied is 0.weight";
@@ -546,7 +546,7 @@ bool has_one_cycle(const std::string &config) { return config == "sgd_onecycle" 
 std::vector<tg_tensor *> mlp_shaped_params() {
     std::vector<tg_tensor *> p;
     for (tg_shape s : {TG_SHAPE(8, 6), TG_SHAPE(8), TG_SHAPE(3, 8), TG_SHAPE(3)})
-        p.push_back(tg_requires_grad(tg_zeros(s, tg_opts{}), true));
+        p.push_back(tg_requires_grad_(tg_zeros(s, tg_opts{}), true));
     return p;
 }
 
@@ -658,8 +658,8 @@ using MakeScheduler = std::function<tg_lr_scheduler *(tg_optim *)>;
 // group's lr after making and after each step (the scheduler is freed at the end).
 static void schedule_two_groups(const MakeScheduler &make, std::vector<double> lrs[2],
                                 double *last_lr_of_missing_group = nullptr) {
-    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
-    tg_tensor *q = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *p = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *q = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
     tg_optim *opt = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1});
     ASSERT_EQ(tg_optim_add_param_group(opt, &q, 1, tg_param_group_opts{.lr = 0.02}), TG_OK);
     tg_lr_scheduler *s = make(opt);
@@ -737,8 +737,8 @@ TEST_F(OptimTest, LambdaAndSequentialSchedulesMatchPyTorch) {
             for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(lrs[g][i], want[i]) << "group " << g << " step " << i;
         }
     }
-    tg_tensor *p = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
-    tg_tensor *q = tg_requires_grad(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *p = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
+    tg_tensor *q = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true);
     // Errors: another optimizer's scheduler, milestones out of order, a OneCycleLR.
     tg_optim *a = tg_sgd_params(&p, 1, tg_sgd_opts{.lr = 0.1}), *b = tg_sgd_params(&q, 1, tg_sgd_opts{.lr = 0.1});
     tg_lr_scheduler *mixed[2] = {tg_step_lr(a, 2, 0.5), tg_step_lr(b, 2, 0.5)};
@@ -851,7 +851,7 @@ TEST_F(OptimTest, ParamGroupsApiAndErrors) {
     EXPECT_ERROR_CONTAINS("tg_optim_set_group_lr (SGD): group 3 out of range (3 groups)");
 
     // A parameter in two groups: named by its position in the new list, with its group and index.
-    tg_tensor *again[2] = {tg_requires_grad(tg_zeros(TG_SHAPE(2), tg_opts{}), true), p[2]};
+    tg_tensor *again[2] = {tg_requires_grad_(tg_zeros(TG_SHAPE(2), tg_opts{}), true), p[2]};
     EXPECT_EQ(tg_optim_add_param_group(sgd, again, 2, tg_param_group_opts{}), TG_ERROR);
     EXPECT_ERROR_CONTAINS("SGD.add_param_group: parameter 1 is already in parameter group 1 (as parameter 2)");
     tg_tensor *twice[2] = {again[0], again[0]};

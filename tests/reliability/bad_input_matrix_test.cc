@@ -19,7 +19,7 @@ struct BadInput {
 tg_tensor *f32(tg_shape s) { return tg_zeros(s, tg_opts{}); }
 tg_tensor *f64(tg_shape s) { return tg_zeros(s, tg_opts{TG_FLOAT64}); }
 tg_tensor *i64(tg_shape s) { return tg_zeros(s, tg_opts{TG_INT64}); }
-tg_tensor *leaf(tg_shape s) { return tg_requires_grad(tg_ones(s, tg_opts{}), true); }
+tg_tensor *leaf(tg_shape s) { return tg_requires_grad_(tg_ones(s, tg_opts{}), true); }
 bool null(tg_tensor *t) { return t == nullptr; }
 bool err(tg_status s) { return s != TG_OK; }
 
@@ -124,7 +124,7 @@ std::vector<BadInput> cases() {
              return tg_backward(y) == TG_OK && err(tg_backward(y));
          }},
         {"backward NULL", {"tg_backward: input 0 is NULL"}, [] { return err(tg_backward(nullptr)); }},
-        {"requires_grad on int", {"tg_requires_grad", "int64"}, [] { return null(tg_requires_grad(i64(TG_SHAPE(1)), true)); }},
+        {"requires_grad on int", {"tg_requires_grad_", "int64"}, [] { return null(tg_requires_grad_(i64(TG_SHAPE(1)), true)); }},
         // losses, math, sorting, indexing, padding, einsum (issue 19)
         {"bce input outside [0, 1]", {"tg_binary_cross_entropy", "between 0 and 1"},
          [] { return null(tg_binary_cross_entropy(tg_full(TG_SHAPE(2), 1.5, tg_opts{}), f32(TG_SHAPE(2)))); }},

@@ -86,12 +86,12 @@ int main(int argc, char **argv) {
      * checked against the formula 2 y (1 - y^2) (x_i or 1). */
     TG_SCOPE {
         tg_tensor *x = tg_from_data((float[]){-1.0f, 0.5f, 2.0f}, TG_SHAPE(3), (tg_opts){0});
-        tg_tensor *w = tg_requires_grad(tg_full(TG_SHAPE(1), 0.7, (tg_opts){0}), true);
-        tg_tensor *b = tg_requires_grad(tg_full(TG_SHAPE(1), -0.2, (tg_opts){0}), true);
+        tg_tensor *w = tg_requires_grad_(tg_full(TG_SHAPE(1), 0.7, (tg_opts){0}), true);
+        tg_tensor *b = tg_requires_grad_(tg_full(TG_SHAPE(1), -0.2, (tg_opts){0}), true);
         tg_tensor *y = neuron(w, x, b);
         tg_tensor *f = tg_sum(tg_square(y));
         printf("f = %.6f, made by %s, requires grad: %s\n", tg_item(f), tg_grad_fn_name(f),
-               tg_get_requires_grad(f) ? "yes" : "no");
+               tg_requires_grad(f) ? "yes" : "no");
         tg_backward(f); /* fills w's and b's .grad */
         float xs[3] = {-1.0f, 0.5f, 2.0f}, ys[3];
         tg_copy_to_host(y, ys, sizeof ys);
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
         tg_tensor *z = NULL;
         TG_NO_GRAD { z = tg_mul(w, x); } /* nothing recorded: evaluation, optimizer updates */
         printf("w * x under TG_NO_GRAD requires grad: %s; tg_detach(y) requires grad: %s\n",
-               tg_get_requires_grad(z) ? "yes" : "no", tg_get_requires_grad(tg_detach(y)) ? "yes" : "no");
+               tg_requires_grad(z) ? "yes" : "no", tg_requires_grad(tg_detach(y)) ? "yes" : "no");
 
         printf("\n== 7. errors ==\n");
         /* The tutorials exit on the first error (TG_ERRORS_EXIT); a program's default is

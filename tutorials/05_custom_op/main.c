@@ -120,8 +120,8 @@ static void prove(tg_device device) {
     double beta = 1.5;
     TG_SCOPE {
         tg_opts f64 = {.dtype = TG_FLOAT64, .device = device};
-        tg_tensor *x = tg_requires_grad(tg_randn(TG_SHAPE(4, 5), f64), true);
-        tg_tensor *b = tg_requires_grad(tg_randn(TG_SHAPE(5), f64), true);
+        tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(4, 5), f64), true);
+        tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(5), f64), true);
         /* The same maths with built-in ops, as a reference for the forward. */
         tg_tensor *z = tg_add(x, b);
         tg_tensor *ref = tg_mul(z, tg_sigmoid(tg_mul_scalar(z, beta)));
