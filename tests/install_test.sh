@@ -46,11 +46,9 @@ else
   fail "cc with pkg-config"
 fi
 
-# 2. Static: the archive and pkg-config's private libraries.
-if cc "${san[@]}" "$src" $(pkg-config --cflags tapegrad) "$prefix/lib/libtapegrad.a" \
-  $(pkg-config --static --libs-only-other --libs-only-L tapegrad) -lopenblas -lz -lcjson -lpng -ljpeg -lm -lpthread \
-  -o "$work/app_static"; then
-  run "static libtapegrad.a" "$work/app_static"
+# 2. Static: tapegrad-static.pc (the archive by its path, then its libraries).
+if cc "${san[@]}" "$src" $(pkg-config --cflags --libs tapegrad-static) -o "$work/app_static"; then
+  run "static libtapegrad.a (pkg-config tapegrad-static)" "$work/app_static"
   ! ldd "$work/app_static" | grep libtapegrad >/dev/null || fail "app_static loads libtapegrad.so"
 else
   fail "static link"

@@ -101,6 +101,12 @@ def translation_unit(path, index, first_line, code, context):
     return "\n".join(out) + "\n"
 
 
+def instrumented(lib):
+    """True for a library built with AddressSanitizer (it needs __asan_init)."""
+    r = subprocess.run(["nm", lib], capture_output=True, text=True)
+    return any(line.split()[-2:] == ["U", "__asan_init"] for line in r.stdout.splitlines())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
@@ -135,8 +141,11 @@ def main():
         for i in range(count):
             f.write("        tg_doc_sample_%d();\n" % i)
         f.write("    }\n    return 0;\n}\n")
+    # A sanitizer build (--config=asan) gives an instrumented archive, which links only
+    # with the sanitizers' runtimes: link as its consumers must (tests/install_test.sh).
+    sanitize = ["-fsanitize=address,undefined"] if instrumented(a.lib) else []
     if objects and not failures:
-        r = subprocess.run([a.cc, main_c] + objects + [a.lib] + LIBS + ["-o", os.path.join(work, "samples")],
+        r = subprocess.run([a.cc] + sanitize + [main_c] + objects + [a.lib] + LIBS + ["-o", os.path.join(work, "samples")],
                            capture_output=True, text=True)
         if r.returncode:
             print("FAIL linking the samples with %s:\n%s" % (a.lib, r.stderr))

@@ -3,7 +3,8 @@
 #   ./bazelw run //:install -- --prefix=$HOME/.local      (default prefix: /usr/local)
 #   PREFIX/lib/libtapegrad.so.0 (+ libtapegrad.so), PREFIX/lib/libtapegrad.a,
 #   PREFIX/include/tapegrad/ (tapegrad.h and the headers it includes),
-#   PREFIX/lib/pkgconfig/tapegrad.pc, PREFIX/lib/cmake/tapegrad/tapegradConfig*.cmake,
+#   PREFIX/lib/pkgconfig/tapegrad.pc (shared), tapegrad-static.pc (libtapegrad.a),
+#   PREFIX/lib/cmake/tapegrad/tapegradConfig*.cmake,
 #   and data-parallel training (distributed/, docs/distributed.md): PREFIX/lib/libtapegrad_dist.a,
 #   PREFIX/include/tapegrad/distributed/*.h, PREFIX/lib/pkgconfig/tapegrad-dist.pc.
 # Then: cc main.c $(pkg-config --cflags --libs tapegrad), or in CMake
@@ -58,6 +59,21 @@ Version: $VERSION
 Cflags: -I\${includedir}/tapegrad
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -ltapegrad
 Libs.private: $private_libs
+PC
+
+# Static: the archive by its path (with -ltapegrad, `pkg-config --static` gave, the linker
+# takes libtapegrad.so beside it), then what it needs. The system libraries stay shared:
+# Debian's libcjson-dev has no static archive, so `cc -static` cannot link cJSON.
+cat >"$libdir/pkgconfig/tapegrad-static.pc" <<PC
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: tapegrad-static
+Description: tapegrad linked statically (libtapegrad.a; the system libraries shared)
+Version: $VERSION
+Cflags: -I\${includedir}/tapegrad
+Libs: \${libdir}/libtapegrad.a $private_libs
 PC
 
 cat >"$libdir/cmake/tapegrad/tapegradConfig.cmake" <<'CMAKE'
@@ -116,5 +132,6 @@ fi
 
 echo "installed tapegrad $VERSION to $prefix"
 echo "  cc main.c \$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs tapegrad)"
+echo "  cc main.c \$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs tapegrad-static)   (static)"
 echo "  cmake -DCMAKE_PREFIX_PATH=$prefix ...   (find_package(tapegrad))"
 echo "  cc main.c \$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs tapegrad-dist)   (MPI programs)"

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tutorials/common/common.h"
@@ -29,9 +30,19 @@ static void format_eta(double seconds, char *buf, size_t size) {
     snprintf(buf, size, "%d:%02d", s / 60, s % 60);
 }
 
+/* Redraw in place only on a terminal that a person watches: not when stdout is a file
+ * or pipe, nor under mpirun (Open MPI gives each rank's stdout a pseudo-terminal and
+ * copies it into the launcher's output, often a log), nor with TERM=dumb. */
+static bool interactive_stdout(void) {
+    if (!isatty(fileno(stdout))) return false;
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK")) return false;
+    const char *term = getenv("TERM");
+    return !(term && strcmp(term, "dumb") == 0);
+}
+
 void tut_progress_begin(tut_progress *p, int epoch, int epochs, int64_t total_steps, int64_t batch_size) {
     *p = (tut_progress){.epoch = epoch, .epochs = epochs, .total_steps = total_steps, .batch_size = batch_size,
-                        .start = tut_now(), .tty = isatty(fileno(stdout))};
+                        .start = tut_now(), .tty = interactive_stdout()};
     p->last_draw = p->start;
     if (p->tty) tg_set_error_prelude(end_bar_line, NULL);
 }
