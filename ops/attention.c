@@ -272,18 +272,12 @@ static tg_tensor *sdpa_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *offsets = make_plan(a, q, k, v, mask, &p);
     tg_opts o = {.dtype = q->dtype, .device = q->storage->device};
     tg_tensor *out = tg_empty(batch_shape(a, 2, p.l, p.ev), o), *lse = tg_empty(batch_shape(a, 1, p.l, 0), o);
-    if (!offsets || !out || !lse) return NULL;
-    if (o.device.kind == TG_DEVICE_CUDA) {
-        tg_tensor *dev_off = tg_tensor_to(offsets, o.device);
-        if (!dev_off || TG_CUDA_CALL(OP, tg_cuda_attention_forward, &p, dev_off, q, k, v, mask, out, lse))
-            return NULL;
-    } else if (q->dtype == TG_FLOAT32) {
-        tg_cpu_attention_forward_f32(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
-                                     mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(lse));
-    } else {
-        tg_cpu_attention_forward_f64(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
-                                     mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(lse));
-    }
+    if (!offsets || !out || !lse || !(offsets = tg_tensor_to(offsets, o.device))) return NULL; /* the kernels' */
+    if (TG_DEVICE_DISPATCH(q, TG_CUDA_CALL(OP, tg_cuda_attention_forward, &p, offsets, q, k, v, mask, out, lse),
+                           tg_cpu_attention_forward_f32, tg_cpu_attention_forward_f64, &p, tg_data_ptr(offsets),
+                           tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v), mask ? tg_data_ptr(mask) : NULL,
+                           tg_data_ptr(out), tg_data_ptr(lse)))
+        return NULL;
     for (int i = 0; i < 3 + a->has_mask; i++) tg_ctx_save(ctx, in[i]); /* the originals: composed double backward */
     tg_ctx_save(ctx, lse);
     tg_ctx_save(ctx, out);
@@ -335,23 +329,15 @@ static void sdpa_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_opts o = {.dtype = q->dtype, .device = q->storage->device};
     tg_tensor *delta = tg_empty(batch_shape(a, 1, p.l, 0), o), *dq = tg_empty(batch_shape(a, 2, p.l, p.e), o);
     tg_tensor *dk = tg_empty(batch_shape(a, 2, p.s, p.e), o), *dv = tg_empty(batch_shape(a, 2, p.s, p.ev), o);
-    if (!offsets || !delta || !dq || !dk || !dv) return;
-    if (o.device.kind == TG_DEVICE_CUDA) {
-        tg_tensor *dev_off = tg_tensor_to(offsets, o.device);
-        if (!dev_off || TG_CUDA_CALL(OP, tg_cuda_attention_backward, &p, dev_off, q, k, v, mask, out, dout, lse,
-                                     delta, dq, dk, dv))
-            return;
-    } else if (q->dtype == TG_FLOAT32) {
-        tg_cpu_attention_backward_f32(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
-                                      mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(dout),
-                                      tg_data_ptr(lse), tg_data_ptr(delta), tg_data_ptr(dq), tg_data_ptr(dk),
-                                      tg_data_ptr(dv));
-    } else {
-        tg_cpu_attention_backward_f64(&p, tg_data_ptr(offsets), tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v),
-                                      mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(dout),
-                                      tg_data_ptr(lse), tg_data_ptr(delta), tg_data_ptr(dq), tg_data_ptr(dk),
-                                      tg_data_ptr(dv));
-    }
+    if (!offsets || !delta || !dq || !dk || !dv || !(offsets = tg_tensor_to(offsets, o.device))) return;
+    if (TG_DEVICE_DISPATCH(q,
+                           TG_CUDA_CALL(OP, tg_cuda_attention_backward, &p, offsets, q, k, v, mask, out, dout, lse,
+                                        delta, dq, dk, dv),
+                           tg_cpu_attention_backward_f32, tg_cpu_attention_backward_f64, &p, tg_data_ptr(offsets),
+                           tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v), mask ? tg_data_ptr(mask) : NULL,
+                           tg_data_ptr(out), tg_data_ptr(dout), tg_data_ptr(lse), tg_data_ptr(delta), tg_data_ptr(dq),
+                           tg_data_ptr(dk), tg_data_ptr(dv)))
+        return;
     int64_t hk = in[1]->shape.ndim >= 3 ? in[1]->shape.dims[in[1]->shape.ndim - 3] : 1;
     grad_in[0] = dq; /* in the broadcast shape: the engine sums it back to q's */
     grad_in[1] = a->gqa ? sum_groups(dk, hk) : dk;
@@ -369,7 +355,7 @@ static const tg_function sdpa_masked_fn = {.name = "scaled_dot_product_attention
 static bool fused_serves(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts o) {
     if (o.dropout_p > 0) return false; /* dropout on the weights: composed (docs/attention.md) */
     if (o.attn_mask && o.attn_mask->requires_grad) return false; /* its gradient is [.., L, S] anyway */
-    if (q->storage->device.kind == TG_DEVICE_CUDA)
+    if (tg_on_cuda(q))
         return tg_cuda_attention_forward && tg_cuda_attention_supports &&
                tg_cuda_attention_supports(q->shape.dims[q->shape.ndim - 1], v->shape.dims[v->shape.ndim - 1]);
     return q->storage->device.kind == TG_DEVICE_CPU;

@@ -96,7 +96,7 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *x = tg_contiguous(in[0]), *w = tg_contiguous(in[1]), *b = has_bias ? tg_contiguous(in[2]) : NULL;
     if (!x || !w || (has_bias && !b)) return NULL;
     conv_geom g = tg_conv_make_geom(x->shape.dims[0], x->shape.dims[1], w->shape.dims[0], p);
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(x)) {
         tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype, .device = x->storage->device});
         if (!y || TG_CUDA_CALL("tg_conv2d", tg_cuda_conv2d_forward, y, x, w, b, p->sh, p->sw, p->ph, p->pw, p->dh,
                                p->dw, p->groups))
@@ -276,7 +276,7 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *g = tg_contiguous(in[0]), *w = tg_contiguous(in[1]);
     if (!g || !w) return NULL;
     conv_geom geom = tg_conv_make_geom(g->shape.dims[0], w->shape.dims[1] * p->groups, w->shape.dims[0], p);
-    if (g->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(g)) {
         tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w),
                                  (tg_opts){.dtype = g->dtype, .device = g->storage->device});
         if (!gx || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_input_grad, gx, g, w, p->sh, p->sw, p->ph,
@@ -322,7 +322,7 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!x || !g) return NULL;
     conv_geom geom = tg_conv_make_geom(x->shape.dims[0], x->shape.dims[1], g->shape.dims[1], p);
     tg_shape wshape = TG_SHAPE(geom.co, geom.c / p->groups, geom.kh, geom.kw);
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(x)) {
         tg_tensor *gw = tg_empty(wshape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
         if (!gw || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_weight_grad, gw, x, g, p->sh, p->sw, p->ph,
                                 p->pw, p->dh, p->dw, p->groups))

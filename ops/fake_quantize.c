@@ -57,7 +57,7 @@ static tg_tensor *fq_forward(tg_ctx *ctx, tg_tensor *const *in, bool per_channel
         for (int d = a->axis + 1; d < x->shape.ndim; d++) inner *= x->shape.dims[d];
     }
     const char *op = per_channel ? "tg_fake_quantize_per_channel_affine" : "tg_fake_quantize_per_tensor_affine";
-    if (dev.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(x)) {
         if (TG_CUDA_CALL(op, tg_cuda_fake_quantize, out, mask, x, a->scale, a->zero_point, sc, zpt, inner, channels,
                          a->quant_min, a->quant_max))
             return NULL;

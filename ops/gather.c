@@ -17,8 +17,6 @@
 
 /* ======================= helpers ======================= */
 
-static bool is_cuda(const tg_tensor *t) { return t->storage->device.kind == TG_DEVICE_CUDA; }
-
 static tg_status check_index_dtype(const char *op, tg_tensor *index, bool int32_ok) {
     if (index->dtype == TG_INT64 || (int32_ok && index->dtype == TG_INT32)) return TG_OK;
     return tg_error("%s: index must be %s, got %s", op, int32_ok ? "int64 or int32" : "int64",
@@ -212,7 +210,7 @@ static tg_tensor *index_select_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (shape.ndim > 0) shape.dims[a->dim] = n;
     tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
     if (!out) return NULL;
-    if (is_cuda(x)) {
+    if (tg_on_cuda(x)) {
         if (TG_CUDA_CALL(a->op, tg_cuda_index_select, out, x, a->dim, index)) return NULL;
     } else {
         const int64_t *idx = tg_data_ptr(index);
@@ -247,7 +245,7 @@ static tg_tensor *index_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *src = tg_contiguous(in[0]), *index = index_int64(in[1]);
     tg_tensor *out = tg_zeros(a->full, (tg_opts){.dtype = in[0]->dtype, .device = in[0]->storage->device});
     if (!src || !index || !out) return NULL;
-    if (is_cuda(out)) {
+    if (tg_on_cuda(out)) {
         if (TG_CUDA_CALL(a->op, tg_cuda_index_add, out, a->dim, index, src)) return NULL;
     } else {
         int64_t n = tg_numel(index), outer, size, inner;
@@ -392,7 +390,7 @@ static tg_tensor *gather_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!x || !index) return NULL;
     tg_tensor *out = tg_empty(index->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
     if (!out) return NULL;
-    if (is_cuda(x)) {
+    if (tg_on_cuda(x)) {
         if (TG_CUDA_CALL(a->op, tg_cuda_gather, out, x, a->dim, index)) return NULL;
     } else {
         walk_data w = {tg_elem_ptr(x), tg_data_ptr(out), tg_dtype_size(x->dtype), x->dtype};
@@ -421,7 +419,7 @@ static tg_tensor *scatter_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *src = tg_contiguous(in[0]), *index = tg_contiguous(in[1]);
     tg_tensor *out = tg_zeros(a->full, (tg_opts){.dtype = in[0]->dtype, .device = in[0]->storage->device});
     if (!src || !index || !out) return NULL;
-    if (is_cuda(out)) {
+    if (tg_on_cuda(out)) {
         if (TG_CUDA_CALL(a->op, tg_cuda_scatter_add, out, a->dim, index, src)) return NULL;
     } else {
         walk_data w = {tg_data_ptr(out), tg_elem_ptr(src), tg_dtype_size(out->dtype), out->dtype};
@@ -527,7 +525,7 @@ tg_tensor *tg_one_hot(tg_tensor *index, int64_t num_classes) {
     if (num_classes < -1 || (num_classes == 0 && tg_numel(index) > 0))
         return tg_error("%s: num_classes must be positive or -1, got %lld", op, (long long)num_classes), NULL;
     if (index->shape.ndim + 1 > TG_MAX_DIMS) return tg_error("%s: too many dims", op), NULL;
-    if (is_cuda(index)) return cuda_one_hot(index, num_classes);
+    if (tg_on_cuda(index)) return cuda_one_hot(index, num_classes);
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *contig = tg_contiguous(index);

@@ -124,15 +124,12 @@ static tg_tensor *ce_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
     tg_tensor *losses = tg_empty(target->shape, o), *lse = tg_empty(keep_class_dim(x->shape), o);
     if (!losses || !lse) return NULL;
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_cross_entropy", tg_cuda_cross_entropy_forward, losses, lse, x, target, a->n, a->c, a->d,
-                         a->use_ignore, a->ignore_index, a->smoothing))
-            return NULL;
-    } else if (x->dtype == TG_FLOAT32) {
-        tg_cpu_cross_entropy_f32(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
-    } else {
-        tg_cpu_cross_entropy_f64(a, tg_data_ptr(x), tg_data_ptr(target), tg_data_ptr(losses), tg_data_ptr(lse));
-    }
+    if (TG_DEVICE_DISPATCH(x,
+                           TG_CUDA_CALL("tg_cross_entropy", tg_cuda_cross_entropy_forward, losses, lse, x, target, a->n,
+                                        a->c, a->d, a->use_ignore, a->ignore_index, a->smoothing),
+                           tg_cpu_cross_entropy_f32, tg_cpu_cross_entropy_f64, a, tg_data_ptr(x), tg_data_ptr(target),
+                           tg_data_ptr(losses), tg_data_ptr(lse)))
+        return NULL;
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);
     tg_ctx_save(ctx, lse);
@@ -310,17 +307,24 @@ static tg_tensor *cross_entropy_impl(tg_tensor *logits, tg_tensor *target, tg_lo
     return tg_apply_args(&ce_fn, (tg_tensor *[]){logits, target}, &a, sizeof a);
 }
 
-/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
-tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
-    if (!tg_autocast_active()) return cross_entropy_impl(logits, target, opts);
+/* The tg_loss_opts losses are in autocast's float32 list, as in PyTorch's: impl runs on
+ * the input, target and weight cast first. */
+typedef tg_tensor *(*loss_impl)(tg_tensor *input, tg_tensor *target, tg_loss_opts opts);
+
+static tg_tensor *in_float32_under_autocast(loss_impl impl, tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
+    if (!tg_autocast_active()) return impl(input, target, opts);
     tg_tensor *out = NULL;
     TG_SCOPE {
-        tg_tensor *t[] = {logits, target, opts.weight};
+        tg_tensor *t[] = {input, target, opts.weight};
         if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
         opts.weight = t[2];
-        out = tg_scope_return(cross_entropy_impl(t[0], t[1], opts));
+        out = tg_scope_return(impl(t[0], t[1], opts));
     }
     return out;
+}
+
+tg_tensor *tg_cross_entropy_opts(tg_tensor *logits, tg_tensor *target, tg_loss_opts opts) {
+    return in_float32_under_autocast(cross_entropy_impl, logits, target, opts);
 }
 
 tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target) {
@@ -377,17 +381,8 @@ static tg_tensor *nll_loss_impl(tg_tensor *log_probs, tg_tensor *target, tg_loss
     return tg_apply_args(&nll_fn, (tg_tensor *[]){log_probs, target}, &a, sizeof a);
 }
 
-/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
 tg_tensor *tg_nll_loss_opts(tg_tensor *log_probs, tg_tensor *target, tg_loss_opts opts) {
-    if (!tg_autocast_active()) return nll_loss_impl(log_probs, target, opts);
-    tg_tensor *out = NULL;
-    TG_SCOPE {
-        tg_tensor *t[] = {log_probs, target, opts.weight};
-        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
-        opts.weight = t[2];
-        out = tg_scope_return(nll_loss_impl(t[0], t[1], opts));
-    }
-    return out;
+    return in_float32_under_autocast(nll_loss_impl, log_probs, target, opts);
 }
 
 /* ======================= elementwise losses ======================= */
@@ -432,17 +427,8 @@ static tg_tensor *mse_loss_impl(tg_tensor *input, tg_tensor *target, tg_loss_opt
     return out;
 }
 
-/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
 tg_tensor *tg_mse_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
-    if (!tg_autocast_active()) return mse_loss_impl(input, target, opts);
-    tg_tensor *out = NULL;
-    TG_SCOPE {
-        tg_tensor *t[] = {input, target, opts.weight};
-        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
-        opts.weight = t[2];
-        out = tg_scope_return(mse_loss_impl(t[0], t[1], opts));
-    }
-    return out;
+    return in_float32_under_autocast(mse_loss_impl, input, target, opts);
 }
 
 tg_tensor *tg_mse_loss(tg_tensor *input, tg_tensor *target) {
@@ -457,17 +443,8 @@ static tg_tensor *l1_loss_impl(tg_tensor *input, tg_tensor *target, tg_loss_opts
     return out;
 }
 
-/* In autocast's float32 list, as in PyTorch's (inputs and weights cast first). */
 tg_tensor *tg_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opts) {
-    if (!tg_autocast_active()) return l1_loss_impl(input, target, opts);
-    tg_tensor *out = NULL;
-    TG_SCOPE {
-        tg_tensor *t[] = {input, target, opts.weight};
-        if (tg_autocast_inputs(TG_AUTOCAST_FLOAT32, t, 3)) break;
-        opts.weight = t[2];
-        out = tg_scope_return(l1_loss_impl(t[0], t[1], opts));
-    }
-    return out;
+    return in_float32_under_autocast(l1_loss_impl, input, target, opts);
 }
 
 tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target) {

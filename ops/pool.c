@@ -44,8 +44,11 @@ static tg_tensor *new_like_planes(tg_tensor *t, int64_t h, int64_t w, tg_dtype d
 /* ======================= max pooling ======================= */
 
 static tg_tensor *max_scatter_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
+static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
 static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
 
+/* max_pool_fn's (float32 and float64, either device) and max_pool_bf16_fn's (bfloat16
+ * on the CPU). */
 static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const pool_params *q = tg_ctx_attrs(ctx);
     tg_tensor *x = contig(in[0]);
@@ -53,14 +56,12 @@ static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype), *idx = new_like_planes(x, q->ho, q->wo, TG_INT64);
     if (!y || !idx) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q))
-            return NULL;
-    } else if (x->dtype == TG_FLOAT32) {
-        tg_cpu_max_pool_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
-    } else {
-        tg_cpu_max_pool_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
-    }
+    if (x->dtype == TG_BFLOAT16)
+        tg_cpu_max_pool_bf16(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
+    else if (TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q),
+                                tg_cpu_max_pool_f32, tg_cpu_max_pool_f64, q, planes, tg_data_ptr(x), tg_data_ptr(y),
+                                tg_data_ptr(idx)))
+        return NULL;
     tg_ctx_save(ctx, idx); /* a saved non-differentiable output is kept without graph link */
     tg_ctx_set_output(ctx, 1, idx);
     tg_ctx_mark_non_differentiable(ctx, 1);
@@ -72,47 +73,40 @@ static void max_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (idx) grad_in[0] = max_scatter_apply(g, idx, tg_ctx_attrs(ctx));
 }
 
-/* in[0]: g [N, C, Ho, Wo] -> [N, C, H, W]; in[1]: indices. */
-static tg_tensor *max_scatter_forward(tg_ctx *ctx, tg_tensor *const *in) {
+/* The two linear maps of max pooling's derivatives, on in[0] and the indices in[1]:
+ * scatter, the backward (g [N, C, Ho, Wo] added at the indices into zeros
+ * [N, C, H, W]), and gather, the double backward ([N, C, H, W] -> [N, C, Ho, Wo]
+ * picked at the indices). Each is the other's derivative. bfloat16 comes only to
+ * scatter, on the CPU (max_scatter_bf16_fn). */
+static tg_tensor *max_index_map(tg_ctx *ctx, tg_tensor *const *in, bool scatter) {
     const pool_params *q = tg_ctx_attrs(ctx);
     tg_tensor *g = contig(in[0]), *idx = contig(in[1]);
     if (!g || !idx) return NULL;
     tg_ctx_save(ctx, in[1]);
-    tg_tensor *gx = new_like_planes(g, q->h, q->w, g->dtype);
-    if (!gx) return NULL;
-    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
-    if (g->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_max_pool2d backward", tg_cuda_max_pool2d_backward, gx, g, idx)) return NULL;
-    } else if (g->dtype == TG_FLOAT32) {
-        tg_cpu_max_unpool_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
-    } else {
-        tg_cpu_max_unpool_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
-    }
-    return gx;
+    tg_tensor *out = scatter ? new_like_planes(g, q->h, q->w, g->dtype) : new_like_planes(g, q->ho, q->wo, g->dtype);
+    if (!out) return NULL;
+    int64_t planes = g->shape.dims[0] * g->shape.dims[1], in_hw = q->h * q->w, out_hw = q->ho * q->wo;
+    tg_status status = TG_OK;
+    if (g->dtype == TG_BFLOAT16)
+        tg_cpu_max_unpool_bf16(q, planes, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(out));
+    else if (scatter)
+        status = TG_DEVICE_DISPATCH(g, TG_CUDA_CALL("tg_max_pool2d backward", tg_cuda_max_pool2d_backward, out, g, idx),
+                                    tg_cpu_max_unpool_f32, tg_cpu_max_unpool_f64, planes, in_hw, out_hw,
+                                    tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(out));
+    else
+        status = TG_DEVICE_DISPATCH(g, TG_CUDA_CALL("tg_max_pool2d double backward", tg_cuda_max_pool2d_gather, out, g,
+                                                    idx),
+                                    tg_cpu_max_gather_f32, tg_cpu_max_gather_f64, planes, in_hw, out_hw,
+                                    tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(out));
+    return status ? NULL : out;
 }
+
+static tg_tensor *max_scatter_forward(tg_ctx *ctx, tg_tensor *const *in) { return max_index_map(ctx, in, true); }
+static tg_tensor *max_gather_forward(tg_ctx *ctx, tg_tensor *const *in) { return max_index_map(ctx, in, false); }
 
 static void max_scatter_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
     tg_tensor *idx = tg_ctx_saved(ctx, 0);
     if (idx) grad_in[0] = max_gather_apply(gg, idx, tg_ctx_attrs(ctx));
-}
-
-/* in[0]: [N, C, H, W] -> [N, C, Ho, Wo] picked at the indices. */
-static tg_tensor *max_gather_forward(tg_ctx *ctx, tg_tensor *const *in) {
-    const pool_params *q = tg_ctx_attrs(ctx);
-    tg_tensor *g = contig(in[0]), *idx = contig(in[1]);
-    if (!g || !idx) return NULL;
-    tg_ctx_save(ctx, in[1]);
-    tg_tensor *y = new_like_planes(g, q->ho, q->wo, g->dtype);
-    if (!y) return NULL;
-    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
-    if (g->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_max_pool2d double backward", tg_cuda_max_pool2d_gather, y, g, idx)) return NULL;
-    } else if (g->dtype == TG_FLOAT32) {
-        tg_cpu_max_gather_f32(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
-    } else {
-        tg_cpu_max_gather_f64(planes, q->h * q->w, q->ho * q->wo, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(y));
-    }
-    return y;
 }
 
 static void max_gather_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
@@ -136,22 +130,6 @@ static const tg_function max_gather_fn = {
  * rounded exactly; its backward adds in float32 per plane and rounds each element once,
  * as the float32 op followed by a cast. Double backward (max_gather) stays the widened
  * float32 op. */
-static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q);
-
-static tg_tensor *max_forward_bf16(tg_ctx *ctx, tg_tensor *const *in) {
-    const pool_params *q = tg_ctx_attrs(ctx);
-    tg_tensor *x = contig(in[0]);
-    if (!x) return NULL;
-    tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype), *idx = new_like_planes(x, q->ho, q->wo, TG_INT64);
-    if (!y || !idx) return NULL;
-    int64_t planes = x->shape.dims[0] * x->shape.dims[1];
-    tg_cpu_max_pool_bf16(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
-    tg_ctx_save(ctx, idx);
-    tg_ctx_set_output(ctx, 1, idx);
-    tg_ctx_mark_non_differentiable(ctx, 1);
-    return y;
-}
-
 static void max_backward_bf16(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_tensor *idx = tg_ctx_saved(ctx, 0);
     if (!idx) return;
@@ -159,23 +137,11 @@ static void max_backward_bf16(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = native ? max_scatter_bf16_apply(g, idx, tg_ctx_attrs(ctx)) : max_scatter_apply(g, idx, tg_ctx_attrs(ctx));
 }
 
-static tg_tensor *max_scatter_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
-    const pool_params *q = tg_ctx_attrs(ctx);
-    tg_tensor *g = contig(in[0]), *idx = contig(in[1]);
-    if (!g || !idx) return NULL;
-    tg_ctx_save(ctx, in[1]);
-    tg_tensor *gx = new_like_planes(g, q->h, q->w, g->dtype);
-    if (!gx) return NULL;
-    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
-    tg_cpu_max_unpool_bf16(q, planes, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(gx));
-    return gx;
-}
-
 static const tg_function max_pool_bf16_fn = {
-    .name = "max_pool2d", .num_inputs = 1, .forward = max_forward_bf16, .backward = max_backward_bf16,
+    .name = "max_pool2d", .num_inputs = 1, .forward = max_forward, .backward = max_backward_bf16,
     .num_outputs = 2, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 static const tg_function max_scatter_bf16_fn = {
-    .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_bf16_forward,
+    .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_forward,
     .backward = max_scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
@@ -194,42 +160,30 @@ static tg_tensor *max_gather_apply(tg_tensor *g, tg_tensor *idx, const pool_para
 static tg_tensor *avg_apply(tg_tensor *x, const pool_params *q);
 static tg_tensor *avg_backward_apply(tg_tensor *g, const pool_params *q);
 
-static tg_tensor *avg_forward(tg_ctx *ctx, tg_tensor *const *in) {
+/* Average pooling's two linear maps: y = A x, the forward ([N, C, H, W] -> [N, C, Ho, Wo]),
+ * and gx = A^T g, the backward (the reverse). Each is the other's derivative. */
+static tg_tensor *avg_map(tg_ctx *ctx, tg_tensor *const *in, bool transposed) {
     const pool_params *q = tg_ctx_attrs(ctx);
     tg_tensor *x = contig(in[0]);
     if (!x) return NULL;
-    tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype);
+    tg_tensor *y = transposed ? new_like_planes(x, q->h, q->w, x->dtype) : new_like_planes(x, q->ho, q->wo, x->dtype);
     if (!y) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q)) return NULL;
-    } else if (x->dtype == TG_FLOAT32) {
-        tg_cpu_avg_pool_f32(q, planes, tg_data_ptr(x), tg_data_ptr(y));
-    } else {
-        tg_cpu_avg_pool_f64(q, planes, tg_data_ptr(x), tg_data_ptr(y));
-    }
-    return y;
+    tg_status status =
+        transposed ? TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, y, x, q),
+                                        tg_cpu_avg_unpool_f32, tg_cpu_avg_unpool_f64, q, planes, tg_data_ptr(x),
+                                        tg_data_ptr(y))
+                   : TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q),
+                                        tg_cpu_avg_pool_f32, tg_cpu_avg_pool_f64, q, planes, tg_data_ptr(x),
+                                        tg_data_ptr(y));
+    return status ? NULL : y;
 }
+
+static tg_tensor *avg_forward(tg_ctx *ctx, tg_tensor *const *in) { return avg_map(ctx, in, false); }
+static tg_tensor *avg_backward_forward(tg_ctx *ctx, tg_tensor *const *in) { return avg_map(ctx, in, true); }
 
 static void avg_forward_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = avg_backward_apply(g, tg_ctx_attrs(ctx));
-}
-
-static tg_tensor *avg_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
-    const pool_params *q = tg_ctx_attrs(ctx);
-    tg_tensor *g = contig(in[0]);
-    if (!g) return NULL;
-    tg_tensor *gx = new_like_planes(g, q->h, q->w, g->dtype);
-    if (!gx) return NULL;
-    int64_t planes = g->shape.dims[0] * g->shape.dims[1];
-    if (g->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, gx, g, q)) return NULL;
-    } else if (g->dtype == TG_FLOAT32) {
-        tg_cpu_avg_unpool_f32(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
-    } else {
-        tg_cpu_avg_unpool_f64(q, planes, tg_data_ptr(g), tg_data_ptr(gx));
-    }
-    return gx;
 }
 
 static void avg_backward_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in) {
