@@ -61,9 +61,11 @@ static inline int64_t tg_line_plans(const tg_tensor *x, const tg_tensor *out, in
     return px->inner_numel == 0 ? 0 : px->outer_numel;
 }
 
-/* Offset (elements, from x's first element) of output element o's first input. */
-/* Compiled for both devices (the CUDA kernels walk lines with it too). */
+/* Offset (elements, from x's first element) of output element o's first input. The
+ * offsets are compiled for both devices: the CPU loops and the CUDA kernels
+ * (ops/cuda/reduce.cu, scan.cu, sort.cu, softmax.cu) walk their lines with them. */
 TG_HD_INLINE int64_t tg_reduce_outer_offset(const tg_reduce_plan *p, int64_t o) {
+    if (p->outer_ndim == 1) return o * p->outer_strides[0];
     int64_t off = 0;
     for (int d = p->outer_ndim - 1; d >= 0; d--) {
         off += (o % p->outer_shape[d]) * p->outer_strides[d];
@@ -73,7 +75,8 @@ TG_HD_INLINE int64_t tg_reduce_outer_offset(const tg_reduce_plan *p, int64_t o) 
 }
 
 /* Offset of the k-th reduced element (row-major over the inner dims). */
-static inline int64_t tg_reduce_inner_offset(const tg_reduce_plan *p, int64_t k) {
+TG_HD_INLINE int64_t tg_reduce_inner_offset(const tg_reduce_plan *p, int64_t k) {
+    if (p->inner_ndim == 1) return k * p->inner_strides[0];
     int64_t off = 0;
     for (int d = p->inner_ndim - 1; d >= 0; d--) {
         off += (k % p->inner_shape[d]) * p->inner_strides[d];

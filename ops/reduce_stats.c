@@ -1,7 +1,9 @@
 /* Statistical reductions: var, std, logsumexp, vector norm (torch.var, torch.std,
  * torch.logsumexp, torch.linalg.vector_norm). CPU kernels accumulate in double;
  * backward formulas (after PyTorch's FunctionsManual.cpp) are written with ops, so
- * they are differentiable again. CUDA: ops/cuda/reduce.cu. */
+ * they are differentiable again. The rows of ops/reduce_formulas.h define them (the
+ * formulas both devices run, the gradients, the ops and their public functions);
+ * this file expands the rows. CPU: ops/cpu/stats.c; CUDA: ops/cuda/reduce.cu. */
 #include <math.h>
 
 #include "autograd/function.h"
@@ -13,23 +15,21 @@
 #include "ops/elementwise_impl.h"
 #include "ops/reduce.h"
 #include "ops/reduce_dims.h"
+#include "ops/reduce_formulas.h"
 #include "ops/reduce_plan.h"
 #include "ops/shape.h"
-
-typedef tg_stat_kind stat_kind; /* ops/cpu/stats.h */
 
 typedef struct {
     bool reduce[TG_MAX_DIMS];
     bool keepdim;
-    double param; /* var/std: the correction (1 unbiased, 0 not); norm: p */
+    double param; /* the row's q: var/std: the correction (1 unbiased, 0 not); norm: p */
 } stat_args;
 
 typedef struct {
     tg_function fn; /* first, so tg_ctx_function gives back the whole struct */
-    stat_kind kind;
+    tg_reduce_kind kind;
     const char *op;
 } stat_op;
-
 
 static tg_tensor *stat_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const stat_op *op = (const stat_op *)tg_ctx_function(ctx);
@@ -39,17 +39,7 @@ static tg_tensor *stat_forward(tg_ctx *ctx, tg_tensor *const *in) {
                               (tg_opts){.dtype = x->dtype, .device = x->storage->device});
     if (!out) return NULL;
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        tg_status s = TG_OK;
-        switch (op->kind) {
-        case STAT_VAR: s = TG_CUDA_CALL(op->op, tg_cuda_var, out, x, a->reduce, a->param); break;
-        case STAT_STD: /* sqrt of the variance: no kernel of its own */
-            s = TG_CUDA_CALL(op->op, tg_cuda_var, out, x, a->reduce, a->param);
-            if (!s) s = tg_unary_into(op->op, TG_UNARY_SQRT, out, out, 0, 0);
-            break;
-        case STAT_LOGSUMEXP: s = TG_CUDA_CALL(op->op, tg_cuda_logsumexp, out, x, a->reduce); break;
-        case STAT_NORM: s = TG_CUDA_CALL(op->op, tg_cuda_norm, out, x, a->reduce, a->param); break;
-        }
-        if (s) return NULL;
+        if (TG_CUDA_CALL(op->op, tg_cuda_stat, op->op, out, x, a->reduce, op->kind, a->param)) return NULL;
     } else {
         tg_reduce_plan p;
         tg_reduce_plan_init(&p, x, a->reduce);
@@ -74,68 +64,72 @@ static tg_tensor *zero_where_zero(tg_tensor *denominator, tg_tensor *v) {
     return tg_where(tg_eq(denominator, zero), zero, v);
 }
 
-static void stat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+/* var's gradient 2 (x - mean) g / (N - correction). */
+static tg_tensor *var_backward(tg_tensor *g, tg_tensor *x, const int *dims, int nd, double n, double correction) {
+    tg_tensor *centered = nd ? tg_sub(x, tg_mean_dims(x, dims, nd, true)) : tg_zeros_like(x);
+    return tg_mul(tg_mul_scalar(centered, 2 / (n - correction)), g);
+}
+
+/* The p-norm's gradient, y the norm. */
+static tg_tensor *norm_backward(tg_tensor *g, tg_tensor *x, tg_tensor *y, double p, const int *dims, int nd) {
+    if (p == 1) return tg_mul(tg_sign(x), g);
+    if (p == 2) return tg_mul(x, zero_where_zero(y, tg_div(g, y)));
+    if (isinf(p)) { /* shared evenly by the elements of largest magnitude */
+        tg_tensor *mask = tg_cast(tg_eq(tg_abs(x), tg_detach(y)), tg_dtype_of(x));
+        tg_tensor *count = nd ? tg_sum_dims(mask, dims, nd, true) : mask;
+        return tg_mul(tg_mul(tg_sign(x), mask), tg_div(g, count));
+    }
+    /* sign(x) |x|^(p-1) g / norm^(p-1), as PyTorch's norm_backward: written as
+     * x |x|^(p-2) only for p >= 2, where it has no 0 * inf; zero at x == 0 for p < 1 */
+    tg_tensor *scale = zero_where_zero(y, tg_div(g, tg_pow_scalar(y, p - 1)));
+    tg_tensor *scaled = p >= 2 ? tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2))
+                               : tg_mul(tg_sign(x), tg_pow_scalar(tg_abs(x), p - 1));
+    if (p < 1) scaled = zero_where_zero(x, scaled);
+    return tg_mul(scaled, scale);
+}
+
+/* The gradient column of ops/reduce_formulas.h. */
+#define STAT_BACKWARD_CASE(KIND, name, api, autocast, first, identity, map, combine, finalise, gradient) \
+    case TG_REDUCE_##KIND: grad_in[0] = (gradient); break;
+
+static void stat_backward(tg_ctx *ctx, tg_tensor *g_out, tg_tensor **grad_in) {
     const stat_op *op = (const stat_op *)tg_ctx_function(ctx);
     const stat_args *a = tg_ctx_attrs(ctx);
-    tg_tensor *x = tg_ctx_saved(ctx, 0), *y = tg_ctx_saved(ctx, 1);
-    if (!x || !y) return;
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *y_out = tg_ctx_saved(ctx, 1);
+    if (!x || !y_out) return;
     tg_shape shape = tg_ctx_input_shape(ctx, 0);
-    tg_tensor *gk = keep(g, shape, a), *yk = keep(y, shape, a);
+    tg_tensor *g = keep(g_out, shape, a), *y = keep(y_out, shape, a);
     int dims[TG_MAX_DIMS], nd = 0;
     for (int d = 0; d < shape.ndim; d++)
         if (a->reduce[d]) dims[nd++] = d;
+    double n = (double)tg_reduced_count(shape, a->reduce), q = a->param;
     switch (op->kind) {
-    case STAT_STD: /* var's gradient of g / (2 std), zero where std is zero */
-        gk = zero_where_zero(yk, tg_div(gk, tg_mul_scalar(yk, 2)));
-        /* fall through */
-    case STAT_VAR: { /* 2 (x - mean) g / (N - correction) */
-        double n = (double)tg_reduced_count(shape, a->reduce);
-        tg_tensor *centered = nd ? tg_sub(x, tg_mean_dims(x, dims, nd, true)) : tg_zeros_like(x);
-        grad_in[0] = tg_mul(tg_mul_scalar(centered, 2 / (n - a->param)), gk);
-        break;
-    }
-    case STAT_LOGSUMEXP: /* g exp(x - lse) */
-        grad_in[0] = tg_mul(gk, tg_exp(tg_sub(x, yk)));
-        break;
-    case STAT_NORM: {
-        double p = a->param;
-        if (p == 1) {
-            grad_in[0] = tg_mul(tg_sign(x), gk);
-        } else if (p == 2) {
-            grad_in[0] = tg_mul(x, zero_where_zero(yk, tg_div(gk, yk)));
-        } else if (isinf(p)) { /* shared evenly by the elements of largest magnitude */
-            tg_tensor *mask = tg_cast(tg_eq(tg_abs(x), tg_detach(yk)), tg_dtype_of(x));
-            tg_tensor *count = nd ? tg_sum_dims(mask, dims, nd, true) : mask;
-            grad_in[0] = tg_mul(tg_mul(tg_sign(x), mask), tg_div(gk, count));
-        } else { /* sign(x) |x|^(p-1) g / norm^(p-1), as PyTorch's norm_backward: written as
-                  * x |x|^(p-2) only for p >= 2, where it has no 0 * inf; zero at x == 0 for p < 1 */
-            tg_tensor *scale = zero_where_zero(yk, tg_div(gk, tg_pow_scalar(yk, p - 1)));
-            tg_tensor *scaled = p >= 2 ? tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2))
-                                       : tg_mul(tg_sign(x), tg_pow_scalar(tg_abs(x), p - 1));
-            if (p < 1) scaled = zero_where_zero(x, scaled);
-            grad_in[0] = tg_mul(scaled, scale);
-        }
-        break;
-    }
+        TG_REDUCE_FORMULAS(STAT_BACKWARD_CASE)
+    default: break;
     }
 }
 
-static const stat_op var_op = {
-    {.name = "var", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
-     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE},
-    STAT_VAR, "tg_var"};
-static const stat_op std_op = {
-    {.name = "std", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
-     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE},
-    STAT_STD, "tg_std"};
-static const stat_op logsumexp_op = {
-    {.name = "logsumexp", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
-     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
-    STAT_LOGSUMEXP, "tg_logsumexp"};
-static const stat_op norm_op = {
-    {.name = "norm", .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,
-     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
-    STAT_NORM, "tg_norm"};
+/* The ops of the rows whose api is not NONE, and the CORRECTION and DIM rows' public
+ * functions (after apply_stat). */
+#define STAT_OP(KIND, op_name, policy)                                                             \
+    static const stat_op op_name##_op = {                                                          \
+        {.name = #op_name, .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,    \
+         .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_##policy},           \
+        TG_REDUCE_##KIND, "tg_" #op_name};
+#define STAT_API_NONE(KIND, op_name, policy)
+#define STAT_API_OWN STAT_OP
+#define STAT_API_CORRECTION(KIND, op_name, policy)                                                 \
+    STAT_OP(KIND, op_name, policy)                                                                 \
+    tg_tensor *tg_##op_name(tg_tensor *t, const int *dims, int num_dims, bool unbiased, bool keepdim) { \
+        return apply_stat(&op_name##_op, t, dims, num_dims, keepdim, unbiased ? 1 : 0);            \
+    }
+#define STAT_API_DIM(KIND, op_name, policy)                                                        \
+    STAT_OP(KIND, op_name, policy)                                                                 \
+    tg_tensor *tg_##op_name(tg_tensor *t, int dim, bool keepdim) {                                 \
+        return apply_stat(&op_name##_op, t, &dim, 1, keepdim, 0);                                  \
+    }
+#define STAT_API(KIND, name, api, autocast, first, identity, map, combine, finalise, gradient) \
+    STAT_API_##api(KIND, name, autocast)
 
 static tg_tensor *apply_stat(const stat_op *op, tg_tensor *t, const int *dims, int num_dims, bool keepdim,
                              double param) {
@@ -149,17 +143,7 @@ static tg_tensor *apply_stat(const stat_op *op, tg_tensor *t, const int *dims, i
     return tg_apply_args(&op->fn, &t, &a, sizeof a);
 }
 
-tg_tensor *tg_var(tg_tensor *t, const int *dims, int num_dims, bool unbiased, bool keepdim) {
-    return apply_stat(&var_op, t, dims, num_dims, keepdim, unbiased ? 1 : 0);
-}
-
-tg_tensor *tg_std(tg_tensor *t, const int *dims, int num_dims, bool unbiased, bool keepdim) {
-    return apply_stat(&std_op, t, dims, num_dims, keepdim, unbiased ? 1 : 0);
-}
-
-tg_tensor *tg_logsumexp(tg_tensor *t, int dim, bool keepdim) {
-    return apply_stat(&logsumexp_op, t, &dim, 1, keepdim, 0);
-}
+TG_REDUCE_FORMULAS(STAT_API)
 
 tg_tensor *tg_norm(tg_tensor *t, double p, const int *dims, int num_dims, bool keepdim) {
     if (!(p > 0)) return tg_error("tg_norm: p must be positive (or INFINITY), got %g", p), NULL;

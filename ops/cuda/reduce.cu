@@ -13,7 +13,9 @@
 // partial results to scratch memory; a second row pass combines them
 // (deterministic: no atomics). Every reduction is an "op" struct: identity, map
 // (element -> accumulator), combine, write. Accumulators are double for float32,
-// as on the CPU. var and logsumexp take two passes (mean / max first).
+// as on the CPU. var, std, logsumexp and norm are the rows of ops/reduce_formulas.h
+// (stat_op), run after their row's first pass (var's mean, logsumexp's max) when it
+// has one; the offsets are ops/reduce_plan.h's.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -23,33 +25,13 @@
 #include "core/tensor_impl.h"
 #include "core/cuda/internal.h"
 #include "ops/cuda/reduce.h"
+#include "ops/reduce_formulas.h"
 #include "ops/reduce_plan.h"
 
 #define COLUMN_X 32 // outputs per column block
 #define COLUMN_Y 8  // threads per output in a column block
 
 // ============================ device helpers ============================
-
-__device__ __forceinline__ int64_t outer_offset(const tg_reduce_plan &p, int64_t o) {
-    if (p.outer_ndim == 1) return o * p.outer_strides[0];
-    int64_t off = 0;
-    for (int d = p.outer_ndim - 1; d >= 0; d--) {
-        off += (o % p.outer_shape[d]) * p.outer_strides[d];
-        o /= p.outer_shape[d];
-    }
-    return off;
-}
-
-// Offset of the k-th reduced element, k counted row-major over the reduced dims.
-__device__ __forceinline__ int64_t inner_offset(const tg_reduce_plan &p, int64_t k) {
-    if (p.inner_ndim == 1) return k * p.inner_strides[0];
-    int64_t off = 0;
-    for (int d = p.inner_ndim - 1; d >= 0; d--) {
-        off += (k % p.inner_shape[d]) * p.inner_strides[d];
-        k /= p.inner_shape[d];
-    }
-    return off;
-}
 
 // A value and the reduced index it came from (max/min with indices).
 template <typename V> struct value_index {
@@ -127,68 +109,21 @@ template <typename T> struct extreme_op {
     }
 };
 
-// The max logsumexp shifts by (ops/reduce_stats.c: "m = x > m ? x : m", NaN skipped).
-template <typename T> struct shift_max_op {
+// One pass of a row of ops/reduce_formulas.h: out[o] = its finalised accumulator,
+// OUT double for a first pass (into scratch) and T for the statistic; first[o] is the
+// first pass's result (NULL: the row has none).
+template <typename T, typename OUT> struct stat_op {
     typedef T in_t;
     typedef double acc_t;
-    double *out;
-    __device__ acc_t identity() const { return -INFINITY; }
-    __device__ acc_t map(T x, int64_t, int64_t) const { return (double)x; }
-    __device__ acc_t combine(acc_t a, acc_t b) const { return b > a ? b : a; }
-    __device__ void write(acc_t a, int64_t o) const { out[o] = isinf(a) ? 0.0 : a; }
-};
-
-// Second passes: sum of (x - mean)^2 / (n - correction), and log(sum exp(x - m)) + m.
-template <typename T> struct var_op {
-    typedef T in_t;
-    typedef double acc_t;
-    T *out;
-    const double *mean; // [outer]
-    double divisor;     // n - correction
-    __device__ acc_t identity() const { return 0; }
-    __device__ acc_t map(T x, int64_t o, int64_t) const {
-        double d = (double)x - mean[o];
-        return d * d;
-    }
-    __device__ acc_t combine(acc_t a, acc_t b) const { return a + b; }
-    __device__ void write(acc_t a, int64_t o) const { out[o] = (T)(a / divisor); }
-};
-
-template <typename T> struct logsumexp_op {
-    typedef T in_t;
-    typedef double acc_t;
-    T *out;
-    const double *shift; // [outer]: the max, 0 where infinite
-    __device__ acc_t identity() const { return 0; }
-    __device__ acc_t map(T x, int64_t o, int64_t) const { return exp((double)x - shift[o]); }
-    __device__ acc_t combine(acc_t a, acc_t b) const { return a + b; }
-    __device__ void write(acc_t a, int64_t o) const { out[o] = (T)(log(a) + shift[o]); }
-};
-
-// (sum |x|^p)^(1/p); p = inf: max |x| with NaN winning.
-template <typename T> struct norm_op {
-    typedef T in_t;
-    typedef double acc_t;
-    T *out;
-    double p;
-    __device__ acc_t identity() const { return 0; }
-    __device__ acc_t map(T x, int64_t, int64_t) const {
-        double a = fabs((double)x);
-        if (isinf(p) || p == 1) return a;
-        if (p == 2) return a * a;
-        return pow(a, p);
-    }
-    __device__ acc_t combine(acc_t a, acc_t b) const {
-        if (!isinf(p)) return a + b;
-        if (a != a) return a;
-        return (b > a || b != b) ? b : a;
-    }
-    __device__ void write(acc_t a, int64_t o) const {
-        double r = a;
-        if (p == 2) r = sqrt(r);
-        else if (!isinf(p) && p != 1) r = pow(r, 1 / p);
-        out[o] = (T)r;
-    }
+    OUT *out;
+    const double *first;
+    tg_reduce_kind kind;
+    double q, n; // the row's parameter; the reduced count
+    __device__ double c(int64_t o) const { return first ? first[o] : 0.0; }
+    __device__ acc_t identity() const { return tg_reduce_identity(kind, q); }
+    __device__ acc_t map(T x, int64_t o, int64_t) const { return tg_reduce_map(kind, (double)x, c(o), q); }
+    __device__ acc_t combine(acc_t a, acc_t b) const { return tg_reduce_combine(kind, a, b, q); }
+    __device__ void write(acc_t a, int64_t o) const { out[o] = (OUT)tg_reduce_finalise(kind, a, n, c(o), q); }
 };
 
 // ============================ kernels ============================
@@ -207,13 +142,13 @@ __global__ void reduce_rows_kernel(tg_reduce_plan p,
     int splits = gridDim.x, s = blockIdx.x;
     int64_t stride = (int64_t)splits * blockDim.x;
     for (int64_t o = blockIdx.y; o < p.outer_numel; o += gridDim.y) {
-        const auto *base = x + outer_offset(p, o);
+        const auto *base = x + tg_reduce_outer_offset(&p, o);
         acc_t acc = op.identity();
         for (int64_t k = (int64_t)s * blockDim.x + threadIdx.x; k < p.inner_numel; k += stride) {
             if constexpr (FROM_PARTIAL)
-                acc = op.combine(acc, base[inner_offset(p, k)]);
+                acc = op.combine(acc, base[tg_reduce_inner_offset(&p, k)]);
             else
-                acc = op.combine(acc, op.map(base[inner_offset(p, k)], o, k));
+                acc = op.combine(acc, op.map(base[tg_reduce_inner_offset(&p, k)], o, k));
         }
         acc = block_reduce(op, acc, shared);
         if (threadIdx.x == 0) {
@@ -240,9 +175,9 @@ __global__ void reduce_columns_kernel(tg_reduce_plan p, const typename Op::in_t 
         int64_t o = first + threadIdx.x;
         acc_t acc = op.identity();
         if (o < p.outer_numel) {
-            const typename Op::in_t *base = x + outer_offset(p, o);
+            const typename Op::in_t *base = x + tg_reduce_outer_offset(&p, o);
             for (int64_t k = (int64_t)s * COLUMN_Y + threadIdx.y; k < p.inner_numel; k += stride)
-                acc = op.combine(acc, op.map(base[inner_offset(p, k)], o, k));
+                acc = op.combine(acc, op.map(base[tg_reduce_inner_offset(&p, k)], o, k));
         }
         shared[threadIdx.y][threadIdx.x] = acc;
         __syncthreads();
@@ -339,7 +274,7 @@ static tg_status run_extreme(tg_tensor *values, tg_tensor *indices, tg_tensor *x
     return launch_reduce(is_max ? "tg_max" : "tg_min", p, (const T *)tg_elem_ptr(x), op, tg_cuda_device_of(x), stream);
 }
 
-// Scratch [outer] doubles for the first pass of var and logsumexp.
+// Scratch [outer] doubles for a row's first pass.
 struct scratch_doubles {
     int device;
     size_t bytes;
@@ -353,39 +288,24 @@ struct scratch_doubles {
 };
 
 template <typename T>
-static tg_status run_var(tg_tensor *out, tg_tensor *x, const bool *reduce, double correction, cudaStream_t stream) {
+static tg_status run_stat(const char *name, tg_tensor *out, tg_tensor *x, const bool *reduce, tg_reduce_kind kind,
+                          double q, cudaStream_t stream) {
     int device = tg_cuda_device_of(x);
     tg_reduce_plan p;
     tg_reduce_plan_init(&p, x, reduce);
-    scratch_doubles mean(device, p.outer_numel);
-    if (!mean.ptr) return TG_ERROR;
     const T *xp = (const T *)tg_elem_ptr(x);
-    sum_op<T, double> mean_op = {mean.ptr, (double)p.inner_numel};
-    if (launch_reduce("tg_var", p, xp, mean_op, device, stream)) return TG_ERROR;
-    var_op<T> op = {(T *)tg_elem_ptr(out), mean.ptr, fmax(0.0, (double)p.inner_numel - correction)}; // as the CPU
-    return launch_reduce("tg_var", p, xp, op, device, stream);
-}
-
-template <typename T>
-static tg_status run_logsumexp(tg_tensor *out, tg_tensor *x, const bool *reduce, cudaStream_t stream) {
-    int device = tg_cuda_device_of(x);
-    tg_reduce_plan p;
-    tg_reduce_plan_init(&p, x, reduce);
-    scratch_doubles shift(device, p.outer_numel);
-    if (!shift.ptr) return TG_ERROR;
-    const T *xp = (const T *)tg_elem_ptr(x);
-    shift_max_op<T> max_op = {shift.ptr};
-    if (launch_reduce("tg_logsumexp", p, xp, max_op, device, stream)) return TG_ERROR;
-    logsumexp_op<T> op = {(T *)tg_elem_ptr(out), shift.ptr};
-    return launch_reduce("tg_logsumexp", p, xp, op, device, stream);
-}
-
-template <typename T>
-static tg_status run_norm(tg_tensor *out, tg_tensor *x, const bool *reduce, double pnorm, cudaStream_t stream) {
-    tg_reduce_plan p;
-    tg_reduce_plan_init(&p, x, reduce);
-    norm_op<T> op = {(T *)tg_elem_ptr(out), pnorm};
-    return launch_reduce("tg_norm", p, (const T *)tg_elem_ptr(x), op, tg_cuda_device_of(x), stream);
+    double n = (double)p.inner_numel;
+    tg_reduce_kind first = tg_reduce_first(kind);
+    if (first == TG_REDUCE_NONE) {
+        stat_op<T, T> op = {(T *)tg_elem_ptr(out), nullptr, kind, q, n};
+        return launch_reduce(name, p, xp, op, device, stream);
+    }
+    scratch_doubles c(device, p.outer_numel);
+    if (!c.ptr) return TG_ERROR;
+    stat_op<T, double> first_op = {c.ptr, nullptr, first, q, n};
+    if (launch_reduce(name, p, xp, first_op, device, stream)) return TG_ERROR;
+    stat_op<T, T> op = {(T *)tg_elem_ptr(out), c.ptr, kind, q, n};
+    return launch_reduce(name, p, xp, op, device, stream);
 }
 
 // ============================ entry points ============================
@@ -423,35 +343,13 @@ extern "C" tg_status tg_cuda_extreme(tg_tensor *values, tg_tensor *indices, tg_t
     }
 }
 
-extern "C" tg_status tg_cuda_var(tg_tensor *out, tg_tensor *x, const bool *reduce, double correction) {
-    const char *op = "tg_var";
+extern "C" tg_status tg_cuda_stat(const char *op, tg_tensor *out, tg_tensor *x, const bool *reduce,
+                                  tg_reduce_kind kind, double q) {
     if (check_output(op, out, x->dtype)) return TG_ERROR;
     TG_CUDA_ENTER(op, x);
     switch (x->dtype) {
-    case TG_FLOAT32: return run_var<float>(out, x, reduce, correction, stream);
-    case TG_FLOAT64: return run_var<double>(out, x, reduce, correction, stream);
-    default: return tg_error("%s: expected float32 or float64 on CUDA, got %s", op, tg_dtype_name(x->dtype));
-    }
-}
-
-extern "C" tg_status tg_cuda_logsumexp(tg_tensor *out, tg_tensor *x, const bool *reduce) {
-    const char *op = "tg_logsumexp";
-    if (check_output(op, out, x->dtype)) return TG_ERROR;
-    TG_CUDA_ENTER(op, x);
-    switch (x->dtype) {
-    case TG_FLOAT32: return run_logsumexp<float>(out, x, reduce, stream);
-    case TG_FLOAT64: return run_logsumexp<double>(out, x, reduce, stream);
-    default: return tg_error("%s: expected float32 or float64 on CUDA, got %s", op, tg_dtype_name(x->dtype));
-    }
-}
-
-extern "C" tg_status tg_cuda_norm(tg_tensor *out, tg_tensor *x, const bool *reduce, double p) {
-    const char *op = "tg_norm";
-    if (check_output(op, out, x->dtype)) return TG_ERROR;
-    TG_CUDA_ENTER(op, x);
-    switch (x->dtype) {
-    case TG_FLOAT32: return run_norm<float>(out, x, reduce, p, stream);
-    case TG_FLOAT64: return run_norm<double>(out, x, reduce, p, stream);
+    case TG_FLOAT32: return run_stat<float>(op, out, x, reduce, kind, q, stream);
+    case TG_FLOAT64: return run_stat<double>(op, out, x, reduce, kind, q, stream);
     default: return tg_error("%s: expected float32 or float64 on CUDA, got %s", op, tg_dtype_name(x->dtype));
     }
 }

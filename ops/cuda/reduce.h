@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "core/tensor.h"
+#include "ops/reduce_formulas.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,13 +23,11 @@ tg_status tg_cuda_sum(tg_tensor *out, tg_tensor *x, const bool *reduce) __attrib
  * PyTorch. Float32/float64/int64/int32/uint8/bool. */
 tg_status tg_cuda_extreme(tg_tensor *values, tg_tensor *indices, tg_tensor *x, const bool *reduce, bool is_max)
     __attribute__((weak));
-/* out = sum((x - mean)^2) / (N - correction) over the reduced dims (correction 1:
- * unbiased). Floating dtypes. */
-tg_status tg_cuda_var(tg_tensor *out, tg_tensor *x, const bool *reduce, double correction) __attribute__((weak));
-/* out = log(sum(exp(x - m))) + m, m the max over the reduced dims (0 where m is +-inf). */
-tg_status tg_cuda_logsumexp(tg_tensor *out, tg_tensor *x, const bool *reduce) __attribute__((weak));
-/* out = (sum |x|^p)^(1/p) over the reduced dims; p == INFINITY: max |x|. p > 0. */
-tg_status tg_cuda_norm(tg_tensor *out, tg_tensor *x, const bool *reduce, double p) __attribute__((weak));
+/* out = the statistic of a row of ops/reduce_formulas.h (var, std, logsumexp, norm:
+ * `kind`, after its first pass) over the reduced dims, q the row's parameter, in
+ * double, rounded once; `op` names the caller in errors. float32 and float64. */
+tg_status tg_cuda_stat(const char *op, tg_tensor *out, tg_tensor *x, const bool *reduce, tg_reduce_kind kind,
+                       double q) __attribute__((weak));
 
 #ifdef __cplusplus
 }
