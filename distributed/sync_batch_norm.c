@@ -3,13 +3,12 @@
  * derives the backward, whose gradients of those statistics are all-reduced too. */
 #include "distributed/sync_batch_norm.h"
 
-#include <math.h>
-#include <stdio.h>
 
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "nn/norm_state.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/norm.h"
@@ -39,25 +38,6 @@ tg_tensor *tg_dist_all_reduce_sum_differentiable(tg_tensor *t) { return tg_apply
 
 /* ---- the module ---- */
 
-/* Zero means the default; TG_ZERO (-0.0) a real zero (core/options.h). */
-static double or_default(double v, double dflt) {
-    if (v == 0) return signbit(v) ? 0.0 : dflt;
-    return v;
-}
-
-typedef struct {
-    int64_t num_features;
-    double eps, momentum;
-    bool cumulative, affine, track;
-} sync_bn_state;
-
-static void sync_bn_repr(tg_module *self, char *buf, size_t size) {
-    sync_bn_state *s = tg_module_state(self);
-    snprintf(buf, size, "%lld, eps=%g, momentum=%g, affine=%s, track_running_stats=%s",
-             (long long)s->num_features, s->eps, s->momentum, s->affine ? "True" : "False",
-             s->track ? "True" : "False");
-}
-
 /* [C] -> [1, C, 1, ...] to broadcast against x. */
 static tg_tensor *per_channel(tg_tensor *v, tg_tensor *x) {
     tg_shape shape = tg_shape_of(x);
@@ -67,7 +47,7 @@ static tg_tensor *per_channel(tg_tensor *v, tg_tensor *x) {
 }
 
 static tg_tensor *sync_bn_forward(tg_module *self, tg_tensor *x) {
-    sync_bn_state *s = tg_module_state(self);
+    nn_batch_norm_state *s = tg_module_state(self);
     if (tg_ndim(x) < 2 || tg_size(x, 1) != s->num_features) {
         tg_error("SyncBatchNorm(%lld): the input must be [N, C, ...] with %lld channels in dim 1",
                  (long long)s->num_features, (long long)s->num_features);
@@ -77,10 +57,8 @@ static tg_tensor *sync_bn_forward(tg_module *self, tg_tensor *x) {
     tg_tensor *running_mean = tg_module_buffer(self, "running_mean");
     tg_tensor *running_var = tg_module_buffer(self, "running_var");
     bool training = tg_is_training(self);
-    double factor = s->momentum;
-    if (training && s->track &&
-        tg_norm_count_batch(tg_module_buffer(self, "num_batches_tracked"), s->cumulative, s->momentum, &factor))
-        return NULL;
+    double factor;
+    if (nn_batch_norm_factor(self, s, &factor)) return NULL;
     if (!training && s->track)
         return tg_batch_norm(x, running_mean, running_var, weight, bias, false, factor, s->eps);
 
@@ -109,36 +87,8 @@ static tg_tensor *sync_bn_forward(tg_module *self, tg_tensor *x) {
     return y;
 }
 
-static const tg_module_type sync_bn_type = {"SyncBatchNorm", sync_bn_forward, NULL, sync_bn_repr};
+static const tg_module_type sync_bn_type = {"SyncBatchNorm", sync_bn_forward, NULL, nn_batch_norm_repr};
 
 tg_module *tg_nn_sync_batch_norm(int64_t num_features, tg_batch_norm_opts opts) {
-    if (num_features <= 0) {
-        tg_error("tg_nn_sync_batch_norm: num_features must be positive, got %lld", (long long)num_features);
-        return NULL;
-    }
-    tg_module *m = tg_module_new(&sync_bn_type, sizeof(sync_bn_state));
-    if (!m) return NULL;
-    sync_bn_state *s = tg_module_state(m);
-    *s = (sync_bn_state){num_features, or_default(opts.eps, 1e-5), or_default(opts.momentum, 0.1), opts.cumulative,
-                         !opts.no_affine, !opts.no_track_running_stats};
-    tg_status status = TG_OK;
-    TG_SCOPE {
-        int64_t c = num_features;
-        if (s->affine) {
-            status = tg_register_parameter(m, "weight", tg_ones(TG_SHAPE(c), (tg_opts){0}));
-            if (!status) status = tg_register_parameter(m, "bias", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
-        }
-        if (!status && s->track) {
-            status = tg_register_buffer(m, "running_mean", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
-            if (!status) status = tg_register_buffer(m, "running_var", tg_ones(TG_SHAPE(c), (tg_opts){0}));
-            if (!status)
-                status = tg_register_buffer(m, "num_batches_tracked",
-                                            tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT64}));
-        }
-    }
-    if (status) {
-        tg_module_free(m);
-        return NULL;
-    }
-    return m;
+    return nn_batch_norm_new(&sync_bn_type, "tg_nn_sync_batch_norm", num_features, opts);
 }

@@ -9,11 +9,11 @@
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "nn/layer_helpers.h"
+#include "nn/norm_state.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
-#include "ops/norm_running.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -249,21 +249,9 @@ tg_module *tg_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w) {
 
 /* ---- BatchNorm1d / 2d ---- */
 
-typedef struct {
-    int64_t num_features;
-    double eps, momentum;
-    bool cumulative, affine, track;
-} batch_norm_state;
-
-static void batch_norm_repr(tg_module *self, char *buf, size_t size) {
-    batch_norm_state *s = tg_module_state(self);
-    snprintf(buf, size, "%lld, eps=%g, momentum=%g, affine=%s, track_running_stats=%s", (long long)s->num_features,
-             s->eps, s->momentum, s->affine ? "True" : "False", s->track ? "True" : "False");
-}
-
 /* torch/nn/modules/batchnorm.py _BatchNorm.forward. */
 static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
-    batch_norm_state *s = tg_module_state(self);
+    nn_batch_norm_state *s = tg_module_state(self);
     const char *type = tg_module_type_of(self)->name;
     bool is2d = type[9] == '2'; /* "BatchNorm2d" */
     int nd = tg_ndim(x);
@@ -275,53 +263,22 @@ static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
                  (long long)s->num_features);
         return NULL;
     }
-    bool training = tg_is_training(self);
-    double factor = s->momentum;
-    tg_tensor *running_mean = tg_module_buffer(self, "running_mean");
-    tg_tensor *running_var = tg_module_buffer(self, "running_var");
-    if (training && s->track &&
-        tg_norm_count_batch(tg_module_buffer(self, "num_batches_tracked"), s->cumulative, s->momentum, &factor))
-        return NULL;
-    bool use_batch_stats = training || !s->track;
-    return tg_batch_norm(x, running_mean, running_var, tg_module_param(self, "weight"), tg_module_param(self, "bias"),
-                         use_batch_stats, factor, s->eps);
+    double factor;
+    if (nn_batch_norm_factor(self, s, &factor)) return NULL;
+    bool use_batch_stats = tg_is_training(self) || !s->track;
+    return tg_batch_norm(x, tg_module_buffer(self, "running_mean"), tg_module_buffer(self, "running_var"),
+                         tg_module_param(self, "weight"), tg_module_param(self, "bias"), use_batch_stats, factor,
+                         s->eps);
 }
 
-static const tg_module_type batch_norm1d_type = {"BatchNorm1d", batch_norm_forward, NULL, batch_norm_repr};
-static const tg_module_type batch_norm2d_type = {"BatchNorm2d", batch_norm_forward, NULL, batch_norm_repr};
-
-static tg_module *make_batch_norm(const tg_module_type *type, int64_t c, tg_batch_norm_opts opts) {
-    if (c <= 0) {
-        tg_error("tg_nn_%s: num_features must be positive, got %lld", type == &batch_norm1d_type ? "batch_norm1d" : "batch_norm2d",
-                 (long long)c);
-        return NULL;
-    }
-    tg_module *m = tg_module_new(type, sizeof(batch_norm_state));
-    batch_norm_state *s = tg_module_state(m);
-    *s = (batch_norm_state){c, nn_or_default(opts.eps, 1e-5), nn_or_default(opts.momentum, 0.1), opts.cumulative,
-                            !opts.no_affine, !opts.no_track_running_stats};
-    tg_status status = TG_OK;
-    TG_SCOPE {
-        if (s->affine) {
-            status = tg_register_parameter(m, "weight", tg_ones(TG_SHAPE(c), (tg_opts){0}));
-            if (!status) status = tg_register_parameter(m, "bias", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
-        }
-        if (!status && s->track) {
-            status = tg_register_buffer(m, "running_mean", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
-            if (!status) status = tg_register_buffer(m, "running_var", tg_ones(TG_SHAPE(c), (tg_opts){0}));
-            if (!status)
-                status = tg_register_buffer(m, "num_batches_tracked",
-                                            tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT64}));
-        }
-    }
-    return nn_finish(m, status);
-}
+static const tg_module_type batch_norm1d_type = {"BatchNorm1d", batch_norm_forward, NULL, nn_batch_norm_repr};
+static const tg_module_type batch_norm2d_type = {"BatchNorm2d", batch_norm_forward, NULL, nn_batch_norm_repr};
 
 tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts) {
-    return make_batch_norm(&batch_norm1d_type, num_features, opts);
+    return nn_batch_norm_new(&batch_norm1d_type, "tg_nn_batch_norm1d", num_features, opts);
 }
 tg_module *tg_nn_batch_norm2d(int64_t num_features, tg_batch_norm_opts opts) {
-    return make_batch_norm(&batch_norm2d_type, num_features, opts);
+    return nn_batch_norm_new(&batch_norm2d_type, "tg_nn_batch_norm2d", num_features, opts);
 }
 
 /* ---- LayerNorm ---- */
@@ -554,6 +511,22 @@ static tg_status append_indexed(tg_module *container, tg_module *m) {
     return tg_register_module(container, name, m);
 }
 
+/* Whether c is a container of `type`, else an error naming what it is. */
+static bool is_container(const char *op, tg_module *c, const tg_module_type *type) {
+    if (c && tg_module_type_of(c) == type) return true;
+    tg_error("%s: the first argument is %s, not a %s", op, c ? tg_module_type_of(c)->name : "NULL", type->name);
+    return false;
+}
+
+/* Appends m to a container of `type`; m is taken (freed on failure). */
+static tg_status append_checked(const char *op, const tg_module_type *type, tg_module *container, tg_module *m) {
+    if (!is_container(op, container, type)) {
+        tg_module_free(m);
+        return TG_ERROR;
+    }
+    return append_indexed(container, m);
+}
+
 /* Takes modules[0 .. count): on any failure all of them are freed. */
 static tg_module *indexed_container(const char *op, const tg_module_type *type, int count, tg_module *const *modules) {
     bool ok = count >= 0 && (count == 0 || modules);
@@ -591,11 +564,7 @@ static tg_tensor *sequential_forward(tg_module *self, tg_tensor *x) {
 static const tg_module_type sequential_type = {"Sequential", sequential_forward, NULL, NULL};
 
 tg_status tg_nn_sequential_append(tg_module *sequential, tg_module *m) {
-    if (!sequential || tg_module_type_of(sequential) != &sequential_type) {
-        tg_module_free(m);
-        return tg_error("tg_nn_sequential_append: the first argument is not a Sequential");
-    }
-    return append_indexed(sequential, m);
+    return append_checked("tg_nn_sequential_append", &sequential_type, sequential, m);
 }
 
 tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
@@ -611,19 +580,10 @@ static tg_tensor *module_list_forward(tg_module *self, tg_tensor *x) {
 }
 static const tg_module_type module_list_type = {"ModuleList", module_list_forward, NULL, NULL};
 
-static bool is_module_list(const char *op, tg_module *list) {
-    if (list && tg_module_type_of(list) == &module_list_type) return true;
-    tg_error("%s: the first argument is %s, not a ModuleList", op,
-             list ? tg_module_type_of(list)->name : "NULL");
-    return false;
-}
+static bool is_module_list(const char *op, tg_module *list) { return is_container(op, list, &module_list_type); }
 
 tg_status tg_nn_module_list_append(tg_module *list, tg_module *m) {
-    if (!is_module_list("tg_nn_module_list_append", list)) {
-        tg_module_free(m);
-        return TG_ERROR;
-    }
-    return append_indexed(list, m);
+    return append_checked("tg_nn_module_list_append", &module_list_type, list, m);
 }
 
 tg_module *tg_nn_module_list_get(tg_module *list, int i) {

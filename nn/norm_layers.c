@@ -9,21 +9,13 @@
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "nn/layer_helpers.h"
+#include "nn/norm_state.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/norm.h"
 #include "ops/norm_running.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
-
-static tg_status register_affine(tg_module *m, int64_t c) {
-    tg_status status = TG_OK;
-    TG_SCOPE {
-        status = tg_register_parameter(m, "weight", tg_ones(TG_SHAPE(c), (tg_opts){0}));
-        if (!status) status = tg_register_parameter(m, "bias", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
-    }
-    return status;
-}
 
 /* y * weight + bias with [C] parameters broadcast along dim 1 of an ndim-dim y. */
 static tg_tensor *channel_affine(tg_tensor *y, tg_tensor *weight, tg_tensor *bias) {
@@ -73,7 +65,7 @@ tg_module *tg_nn_group_norm(int64_t num_groups, int64_t num_channels, tg_group_n
     tg_module *m = tg_module_new(&group_norm_type, sizeof(group_norm_state));
     *(group_norm_state *)tg_module_state(m) =
         (group_norm_state){num_groups, num_channels, nn_or_default(opts.eps, 1e-5), !opts.no_affine};
-    return nn_finish(m, opts.no_affine ? TG_OK : register_affine(m, num_channels));
+    return nn_finish(m, nn_register_norm_state(m, num_channels, !opts.no_affine, false));
 }
 
 /* ---- InstanceNorm2d ---- */
@@ -141,14 +133,5 @@ tg_module *tg_nn_instance_norm2d(int64_t num_features, tg_instance_norm_opts opt
     instance_norm_state *s = tg_module_state(m);
     *s = (instance_norm_state){num_features, nn_or_default(opts.eps, 1e-5), nn_or_default(opts.momentum, 0.1),
                                opts.affine, opts.track_running_stats};
-    tg_status status = s->affine ? register_affine(m, num_features) : TG_OK;
-    if (!status && s->track) TG_SCOPE {
-            int64_t c = num_features;
-            status = tg_register_buffer(m, "running_mean", tg_zeros(TG_SHAPE(c), (tg_opts){0}));
-            if (!status) status = tg_register_buffer(m, "running_var", tg_ones(TG_SHAPE(c), (tg_opts){0}));
-            if (!status)
-                status = tg_register_buffer(m, "num_batches_tracked",
-                                            tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_INT64}));
-        }
-    return nn_finish(m, status);
+    return nn_finish(m, nn_register_norm_state(m, num_features, s->affine, s->track));
 }
