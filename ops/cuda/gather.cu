@@ -67,24 +67,10 @@ __device__ __forceinline__ int64_t gather_offset(const gather_geometry &g, int64
 
 // ============================ kernels ============================
 
-// out [outer, n, inner] = x [outer, size, inner] at index [n].
-template <typename T>
-__global__ void index_select_kernel(T *out, const T *x, const int64_t *index, int64_t outer, int64_t size,
-                                    int64_t inner, int64_t n, unsigned long long *flag) {
-    GRID_STRIDE(e, outer * n * inner) {
-        int64_t r = e % inner, i = (e / inner) % n, o = e / (inner * n);
-        int64_t v = index[i];
-        if (v < 0 || v >= size) {
-            report_bad_index(flag, v);
-            continue;
-        }
-        out[e] = x[(o * size + v) * inner + r];
-    }
-}
-
-// out [outer, size, inner] += src [outer, n, inner] at index [n].
-template <typename T>
-__global__ void index_add_kernel(T *out, const T *src, const int64_t *index, int64_t outer, int64_t size,
+// ADD false, index_select: out [outer, n, inner] = x [outer, size, inner] at index [n].
+// ADD true, index_add: out [outer, size, inner] += x [outer, n, inner] at index [n].
+template <typename T, bool ADD>
+__global__ void index_dim_kernel(T *out, const T *x, const int64_t *index, int64_t outer, int64_t size,
                                  int64_t inner, int64_t n, unsigned long long *flag) {
     GRID_STRIDE(e, outer * n * inner) {
         int64_t r = e % inner, i = (e / inner) % n, o = e / (inner * n);
@@ -93,12 +79,16 @@ __global__ void index_add_kernel(T *out, const T *src, const int64_t *index, int
             report_bad_index(flag, v);
             continue;
         }
-        atomic_add_elem(&out[(o * size + v) * inner + r], src[e]);
+        if (ADD)
+            atomic_add_elem(&out[(o * size + v) * inner + r], x[e]);
+        else
+            out[e] = x[(o * size + v) * inner + r];
     }
 }
 
-// out[p] = x[offset of p with index[p] along dim]; out, index: index's shape.
-template <typename T>
+// ADD false, gather: out[p] = x[offset of p with index[p] along dim] (out, index: index's
+// shape). ADD true, scatter_add: out[offset of p with index[p] along dim] += x[p].
+template <typename T, bool ADD>
 __global__ void gather_kernel(T *out, const T *x, const int64_t *index, gather_geometry g, unsigned long long *flag) {
     GRID_STRIDE(p, g.numel) {
         int64_t v = index[p];
@@ -106,21 +96,10 @@ __global__ void gather_kernel(T *out, const T *x, const int64_t *index, gather_g
             report_bad_index(flag, v);
             continue;
         }
-        out[p] = x[gather_offset(g, p, v)];
-    }
-}
-
-// out[offset of p with index[p] along dim] += src[p].
-template <typename T>
-__global__ void scatter_add_kernel(T *out, const T *src, const int64_t *index, gather_geometry g,
-                                   unsigned long long *flag) {
-    GRID_STRIDE(p, g.numel) {
-        int64_t v = index[p];
-        if (v < 0 || v >= g.size) {
-            report_bad_index(flag, v);
-            continue;
-        }
-        atomic_add_elem(&out[gather_offset(g, p, v)], src[p]);
+        if (ADD)
+            atomic_add_elem(&out[gather_offset(g, p, v)], x[p]);
+        else
+            out[p] = x[gather_offset(g, p, v)];
     }
 }
 
@@ -205,82 +184,66 @@ static tg_status check_index(const char *op, tg_tensor *index) {
 
 // ============================ entry points ============================
 
-extern "C" tg_status tg_cuda_index_select(tg_tensor *out, tg_tensor *x, int dim, tg_tensor *index) {
-    const char *op = "tg_index_select";
+// index_select (ADD false: out = x picked along dim) and index_add (ADD true: out += x
+// added along dim); `big` is the side of full size along dim (x, or out).
+template <bool ADD>
+static tg_status index_dim(const char *op, tg_tensor *out, tg_tensor *x, int dim, tg_tensor *index) {
     if (check_index(op, index)) return TG_ERROR;
+    if (ADD && x->dtype != out->dtype) return tg_error("%s: source and output dtypes differ", op);
+    tg_tensor *big = ADD ? out : x;
     int64_t outer, size, inner, n = tg_numel(index);
-    split_at(x->shape, dim, &outer, &size, &inner);
+    split_at(big->shape, dim, &outer, &size, &inner);
     if (outer * n * inner == 0) return TG_OK;
-    TG_CUDA_ENTER(op, x);
-    int device = tg_cuda_device_of(x);
+    TG_CUDA_ENTER(op, big);
+    int device = tg_cuda_device_of(big);
     index_flag flag(device, stream);
     if (!flag.ptr) return TG_ERROR;
     unsigned blocks = tg_cuda_blocks(outer * n * inner, device);
     const int64_t *idx = (const int64_t *)tg_elem_ptr(index);
-    TG_CUDA_DISPATCH_ALL(op, x->dtype,
-                         index_select_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+    TG_CUDA_DISPATCH_ALL(op, big->dtype,
+                         index_dim_kernel<scalar_t, ADD><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
                              (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(x), idx, outer, size, inner,
                              n, flag.ptr));
     if (tg_cuda_check_launch(op)) return TG_ERROR;
     return flag.check(op, dim, size);
 }
 
-extern "C" tg_status tg_cuda_index_add(tg_tensor *out, int dim, tg_tensor *index, tg_tensor *src) {
-    const char *op = "tg_index_add";
+// gather (ADD false: out, index's shape, = x picked) and scatter_add (ADD true: x,
+// index's shape, added into out); `big` as in index_dim.
+template <bool ADD>
+static tg_status gather_scatter(const char *op, tg_tensor *out, tg_tensor *x, int dim, tg_tensor *index) {
     if (check_index(op, index)) return TG_ERROR;
-    if (src->dtype != out->dtype) return tg_error("%s: source and output dtypes differ", op);
-    int64_t outer, size, inner, n = tg_numel(index);
-    split_at(out->shape, dim, &outer, &size, &inner);
-    if (outer * n * inner == 0) return TG_OK;
-    TG_CUDA_ENTER(op, out);
-    int device = tg_cuda_device_of(out);
-    index_flag flag(device, stream);
-    if (!flag.ptr) return TG_ERROR;
-    unsigned blocks = tg_cuda_blocks(outer * n * inner, device);
-    const int64_t *idx = (const int64_t *)tg_elem_ptr(index);
-    TG_CUDA_DISPATCH_ALL(op, out->dtype,
-                         index_add_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
-                             (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(src), idx, outer, size,
-                             inner, n, flag.ptr));
-    if (tg_cuda_check_launch(op)) return TG_ERROR;
-    return flag.check(op, dim, size);
-}
-
-extern "C" tg_status tg_cuda_gather(tg_tensor *out, tg_tensor *x, int dim, tg_tensor *index) {
-    const char *op = "tg_gather";
-    if (check_index(op, index)) return TG_ERROR;
-    gather_geometry g = make_geometry(x->shape, index->shape, dim);
+    if (ADD && x->dtype != out->dtype) return tg_error("%s: source and output dtypes differ", op);
+    tg_tensor *big = ADD ? out : x;
+    gather_geometry g = make_geometry(big->shape, index->shape, dim);
     if (g.numel == 0) return TG_OK;
-    TG_CUDA_ENTER(op, x);
-    int device = tg_cuda_device_of(x);
+    TG_CUDA_ENTER(op, big);
+    int device = tg_cuda_device_of(big);
     index_flag flag(device, stream);
     if (!flag.ptr) return TG_ERROR;
     unsigned blocks = tg_cuda_blocks(g.numel, device);
-    TG_CUDA_DISPATCH_ALL(op, x->dtype,
-                         gather_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+    TG_CUDA_DISPATCH_ALL(op, big->dtype,
+                         gather_kernel<scalar_t, ADD><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
                              (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(x),
                              (const int64_t *)tg_elem_ptr(index), g, flag.ptr));
     if (tg_cuda_check_launch(op)) return TG_ERROR;
     return flag.check(op, dim, g.size);
 }
 
+extern "C" tg_status tg_cuda_index_select(tg_tensor *out, tg_tensor *x, int dim, tg_tensor *index) {
+    return index_dim<false>("tg_index_select", out, x, dim, index);
+}
+
+extern "C" tg_status tg_cuda_index_add(tg_tensor *out, int dim, tg_tensor *index, tg_tensor *src) {
+    return index_dim<true>("tg_index_add", out, src, dim, index);
+}
+
+extern "C" tg_status tg_cuda_gather(tg_tensor *out, tg_tensor *x, int dim, tg_tensor *index) {
+    return gather_scatter<false>("tg_gather", out, x, dim, index);
+}
+
 extern "C" tg_status tg_cuda_scatter_add(tg_tensor *out, int dim, tg_tensor *index, tg_tensor *src) {
-    const char *op = "tg_scatter_add";
-    if (check_index(op, index)) return TG_ERROR;
-    if (src->dtype != out->dtype) return tg_error("%s: source and output dtypes differ", op);
-    gather_geometry g = make_geometry(out->shape, index->shape, dim);
-    if (g.numel == 0) return TG_OK;
-    TG_CUDA_ENTER(op, out);
-    int device = tg_cuda_device_of(out);
-    index_flag flag(device, stream);
-    if (!flag.ptr) return TG_ERROR;
-    unsigned blocks = tg_cuda_blocks(g.numel, device);
-    TG_CUDA_DISPATCH_ALL(op, out->dtype,
-                         scatter_add_kernel<scalar_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
-                             (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(src),
-                             (const int64_t *)tg_elem_ptr(index), g, flag.ptr));
-    if (tg_cuda_check_launch(op)) return TG_ERROR;
-    return flag.check(op, dim, g.size);
+    return gather_scatter<true>("tg_scatter_add", out, src, dim, index);
 }
 
 extern "C" tg_status tg_cuda_one_hot(tg_tensor *out, tg_tensor *index) {
