@@ -105,6 +105,14 @@ INT_UNARY_ROW(unary_row_i64, int64_t)
 INT_UNARY_ROW(unary_row_i32, int32_t)
 
 
+/* out[i] = expr for i < n, with x and y of type T read as X and Y and the output as O
+ * (expressions of i). */
+#define BINARY_FOR(T, O, X, Y, expr)     \
+    for (int64_t i = 0; i < n; i++) {    \
+        T x = (X), y = (Y);              \
+        O = (expr);                      \
+    }
+#define BINARY_AT(T, k) (*(T *)(p[k] + i * s[k]))
 /* Fast paths: all contiguous, or b (or a) a broadcast scalar; then the general one. */
 #define BINARY_LOOP(T, OUT, expr)                                                          \
     do {                                                                                   \
@@ -112,31 +120,19 @@ INT_UNARY_ROW(unary_row_i32, int32_t)
         if (s[0] == os && s[1] == es && s[2] == es) {                                      \
             OUT *restrict o = (OUT *)p[0];                                                 \
             const T *restrict pa = (const T *)p[1], *restrict pb = (const T *)p[2];        \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T x = pa[i], y = pb[i];                                                    \
-                o[i] = (expr);                                                             \
-            }                                                                              \
+            BINARY_FOR(T, o[i], pa[i], pb[i], expr)                                        \
         } else if (s[0] == os && s[1] == es && s[2] == 0) {                                \
             OUT *restrict o = (OUT *)p[0];                                                 \
             const T *restrict pa = (const T *)p[1];                                        \
-            const T y = *(const T *)p[2];                                                  \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T x = pa[i];                                                               \
-                o[i] = (expr);                                                             \
-            }                                                                              \
+            const T y0 = *(const T *)p[2];                                                 \
+            BINARY_FOR(T, o[i], pa[i], y0, expr)                                           \
         } else if (s[0] == os && s[1] == 0 && s[2] == es) {                                \
             OUT *restrict o = (OUT *)p[0];                                                 \
             const T *restrict pb = (const T *)p[2];                                        \
-            const T x = *(const T *)p[1];                                                  \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T y = pb[i];                                                               \
-                o[i] = (expr);                                                             \
-            }                                                                              \
+            const T x0 = *(const T *)p[1];                                                 \
+            BINARY_FOR(T, o[i], x0, pb[i], expr)                                           \
         } else {                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);    \
-                *(OUT *)(p[0] + i * s[0]) = (expr);                                        \
-            }                                                                              \
+            BINARY_FOR(T, BINARY_AT(OUT, 0), BINARY_AT(const T, 1), BINARY_AT(const T, 2), expr) \
         }                                                                                  \
     } while (0)
 
