@@ -27,6 +27,7 @@
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "ops/cuda/random.h"
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/cpu/random_normal_f32.h"
@@ -175,7 +176,7 @@ static tg_status fill(tg_tensor *t, const dist *d) {
         tg_bump_version(t);
         return TG_OK;
     }
-    if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_random_fill && contiguous &&
+    if (tg_on_cuda(t) && tg_cuda_random_fill && contiguous &&
         (d->kind == DIST_UNIFORM || d->kind == DIST_NORMAL) && tg_dtype_is_floating(t->dtype)) {
         tg_philox_range r = tg_rng_reserve_cuda(cuda_counters(d->kind, t->dtype, tg_numel(t)));
         if (tg_cuda_random_fill(t, d->kind == DIST_UNIFORM ? 0 : 1, d->a, d->b, r.seed, r.offset)) return TG_ERROR;
@@ -296,7 +297,7 @@ tg_tensor *tg_bernoulli(tg_tensor *p) {
     if (tg_unusable_(p)) return tg_error_unusable_input("tg_bernoulli", p, 0), NULL;
     if (check_floating("tg_bernoulli", p->dtype)) return NULL;
     tg_tensor *out = NULL;
-    if (p->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_bernoulli) { /* drawn on the device */
+    if (tg_on_cuda(p) && tg_cuda_bernoulli) { /* drawn on the device */
         TG_SCOPE {
             tg_tensor *probs = tg_contiguous(tg_detach(p));
             tg_tensor *draws = probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype, .device = p->storage->device})
@@ -366,7 +367,7 @@ tg_status tg_bernoulli_(tg_tensor *t, double p) {
 
 static tg_status bernoulli_fill(tg_tensor *t, const dist *scalar_p) {
     double p = scalar_p->a;
-    if (t->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_bernoulli && tg_dtype_is_floating(t->dtype) &&
+    if (tg_on_cuda(t) && tg_cuda_bernoulli && tg_dtype_is_floating(t->dtype) &&
         tg_is_contiguous(t)) { /* the device kernel, with p for every element */
         tg_status status = TG_ERROR;
         TG_SCOPE {
@@ -585,7 +586,7 @@ static tg_tensor *dropout_mask(tg_tensor *x, tg_shape mask_shape, double p) {
     double keep = 1.0 - p, scale = x->dtype == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;
     tg_opts opts = {.dtype = x->dtype, .device = x->storage->device};
     tg_tensor *mask = p == 1 ? tg_zeros(mask_shape, opts) : tg_empty(mask_shape, opts);
-    if (mask && p < 1 && x->storage->device.kind == TG_DEVICE_CUDA && tg_cuda_dropout_mask) {
+    if (mask && p < 1 && tg_on_cuda(x) && tg_cuda_dropout_mask) {
         uint64_t threshold = (uint64_t)(p * 4294967296.0); /* drop when word < p * 2^32 */
         tg_philox_range r = tg_rng_reserve_cuda(tg_philox_counters(tg_numel(mask), 0));
         if (tg_cuda_dropout_mask(mask, threshold, scale, r.seed, r.offset)) mask = NULL;
