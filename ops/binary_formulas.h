@@ -11,9 +11,10 @@
  *   saved a and b (the broadcast back to each input's shape is the engine's); each is
  *   evaluated only when that input needs a gradient.
  * A comparison row is X(KIND, name, formula): bool, no gradient. The integer table
- * holds integer formulas of kinds that have a floating row. pow keeps one spelling per
- * backend (glibc's exact pow on the host, a rounded one for integers on the device:
- * ops/cuda/elementwise.cu's int_pow) and its op in ops/elementwise.c. */
+ * holds integer formulas of kinds that have a floating row. pow has no row (its op,
+ * with its own autocast and gradient, is in ops/elementwise.c); its formula is TG_POW for
+ * float and double and TG_BINARY_INT_POW below for the integer and bool dtypes, on both
+ * devices (core/typed_libm.h). */
 #ifndef TG_OPS_BINARY_FORMULAS_H
 #define TG_OPS_BINARY_FORMULAS_H
 
@@ -65,6 +66,10 @@
     X(RELU_BACKWARD, relu_backward, y <= 0 ? (scalar_t)0 : x, AB, /* aten threshold_backward */ \
       tg_relu_backward(g, b), /* the same mask; NaN in b passes g, as in relu's forward */   \
       tg_zeros_like(b))
+
+/* pow of integers (and bools), as int64 then cast to the element type: x^y in double,
+ * rounded to the integer it is (core/typed_libm.h's tg_int_pow). */
+#define TG_BINARY_INT_POW(x, y) ((int64_t)tg_int_pow((double)(x), (double)(y)))
 
 /* int64 and int32. A zero divisor is refused on the host (PyTorch's ZeroDivisionError);
  * the guard keeps a kernel that meets one anyway, or INT_MIN % -1, from trapping

@@ -14,6 +14,7 @@
 #include "core/scope.h"
 #include "core/simd.h"
 #include "core/tensor_impl.h"
+#include "core/typed_libm.h" /* TG_EXP and the rest, for the formula rows */
 #include "ops/cuda/elementwise.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
@@ -24,22 +25,6 @@
 
 /* ======================= CPU kernels ======================= */
 
-/* libm by type, for ops/unary_formulas.h's rows. */
-#define TG_EXP(x) _Generic((x), float: expf, default: exp)(x)
-#define TG_LOG(x) _Generic((x), float: logf, default: log)(x)
-#define TG_LOG1P(x) _Generic((x), float: log1pf, default: log1p)(x)
-#define TG_SQRT(x) _Generic((x), float: sqrtf, default: sqrt)(x)
-#define TG_TANH(x) _Generic((x), float: tanhf, default: tanh)(x)
-#define TG_ERF(x) _Generic((x), float: erff, default: erf)(x)
-#define TG_POW(x, y) _Generic((x), float: powf, default: pow)(x, y)
-#define TG_FABS(x) _Generic((x), float: fabsf, default: fabs)(x)
-#define TG_SIN(x) _Generic((x), float: sinf, default: sin)(x)
-#define TG_COS(x) _Generic((x), float: cosf, default: cos)(x)
-#define TG_EXPM1(x) _Generic((x), float: expm1f, default: expm1)(x)
-#define TG_FLOOR(x) _Generic((x), float: floorf, default: floor)(x)
-#define TG_CEIL(x) _Generic((x), float: ceilf, default: ceil)(x)
-#define TG_NEARBYINT(x) _Generic((x), float: nearbyintf, default: nearbyint)(x)
-#define TG_TRUNC(x) _Generic((x), float: truncf, default: trunc)(x)
 #define UNARY_CPU_CASE(KIND, expr) \
     case TG_UNARY_##KIND: UNARY_LOOP(scalar_t, expr); break;
 /* A float row's formula column (ops/unary_formulas.h). */
@@ -86,8 +71,6 @@ TG_VECTOR_CLONES static void unary_row_f64(char **p, const int64_t *s, int64_t n
     default: break;
     }
 }
-
-#define TG_IPOW pow
 
 /* Integers: the kinds that have a row in TG_UNARY_INT_FORMULAS. */
 #define INT_UNARY_ROW(NAME, T)                                                  \
@@ -136,7 +119,7 @@ INT_UNARY_ROW(unary_row_i32, int32_t)
         }                                                                                  \
     } while (0)
 
-/* The rows of ops/binary_formulas.h; pow per type; EXTRA: the float or int table. */
+/* The rows of ops/binary_formulas.h; pow per type (TG_POW or TG_BINARY_INT_POW); EXTRA: the float or int table. */
 #define BINARY_CPU_CASE(KIND, expr) \
     case TG_BINARY_##KIND: BINARY_LOOP(scalar_t, scalar_t, expr); break;
 #define BINARY_CPU_ARITH_CASE(KIND, name, expr, saves, grad_a, grad_b) BINARY_CPU_CASE(KIND, expr)
@@ -154,18 +137,15 @@ INT_UNARY_ROW(unary_row_i32, int32_t)
         default: break;                                                   \
         }                                                                 \
     }
-#define IPOW2(x, y) ((int64_t)pow((double)(x), (double)(y)))
-#define TG_ATAN2(x, y) _Generic((x), float: atan2f, default: atan2)(x, y)
-#define TG_FMOD(x, y) _Generic((x), float: fmodf, default: fmod)(x, y)
-BINARY_ROW(binary_row_f32, float, powf, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
-BINARY_ROW(binary_row_f64, double, pow, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
-BINARY_ROW(binary_row_i64, int64_t, IPOW2, TG_BINARY_INT_FORMULAS, BINARY_CPU_CASE)
-BINARY_ROW(binary_row_i32, int32_t, IPOW2, TG_BINARY_INT_FORMULAS, BINARY_CPU_CASE)
-BINARY_ROW(binary_row_u8, uint8_t, IPOW2, NO_ROWS, BINARY_CPU_CASE)
+BINARY_ROW(binary_row_f32, float, TG_POW, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
+BINARY_ROW(binary_row_f64, double, TG_POW, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
+BINARY_ROW(binary_row_i64, int64_t, TG_BINARY_INT_POW, TG_BINARY_INT_FORMULAS, BINARY_CPU_CASE)
+BINARY_ROW(binary_row_i32, int32_t, TG_BINARY_INT_POW, TG_BINARY_INT_FORMULAS, BINARY_CPU_CASE)
+BINARY_ROW(binary_row_u8, uint8_t, TG_BINARY_INT_POW, NO_ROWS, BINARY_CPU_CASE)
 /* bool arithmetic follows C's (true * true == true); only comparisons matter in practice. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wint-in-bool-context"
-BINARY_ROW(binary_row_bool, bool, IPOW2, NO_ROWS, BINARY_CPU_CASE)
+BINARY_ROW(binary_row_bool, bool, TG_BINARY_INT_POW, NO_ROWS, BINARY_CPU_CASE)
 #pragma GCC diagnostic pop
 
 static tg_iter_row_fn binary_row_for(tg_dtype d) {

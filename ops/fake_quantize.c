@@ -14,7 +14,6 @@
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 
-#define TG_NEARBYINT(x) _Generic((x), float: nearbyintf, default: nearbyint)(x)
 #include "ops/fake_quantize_formula.h"
 
 typedef struct {

@@ -14,10 +14,12 @@
  * before any integer conversion, so no input is undefined behaviour.
  *
  * x: T (float or double); scale, inv_scale: float; zero_point, quant_min, quant_max:
- * int64_t; y: T lvalue; inside: bool lvalue. TG_NEARBYINT is the backend's
- * round-half-even of T. */
+ * int64_t; y: T lvalue; inside: bool lvalue. TG_NEARBYINT (core/typed_libm.h) is
+ * round-half-even of T on both devices. */
 #ifndef TG_OPS_FAKE_QUANTIZE_FORMULA_H
 #define TG_OPS_FAKE_QUANTIZE_FORMULA_H
+
+#include "core/typed_libm.h"
 
 #define TG_FAKE_QUANTIZE(T, x, scale, inv_scale, zero_point, quant_min, quant_max, y, inside)         \
     do {                                                                                               \

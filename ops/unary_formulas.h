@@ -8,7 +8,7 @@
  * - saves: x, or y (the output) where the gradient is cheapest from it;
  * - autocast: NONE, or FLOAT32_ON_CUDA (PyTorch's CUDA autocast float32 list);
  * - formula: y in terms of x, a and b, all of type scalar_t, with the math functions
- *   TG_EXP, TG_LOG, ... that each backend defines for float and double;
+ *   TG_EXP, TG_LOG, ... (core/typed_libm.h: float and double, on both devices);
  * - gradient: the input's gradient as ops on g (the output's gradient), v (the saved
  *   x or y), a and b (doubles); ops, so it runs on any device and differentiates again.
  * ops/elementwise.c expands the rows into its CPU loops, the saves, the gradients, the
@@ -154,9 +154,9 @@
 
 /* The kinds int32 and int64 tensors have, and their formulas in the integer type
  * scalar_t: x, a and b (the parameters converted to scalar_t), pa and pb (the
- * parameters as doubles: a NaN clamp bound is no bound), TG_IPOW(x, e) each backend's
- * power of doubles whose result is cast back (CUDA's pow is rounded to an integer
- * there). Expanded by ops/elementwise.c's INT_UNARY_ROW, ops/cuda/elementwise.cu's
+ * parameters as doubles: a NaN clamp bound is no bound); powers through tg_int_pow
+ * (core/typed_libm.h: x^e in double rounded to the integer it is), cast back.
+ * Expanded by ops/elementwise.c's INT_UNARY_ROW, ops/cuda/elementwise.cu's
  * unary_int and tg_unary_int_kind_ok (the kinds refused for integers). */
 #define TG_UNARY_INT_FORMULAS(X)                                                                 \
     X(NEG, -x)                                                                                   \
@@ -167,7 +167,7 @@
     X(SIGN, (scalar_t)((x > 0) - (x < 0)))                                                       \
     X(RELU, x > 0 ? x : (scalar_t)0)                                                             \
     X(SQUARE, x * x)                                                                             \
-    X(POW_SCALAR, (scalar_t)TG_IPOW((double)x, (double)a))                                       \
+    X(POW_SCALAR, (scalar_t)tg_int_pow((double)x, (double)a))                                    \
     X(CLAMP, (pb == pb && ((pa == pa && x < a) ? a : x) > b) ? b : (pa == pa && x < a) ? a : x)
 
 #endif

@@ -16,71 +16,16 @@
 #include "core/cuda/internal.h"
 #include "ops/binary_formulas.h"
 #include "ops/unary_formulas.h"
+#include "core/typed_libm.h" // TG_EXP and the rest, tg_int_pow: the rows' libm on both devices
 
 
 // ============================ element functions ============================
-
-__device__ __forceinline__ float dexp(float x) { return expf(x); }
-__device__ __forceinline__ double dexp(double x) { return exp(x); }
-__device__ __forceinline__ float dlog(float x) { return logf(x); }
-__device__ __forceinline__ double dlog(double x) { return log(x); }
-__device__ __forceinline__ float dlog1p(float x) { return log1pf(x); }
-__device__ __forceinline__ double dlog1p(double x) { return log1p(x); }
-__device__ __forceinline__ float dsqrt(float x) { return sqrtf(x); }
-__device__ __forceinline__ double dsqrt(double x) { return sqrt(x); }
-__device__ __forceinline__ float dtanh(float x) { return tanhf(x); }
-__device__ __forceinline__ double dtanh(double x) { return tanh(x); }
-__device__ __forceinline__ float derf(float x) { return erff(x); }
-__device__ __forceinline__ double derf(double x) { return erf(x); }
-__device__ __forceinline__ float dpow(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double dpow(double x, double y) { return pow(x, y); }
-__device__ __forceinline__ float dfabs(float x) { return fabsf(x); }
-__device__ __forceinline__ double dfabs(double x) { return fabs(x); }
-__device__ __forceinline__ float dsin(float x) { return sinf(x); }
-__device__ __forceinline__ double dsin(double x) { return sin(x); }
-__device__ __forceinline__ float dcos(float x) { return cosf(x); }
-__device__ __forceinline__ double dcos(double x) { return cos(x); }
-__device__ __forceinline__ float dexpm1(float x) { return expm1f(x); }
-__device__ __forceinline__ double dexpm1(double x) { return expm1(x); }
-__device__ __forceinline__ float dfloor(float x) { return floorf(x); }
-__device__ __forceinline__ double dfloor(double x) { return floor(x); }
-__device__ __forceinline__ float dceil(float x) { return ceilf(x); }
-__device__ __forceinline__ double dceil(double x) { return ceil(x); }
-__device__ __forceinline__ float dnearbyint(float x) { return nearbyintf(x); }
-__device__ __forceinline__ double dnearbyint(double x) { return nearbyint(x); }
-__device__ __forceinline__ float dtrunc(float x) { return truncf(x); }
-__device__ __forceinline__ double dtrunc(double x) { return trunc(x); }
-
-// x^y for integer-valued x and y, as the CPU's (T)pow((double)x, (double)y). glibc's
-// pow is exact whenever the result is representable; CUDA's allows 2 ulp, so
-// 3^2 could come back as 8.999... and truncate to 8. For y >= 0 the exact result is
-// an integer: round to it (exact below 2^51, where 2 ulp < 0.5).
-__device__ __forceinline__ double int_pow(double x, double y) {
-    double r = pow(x, y);
-    return y >= 0 ? rint(r) : r;
-}
 
 struct unary_params {
     tg_unary_kind kind;
     double a, b; // the op's scalar parameters, converted to T in the kernel as the CPU does
 };
 
-// libm by type (the overloads above), for ops/unary_formulas.h's rows.
-#define TG_EXP dexp
-#define TG_LOG dlog
-#define TG_LOG1P dlog1p
-#define TG_SQRT dsqrt
-#define TG_TANH dtanh
-#define TG_ERF derf
-#define TG_POW dpow
-#define TG_FABS dfabs
-#define TG_SIN dsin
-#define TG_COS dcos
-#define TG_EXPM1 dexpm1
-#define TG_FLOOR dfloor
-#define TG_CEIL dceil
-#define TG_NEARBYINT dnearbyint
-#define TG_TRUNC dtrunc
 #define UNARY_DEVICE_CASE(KIND, expr) \
     case TG_UNARY_##KIND: return expr;
 // A float row's formula column (its other columns are the host's autograd).
@@ -97,7 +42,6 @@ template <typename scalar_t> __device__ __forceinline__ scalar_t unary_float(con
 
 // y = f(x) for int64/int32: the rows of TG_UNARY_INT_FORMULAS (ops/unary_formulas.h),
 // as the CPU's INT_UNARY_ROW; other kinds are refused on the host (tg_unary_int_kind_ok).
-#define TG_IPOW int_pow
 template <typename T> __device__ __forceinline__ T unary_int(const unary_params &p, T x) {
     typedef T scalar_t;
     const T a = (T)p.a, b = (T)p.b;
@@ -121,12 +65,6 @@ template <typename T> __device__ __forceinline__ T unary_apply(const unary_param
         return unary_int<T>(p, x);
 }
 
-__device__ __forceinline__ float datan2(float x, float y) { return atan2f(x, y); }
-__device__ __forceinline__ double datan2(double x, double y) { return atan2(x, y); }
-__device__ __forceinline__ float dfmod(float x, float y) { return fmodf(x, y); }
-__device__ __forceinline__ double dfmod(double x, double y) { return fmod(x, y); }
-#define TG_ATAN2 datan2
-#define TG_FMOD dfmod
 #define BINARY_DEVICE_CASE(KIND, expr) \
     case TG_BINARY_##KIND: return expr;
 // The formula column of the arithmetic and comparison rows (the rest is the host's autograd).
@@ -142,9 +80,9 @@ template <typename T> __device__ __forceinline__ T binary_arith(tg_binary_kind k
         TG_BINARY_FORMULAS(BINARY_DEVICE_ARITH_CASE)
     case TG_BINARY_POW:
         if constexpr (std::is_floating_point<T>::value)
-            return dpow(x, y);
+            return TG_POW(x, y);
         else
-            return (T)(int64_t)int_pow((double)x, (double)y);
+            return (T)TG_BINARY_INT_POW(x, y);
     default: break;
     }
     if constexpr (std::is_floating_point<T>::value) {

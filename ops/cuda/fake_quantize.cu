@@ -8,9 +8,6 @@
 #include "ops/cuda/fake_quantize.h"
 #include "core/cuda/internal.h"
 
-__device__ __forceinline__ float fq_nearbyint(float x) { return nearbyintf(x); }
-__device__ __forceinline__ double fq_nearbyint(double x) { return nearbyint(x); }
-#define TG_NEARBYINT fq_nearbyint
 #include "ops/fake_quantize_formula.h"
 
 template <typename T>
