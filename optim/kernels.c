@@ -53,12 +53,10 @@ static bool fixed_division_by_fma(void) {
 
 #define T float
 #define NAME(f) f##_f32
-#define SQRT sqrtf
 #include "optim/update_kernels.h"
 
 #define T double
 #define NAME(f) f##_f64
-#define SQRT sqrt
 #include "optim/update_kernels.h"
 
 static void adam_common_any_f64(double *param, const double *grad, double *m, double *v, int64_t n, tg_adam_args a) {

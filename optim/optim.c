@@ -396,9 +396,9 @@ static tg_tensor *slot(tg_optim *opt, int i, const char *key) {
 
 static void *data_or_null(tg_tensor *t) { return t ? tg_data_ptr(t) : NULL; }
 
-/* Parameter i's update: on CUDA, run now; on the CPU, described in *cpu for
- * tg_optim_kernel_* to run with the others (`cpu->param` stays NULL on CUDA). Advances
- * the parameter's step count. */
+/* Parameter i's update: its arguments in *cpu; on CUDA, run now (the kernel takes the
+ * same arguments); on the CPU, described in *cpu for tg_optim_kernel_* to run with the
+ * others (`cpu->param` stays NULL on CUDA). Advances the parameter's step count. */
 static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g, tg_optim_tensor *cpu) {
     bool cuda = tg_device_of(p).kind == TG_DEVICE_CUDA;
     const hyper *h = &group_of_param(opt, i)->h;
@@ -413,12 +413,10 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g, tg
     case KIND_SGD: {
         tg_tensor *buf = slot(opt, i, "momentum_buffer");
         bool first = buf && !opt->state[i].written;
-        if (cuda)
-            return TG_CUDA_CALL("SGD.step", tg_cuda_sgd_step, p, g, buf, first, h->lr, h->momentum, h->dampening,
-                                h->weight_decay, opt->nesterov, opt->maximize);
-        cpu->state[0] = data_or_null(buf);
         cpu->args.sgd = (tg_sgd_args){h->lr, h->momentum, h->dampening, h->weight_decay, opt->nesterov,
                                       opt->maximize, first};
+        if (cuda) return TG_CUDA_CALL("SGD.step", tg_cuda_sgd_step, p, g, buf, &cpu->args.sgd);
+        cpu->state[0] = data_or_null(buf);
         return TG_OK;
     }
     case KIND_ADAM:
@@ -427,27 +425,24 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g, tg
         double bc1 = 1 - pow(h->beta1, step), bc2_sqrt = sqrt(1 - pow(h->beta2, step));
         tg_tensor *m = slot(opt, i, "exp_avg"), *v = slot(opt, i, "exp_avg_sq"), *vmax = slot(opt, i, "max_exp_avg_sq");
         bool decoupled = opt->kind == KIND_ADAMW;
+        cpu->args.adam = (tg_adam_args){h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt,
+                                        opt->amsgrad, decoupled, opt->maximize};
         if (cuda)
-            return TG_CUDA_CALL(decoupled ? "AdamW.step" : "Adam.step", tg_cuda_adam_step, p, g, m, v, vmax, h->lr,
-                                h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt, opt->amsgrad,
-                                decoupled, opt->maximize);
+            return TG_CUDA_CALL(decoupled ? "AdamW.step" : "Adam.step", tg_cuda_adam_step, p, g, m, v, vmax,
+                                &cpu->args.adam);
         cpu->state[0] = tg_data_ptr(m);
         cpu->state[1] = tg_data_ptr(v);
         cpu->state[2] = data_or_null(vmax);
-        cpu->args.adam = (tg_adam_args){h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt,
-                                        opt->amsgrad, decoupled, opt->maximize};
         return TG_OK;
     }
     case KIND_RMSPROP: {
         tg_tensor *sq = slot(opt, i, "square_avg"), *ga = slot(opt, i, "grad_avg"), *buf = slot(opt, i, "momentum_buffer");
-        if (cuda)
-            return TG_CUDA_CALL("RMSprop.step", tg_cuda_rmsprop_step, p, g, sq, ga, buf, h->lr, h->alpha, h->eps,
-                                h->weight_decay, h->momentum, opt->centered, opt->maximize);
+        cpu->args.rmsprop = (tg_rmsprop_args){h->lr, h->alpha, h->eps, h->weight_decay, h->momentum, opt->centered,
+                                              opt->maximize};
+        if (cuda) return TG_CUDA_CALL("RMSprop.step", tg_cuda_rmsprop_step, p, g, sq, ga, buf, &cpu->args.rmsprop);
         cpu->state[0] = tg_data_ptr(sq);
         cpu->state[1] = data_or_null(ga);
         cpu->state[2] = data_or_null(buf);
-        cpu->args.rmsprop = (tg_rmsprop_args){h->lr, h->alpha, h->eps, h->weight_decay, h->momentum, opt->centered,
-                                              opt->maximize};
         return TG_OK;
     }
     }
