@@ -10,10 +10,8 @@
 
 #define T float
 #define NAME(f) f##_f32
-#define EXP expf
 #include "ops/cpu/softmax_kernels.h"
 
 #define T double
 #define NAME(f) f##_f64
-#define EXP exp
 #include "ops/cpu/softmax_kernels.h"

@@ -1,6 +1,12 @@
 /* softmax / log_softmax's CPU kernel as ordinary functions, for one element type:
- * included once per type by ops/cpu/softmax.c with T, NAME(f) (f_f32, f_f64) and EXP
- * (expf, exp) defined. No include guard, on purpose; it undefines its parameters at its end. Contract: ops/cpu/softmax.h. */
+ * included once per type by ops/cpu/softmax.c with T and NAME(f) (f_f32, f_f64)
+ * defined. No include guard, on purpose; it undefines its parameters at its end.
+ * Contract: ops/cpu/softmax.h. The formulas are ops/softmax_formulas.h's, the ones
+ * ops/cuda/softmax.cu's kernel runs. */
+
+#define TYPED NAME /* C names the formulas' struct as their functions */
+#include "ops/softmax_formulas.h"
+#undef TYPED
 
 /* One row of `len` elements at stride xs (input) / os (output). Stable: exp(x - max).
  * A row whose max is -inf (all -inf) gives NaN, as PyTorch's. */
@@ -24,22 +30,23 @@ static void NAME(softmax_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
         T max = -INFINITY;
         for (int64_t k = 0; k < len; k++) {
             T v = row[k * xs];
-            if (v > max || v != v) max = v;
+            max = NAME(tg_softmax_max)(max, v);
             if (v != v) break;
         }
         double sum = 0;
+        NAME(tg_softmax_row) r;
         if (log_out) {
-            for (int64_t k = 0; k < len; k++) sum += EXP(row[k * xs] - max);
-            T shift = max + (T)log(sum);
-            for (int64_t k = 0; k < len; k++) dst[k * os] = row[k * xs] - shift;
+            for (int64_t k = 0; k < len; k++) sum += NAME(tg_softmax_exp)(row[k * xs], max);
+            NAME(tg_softmax_row_of)(max, sum, true, &r);
+            for (int64_t k = 0; k < len; k++) dst[k * os] = NAME(tg_log_softmax_out)(row[k * xs], &r);
         } else {
             for (int64_t k = 0; k < len; k++) {
-                T e = EXP(row[k * xs] - max);
+                T e = NAME(tg_softmax_exp)(row[k * xs], max);
                 dst[k * os] = e;
                 sum += e;
             }
-            T inv = (T)(1.0 / sum);
-            for (int64_t k = 0; k < len; k++) dst[k * os] *= inv;
+            NAME(tg_softmax_row_of)(max, sum, false, &r);
+            for (int64_t k = 0; k < len; k++) dst[k * os] = NAME(tg_softmax_out)(dst[k * os], &r);
         }
     }
 }
@@ -52,5 +59,4 @@ void NAME(tg_cpu_softmax)(const tg_reduce_plan *px, const tg_reduce_plan *po, co
 
 /* The parameters end with this instantiation. */
 #undef T
-#undef EXP
 #undef NAME

@@ -1,6 +1,6 @@
 // CUDA kernel of ops/softmax.c: softmax and log_softmax along one dim, with the
-// CPU's arithmetic (ops/softmax.c, SOFTMAX_KERNEL): the row max (NaN wins), the
-// sum of exp(x - max) accumulated in double, then exp(x - max) / sum or
+// CPU's formulas (ops/softmax_formulas.h): the row max (NaN wins), the sum of
+// exp(x - max) accumulated in double, then exp(x - max) * (1 / sum) or
 // x - (max + log(sum)). One block per row; rows along a dim that is not the last
 // are read with their stride.
 #include <cuda_runtime.h>
@@ -12,13 +12,26 @@
 #include "ops/cuda/softmax.h"
 #include "ops/reduce_plan.h"
 
+// ops/softmax_formulas.h for float and double: one overloaded name per function, a
+// row struct per type.
+#define T float
+#define NAME(f) f
+#define TYPED(f) f##_f32
+#include "ops/softmax_formulas.h"
+#undef T
+#undef TYPED
+#define T double
+#define TYPED(f) f##_f64
+#include "ops/softmax_formulas.h"
+#undef T
+#undef TYPED
+#undef NAME
+
+template <typename T> struct softmax_row;
+template <> struct softmax_row<float> { typedef tg_softmax_row_f32 type; };
+template <> struct softmax_row<double> { typedef tg_softmax_row_f64 type; };
+
 // ============================ device helpers ============================
-
-__device__ __forceinline__ float dexp_sm(float x) { return expf(x); }
-__device__ __forceinline__ double dexp_sm(double x) { return exp(x); }
-
-// The larger of a and b, NaN winning (a NaN anywhere makes the row NaN).
-template <typename T> __device__ __forceinline__ T max_nan(T a, T b) { return (a != a || a > b) ? a : (b != b ? b : (a > b ? a : b)); }
 
 // Block-wide combine (blockDim.x a multiple of 32, at most 1024); every thread gets
 // the result. shared: 32 elements of V.
@@ -47,17 +60,18 @@ __global__ void softmax_kernel(tg_reduce_plan px, tg_reduce_plan po, const T *x,
         const T *row = x + tg_reduce_outer_offset(&px, o);
         T *dst = out + tg_reduce_outer_offset(&po, o);
         T m = -INFINITY;
-        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) m = max_nan(m, row[k * xs]);
-        m = block_all<T>(m, shared_t, [](T a, T b) { return max_nan(a, b); });
+        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) m = tg_softmax_max(m, row[k * xs]);
+        m = block_all<T>(m, shared_t, [](T a, T b) { return tg_softmax_max(a, b); });
         double s = 0;
-        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) s += (double)dexp_sm(row[k * xs] - m);
+        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) s += (double)tg_softmax_exp(row[k * xs], m);
         s = block_all<double>(s, shared_d, [](double a, double b) { return a + b; });
+        typename softmax_row<T>::type r;
+        tg_softmax_row_of(m, s, log_out, &r);
         if (log_out) {
-            T shift = m + (T)log(s);
-            for (int64_t k = threadIdx.x; k < len; k += blockDim.x) dst[k * os] = row[k * xs] - shift;
+            for (int64_t k = threadIdx.x; k < len; k += blockDim.x) dst[k * os] = tg_log_softmax_out(row[k * xs], &r);
         } else {
-            T inv = (T)(1.0 / s);
-            for (int64_t k = threadIdx.x; k < len; k += blockDim.x) dst[k * os] = dexp_sm(row[k * xs] - m) * inv;
+            for (int64_t k = threadIdx.x; k < len; k += blockDim.x)
+                dst[k * os] = tg_softmax_out(tg_softmax_exp(row[k * xs], m), &r);
         }
     }
 }
