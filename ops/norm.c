@@ -52,8 +52,7 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!y || !mean || !var) return NULL;
     tg_tensor *stats = NULL;
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (TG_CUDA_CALL(a->layer ? "tg_layer_norm" : "tg_batch_norm", tg_cuda_norm_forward, y, mean, var, x, w, b,
-                         a->outer, a->groups, a->inner, a->layer, a->eps))
+        if (TG_CUDA_CALL(a->layer ? "tg_layer_norm" : "tg_batch_norm", tg_cuda_norm_forward, y, mean, var, x, w, b, a))
             return NULL;
     } else {
         /* Batch norm on the CPU also keeps (mean, invstd) per channel in double for the fused backward. */

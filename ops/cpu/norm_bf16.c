@@ -2,7 +2,8 @@
  * kernel's of ops/cpu/norm_kernels.h (norm_forward, the row sums: 16 interleaved partial sums per row,
  * combined in the same order, statistics in double) with each element widened where it is
  * read and each result rounded where it is written, so the bits are those of the float32
- * kernel on a widened copy followed by a cast. */
+ * kernel on a widened copy followed by a cast; the statistics and outputs by
+ * ops/norm_formulas.h, as there. */
 #include "ops/cpu/norm_bf16.h"
 
 #include <math.h>
@@ -11,6 +12,7 @@
 #include "core/lowp.h"
 #include "core/parallel.h"
 #include "core/simd.h"
+#include "ops/norm_formulas.h"
 
 #define LANES 16
 
@@ -128,7 +130,7 @@ static void grad_sums(const uint16_t *restrict g, const uint16_t *restrict x, in
 
 TG_VECTOR_CLONES static void normalize_row(const uint16_t *restrict p, int64_t n, float tm, float sc, float sh,
                                            uint16_t *restrict q) {
-    for (int64_t i = 0; i < n; i++) q[i] = tg_float_to_bf16_bits((widen(p[i]) - tm) * sc + sh);
+    for (int64_t i = 0; i < n; i++) q[i] = tg_float_to_bf16_bits(TG_BN_OUT(widen(p[i]), tm, sc, sh));
 }
 
 TG_VECTOR_CLONES static void grad_row(const uint16_t *restrict gp, const uint16_t *restrict xp, int64_t n, float ta,
@@ -158,17 +160,15 @@ static void forward_channels(int64_t lo, int64_t hi, void *arg) {
             s += rs;
             ss += rss;
         }
-        double dmean = s / m, var = ss / m - dmean * dmean;
-        if (var < 0) var = 0;
-        double mean = dmean + shift, invstd = 1.0 / sqrt(var + j->eps);
-        j->mean_out[c] = (float)mean;
-        j->var_out[c] = (float)var;
-        j->stats[2 * c] = mean;
-        j->stats[2 * c + 1] = invstd;
-        float tm = (float)mean;
-        double scale = invstd * j->w[c], sh2 = j->b[c] - (mean - tm) * scale;
+        const tg_norm_stats st = tg_norm_stats_of(s, ss, m, shift, j->eps);
+        j->mean_out[c] = (float)st.mean;
+        j->var_out[c] = (float)st.var;
+        j->stats[2 * c] = st.mean;
+        j->stats[2 * c + 1] = st.invstd;
+        const float tm = (float)st.mean;
+        const tg_bn_fold f = tg_bn_fold_of(&st, tm, j->w[c], j->b[c]);
         for (int64_t o = 0; o < O; o++)
-            normalize_row(j->x + (o * C + c) * I, I, tm, (float)scale, (float)sh2, j->y + (o * C + c) * I);
+            normalize_row(j->x + (o * C + c) * I, I, tm, (float)f.scale, (float)f.shift, j->y + (o * C + c) * I);
     }
 }
 

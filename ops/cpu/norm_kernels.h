@@ -1,7 +1,8 @@
 /* Batch norm's and layer norm's CPU kernels as ordinary functions, for one element
  * type: included once per type by ops/cpu/norm.c with T (float, double) and NAME(f)
  * (f_f32 or f_f64) defined, so there is one body to read and step through. No include
- * guard, on purpose. Declarations and contracts: ops/cpu/norm.h. */
+ * guard, on purpose. Declarations and contracts: ops/cpu/norm.h. The statistics' and the
+ * outputs' formulas are ops/norm_formulas.h's. */
 
 /* Sums over one row of n elements in LANES interleaved partial sums, combined in a fixed
  * order: the compiler keeps them in vector registers (one running sum cannot be vectorized,
@@ -55,7 +56,8 @@ static inline void NAME(grad_sums)(const T *restrict g, const T *restrict x, int
 /* Batch norm: statistics per channel c of x [outer, C, inner]; w, b [C].
  * Layer norm: statistics per row r of x [rows, inner]; w, b [inner] (or NULL).
  * Two passes: shifted sums (shift = the group's first element, so E[d^2] - E[d]^2 does not
- * cancel badly) for mean and var, then normalise. stats (or NULL) gets mean, invstd in double. */
+ * cancel badly) for mean and var, then normalise, both by ops/norm_formulas.h (the
+ * formulas ops/cuda/norm.cu runs). stats (or NULL) gets mean, invstd in double. */
 typedef struct {
     const tg_norm_args *a;
     const T *x, *w, *b;
@@ -78,26 +80,24 @@ static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
             s += rs;
             ss += rss;
         }
-        double dmean = s / m, var = ss / m - dmean * dmean;
-        if (var < 0) var = 0;
-        double mean = dmean + shift, invstd = 1.0 / sqrt(var + a->eps);
-        mean_out[c] = (T)mean;
-        var_out[c] = (T)var;
+        const tg_norm_stats st = tg_norm_stats_of(s, ss, m, shift, a->eps);
+        mean_out[c] = (T)st.mean;
+        var_out[c] = (T)st.var;
         if (stats) {
-            stats[2 * c] = mean;
-            stats[2 * c + 1] = invstd;
+            stats[2 * c] = st.mean;
+            stats[2 * c + 1] = st.invstd;
         }
         for (int64_t o = 0; o < O; o++) {
             const T *p = x + (o * G + c) * I;
             T *q = y + (o * G + c) * I;
             if (a->layer) {
                 for (int64_t i = 0; i < I; i++)
-                    q[i] = (T)((p[i] - mean) * invstd * (w ? w[i] : 1) + (b ? b[i] : 0));
+                    q[i] = (T)tg_layer_norm_out(p[i], &st, w ? w[i] : 1, b ? b[i] : 0);
             } else {
-                T tm = (T)mean;
-                double scale = invstd * (w ? w[c] : 1), sh2 = (b ? b[c] : 0) - (mean - tm) * scale;
-                T sc = (T)scale, sh = (T)sh2;
-                for (int64_t i = 0; i < I; i++) q[i] = (p[i] - tm) * sc + sh;
+                const T tm = (T)st.mean;
+                const tg_bn_fold f = tg_bn_fold_of(&st, tm, w ? w[c] : 1, b ? b[c] : 0);
+                const T sc = (T)f.scale, sh = (T)f.shift;
+                for (int64_t i = 0; i < I; i++) q[i] = TG_BN_OUT(p[i], tm, sc, sh);
             }
         }
     }
