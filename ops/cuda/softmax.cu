@@ -14,18 +14,8 @@
 
 // ops/softmax_formulas.h for float and double: one overloaded name per function, a
 // row struct per type.
-#define T float
-#define NAME(f) f
-#define TYPED(f) f##_f32
-#include "ops/softmax_formulas.h"
-#undef T
-#undef TYPED
-#define T double
-#define TYPED(f) f##_f64
-#include "ops/softmax_formulas.h"
-#undef T
-#undef TYPED
-#undef NAME
+#define TG_PER_TYPE_HEADER "ops/softmax_formulas.h"
+#include "core/cuda/per_type.h"
 
 template <typename T> struct softmax_row;
 template <> struct softmax_row<float> { typedef tg_softmax_row_f32 type; };

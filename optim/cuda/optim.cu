@@ -16,18 +16,8 @@
 
 // optim/update_formulas.h for float and double: one overloaded name per function,
 // a struct of scalars per type.
-#define T float
-#define NAME(f) f
-#define TYPED(f) f##_f32
-#include "optim/update_formulas.h"
-#undef T
-#undef TYPED
-#define T double
-#define TYPED(f) f##_f64
-#include "optim/update_formulas.h"
-#undef T
-#undef TYPED
-#undef NAME
+#define TG_PER_TYPE_HEADER "optim/update_formulas.h"
+#include "core/cuda/per_type.h"
 
 // Each element type's scalar structs.
 template <typename T> struct optim_scalars;
