@@ -78,6 +78,8 @@
 #include "optim/optim.h"
 #include "optim/decay_groups.h"
 #include "optim/grad_scaler.h"
+#include "onnx/graph.h"
+#include "onnx/export.h"
 
 #include "data/mnist.h"
 #include "data/loader.h"

@@ -290,6 +290,16 @@ static tg_status apply_autocast(const tg_function *fn, tg_tensor *const *inputs,
     return status;
 }
 
+/* The op observer, and how deep inside observed forwards this thread is. */
+static _Thread_local tg_op_observer observer;
+static _Thread_local int observed_depth;
+
+tg_op_observer tg_set_op_observer(tg_op_observer o) {
+    tg_op_observer previous = observer;
+    observer = o;
+    return previous;
+}
+
 tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args,
                               size_t size, tg_tensor **outputs) {
     int num_outputs = fn->num_outputs > 0 ? fn->num_outputs : 1;
@@ -329,7 +339,9 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     tg_scope_begin();
     tg_autocast_suspend(); /* ops inside a forward are not autocast (as PyTorch's dispatcher) */
     bool enclosing_failure = tg_kernel_failure() != NULL; /* an enclosing op's kernel's, for it to report */
+    bool observed = observer.fn && observed_depth++ == 0;
     ctx->outputs[0] = fn->forward(ctx, inputs);
+    if (observer.fn) observed_depth--;
     tg_autocast_resume();
     if (profiling)
         tg_profile_record(fn->name, tg_profile_in_backward(), tg_profile_clock() - started,
@@ -356,6 +368,7 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
         tg_node_release(node);
         return TG_ERROR;
     }
+    if (observed) observer.fn(observer.user, fn, inputs, args, size, outputs, num_outputs);
     if (!node) return TG_OK;
 
     for (int i = 0; i < fn->num_inputs; i++) {

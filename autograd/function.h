@@ -32,6 +32,8 @@ extern "C" {
 #endif
 
 typedef struct tg_ctx tg_ctx;
+/* One recorded call of an op being written as ONNX nodes (onnx/graph.h). */
+typedef struct tg_onnx_op tg_onnx_op;
 
 /* Returns the (first) output: a new reference made inside the forward's scope, or
  * NULL after recording an error. */
@@ -73,6 +75,8 @@ typedef struct tg_function {
     int num_outputs;         /* 0 means 1; more: forward sets outputs 1.. with tg_ctx_set_output */
     tg_low_precision low_precision; /* float16/bfloat16 inputs; zero: refused */
     tg_autocast_policy autocast;    /* zero: not cast */
+    /* Writes this call as ONNX nodes (onnx/graph.h); NULL: tg_onnx_export refuses the op. */
+    tg_status (*onnx)(tg_onnx_op *op);
 } tg_function;
 
 #define TG_MAX_OP_INPUTS 8
@@ -89,6 +93,17 @@ tg_status tg_apply_multi(const tg_function *fn, tg_tensor *const *inputs, tg_ten
 tg_tensor *tg_apply_args(const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size);
 tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args,
                               size_t size, tg_tensor **outputs);
+
+/* Sees every op applied on this thread at the top level (not the ops a forward runs
+ * inside), after it succeeded: tg_onnx_export's recorder. `args` is what the caller
+ * gave tg_apply_args (NULL, 0 otherwise). NULL stops observing; returns the previous. */
+typedef void (*tg_op_observer_fn)(void *user, const tg_function *fn, tg_tensor *const *inputs, const void *args,
+                                  size_t size, tg_tensor *const *outputs, int num_outputs);
+typedef struct {
+    tg_op_observer_fn fn;
+    void *user;
+} tg_op_observer;
+tg_op_observer tg_set_op_observer(tg_op_observer observer);
 
 /* ---- inside forward ---- */
 /* Saves a tensor for backward (an input, an output or an intermediate). Its version

@@ -483,6 +483,14 @@
 #define tg_grad_scaler_update_to(...) TG_TRACED_STATUS_(tg_grad_scaler_update_to, tg_grad_scaler_update_to(__VA_ARGS__))
 #define tg_grad_scaler_set_state(...) TG_TRACED_STATUS_(tg_grad_scaler_set_state, tg_grad_scaler_set_state(__VA_ARGS__))
 
+/* onnx/graph.h */
+#define tg_onnx_input(...) TG_TRACED_PTR_(tg_tensor, tg_onnx_input, tg_onnx_input(__VA_ARGS__))
+#define tg_onnx_output(...) TG_TRACED_PTR_(tg_tensor, tg_onnx_output, tg_onnx_output(__VA_ARGS__))
+#define tg_onnx_unsupported(...) TG_TRACED_STATUS_(tg_onnx_unsupported, tg_onnx_unsupported(__VA_ARGS__))
+
+/* onnx/export.h */
+#define tg_onnx_export(...) TG_TRACED_STATUS_(tg_onnx_export, tg_onnx_export(__VA_ARGS__))
+
 /* data/mnist.h */
 #define tg_idx_load(...) TG_TRACED_PTR_(tg_tensor, tg_idx_load, tg_idx_load(__VA_ARGS__))
 #define tg_idx_parse(...) TG_TRACED_PTR_(tg_tensor, tg_idx_parse, tg_idx_parse(__VA_ARGS__))

@@ -32,6 +32,7 @@
 #include "core/scope.h"
 #include "core/simd.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/conv_index.h"
 #include "ops/cpu/conv.h"
 #include "ops/cuda/conv.h"
@@ -352,16 +353,44 @@ static void weight_grad_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = conv_apply(x, gg, NULL, p);
 }
 
+/* The attributes Conv and ConvTranspose share; the kernel size is the weight's. */
+static tg_onnx_node *conv_node_onnx(tg_onnx_op *op, const char *type, const conv_params *p) {
+    tg_tensor *w = tg_onnx_input(op, 1);
+    tg_onnx_node *n = tg_onnx_add_node_same(op, type);
+    tg_onnx_attr_ints(n, "kernel_shape", (int64_t[]){w->shape.dims[2], w->shape.dims[3]}, 2);
+    tg_onnx_attr_ints(n, "strides", (int64_t[]){p->sh, p->sw}, 2);
+    tg_onnx_attr_ints(n, "pads", (int64_t[]){p->ph, p->pw, p->ph, p->pw}, 4);
+    tg_onnx_attr_ints(n, "dilations", (int64_t[]){p->dh, p->dw}, 2);
+    tg_onnx_attr_int(n, "group", p->groups);
+    return n;
+}
+
+static tg_status conv_onnx(tg_onnx_op *op) {
+    return conv_node_onnx(op, "Conv", tg_onnx_attrs(op)) ? TG_OK : TG_ERROR;
+}
+
+/* conv_transpose2d is conv2d's input gradient: ConvTranspose of the same weight, with
+ * the output_padding that reaches the recorded output size. */
+static tg_status conv_transpose_onnx(tg_onnx_op *op) {
+    const conv_params *p = tg_onnx_attrs(op);
+    tg_tensor *x = tg_onnx_input(op, 0), *w = tg_onnx_input(op, 1), *y = tg_onnx_output(op, 0);
+    int64_t pad_h = y->shape.dims[2] - ((x->shape.dims[2] - 1) * p->sh - 2 * p->ph + p->dh * (w->shape.dims[2] - 1) + 1);
+    int64_t pad_w = y->shape.dims[3] - ((x->shape.dims[3] - 1) * p->sw - 2 * p->pw + p->dw * (w->shape.dims[3] - 1) + 1);
+    tg_onnx_node *n = conv_node_onnx(op, "ConvTranspose", p);
+    tg_onnx_attr_ints(n, "output_padding", (int64_t[]){pad_h, pad_w}, 2);
+    return n ? TG_OK : TG_ERROR;
+}
+
 /* float16 / bfloat16 inputs reach the forwards as they are (see computed_widened). */
 static const tg_function conv2d_fn = {
     .name = "conv2d", .num_inputs = 2, .forward = conv_forward, .backward = conv_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = conv_onnx};
 static const tg_function conv2d_bias_fn = {
     .name = "conv2d", .num_inputs = 3, .forward = conv_forward, .backward = conv_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = conv_onnx};
 static const tg_function input_grad_fn = {
     .name = "conv2d_input_grad", .num_inputs = 2, .forward = input_grad_forward, .backward = input_grad_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = conv_transpose_onnx};
 static const tg_function weight_grad_fn = {
     .name = "conv2d_weight_grad", .num_inputs = 2, .forward = weight_grad_forward, .backward = weight_grad_backward,
     .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};

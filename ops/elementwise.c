@@ -16,6 +16,7 @@
 #include "core/tensor_impl.h"
 #include "core/typed_libm.h" /* TG_EXP and the rest, for the formula rows */
 #include "ops/cuda/elementwise.h"
+#include "onnx/graph.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
 #include "ops/cpu/relu_bf16.h"
@@ -328,6 +329,11 @@ typedef struct {
     double a, b;
 } scalar_args;
 
+static tg_status unary_onnx(tg_onnx_op *op) {
+    const scalar_args *s = tg_onnx_attrs(op);
+    return tg_unary_to_onnx(op, ((const unary_op *)tg_onnx_function(op))->kind, s ? s->a : 0, s ? s->b : 0);
+}
+
 static tg_tensor *unary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const unary_op *op = (const unary_op *)tg_ctx_function(ctx);
     const scalar_args *args = tg_ctx_attrs(ctx);
@@ -431,7 +437,7 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 #define UNARY_OP_STRUCT(NAME, KIND, AUTOCAST)                                                                 \
     static const unary_op NAME##_op = {                                                                      \
         {.name = #NAME, .num_inputs = 1, .forward = unary_forward, .backward = unary_backward,               \
-         .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_##AUTOCAST},                      \
+         .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_##AUTOCAST, .onnx = unary_onnx},  \
         TG_UNARY_##KIND}
 #define UNARY_OP_PLAIN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
 #define UNARY_OP_OWN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
@@ -542,6 +548,8 @@ typedef struct {
     tg_function fn;
     tg_binary_kind kind;
 } binary_op;
+
+static tg_status binary_onnx(tg_onnx_op *op) { return tg_binary_to_onnx(op, ((const binary_op *)tg_onnx_function(op))->kind); }
 
 /* torch.result_type of two tensors: a 0-dim tensor joins the promotion only when its
  * category (bool < integer < floating) is higher than the other's, so float32 [3] *
@@ -679,7 +687,7 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 #define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST)                                                   \
     static const binary_op NAME##_op = {{.name = #NAME, .num_inputs = 2, .forward = binary_forward,          \
                                          .backward = BACKWARD, .low_precision = TG_LOW_PRECISION_NATIVE,      \
-                                         .autocast = AUTOCAST},                                               \
+                                         .autocast = AUTOCAST, .onnx = binary_onnx},                          \
                                         KIND};                                                              \
     tg_tensor *tg_##NAME(tg_tensor *a, tg_tensor *b) { return tg_apply(&NAME##_op.fn, (tg_tensor *[]){a, b}); }
 #define BINARY_OP_ROW(KIND, name, expr, saves, grad_a, grad_b) \
@@ -747,9 +755,11 @@ static void where_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 2)) grad_in[2] = tg_where(cond, zero, g);
 }
 
+static tg_status where_onnx(tg_onnx_op *op) { return tg_onnx_add_node_same(op, "Where") ? TG_OK : TG_ERROR; }
+
 static const tg_function where_fn = {
     .name = "where", .num_inputs = 3, .forward = where_forward, .backward = where_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = where_onnx};
 
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
     return tg_apply(&where_fn, (tg_tensor *[]){cond, a, b});
@@ -770,9 +780,15 @@ static void cast_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_cast(g, tg_ctx_input_dtype(ctx, 0));
 }
 
+static tg_status cast_onnx(tg_onnx_op *op) {
+    tg_onnx_node *n = tg_onnx_add_node_same(op, "Cast");
+    tg_onnx_attr_int(n, "to", tg_onnx_dtype(tg_onnx_output(op, 0)->dtype));
+    return n ? TG_OK : TG_ERROR;
+}
+
 static const tg_function cast_fn = {
     .name = "cast", .num_inputs = 1, .forward = cast_forward, .backward = cast_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = cast_onnx};
 
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
     if (x && x->dtype == dtype) return tg_scope_track(tg_retain(x));

@@ -9,6 +9,7 @@
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/cuda/gather.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -90,9 +91,15 @@ static void cat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 /* tg_function has a fixed input count: one per count (longer lists are cat'ed in groups). */
+static tg_status cat_onnx(tg_onnx_op *op) {
+    tg_onnx_node *n = tg_onnx_add_node_same(op, "Concat");
+    tg_onnx_attr_int(n, "axis", ((const cat_args *)tg_onnx_attrs(op))->dim);
+    return n ? TG_OK : TG_ERROR;
+}
+
 #define CAT_FN(N)                                                                                  \
     {.name = "cat", .num_inputs = N, .forward = cat_forward, .backward = cat_backward,             \
-     .low_precision = TG_LOW_PRECISION_NATIVE}
+     .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = cat_onnx}
 static const tg_function cat_fns[CAT_MAX + 1] = {CAT_FN(0), CAT_FN(1), CAT_FN(2), CAT_FN(3), CAT_FN(4),
                                                  CAT_FN(5), CAT_FN(6), CAT_FN(7), CAT_FN(8)};
 
@@ -235,9 +242,15 @@ static void index_select_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in
     grad_in[0] = index_add_zeros(g, index, &a);
 }
 
+static tg_status index_select_onnx(tg_onnx_op *op) { /* embeddings: Gather of the weight's rows */
+    tg_onnx_node *n = tg_onnx_add_node_same(op, "Gather");
+    tg_onnx_attr_int(n, "axis", ((const index_args *)tg_onnx_attrs(op))->dim);
+    return n ? TG_OK : TG_ERROR;
+}
+
 static const tg_function index_select_fn = {
     .name = "index_select", .num_inputs = 2, .forward = index_select_forward, .backward = index_select_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = index_select_onnx};
 
 /* zeros(full) with src [outer, n, inner] added at index [n] along dim. */
 static tg_tensor *index_add_forward(tg_ctx *ctx, tg_tensor *const *in) {

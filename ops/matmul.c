@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/cuda/matmul.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -287,9 +288,11 @@ static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_matmul(tg_transpose(a, -1, -2), g);
 }
 
+static tg_status matmul_onnx(tg_onnx_op *op) { return tg_onnx_add_node_same(op, "MatMul") ? TG_OK : TG_ERROR; }
+
 static const tg_function bmm_fn = {
     .name = "matmul", .num_inputs = 2, .forward = bmm_forward, .backward = bmm_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = matmul_onnx};
 
 static tg_tensor *matmul_checked(tg_tensor *a, tg_tensor *b) {
     if (tg_unusable_(a)) return tg_error_unusable_input("tg_matmul", a, 0), NULL;
@@ -424,12 +427,27 @@ static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
 }
 
+/* Gemm(x, W, b, transB) for a 2-D x (torch.onnx's form), else MatMul by W^T (+ b). */
+static tg_status linear_onnx(tg_onnx_op *op) {
+    if (tg_onnx_input(op, 0)->shape.ndim == 2) {
+        tg_onnx_node *n = tg_onnx_add_node_same(op, "Gemm");
+        tg_onnx_attr_int(n, "transB", 1);
+        return n ? TG_OK : TG_ERROR;
+    }
+    bool bias = tg_onnx_num_inputs(op) == 3;
+    const char *w = tg_onnx_input_name(op, 1), *wt = tg_onnx_value(op);
+    const char *y = tg_onnx_output_name(op, 0), *xw = bias ? tg_onnx_value(op) : y;
+    tg_onnx_attr_ints(tg_onnx_add_node(op, "Transpose", 1, &w, 1, &wt), "perm", (int64_t[]){1, 0}, 2);
+    if (!tg_onnx_add_node(op, "MatMul", 2, (const char *[]){tg_onnx_input_name(op, 0), wt}, 1, &xw)) return TG_ERROR;
+    return !bias || tg_onnx_add_node(op, "Add", 2, (const char *[]){xw, tg_onnx_input_name(op, 2)}, 1, &y) ? TG_OK : TG_ERROR;
+}
+
 static const tg_function linear_fn = {
     .name = "linear", .num_inputs = 3, .forward = linear_forward, .backward = linear_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = linear_onnx};
 static const tg_function linear_no_bias_fn = {
     .name = "linear", .num_inputs = 2, .forward = linear_forward, .backward = linear_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = linear_onnx};
 
 static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
     if (tg_unusable_(x)) return tg_error_unusable_input("tg_linear", x, 0), NULL;

@@ -15,6 +15,7 @@
  * channel from the mean/invstd the forward saved, instead of ~15 elementwise ops and
  * their temporaries. With create_graph the composed formula above runs, as before. */
 #include "ops/norm.h"
+#include "onnx/graph.h"
 #include "ops/cpu/norm.h"
 #include "ops/cpu/norm_bf16.h"
 #include "ops/norm_running.h"
@@ -213,9 +214,22 @@ static const tg_function norm_fn = {
 static const tg_function norm_mixed_fn = {
     .name = "batch_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
     .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+/* LayerNormalization (opset 17) over the recorded trailing dims; only Y is written. */
+static tg_status layer_norm_onnx(tg_onnx_op *op) {
+    const norm_args *a = tg_onnx_attrs(op);
+    if (tg_onnx_opset(op) < 17) return tg_onnx_unsupported(op, "LayerNormalization needs opset 17");
+    const char *y = tg_onnx_output_name(op, 0);
+    tg_onnx_node *n = tg_onnx_add_node(op, "LayerNormalization", 3,
+                                   (const char *[]){tg_onnx_input_name(op, 0), tg_onnx_input_name(op, 1),
+                                                    tg_onnx_input_name(op, 2)}, 1, &y);
+    tg_onnx_attr_int(n, "axis", a->dims[0]);
+    tg_onnx_attr_float(n, "epsilon", (float)a->eps);
+    return n ? TG_OK : TG_ERROR;
+}
+
 static const tg_function layer_norm_fn = {
     .name = "layer_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = layer_norm_onnx};
 
 /* weight/bias, or constants of ones/zeros of `shape` when NULL (owned by the scope). */
 static tg_tensor *param_or(tg_tensor *p, tg_shape shape, tg_tensor *x, double value) {
@@ -278,6 +292,65 @@ static tg_tensor *mixed_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_ten
     return out[0];
 }
 
+/* ---- batch norm in evaluation mode ----
+ * (x - running_mean) * rsqrt(running_var + eps) * weight + bias, as one op (ONNX's
+ * BatchNormalization) computed by the plain ops below, forward and backward, so its
+ * numbers and its higher derivatives are theirs. Inputs: x, running_mean,
+ * running_var (both detached), weight, bias (ones / zeros when the module has none:
+ * then unused, as has_weight / has_bias say). */
+typedef struct {
+    double eps;
+    bool has_weight, has_bias;
+} bn_eval_args;
+
+static tg_shape channel_view_shape(tg_shape x) { /* [1, C, 1, ...] */
+    for (int d = 0; d < x.ndim; d++)
+        if (d != 1) x.dims[d] = 1;
+    return x;
+}
+
+/* rsqrt(running_var + eps), times the weight when there is one */
+static tg_tensor *bn_eval_scale(const bn_eval_args *a, tg_tensor *var, tg_tensor *weight, tg_tensor **rstd) {
+    *rstd = tg_rsqrt(tg_add_scalar(var, a->eps));
+    return a->has_weight ? tg_mul(*rstd, weight) : *rstd;
+}
+
+static tg_tensor *bn_eval_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const bn_eval_args *a = tg_ctx_attrs(ctx);
+    tg_shape bshape = channel_view_shape(in[0]->shape);
+    for (int i = 0; i < 4; i++) tg_ctx_save(ctx, in[i]);
+    tg_tensor *rstd, *scale = bn_eval_scale(a, in[2], in[3], &rstd);
+    tg_tensor *out = tg_mul(tg_sub(in[0], tg_reshape(in[1], bshape)), tg_reshape(scale, bshape));
+    return a->has_bias ? tg_add(out, tg_reshape(in[4], bshape)) : out;
+}
+
+static void bn_eval_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const bn_eval_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *x = tg_ctx_saved(ctx, 0), *mean = tg_ctx_saved(ctx, 1), *var = tg_ctx_saved(ctx, 2);
+    tg_tensor *weight = tg_ctx_saved(ctx, 3);
+    if (!x || !mean || !var || !weight) return;
+    tg_shape bshape = channel_view_shape(x->shape), cshape = mean->shape;
+    tg_tensor *rstd, *scale = bn_eval_scale(a, var, weight, &rstd);
+    if (tg_ctx_needs_input_grad(ctx, 0)) grad_in[0] = tg_mul(g, tg_reshape(scale, bshape));
+    if (a->has_weight && tg_ctx_needs_input_grad(ctx, 3)) {
+        tg_tensor *centered = tg_sub(x, tg_reshape(mean, bshape));
+        grad_in[3] = tg_mul(tg_reshape(tg_sum_to(tg_mul(g, centered), bshape), cshape), rstd);
+    }
+    if (a->has_bias && tg_ctx_needs_input_grad(ctx, 4)) grad_in[4] = tg_reshape(tg_sum_to(g, bshape), cshape);
+}
+
+static tg_status bn_eval_onnx(tg_onnx_op *op) {
+    const char *in[5], *y = tg_onnx_output_name(op, 0);
+    for (int i = 0; i < 5; i++) in[i] = tg_onnx_input_name(op, (int[]){0, 3, 4, 1, 2}[i]); /* X, scale, B, mean, var */
+    tg_onnx_node *n = tg_onnx_add_node(op, "BatchNormalization", 5, in, 1, &y);
+    tg_onnx_attr_float(n, "epsilon", (float)((const bn_eval_args *)tg_onnx_attrs(op))->eps);
+    return n ? TG_OK : TG_ERROR;
+}
+
+static const tg_function bn_eval_fn = {
+    .name = "batch_norm", .num_inputs = 5, .forward = bn_eval_forward, .backward = bn_eval_backward,
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = bn_eval_onnx};
+
 tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
                          tg_tensor *bias, bool training, double momentum, double eps) {
     const char *op = "tg_batch_norm";
@@ -322,16 +395,11 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
 
     tg_tensor *y = NULL;
     TG_SCOPE {
-        tg_shape bshape = x->shape; /* [1, C, 1, ...] */
-        for (int d = 0; d < bshape.ndim; d++)
-            if (d != 1) bshape.dims[d] = 1;
         if (!training) {
-            /* (x - running_mean) / sqrt(running_var + eps) * w + b: plain ops. */
-            tg_tensor *scale = tg_rsqrt(tg_add_scalar(tg_detach(running_var), eps));
-            if (weight) scale = tg_mul(scale, weight);
-            tg_tensor *out = tg_mul(tg_sub(x, tg_reshape(tg_detach(running_mean), bshape)), tg_reshape(scale, bshape));
-            if (bias) out = tg_add(out, tg_reshape(bias, bshape));
-            y = tg_scope_return(out);
+            bn_eval_args a = {.eps = eps, .has_weight = weight != NULL, .has_bias = bias != NULL};
+            tg_tensor *in[5] = {x, tg_detach(running_mean), tg_detach(running_var), param_or(weight, cshape, x, 1),
+                                param_or(bias, cshape, x, 0)};
+            y = tg_scope_return(tg_apply_args(&bn_eval_fn, in, &a, sizeof a));
         } else {
             norm_args a = {.eps = eps, .outer = x->shape.dims[0], .groups = c, .inner = count / x->shape.dims[0]};
             for (int d = 0; d < x->shape.ndim; d++)

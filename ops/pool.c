@@ -17,6 +17,7 @@
 #include "autograd/function.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
 #include "ops/cpu/pool.h"
@@ -114,9 +115,34 @@ static void max_gather_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_in)
     if (idx) grad_in[0] = max_scatter_apply(gg, idx, tg_ctx_attrs(ctx));
 }
 
+/* MaxPool / AveragePool with the recorded geometry: ceil_mode when the output is the
+ * larger of the two sizes. Output 1 of max pooling (the indices) is not written. */
+static tg_status pool_onnx(tg_onnx_op *op) {
+    const pool_params *q = tg_onnx_attrs(op);
+    bool max = tg_onnx_num_outputs(op) == 2;
+    const char *x = tg_onnx_input_name(op, 0), *y = tg_onnx_output_name(op, 0);
+    if (q->adaptive) {
+        if (q->ho == 1 && q->wo == 1) return tg_onnx_add_node(op, "GlobalAveragePool", 1, &x, 1, &y) ? TG_OK : TG_ERROR;
+        if (q->h % q->ho || q->w % q->wo)
+            return tg_onnx_unsupported(op, "adaptive pooling to a size that does not divide the input's");
+    }
+    int kh = q->adaptive ? (int)(q->h / q->ho) : q->kh, kw = q->adaptive ? (int)(q->w / q->wo) : q->kw;
+    int sh = q->adaptive ? kh : q->sh, sw = q->adaptive ? kw : q->sw;
+    int64_t floor_h = (q->h + 2 * q->ph - q->dh * (kh - 1) - 1) / sh + 1;
+    int64_t floor_w = (q->w + 2 * q->pw - q->dw * (kw - 1) - 1) / sw + 1;
+    tg_onnx_node *n = tg_onnx_add_node(op, max ? "MaxPool" : "AveragePool", 1, &x, 1, &y);
+    tg_onnx_attr_ints(n, "kernel_shape", (int64_t[]){kh, kw}, 2);
+    tg_onnx_attr_ints(n, "strides", (int64_t[]){sh, sw}, 2);
+    tg_onnx_attr_ints(n, "pads", (int64_t[]){q->ph, q->pw, q->ph, q->pw}, 4);
+    if (max && (q->dh != 1 || q->dw != 1)) tg_onnx_attr_ints(n, "dilations", (int64_t[]){q->dh, q->dw}, 2);
+    if (!max && q->include_pad) tg_onnx_attr_int(n, "count_include_pad", 1);
+    if (q->ho != floor_h || q->wo != floor_w) tg_onnx_attr_int(n, "ceil_mode", 1);
+    return n ? TG_OK : TG_ERROR;
+}
+
 static const tg_function max_pool_fn = {
     .name = "max_pool2d", .num_inputs = 1, .forward = max_forward, .backward = max_backward, .num_outputs = 2,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
 static const tg_function max_scatter_fn = {
     .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_forward,
     .backward = max_scatter_backward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
@@ -139,7 +165,7 @@ static void max_backward_bf16(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 
 static const tg_function max_pool_bf16_fn = {
     .name = "max_pool2d", .num_inputs = 1, .forward = max_forward, .backward = max_backward_bf16,
-    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
 static const tg_function max_scatter_bf16_fn = {
     .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_forward,
     .backward = max_scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
@@ -192,10 +218,10 @@ static void avg_backward_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_i
 
 static const tg_function avg_pool_fn = {
     .name = "avg_pool2d", .num_inputs = 1, .forward = avg_forward, .backward = avg_forward_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
 static const tg_function adaptive_pool_fn = {
     .name = "adaptive_avg_pool2d", .num_inputs = 1, .forward = avg_forward, .backward = avg_forward_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
 static const tg_function avg_pool_backward_fn = {
     .name = "avg_pool2d_backward", .num_inputs = 1, .forward = avg_backward_forward,
     .backward = avg_backward_backward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};

@@ -7,6 +7,7 @@
 #include "autograd/function.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/reduce.h"
 
 /* Resolves one -1 and checks the element count (products checked for overflow: a
@@ -83,9 +84,15 @@ static void reshape_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_reshape(g, tg_ctx_input_shape(ctx, 0));
 }
 
+/* Reshape to the output's shape, its batch dim left free (tg_onnx_reshape_target). */
+static tg_status view_onnx(tg_onnx_op *op) {
+    const char *in[] = {tg_onnx_input_name(op, 0), tg_onnx_reshape_target(op, 0, tg_onnx_output(op, 0)->shape)};
+    return tg_onnx_add_node(op, "Reshape", 2, in, 1, (const char *[]){tg_onnx_output_name(op, 0)}) ? TG_OK : TG_ERROR;
+}
+
 static const tg_function view_fn = {
     .name = "view", .num_inputs = 1, .forward = view_forward, .backward = reshape_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = view_onnx};
 
 tg_tensor *tg_view(tg_tensor *t, tg_shape shape) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_view", t, 0), NULL;
@@ -171,9 +178,19 @@ static void permute_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_permute(g, inverse);
 }
 
+static tg_status permute_onnx(tg_onnx_op *op) {
+    const perm_args *p = tg_onnx_attrs(op);
+    int64_t perm[TG_MAX_DIMS];
+    int nd = tg_onnx_input(op, 0)->shape.ndim;
+    for (int i = 0; i < nd; i++) perm[i] = p->dims[i];
+    tg_onnx_node *n = tg_onnx_add_node_same(op, "Transpose");
+    tg_onnx_attr_ints(n, "perm", perm, nd);
+    return n ? TG_OK : TG_ERROR;
+}
+
 static const tg_function permute_fn = {
     .name = "permute", .num_inputs = 1, .forward = permute_forward, .backward = permute_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = permute_onnx};
 
 tg_tensor *tg_permute(tg_tensor *t, const int *dims) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_permute", t, 0), NULL;
@@ -228,9 +245,17 @@ static void narrow_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = narrow_pad(g, &a);
 }
 
+static tg_status narrow_onnx(tg_onnx_op *op) { /* Slice(x, [start], [start + length], [dim]) */
+    const narrow_args *a = tg_onnx_attrs(op);
+    int64_t start = a->start, end = a->start + a->length, dim = a->dim;
+    const char *in[] = {tg_onnx_input_name(op, 0), tg_onnx_const_ints(op, &start, 1), tg_onnx_const_ints(op, &end, 1),
+                        tg_onnx_const_ints(op, &dim, 1)};
+    return tg_onnx_add_node(op, "Slice", 4, in, 1, (const char *[]){tg_onnx_output_name(op, 0)}) ? TG_OK : TG_ERROR;
+}
+
 static const tg_function narrow_fn = {
     .name = "narrow", .num_inputs = 1, .forward = narrow_forward, .backward = narrow_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = narrow_onnx};
 
 /* Zeros of the full shape with g written into the narrowed window. */
 static tg_tensor *pad_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -292,9 +317,20 @@ static void expand_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_sum_to(g, tg_ctx_input_shape(ctx, 0));
 }
 
+/* Expand to the output's shape; a dim the input already has at full size is written 1
+ * (kept as the input's by Expand's broadcasting), so the batch dim stays free. */
+static tg_status expand_onnx(tg_onnx_op *op) {
+    tg_shape from = tg_onnx_input(op, 0)->shape, to = tg_onnx_output(op, 0)->shape;
+    int64_t dims[TG_MAX_DIMS];
+    for (int d = 0, lead = to.ndim - from.ndim; d < to.ndim; d++)
+        dims[d] = d >= lead && from.dims[d - lead] == to.dims[d] ? 1 : to.dims[d];
+    const char *in[] = {tg_onnx_input_name(op, 0), tg_onnx_const_ints(op, dims, to.ndim)};
+    return tg_onnx_add_node(op, "Expand", 2, in, 1, (const char *[]){tg_onnx_output_name(op, 0)}) ? TG_OK : TG_ERROR;
+}
+
 static const tg_function expand_fn = {
     .name = "expand", .num_inputs = 1, .forward = expand_forward, .backward = expand_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = expand_onnx};
 
 tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_expand", t, 0), NULL;
@@ -321,12 +357,13 @@ tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
 
 static tg_tensor *copy_values_forward(tg_ctx *ctx, tg_tensor *const *in) { return tg_clone_values(in[0]); }
 static void identity_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) { grad_in[0] = g; }
+static tg_status identity_onnx(tg_onnx_op *op) { return tg_onnx_add_node_same(op, "Identity") ? TG_OK : TG_ERROR; }
 static const tg_function contiguous_fn = {
     .name = "contiguous", .num_inputs = 1, .forward = copy_values_forward, .backward = identity_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = identity_onnx};
 static const tg_function clone_fn = {
     .name = "clone", .num_inputs = 1, .forward = copy_values_forward, .backward = identity_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = identity_onnx};
 
 tg_tensor *tg_clone(tg_tensor *t) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_clone", t, 0), NULL;

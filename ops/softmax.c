@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cuda/softmax.h"
 #include "ops/dispatch.h"
@@ -64,12 +65,19 @@ static void softmax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[0] = tg_mul(y, tg_sub(g, tg_sum_dim(tg_mul(g, y), dim, true)));
 }
 
+static tg_status softmax_onnx(tg_onnx_op *op) {
+    const softmax_args *a = tg_onnx_attrs(op);
+    tg_onnx_node *n = tg_onnx_add_node_same(op, a->log ? "LogSoftmax" : "Softmax");
+    tg_onnx_attr_int(n, "axis", a->dim);
+    return n ? TG_OK : TG_ERROR;
+}
+
 static const tg_function softmax_fn = {
     .name = "softmax", .num_inputs = 1, .forward = softmax_forward, .backward = softmax_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = softmax_onnx};
 static const tg_function log_softmax_fn = {
     .name = "log_softmax", .num_inputs = 1, .forward = softmax_forward, .backward = softmax_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
+    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = softmax_onnx};
 
 static tg_tensor *apply_softmax(const char *op, const tg_function *fn, tg_tensor *t, int dim, bool log) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;

@@ -24,7 +24,7 @@ flags=(-std=c11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wno-unknown-pragmas)
 declare -A sources=(
   [idx_fuzzer]="data/mnist.c"
-  [safetensors_fuzzer]="io/safetensors.c io/tensor_map.c io/crc32c.c"
+  [safetensors_fuzzer]="io/safetensors.c io/atomic_file.c io/tensor_map.c io/crc32c.c"
   [checkpoint_fuzzer]="$(echo io/*.c optim/*.c nn/module.c nn/load_check.c)"
   [cifar_fuzzer]="data/cifar.c"
   [image_fuzzer]="data/image_decode.c"
