@@ -102,22 +102,10 @@ static void sb_json_string(sbuf *b, const char *s) {
     sb_put(b, "\"", 1);
 }
 
-tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_t *nbytes) {
-    const char *op = "tg_safetensors_serialize";
-    if (!m || !data || !nbytes) return tg_error("%s: map or output pointer is NULL", op);
-    *data = NULL;
-    *nbytes = 0;
-    int64_t count = tg_tensor_map_size(m);
-    size_t *sizes = calloc((size_t)(count ? count : 1), sizeof *sizes);
-    size_t *offsets = calloc((size_t)(count ? count : 1), sizeof *offsets);
-    if (!sizes || !offsets) {
-        free(sizes);
-        free(offsets);
-        return tg_error("%s: out of memory", op);
-    }
-    /* Data layout: by element size, largest first (map order within a size), so that
-     * every tensor starts aligned to its element size and a reader may map the file
-     * and use the data in place; the header keeps map order. */
+/* Where each tensor's bytes go: by element size, largest first (map order within a
+ * size), so that every tensor starts aligned to its element size and a reader may map
+ * the file and use the data in place; the header keeps map order. Returns the total. */
+static size_t layout_data(const tg_tensor_map *m, int64_t count, size_t *sizes, size_t *offsets) {
     size_t total_data = 0;
     for (size_t es = 8; es >= 1; es /= 2)
         for (int64_t i = 0; i < count; i++) {
@@ -127,117 +115,132 @@ tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_
             offsets[i] = total_data;
             total_data += sizes[i];
         }
+    return total_data;
+}
 
-    /* Header: metadata first (as the reference writer does), then tensors in map order.
-     * The metadata ends with one "tapegrad.crc32c.<name>": "<8 hex digits>" per tensor
-     * (a string, as the format wants), written as zeros here and filled in once the data
-     * is in place (crc_at: where each one's digits are). A map's own keys of that form
-     * (a loaded file's) are stale and left out. */
-    size_t *crc_at = calloc((size_t)(count ? count : 1), sizeof *crc_at);
-    if (!crc_at) {
-        free(sizes);
-        free(offsets);
-        return tg_error("%s: out of memory", op);
-    }
-    sbuf h = {0};
-    sb_put(&h, "{", 1);
+/* Metadata first (as the reference writer does). It ends with one
+ * "tapegrad.crc32c.<name>": "<8 hex digits>" per tensor (a string, as the format
+ * wants), written as zeros here and filled in once the data is in place (crc_at: where
+ * each one's digits are). A map's own keys of that form (a loaded file's) are stale and
+ * left out. Returns whether anything was written (a comma is then due). */
+static bool write_metadata(sbuf *h, const tg_tensor_map *m, int64_t count, size_t *crc_at) {
     bool first = true, any = count > 0;
     for (int64_t i = 0; i < tg_tensor_map_metadata_size(m) && !any; i++)
         any = strncmp(tg_tensor_map_metadata_key(m, i), TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX));
-    if (any) sb_puts(&h, "\"__metadata__\":{");
+    if (any) sb_puts(h, "\"__metadata__\":{");
     for (int64_t i = 0; i < tg_tensor_map_metadata_size(m); i++) {
         if (!strncmp(tg_tensor_map_metadata_key(m, i), TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX)))
             continue;
-        if (!first) sb_put(&h, ",", 1);
+        if (!first) sb_put(h, ",", 1);
         first = false;
-        sb_json_string(&h, tg_tensor_map_metadata_key(m, i));
-        sb_put(&h, ":", 1);
-        sb_json_string(&h, tg_tensor_map_metadata_value(m, i));
+        sb_json_string(h, tg_tensor_map_metadata_key(m, i));
+        sb_put(h, ":", 1);
+        sb_json_string(h, tg_tensor_map_metadata_value(m, i));
     }
     for (int64_t i = 0; i < count; i++) {
-        if (!first) sb_put(&h, ",", 1);
+        if (!first) sb_put(h, ",", 1);
         first = false;
         char *key = malloc(strlen(TG_SAFETENSORS_CRC_PREFIX) + strlen(tg_tensor_map_name(m, i)) + 1);
         if (!key) {
-            h.failed = true;
+            h->failed = true;
             break;
         }
         strcpy(key, TG_SAFETENSORS_CRC_PREFIX);
         strcat(key, tg_tensor_map_name(m, i));
-        sb_json_string(&h, key);
+        sb_json_string(h, key);
         free(key);
-        sb_puts(&h, ":\"");
-        crc_at[i] = h.len;
-        sb_puts(&h, "00000000\"");
+        sb_puts(h, ":\"");
+        crc_at[i] = h->len;
+        sb_puts(h, "00000000\"");
     }
-    if (any) sb_put(&h, "}", 1);
-    first = !any;
+    if (any) sb_put(h, "}", 1);
+    return any;
+}
+
+/* The tensors' entries, in map order: dtype, shape and data offsets. */
+static tg_status write_entries(const char *op, sbuf *h, const tg_tensor_map *m, int64_t count, bool first,
+                               const size_t *sizes, const size_t *offsets) {
     for (int64_t i = 0; i < count; i++) {
         tg_tensor *t = tg_tensor_map_tensor(m, i);
         const char *dt = dtype_file_name(tg_dtype_of(t));
-        if (!dt) {
-            free(h.data);
-            free(sizes);
-            free(offsets);
-            free(crc_at);
+        if (!dt)
             return tg_error("%s: tensor \"%s\" has dtype %s, which safetensors files from "
                             "tapegrad cannot hold yet (F32, F64, I64, I32, U8, BOOL, F16, BF16)",
                             op, tg_tensor_map_name(m, i), tg_dtype_name(tg_dtype_of(t)));
-        }
-        if (!first) sb_put(&h, ",", 1);
+        if (!first) sb_put(h, ",", 1);
         first = false;
-        sb_json_string(&h, tg_tensor_map_name(m, i));
-        sb_puts(&h, ":{\"dtype\":\"");
-        sb_puts(&h, dt);
-        sb_puts(&h, "\",\"shape\":[");
+        sb_json_string(h, tg_tensor_map_name(m, i));
+        sb_puts(h, ":{\"dtype\":\"");
+        sb_puts(h, dt);
+        sb_puts(h, "\",\"shape\":[");
         tg_shape s = tg_shape_of(t);
         for (int d = 0; d < s.ndim; d++) {
-            if (d) sb_put(&h, ",", 1);
-            sb_printf_u64(&h, (unsigned long long)s.dims[d]);
+            if (d) sb_put(h, ",", 1);
+            sb_printf_u64(h, (unsigned long long)s.dims[d]);
         }
-        sb_puts(&h, "],\"data_offsets\":[");
-        sb_printf_u64(&h, offsets[i]);
-        sb_put(&h, ",", 1);
-        sb_printf_u64(&h, offsets[i] + sizes[i]);
-        sb_puts(&h, "]}");
+        sb_puts(h, "],\"data_offsets\":[");
+        sb_printf_u64(h, offsets[i]);
+        sb_put(h, ",", 1);
+        sb_printf_u64(h, offsets[i] + sizes[i]);
+        sb_puts(h, "]}");
     }
-    sb_put(&h, "}", 1);
-    /* Pad with spaces so the data starts 8-byte aligned (the reference writer does too). */
-    while ((8 + h.len) % 8) sb_put(&h, " ", 1);
+    return TG_OK;
+}
 
-    size_t total = 8 + h.len + total_data;
-    uint8_t *out = h.failed ? NULL : malloc(total ? total : 1);
-    if (!out) {
-        free(h.data);
-        free(sizes);
-        free(offsets);
-        free(crc_at);
-        return tg_error("%s: out of memory for a %zu-byte file", op, total);
-    }
-    uint64_t hl = h.len;
+/* The file: header length, header, then each tensor's bytes and its CRC in the header. */
+static uint8_t *assemble(const char *op, const sbuf *h, const tg_tensor_map *m, int64_t count, const size_t *sizes,
+                         const size_t *offsets, const size_t *crc_at, size_t total) {
+    uint8_t *out = malloc(total ? total : 1);
+    if (!out) return tg_error("%s: out of memory for a %zu-byte file", op, total), NULL;
+    uint64_t hl = h->len;
     for (int b = 0; b < 8; b++) out[b] = (uint8_t)(hl >> (8 * b));
-    memcpy(out + 8, h.data, h.len);
-    free(h.data);
+    memcpy(out + 8, h->data, h->len);
     uint8_t *p = out + 8 + hl;
     for (int64_t i = 0; i < count; i++) {
         /* Any device, any strides: copied out in logical row-major order. */
         if (sizes[i] && tg_copy_to_host(tg_tensor_map_tensor(m, i), p + offsets[i], sizes[i])) {
             free(out);
-            free(sizes);
-            free(offsets);
-            free(crc_at);
-            return TG_ERROR;
+            return NULL;
         }
         char hex[9];
         snprintf(hex, sizeof hex, "%08x", (unsigned)tg_crc32c(0, p + offsets[i], sizes[i]));
         memcpy(out + 8 + crc_at[i], hex, 8);
     }
+    return out;
+}
+
+tg_status tg_safetensors_serialize(const tg_tensor_map *m, uint8_t **data, size_t *nbytes) {
+    const char *op = "tg_safetensors_serialize";
+    if (!m || !data || !nbytes) return tg_error("%s: map or output pointer is NULL", op);
+    *data = NULL;
+    *nbytes = 0;
+    int64_t count = tg_tensor_map_size(m);
+    size_t *sizes = calloc((size_t)(count ? count : 1), sizeof *sizes);
+    size_t *offsets = calloc((size_t)(count ? count : 1), sizeof *offsets);
+    size_t *crc_at = calloc((size_t)(count ? count : 1), sizeof *crc_at);
+    tg_status status = TG_OK;
+    sbuf h = {0};
+    if (!sizes || !offsets || !crc_at) {
+        status = tg_error("%s: out of memory", op);
+    } else {
+        size_t total_data = layout_data(m, count, sizes, offsets);
+        sb_put(&h, "{", 1);
+        bool any_metadata = write_metadata(&h, m, count, crc_at);
+        status = write_entries(op, &h, m, count, !any_metadata, sizes, offsets);
+        sb_put(&h, "}", 1);
+        /* Pad with spaces so the data starts 8-byte aligned (the reference writer does too). */
+        while ((8 + h.len) % 8) sb_put(&h, " ", 1);
+        size_t total = 8 + h.len + total_data;
+        if (!status && h.failed) status = tg_error("%s: out of memory for a %zu-byte file", op, total);
+        if (!status) *data = assemble(op, &h, m, count, sizes, offsets, crc_at, total);
+        if (!status && !*data) status = TG_ERROR;
+        if (!status) *nbytes = total;
+    }
+    free(h.data);
     free(sizes);
     free(offsets);
     free(crc_at);
-    *data = out;
-    *nbytes = total;
-    return TG_OK;
+    return status;
 }
 
 /* Durable and atomic (io/atomic_file.h): a crash leaves the old file or the new one. */
@@ -392,9 +395,10 @@ static bool check_crc(const char *op, const char *file, const cJSON *meta, const
     return true;
 }
 
-static tg_tensor_map *parse(const char *op, const void *data, size_t n, const char *file) {
-    const uint8_t *p = data;
-    if (!file) file = "<memory>";
+/* The 8-byte length and the JSON object after it: the parsed header (its buffer of
+ * tensor data in *buffer, *buffer_size), or NULL + error. */
+static cJSON *parse_header(const char *op, const uint8_t *p, size_t n, const char *file, const uint8_t **buffer,
+                           uint64_t *buffer_size) {
     if (!p && n) return tg_error("%s: %s: data is NULL", op, file), NULL;
     if (n < 8)
         return tg_error("%s: %s: truncated: %zu bytes, a safetensors file starts with an 8-byte "
@@ -411,8 +415,8 @@ static tg_tensor_map *parse(const char *op, const void *data, size_t n, const ch
         return tg_error("%s: %s: the header must be a JSON object starting with '{'", op,
                         file), NULL;
     const char *json = (const char *)p + 8;
-    const uint8_t *buffer = p + 8 + hl;
-    uint64_t buffer_size = n - 8 - hl;
+    *buffer = p + 8 + hl;
+    *buffer_size = n - 8 - hl;
 
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)hl, &end, false);
@@ -434,92 +438,70 @@ static tg_tensor_map *parse(const char *op, const void *data, size_t n, const ch
                 return tg_error("%s: %s: unexpected bytes after the header's JSON object", op,
                                 file), NULL;
             }
+    return root;
+}
 
-    int count = cJSON_GetArraySize(root);
-    st_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
-    tg_tensor_map *m = tg_tensor_map_new();
-    int num = 0;
-    bool ok = entries && m;
-    if (!entries) tg_error("%s: %s: out of memory", op, file);
-    bool seen_meta = false;
-    const cJSON *meta = NULL;
-    for (const cJSON *item = root->child; ok && item; item = item->next) {
-        const char *name = item->string ? item->string : "";
-        if (strcmp(name, "__metadata__") == 0) {
-            if (seen_meta || !cJSON_IsObject(item)) {
-                tg_error("%s: %s: \"__metadata__\" must appear once, as an object", op, file);
-                ok = false;
-                break;
-            }
-            seen_meta = true;
-            meta = item;
-            for (const cJSON *kv = item->child; ok && kv; kv = kv->next) {
-                if (cJSON_IsString(kv) && kv->string &&
-                    !strncmp(kv->string, TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX)))
-                    continue; /* a property of the file, checked below; not the map's */
-                if (!cJSON_IsString(kv)) {
-                    tg_error("%s: %s: metadata \"%s\" is not a string (the format maps strings "
-                             "to strings)", op, file, kv->string ? kv->string : "");
-                    ok = false;
-                } else if (tg_tensor_map_metadata(m, kv->string)) {
-                    tg_error("%s: %s: metadata key \"%s\" appears twice", op, file, kv->string);
-                    ok = false;
-                } else {
-                    ok = !tg_tensor_map_set_metadata(m, kv->string, kv->valuestring);
-                }
-            }
-            continue;
-        }
-        if (!name[0]) {
-            tg_error("%s: %s: a tensor has an empty name", op, file);
+/* "__metadata__"'s string pairs into the map (the CRC entries stay the file's). */
+static bool parse_metadata(const char *op, const char *file, const cJSON *item, tg_tensor_map *m) {
+    bool ok = true;
+    for (const cJSON *kv = item->child; ok && kv; kv = kv->next) {
+        if (cJSON_IsString(kv) && kv->string &&
+            !strncmp(kv->string, TG_SAFETENSORS_CRC_PREFIX, strlen(TG_SAFETENSORS_CRC_PREFIX)))
+            continue; /* a property of the file, checked below; not the map's */
+        if (!cJSON_IsString(kv)) {
+            tg_error("%s: %s: metadata \"%s\" is not a string (the format maps strings "
+                     "to strings)", op, file, kv->string ? kv->string : "");
             ok = false;
-            break;
-        }
-        for (int i = 0; i < num && ok; i++)
-            if (strcmp(entries[i].name, name) == 0) {
-                tg_error("%s: %s: tensor \"%s\" appears twice in the header", op, file, name);
-                ok = false;
-            }
-        if (ok) ok = parse_entry(op, file, item, &entries[num++]);
-    }
-    if (ok) {
-        /* The tensors must tile [0, buffer_size) exactly: no gap, overlap or tail. */
-        st_entry *sorted = malloc((size_t)(num ? num : 1) * sizeof *sorted);
-        if (!sorted) {
-            tg_error("%s: %s: out of memory", op, file);
+        } else if (tg_tensor_map_metadata(m, kv->string)) {
+            tg_error("%s: %s: metadata key \"%s\" appears twice", op, file, kv->string);
             ok = false;
         } else {
-            memcpy(sorted, entries, (size_t)num * sizeof *sorted);
-            qsort(sorted, (size_t)num, sizeof *sorted, compare_entries);
-            uint64_t at = 0;
-            for (int i = 0; i < num && ok; i++) {
-                if (sorted[i].begin != at) {
-                    tg_error("%s: %s: tensor \"%s\" starts at byte %llu of the data, expected "
-                             "%llu (%s)", op, file, sorted[i].name,
-                             (unsigned long long)sorted[i].begin, (unsigned long long)at,
-                             sorted[i].begin > at ? "a gap before it" : "it overlaps another");
-                    ok = false;
-                }
-                at = sorted[i].end;
-            }
-            if (ok && at != buffer_size) {
-                if (at > buffer_size)
-                    tg_error("%s: %s: truncated data: the header needs %llu bytes of tensor "
-                             "data but the file has %llu", op, file, (unsigned long long)at,
-                             (unsigned long long)buffer_size);
-                else
-                    tg_error("%s: %s: %llu trailing bytes after the tensor data", op, file,
-                             (unsigned long long)(buffer_size - at));
-                ok = false;
-            }
-            free(sorted);
+            ok = !tg_tensor_map_set_metadata(m, kv->string, kv->valuestring);
         }
     }
-    /* Tensors are made in header order, each a copy of its bytes, and handed to the
-     * map; the scope drops our references so the map's are the only ones. */
+    return ok;
+}
+
+/* The tensors must tile [0, buffer_size) exactly: no gap, overlap or tail. */
+static bool check_tiling(const char *op, const char *file, const st_entry *entries, int num, uint64_t buffer_size) {
+    st_entry *sorted = malloc((size_t)(num ? num : 1) * sizeof *sorted);
+    if (!sorted) return tg_error("%s: %s: out of memory", op, file), false;
+    memcpy(sorted, entries, (size_t)num * sizeof *sorted);
+    qsort(sorted, (size_t)num, sizeof *sorted, compare_entries);
+    bool ok = true;
+    uint64_t at = 0;
+    for (int i = 0; i < num && ok; i++) {
+        if (sorted[i].begin != at) {
+            tg_error("%s: %s: tensor \"%s\" starts at byte %llu of the data, expected "
+                     "%llu (%s)", op, file, sorted[i].name,
+                     (unsigned long long)sorted[i].begin, (unsigned long long)at,
+                     sorted[i].begin > at ? "a gap before it" : "it overlaps another");
+            ok = false;
+        }
+        at = sorted[i].end;
+    }
+    if (ok && at != buffer_size) {
+        if (at > buffer_size)
+            tg_error("%s: %s: truncated data: the header needs %llu bytes of tensor "
+                     "data but the file has %llu", op, file, (unsigned long long)at,
+                     (unsigned long long)buffer_size);
+        else
+            tg_error("%s: %s: %llu trailing bytes after the tensor data", op, file,
+                     (unsigned long long)(buffer_size - at));
+        ok = false;
+    }
+    free(sorted);
+    return ok;
+}
+
+/* Tensors are made in header order, each a copy of its bytes, and handed to the map;
+ * the scope drops our references so the map's are the only ones. */
+static bool make_tensors(const char *op, const char *file, const st_entry *entries, int num, const cJSON *meta,
+                         const uint8_t *buffer, tg_tensor_map *m) {
+    bool ok = true;
     TG_SCOPE {
         for (int i = 0; i < num && ok; i++) {
-            st_entry *e = &entries[i];
+            const st_entry *e = &entries[i];
             tg_tensor *t = tg_empty(e->shape, (tg_opts){.dtype = e->dtype});
             if (!t) {
                 ok = false;
@@ -540,6 +522,49 @@ static tg_tensor_map *parse(const char *op, const void *data, size_t n, const ch
             ok = !tg_tensor_map_set(m, e->name, t);
         }
     }
+    return ok;
+}
+
+static tg_tensor_map *parse(const char *op, const void *data, size_t n, const char *file) {
+    if (!file) file = "<memory>";
+    const uint8_t *buffer = NULL;
+    uint64_t buffer_size = 0;
+    cJSON *root = parse_header(op, data, n, file, &buffer, &buffer_size);
+    if (!root) return NULL;
+
+    int count = cJSON_GetArraySize(root);
+    st_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
+    tg_tensor_map *m = tg_tensor_map_new();
+    int num = 0;
+    bool ok = entries && m;
+    if (!entries) tg_error("%s: %s: out of memory", op, file);
+    const cJSON *meta = NULL;
+    for (const cJSON *item = root->child; ok && item; item = item->next) {
+        const char *name = item->string ? item->string : "";
+        if (strcmp(name, "__metadata__") == 0) {
+            if (meta || !cJSON_IsObject(item)) {
+                tg_error("%s: %s: \"__metadata__\" must appear once, as an object", op, file);
+                ok = false;
+                break;
+            }
+            meta = item;
+            ok = parse_metadata(op, file, item, m);
+            continue;
+        }
+        if (!name[0]) {
+            tg_error("%s: %s: a tensor has an empty name", op, file);
+            ok = false;
+            break;
+        }
+        for (int i = 0; i < num && ok; i++)
+            if (strcmp(entries[i].name, name) == 0) {
+                tg_error("%s: %s: tensor \"%s\" appears twice in the header", op, file, name);
+                ok = false;
+            }
+        if (ok) ok = parse_entry(op, file, item, &entries[num++]);
+    }
+    ok = ok && check_tiling(op, file, entries, num, buffer_size);
+    ok = ok && make_tensors(op, file, entries, num, meta, buffer, m);
     free(entries);
     cJSON_Delete(root);
     if (!ok) {
