@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Runs every tutorial program given as an argument (the BUILD passes all of them) for a
 # few steps on generated data, and checks its exit code and a line of its output.
+#   smoke_test.sh CHECK_ONNX_PY LESSON_BINARY...
+# CHECK_ONNX_PY (tests/onnx/fixtures/check_onnx.py) checks the files --export-onnx writes
+# with Debian's python3-onnx (onnx.checker, full check), run by /usr/bin/python3.
 set -u
 failures=0
 runfiles="$PWD"
+check_onnx="$1"
+shift
+[[ "$check_onnx" == /* ]] || check_onnx="$runfiles/$check_onnx"
 out_dir="${TEST_TMPDIR:-$(mktemp -d)}"
 cd "$out_dir" || exit 1
 
@@ -37,6 +43,22 @@ refused() {
   echo "ok   $name: $(grep -Em1 "$expected" "$log")"
 }
 
+# export_fails NAME REGEX COMMAND...: a lesson whose --export-onnx cannot be written trains
+# all the same (its output has a line matching REGEX), prints the exporter's message and
+# exits with status 1.
+export_fails() {
+  local name="$1" expected="$2"
+  shift 2
+  local log="$out_dir/$name.log"
+  "$@" >"$log" 2>&1
+  local rc=$?
+  if [[ $rc -ne 1 ]] || ! grep -Eq "$expected" "$log" || ! grep -Eq '^--export-onnx .*: tg_onnx_export: ' "$log"; then
+    echo "FAIL $name: wanted exit code 1, /$expected/ and the exporter's message, got $rc"; tail -5 "$log"
+    failures=$((failures + 1)); return
+  fi
+  echo "ok   $name: $(grep -Em1 '^--export-onnx ' "$log")"
+}
+
 # without NAME REGEX FILE: FILE (a log written by check) has no line matching REGEX.
 without() {
   if grep -Eqi "$2" "$out_dir/$3"; then
@@ -47,6 +69,11 @@ without() {
 
 COMMON=(--synthetic --max-steps 5 --epochs 1 --device cpu)
 
+# onnx_ok NAME FILE: FILE (written by a lesson's --export-onnx) passes onnx.checker.
+onnx_ok() {
+  check "$1" '^onnx\.checker: .* ok \(opset 17' /usr/bin/python3 "$check_onnx" "$2"
+}
+
 for arg in "$@"; do
   b="$arg"
   [[ "$b" == /* ]] || b="$runfiles/$b"
@@ -56,7 +83,9 @@ for arg in "$@"; do
       refused 01_tensors_autograd_epochs "unknown option for this lesson '--epochs'" "$b" --epochs 2 ;;
     02_mlp)
       check 02_mlp '^checkpoint: .*\(identical\)$' "$b" "${COMMON[@]}" --log mlp.csv --plot mlp.svg \
-        --checkpoint mlp.safetensors --result-line
+        --checkpoint mlp.safetensors --result-line --export-onnx mlp.onnx
+      check 02_mlp_exported '^exported (.*/)?mlp\.onnx$' cat 02_mlp.log
+      onnx_ok 02_mlp_onnx mlp.onnx
       check 02_mlp_result '^RESULT \{"bench": "mlp_epoch"' cat 02_mlp.log
       check 02_mlp_csv '^1,5,' cat mlp.csv
       check 02_mlp_svg '</svg>' cat mlp.svg
@@ -74,7 +103,12 @@ for arg in "$@"; do
       refused 02_mlp_amp_fp16_cpu 'amp fp16 needs a CUDA device' "$b" --synthetic --device cpu --amp fp16
       refused 02_mlp_amp_bad "bad --amp \(bf16 or fp16\) 'fp8'" "$b" --synthetic --amp fp8 ;;
     03_lenet)
-      check 03_lenet '^epoch 1: train loss .* test accuracy' "$b" "${COMMON[@]}" --plot lenet.svg --result-line
+      check 03_lenet '^epoch 1: train loss .* test accuracy' "$b" "${COMMON[@]}" --plot lenet.svg --result-line \
+        --export-onnx lenet.onnx
+      check 03_lenet_exported '^exported (.*/)?lenet\.onnx$' cat 03_lenet.log
+      onnx_ok 03_lenet_onnx lenet.onnx
+      export_fails 03_lenet_export_unwritable '^epoch 1: train loss' "$b" "${COMMON[@]}" --plot lenet2.svg \
+        --export-onnx "$out_dir/no-such-folder/lenet.onnx"
       check 03_lenet_result '^RESULT \{"bench": "lenet_epoch"' cat 03_lenet.log ;;
     04_batchnorm_gpu)
       check 04_batchnorm_gpu '^step time, batch 64: cpu' "$b" "${COMMON[@]}" --compare-steps 2 --result-line
@@ -85,7 +119,11 @@ for arg in "$@"; do
         --amp bf16 --result-line
       without 04_batchnorm_gpu_amp_no_nan 'nan' 04_batchnorm_gpu_amp.log ;;
     05_custom_op)
-      check 05_custom_op '^gradcheck: ok' "$b" "${COMMON[@]}"
+      # --export-onnx: the custom op is written by its own mapping (bias_swish_onnx)
+      check 05_custom_op '^gradcheck: ok' "$b" "${COMMON[@]}" --export-onnx swish.onnx
+      check 05_custom_op_exported '^exported (.*/)?swish\.onnx$' cat 05_custom_op.log
+      onnx_ok 05_custom_op_onnx swish.onnx
+      refused 05_custom_op_export_missing 'missing value after' "$b" --synthetic --export-onnx
       refused 05_custom_op_plot "unknown option for this lesson '--plot'" "$b" "${COMMON[@]}" --plot x.svg ;;
     06_resume)
       check 06_resume_stop '^stopped after step 5' "$b" "${COMMON[@]}" --max-steps 10 --stop-after 5 \

@@ -149,6 +149,8 @@ int main(int argc, char **argv) {
            reloaded.accuracy == accuracy ? "identical" : "DIFFERENT");
 
     if (args.result_line) tut_print_result(args.amp ? "mlp_amp_epoch" : "mlp_epoch", epoch_seconds, accuracy);
+    /* --export-onnx FILE: the trained model for ONNX Runtime and co. (an example input of one image) */
+    int exported = tut_export_onnx(model, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL);
 
     /* ---- cleanup: every tensor is accounted for ---- */
     tg_module_free(fresh);
@@ -159,5 +161,5 @@ int main(int argc, char **argv) {
     tut_data_free(&data);
     tut_curve_free(&curve);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return reloaded.accuracy == accuracy ? 0 : 1;
+    return reloaded.accuracy == accuracy && exported == 0 ? 0 : 1;
 }

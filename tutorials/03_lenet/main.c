@@ -95,6 +95,7 @@ int main(int argc, char **argv) {
                                        tg_loader_num_batches(loader), 50) == 0)
         printf("loss curve: %s\n", tut_output_path(args.plot_path));
     if (args.result_line) tut_print_result("lenet_epoch", epoch_seconds, accuracy);
+    int exported = tut_export_onnx(model, TG_SHAPE(1, 1, 28, 28), TG_FLOAT32, &args, NULL); /* --export-onnx */
 
     tg_loader_free(loader);
     tg_optim_free(opt);
@@ -102,5 +103,5 @@ int main(int argc, char **argv) {
     tut_data_free(&data);
     tut_curve_free(&curve);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

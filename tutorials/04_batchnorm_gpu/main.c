@@ -198,6 +198,8 @@ int main(int argc, char **argv) {
         }
     }
     if (args.result_line) tut_print_result(args.amp ? "lenet_bn_amp_epoch" : "lenet_bn_epoch", epoch_seconds, accuracy);
+    /* --export-onnx: batch norm is written with its running statistics (eval mode) */
+    int exported = tut_export_onnx(model, TG_SHAPE(1, 1, 28, 28), TG_FLOAT32, &args, NULL);
 
     tg_scheduler_free(schedule);
     tg_grad_scaler_free(scaler);
@@ -206,5 +208,5 @@ int main(int argc, char **argv) {
     tg_module_free(model);
     tut_data_free(&data);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

@@ -101,8 +101,23 @@ static void bias_swish_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_i
 
 /* ---- 4. registration: a tg_function and a friendly wrapper ---- */
 
-static const tg_function bias_swish_fn = {
-    .name = "bias_swish", .num_inputs = 2, .forward = bias_swish_forward, .backward = bias_swish_backward};
+/* For tg_onnx_export (--export-onnx): the op as ONNX nodes, z = Add(x, b), then
+ * Mul(z, Sigmoid(Mul(z, beta))); without it the export names bias_swish as an op with
+ * no ONNX mapping. onnx/graph.h has the calls. */
+static tg_status bias_swish_onnx(tg_onnx_op *op) {
+    const swish_args *args = tg_onnx_attrs(op);
+    const char *z = tg_onnx_value(op), *bz = tg_onnx_value(op), *s = tg_onnx_value(op);
+    const char *beta = tg_onnx_const_scalar(op, tg_dtype_of(tg_onnx_input(op, 0)), args->beta);
+    bool ok = tg_onnx_add_node(op, "Add", 2, (const char *[]){tg_onnx_input_name(op, 0), tg_onnx_input_name(op, 1)},
+                               1, &z) &&
+              tg_onnx_add_node(op, "Mul", 2, (const char *[]){z, beta}, 1, &bz) && /* beta NULL: refused there */
+              tg_onnx_add_node(op, "Sigmoid", 1, &bz, 1, &s) &&
+              tg_onnx_add_node(op, "Mul", 2, (const char *[]){z, s}, 1, (const char *[]){tg_onnx_output_name(op, 0)});
+    return ok ? TG_OK : TG_ERROR;
+}
+
+static const tg_function bias_swish_fn = {.name = "bias_swish", .num_inputs = 2, .forward = bias_swish_forward,
+                                          .backward = bias_swish_backward, .onnx = bias_swish_onnx};
 
 /* bias_swish(x [N, F], b [F], beta): a new reference, recorded for autograd like any op. */
 static tg_tensor *bias_swish(tg_tensor *x, tg_tensor *b, double beta) {
@@ -216,10 +231,12 @@ int main(int argc, char **argv) {
         printf("epoch %d: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n", epoch + 1, train_loss, test.loss,
                test.accuracy);
     }
+    /* --export-onnx: the model with bias_swish written by its mapping (bias_swish_onnx) */
+    int exported = tut_export_onnx(model, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL);
     tg_loader_free(loader);
     tg_optim_free(opt);
     tg_module_free(model);
     tut_data_free(&data);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

@@ -208,6 +208,7 @@ int main(int argc, char **argv) {
         int64_t from = load_checkpoint(&c, path);
         printf("resumed at step %lld from %s\n", (long long)from, path);
         train_steps(&c, from, total, losses);
+        status |= tut_export_onnx(c.model, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL); /* --export-onnx */
         run_free(&c);
         printf("\n step   run A (straight)   run B (resumed at %lld)\n", (long long)stop);
         int64_t differ = 0;
@@ -221,7 +222,7 @@ int main(int argc, char **argv) {
                 printf("  ...\n");
         }
         printf("identical: %s (%lld of %lld losses differ)\n", differ ? "no" : "yes", (long long)differ, (long long)total);
-        status = differ != 0;
+        status |= differ != 0;
         free(straight);
     } else {
         run r = run_new(&args, &data, args.seed);
@@ -241,6 +242,7 @@ int main(int argc, char **argv) {
         else
             printf("finished at step %lld; checkpoint %s\n", (long long)stop, path);
         tut_log_close(r.log);
+        status = tut_export_onnx(r.model, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL); /* --export-onnx */
         run_free(&r);
     }
     free(losses);

@@ -159,6 +159,8 @@ int main(int argc, char **argv) {
                                        tg_loader_num_batches(loader), 50) == 0)
         printf("loss curve: %s\n", tut_output_path(args.plot_path));
     if (args.result_line) tut_print_result("vae_epoch", epoch_seconds, test); /* "check": the test loss */
+    /* --export-onnx: what tg_forward gives, x [B, 784] -> the reconstruction [B, 784] */
+    int exported = tut_export_onnx(vae, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL);
 
     tg_loader_free(loader);
     tg_optim_free(opt);
@@ -167,5 +169,5 @@ int main(int argc, char **argv) {
     tg_release(test_x);
     tut_curve_free(&curve);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

@@ -200,6 +200,9 @@ int main(int argc, char **argv) {
         }
     }
     if (args.result_line) tut_print_result("dcgan_epoch", epoch_seconds, loss_g); /* "check": the last Loss_G */
+    /* --export-onnx: the generator, noise [B, NZ, 1, 1] -> images [B, 1, 28, 28] (eval mode:
+     * batch norm on its running statistics, as torch.onnx.export writes it) */
+    int exported = tut_export_onnx(netG, TG_SHAPE(1, NZ, 1, 1), TG_FLOAT32, &args, NULL);
 
     tg_loader_free(loader);
     tg_optim_free(optD);
@@ -209,5 +212,5 @@ int main(int argc, char **argv) {
     tg_release(fixed_noise);
     tg_release(train_x);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

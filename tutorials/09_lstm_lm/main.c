@@ -216,6 +216,9 @@ int main(int argc, char **argv) {
     }
     tut_log_close(log);
     if (args.result_line) tut_print_result("lstm_lm_epoch", epoch_seconds, exp(val_loss)); /* "check": perplexity */
+    /* --export-onnx: character ids [T, B] (time first, as the model takes them) -> logits
+     * [T * B, V], the state starting at zeros; the example is one window of one stream */
+    int exported = tut_export_onnx(lm, TG_SHAPE(BPTT, 1), TG_INT64, &args, NULL);
 
     tg_optim_free(opt);
     tg_module_free(lm);
@@ -223,5 +226,5 @@ int main(int argc, char **argv) {
     tg_release(valid);
     free(text.ids);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

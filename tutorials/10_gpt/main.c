@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
     };
     tut_args args = {.options = TUT_OPT_DEVICE | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED | TUT_OPT_DATA |
                                 TUT_OPT_MAX_STEPS | TUT_OPT_FLUSH_DENORMAL | TUT_OPT_LOG | TUT_OPT_RESULT_LINE |
-                                TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
+                                TUT_OPT_SAVE_INIT | TUT_OPT_AMP | TUT_OPT_EXPORT_ONNX,
                      .batch_size = 32, .lr = 1e-3, .seed = 1337, .max_steps = 2000,
                      .data_dir = "/usr/share/games/fortunes"};
     tut_parse_args(argc, argv, "Lesson 10: a character-level GPT (nanoGPT) on Debian's fortunes. "
@@ -296,6 +296,8 @@ int main(int argc, char **argv) {
         free(out);
     }
     if (args.result_line) tut_print_result("gpt_step", step_seconds, val_loss); /* "check": the val loss */
+    /* --export-onnx: token ids [B, block_size] -> logits [B, block_size, vocab] */
+    int exported = tut_export_onnx(gpt, TG_SHAPE(1, cfg.block_size), TG_INT64, &args, NULL);
 
     tg_scheduler_free(sched);
     tg_grad_scaler_free(scaler);
@@ -303,5 +305,5 @@ int main(int argc, char **argv) {
     tg_module_free(gpt);
     gpt_corpus_free(&text);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

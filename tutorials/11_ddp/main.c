@@ -117,6 +117,8 @@ int main(int argc, char **argv) {
                           (long long)info.step, world);
     }
     if (chief && args.result_line) tut_print_result("ddp_epoch", epoch_seconds, accuracy);
+    /* --export-onnx: rank 0 writes the model (every rank holds the same weights) */
+    int exported = chief ? tut_export_onnx(model, TG_SHAPE(1, 1, 28, 28), TG_FLOAT32, &args, NULL) : 0;
 
     tg_loader_free(loader);
     tg_optim_free(opt);
@@ -125,5 +127,5 @@ int main(int argc, char **argv) {
     tut_data_free(&data);
     if (chief) printf("live tensors at exit: %ld\n", tg_live_tensors());
     tg_dist_finalize();
-    return 0;
+    return exported;
 }

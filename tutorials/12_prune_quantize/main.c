@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
         {.name = "--calib-batches", .metavar = "N", .value = &calib,
          .help = "training batches that calibrate LeNet's static quantisation (16)"}};
     tut_args args = {.options = TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED | TUT_OPT_DATA |
-                                TUT_OPT_MAX_STEPS,
+                                TUT_OPT_MAX_STEPS | TUT_OPT_EXPORT_ONNX,
                      .epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 12: prune the MLP and LeNet to 90%, fine-tune, quantise them to int8.", &args,
                    extra, 3);
@@ -175,6 +175,9 @@ int main(int argc, char **argv) {
     printf("float32 -> pruned int8: accuracy %+.2f points, file %.2fx smaller, batch 1 %.2fx, batch 64 %.2fx faster\n",
            after.accuracy - before.accuracy, (double)before.bytes / (double)after.bytes,
            after.per_s_1 / before.per_s_1, after.per_s_64 / before.per_s_64);
+
+    /* --export-onnx FILE: the int8 MLP as QuantizeLinear / DequantizeLinear around int8 weights */
+    int exported = tut_export_onnx(model, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL);
 
     tg_module_free(fresh);
     tg_module_free(model);
@@ -240,6 +243,9 @@ int main(int argc, char **argv) {
            lenet_after.accuracy - lenet_before.accuracy, (double)lenet_before.bytes / (double)lenet_after.bytes,
            lenet_after.per_s_1 / lenet_before.per_s_1, lenet_after.per_s_64 / lenet_before.per_s_64);
 
+    /* and the int8 LeNet beside it: FILE with _lenet before its extension */
+    exported |= tut_export_onnx(qlenet, TG_SHAPE(1, 1, 28, 28), TG_FLOAT32, &args, "lenet");
+
     tg_module_free(loaded_lenet);
     tg_module_free(qlenet);
     tg_loader_free(img_loader);
@@ -247,5 +253,5 @@ int main(int argc, char **argv) {
     tg_release(test_img);
     tut_data_free(&data);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return reloaded == after.accuracy && lenet_reloaded == lenet_after.accuracy ? 0 : 1;
+    return reloaded == after.accuracy && lenet_reloaded == lenet_after.accuracy && exported == 0 ? 0 : 1;
 }

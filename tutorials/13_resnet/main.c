@@ -188,6 +188,8 @@ int main(int argc, char **argv) {
         tut_print_result(resnet18 ? (args.amp ? "resnet18_amp_epoch" : "resnet18_epoch")
                                   : (args.amp ? "resnet20_amp_epoch" : "resnet20_epoch"),
                          epoch_seconds, accuracy);
+    /* --export-onnx: images [B, C, 32, 32] -> logits [B, 10], batch norm in eval mode */
+    int exported = tut_export_onnx(model, TG_SHAPE(1, data.channels, 32, 32), TG_FLOAT32, &args, NULL);
 
     tut_curve_free(&curve);
     tg_scheduler_free(schedule);
@@ -197,5 +199,5 @@ int main(int argc, char **argv) {
     tg_module_free(model);
     image_data_free(&data);
     printf("live tensors at exit: %ld\n", tg_live_tensors());
-    return 0;
+    return exported;
 }

@@ -36,6 +36,8 @@ static const common_option commons[] = {
     {"amp", "bf16|fp16", "mixed precision: autocast forward and loss (fp16: CUDA, with loss scaling)", TUT_OPT_AMP},
     {"flush-denormal", NULL, "flush subnormal floats to zero on the CPU (faster late in training; JAX always does)",
      TUT_OPT_FLUSH_DENORMAL},
+    {"export-onnx", "FILE", "after training, write the model as ONNX (for ONNX Runtime, OpenCV, TensorRT)",
+     TUT_OPT_EXPORT_ONNX},
 };
 #define NUM_COMMONS ((int)(sizeof commons / sizeof commons[0]))
 
@@ -116,6 +118,8 @@ static void set_common(const char *prog, const char *name, const char *value, tu
     } else if (!strcmp(name, "amp")) {
         if (strcmp(value, "bf16") && strcmp(value, "fp16")) bad(prog, "bad --amp (bf16 or fp16)", value);
         args->amp_name = value;
+    } else if (!strcmp(name, "export-onnx")) {
+        args->export_onnx_path = value;
     } else if (!strcmp(name, "flush-denormal")) {
         if (!tg_set_flush_denormal(true)) bad(prog, "this CPU cannot flush subnormals", "--flush-denormal");
     }
@@ -277,4 +281,32 @@ void tut_print_result(const char *bench, double seconds, double accuracy) {
 void tut_save_init(tg_module *model, const tut_args *args) {
     if (!args->save_init_path) return;
     tg_save_state_dict(model, tut_output_path(args->save_init_path)); /* errors exit (handler) */
+}
+
+int tut_export_onnx(tg_module *model, tg_shape example_shape, tg_dtype dtype, const tut_args *args,
+                    const char *suffix) {
+    if (!args->export_onnx_path) return 0;
+    char path[PATH_MAX];
+    const char *file = tut_output_path(args->export_onnx_path);
+    if (suffix) { /* a.onnx -> a_<suffix>.onnx (an extension only in the last path component) */
+        const char *dot = strrchr(file, '.'), *slash = strrchr(file, '/');
+        int stem = dot && (!slash || dot > slash + 1) ? (int)(dot - file) : (int)strlen(file);
+        snprintf(path, sizeof path, "%.*s_%s%s", stem, file, suffix, file + stem);
+    } else {
+        snprintf(path, sizeof path, "%s", file);
+    }
+    /* The lessons run with TG_ERRORS_EXIT; a model the exporter cannot write yet is
+     * reported here instead, without ending the program. */
+    tg_error_mode mode = tg_set_error_mode(TG_ERRORS_SILENT);
+    tg_status status = TG_ERROR;
+    TG_SCOPE {
+        tg_tensor *x = tg_zeros(example_shape, (tg_opts){.dtype = dtype, .device = args->device});
+        if (x) status = tg_onnx_export(model, x, path, NULL);
+    }
+    if (status == TG_OK) printf("exported %s\n", path);
+    else fprintf(stderr, "--export-onnx %s: %s\n", path, tg_last_error());
+    fflush(stdout);
+    tg_clear_error();
+    tg_set_error_mode(mode);
+    return status == TG_OK ? 0 : 1;
 }

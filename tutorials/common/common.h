@@ -31,9 +31,10 @@ enum {
     TUT_OPT_SAVE_INIT = 1u << 11,  /* --save-init (tut_save_init) */
     TUT_OPT_AMP = 1u << 12,        /* --amp bf16|fp16 */
     TUT_OPT_FLUSH_DENORMAL = 1u << 13, /* --flush-denormal (tg_set_flush_denormal) */
+    TUT_OPT_EXPORT_ONNX = 1u << 14,    /* --export-onnx FILE (tut_export_onnx) */
     /* what a training lesson honours at least */
     TUT_OPT_TRAINING = TUT_OPT_DEVICE | TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED |
-                       TUT_OPT_DATA | TUT_OPT_MAX_STEPS | TUT_OPT_FLUSH_DENORMAL,
+                       TUT_OPT_DATA | TUT_OPT_MAX_STEPS | TUT_OPT_FLUSH_DENORMAL | TUT_OPT_EXPORT_ONNX,
 };
 
 /* A lesson-specific option taking a value ("--stop-after 50"), or a flag when
@@ -63,6 +64,7 @@ typedef struct {
     bool result_line;      /* --result-line: print one RESULT {...} line for bench/compare.sh */
     bool show_order;       /* --show-order: print the first 10 sample indices of epoch 0 */
     const char *save_init_path; /* --save-init FILE: the initial weights, for the PyTorch twin */
+    const char *export_onnx_path; /* --export-onnx FILE: the trained model as ONNX (tut_export_onnx) */
     /* --amp bf16|fp16: mixed precision as PyTorch's recipe, autocast around forward and
      * loss (TG_AUTOCAST_IF(device.kind, amp_dtype, amp)), float32 master weights, and
      * loss scaling (GradScaler) for fp16 only. fp16 needs a CUDA device (CPU autocast is
@@ -94,6 +96,17 @@ const char *tut_output_path(const char *path);
  * (safetensors, PyTorch's names) so that a twin in bench/ (mlp_torch.py --init FILE)
  * starts from the very same weights (the same seed gives them too; this checks it). */
 void tut_save_init(tg_module *model, const tut_args *args);
+
+/* With --export-onnx FILE: writes the trained `model` as an ONNX file (tg_onnx_export,
+ * onnx/export.h: eval mode, the batch dim free) traced on an example input of zeros of
+ * `example_shape` (batch 1) and `dtype` on args->device, then prints "exported FILE" and
+ * returns 0. When the exporter refuses the model (an op without an ONNX mapping), prints
+ * its message and returns 1 instead of exiting, so the lesson's training and outputs
+ * stand and only its exit status says the export failed. `suffix` NULL writes FILE; a
+ * lesson with a second model names it: "lenet" writes FILE with "_lenet" before its
+ * extension (a.onnx -> a_lenet.onnx). Without the option: does nothing, returns 0. */
+int tut_export_onnx(tg_module *model, tg_shape example_shape, tg_dtype dtype, const tut_args *args,
+                    const char *suffix);
 
 /* Seconds on a monotonic clock. */
 double tut_now(void);
