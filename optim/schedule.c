@@ -394,29 +394,56 @@ tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedul
 }
 
 /* torch.optim.lr_scheduler.OneCycleLR.__init__. */
+/* total_steps, or epochs * steps_per_epoch: the cycle's length, or -1 + error. */
+static int one_cycle_total(const char *op, const tg_one_cycle_opts *o) {
+    int total = o->total_steps;
+    if (total < 0 || (total == 0 && (o->epochs < 0 || o->steps_per_epoch < 0)))
+        return tg_error("%s: expected positive total_steps, epochs and steps_per_epoch, got %d, %d, %d", op,
+                        o->total_steps, o->epochs, o->steps_per_epoch), -1;
+    if (total) return total;
+    if (o->epochs == 0 || o->steps_per_epoch == 0)
+        return tg_error("%s: you must define either total_steps OR (epochs AND steps_per_epoch)", op), -1;
+    if ((long long)o->epochs * o->steps_per_epoch > 0x7fffffff)
+        return tg_error("%s: epochs * steps_per_epoch (%d * %d) is too large", op, o->epochs, o->steps_per_epoch), -1;
+    return o->epochs * o->steps_per_epoch;
+}
+
+/* max_lr (or one max_lrs per group) positive; a -0.0 (TG_ZERO) is a real zero. */
+static tg_status one_cycle_check_max_lrs(const char *op, const tg_one_cycle_opts *o, int groups) {
+    if (o->max_lrs && o->num_max_lrs != groups)
+        return tg_error("%s: expected %d values for max_lr (one per parameter group), got %d", op, groups,
+                        o->num_max_lrs);
+    for (int g = 0; g < (o->max_lrs ? groups : 1); g++) {
+        double m = o->max_lrs ? o->max_lrs[g] : o->max_lr;
+        if (m > 0 || (m == 0 && signbit(m))) continue;
+        if (o->max_lrs) return tg_error("%s: max_lrs[%d] must be positive, got %g", op, g, m);
+        return tg_error("%s: max_lr must be given and positive, got %g", op, m);
+    }
+    return TG_OK;
+}
+
+/* Cycling momentum needs a momentum (SGD, RMSprop) or beta1 (Adam, AdamW) in range. */
+static tg_status one_cycle_check_momentum(const char *op, tg_optim *opt, bool use_beta1, double base_m, double max_m) {
+    const char *name = tg_optim_name(opt);
+    for (int g = 0; g < tg_optim_num_groups(opt); g++)
+        if (!use_beta1 && !(tg_optim_get_group_momentum(opt, g) > 0))
+            return tg_error("%s: cycle_momentum needs momentum, but %s group %d has none (momentum=0; PyTorch 1.13 "
+                            "would switch it on): make the optimizer with a momentum, or set .no_cycle_momentum",
+                            op, name, g);
+    if (!momentum_ok(use_beta1, base_m) || !momentum_ok(use_beta1, max_m))
+        return tg_error("%s: base_momentum %g and max_momentum %g must be %s for %s", op, base_m, max_m,
+                        use_beta1 ? "in [0, 1) (they are beta1)" : "positive", name);
+    return TG_OK;
+}
+
 tg_lr_scheduler *tg_one_cycle_lr(tg_optim *opt, tg_one_cycle_opts o) {
     const char *op = "tg_one_cycle_lr";
     if (!opt) {
         tg_error("%s: optimizer is NULL", op);
         return NULL;
     }
-    int total = o.total_steps;
-    if (total < 0 || (total == 0 && (o.epochs < 0 || o.steps_per_epoch < 0))) {
-        tg_error("%s: expected positive total_steps, epochs and steps_per_epoch, got %d, %d, %d", op, o.total_steps,
-                 o.epochs, o.steps_per_epoch);
-        return NULL;
-    }
-    if (total == 0) {
-        if (o.epochs == 0 || o.steps_per_epoch == 0) {
-            tg_error("%s: you must define either total_steps OR (epochs AND steps_per_epoch)", op);
-            return NULL;
-        }
-        if ((long long)o.epochs * o.steps_per_epoch > 0x7fffffff) {
-            tg_error("%s: epochs * steps_per_epoch (%d * %d) is too large", op, o.epochs, o.steps_per_epoch);
-            return NULL;
-        }
-        total = o.epochs * o.steps_per_epoch;
-    }
+    int total = one_cycle_total(op, &o);
+    if (total < 0) return NULL;
     double pct_start = or_default(o.pct_start, 0.3), div = or_default(o.div_factor, 25.0),
            final_div = or_default(o.final_div_factor, 1e4);
     if (!(pct_start >= 0 && pct_start <= 1)) {
@@ -432,35 +459,12 @@ tg_lr_scheduler *tg_one_cycle_lr(tg_optim *opt, tg_one_cycle_opts o) {
         return NULL;
     }
     int groups = tg_optim_num_groups(opt);
-    if (o.max_lrs && o.num_max_lrs != groups) {
-        tg_error("%s: expected %d values for max_lr (one per parameter group), got %d", op, groups, o.num_max_lrs);
-        return NULL;
-    }
-    for (int g = 0; g < (o.max_lrs ? groups : 1); g++) {
-        double m = o.max_lrs ? o.max_lrs[g] : o.max_lr;
-        if (!(m > 0 || (m == 0 && signbit(m)))) {
-            if (o.max_lrs) tg_error("%s: max_lrs[%d] must be positive, got %g", op, g, m);
-            else tg_error("%s: max_lr must be given and positive, got %g", op, m);
-            return NULL;
-        }
-    }
+    if (one_cycle_check_max_lrs(op, &o, groups)) return NULL;
     bool cycle = !o.no_cycle_momentum;
     double base_m = or_default(o.base_momentum, 0.85), max_m = or_default(o.max_momentum, 0.95);
     const char *name = tg_optim_name(opt);
     bool use_beta1 = !strcmp(name, "Adam") || !strcmp(name, "AdamW");
-    if (cycle) {
-        for (int g = 0; g < groups; g++)
-            if (!use_beta1 && !(tg_optim_get_group_momentum(opt, g) > 0)) {
-                tg_error("%s: cycle_momentum needs momentum, but %s group %d has none (momentum=0; PyTorch 1.13 would "
-                         "switch it on): make the optimizer with a momentum, or set .no_cycle_momentum", op, name, g);
-                return NULL;
-            }
-        if (!momentum_ok(use_beta1, base_m) || !momentum_ok(use_beta1, max_m)) {
-            tg_error("%s: base_momentum %g and max_momentum %g must be %s for %s", op, base_m, max_m,
-                     use_beta1 ? "in [0, 1) (they are beta1)" : "positive", name);
-            return NULL;
-        }
-    }
+    if (cycle && one_cycle_check_momentum(op, opt, use_beta1, base_m, max_m)) return NULL;
     tg_lr_scheduler *s = make(SCHED_ONE_CYCLE, opt, op);
     s->total_steps = total;
     s->linear = o.anneal_strategy == TG_ANNEAL_LINEAR;
