@@ -24,6 +24,7 @@
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/attention_formulas.h"
 #include "ops/cpu/attention.h"
 #include "ops/cuda/attention.h"
@@ -344,12 +345,49 @@ static void sdpa_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[2] = a->gqa ? sum_groups(dv, hk) : dv;
 }
 
+/* Opset 17 has no Attention op: the composed formula, softmax((q * scale) k^T + mask) v,
+ * as Transpose, Mul, MatMul, Add (the causal mask a constant [L, S]; a bool mask Where'd
+ * to 0 / -inf) and Softmax nodes. */
+static tg_status sdpa_onnx(tg_onnx_op *op) {
+    const sdpa_args *a = tg_onnx_attrs(op);
+    tg_tensor *q = tg_onnx_input(op, 0), *k = tg_onnx_input(op, 1);
+    if (a->gqa) return tg_onnx_unsupported(op, "grouped-query attention (enable_gqa) has no ONNX mapping");
+    int64_t perm[TG_MAX_DIMS], n = k->shape.ndim, l = q->shape.dims[q->shape.ndim - 2], s = k->shape.dims[n - 2];
+    for (int d = 0; d < n; d++) perm[d] = d < n - 2 ? d : 2 * n - 3 - d; /* the last two swapped */
+    const char *kt = tg_onnx_value(op), *scaled = tg_onnx_value(op), *scores = tg_onnx_value(op);
+    const char *w = tg_onnx_value(op), *y = tg_onnx_output_name(op, 0), *mask = NULL;
+    const char *scale = tg_onnx_const_scalar(op, q->dtype, a->scale);
+    tg_onnx_node *t = tg_onnx_add_node(op, "Transpose", 1, (const char *[]){tg_onnx_input_name(op, 1)}, 1, &kt);
+    tg_onnx_attr_ints(t, "perm", perm, (int)n);
+    bool ok = t && tg_onnx_add_node(op, "Mul", 2, (const char *[]){tg_onnx_input_name(op, 0), scale}, 1, &scaled) &&
+              tg_onnx_add_node(op, "MatMul", 2, (const char *[]){scaled, kt}, 1, &scores);
+    if (a->is_causal) {
+        mask = tg_onnx_const_tensor(op, causal_mask(l, s, q->dtype, TG_CPU));
+    } else if (a->has_mask && tg_onnx_input(op, 3)->dtype == TG_BOOL) {
+        const char *where[] = {tg_onnx_input_name(op, 3), tg_onnx_const_scalar(op, q->dtype, 0),
+                               tg_onnx_const_scalar(op, q->dtype, -INFINITY)};
+        mask = tg_onnx_value(op);
+        ok = ok && tg_onnx_add_node(op, "Where", 3, where, 1, &mask);
+    } else if (a->has_mask) {
+        mask = tg_onnx_input_name(op, 3);
+    }
+    if (a->is_causal || a->has_mask) {
+        const char *masked = tg_onnx_value(op);
+        ok = ok && mask && tg_onnx_add_node(op, "Add", 2, (const char *[]){scores, mask}, 1, &masked);
+        scores = masked;
+    }
+    tg_onnx_node *softmax = ok ? tg_onnx_add_node(op, "Softmax", 1, &scores, 1, &w) : NULL;
+    tg_onnx_attr_int(softmax, "axis", -1);
+    ok = softmax && tg_onnx_add_node(op, "MatMul", 2, (const char *[]){w, tg_onnx_input_name(op, 2)}, 1, &y);
+    return ok ? TG_OK : TG_ERROR;
+}
+
 static const tg_function sdpa_fn = {.name = "scaled_dot_product_attention", .num_inputs = 3,
                                     .forward = sdpa_forward, .backward = sdpa_backward,
-                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32};
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .onnx = sdpa_onnx};
 static const tg_function sdpa_masked_fn = {.name = "scaled_dot_product_attention", .num_inputs = 4,
                                            .forward = sdpa_forward, .backward = sdpa_backward,
-                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32};
+                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .onnx = sdpa_onnx};
 
 /* Whether the fused kernels serve this call (else the composed formula does). */
 static bool fused_serves(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts o) {

@@ -8,6 +8,7 @@
 #include "autograd/function.h"
 #include "core/lowp.h"
 #include "core/scope.h"
+#include "onnx/graph.h"
 #include "ops/cpu/sum.h"
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
@@ -69,9 +70,40 @@ static void sum_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = unreduce(g, tg_ctx_input_shape(ctx, 0), tg_ctx_attrs(ctx));
 }
 
+/* A floating sum as ReduceMean * count (ReduceMean's axes an attribute through opset 17:
+ * OpenCV 4.6 imports it, but ReduceSum only from opset 12 and older), over H and W of an
+ * NCHW tensor kept 4-D (AdaptiveAvgPool2d(1)'s mean) as GlobalAveragePool * count (as
+ * torch.onnx; OpenCV 4.6's ReduceMean there fails at batch sizes other than 1), an
+ * integer one as ReduceSum (axes an input), after a Cast where the sum widens the dtype. */
+static tg_status sum_onnx(tg_onnx_op *op) {
+    const reduce_args *a = tg_onnx_attrs(op);
+    tg_tensor *x = tg_onnx_input(op, 0), *y = tg_onnx_output(op, 0);
+    int64_t axes[TG_MAX_DIMS], count = 1;
+    int n = 0;
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (a->reduce[d]) axes[n++] = d, count *= x->shape.dims[d];
+    const char *in[] = {tg_onnx_input_name(op, 0), NULL}, *out = tg_onnx_output_name(op, 0);
+    if (x->dtype != y->dtype) {
+        const char *cast = tg_onnx_value(op);
+        tg_onnx_attr_int(tg_onnx_add_node(op, "Cast", 1, in, 1, &cast), "to", tg_onnx_dtype(y->dtype));
+        in[0] = cast;
+    }
+    bool mean = tg_dtype_is_floating(y->dtype);
+    bool global = mean && a->keepdim && x->shape.ndim == 4 && n == 2 && axes[0] == 2;
+    const char *sum = mean ? tg_onnx_value(op) : out;
+    if (!mean) in[1] = tg_onnx_const_ints(op, axes, n);
+    tg_onnx_node *node = tg_onnx_add_node(op, global ? "GlobalAveragePool" : mean ? "ReduceMean" : "ReduceSum",
+                                          mean ? 1 : 2, in, 1, &sum);
+    if (mean && !global) tg_onnx_attr_ints(node, "axes", axes, n);
+    if (!global) tg_onnx_attr_int(node, "keepdims", a->keepdim);
+    if (!node || !mean) return node ? TG_OK : TG_ERROR;
+    const char *mul[] = {sum, tg_onnx_const_scalar(op, y->dtype, (double)count)};
+    return tg_onnx_add_node(op, "Mul", 2, mul, 1, &out) ? TG_OK : TG_ERROR;
+}
+
 static const tg_function sum_fn = {
     .name = "sum", .num_inputs = 1, .forward = sum_forward, .backward = sum_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
+    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = sum_onnx};
 
 tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_sum", t, 0), NULL;
