@@ -290,6 +290,46 @@ static tg_status apply_autocast(const tg_function *fn, tg_tensor *const *inputs,
     return status;
 }
 
+/* After a recorded forward: the node's edges to its inputs' producers (or leaves), the
+ * metadata of inputs and outputs, saved outputs turned into graph-less aliases, and
+ * the differentiable outputs pointed at the node. */
+static void link_node(tg_node *node, const tg_function *fn, tg_tensor *const *inputs, tg_tensor **outputs,
+                      int num_outputs) {
+    for (int i = 0; i < fn->num_inputs; i++) {
+        tg_tensor *in = inputs[i];
+        node->input_meta[i] = meta_of(in);
+        if (!in->requires_grad) continue;
+        node->needs_input_grad[i] = true;
+        if (in->grad_fn) {
+            tg_node_retain(in->grad_fn);
+            node->edges[i].node = in->grad_fn;
+            node->edges[i].output_nr = in->output_nr;
+        } else {
+            node->edges[i].leaf = tg_retain(in);
+        }
+    }
+    for (int i = 0; i < num_outputs; i++) {
+        tg_tensor *out = outputs[i];
+        node->output_meta[i] = meta_of(out);
+        node->output_differentiable[i] = !node->ctx.non_differentiable[i] && tg_dtype_is_floating(out->dtype);
+        /* A saved output becomes a graph-less alias (else output -> node -> output). */
+        for (int s = 0; s < node->num_saved; s++) {
+            if (node->saved[s].tensor != out || node->saved[s].output_index >= 0) continue;
+            tg_scope_begin();
+            tg_tensor *alias = tg_retain(tg_detach(out));
+            tg_scope_end();
+            tg_release(node->saved[s].tensor);
+            node->saved[s].tensor = alias;
+            node->saved[s].output_index = i;
+        }
+        if (!node->output_differentiable[i]) continue;
+        tg_node_retain(node);
+        out->grad_fn = node;
+        out->output_nr = i;
+        out->requires_grad = true;
+    }
+}
+
 /* The op observer, and how deep inside observed forwards this thread is. */
 static _Thread_local tg_op_observer observer;
 static _Thread_local int observed_depth;
@@ -370,40 +410,7 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
     }
     if (observed) observer.fn(observer.user, fn, inputs, args, size, outputs, num_outputs);
     if (!node) return TG_OK;
-
-    for (int i = 0; i < fn->num_inputs; i++) {
-        tg_tensor *in = inputs[i];
-        node->input_meta[i] = meta_of(in);
-        if (!in->requires_grad) continue;
-        node->needs_input_grad[i] = true;
-        if (in->grad_fn) {
-            tg_node_retain(in->grad_fn);
-            node->edges[i].node = in->grad_fn;
-            node->edges[i].output_nr = in->output_nr;
-        } else {
-            node->edges[i].leaf = tg_retain(in);
-        }
-    }
-    for (int i = 0; i < num_outputs; i++) {
-        tg_tensor *out = outputs[i];
-        node->output_meta[i] = meta_of(out);
-        node->output_differentiable[i] = !ctx->non_differentiable[i] && tg_dtype_is_floating(out->dtype);
-        /* A saved output becomes a graph-less alias (else output -> node -> output). */
-        for (int s = 0; s < node->num_saved; s++) {
-            if (node->saved[s].tensor != out || node->saved[s].output_index >= 0) continue;
-            tg_scope_begin();
-            tg_tensor *alias = tg_retain(tg_detach(out));
-            tg_scope_end();
-            tg_release(node->saved[s].tensor);
-            node->saved[s].tensor = alias;
-            node->saved[s].output_index = i;
-        }
-        if (!node->output_differentiable[i]) continue;
-        tg_node_retain(node);
-        out->grad_fn = node;
-        out->output_nr = i;
-        out->requires_grad = true;
-    }
+    link_node(node, fn, inputs, outputs, num_outputs);
     tg_node_release(node); /* the outputs hold it now */
     return TG_OK;
 }

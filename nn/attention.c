@@ -37,12 +37,10 @@ static tg_tensor *additive(tg_tensor *mask, tg_dtype dtype) {
     return tg_dtype_of(mask) == dtype ? mask : tg_cast(mask, dtype);
 }
 
-/* Runs in the caller's scope. */
-static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *value, tg_mha_call_opts o,
-                     tg_tensor **output, tg_tensor **weights) {
-    const mha_state *s = tg_module_state(m);
-    int64_t e = s->embed_dim, heads = s->num_heads, hd = e / heads;
-    char a[96], b[96], c[96];
+/* query [L, B, E] / [B, L, E] (or unbatched [L, E]), key and value alike with the
+ * module's kdim / vdim, one batch size, key and value of one length. */
+static tg_status check_inputs(const mha_state *s, tg_tensor *query, tg_tensor *key, tg_tensor *value) {
+    int64_t e = s->embed_dim;
     int nd = tg_ndim(query);
     bool batched = nd == 3;
     int seq_dim = batched && s->batch_first ? 1 : 0;
@@ -53,44 +51,31 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
     if (shapes_ok && batched)
         shapes_ok = tg_size(key, batch_dim) == tg_size(query, batch_dim) &&
                     tg_size(value, batch_dim) == tg_size(query, batch_dim);
-    if (!shapes_ok) {
-        /* kdim and vdim name themselves when they differ from E */
-        char kd[32] = "E", vd[32] = "E", want[160];
-        if (s->separate_weights) {
-            snprintf(kd, sizeof kd, "kdim=%lld", (long long)s->kdim);
-            snprintf(vd, sizeof vd, "vdim=%lld", (long long)s->vdim);
-        }
-        snprintf(want, sizeof want, "%s, [%s, %s], [%s, %s] (or unbatched [L, E], [S, %s], [S, %s])",
-                 s->batch_first ? "[B, L, E]" : "[L, B, E]", s->batch_first ? "B, S" : "S, B", kd,
-                 s->batch_first ? "B, S" : "S, B", vd, kd, vd);
-        return tg_error("MultiheadAttention(embed_dim=%lld, num_heads=%lld): query %s, key %s and value %s must be %s "
-                        "with one batch size, key and value of one length",
-                        (long long)e, (long long)heads, nn_shape_text(query, a, sizeof a),
-                        nn_shape_text(key, b, sizeof b), nn_shape_text(value, c, sizeof c), want);
+    if (shapes_ok) return TG_OK;
+    /* kdim and vdim name themselves when they differ from E */
+    char a[96], b[96], c[96], kd[32] = "E", vd[32] = "E", want[160];
+    if (s->separate_weights) {
+        snprintf(kd, sizeof kd, "kdim=%lld", (long long)s->kdim);
+        snprintf(vd, sizeof vd, "vdim=%lld", (long long)s->vdim);
     }
-    tg_tensor *q = query, *k = key, *v = value;
-    if (!batched) {
-        q = tg_unsqueeze(q, 1), k = tg_unsqueeze(k, 1), v = tg_unsqueeze(v, 1);
-    } else if (s->batch_first) {
-        q = tg_transpose(q, 0, 1), k = tg_transpose(k, 0, 1), v = tg_transpose(v, 0, 1);
-    }
-    if (!q || !k || !v) return TG_ERROR;
-    int64_t l = tg_size(q, 0), bsz = tg_size(q, 1), src = tg_size(k, 0);
+    snprintf(want, sizeof want, "%s, [%s, %s], [%s, %s] (or unbatched [L, E], [S, %s], [S, %s])",
+             s->batch_first ? "[B, L, E]" : "[L, B, E]", s->batch_first ? "B, S" : "S, B", kd,
+             s->batch_first ? "B, S" : "S, B", vd, kd, vd);
+    return tg_error("MultiheadAttention(embed_dim=%lld, num_heads=%lld): query %s, key %s and value %s must be %s "
+                    "with one batch size, key and value of one length",
+                    (long long)e, (long long)s->num_heads, nn_shape_text(query, a, sizeof a),
+                    nn_shape_text(key, b, sizeof b), nn_shape_text(value, c, sizeof c), want);
+}
 
-    /* is_causal without a mask: the fused op's causal path when no other mask joins it and
-     * no key is appended (its triangle would hide the appended keys, which PyTorch's padded
-     * mask leaves visible); otherwise the triangle as a bool mask, true above the diagonal */
-    int64_t extra_keys = (int64_t)s->add_bias_kv + (int64_t)s->add_zero_attn;
-    bool fused_causal = o.is_causal && !o.attn_mask && !o.key_padding_mask && !weights && !extra_keys;
-    if (o.is_causal && !o.attn_mask && !fused_causal) {
-        o.attn_mask = tg_triu(tg_ones(TG_SHAPE(l, src), (tg_opts){.dtype = TG_BOOL, .device = tg_device_of(query)}), 1);
-        if (!o.attn_mask) return TG_ERROR;
-    }
-
-    /* masks: one additive [L, S] or [B * heads, L, S] (or [B * heads, 1, S]) */
-    tg_tensor *mask = NULL;
-    if (o.attn_mask) {
-        tg_tensor *am = o.attn_mask;
+/* The masks as one additive [L, S] or [B * heads, L, S] (or [B * heads, 1, S]) in
+ * dtype, or NULL when there is none; *mask set, status returned. */
+static tg_status combined_mask(const mha_state *s, const tg_mha_call_opts *o, bool batched, int64_t l, int64_t bsz,
+                               int64_t src, tg_dtype dtype, tg_tensor **mask) {
+    char a[96], b[96];
+    int64_t heads = s->num_heads;
+    *mask = NULL;
+    if (o->attn_mask) {
+        tg_tensor *am = o->attn_mask;
         bool ok = tg_dtype_of(am) == TG_BOOL || tg_dtype_is_floating(tg_dtype_of(am));
         ok = ok && ((tg_ndim(am) == 2 && tg_size(am, 0) == l && tg_size(am, 1) == src) ||
                     (tg_ndim(am) == 3 && tg_size(am, 0) == bsz * heads && tg_size(am, 1) == l &&
@@ -99,28 +84,32 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
             return tg_error("MultiheadAttention: attn_mask %s (%s) must be bool or floating, [%lld, %lld] or "
                             "[%lld, %lld, %lld]", nn_shape_text(am, a, sizeof a), tg_dtype_name(tg_dtype_of(am)),
                             (long long)l, (long long)src, (long long)(bsz * heads), (long long)l, (long long)src);
-        mask = additive(am, tg_dtype_of(query));
+        *mask = additive(am, dtype);
     }
-    if (o.key_padding_mask) {
-        tg_tensor *kp = o.key_padding_mask;
+    if (o->key_padding_mask) {
+        tg_tensor *kp = o->key_padding_mask;
         tg_shape want = batched ? TG_SHAPE(bsz, src) : TG_SHAPE(src);
         if (tg_dtype_of(kp) != TG_BOOL || !tg_shape_equal(tg_shape_of(kp), want))
             return tg_error("MultiheadAttention: key_padding_mask %s (%s) must be bool %s",
                             nn_shape_text(kp, a, sizeof a), tg_dtype_name(tg_dtype_of(kp)),
                             tg_shape_str(want, b, sizeof b));
-        tg_tensor *kpf = tg_reshape(additive(kp, tg_dtype_of(query)), TG_SHAPE(bsz, 1, 1, src));
+        tg_tensor *kpf = tg_reshape(additive(kp, dtype), TG_SHAPE(bsz, 1, 1, src));
         kpf = tg_reshape(tg_expand(kpf, TG_SHAPE(bsz, heads, 1, src)), TG_SHAPE(bsz * heads, 1, src));
-        mask = mask ? tg_add(mask, kpf) : kpf;
-        if (!mask) return TG_ERROR;
+        *mask = *mask ? tg_add(*mask, kpf) : kpf;
+        if (!*mask) return TG_ERROR;
     }
+    return TG_OK;
+}
 
-    /* the in-projection: packed (rows [0, E) of in_proj_weight for q, [E, 2E) for k,
-     * [2E, 3E) for v) or q/k/v_proj_weight; in_proj_bias is packed either way */
+/* The in-projection of q, k, v ([len, B, E]) to [B * heads, len, hd]: packed (rows
+ * [0, E) of in_proj_weight for q, [E, 2E) for k, [2E, 3E) for v) or q/k/v_proj_weight;
+ * in_proj_bias is packed either way; bias_k / bias_v and the zero position appended. */
+static tg_status in_projection(tg_module *m, const mha_state *s, tg_tensor *const in[3], const int64_t lens[3],
+                               int64_t bsz, tg_tensor *proj[3]) {
+    int64_t e = s->embed_dim, heads = s->num_heads, hd = e / heads;
     tg_tensor *w = s->separate_weights ? NULL : tg_module_param(m, "in_proj_weight");
     tg_tensor *bias = tg_module_param(m, "in_proj_bias");
     static const char *const separate[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
-    tg_tensor *proj[3], *in[3] = {q, k, v};
-    int64_t lens[3] = {l, src, src};
     for (int i = 0; i < 3; i++) {
         tg_tensor *wi = w ? tg_narrow(w, 0, i * e, e) : tg_module_param(m, separate[i]);
         proj[i] = tg_linear(in[i], wi, bias ? tg_narrow(bias, 0, i * e, e) : NULL); /* [len, B, E] */
@@ -139,6 +128,37 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
         }
         if (!proj[i]) return TG_ERROR;
     }
+    return TG_OK;
+}
+
+/* Runs in the caller's scope. */
+static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *value, tg_mha_call_opts o,
+                     tg_tensor **output, tg_tensor **weights) {
+    const mha_state *s = tg_module_state(m);
+    int64_t e = s->embed_dim, heads = s->num_heads;
+    if (check_inputs(s, query, key, value)) return TG_ERROR;
+    bool batched = tg_ndim(query) == 3;
+    tg_tensor *q = query, *k = key, *v = value;
+    if (!batched) {
+        q = tg_unsqueeze(q, 1), k = tg_unsqueeze(k, 1), v = tg_unsqueeze(v, 1);
+    } else if (s->batch_first) {
+        q = tg_transpose(q, 0, 1), k = tg_transpose(k, 0, 1), v = tg_transpose(v, 0, 1);
+    }
+    if (!q || !k || !v) return TG_ERROR;
+    int64_t l = tg_size(q, 0), bsz = tg_size(q, 1), src = tg_size(k, 0);
+
+    /* is_causal without a mask: the fused op's causal path when no other mask joins it and
+     * no key is appended (its triangle would hide the appended keys, which PyTorch's padded
+     * mask leaves visible); otherwise the triangle as a bool mask, true above the diagonal */
+    int64_t extra_keys = (int64_t)s->add_bias_kv + (int64_t)s->add_zero_attn;
+    bool fused_causal = o.is_causal && !o.attn_mask && !o.key_padding_mask && !weights && !extra_keys;
+    if (o.is_causal && !o.attn_mask && !fused_causal) {
+        o.attn_mask = tg_triu(tg_ones(TG_SHAPE(l, src), (tg_opts){.dtype = TG_BOOL, .device = tg_device_of(query)}), 1);
+        if (!o.attn_mask) return TG_ERROR;
+    }
+    tg_tensor *mask, *proj[3];
+    if (combined_mask(s, &o, batched, l, bsz, src, tg_dtype_of(query), &mask)) return TG_ERROR;
+    if (in_projection(m, s, (tg_tensor *const[]){q, k, v}, (const int64_t[]){l, src, src}, bsz, proj)) return TG_ERROR;
     /* the appended keys are unmasked: PyTorch pads both masks with zeros (False) */
     if (mask && extra_keys) {
         int64_t pad[2] = {0, extra_keys};
