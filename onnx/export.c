@@ -340,7 +340,7 @@ static Onnx__TensorProto *tensor_proto(arena *a, const tg_onnx_initializer *init
     onnx__tensor_proto__init(t);
     t->name = init->name;
     t->has_data_type = true;
-    t->data_type = tg_onnx_dtype(init->dtype);
+    t->data_type = init->onnx_type ? init->onnx_type : tg_onnx_dtype(init->dtype);
     t->n_dims = (size_t)init->shape.ndim;
     t->dims = arena_alloc(a, t->n_dims * sizeof *t->dims);
     for (int d = 0; d < init->shape.ndim; d++) t->dims[d] = init->shape.dims[d];

@@ -194,20 +194,38 @@ const char *tg_onnx_const_ints(tg_onnx_op *op, const int64_t *values, int count)
 }
 
 const char *tg_onnx_const_scalar(tg_onnx_op *op, tg_dtype dtype, double value) {
-    tg_tensor *t = tg_full(TG_SCALAR_SHAPE, value, (tg_opts){.dtype = dtype});
-    const char *name = t ? tg_onnx_const_tensor(op, t) : NULL;
-    tg_release(t);
+    const char *name = NULL;
+    TG_SCOPE {
+        tg_tensor *t = tg_full(TG_SCALAR_SHAPE, value, (tg_opts){.dtype = dtype});
+        name = t ? tg_onnx_const_tensor(op, t) : NULL;
+    }
     return name;
 }
 
+/* The copy runs in a scope of its own (tg_contiguous of a contiguous tensor is a new
+ * reference to t itself: releasing it by hand dropped a reference of t's owner, a
+ * module's buffer) and unobserved (a copy is no op of the model). */
 const char *tg_onnx_const_tensor(tg_onnx_op *op, tg_tensor *t) {
-    tg_tensor *c = tg_contiguous(tg_tensor_to(t, TG_CPU));
-    if (!c) return NULL;
+    const char *kept = NULL;
+    tg_op_observer observer = tg_set_op_observer((tg_op_observer){0});
+    TG_SCOPE {
+        tg_tensor *c = tg_contiguous(tg_tensor_to(t, TG_CPU));
+        if (!c) break;
+        char *name = tg_onnx_graph_fresh_name(op->graph, "const");
+        kept = tg_onnx_graph_add_initializer(op->graph, name, c->dtype, c->shape, tg_data_ptr(c),
+                                             (size_t)tg_numel(c) * tg_dtype_size(c->dtype));
+        free(name);
+    }
+    tg_set_op_observer(observer);
+    return kept;
+}
+
+const char *tg_onnx_const_int8(tg_onnx_op *op, tg_shape shape, const int8_t *values) {
     char *name = tg_onnx_graph_fresh_name(op->graph, "const");
-    const char *kept = tg_onnx_graph_add_initializer(op->graph, name, c->dtype, c->shape, tg_data_ptr(c),
-                                                     (size_t)tg_numel(c) * tg_dtype_size(c->dtype));
+    size_t count = (size_t)tg_shape_numel(shape);
+    const char *kept = tg_onnx_graph_add_initializer(op->graph, name, TG_UINT8, shape, values, count);
+    op->graph->inits[op->graph->num_inits - 1].onnx_type = 3; /* TensorProto.INT8 */
     free(name);
-    tg_release(c);
     return kept;
 }
 

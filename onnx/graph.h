@@ -67,6 +67,9 @@ const char *tg_onnx_value(tg_onnx_op *op);
 const char *tg_onnx_const_ints(tg_onnx_op *op, const int64_t *values, int count);
 const char *tg_onnx_const_scalar(tg_onnx_op *op, tg_dtype dtype, double value);
 const char *tg_onnx_const_tensor(tg_onnx_op *op, tg_tensor *t);
+/* An int8 constant (ONNX's INT8; tapegrad has no int8 dtype): the quantised weights
+ * QDQ models keep (DequantizeLinear's input and zero point). */
+const char *tg_onnx_const_int8(tg_onnx_op *op, tg_shape shape, const int8_t *values);
 /* The shape `shape` as a Reshape/Expand target that keeps the batch dim free: a dim
  * equal to input `input`'s at the same place, in the leading run, is written 0 ("as the
  * input", for Reshape) and the first dim otherwise -1 (inferred). */

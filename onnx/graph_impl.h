@@ -35,6 +35,7 @@ typedef struct {
     tg_shape shape;
     void *data; /* little-endian elements, contiguous */
     size_t bytes;
+    int onnx_type; /* TensorProto.DataType when dtype has no ONNX twin (int8); 0: dtype's */
 } tg_onnx_initializer;
 
 typedef struct {
