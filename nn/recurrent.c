@@ -10,6 +10,8 @@
 #include <stdlib.h>
 
 #include "core/scope.h"
+#include "onnx/graph.h"
+#include "onnx/recording.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
@@ -104,6 +106,112 @@ static tg_tensor *run_direction(tg_module *m, const rnn_state *s, tg_tensor *xs,
     return out;
 }
 
+/* ---- ONNX export: one layer and direction as one op ----
+ *
+ * While tg_onnx_export records, a sequence module runs each layer's direction as one
+ * op (below) whose forward is run_direction itself, so the recorder sees the layer
+ * and writes it as ONNX's LSTM, GRU or RNN node, as torch.onnx.export does: weights
+ * re-ordered into ONNX's gate order (PyTorch's LSTM i,f,g,o -> ONNX's i,o,f,c; GRU
+ * r,z,n -> z,r,h with linear_before_reset=1), W, R and B as constants with a leading
+ * direction dim, the initial state left out when it is zeros (so the batch stays
+ * free). A bidirectional layer is two nodes, forward and reverse, concatenated as the
+ * module does; layers are stacked nodes. */
+typedef struct {
+    tg_module *m;
+    int layer, direction;
+} layer_args;
+
+static tg_tensor *layer_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const layer_args *a = tg_ctx_attrs(ctx);
+    const rnn_state *s = tg_module_state(a->m);
+    bool given = tg_ctx_function(ctx)->num_inputs > 1;
+    tg_opts opts = {.dtype = tg_dtype_of(in[0]), .device = tg_device_of(in[0])};
+    int64_t batch = tg_size(in[0], 1);
+    tg_tensor *h = given ? in[1] : tg_zeros(TG_SHAPE(batch, h_size(s)), opts);
+    tg_tensor *c = s->kind != KIND_LSTM ? NULL : given ? in[2] : tg_zeros(TG_SHAPE(batch, s->hidden_size), opts);
+    tg_tensor *h_last = NULL, *c_last = NULL;
+    tg_tensor *out = h ? run_direction(a->m, s, in[0], a->layer, a->direction, h, c, &h_last, &c_last) : NULL;
+    if (!out) return NULL;
+    tg_ctx_set_output(ctx, 1, tg_unsqueeze(h_last, 0)); /* [1, B, H]: ONNX's Y_h, concatenated into h_n */
+    if (s->kind == KIND_LSTM) tg_ctx_set_output(ctx, 2, tg_unsqueeze(c_last, 0));
+    return out;
+}
+
+/* PyTorch's gate blocks of t ([G * hidden, ...]) in ONNX's order, with a leading dim of 1. */
+static tg_tensor *onnx_gates(const rnn_state *s, tg_tensor *t) {
+    static const int lstm[] = {0, 3, 1, 2}, gru[] = {1, 0, 2}, rnn[] = {0};
+    const int *order = s->kind == KIND_LSTM ? lstm : s->kind == KIND_GRU ? gru : rnn;
+    int gates = gates_of(s->kind);
+    tg_tensor *parts[4];
+    for (int k = 0; k < gates; k++) parts[k] = tg_narrow(t, 0, order[k] * s->hidden_size, s->hidden_size);
+    return tg_unsqueeze(tg_cat(parts, gates, 0), 0);
+}
+
+static tg_status layer_onnx(tg_onnx_op *op) {
+    const layer_args *a = tg_onnx_attrs(op);
+    const rnn_state *s = tg_module_state(a->m);
+    if (s->proj_size > 0) return tg_onnx_unsupported(op, "ONNX's LSTM has no projection (proj_size)");
+    if (s->kind == KIND_RNN_RELU) return tg_onnx_unsupported(op, "an RNN with nonlinearity relu is not written yet");
+    const char *w = NULL, *r = NULL, *b = "";
+    tg_op_observer paused = tg_onnx_pause(); /* the re-ordering's ops are not the model's */
+    TG_SCOPE {
+        w = tg_onnx_const_tensor(op, onnx_gates(s, param(a->m, "weight_ih", a->layer, a->direction)));
+        r = tg_onnx_const_tensor(op, onnx_gates(s, param(a->m, "weight_hh", a->layer, a->direction)));
+        if (s->bias) {
+            tg_tensor *both[2] = {onnx_gates(s, param(a->m, "bias_ih", a->layer, a->direction)),
+                                  onnx_gates(s, param(a->m, "bias_hh", a->layer, a->direction))};
+            b = tg_onnx_const_tensor(op, tg_cat(both, 2, 1));
+        }
+    }
+    tg_onnx_resume(paused);
+    if (!w || !r || !b) return TG_ERROR;
+    bool lstm = s->kind == KIND_LSTM, given = tg_onnx_num_inputs(op) > 1;
+    int outputs = lstm ? 3 : 2;
+    const char *in[7] = {tg_onnx_input_name(op, 0), w, r, b, "", NULL, NULL}, *out[3];
+    int num_in = given ? (lstm ? 7 : 6) : 4;
+    const char *axis0 = tg_onnx_const_ints(op, (const int64_t[]){0}, 1);
+    const char *axis1 = tg_onnx_const_ints(op, (const int64_t[]){1}, 1);
+    for (int i = 1; given && i < tg_onnx_num_inputs(op); i++) { /* [B, H] -> initial_h / initial_c [1, B, H] */
+        in[4 + i] = tg_onnx_value(op);
+        if (!tg_onnx_add_node(op, "Unsqueeze", 2, (const char *[]){tg_onnx_input_name(op, i), axis0}, 1, &in[4 + i]))
+            return TG_ERROR;
+    }
+    out[0] = tg_onnx_value(op);
+    for (int i = 1; i < outputs; i++) out[i] = tg_onnx_output_name(op, i);
+    static const char *const types[] = {"RNN", "RNN", "LSTM", "GRU"};
+    tg_onnx_node *n = tg_onnx_add_node(op, types[s->kind], num_in, in, outputs, out);
+    if (!n) return TG_ERROR;
+    tg_onnx_attr_int(n, "hidden_size", s->hidden_size);
+    tg_onnx_attr_string(n, "direction", a->direction ? "reverse" : "forward");
+    if (s->kind == KIND_GRU) tg_onnx_attr_int(n, "linear_before_reset", 1);
+    /* Y [T, 1, B, H] -> [T, B, H] */
+    return tg_onnx_add_node(op, "Squeeze", 2, (const char *[]){out[0], axis1}, 1,
+                            (const char *[]){tg_onnx_output_name(op, 0)})
+               ? TG_OK
+               : TG_ERROR;
+}
+
+#define LAYER_FN(inputs, outputs) \
+    {.name = "rnn_layer", .num_inputs = (inputs), .forward = layer_forward, .num_outputs = (outputs), \
+     .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = layer_onnx}
+/* [LSTM or not][state given]: no backward (applied only while recording, grad off) */
+static const tg_function layer_fns[2][2] = {{LAYER_FN(1, 2), LAYER_FN(2, 2)}, {LAYER_FN(1, 3), LAYER_FN(3, 3)}};
+
+/* run_direction as one op; h and c: the initial state, NULL for zeros. The last state
+ * comes back as [1, B, H], for run() to concatenate (a stack's unsqueeze would be a
+ * Reshape to the example's batch size). */
+static tg_tensor *export_direction(tg_module *m, const rnn_state *s, tg_tensor *xs, int layer, int direction,
+                                   tg_tensor *h, tg_tensor *c, tg_tensor **h_last, tg_tensor **c_last) {
+    bool lstm = s->kind == KIND_LSTM;
+    layer_args a = {m, layer, direction};
+    tg_tensor *in[3] = {xs, h, c}, *out[3] = {NULL, NULL, NULL};
+    if (h && lstm && !c) return tg_error("%s: no c0 for the given h0", kind_name(s)), NULL;
+    if (tg_apply_multi_args(&layer_fns[lstm][h != NULL], in, &a, sizeof a, out)) return NULL;
+    *h_last = out[1];
+    *c_last = lstm ? out[2] : NULL;
+    return out[0];
+}
+
 static bool same_shape(tg_tensor *t, tg_shape want) { return t && tg_shape_equal(tg_shape_of(t), want); }
 
 static tg_status shape_error(const rnn_state *s, const char *what, tg_tensor *t, tg_shape want) {
@@ -170,6 +278,7 @@ static tg_status run(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c0, t
         return TG_OK;
     }
 
+    bool exporting = tg_onnx_recording(); /* tg_onnx_export: each layer as ONNX's LSTM / GRU / RNN */
     tg_tensor **h_n = malloc((size_t)stack * sizeof *h_n), **c_n = malloc((size_t)stack * sizeof *c_n);
     TG_ASSERT(h_n && c_n);
     tg_tensor *layer_input = xs, *out = NULL;
@@ -178,6 +287,13 @@ static tg_status run(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c0, t
         tg_tensor *dir_out[2] = {NULL, NULL};
         for (int d = 0; ok && d < s->directions; d++) {
             int k = layer * s->directions + d;
+            if (exporting) { /* one recorded op; zeros made inside it unless a state was given */
+                tg_tensor *h = h0 || c0 ? tg_select(h_all, 0, k) : NULL;
+                tg_tensor *c = h && c_all ? tg_select(c_all, 0, k) : NULL;
+                dir_out[d] = export_direction(m, s, layer_input, layer, d, h, c, &h_n[k], &c_n[k]);
+                ok = dir_out[d] != NULL;
+                continue;
+            }
             tg_tensor *h = tg_select(h_all, 0, k), *c = c_all ? tg_select(c_all, 0, k) : NULL;
             dir_out[d] = run_direction(m, s, layer_input, layer, d, h, c, &h_n[k], &c_n[k]);
             ok = dir_out[d] != NULL;
@@ -191,8 +307,9 @@ static tg_status run(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c0, t
             layer_input = out;
         ok = layer_input != NULL;
     }
-    tg_tensor *hn = ok ? tg_stack(h_n, (int)stack, 0) : NULL;
-    tg_tensor *cn = ok && s->kind == KIND_LSTM ? tg_stack(c_n, (int)stack, 0) : NULL;
+    tg_tensor *(*join)(tg_tensor *const *, int, int) = exporting ? tg_cat : tg_stack; /* [1, B, H] each when exporting */
+    tg_tensor *hn = ok ? join(h_n, (int)stack, 0) : NULL;
+    tg_tensor *cn = ok && s->kind == KIND_LSTM ? join(c_n, (int)stack, 0) : NULL;
     free(h_n);
     free(c_n);
     if (!hn || (s->kind == KIND_LSTM && !cn)) return TG_ERROR;
