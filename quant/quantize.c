@@ -12,6 +12,8 @@
 #include "core/scope.h"
 #include "core/simd.h"
 #include "nn/layers.h"
+#include "onnx/graph.h"
+#include "onnx/recording.h"
 #include "ops/elementwise.h"
 #include "ops/cpu/qgemm.h"
 #include "ops/shape.h"
@@ -184,7 +186,7 @@ static void choose_input_qparams(float min, float max, float *scale_out, int32_t
     *zero_point = nudged;
 }
 
-static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
+static tg_tensor *qlinear_compute(tg_module *self, tg_tensor *x) {
     qlinear_state *s = tg_module_state(self);
     tg_shape shape = tg_shape_of(x);
     if (tg_dtype_of(x) != TG_FLOAT32 || tg_device_of(x).kind != TG_DEVICE_CPU || shape.ndim < 1 ||
@@ -242,6 +244,81 @@ static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
     free(xq);
     if (!finite) fix_nonfinite_rows(s, xv, rows, w_scale, out);
     return y;
+}
+
+/* ---- ONNX export (onnx/recording.h): the layer as one op, written as QDQ ----
+ *
+ * The input's quantisation parameters are computed in the graph as here (the range
+ * with 0, scale (max - min) / 127, at least 6.1e-5; zero point round(-min / scale)),
+ * then QuantizeLinear / DequantizeLinear of the input, DequantizeLinear of the int8
+ * weight (zero point 0, per tensor or per output row) and MatMul + Add. */
+static tg_tensor *qlinear_op_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    return qlinear_compute(*(tg_module *const *)tg_ctx_attrs(ctx), in[0]);
+}
+
+/* out = op_type(a, b) into a fresh value (or `to`); NULL on error. */
+static const char *node2(tg_onnx_op *op, const char *type, const char *a, const char *b, const char *to) {
+    const char *out = to ? to : tg_onnx_value(op);
+    return tg_onnx_add_node(op, type, b ? 2 : 1, (const char *[]){a, b}, 1, &out) ? out : NULL;
+}
+
+static tg_status qlinear_onnx(tg_onnx_op *op) {
+    tg_module *self = *(tg_module *const *)tg_onnx_attrs(op);
+    qlinear_state *s = tg_module_state(self);
+    const char *x = tg_onnx_input_name(op, 0);
+    /* the input's qparams, as choose_input_qparams */
+    const char *zero = tg_onnx_const_scalar(op, TG_FLOAT32, 0), *qmax = tg_onnx_const_scalar(op, TG_FLOAT32, 127);
+    const char *lo = tg_onnx_value(op), *hi = tg_onnx_value(op);
+    tg_onnx_attr_int(tg_onnx_add_node(op, "ReduceMin", 1, &x, 1, &lo), "keepdims", 0);
+    tg_onnx_attr_int(tg_onnx_add_node(op, "ReduceMax", 1, &x, 1, &hi), "keepdims", 0);
+    lo = node2(op, "Min", lo, zero, NULL);
+    hi = node2(op, "Max", hi, zero, NULL);
+    const char *range = node2(op, "Sub", hi, lo, NULL);
+    const char *scale = node2(op, "Max", node2(op, "Div", range, qmax, NULL), tg_onnx_const_scalar(op, TG_FLOAT32, 6.1e-5), NULL);
+    const char *zp_f = node2(op, "Div", node2(op, "Mul", node2(op, "Neg", lo, NULL, NULL), qmax, NULL),
+                             node2(op, "Max", range, tg_onnx_const_scalar(op, TG_FLOAT32, 1e-30), NULL), NULL);
+    const char *zp_r = node2(op, "Round", zp_f, NULL, NULL), *zp = tg_onnx_value(op);
+    tg_onnx_attr_int(tg_onnx_add_node(op, "Cast", 1, &zp_r, 1, &zp), "to", tg_onnx_dtype(TG_UINT8));
+    const char *xq = tg_onnx_value(op), *xd = tg_onnx_value(op);
+    if (!tg_onnx_add_node(op, "QuantizeLinear", 3, (const char *[]){x, scale, zp}, 1, &xq) ||
+        !tg_onnx_add_node(op, "DequantizeLinear", 3, (const char *[]){xq, scale, zp}, 1, &xd))
+        return TG_ERROR;
+    /* the weight, transposed to [in, out] for MatMul */
+    sync_weight(self);
+    int8_t *wt = malloc((size_t)(s->in * s->out > 0 ? s->in * s->out : 1)), *zeros = calloc((size_t)s->out + 1, 1);
+    TG_ASSERT(wt && zeros);
+    for (int64_t j = 0; j < s->out; j++)
+        for (int64_t p = 0; p < s->in; p++) wt[p * s->out + j] = s->weight[j * s->in + p];
+    const char *w = tg_onnx_const_int8(op, TG_SHAPE(s->in, s->out), wt);
+    const char *w_zp = tg_onnx_const_int8(op, s->per_channel ? TG_SHAPE(s->out) : TG_SCALAR_SHAPE, zeros);
+    free(wt);
+    free(zeros);
+    tg_op_observer paused = tg_onnx_pause();
+    const char *w_scale = NULL, *b = NULL;
+    tg_tensor *bias = tg_module_buffer(self, "bias");
+    TG_SCOPE {
+        tg_tensor *sc = tg_module_buffer(self, "scale");
+        w_scale = tg_onnx_const_tensor(op, s->per_channel ? sc : tg_reshape(sc, TG_SCALAR_SHAPE));
+        if (bias) b = tg_onnx_const_tensor(op, bias);
+    }
+    tg_onnx_resume(paused);
+    if (!w_scale || (bias && !b)) return TG_ERROR;
+    const char *wd = tg_onnx_value(op);
+    tg_onnx_node *dq = tg_onnx_add_node(op, "DequantizeLinear", 3, (const char *[]){w, w_scale, w_zp}, 1, &wd);
+    if (!dq) return TG_ERROR;
+    if (s->per_channel) tg_onnx_attr_int(dq, "axis", 1);
+    const char *y = tg_onnx_output_name(op, 0);
+    if (!bias) return node2(op, "MatMul", xd, wd, y) ? TG_OK : TG_ERROR;
+    return node2(op, "Add", node2(op, "MatMul", xd, wd, NULL), b, y) ? TG_OK : TG_ERROR;
+}
+
+static const tg_function qlinear_op = {.name = "dynamic_quantized_linear", .num_inputs = 1,
+                                       .forward = qlinear_op_forward, .low_precision = TG_LOW_PRECISION_NATIVE,
+                                       .onnx = qlinear_onnx};
+
+static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
+    if (tg_onnx_recording()) return tg_apply_args(&qlinear_op, &x, &self, sizeof self);
+    return qlinear_compute(self, x);
 }
 
 static const tg_module_type qlinear_type = {

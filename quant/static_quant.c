@@ -12,6 +12,8 @@
 #include "core/tensor_impl.h"
 #include "quant/fake_quantize.h"
 #include "nn/layers.h"
+#include "onnx/graph.h"
+#include "onnx/recording.h"
 #include "quant/observer.h"
 #include "ops/elementwise.h"
 #include "ops/cpu/qconv.h"
@@ -22,6 +24,13 @@ static const char *type_name(tg_module *m) {
     return !m ? "NULL" : t && t->name ? t->name : "Module";
 }
 static bool is_type(tg_module *m, const char *name) { return m && !strcmp(type_name(m), name); }
+
+/* The int8 modules' forwards: their kernels, or one recorded op while tg_onnx_export
+ * records (the ONNX section below). */
+static tg_tensor *quantize_forward(tg_module *self, tg_tensor *x);
+static tg_tensor *dequantize_forward(tg_module *self, tg_tensor *x);
+static tg_tensor *qmax_pool_forward(tg_module *self, tg_tensor *x);
+static tg_tensor *qlayer_forward(tg_module *self, tg_tensor *x);
 
 /* ---- qconfigs ---- */
 
@@ -227,7 +236,7 @@ static cached_qparams *qparams_of(tg_module *self, const char *scale_name, const
 }
 
 /* Quantize: float -> quint8, as quantize_per_tensor (quantize_val: zp + nearbyint(x * (1 / scale))). */
-static tg_tensor *quantize_forward(tg_module *self, tg_tensor *x) {
+static tg_tensor *quantize_compute(tg_module *self, tg_tensor *x) {
     if (check_cpu("Quantize", x, TG_FLOAT32, "a floating input")) return NULL;
     const cached_qparams *q = qparams_of(self, "scale", "zero_point");
     const float inv = 1.0f / q->scale, zp = (float)q->zero_point;
@@ -257,7 +266,7 @@ static tg_tensor *quantize_forward(tg_module *self, tg_tensor *x) {
 static const tg_module_type quantize_type = {.name = "Quantize", .forward = quantize_forward};
 
 /* DeQuantize: quint8 -> float32, (q - zp) * scale. */
-static tg_tensor *dequantize_forward(tg_module *self, tg_tensor *x) {
+static tg_tensor *dequantize_compute(tg_module *self, tg_tensor *x) {
     if (check_cpu("DeQuantize", x, TG_UINT8, "a uint8 (quint8) input")) return NULL;
     const cached_qparams *q = qparams_of(self, "input_scale", "input_zero_point");
     tg_tensor *xc = tg_contiguous(x);
@@ -272,7 +281,7 @@ static const tg_module_type dequantize_type = {.name = "DeQuantize", .forward = 
 
 /* QuantizedMaxPool2d: the max of quint8 values is the quint8 of the max (same scale
  * and zero point); output size as max_pool2d's (ceil_mode included). */
-static tg_tensor *qmax_pool_forward(tg_module *self, tg_tensor *x) {
+static tg_tensor *qmax_pool_compute(tg_module *self, tg_tensor *x) {
     if (check_cpu("QuantizedMaxPool2d", x, TG_UINT8, "a uint8 (quint8) input")) return NULL;
     const tg_pool_opts *o = tg_module_state(self);
     tg_shape s = tg_shape_of(x);
@@ -358,7 +367,7 @@ static tg_status sync_qlayer(tg_module *self) {
     return st;
 }
 
-static tg_tensor *qlayer_forward(tg_module *self, tg_tensor *x) {
+static tg_tensor *qlayer_compute(tg_module *self, tg_tensor *x) {
     qlayer_state *s = tg_module_state(self);
     const char *who = type_name(self);
     if (check_cpu(who, x, TG_UINT8, "a uint8 (quint8) input")) return NULL;
@@ -412,6 +421,132 @@ static void qlayer_repr(tg_module *self, char *buf, size_t size) {
         snprintf(buf, size, "in_features=%lld, out_features=%lld, scale=%g, zero_point=%.0f, "
                  "qscheme=torch.per_channel_affine", (long long)s->in, (long long)s->out, scale, zp);
 }
+
+/* ---- ONNX export: QDQ (onnx/recording.h) ----
+ *
+ * tapegrad's activations between the int8 modules are uint8 tensors of quint8 values,
+ * which are ONNX's uint8 values of QuantizeLinear / DequantizeLinear with the module's
+ * scale and zero point: Quantize is QuantizeLinear, DeQuantize DequantizeLinear,
+ * QuantizedMaxPool2d a MaxPool of the uint8 values, and an int8 Conv2d / Linear (ReLU)
+ * DequantizeLinear of its input and of its int8 weight (per output channel, zero point
+ * 0), the float Conv / Gemm with the float bias, Relu, and QuantizeLinear to its
+ * output's scale and zero point: the QDQ form that ONNX Runtime runs as QLinearConv /
+ * QGemm. */
+typedef tg_tensor *(*qmodule_compute)(tg_module *self, tg_tensor *x);
+typedef struct {
+    tg_module *module;
+    qmodule_compute compute;
+} qmodule_args;
+
+static tg_tensor *qmodule_op_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const qmodule_args *a = tg_ctx_attrs(ctx);
+    return a->compute(a->module, in[0]);
+}
+
+/* A scalar quantisation parameter: float32 scale or uint8 zero point, from a buffer. */
+static const char *qparam(tg_onnx_op *op, tg_module *m, const char *name, bool zero_point) {
+    return tg_onnx_const_scalar(op, zero_point ? TG_UINT8 : TG_FLOAT32, buffer_value(m, name));
+}
+
+/* out = DequantizeLinear(x) with m's buffers `scale` / `zp`, into a fresh value or `to`. */
+static const char *qdq(tg_onnx_op *op, const char *type, const char *x, tg_module *m, const char *scale,
+                       const char *zp, const char *to) {
+    const char *out = to ? to : tg_onnx_value(op);
+    const char *in[3] = {x, qparam(op, m, scale, false), qparam(op, m, zp, true)};
+    return tg_onnx_add_node(op, type, 3, in, 1, &out) ? out : NULL;
+}
+
+static tg_status qlayer_onnx(tg_onnx_op *op, tg_module *m, const char *x, const char *y) {
+    qlayer_state *s = tg_module_state(m);
+    if (sync_qlayer(m)) return TG_ERROR;
+    const char *xd = qdq(op, "DequantizeLinear", x, m, "input_scale", "input_zero_point", NULL);
+    /* the weight's int8 values (stored + 128) and its per-channel scales, zero points 0 */
+    tg_tensor *w = tg_contiguous(tg_tensor_to(tg_module_buffer(m, "weight"), TG_CPU));
+    tg_tensor *b = tg_module_buffer(m, "bias");
+    if (!w) return TG_ERROR;
+    int64_t count = tg_numel(w);
+    int8_t *q = malloc((size_t)(count > 0 ? count : 1)), *zeros = calloc((size_t)s->out + 1, 1);
+    TG_ASSERT(q && zeros);
+    for (int64_t i = 0; i < count; i++) q[i] = (int8_t)((int32_t)((const uint8_t *)tg_data_ptr(w))[i] - 128);
+    const char *wq = tg_onnx_const_int8(op, tg_shape_of(w), q), *wzp = tg_onnx_const_int8(op, TG_SHAPE(s->out), zeros);
+    free(q);
+    free(zeros);
+    const char *ws = tg_onnx_const_tensor(op, tg_module_buffer(m, "weight_scale"));
+    const char *bias = b ? tg_onnx_const_tensor(op, tg_cast(b, TG_FLOAT32)) : NULL;
+    const char *wd = tg_onnx_value(op), *acc = tg_onnx_value(op);
+    tg_onnx_node *n = tg_onnx_add_node(op, "DequantizeLinear", 3, (const char *[]){wq, ws, wzp}, 1, &wd);
+    tg_onnx_attr_int(n, "axis", 0);
+    if (!n || !xd || (b && !bias)) return TG_ERROR;
+    if (s->conv) {
+        n = tg_onnx_add_node(op, "Conv", b ? 3 : 2, (const char *[]){xd, wd, bias}, 1, &acc);
+        tg_onnx_attr_ints(n, "kernel_shape", (const int64_t[]){s->kh, s->kw}, 2);
+        tg_onnx_attr_ints(n, "strides", (const int64_t[]){s->stride, s->stride}, 2);
+        tg_onnx_attr_ints(n, "pads", (const int64_t[]){s->padding, s->padding, s->padding, s->padding}, 4);
+        tg_onnx_attr_ints(n, "dilations", (const int64_t[]){s->dilation, s->dilation}, 2);
+    } else if (tg_ndim(tg_onnx_input(op, 0)) == 2) {
+        n = tg_onnx_add_node(op, "Gemm", b ? 3 : 2, (const char *[]){xd, wd, bias}, 1, &acc);
+        tg_onnx_attr_int(n, "transB", 1);
+    } else { /* [..., in] */
+        const char *wt = tg_onnx_value(op), *mm = b ? tg_onnx_value(op) : acc;
+        n = tg_onnx_add_node(op, "Transpose", 1, &wd, 1, &wt);
+        n = n ? tg_onnx_add_node(op, "MatMul", 2, (const char *[]){xd, wt}, 1, &mm) : NULL;
+        if (n && b) n = tg_onnx_add_node(op, "Add", 2, (const char *[]){mm, bias}, 1, &acc);
+    }
+    if (!n) return TG_ERROR;
+    if (s->relu) {
+        const char *r = tg_onnx_value(op);
+        if (!tg_onnx_add_node(op, "Relu", 1, &acc, 1, &r)) return TG_ERROR;
+        acc = r;
+    }
+    return qdq(op, "QuantizeLinear", acc, m, "scale", "zero_point", y) ? TG_OK : TG_ERROR;
+}
+
+static tg_status qmodule_onnx(tg_onnx_op *op) {
+    tg_module *m = ((const qmodule_args *)tg_onnx_attrs(op))->module;
+    const char *x = tg_onnx_input_name(op, 0), *y = tg_onnx_output_name(op, 0);
+    tg_status st = TG_ERROR;
+    tg_op_observer paused = tg_onnx_pause(); /* reading buffers runs ops: not the model's */
+    TG_SCOPE {
+        if (is_type(m, "Quantize")) {
+            if (tg_dtype_of(tg_onnx_input(op, 0)) != TG_FLOAT32) {
+                const char *xf = tg_onnx_value(op);
+                tg_onnx_attr_int(tg_onnx_add_node(op, "Cast", 1, &x, 1, &xf), "to", tg_onnx_dtype(TG_FLOAT32));
+                x = xf;
+            }
+            st = qdq(op, "QuantizeLinear", x, m, "scale", "zero_point", y) ? TG_OK : TG_ERROR;
+        } else if (is_type(m, "DeQuantize")) {
+            st = qdq(op, "DequantizeLinear", x, m, "input_scale", "input_zero_point", y) ? TG_OK : TG_ERROR;
+        } else if (is_type(m, "QuantizedMaxPool2d")) { /* on the uint8 values: same scale and zero point */
+            const tg_pool_opts *o = tg_module_state(m);
+            int64_t k = o->kernel_size, stride = o->stride ? o->stride : k, pad = o->padding;
+            int64_t dil = o->dilation ? o->dilation : 1;
+            tg_onnx_node *n = tg_onnx_add_node_same(op, "MaxPool");
+            tg_onnx_attr_ints(n, "kernel_shape", (const int64_t[]){k, k}, 2);
+            tg_onnx_attr_ints(n, "strides", (const int64_t[]){stride, stride}, 2);
+            tg_onnx_attr_ints(n, "pads", (const int64_t[]){pad, pad, pad, pad}, 4);
+            tg_onnx_attr_ints(n, "dilations", (const int64_t[]){dil, dil}, 2);
+            if (o->ceil_mode) tg_onnx_attr_int(n, "ceil_mode", 1);
+            st = n ? TG_OK : TG_ERROR;
+        } else {
+            st = qlayer_onnx(op, m, x, y);
+        }
+    }
+    tg_onnx_resume(paused);
+    return st;
+}
+
+static const tg_function qmodule_op = {.name = "quantized_module", .num_inputs = 1, .forward = qmodule_op_forward,
+                                       .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = qmodule_onnx};
+
+static tg_tensor *recorded(tg_module *self, tg_tensor *x, qmodule_compute compute) {
+    if (!tg_onnx_recording()) return compute(self, x);
+    qmodule_args a = {self, compute};
+    return tg_apply_args(&qmodule_op, &x, &a, sizeof a);
+}
+static tg_tensor *quantize_forward(tg_module *self, tg_tensor *x) { return recorded(self, x, quantize_compute); }
+static tg_tensor *dequantize_forward(tg_module *self, tg_tensor *x) { return recorded(self, x, dequantize_compute); }
+static tg_tensor *qmax_pool_forward(tg_module *self, tg_tensor *x) { return recorded(self, x, qmax_pool_compute); }
+static tg_tensor *qlayer_forward(tg_module *self, tg_tensor *x) { return recorded(self, x, qlayer_compute); }
 
 static const tg_module_type qconv_type = {"QuantizedConv2d", qlayer_forward, qlayer_free, qlayer_repr};
 static const tg_module_type qconv_relu_type = {"QuantizedConvReLU2d", qlayer_forward, qlayer_free, qlayer_repr};
