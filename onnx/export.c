@@ -12,6 +12,7 @@
 #include "core/tensor_impl.h"
 #include "io/atomic_file.h"
 #include "onnx/graph_impl.h"
+#include "ops/random.h"
 #include "ops/shape.h"
 #include "third_party/onnx/onnx.pb-c.h"
 
@@ -118,9 +119,19 @@ static const char *input_value(recorder *r, tg_onnx_op *op, int i) {
 
 /* ---------------- the recorder ---------------- */
 
+static void record_op_observed(recorder *r, const tg_function *fn, tg_tensor *const *inputs, const void *args,
+                               tg_tensor *const *outputs, int num_outputs);
+
+/* The observer: what a mapping or an initializer's copy applies is no op of the model. */
 static void record_op(void *user, const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size,
                       tg_tensor *const *outputs, int num_outputs) {
-    recorder *r = user;
+    tg_op_observer self = tg_set_op_observer((tg_op_observer){0});
+    record_op_observed(user, fn, inputs, args, outputs, num_outputs);
+    tg_set_op_observer(self);
+}
+
+static void record_op_observed(recorder *r, const tg_function *fn, tg_tensor *const *inputs, const void *args,
+                               tg_tensor *const *outputs, int num_outputs) {
     if (r->failed) return;
     const module_entry *m = &r->modules[r->depth ? r->stack[r->depth - 1] : 0];
     char scope[160];
@@ -244,6 +255,54 @@ static bool in_names(char *const *names, int count, const char *name) {
     for (int i = 0; i < count; i++)
         if (strcmp(names[i], name) == 0) return true;
     return false;
+}
+
+static bool same_attr(const tg_onnx_attr *a, const tg_onnx_attr *b) {
+    return !strcmp(a->name, b->name) && a->kind == b->kind && a->i == b->i && a->f == b->f &&
+           a->count == b->count && (!a->count || !memcmp(a->ints, b->ints, (size_t)a->count * sizeof *a->ints)) &&
+           (!a->s) == (!b->s) && (!a->s || !strcmp(a->s, b->s));
+}
+
+static bool same_node(const tg_onnx_node *a, const tg_onnx_node *b) {
+    bool same = !strcmp(a->op_type, b->op_type) && a->num_inputs == b->num_inputs &&
+                a->num_outputs == b->num_outputs && a->num_attrs == b->num_attrs;
+    for (int i = 0; same && i < a->num_inputs; i++) same = !strcmp(a->inputs[i], b->inputs[i]);
+    for (int i = 0; same && i < a->num_outputs; i++) same = !strcmp(a->outputs[i], b->outputs[i]);
+    for (int i = 0; same && i < a->num_attrs; i++) same = same_attr(&a->attrs[i], &b->attrs[i]);
+    return same;
+}
+
+static const tg_onnx_node *first_reader(const tg_onnx_graph *g, const char *value) {
+    for (int i = 0; i < g->num_nodes; i++)
+        if (in_names(g->nodes[i]->inputs, g->nodes[i]->num_inputs, value)) return g->nodes[i];
+    return NULL;
+}
+
+/* The graphs recorded at batch n and n + 1 must be the same, constants included: one
+ * that differs is a size or a random draw the forward took from outside its recorded
+ * ops (tg_randn_like's noise, a tensor made with the input's batch size), which the
+ * file would hold fixed at the example's. */
+static tg_status check_batch_free(const tg_onnx_graph *a, const tg_onnx_graph *b, int64_t n) {
+    const char *hint = "the forward makes it from outside its recorded ops (a random draw, a size taken from the "
+                       "input); export with .static_batch = true to fix the batch at the example's";
+    for (int i = 0; i < a->num_nodes && i < b->num_nodes; i++)
+        if (!same_node(a->nodes[i], b->nodes[i]))
+            return tg_error(OP ": node %s (%s) differs between batch %lld and %lld: %s", a->nodes[i]->name,
+                            a->nodes[i]->op_type, (long long)n, (long long)n + 1, hint);
+    if (a->num_nodes != b->num_nodes)
+        return tg_error(OP ": %d nodes at batch %lld, %d at batch %lld: %s", a->num_nodes, (long long)n,
+                        b->num_nodes, (long long)n + 1, hint);
+    for (int i = 0; i < a->num_inits && i < b->num_inits; i++) {
+        const tg_onnx_initializer *x = &a->inits[i], *y = &b->inits[i];
+        if (!strcmp(x->name, y->name) && x->dtype == y->dtype && tg_shape_equal(x->shape, y->shape) &&
+            x->bytes == y->bytes && !memcmp(x->data, y->data, x->bytes))
+            continue;
+        const tg_onnx_node *reader = first_reader(a, x->name);
+        return tg_error(OP ": constant %s%s%s%s differs between batch %lld and %lld: %s", x->name,
+                        reader ? " (read by " : "", reader ? reader->name : "", reader ? ")" : "", (long long)n,
+                        (long long)n + 1, hint);
+    }
+    return TG_OK;
 }
 
 static bool is_initializer(const tg_onnx_graph *g, const char *name) {
@@ -482,8 +541,18 @@ tg_status tg_onnx_export(tg_module *model, tg_tensor *example_input, const char 
     }
     recorder r = {.graph = {.opset = o.opset}};
     tg_scope_begin(); /* the forward's tensors; the recorder retains what it needs */
-    tg_status status = trace(&r, model, example_input, input_name, output_name);
+    tg_tensor *rng = tg_get_rng_state(); /* the forward may draw: the caller's stream is left as it was */
+    tg_status status = rng ? trace(&r, model, example_input, input_name, output_name) : TG_ERROR;
     if (!status) status = check_order(&r.graph, input_name);
+    bool batched = example_input->shape.ndim > 0 && example_input->shape.dims[0] > 0;
+    if (!status && !o.static_batch && batched) { /* the same forward at one more row */
+        recorder again = {.graph = {.opset = o.opset}};
+        tg_tensor *x = tg_cat((tg_tensor *[]){example_input, tg_narrow(example_input, 0, 0, 1)}, 2, 0);
+        status = x && !tg_set_rng_state(rng) ? trace(&again, model, x, input_name, output_name) : TG_ERROR;
+        if (!status) status = check_batch_free(&r.graph, &again.graph, example_input->shape.dims[0]);
+        recorder_free(&again);
+    }
+    if (rng && tg_set_rng_state(rng)) status = TG_ERROR;
     if (!status) {
         prune(&r.graph, output_name);
         size_t size;

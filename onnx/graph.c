@@ -232,12 +232,10 @@ const char *tg_onnx_const_int8(tg_onnx_op *op, tg_shape shape, const int8_t *val
 const char *tg_onnx_reshape_target(tg_onnx_op *op, int input, tg_shape shape) {
     tg_shape from = op->inputs[input]->shape;
     int64_t dims[TG_MAX_DIMS];
-    bool leading = true;
-    for (int d = 0; d < shape.ndim; d++) {
-        leading = leading && d < from.ndim && shape.dims[d] == from.dims[d] && shape.dims[d] != 0;
-        dims[d] = leading ? 0 : shape.dims[d];
-    }
-    if (shape.ndim > 0 && dims[0] != 0) dims[0] = -1; /* the batch dim, whatever it became */
+    int d = 0;
+    for (; d < shape.ndim && d < from.ndim && shape.dims[d] == from.dims[d] && shape.dims[d] != 0; d++) dims[d] = 0;
+    if (d < shape.ndim) dims[d] = -1; /* the first dim that changes holds the batch, whatever it became */
+    for (int k = d + 1; k < shape.ndim; k++) dims[k] = shape.dims[k];
     return tg_onnx_const_ints(op, dims, shape.ndim);
 }
 

@@ -70,9 +70,10 @@ const char *tg_onnx_const_tensor(tg_onnx_op *op, tg_tensor *t);
 /* An int8 constant (ONNX's INT8; tapegrad has no int8 dtype): the quantised weights
  * QDQ models keep (DequantizeLinear's input and zero point). */
 const char *tg_onnx_const_int8(tg_onnx_op *op, tg_shape shape, const int8_t *values);
-/* The shape `shape` as a Reshape/Expand target that keeps the batch dim free: a dim
- * equal to input `input`'s at the same place, in the leading run, is written 0 ("as the
- * input", for Reshape) and the first dim otherwise -1 (inferred). */
+/* The shape `shape` as a Reshape target that keeps the batch dim free: the leading dims
+ * equal to input `input`'s are written 0 ("as the input"), the first that differs -1
+ * (inferred: it holds the batch, merged or split), the rest as they are. tg_onnx_export
+ * records the forward at a second batch size and refuses a graph that then differs. */
 const char *tg_onnx_reshape_target(tg_onnx_op *op, int input, tg_shape shape);
 /* Refuses the call: "tg_onnx_export: <op> in module <path>: <why>". Returns TG_ERROR. */
 tg_status tg_onnx_unsupported(tg_onnx_op *op, const char *why);

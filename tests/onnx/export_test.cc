@@ -174,4 +174,27 @@ TEST_F(OnnxExportTest, UnwritablePathAndBadOptionsAreErrors) {
     tg_module_free(m);
 }
 
+// A forward that draws noise with tg_randn_like (no recorded op: a constant of the
+// example's shape) cannot run at another batch size: refused unless the batch is static.
+tg_tensor *noisy_forward(tg_module *, tg_tensor *x) { return tg_add(x, tg_randn_like(x)); }
+const tg_module_type kNoisy = {.name = "Noisy", .forward = noisy_forward};
+
+TEST_F(OnnxExportTest, ConstantTakenFromTheBatchIsRefusedAndRngLeftAlone) {
+    tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(4, 4, tg_linear_opts{}), tg_module_new(&kNoisy, 0));
+    tg_tensor *x = tg_randn(TG_SHAPE(2, 4), tg_opts{});
+    std::string path = dir_ + "/noisy.onnx";
+    tg_manual_seed(7);
+    tg_tensor *expected = tg_randn(TG_SHAPE(3), tg_opts{});
+    tg_manual_seed(7);
+    EXPECT_EQ(tg_onnx_export(m, x, path.c_str(), nullptr), TG_ERROR);
+    EXPECT_NE(std::string(tg_last_error()).find("differs between batch 2 and 3"), std::string::npos)
+        << tg_last_error();
+    EXPECT_NE(access(path.c_str(), F_OK), 0);
+    EXPECT_TRUE(tensor_near(tg_randn(TG_SHAPE(3), tg_opts{}), values(expected), 0)) << "the export drew from the stream";
+    tg_onnx_opts fixed = {};
+    fixed.static_batch = true;
+    EXPECT_EQ(tg_onnx_export(m, x, path.c_str(), &fixed), TG_OK) << tg_last_error();
+    tg_module_free(m);
+}
+
 } // namespace
