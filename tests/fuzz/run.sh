@@ -37,10 +37,10 @@ plain_library() {
   # struct since changed) are never linked in; within one key a .c newer than its
   # object is recompiled.
   local key dir f srcs=()
-  key=$(cat core/*.h autograd/*.h ops/*.h ops/cpu/*.h nn/*.h quant/*.h optim/*.h data/*.h io/*.h | md5sum | cut -c1-12)
+  key=$(cat core/*.h autograd/*.h ops/*.h ops/cpu/*.h nn/*.h quant/*.h optim/*.h data/*.h io/*.h onnx/*.h | md5sum | cut -c1-12)
   dir="$out/plain-objects-$key"
   mkdir -p "$dir"
-  for f in autograd/*.c ops/*.c ops/cpu/*.c nn/*.c quant/*.c data/*.c; do
+  for f in autograd/*.c ops/*.c ops/cpu/*.c nn/*.c quant/*.c data/*.c onnx/graph.c; do
     [[ $f == nn/module.c || $f == nn/load_check.c ]] && continue
     srcs+=("$f")
   done
