@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FENCE = re.compile(r"^```c[ \t]*\n(.*?)^```", re.S | re.M)
 CONTEXT = re.compile(r"<!--\s*sample:(.*?)-->", re.S)
 TOP = re.compile(r"^(#include|#define|typedef\b|static\b|struct \w+\s*\{|enum\b)")
-LIBS = ["-ldl", "-lz", "-lcjson", "-lpng", "-ljpeg", "-lm", "-lpthread"]  # OpenBLAS: loaded by the library (ops/cpu/blas.c)
+LIBS = ["-ldl", "-lz", "-lcjson", "-lpng", "-ljpeg", "-lprotobuf-c", "-lm", "-lpthread"]  # OpenBLAS: loaded by the library (ops/cpu/blas.c)
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
           "-Wno-unused-function", "-Wno-unused-parameter"]
 
