@@ -11,6 +11,18 @@ LeNet and the int8 MLP (tg_quantize_dynamic, written as QDQ), each
   bench/lenet_torch.py; the same weights from the same seed) run in ONNX Runtime too,
 
 printing images/s at batch 1 and 64 for the three and a Markdown table (docs/onnx.md).
+
+`--agreement` checks the outputs only, untimed, of every model the driver exports: the
+three above at batch 1 and 64, and the other tutorials' models (lesson 13's ResNet-20,
+lesson 08's DCGAN generator, lesson 09's LSTM language model with int64 ids [T, B], whose
+free dim 0 is T, and lesson 12's static int8 LeNet, QDQ, with the lesson's qconfig "onednn" and with
+"x86", whose activations take 7 bits) at batch 1 and 7, each input's
+dtype and shape read from the driver's NAME.meta; one step of the static int8 LeNet's
+output is its DeQuantize scale (NAME.meta too). Prints a Markdown table of the largest
+error relative to the output's scale (float32: to its largest magnitude, tolerance 1e-5;
+int8: in quantisation steps, tolerance 1). The static int8 models also run with ONNX
+Runtime's graph optimisation at ORT_ENABLE_BASIC, which leaves QDQ as float ops instead
+of fusing it into QLinearConv / QGemm (u8s8 integer kernels).
 Rounds alternate the three so that a busy machine's noise falls on all of them; each
 figure is the median over the rounds. A model the exporter cannot write yet (the
 driver's NAME.error) is reported and skipped. Benchmark only: no test or CI stage
@@ -18,6 +30,7 @@ runs it.
 
     ./bazelw build --config=cpu_only //bench:onnx_export
     $(bench/peers/setup.sh) bench/onnx_runtime.py [--rounds 5] [--reps 200]
+    $(bench/peers/setup.sh) bench/onnx_runtime.py --agreement
 
 ONNX Runtime comes from PyPI in the peers' virtual environment (bench/peers/setup.sh);
 PyPI's PyTorch 2 there exports with its newer exporter, so the twins are exported by
@@ -45,6 +58,7 @@ MODELS = [  # name, input shape without the batch, PyTorch twin (None: not expor
     # torch.onnx cannot export quantize_dynamic's int8 Linear: no PyTorch column
     ("mlp_int8", (784,), None),
 ]
+CHECKED = ["resnet20", "dcgan_g", "lstm_lm", "lenet_int8_static", "lenet_int8_static_x86"]  # --agreement only: NAME.meta says the input
 
 
 def torch_export(out_dir):
@@ -93,15 +107,73 @@ def tapegrad_round(driver, out_dir, reps):
     return rates, proc.stderr
 
 
-def agreement(got, expected, int8):
+def agreement(got, expected, int8, step=None):
     """(error, tolerance, ok): the largest difference against the tolerance."""
     import numpy as np
     err = float(np.abs(got.astype(np.float64) - expected).max())
-    if int8:  # one step of an 8-bit quantisation of the output's range
+    if step:  # one step of the output's quantisation (a static int8 model's DeQuantize scale)
+        tol = step * 1.0001
+    elif int8:  # one step of an 8-bit quantisation of the output's range
         tol = float(expected.max() - expected.min()) / 255
     else:
         tol = 1e-5 * max(float(np.abs(expected).max()), 1e-30)
     return err, tol, err <= tol
+
+
+def check_agreement(driver, out_dir):
+    """--agreement: every export in ONNX Runtime against tapegrad's outputs, untimed."""
+    import numpy as np
+    import onnxruntime as ort
+
+    _, stderr = tapegrad_round(driver, out_dir, 1)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = len(os.sched_getaffinity(0))
+    rows, status = [], 0
+    models = [(name, "float32", (64,) + shape, 0.0) for name, shape, _ in MODELS]
+    for name in CHECKED:
+        meta = os.path.join(out_dir, name + ".meta")
+        if not os.path.exists(meta):
+            sys.exit(f"{name}: no {meta} (the driver failed?):\n{stderr}")
+        dtype, shape, step = open(meta).read().split()
+        models.append((name, dtype, tuple(int(d) for d in shape.split(",")), float(step)))
+    for name, dtype, shape, step in models:
+        path = os.path.join(out_dir, name + ".onnx")
+        if not os.path.exists(path):
+            with open(os.path.join(out_dir, name + ".error")) as f:
+                print(f"{name}: not exported: {f.read().strip()}")
+            rows.append((name, "—", None, None, "not exported"))
+            status = 1
+            continue
+        x = np.fromfile(os.path.join(out_dir, name + "_x.bin"), dtype=dtype).reshape(shape)
+        n = shape[0]
+        y = {n: read(os.path.join(out_dir, name + "_y.bin"), (n, -1)),
+             1: read(os.path.join(out_dir, name + "_y1.bin"), (1, -1))}
+        int8 = "int8" in name
+        levels = [("default", ort.GraphOptimizationLevel.ORT_ENABLE_ALL)]
+        if step:  # static QDQ: also unfused
+            levels.append(("ORT_ENABLE_BASIC", ort.GraphOptimizationLevel.ORT_ENABLE_BASIC))
+        for level_name, level in levels:
+            opts.graph_optimization_level = level
+            s = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+            feed = s.get_inputs()[0]
+            label = name if level_name == "default" else f"{name} ({level_name})"
+            for batch in (1, n):
+                got = s.run(None, {feed.name: np.ascontiguousarray(x[:batch])})[0].reshape(batch, -1)
+                err, tol, ok = agreement(got, y[batch], int8, step)
+                scale = tol / 1.0001 if step else (tol if int8 else tol / 1e-5)
+                status |= not ok
+                print(f"{label} ({feed.type}) batch {batch}: max |ONNX Runtime - tapegrad| {err:.2e}, "
+                      f"{err / scale:.2e} of {'a quantisation step' if int8 else 'the largest |output|'} "
+                      f"{scale:.3e} (tolerance {tol:.2e}) {'ok' if ok else 'MISMATCH'}")
+                rows.append((label, batch, err / scale, "steps" if int8 else "of max abs", "yes" if ok else "NO"))
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    print("\n| model | batch | max error / output scale | agree | ONNX Runtime | date |")
+    print("|---|---:|---:|---|---|---|")
+    for name, batch, rel, unit, ok in rows:
+        rel_text = "—" if rel is None else f"{rel:.1e} {unit}"
+        print(f"| {name} | {batch} | {rel_text} | {ok} | {ort.__version__} | {datetime.date.today()} |")
+    print(f"\nfiles: {out_dir}")
+    return status
 
 
 def main():
@@ -112,6 +184,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=200, help="timed runs at batch 1 (a quarter at 64)")
     ap.add_argument("--out", help="where the files go (default: a temporary folder)")
+    ap.add_argument("--agreement", action="store_true",
+                    help="only check every export's outputs in ONNX Runtime (no timing)")
     args = ap.parse_args()
     if args.torch_export:
         return torch_export(args.torch_export)
@@ -124,6 +198,8 @@ def main():
     out_dir = args.out or tempfile.mkdtemp(prefix="tg_onnx_bench_")
     os.makedirs(out_dir, exist_ok=True)
     driver = shutil.copy2(args.driver, os.path.join(out_dir, "onnx_export"))  # a build meanwhile moves bazel-bin
+    if args.agreement:
+        return check_agreement(driver, out_dir)
     threads = len(os.sched_getaffinity(0))  # what tapegrad's pool takes
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
