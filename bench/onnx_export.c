@@ -31,6 +31,7 @@
 
 #include "bench/inference.h"
 #include "tapegrad.h"
+#include "tutorials/10_gpt/gpt.h"
 #include "tutorials/13_resnet/resnet.h"
 
 static tg_module *make_mlp(void) {
@@ -224,6 +225,10 @@ static int check_tutorial_models(const char *dir) {
     tg_manual_seed(9);
     tg_module *lm = make_lstm_lm();
     status |= check(dir, "lstm_lm", lm, tg_randint(0, LM_VOCAB, TG_SHAPE(7, 1), int64), 0); /* [T, B] */
+
+    tg_manual_seed(10); /* lesson 10's GPT, small: int64 ids [B, T] */
+    tg_module *gpt = gpt_new((gpt_config){.vocab = 96, .n_layer = 2, .n_head = 4, .n_embd = 32, .block_size = 16});
+    status |= check(dir, "gpt", gpt, tg_randint(0, 96, TG_SHAPE(7, 8), int64), 0);
 
     for (int reduce_range = 0; reduce_range < 2; reduce_range++) {
         tg_manual_seed(12);

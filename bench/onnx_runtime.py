@@ -58,7 +58,7 @@ MODELS = [  # name, input shape without the batch, PyTorch twin (None: not expor
     # torch.onnx cannot export quantize_dynamic's int8 Linear: no PyTorch column
     ("mlp_int8", (784,), None),
 ]
-CHECKED = ["resnet20", "dcgan_g", "lstm_lm", "lenet_int8_static", "lenet_int8_static_x86"]  # --agreement only: NAME.meta says the input
+CHECKED = ["resnet20", "dcgan_g", "lstm_lm", "gpt", "lenet_int8_static", "lenet_int8_static_x86"]  # --agreement only: NAME.meta says the input
 
 
 def torch_export(out_dir):
