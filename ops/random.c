@@ -26,6 +26,7 @@
 #include "core/rng_impl.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/cuda/random.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -245,18 +246,35 @@ static tg_tensor *random_like(tg_tensor *like, const dist *d) {
     return t && !fill(t, d) ? t : NULL;
 }
 
+/* rand_like / randn_like as an op of their own (no gradient), so that a model that
+ * samples in its forward (a VAE's reparameterisation) is exported with ONNX's
+ * RandomUniformLike / RandomNormalLike instead of the example's draw as a constant. */
+static tg_tensor *random_like_forward(tg_ctx *ctx, tg_tensor *const *in) { return random_like(in[0], tg_ctx_attrs(ctx)); }
+
+static tg_status random_like_onnx(tg_onnx_op *op) {
+    const dist *d = tg_onnx_attrs(op);
+    bool normal = d->kind == DIST_NORMAL;
+    tg_onnx_node *n = tg_onnx_add_node_same(op, normal ? "RandomNormalLike" : "RandomUniformLike");
+    tg_onnx_attr_float(n, normal ? "mean" : "low", (float)d->a);
+    tg_onnx_attr_float(n, normal ? "scale" : "high", (float)d->b);
+    return n ? TG_OK : TG_ERROR;
+}
+
+static const tg_function random_like_fn = {.name = "random_like", .num_inputs = 1, .forward = random_like_forward,
+                                           .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = random_like_onnx};
+
 tg_tensor *tg_rand_like(tg_tensor *like) {
     if (tg_unusable_(like)) return tg_error_unusable_input("tg_rand_like", like, 0), NULL;
     if (check_floating("tg_rand_like", like->dtype)) return NULL;
     dist d = {.kind = DIST_UNIFORM, .a = 0, .b = 1};
-    return random_like(like, &d);
+    return tg_apply_args(&random_like_fn, &like, &d, sizeof d);
 }
 
 tg_tensor *tg_randn_like(tg_tensor *like) {
     if (tg_unusable_(like)) return tg_error_unusable_input("tg_randn_like", like, 0), NULL;
     if (check_floating("tg_randn_like", like->dtype)) return NULL;
     dist d = {.kind = DIST_NORMAL, .a = 0, .b = 1};
-    return random_like(like, &d);
+    return tg_apply_args(&random_like_fn, &like, &d, sizeof d);
 }
 
 tg_tensor *tg_randint_like(tg_tensor *like, int64_t low, int64_t high) {

@@ -174,9 +174,13 @@ TEST_F(OnnxExportTest, UnwritablePathAndBadOptionsAreErrors) {
     tg_module_free(m);
 }
 
-// A forward that draws noise with tg_randn_like (no recorded op: a constant of the
-// example's shape) cannot run at another batch size: refused unless the batch is static.
-tg_tensor *noisy_forward(tg_module *, tg_tensor *x) { return tg_add(x, tg_randn_like(x)); }
+// A forward that makes a tensor with the input's batch size outside any recorded op
+// (tg_ones of x's shape: a constant of the example's batch in the file) cannot run at
+// another batch size: refused unless the batch is static. Its noise (tg_randn_like, an
+// op: RandomNormalLike) is drawn in both traces, and the caller's stream is left as it was.
+tg_tensor *noisy_forward(tg_module *, tg_tensor *x) {
+    return tg_add(tg_add(x, tg_mul_scalar(tg_randn_like(x), 0.1)), tg_ones(tg_shape_of(x), tg_opts{}));
+}
 const tg_module_type kNoisy = {.name = "Noisy", .forward = noisy_forward};
 
 TEST_F(OnnxExportTest, ConstantTakenFromTheBatchIsRefusedAndRngLeftAlone) {

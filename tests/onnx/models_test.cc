@@ -25,8 +25,9 @@ void warm_batch_norm(tg_module *m, const std::function<tg_tensor *(int64_t)> &ba
 
 // ---- lesson 07: the VAE (fc1, fc21, fc22, fc3, fc4 as tutorials/07_vae/main.c) ----
 // The lesson's forward samples z = mu + exp(logvar / 2) * eps with eps ~ N(0, 1) drawn
-// by tg_randn_like, which is no recorded op: an export would keep the example's eps as a
-// constant. What is deployed is the mean reconstruction, decoder(mu), exported here.
+// by tg_randn_like, exported as RandomNormalLike: a runtime draws its own eps, so only
+// the checker sees that file; the mean reconstruction, decoder(mu), what is usually
+// deployed, is compared with OpenCV's numbers.
 
 tg_tensor *vae_mean_forward(tg_module *self, tg_tensor *x) {
     tg_tensor *h1 = tg_relu(tg_forward(tg_module_child(self, "fc1"), x));
@@ -37,8 +38,8 @@ tg_tensor *vae_mean_forward(tg_module *self, tg_tensor *x) {
 
 const tg_module_type kVae = {.name = "VAE", .forward = vae_mean_forward};
 
-tg_module *make_vae() {
-    tg_module *m = tg_module_new(&kVae, 0);
+tg_module *make_vae(const tg_module_type *type = &kVae) {
+    tg_module *m = tg_module_new(type, 0);
     tg_register_module(m, "fc1", tg_nn_linear(784, 400, tg_linear_opts{}));
     tg_register_module(m, "fc21", tg_nn_linear(400, 20, tg_linear_opts{}));
     tg_register_module(m, "fc22", tg_nn_linear(400, 20, tg_linear_opts{}));
@@ -55,6 +56,23 @@ TEST_F(OnnxTest, VaeMeanReconstructionRunsInOpenCv) {
                        "fc4.weight\n"),
               std::string::npos)
         << log;
+}
+
+tg_tensor *vae_sample_forward(tg_module *self, tg_tensor *x) { // the lesson's forward
+    tg_tensor *h1 = tg_relu(tg_forward(tg_module_child(self, "fc1"), x));
+    tg_tensor *mu = tg_forward(tg_module_child(self, "fc21"), h1);
+    tg_tensor *std = tg_exp(tg_mul_scalar(tg_forward(tg_module_child(self, "fc22"), h1), 0.5));
+    tg_tensor *z = tg_add(mu, tg_mul(std, tg_randn_like(std)));
+    tg_tensor *h3 = tg_relu(tg_forward(tg_module_child(self, "fc3"), z));
+    return tg_sigmoid(tg_forward(tg_module_child(self, "fc4"), h3));
+}
+
+const tg_module_type kVaeSampling = {.name = "VAE", .forward = vae_sample_forward};
+
+TEST_F(OnnxTest, VaeSamplingIsRandomNormalLike) {
+    tg_manual_seed(7);
+    std::string log = export_and_check(make_vae(&kVaeSampling), randn_batch({784}), Runtime::kCheckerOnly);
+    EXPECT_NE(log.find("RandomNormalLike"), std::string::npos) << log;
 }
 
 // ---- lesson 08: the DCGAN (tutorials/08_dcgan/main.c's generator and discriminator) ----
