@@ -342,15 +342,9 @@ static void prune(tg_onnx_graph *g, const char *output_name) {
         }
     }
     int kept = 0;
-    tg_onnx_graph dropped = {0};
     for (int i = 0; i < g->num_nodes; i++) {
-        if (keep[i]) {
-            g->nodes[kept++] = g->nodes[i];
-            continue;
-        }
-        dropped.nodes = realloc(dropped.nodes, (size_t)(dropped.num_nodes + 1) * sizeof *dropped.nodes);
-        TG_ASSERT(dropped.nodes != NULL);
-        dropped.nodes[dropped.num_nodes++] = g->nodes[i];
+        if (keep[i]) g->nodes[kept++] = g->nodes[i];
+        else tg_onnx_node_free(g->nodes[i]);
     }
     g->num_nodes = kept;
     kept = 0;
@@ -358,15 +352,10 @@ static void prune(tg_onnx_graph *g, const char *output_name) {
         bool used = false;
         for (int j = 0; j < g->num_nodes && !used; j++)
             used = in_names(g->nodes[j]->inputs, g->nodes[j]->num_inputs, g->inits[i].name);
-        if (used) {
-            g->inits[kept++] = g->inits[i];
-            continue;
-        }
-        free(g->inits[i].name);
-        free(g->inits[i].data);
+        if (used) g->inits[kept++] = g->inits[i];
+        else tg_onnx_initializer_free(&g->inits[i]);
     }
     g->num_inits = kept;
-    tg_onnx_graph_free(&dropped);
     free(keep);
 }
 

@@ -65,26 +65,29 @@ static void free_names(char **names, int count) {
     free(names);
 }
 
+void tg_onnx_node_free(tg_onnx_node *n) {
+    free_names(n->inputs, n->num_inputs);
+    free_names(n->outputs, n->num_outputs);
+    for (int a = 0; a < n->num_attrs; a++) {
+        free(n->attrs[a].name);
+        free(n->attrs[a].ints);
+        free(n->attrs[a].s);
+    }
+    free(n->attrs);
+    free(n->op_type);
+    free(n->name);
+    free(n);
+}
+
+void tg_onnx_initializer_free(tg_onnx_initializer *init) {
+    free(init->name);
+    free(init->data);
+}
+
 void tg_onnx_graph_free(tg_onnx_graph *g) {
-    for (int i = 0; i < g->num_nodes; i++) {
-        tg_onnx_node *n = g->nodes[i];
-        free_names(n->inputs, n->num_inputs);
-        free_names(n->outputs, n->num_outputs);
-        for (int a = 0; a < n->num_attrs; a++) {
-            free(n->attrs[a].name);
-            free(n->attrs[a].ints);
-            free(n->attrs[a].s);
-        }
-        free(n->attrs);
-        free(n->op_type);
-        free(n->name);
-        free(n);
-    }
+    for (int i = 0; i < g->num_nodes; i++) tg_onnx_node_free(g->nodes[i]);
     free(g->nodes);
-    for (int i = 0; i < g->num_inits; i++) {
-        free(g->inits[i].name);
-        free(g->inits[i].data);
-    }
+    for (int i = 0; i < g->num_inits; i++) tg_onnx_initializer_free(&g->inits[i]);
     free(g->inits);
     free_names(g->strings, g->num_strings);
     *g = (tg_onnx_graph){0};

@@ -70,6 +70,9 @@ const char *tg_onnx_graph_intern(tg_onnx_graph *g, char *owned);
 /* Renames every use of value `from` to `to` (the graph output's name). */
 void tg_onnx_graph_rename(tg_onnx_graph *g, const char *from, const char *to);
 void tg_onnx_graph_free(tg_onnx_graph *g);
+/* One node or initializer's own memory (prune drops them one by one). */
+void tg_onnx_node_free(tg_onnx_node *n);
+void tg_onnx_initializer_free(tg_onnx_initializer *init);
 /* strdup that aborts on exhaustion, as the graph's other small allocations. */
 char *tg_onnx_strdup(const char *s);
 

@@ -2,37 +2,13 @@
 // python3-onnx (onnx.checker, full check) and run by an independent runtime, OpenCV's
 // DNN module (python3-opencv), against tapegrad's own eval-mode forward at batch sizes
 // 1 and 7 (the file was exported at batch 2). Both come with ./bazelw's packages.
-#include <cstdio>
-#include <fstream>
-
-#include "tests/test_util.h"
+#include "tests/onnx/onnx_test_util.h"
 
 namespace {
 
-const char *kChecker = "tests/onnx/fixtures/check_onnx.py";
-
-// Runs the checker; returns its exit status and appends its output to *out.
-int run_checker(const std::string &args, std::string *out) {
-    std::string cmd = std::string("/usr/bin/python3 ") + kChecker + " " + args + " 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    if (!p) return -1;
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) *out += buf;
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-void write_raw(tg_tensor *t, const std::string &path) {
-    tg_tensor *c = tg_contiguous(t);
-    std::ofstream f(path, std::ios::binary);
-    f.write(static_cast<const char *>(tg_data_ptr(c)), (std::streamsize)(tg_numel(c) * tg_dtype_size(tg_dtype_of(c))));
-}
-
-std::string shape_arg(tg_tensor *t) {
-    std::string s;
-    for (int d = 0; d < tg_ndim(t); d++) s += (d ? "," : "") + std::to_string(tg_size(t, d));
-    return s;
-}
+using tg_onnx_test::raw_arg;
+using tg_onnx_test::run_checker;
+using tg_onnx_test::run_python;
 
 class OnnxExportTest : public TgTempDirTest {
   protected:
@@ -40,21 +16,13 @@ class OnnxExportTest : public TgTempDirTest {
     // the model's at batch sizes 1 and 7. `sample` is one input's shape without the batch.
     void export_and_compare(tg_module *model, std::vector<int64_t> sample) {
         std::string path = dir_ + "/model.onnx", args = path + " --opencv";
-        auto batch_of = [&](int64_t n) {
-            tg_shape s = {0};
-            s.dims[s.ndim++] = n;
-            for (int64_t d : sample) s.dims[s.ndim++] = d;
-            return tg_randn(s, tg_opts{});
-        };
+        auto batch_of = tg_onnx_test::randn_batch(sample);
         ASSERT_EQ(tg_onnx_export(model, batch_of(2), path.c_str(), nullptr), TG_OK) << tg_last_error();
         tg_eval(model);
         for (int64_t n : {1, 7}) {
             tg_tensor *x = batch_of(n), *y = tg_forward(model, x);
             ASSERT_NE(y, nullptr) << tg_last_error();
-            std::string in = dir_ + "/x" + std::to_string(n), out = dir_ + "/y" + std::to_string(n);
-            write_raw(x, in);
-            write_raw(y, out);
-            args += " " + in + ":" + shape_arg(x) + " " + out + ":" + shape_arg(y);
+            args += " " + raw_arg(x, dir_ + "/x" + std::to_string(n)) + " " + raw_arg(y, dir_ + "/y" + std::to_string(n));
         }
         std::string log;
         EXPECT_EQ(run_checker(args, &log), 0) << log;
@@ -120,11 +88,7 @@ TEST_F(OnnxExportTest, InitializersCarryStateDictNamesAndBatchIsFree) {
                          "print([n.op_type for n in g.node]); "
                          "print(g.input[0].name, g.input[0].type.tensor_type.shape.dim[0].dim_param, "
                          "g.output[0].name, g.output[0].type.tensor_type.shape.dim[0].dim_param)";
-    FILE *p = popen(("/usr/bin/python3 -c \"" + script + "\" 2>&1").c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    char buf[4096];
-    while (fgets(buf, sizeof buf, p)) log += buf;
-    EXPECT_EQ(pclose(p), 0) << log;
+    EXPECT_EQ(run_python("-c \"" + script + "\"", &log), 0) << log;
     EXPECT_NE(log.find("['1.bias', '1.weight', '3.bias', '3.weight', '5.bias', '5.weight', '7.bias', '7.weight', "
                        "'9.bias', '9.weight']"),
               std::string::npos)
