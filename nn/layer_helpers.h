@@ -7,14 +7,10 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "core/option_defaults.h" /* tg_option: a field whose zero means the default */
 #include "core/tensor.h"
 #include "nn/module.h"
 
-/* Resolves an option whose zero means "default": TG_ZERO (-0.0) means a real 0. */
-static inline double nn_or_default(double v, double dflt) {
-    if (v == 0) return signbit(v) ? 0.0 : dflt;
-    return v;
-}
 
 /* Constructors make their tensors inside a TG_SCOPE of their own, so that the
  * module's reference (taken by tg_register_*) is the only one left; on failure the

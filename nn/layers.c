@@ -316,7 +316,7 @@ tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts) 
         return NULL;
     }
     tg_module *m = tg_module_new(&layer_norm_type, sizeof(layer_norm_state));
-    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, nn_or_default(opts.eps, 1e-5)};
+    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, tg_option(opts.eps, 1e-5, opts.defaults_filled)};
     tg_status status = TG_OK;
     if (!opts.no_affine) TG_SCOPE {
             status = tg_register_parameter(m, "weight", tg_ones(normalized_shape, (tg_opts){0}));
@@ -422,7 +422,7 @@ tg_module *tg_nn_tanh(void) { return tg_module_new(&tanh_type, 0); }
 tg_module *tg_nn_gelu(void) { return tg_module_new(&gelu_type, 0); }
 tg_module *tg_nn_leaky_relu(double negative_slope) {
     tg_module *m = tg_module_new(&leaky_relu_type, sizeof(double));
-    *(double *)tg_module_state(m) = nn_or_default(negative_slope, 0.01);
+    *(double *)tg_module_state(m) = tg_option(negative_slope, 0.01, false);
     return m;
 }
 

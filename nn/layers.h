@@ -9,8 +9,8 @@
  * then bias) and the same numbers: after tg_manual_seed(s) a module starts from the
  * values that torch.manual_seed(s) gives the same PyTorch module (tests/ops/random_test.cc).
  * Options structs: zero fields mean PyTorch's defaults; where 0 is a meaningful
- * value that differs from the default, pass TG_ZERO (-0.0) to mean "really zero"
- * (core/options.h lists every such field). */
+ * value that differs from the default, start from the struct's TG_*_OPTS(...) macro
+ * (PyTorch's defaults written out), in which a zero is a zero (core/options.h). */
 #ifndef TG_NN_LAYERS_H
 #define TG_NN_LAYERS_H
 
@@ -59,11 +59,15 @@ tg_status tg_nn_max_pool2d_get_opts(tg_module *pool, tg_pool_opts *opts);
 
 typedef struct {
     double eps;                 /* 0: 1e-5 */
-    double momentum;            /* 0: 0.1; TG_ZERO: 0 (running stats frozen) */
+    double momentum;            /* 0: 0.1; a real 0 (running stats frozen): TG_BATCH_NORM_OPTS(.momentum = 0) */
     bool cumulative;            /* PyTorch's momentum=None: cumulative moving average */
     bool no_affine;             /* affine=False */
     bool no_track_running_stats;/* track_running_stats=False */
+    bool defaults_filled;        /* set by TG_BATCH_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_batch_norm_opts;
+/* nn.BatchNorm's defaults written out, so that a zero is a zero: TG_BATCH_NORM_OPTS(.momentum = 0). */
+#define TG_BATCH_NORM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_batch_norm_opts, TG_BATCH_NORM_DEFAULTS, __VA_ARGS__)
+#define TG_BATCH_NORM_DEFAULTS .eps = 1e-5, .momentum = 0.1
 
 /* torch.nn.BatchNorm1d ([N, C] or [N, C, L]) / BatchNorm2d ([N, C, H, W]): parameters
  * "weight" (ones) and "bias" (zeros) unless no_affine; buffers "running_mean" (zeros),
@@ -76,7 +80,9 @@ tg_module *tg_nn_batch_norm2d(int64_t num_features, tg_batch_norm_opts opts);
 typedef struct {
     double eps;     /* 0: 1e-5 */
     bool no_affine; /* elementwise_affine=False */
+    bool defaults_filled;        /* set by TG_LAYER_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_layer_norm_opts;
+#define TG_LAYER_NORM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_layer_norm_opts, .eps = 1e-5, __VA_ARGS__)
 
 /* torch.nn.LayerNorm(normalized_shape): over the last normalized_shape.ndim dims;
  * "weight" ones, "bias" zeros of normalized_shape. */

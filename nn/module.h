@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/options.h" /* TG_ZERO */
+#include "core/options.h" /* TG_OPTS_WITH_DEFAULTS */
 #include "core/tensor.h"
 
 #ifdef __cplusplus

@@ -64,7 +64,7 @@ tg_module *tg_nn_group_norm(int64_t num_groups, int64_t num_channels, tg_group_n
     }
     tg_module *m = tg_module_new(&group_norm_type, sizeof(group_norm_state));
     *(group_norm_state *)tg_module_state(m) =
-        (group_norm_state){num_groups, num_channels, nn_or_default(opts.eps, 1e-5), !opts.no_affine};
+        (group_norm_state){num_groups, num_channels, tg_option(opts.eps, 1e-5, opts.defaults_filled), !opts.no_affine};
     return nn_finish(m, nn_register_norm_state(m, num_channels, !opts.no_affine, false));
 }
 
@@ -131,7 +131,8 @@ tg_module *tg_nn_instance_norm2d(int64_t num_features, tg_instance_norm_opts opt
     }
     tg_module *m = tg_module_new(&instance_norm_type, sizeof(instance_norm_state));
     instance_norm_state *s = tg_module_state(m);
-    *s = (instance_norm_state){num_features, nn_or_default(opts.eps, 1e-5), nn_or_default(opts.momentum, 0.1),
+    *s = (instance_norm_state){num_features, tg_option(opts.eps, 1e-5, opts.defaults_filled),
+                               tg_option(opts.momentum, 0.1, opts.defaults_filled),
                                opts.affine, opts.track_running_stats};
     return nn_finish(m, nn_register_norm_state(m, num_features, s->affine, s->track));
 }

@@ -17,7 +17,9 @@ extern "C" {
 typedef struct {
     double eps;     /* 0: 1e-5 */
     bool no_affine; /* affine=False */
+    bool defaults_filled;        /* set by TG_GROUP_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_group_norm_opts;
+#define TG_GROUP_NORM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_group_norm_opts, .eps = 1e-5, __VA_ARGS__)
 
 /* torch.nn.GroupNorm(num_groups, num_channels): normalises each sample's channels in
  * num_groups groups (biased variance, over the group's channels and all positions),
@@ -27,10 +29,13 @@ tg_module *tg_nn_group_norm(int64_t num_groups, int64_t num_channels, tg_group_n
 
 typedef struct {
     double eps;                /* 0: 1e-5 */
-    double momentum;           /* 0: 0.1; TG_ZERO: 0 */
+    double momentum;           /* 0: 0.1; a real 0: TG_INSTANCE_NORM_OPTS(.momentum = 0) */
     bool affine;               /* PyTorch's default is affine=False */
     bool track_running_stats;  /* PyTorch's default is False */
+    bool defaults_filled;        /* set by TG_INSTANCE_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_instance_norm_opts;
+#define TG_INSTANCE_NORM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_instance_norm_opts, TG_INSTANCE_NORM_DEFAULTS, __VA_ARGS__)
+#define TG_INSTANCE_NORM_DEFAULTS .eps = 1e-5, .momentum = 0.1
 
 /* torch.nn.InstanceNorm2d(num_features): normalises each [n, c] plane over H, W
  * (biased variance). affine: "weight" ones, "bias" zeros [C]. track_running_stats:

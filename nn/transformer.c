@@ -118,7 +118,7 @@ static tg_module *make_layer(const tg_module_type *type, int64_t d_model, int64_
                              tg_transformer_layer_opts opts) {
     const char *ctor = type == &encoder_layer_type ? "tg_nn_transformer_encoder_layer"
                                                    : "tg_nn_transformer_decoder_layer";
-    double p = nn_or_default(opts.dropout, 0.1);
+    double p = tg_option(opts.dropout, 0.1, opts.defaults_filled);
     int64_t ff = opts.dim_feedforward ? opts.dim_feedforward : 2048;
     if (d_model <= 0 || nhead <= 0 || d_model % nhead || ff < 0 || !(p >= 0 && p < 1) ||
         (unsigned)opts.activation > TG_TRANSFORMER_GELU_TANH) {
@@ -131,7 +131,7 @@ static tg_module *make_layer(const tg_module_type *type, int64_t d_model, int64_
     tg_module *m = tg_module_new(type, sizeof(layer_state));
     *(layer_state *)tg_module_state(m) = (layer_state){d_model, nhead, opts};
     tg_mha_opts attn = {.dropout = p, .batch_first = opts.batch_first};
-    tg_layer_norm_opts ln = {.eps = opts.layer_norm_eps};
+    tg_layer_norm_opts ln = {.eps = opts.layer_norm_eps, .defaults_filled = opts.defaults_filled};
     /* PyTorch's __init__ order, which is the order of the random draws */
     tg_status status = tg_register_module(m, "self_attn", tg_nn_multihead_attention(d_model, nhead, attn));
     if (!status && decoder)

@@ -22,6 +22,7 @@
 #include "autograd/function.h"
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
+#include "core/option_defaults.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
 #include "onnx/graph.h"
@@ -39,10 +40,11 @@ static const char *const OP = "tg_scaled_dot_product_attention";
 
 /* ======================= checks ======================= */
 
-/* The scale: opts.scale, 1/sqrt(E) when 0 (TG_ZERO, -0.0, is a real zero). */
-static double scale_of(tg_sdpa_opts o, int64_t e) {
-    return o.scale == 0 && !signbit(o.scale) ? 1.0 / sqrt((double)e) : o.scale;
-}
+/* Whether the scale is PyTorch's scale=None, 1/sqrt(E): NAN from TG_SDPA_OPTS, else a +0
+ * (core/options.h). */
+static bool default_scale(tg_sdpa_opts o) { return isnan(tg_option(o.scale, NAN, o.defaults_filled)); }
+
+static double scale_of(tg_sdpa_opts o, int64_t e) { return default_scale(o) ? 1.0 / sqrt((double)e) : o.scale; }
 
 /* The leading dims of t (all but the last `keep`), as a shape. */
 static tg_shape lead_shape(const tg_tensor *t, int keep) {
@@ -88,7 +90,7 @@ static tg_status check_inputs(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_
     if (!(o.dropout_p >= 0 && o.dropout_p < 1))
         return tg_error("%s: dropout_p must be in [0, 1), got %g", OP, o.dropout_p);
     if (o.is_causal && attn_mask) return tg_error("%s: is_causal and attn_mask are exclusive (pass one)", OP);
-    if (!isfinite(o.scale)) return tg_error("%s: scale must be finite, got %g", OP, o.scale);
+    if (!default_scale(o) && !isfinite(o.scale)) return tg_error("%s: scale must be finite, got %g", OP, o.scale);
     tg_shape kl = lead_shape(k, 2), vl = lead_shape(v, 2);
     if (grouped(q, k, o)) {
         int64_t hq = q->shape.dims[qn - 3], hk = k->shape.dims[kn - 3];
@@ -156,8 +158,8 @@ static tg_tensor *composed(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opt
     else if (attn_mask && attn_mask->dtype == TG_BOOL) mask = tg_cast(tg_where_scalars(attn_mask, 0.0, -INFINITY), q->dtype);
     else if (attn_mask) mask = attn_mask->dtype == q->dtype ? attn_mask : tg_cast(attn_mask, q->dtype);
     if (grouped(q, k, o)) k = repeat_heads(k, q->shape.dims[qn - 3]), v = repeat_heads(v, q->shape.dims[qn - 3]);
-    bool default_scale = o.scale == 0 && !signbit(o.scale); /* q / sqrt(E), PyTorch 1.13's MHA's bits */
-    tg_tensor *scaled = default_scale ? tg_div_scalar(q, sqrt((double)e)) : tg_mul_scalar(q, o.scale);
+    /* the default divides q by sqrt(E), PyTorch 1.13's MHA's bits */
+    tg_tensor *scaled = default_scale(o) ? tg_div_scalar(q, sqrt((double)e)) : tg_mul_scalar(q, o.scale);
     tg_tensor *scores = tg_matmul(scaled, tg_transpose(k, -2, -1));
     if (mask) scores = tg_add(scores, mask);
     tg_tensor *w = tg_softmax(scores, -1);
@@ -290,7 +292,7 @@ static tg_tensor *sdpa_forward(tg_ctx *ctx, tg_tensor *const *in) {
 static void composed_backward(const sdpa_args *a, tg_ctx *ctx, tg_tensor *const *in, tg_tensor *g,
                               tg_tensor **grad_in) {
     tg_sdpa_opts o = {.attn_mask = a->has_mask ? in[3] : NULL, .is_causal = a->is_causal, .scale = a->scale,
-                      .enable_gqa = a->gqa};
+                      .enable_gqa = a->gqa, .defaults_filled = true}; /* a->scale is resolved */
     tg_tensor *y = composed(in[0], in[1], in[2], o, NULL);
     tg_tensor *wrt[3];
     int which[3], n = 0;

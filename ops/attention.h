@@ -5,8 +5,10 @@
 #ifndef TG_OPS_ATTENTION_H
 #define TG_OPS_ATTENTION_H
 
+#include <math.h>
 #include <stdbool.h>
 
+#include "core/options.h"
 #include "core/tensor.h"
 
 #ifdef __cplusplus
@@ -19,10 +21,13 @@ typedef struct {
     tg_tensor *attn_mask; /* NULL, bool (true = attend) or floating (added), broadcast to [..., L, S] */
     double dropout_p;     /* in [0, 1); applied whenever positive (pass 0 in eval) */
     bool is_causal;       /* query i sees keys 0..i (top-left triangle); excludes attn_mask */
-    double scale;         /* 0: 1/sqrt(E); TG_ZERO (-0.0) is a real zero (core/options.h) */
+    double scale;         /* 0: 1/sqrt(E) (a real 0: TG_SDPA_OPTS(.scale = 0)) */
     bool enable_gqa;      /* key/value with fewer heads (dim -3) than the query, a divisor of
                            * its count: query head h uses key head h / (Hq / Hk) */
+    bool defaults_filled; /* set by TG_SDPA_OPTS(...): every field as written (core/options.h) */
 } tg_sdpa_opts;
+/* scale NAN: 1/sqrt(E) (PyTorch's scale=None); any value given is as written. */
+#define TG_SDPA_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_sdpa_opts, .scale = NAN, __VA_ARGS__)
 
 /* F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale,
  * enable_gqa). Fused (FlashAttention-2) on the CPU, and on CUDA for head dims up to

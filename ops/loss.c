@@ -20,6 +20,7 @@
 
 #include "autograd/autocast_impl.h"
 #include "autograd/function.h"
+#include "core/option_defaults.h"
 #include "core/parallel.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
@@ -606,10 +607,6 @@ tg_tensor *tg_kl_div(tg_tensor *input, tg_tensor *target) {
     return tg_kl_div_opts(input, target, (tg_kl_opts){0});
 }
 
-/* A double option whose PyTorch default is not zero: 0 means the default, TG_ZERO
- * (-0.0) a real zero (core/options.h). */
-static double or_default(double v, double def) { return v == 0 && !signbit(v) ? def : v; }
-
 /* The two pieces of smooth_l1 / huber, chosen with where: inside |d| < k,
  * inside_scale * d^2, else outside_scale * (|d| - k / 2). PyTorch's backward gives
  * the outside slope at |d| == k, as this does. */
@@ -623,7 +620,7 @@ static tg_tensor *piecewise_quadratic(tg_tensor *d, double k, double inside_scal
 tg_tensor *tg_smooth_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_smooth_l1_opts opts) {
     const char *op = "tg_smooth_l1_loss";
     if (check_pair(op, input, target, opts.reduction, false)) return NULL;
-    double beta = or_default(opts.beta, 1.0);
+    double beta = tg_option(opts.beta, 1.0, opts.defaults_filled);
     if (!(beta >= 0)) return tg_error("%s: beta must not be negative, got %g", op, beta), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE {
@@ -642,8 +639,8 @@ tg_tensor *tg_smooth_l1_loss(tg_tensor *input, tg_tensor *target) {
 tg_tensor *tg_huber_loss_opts(tg_tensor *input, tg_tensor *target, tg_huber_opts opts) {
     const char *op = "tg_huber_loss";
     if (check_pair(op, input, target, opts.reduction, false)) return NULL;
-    double delta = or_default(opts.delta, 1.0);
-    if (!(delta > 0)) return tg_error("%s: delta must be positive, got %g", op, delta), NULL;
+    double delta = tg_option(opts.delta, 1.0, opts.defaults_filled);
+    if (!(delta > 0)) return tg_error("%s: delta must be positive, got %g", op, opts.delta), NULL; /* as given */
     tg_tensor *out = NULL;
     TG_SCOPE {
         tg_tensor *loss = piecewise_quadratic(tg_sub(input, target), delta, 0.5, delta);
@@ -674,7 +671,9 @@ tg_tensor *tg_triplet_margin_loss_opts(tg_tensor *anchor, tg_tensor *positive, t
         return tg_error("%s: anchor %s, positive %s and negative %s cannot be broadcast together", op,
                         tg_shape_str(anchor->shape, sa, sizeof sa), tg_shape_str(positive->shape, sp, sizeof sp),
                         tg_shape_str(negative->shape, sn, sizeof sn)), NULL;
-    double margin = or_default(opts.margin, 1.0), p = or_default(opts.p, 2.0), eps = or_default(opts.eps, 1e-6);
+    bool filled = opts.defaults_filled;
+    double margin = tg_option(opts.margin, 1.0, filled), p = tg_option(opts.p, 2.0, filled),
+           eps = tg_option(opts.eps, 1e-6, filled);
     tg_tensor *out = NULL;
     TG_SCOPE {
         tg_tensor *d_pos = tg_pairwise_distance(anchor, positive, p, eps, false);

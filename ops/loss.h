@@ -9,14 +9,16 @@
  * refuse the fields they have no use for); bce_with_logits and binary_cross_entropy
  * have tg_bce_opts, kl_div tg_kl_opts, smooth_l1 / huber tg_smooth_l1_opts /
  * tg_huber_opts, triplet_margin_loss tg_triplet_opts. Fields whose PyTorch default is
- * not zero (beta, delta, margin, p, eps) read 0 as that default and TG_ZERO
- * (core/options.h) as a real zero. */
+ * not zero (beta, delta, margin, p, eps) read 0 as that default; their macros
+ * (TG_SMOOTH_L1_OPTS, TG_HUBER_OPTS, TG_TRIPLET_OPTS) write the defaults out, so that a
+ * zero is a zero (core/options.h). */
 #ifndef TG_OPS_LOSS_H
 #define TG_OPS_LOSS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/options.h"
 #include "core/tensor.h"
 
 #ifdef __cplusplus
@@ -97,12 +99,14 @@ typedef struct {
 tg_tensor *tg_kl_div(tg_tensor *input, tg_tensor *target);
 tg_tensor *tg_kl_div_opts(tg_tensor *input, tg_tensor *target, tg_kl_opts opts);
 
-/* Options of tg_smooth_l1_loss_opts; zero fields: mean, beta 1 (TG_ZERO: beta 0, an
- * L1 loss, as PyTorch). */
+/* Options of tg_smooth_l1_loss_opts; zero fields: mean, beta 1 (beta 0, an L1 loss
+ * as PyTorch's: TG_SMOOTH_L1_OPTS(.beta = 0)). */
 typedef struct {
     tg_reduction reduction;
     double beta;
+    bool defaults_filled; /* set by TG_SMOOTH_L1_OPTS(...): every field as written (core/options.h) */
 } tg_smooth_l1_opts;
+#define TG_SMOOTH_L1_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_smooth_l1_opts, .beta = 1.0, __VA_ARGS__)
 /* torch.nn.functional.smooth_l1_loss: with d = input - target,
  * 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta. A negative beta is an error. */
 tg_tensor *tg_smooth_l1_loss(tg_tensor *input, tg_tensor *target);
@@ -112,21 +116,25 @@ tg_tensor *tg_smooth_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_smooth
 typedef struct {
     tg_reduction reduction;
     double delta;
+    bool defaults_filled; /* set by TG_HUBER_OPTS(...): every field as written (core/options.h) */
 } tg_huber_opts;
+#define TG_HUBER_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_huber_opts, .delta = 1.0, __VA_ARGS__)
 /* torch.nn.functional.huber_loss: 0.5 d^2 where |d| < delta, else
  * delta (|d| - 0.5 delta). delta must be positive. */
 tg_tensor *tg_huber_loss(tg_tensor *input, tg_tensor *target);
 tg_tensor *tg_huber_loss_opts(tg_tensor *input, tg_tensor *target, tg_huber_opts opts);
 
 /* Options of tg_triplet_margin_loss_opts; zero fields: mean, margin 1, p 2, eps 1e-6,
- * no swap (TG_ZERO: a real zero margin or eps). */
+ * no swap (a real zero margin or eps: TG_TRIPLET_OPTS(.margin = 0)). */
 typedef struct {
     tg_reduction reduction;
     double margin;
     double p;   /* the distance's norm: positive, or INFINITY */
     double eps; /* added to the differences, as tg_pairwise_distance */
     bool swap;  /* the negative distance is min(d(a, n), d(p, n)) */
+    bool defaults_filled; /* set by TG_TRIPLET_OPTS(...): every field as written (core/options.h) */
 } tg_triplet_opts;
+#define TG_TRIPLET_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_triplet_opts, .margin = 1.0, .p = 2.0, .eps = 1e-6, __VA_ARGS__)
 /* torch.nn.functional.triplet_margin_loss(anchor, positive, negative):
  * max(d(a, p) - d(a, n) + margin, 0) with d = tg_pairwise_distance over the last dim.
  * The three must have the same number of dims and broadcast together. */

@@ -20,7 +20,7 @@ tg_optim *tg_adamw_decay_groups(tg_module *model, tg_adamw_opts opts) {
         else no_decay[num_no_decay++] = params[i];
     }
     tg_optim *opt = tg_adamw_params(decay, num_decay, opts);
-    if (opt && tg_optim_add_param_group(opt, no_decay, num_no_decay, (tg_param_group_opts){.weight_decay = TG_ZERO})) {
+    if (opt && tg_optim_add_param_group(opt, no_decay, num_no_decay, TG_PARAM_GROUP_OPTS(.weight_decay = 0))) {
         tg_optim_free(opt);
         opt = NULL;
     }

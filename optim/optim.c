@@ -12,6 +12,7 @@
 #include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/profile.h"
+#include "core/option_defaults.h"
 #include "core/scope.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
@@ -64,11 +65,6 @@ struct tg_optim {
     tg_grad_scaler *scaler; /* borrowed: the GradScaler made on this optimizer, if any */
 };
 
-/* Option fields whose zero means "default"; TG_ZERO (-0.0) means a real zero. */
-static double or_default(double v, double dflt) {
-    if (v == 0) return signbit(v) ? 0.0 : dflt;
-    return v;
-}
 
 static int key_index(const param_group *g, const char *key) {
     for (int j = 0; j < g->num_keys; j++)
@@ -186,7 +182,8 @@ static tg_tensor *const *model_params(tg_module *model, const char *name, int *c
 }
 
 tg_optim *tg_sgd_params(tg_tensor *const *params, int count, tg_sgd_opts o) {
-    if (!(o.lr > 0 || (o.lr == 0 && signbit(o.lr)))) {
+    bool lr_given = o.defaults_filled ? o.lr >= 0 : (o.lr > 0 || (o.lr == 0 && signbit(o.lr)));
+    if (!lr_given) {
         tg_error("SGD: lr must be given and positive (PyTorch has no default), got %g", o.lr);
         return NULL;
     }
@@ -215,8 +212,10 @@ tg_optim *tg_sgd(tg_module *model, tg_sgd_opts opts) {
 }
 
 static tg_optim *make_adam(optim_kind kind, const char *name, tg_tensor *const *params, int count, tg_adam_opts o) {
-    double lr = or_default(o.lr, 1e-3), b1 = or_default(o.betas[0], 0.9), b2 = or_default(o.betas[1], 0.999);
-    double eps = or_default(o.eps, 1e-8), wd = or_default(o.weight_decay, kind == KIND_ADAMW ? 1e-2 : 0.0);
+    bool filled = o.defaults_filled;
+    double lr = tg_option(o.lr, 1e-3, filled), b1 = tg_option(o.betas[0], 0.9, filled),
+           b2 = tg_option(o.betas[1], 0.999, filled), eps = tg_option(o.eps, 1e-8, filled),
+           wd = tg_option(o.weight_decay, kind == KIND_ADAMW ? 1e-2 : 0.0, filled);
     if (lr < 0 || eps < 0 || wd < 0 || !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) {
         tg_error("%s: invalid options lr=%g, betas=(%g, %g), eps=%g, weight_decay=%g (betas must be in [0, 1), "
                  "the rest non-negative)", name, lr, b1, b2, eps, wd);
@@ -248,7 +247,9 @@ tg_optim *tg_adamw(tg_module *model, tg_adamw_opts opts) {
 }
 
 tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts o) {
-    double lr = or_default(o.lr, 1e-2), alpha = or_default(o.alpha, 0.99), eps = or_default(o.eps, 1e-8);
+    bool filled = o.defaults_filled;
+    double lr = tg_option(o.lr, 1e-2, filled), alpha = tg_option(o.alpha, 0.99, filled),
+           eps = tg_option(o.eps, 1e-8, filled);
     if (lr < 0 || alpha < 0 || eps < 0 || o.weight_decay < 0 || o.momentum < 0) {
         tg_error("RMSprop: invalid options lr=%g, alpha=%g, eps=%g, weight_decay=%g, momentum=%g (all must be "
                  "non-negative)", lr, alpha, eps, o.weight_decay, o.momentum);
@@ -520,32 +521,34 @@ void tg_optim_zero_grad(tg_optim *opt) {
 
 /* ---- parameter groups ---- */
 
-/* Group options: unset (+0) inherits the default (or_default), TG_ZERO (-0.0) is a real zero. */
-static bool is_set(double v) { return v != 0 || signbit(v); }
+/* Group options: unset (NAN from TG_PARAM_GROUP_OPTS, else +0) inherits the default; a
+ * zero from the macro or TG_ZERO (-0.0) is a real zero (core/option_defaults.h). */
 
 tg_status tg_optim_add_param_group(tg_optim *opt, tg_tensor *const *params, int count, tg_param_group_opts o) {
     if (!opt) return tg_error("tg_optim_add_param_group: optimizer is NULL");
     char op[64];
     snprintf(op, sizeof op, "%s.add_param_group", opt->name);
+    bool f = o.defaults_filled;
     bool sgd = opt->kind == KIND_SGD, adam = opt->kind == KIND_ADAM || opt->kind == KIND_ADAMW,
          rms = opt->kind == KIND_RMSPROP;
-    const char *foreign = !sgd && !rms && is_set(o.momentum)           ? "momentum"
-                          : !sgd && is_set(o.dampening)                ? "dampening"
-                          : !adam && (is_set(o.betas[0]) || is_set(o.betas[1])) ? "betas"
-                          : sgd && is_set(o.eps)                       ? "eps"
-                          : !rms && is_set(o.alpha)                    ? "alpha"
-                                                                       : NULL;
+    bool betas = tg_option_given(o.betas[0], f) || tg_option_given(o.betas[1], f);
+    const char *foreign = !sgd && !rms && tg_option_given(o.momentum, f) ? "momentum"
+                          : !sgd && tg_option_given(o.dampening, f)      ? "dampening"
+                          : !adam && betas                               ? "betas"
+                          : sgd && tg_option_given(o.eps, f)             ? "eps"
+                          : !rms && tg_option_given(o.alpha, f)          ? "alpha"
+                                                                         : NULL;
     if (foreign) return tg_error("%s: %s has no option %s", op, opt->name, foreign);
     const hyper *d = &opt->defaults;
     hyper h = {
-        .lr = or_default(o.lr, d->lr),
-        .weight_decay = or_default(o.weight_decay, d->weight_decay),
-        .momentum = or_default(o.momentum, d->momentum),
-        .dampening = or_default(o.dampening, d->dampening),
-        .beta1 = or_default(o.betas[0], d->beta1),
-        .beta2 = or_default(o.betas[1], d->beta2),
-        .eps = or_default(o.eps, d->eps),
-        .alpha = or_default(o.alpha, d->alpha),
+        .lr = tg_option(o.lr, d->lr, f),
+        .weight_decay = tg_option(o.weight_decay, d->weight_decay, f),
+        .momentum = tg_option(o.momentum, d->momentum, f),
+        .dampening = tg_option(o.dampening, d->dampening, f),
+        .beta1 = tg_option(o.betas[0], d->beta1, f),
+        .beta2 = tg_option(o.betas[1], d->beta2, f),
+        .eps = tg_option(o.eps, d->eps, f),
+        .alpha = tg_option(o.alpha, d->alpha, f),
     };
     if (!(h.lr >= 0) || !(h.weight_decay >= 0) || !(h.momentum >= 0) || !(h.eps >= 0) || !(h.alpha >= 0))
         return tg_error("%s: invalid options lr=%g, weight_decay=%g, momentum=%g, eps=%g, alpha=%g (must be "

@@ -21,12 +21,13 @@
  * Updates run without recording (no grad) and in place: on the CPU one fused loop
  * per parameter (split over the thread pool for large ones), on CUDA one fused kernel per parameter
  * (optim/cuda/optim.h). Parameters without a gradient are skipped, as in PyTorch.
- * Options: zero fields mean PyTorch's defaults; pass TG_ZERO (-0.0, core/options.h,
- * which lists every such field) for a real zero where the default is not zero
- * (e.g. AdamW's weight_decay). */
+ * Options: zero fields mean PyTorch's defaults; for a real zero where the default is
+ * not zero (e.g. AdamW's weight_decay) start from the struct's macro,
+ * TG_ADAMW_OPTS(.weight_decay = 0), which writes the defaults out (core/options.h). */
 #ifndef TG_OPTIM_OPTIM_H
 #define TG_OPTIM_OPTIM_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,7 +45,10 @@ typedef struct tg_optim tg_optim;
 typedef struct {
     double lr, momentum, dampening, weight_decay;
     bool nesterov, maximize;
+    bool defaults_filled;        /* set by TG_SGD_OPTS(...): every field as written (core/options.h) */
 } tg_sgd_opts;
+/* No defaults to write (lr is required), but lr 0 is then allowed: TG_SGD_OPTS(.lr = 0). */
+#define TG_SGD_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_sgd_opts, .lr = NAN, __VA_ARGS__)
 
 /* torch.optim.Adam / AdamW: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0
  * for Adam and 1e-2 for AdamW. */
@@ -53,14 +57,22 @@ typedef struct {
     double betas[2];
     double eps, weight_decay;
     bool amsgrad, maximize;
+    bool defaults_filled;        /* set by TG_ADAM_OPTS / TG_ADAMW_OPTS(...): every field as written (core/options.h) */
 } tg_adam_opts;
 typedef tg_adam_opts tg_adamw_opts;
+#define TG_ADAM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_adam_opts, TG_ADAM_DEFAULTS, __VA_ARGS__)
+#define TG_ADAMW_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_adamw_opts, TG_ADAMW_DEFAULTS, __VA_ARGS__)
+#define TG_ADAM_DEFAULTS .lr = 1e-3, .betas = {0.9, 0.999}, .eps = 1e-8
+#define TG_ADAMW_DEFAULTS TG_ADAM_DEFAULTS, .weight_decay = 1e-2
 
 /* torch.optim.RMSprop: lr 1e-2, alpha 0.99, eps 1e-8, weight_decay 0, momentum 0. */
 typedef struct {
     double lr, alpha, eps, weight_decay, momentum;
     bool centered, maximize;
+    bool defaults_filled;        /* set by TG_RMSPROP_OPTS(...): every field as written (core/options.h) */
 } tg_rmsprop_opts;
+#define TG_RMSPROP_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_rmsprop_opts, TG_RMSPROP_DEFAULTS, __VA_ARGS__)
+#define TG_RMSPROP_DEFAULTS .lr = 1e-2, .alpha = 0.99, .eps = 1e-8
 
 /* Constructors: over tg_parameters(model) (in that order), or over an explicit array
  * of `count` floating leaf tensors (frozen ones, requires_grad false, are kept and
@@ -78,8 +90,9 @@ tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts
 /* ---- parameter groups (optimizer.param_groups, optimizer.add_param_group) ----
  * Options of a new group. Zero fields inherit the optimizer's defaults (the options
  * given to the constructor, not group 0's current values, as PyTorch's
- * optimizer.defaults); TG_ZERO (-0.0) means a real zero (e.g. no weight decay on
- * biases). A field that the optimizer does not have (betas for SGD) must be left 0.
+ * optimizer.defaults); in TG_PARAM_GROUP_OPTS(...) the fields not given are NAN and a 0
+ * is a real zero (no weight decay on biases: TG_PARAM_GROUP_OPTS(.weight_decay = 0)).
+ * A field that the optimizer does not have (betas for SGD) must be left unset.
  * nesterov, amsgrad, centered and maximize are the optimizer's, for every group. */
 typedef struct {
     double lr, weight_decay;
@@ -88,7 +101,13 @@ typedef struct {
     double betas[2];  /* Adam, AdamW */
     double eps;       /* Adam, AdamW, RMSprop */
     double alpha;     /* RMSprop */
+    bool defaults_filled;        /* set by TG_PARAM_GROUP_OPTS(...): every field as written (core/options.h) */
 } tg_param_group_opts;
+/* Every field NAN (inherit the optimizer's value) but those given, which are as
+ * written: TG_PARAM_GROUP_OPTS(.weight_decay = 0). */
+#define TG_PARAM_GROUP_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_param_group_opts, TG_PARAM_GROUP_DEFAULTS, __VA_ARGS__)
+#define TG_PARAM_GROUP_DEFAULTS \
+    .lr = NAN, .weight_decay = NAN, .momentum = NAN, .dampening = NAN, .betas = {NAN, NAN}, .eps = NAN, .alpha = NAN
 
 /* optimizer.add_param_group({"params": params, **opts}): appends a group of `count`
  * parameters; they take the next parameter indices (tg_optim_param, "state.<i>...").

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/option_defaults.h"
 #include "optim/optim.h"
 #include "optim/schedule_state.h"
 
@@ -258,10 +259,8 @@ static tg_lr_scheduler *start(tg_lr_scheduler *s) {
     return s;
 }
 
-static double or_default(double v, double dflt) {
-    if (v == 0) return signbit(v) ? 0.0 : dflt;
-    return v;
-}
+/* The plain gamma / factor parameters: 0 is PyTorch's default, TG_ZERO a real zero. */
+static double or_default(double v, double dflt) { return tg_option(v, dflt, false); }
 
 tg_lr_scheduler *tg_step_lr(tg_optim *opt, int step_size, double gamma) {
     if (step_size <= 0) {
@@ -408,14 +407,14 @@ static int one_cycle_total(const char *op, const tg_one_cycle_opts *o) {
     return o->epochs * o->steps_per_epoch;
 }
 
-/* max_lr (or one max_lrs per group) positive; a -0.0 (TG_ZERO) is a real zero. */
+/* max_lr (or one max_lrs per group) positive; a 0 from TG_ONE_CYCLE_OPTS or a -0.0 (TG_ZERO) is a real zero. */
 static tg_status one_cycle_check_max_lrs(const char *op, const tg_one_cycle_opts *o, int groups) {
     if (o->max_lrs && o->num_max_lrs != groups)
         return tg_error("%s: expected %d values for max_lr (one per parameter group), got %d", op, groups,
                         o->num_max_lrs);
     for (int g = 0; g < (o->max_lrs ? groups : 1); g++) {
         double m = o->max_lrs ? o->max_lrs[g] : o->max_lr;
-        if (m > 0 || (m == 0 && signbit(m))) continue;
+        if (m > 0 || (m == 0 && (signbit(m) || o->defaults_filled))) continue;
         if (o->max_lrs) return tg_error("%s: max_lrs[%d] must be positive, got %g", op, g, m);
         return tg_error("%s: max_lr must be given and positive, got %g", op, m);
     }
@@ -444,8 +443,9 @@ tg_lr_scheduler *tg_one_cycle_lr(tg_optim *opt, tg_one_cycle_opts o) {
     }
     int total = one_cycle_total(op, &o);
     if (total < 0) return NULL;
-    double pct_start = or_default(o.pct_start, 0.3), div = or_default(o.div_factor, 25.0),
-           final_div = or_default(o.final_div_factor, 1e4);
+    bool filled = o.defaults_filled;
+    double pct_start = tg_option(o.pct_start, 0.3, filled), div = tg_option(o.div_factor, 25.0, filled),
+           final_div = tg_option(o.final_div_factor, 1e4, filled);
     if (!(pct_start >= 0 && pct_start <= 1)) {
         tg_error("%s: expected pct_start between 0 and 1, got %g", op, pct_start);
         return NULL;
@@ -461,7 +461,7 @@ tg_lr_scheduler *tg_one_cycle_lr(tg_optim *opt, tg_one_cycle_opts o) {
     int groups = tg_optim_num_groups(opt);
     if (one_cycle_check_max_lrs(op, &o, groups)) return NULL;
     bool cycle = !o.no_cycle_momentum;
-    double base_m = or_default(o.base_momentum, 0.85), max_m = or_default(o.max_momentum, 0.95);
+    double base_m = tg_option(o.base_momentum, 0.85, filled), max_m = tg_option(o.max_momentum, 0.95, filled);
     const char *name = tg_optim_name(opt);
     bool use_beta1 = !strcmp(name, "Adam") || !strcmp(name, "AdamW");
     if (cycle && one_cycle_check_momentum(op, opt, use_beta1, base_m, max_m)) return NULL;

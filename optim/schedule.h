@@ -25,7 +25,7 @@
 #include <stdbool.h>
 
 #include "core/error.h"
-#include "core/options.h" /* TG_ZERO */
+#include "core/options.h" /* TG_OPTS_WITH_DEFAULTS, TG_ZERO */
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,7 +65,8 @@ tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedul
 typedef enum { TG_ANNEAL_COS = 0, TG_ANNEAL_LINEAR = 1 } tg_anneal_strategy;
 
 /* OneCycleLR's options (torch.optim.lr_scheduler.OneCycleLR); zero fields mean
- * PyTorch's defaults, TG_ZERO (-0.0) a real zero. */
+ * PyTorch's defaults; in TG_ONE_CYCLE_OPTS(...) (PyTorch's defaults written out) a zero
+ * is a zero (core/options.h). */
 typedef struct {
     double max_lr;          /* required: every group's peak lr (PyTorch's single max_lr) */
     const double *max_lrs;  /* or one per group (num_max_lrs = tg_optim_num_groups); overrides max_lr */
@@ -79,7 +80,11 @@ typedef struct {
     bool three_phase;       /* rise, fall back to initial_lr, then anneal to min_lr */
     bool no_cycle_momentum; /* cycle_momentum=False (PyTorch's default is True) */
     double base_momentum, max_momentum; /* 0.85, 0.95 */
+    bool defaults_filled;   /* set by TG_ONE_CYCLE_OPTS(...): every field as written */
 } tg_one_cycle_opts;
+#define TG_ONE_CYCLE_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_one_cycle_opts, TG_ONE_CYCLE_DEFAULTS, __VA_ARGS__)
+#define TG_ONE_CYCLE_DEFAULTS \
+    .pct_start = 0.3, .div_factor = 25.0, .final_div_factor = 1e4, .base_momentum = 0.85, .max_momentum = 0.95
 
 /* OneCycleLR: the lr rises from max_lr / div_factor to max_lr over pct_start of
  * total_steps, then anneals to initial_lr / final_div_factor (three_phase: falls back
