@@ -85,8 +85,7 @@ void tg_autocast_resume(void) { suspended--; }
 
 /* PyTorch's is_eligible: a floating tensor, not float64, on a device kind with autocast on. */
 static bool eligible(const tg_tensor *t) {
-    return t && tg_dtype_is_floating(t->dtype) && t->dtype != TG_FLOAT64 &&
-           state[t->storage->device.kind].enabled;
+    return t && tg_dtype_is_floating(t->dtype) && t->dtype != TG_FLOAT64 && state[t->storage->device.kind].enabled;
 }
 
 int tg_autocast_target(tg_autocast_policy policy, const tg_tensor *t) {

@@ -80,8 +80,8 @@ static inline tg_autocast_guard_ tg_autocast_begin_(tg_device_kind device, tg_dt
 static inline void tg_autocast_end_(tg_autocast_guard_ *g) { tg_restore_autocast(g->device, g->prev); }
 #define TG_AUTOCAST_CONCAT2(a, b) a##b
 #define TG_AUTOCAST_CONCAT(a, b) TG_AUTOCAST_CONCAT2(a, b)
-#define TG_AUTOCAST_IF(device, dtype, enabled)                                                            \
-    for (tg_autocast_guard_ TG_AUTOCAST_CONCAT(tg_autocast_, __LINE__)                                    \
+#define TG_AUTOCAST_IF(device, dtype, enabled)                                                              \
+    for (tg_autocast_guard_ TG_AUTOCAST_CONCAT(tg_autocast_, __LINE__)                                      \
              __attribute__((cleanup(tg_autocast_end_))) = tg_autocast_begin_((device), (dtype), (enabled)); \
          TG_AUTOCAST_CONCAT(tg_autocast_, __LINE__).once; TG_AUTOCAST_CONCAT(tg_autocast_, __LINE__).once = 0)
 #define TG_AUTOCAST(device, dtype) TG_AUTOCAST_IF(device, dtype, true)

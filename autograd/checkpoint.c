@@ -16,8 +16,8 @@
 typedef struct {
     tg_checkpoint_fn fn;
     void *user;
-    int n;                           /* the segment's inputs; input n is the anchor */
-    tg_rng_state rng;                /* the generators at the call */
+    int n;            /* the segment's inputs; input n is the anchor */
+    tg_rng_state rng; /* the generators at the call */
     tg_autocast_state autocast[TG_NUM_DEVICE_KINDS];
 } checkpoint_args;
 
@@ -69,9 +69,11 @@ static void checkpoint_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_i
 }
 
 /* One function per input count (the anchor included): num_inputs is static. */
-#define CHECKPOINT_FN(k)                                                                                      \
-    {.name = "checkpoint", .num_inputs = (k), .forward = checkpoint_forward, .backward = checkpoint_backward, \
-     .low_precision = TG_LOW_PRECISION_NATIVE}
+#define CHECKPOINT_FN(k)                                                                                         \
+    {                                                                                                            \
+        .name = "checkpoint", .num_inputs = (k), .forward = checkpoint_forward, .backward = checkpoint_backward, \
+        .low_precision = TG_LOW_PRECISION_NATIVE                                                                 \
+    }
 static const tg_function checkpoint_fns[TG_CHECKPOINT_MAX_INPUTS + 1] = {
     CHECKPOINT_FN(1), CHECKPOINT_FN(2), CHECKPOINT_FN(3), CHECKPOINT_FN(4),
     CHECKPOINT_FN(5), CHECKPOINT_FN(6), CHECKPOINT_FN(7), CHECKPOINT_FN(8),
@@ -80,14 +82,15 @@ static const tg_function checkpoint_fns[TG_CHECKPOINT_MAX_INPUTS + 1] = {
 tg_tensor *tg_checkpoint(tg_checkpoint_fn fn, void *user, tg_tensor *const *inputs, int n) {
     if (!fn || n < 1 || n > TG_CHECKPOINT_MAX_INPUTS || !inputs)
         return tg_error("tg_checkpoint: needs a function and 1 to %d inputs, got %s and %d", TG_CHECKPOINT_MAX_INPUTS,
-                        fn ? "a function" : "NULL", n), NULL;
+                        fn ? "a function" : "NULL", n),
+               NULL;
     for (int i = 0; i < n; i++)
         if (tg_unusable_(inputs[i])) return tg_error_unusable_input("tg_checkpoint", inputs[i], i), NULL;
     if (!tg_is_grad_enabled()) return fn(inputs, user);
     checkpoint_args a = {fn, user, n, tg_rng_get_state(), {{0}}};
     for (int d = 0; d < TG_NUM_DEVICE_KINDS; d++)
-        a.autocast[d] = (tg_autocast_state){tg_is_autocast_enabled((tg_device_kind)d),
-                                            tg_get_autocast_dtype((tg_device_kind)d)};
+        a.autocast[d] =
+            (tg_autocast_state){tg_is_autocast_enabled((tg_device_kind)d), tg_get_autocast_dtype((tg_device_kind)d)};
     tg_tensor *out = NULL;
     TG_SCOPE {
         /* a leaf that requires grad, so that the op is recorded whatever the inputs (the

@@ -38,8 +38,8 @@
 
 typedef struct {
     tg_node *node;
-    int dependencies;                     /* edges still to deliver; -1 once queued */
-    tg_tensor *grads[TG_MAX_OP_OUTPUTS];  /* owned sums of the gradients that reached it */
+    int dependencies;                    /* edges still to deliver; -1 once queued */
+    tg_tensor *grads[TG_MAX_OP_OUTPUTS]; /* owned sums of the gradients that reached it */
 } node_state;
 
 typedef struct {
@@ -73,15 +73,15 @@ typedef struct {
     tg_status status;
 } graph_task;
 
-#define GROW(array, count, capacity, initial)                                              \
-    do {                                                                                   \
-        if ((count) == (capacity)) {                                                       \
-            long cap_ = (capacity) ? 2 * (capacity) : (initial);                           \
-            void *items_ = realloc((array), (size_t)cap_ * sizeof *(array));               \
-            TG_ASSERT(items_ != NULL);                                                     \
-            (array) = items_;                                                              \
-            (capacity) = cap_;                                                             \
-        }                                                                                  \
+#define GROW(array, count, capacity, initial)                                \
+    do {                                                                     \
+        if ((count) == (capacity)) {                                         \
+            long cap_ = (capacity) ? 2 * (capacity) : (initial);             \
+            void *items_ = realloc((array), (size_t)cap_ * sizeof *(array)); \
+            TG_ASSERT(items_ != NULL);                                       \
+            (array) = items_;                                                \
+            (capacity) = cap_;                                               \
+        }                                                                    \
     } while (0)
 
 /* A token per thread: its address says which thread owns a node. */
@@ -171,9 +171,9 @@ static tg_tensor *conform(tg_node *n, int i, tg_tensor *g) {
     if (same) return tg_retain(g);
     char want[128], got[128], dev_a[16], dev_b[16];
     if (!tg_device_equal(tg_device_of(g), m->device))
-        return tg_error("%s (#%llu): backward returned a gradient on %s for input %d, which is on %s",
-                        n->fn->name, (unsigned long long)n->sequence_nr,
-                        tg_device_str(tg_device_of(g), dev_a), i, tg_device_str(m->device, dev_b)),
+        return tg_error("%s (#%llu): backward returned a gradient on %s for input %d, which is on %s", n->fn->name,
+                        (unsigned long long)n->sequence_nr, tg_device_str(tg_device_of(g), dev_a), i,
+                        tg_device_str(m->device, dev_b)),
                NULL;
     if (tg_dtype_of(g) != m->dtype && tg_dtype_is_floating(tg_dtype_of(g)) && tg_dtype_is_floating(m->dtype)) {
         /* A mixed-dtype op computed in the wider type: the gradient comes back in the
@@ -182,16 +182,14 @@ static tg_tensor *conform(tg_node *n, int i, tg_tensor *g) {
         return cast ? conform(n, i, cast) : NULL;
     }
     if (tg_dtype_of(g) != m->dtype)
-        return tg_error("%s (#%llu): backward returned a %s gradient for input %d of dtype %s",
-                        n->fn->name, (unsigned long long)n->sequence_nr, tg_dtype_name(tg_dtype_of(g)),
-                        i, tg_dtype_name(m->dtype)),
+        return tg_error("%s (#%llu): backward returned a %s gradient for input %d of dtype %s", n->fn->name,
+                        (unsigned long long)n->sequence_nr, tg_dtype_name(tg_dtype_of(g)), i, tg_dtype_name(m->dtype)),
                NULL;
     tg_shape b;
     if (tg_broadcast_shapes(m->shape, tg_shape_of(g), &b) && tg_shape_equal(b, tg_shape_of(g)))
         return tg_retain(tg_sum_to(g, m->shape));
-    return tg_error("%s (#%llu): backward returned a gradient of shape %s for input %d of shape %s",
-                    n->fn->name, (unsigned long long)n->sequence_nr,
-                    tg_shape_str(tg_shape_of(g), got, sizeof got), i,
+    return tg_error("%s (#%llu): backward returned a gradient of shape %s for input %d of shape %s", n->fn->name,
+                    (unsigned long long)n->sequence_nr, tg_shape_str(tg_shape_of(g), got, sizeof got), i,
                     tg_shape_str(m->shape, want, sizeof want)),
            NULL;
 }
@@ -277,10 +275,8 @@ static void seed(graph_task *t, tg_tensor *const *roots, tg_tensor *const *root_
             g = root_grads && root_grads[r] ? root_grads[r] : tg_ones_like(roots[r]);
             tg_retain(g);
         }
-        if (roots[r]->grad_fn)
-            accumulate(&t->states[find_state(t, roots[r]->grad_fn)].grads[roots[r]->output_nr], g);
-        else
-            accumulate(&leaf_slot(t, roots[r])->grad, g);
+        if (roots[r]->grad_fn) accumulate(&t->states[find_state(t, roots[r]->grad_fn)].grads[roots[r]->output_nr], g);
+        else accumulate(&leaf_slot(t, roots[r])->grad, g);
     }
     for (int r = 0; r < num_roots; r++) {
         if (!roots[r]->grad_fn) continue;
@@ -328,8 +324,9 @@ static void accumulate_grad(tg_tensor *leaf, tg_tensor *g, bool create_graph) {
 }
 
 static void run_post_accumulate_hooks(tg_tensor *leaf) {
-    for (tg_post_hook_entry *h = leaf->hooks ? leaf->hooks->post_first : NULL; h; h = h->next)
-        TG_SCOPE { h->fn(leaf, h->user); }
+    for (tg_post_hook_entry *h = leaf->hooks ? leaf->hooks->post_first : NULL; h; h = h->next) TG_SCOPE {
+            h->fn(leaf, h->user);
+        }
 }
 
 /* Hooks, .grad (or the captured gradient of tg_grad_of), post-accumulate hooks. */
@@ -388,7 +385,7 @@ static void call_backward(graph_task *t, node_state *st, tg_tensor **grad_inputs
         tg_current_backward_frame = (tg_backward_frame){n, st->grads, t->cap.inputs != NULL};
         tg_tensor *grad0 = tg_ctx_grad_output(&n->ctx, 0);
         bool was_in_backward = profiling && tg_profile_set_in_backward(true);
-        tg_autocast_suspend(); /* backward formulas run in the dtypes forward saw */
+        tg_autocast_suspend();                                /* backward formulas run in the dtypes forward saw */
         bool enclosing_failure = tg_kernel_failure() != NULL; /* an enclosing op's kernel's */
         n->fn->backward(&n->ctx, grad0, grad_inputs);
         tg_autocast_resume();
@@ -453,7 +450,8 @@ static void execute(graph_task *t) {
         bool any_grad = false;
         for (int o = 0; o < n->num_outputs; o++) {
             if (n->output_hooks[o] && st->grads[o]) st->grads[o] = run_hooks(n->output_hooks[o], st->grads[o]);
-            if (n->retains_grad[o] && st->grads[o] && !t->cap.inputs) retain_grad_into(n->retains_grad[o], st->grads[o]);
+            if (n->retains_grad[o] && st->grads[o] && !t->cap.inputs)
+                retain_grad_into(n->retains_grad[o], st->grads[o]);
             any_grad |= st->grads[o] != NULL;
         }
         capture_node_grads(t, st);
@@ -520,7 +518,10 @@ static tg_status run_backward(tg_tensor *const *roots, tg_tensor *const *root_gr
                               tg_backward_opts opts, capture_spec cap) {
     const char *op = cap.inputs ? "tg_grad_of" : "tg_backward";
     if (check_roots(op, roots, root_grads, num_roots)) return TG_ERROR;
-    graph_task t = {.op = op, .opts = opts, .retain = opts.retain_graph || opts.create_graph, .cap = cap,
+    graph_task t = {.op = op,
+                    .opts = opts,
+                    .retain = opts.retain_graph || opts.create_graph,
+                    .cap = cap,
                     .errors_before = tg_error_count()};
     double start = tg_profile_enabled() ? tg_profile_clock() : 0;
     bool grad_was_enabled = tg_set_grad_enabled(opts.create_graph);
@@ -551,11 +552,10 @@ tg_status tg_grad_of(tg_tensor *const *outputs, tg_tensor *const *grad_outputs, 
     for (int j = 0; j < num_inputs; j++) grads[j] = NULL;
     for (int j = 0; j < num_inputs; j++) {
         if (tg_unusable_(inputs[j])) return tg_error_unusable_input("tg_grad_of", inputs[j], j);
-        if (!inputs[j]->requires_grad)
-            return tg_error("tg_grad_of: input %d does not require grad", j);
+        if (!inputs[j]->requires_grad) return tg_error("tg_grad_of: input %d does not require grad", j);
     }
-    tg_status status = run_backward(outputs, grad_outputs, num_outputs, opts,
-                                    (capture_spec){inputs, num_inputs, grads});
+    tg_status status =
+        run_backward(outputs, grad_outputs, num_outputs, opts, (capture_spec){inputs, num_inputs, grads});
     /* The grads are new references of the caller's scope. */
     for (int j = 0; status == TG_OK && j < num_inputs; j++) {
         if (!grads[j]) continue;
@@ -571,10 +571,12 @@ tg_tensor *tg_requires_grad_(tg_tensor *t, bool on) {
     if (t->grad_fn && !on)
         return tg_error("tg_requires_grad_: cannot turn off requires_grad on a non-leaf tensor (made "
                         "by '%s'); use tg_detach",
-                        t->grad_fn->fn->name), NULL;
+                        t->grad_fn->fn->name),
+               NULL;
     if (on && !tg_dtype_is_floating(t->dtype))
         return tg_error("tg_requires_grad_: only floating-point tensors can require grad, not %s",
-                        tg_dtype_name(t->dtype)), NULL;
+                        tg_dtype_name(t->dtype)),
+               NULL;
     t->requires_grad = on || t->grad_fn;
     return t;
 }
@@ -590,9 +592,7 @@ tg_status tg_retain_grad(tg_tensor *t) {
     return TG_OK;
 }
 
-bool tg_retains_grad(const tg_tensor *t) {
-    return t && t->grad_fn && t->grad_fn->retains_grad[t->output_nr] == t;
-}
+bool tg_retains_grad(const tg_tensor *t) { return t && t->grad_fn && t->grad_fn->retains_grad[t->output_nr] == t; }
 tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
 const char *tg_grad_fn_name(const tg_tensor *t) { return t->grad_fn ? t->grad_fn->fn->name : NULL; }
 
@@ -646,8 +646,7 @@ tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumul
         return tg_error("%s: post-accumulate-grad hooks can only be registered on leaf tensors, not on the "
                         "output of '%s'",
                         op, leaf->grad_fn->fn->name);
-    if (!leaf->requires_grad)
-        return tg_error("%s: cannot register a hook on a tensor that does not require grad", op);
+    if (!leaf->requires_grad) return tg_error("%s: cannot register a hook on a tensor that does not require grad", op);
     tg_post_hook_entry *e = calloc(1, sizeof *e);
     TG_ASSERT(e != NULL);
     e->fn = hook;

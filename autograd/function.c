@@ -70,8 +70,7 @@ static tg_node *node_alloc(void) {
 static void node_free(tg_node *n) {
     if (FREE_NODES_KEPT > 0 && free_node_count < FREE_NODES_KEPT) /* none kept under the sanitizers */
         free_nodes[free_node_count++] = n;
-    else
-        free(n);
+    else free(n);
 }
 
 static void free_node_contents(tg_node *n) {
@@ -123,7 +122,6 @@ static void free_tensor_slots(tg_tensor *t) {
 
 void tg_autograd_install(void) { tg_autograd_free_slots = free_tensor_slots; }
 
-
 /* ---- ctx ---- */
 
 void tg_ctx_save(tg_ctx *ctx, tg_tensor *t) {
@@ -135,8 +133,8 @@ void tg_ctx_save(tg_ctx *ctx, tg_tensor *t) {
     }
     if (n->num_saved == n->saved_capacity) {
         int cap = 2 * n->saved_capacity;
-        tg_saved *s = n->saved == n->saved_inline ? malloc((size_t)cap * sizeof *s)
-                                                   : realloc(n->saved, (size_t)cap * sizeof *s);
+        tg_saved *s =
+            n->saved == n->saved_inline ? malloc((size_t)cap * sizeof *s) : realloc(n->saved, (size_t)cap * sizeof *s);
         TG_ASSERT(s != NULL);
         if (n->saved == n->saved_inline) memcpy(s, n->saved_inline, sizeof n->saved_inline);
         n->saved = s;
@@ -189,8 +187,7 @@ tg_tensor *tg_ctx_saved(tg_ctx *ctx, int i) {
         char buf[128];
         tg_error("%s (#%llu): a tensor of shape %s saved for backward was modified by an in-place "
                  "operation (version %llu, expected %llu)",
-                 n->fn->name, (unsigned long long)n->sequence_nr,
-                 tg_shape_str(s->tensor->shape, buf, sizeof buf),
+                 n->fn->name, (unsigned long long)n->sequence_nr, tg_shape_str(s->tensor->shape, buf, sizeof buf),
                  (unsigned long long)s->tensor->storage->version, (unsigned long long)s->version);
         return NULL;
     }
@@ -235,9 +232,7 @@ static tg_node *new_node(const tg_function *fn, int num_outputs) {
     return n;
 }
 
-static tg_tensor_meta meta_of(const tg_tensor *t) {
-    return (tg_tensor_meta){t->shape, t->dtype, t->storage->device};
-}
+static tg_tensor_meta meta_of(const tg_tensor *t) { return (tg_tensor_meta){t->shape, t->dtype, t->storage->device}; }
 
 /* TG_LOW_PRECISION_IN_FLOAT32: the op on float32 copies of the inputs of dtype `low`,
  * its floating outputs cast back to `low`. The casts are ops of their own, so the
@@ -248,7 +243,8 @@ static tg_status apply_in_float32(const tg_function *fn, tg_tensor *const *input
         tg_dtype d = inputs[i]->dtype;
         if (tg_dtype_is_floating(d) && d != low)
             return tg_error("%s: expected floating inputs of one dtype, got %s and %s (cast first, or use "
-                            "autocast)", fn->name, tg_dtype_name(low), tg_dtype_name(d));
+                            "autocast)",
+                            fn->name, tg_dtype_name(low), tg_dtype_name(d));
     }
     tg_status status = TG_ERROR;
     tg_scope_begin(); /* owns the casts and the float32 outputs */
@@ -340,8 +336,8 @@ tg_op_observer tg_set_op_observer(tg_op_observer o) {
     return previous;
 }
 
-tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args,
-                              size_t size, tg_tensor **outputs) {
+tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size,
+                              tg_tensor **outputs) {
     int num_outputs = fn->num_outputs > 0 ? fn->num_outputs : 1;
     TG_ASSERT(fn->num_inputs <= TG_MAX_OP_INPUTS && num_outputs <= TG_MAX_OP_OUTPUTS);
     for (int i = 0; i < num_outputs; i++) outputs[i] = NULL;
@@ -361,8 +357,8 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
         tg_dtype d = inputs[low]->dtype;
         if (fn->low_precision == TG_LOW_PRECISION_IN_FLOAT32)
             return apply_in_float32(fn, inputs, args, size, outputs, num_outputs, d);
-        return tg_error("%s: no %s kernel (input %d is %s); cast it to float32 first", fn->name,
-                        tg_dtype_name(d), low, tg_dtype_name(d));
+        return tg_error("%s: no %s kernel (input %d is %s); cast it to float32 first", fn->name, tg_dtype_name(d), low,
+                        tg_dtype_name(d));
     }
     bool record = fn->backward && any_requires_grad && tg_is_grad_enabled();
     tg_node *node = record ? new_node(fn, num_outputs) : NULL;
@@ -396,8 +392,7 @@ tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, c
          * the output must be a tensor of its own, or its graph link would be overwritten. */
         bool is_input = false;
         for (int j = 0; ok && j < fn->num_inputs; j++) is_input |= out == inputs[j];
-        if (ok && node && (is_input || out->grad_fn || out->requires_grad))
-            ctx->outputs[i] = tg_detach(out);
+        if (ok && node && (is_input || out->grad_fn || out->requires_grad)) ctx->outputs[i] = tg_detach(out);
     }
     if (ok)
         for (int i = 0; i < num_outputs; i++) outputs[i] = tg_scope_return(ctx->outputs[i]);
@@ -425,6 +420,4 @@ tg_tensor *tg_apply_args(const tg_function *fn, tg_tensor *const *inputs, const 
     return outputs[0];
 }
 
-tg_tensor *tg_apply(const tg_function *fn, tg_tensor *const *inputs) {
-    return tg_apply_args(fn, inputs, NULL, 0);
-}
+tg_tensor *tg_apply(const tg_function *fn, tg_tensor *const *inputs) { return tg_apply_args(fn, inputs, NULL, 0); }

@@ -69,10 +69,10 @@ typedef enum {
 
 typedef struct tg_function {
     const char *name;
-    int num_inputs;          /* at most TG_MAX_OP_INPUTS */
+    int num_inputs; /* at most TG_MAX_OP_INPUTS */
     tg_forward_fn forward;
-    tg_backward_fn backward; /* NULL: not differentiable (outputs never require grad) */
-    int num_outputs;         /* 0 means 1; more: forward sets outputs 1.. with tg_ctx_set_output */
+    tg_backward_fn backward;        /* NULL: not differentiable (outputs never require grad) */
+    int num_outputs;                /* 0 means 1; more: forward sets outputs 1.. with tg_ctx_set_output */
     tg_low_precision low_precision; /* float16/bfloat16 inputs; zero: refused */
     tg_autocast_policy autocast;    /* zero: not cast */
     /* Writes this call as ONNX nodes (onnx/graph.h); NULL: tg_onnx_export refuses the op. */
@@ -91,8 +91,8 @@ tg_status tg_apply_multi(const tg_function *fn, tg_tensor *const *inputs, tg_ten
  * into the node and read by forward and backward with tg_ctx_attrs. outputs may be
  * NULL for a single-output function; the result is output 0. */
 tg_tensor *tg_apply_args(const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size);
-tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args,
-                              size_t size, tg_tensor **outputs);
+tg_status tg_apply_multi_args(const tg_function *fn, tg_tensor *const *inputs, const void *args, size_t size,
+                              tg_tensor **outputs);
 
 /* Sees every op applied on this thread at the top level (not the ops a forward runs
  * inside), after it succeeded: tg_onnx_export's recorder. `args` is what the caller

@@ -63,9 +63,9 @@ tg_status tg_register_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumul
 bool tg_remove_post_accumulate_grad_hook(tg_tensor *leaf, tg_post_accumulate_hook hook, void *user);
 
 typedef struct {
-    tg_tensor *gradient;  /* d(loss)/d(t); NULL means 1 for a one-element t */
-    bool retain_graph;    /* keep saved tensors for another backward */
-    bool create_graph;    /* record the backward itself (second derivatives); implies retain_graph */
+    tg_tensor *gradient; /* d(loss)/d(t); NULL means 1 for a one-element t */
+    bool retain_graph;   /* keep saved tensors for another backward */
+    bool create_graph;   /* record the backward itself (second derivatives); implies retain_graph */
 } tg_backward_opts;
 
 /* Backpropagates from t, accumulating into the .grad of every leaf that requires
@@ -82,8 +82,7 @@ tg_status tg_backward_opts_run(tg_tensor *t, tg_backward_opts opts);
  * reached), without touching any .grad. grad_outputs may be NULL (ones for
  * one-element outputs). */
 tg_status tg_grad_of(tg_tensor *const *outputs, tg_tensor *const *grad_outputs, int num_outputs,
-                     tg_tensor *const *inputs, int num_inputs, tg_tensor **grads,
-                     tg_backward_opts opts);
+                     tg_tensor *const *inputs, int num_inputs, tg_tensor **grads, tg_backward_opts opts);
 
 /* Writes the graph that produced t in Graphviz DOT: one box per op (name, sequence
  * number, output shape), one ellipse per leaf (shape, requires_grad). */

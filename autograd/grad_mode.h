@@ -26,9 +26,9 @@ static inline tg_no_grad_guard_ tg_no_grad_begin_(void) {
     return g;
 }
 static inline void tg_no_grad_end_(tg_no_grad_guard_ *g) { tg_set_grad_enabled(g->prev); }
-#define TG_NO_GRAD                                                                                       \
-    for (tg_no_grad_guard_ TG_NO_GRAD_CONCAT(tg_no_grad_, __LINE__) __attribute__((cleanup(tg_no_grad_end_))) = \
-             tg_no_grad_begin_();                                                                        \
+#define TG_NO_GRAD                                                            \
+    for (tg_no_grad_guard_ TG_NO_GRAD_CONCAT(tg_no_grad_, __LINE__)           \
+             __attribute__((cleanup(tg_no_grad_end_))) = tg_no_grad_begin_(); \
          TG_NO_GRAD_CONCAT(tg_no_grad_, __LINE__).once; TG_NO_GRAD_CONCAT(tg_no_grad_, __LINE__).once = 0)
 
 /* torch.autograd.set_detect_anomaly: backward checks every gradient a node produces

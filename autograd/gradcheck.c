@@ -122,12 +122,12 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
                     if (!status && !write_element(x, e, saved - eps)) minus = evaluate(fn, inputs, opts->user);
                     if (write_element(x, e, saved) || !plus || !minus) status = TG_ERROR;
                     for (long j = 0; status == TG_OK && j < out_numel; j++) {
-                        double numeric = (((double *)tg_data_ptr(plus))[j] - ((double *)tg_data_ptr(minus))[j]) / (2 * eps);
+                        double numeric =
+                            (((double *)tg_data_ptr(plus))[j] - ((double *)tg_data_ptr(minus))[j]) / (2 * eps);
                         double a = analytic[i][j * in_numel + e], err = fabs(a - numeric);
                         double excess = err - (atol + rtol * fabs(numeric));
                         /* Report the worst violation if there is one, else the largest error. */
-                        bool worse = worst_excess > 0 ? excess > worst_excess
-                                                      : excess > 0 || err > opts->worst_error;
+                        bool worse = worst_excess > 0 ? excess > worst_excess : excess > 0 || err > opts->worst_error;
                         if (worse) {
                             worst_excess = excess;
                             opts->worst_input = i;
@@ -144,8 +144,8 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, tg_g
         if (status == TG_OK && worst_excess > 0)
             status = tg_error("tg_gradcheck: Jacobian mismatch for input %d, element %ld: analytic %.10g vs "
                               "numeric %.10g (|difference| %.3g > atol %.1g + rtol %.1g * |numeric|)",
-                              opts->worst_input, opts->worst_element, opts->worst_analytic,
-                              opts->worst_numeric, opts->worst_error, atol, rtol);
+                              opts->worst_input, opts->worst_element, opts->worst_analytic, opts->worst_numeric,
+                              opts->worst_error, atol, rtol);
     }
     return status;
 }
@@ -174,9 +174,9 @@ static tg_tensor *projected_gradient(tg_tensor *const *args, void *vctx) {
     for (int i = 0; i < p->n; i++)
         if (args[i]->requires_grad) checked[m] = args[i], idx[m++] = i;
     tg_tensor *grad_output = args[p->n];
-    tg_status s = tg_grad_of(&y, &grad_output, 1, checked, m, grads,
-                             (tg_backward_opts){.create_graph = true});
-    tg_tensor *total = s ? NULL : tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT64, .device = y->storage->device});
+    tg_status s = tg_grad_of(&y, &grad_output, 1, checked, m, grads, (tg_backward_opts){.create_graph = true});
+    tg_tensor *total =
+        s ? NULL : tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT64, .device = y->storage->device});
     for (int k = 0; total && k < m; k++)
         if (grads[k]) total = tg_add(total, tg_sum(tg_mul(grads[k], p->weights[idx[k]])));
     tg_set_grad_enabled(grad_was);
@@ -205,8 +205,8 @@ tg_status tg_gradgradcheck(tg_gradcheck_fn fn, int n, tg_tensor *const *inputs, 
             tg_tensor *args[MAX_INPUTS];
             for (int i = 0; i < n; i++) {
                 args[i] = inputs[i];
-                p.weights[i] = tg_tensor_to(random_like(inputs[i]->shape, 1000u * (uint64_t)(i + 1)),
-                                            inputs[i]->storage->device);
+                p.weights[i] =
+                    tg_tensor_to(random_like(inputs[i]->shape, 1000u * (uint64_t)(i + 1)), inputs[i]->storage->device);
             }
             args[n] = tg_requires_grad_(tg_tensor_to(random_like(y->shape, 7), y->storage->device), true);
             tg_gradcheck_opts o = opts ? *opts : (tg_gradcheck_opts){0};

@@ -15,10 +15,10 @@ extern "C" {
 typedef tg_tensor *(*tg_gradcheck_fn)(tg_tensor *const *inputs, void *user);
 
 typedef struct {
-    double eps;   /* finite-difference step; 0 means 1e-6 */
-    double atol;  /* 0 means 1e-5 */
-    double rtol;  /* 0 means 1e-3 */
-    void *user;   /* passed to fn */
+    double eps;  /* finite-difference step; 0 means 1e-6 */
+    double atol; /* 0 means 1e-5 */
+    double rtol; /* 0 means 1e-3 */
+    void *user;  /* passed to fn */
     /* Filled in: the element that violates the tolerance most, or, when none does, the
      * one with the largest absolute error (input, element, analytic, numeric, error). */
     int worst_input;
@@ -36,8 +36,7 @@ tg_status tg_gradcheck(tg_gradcheck_fn fn, int num_inputs, tg_tensor *const *inp
 /* Second order: checks the gradient of the backward itself (with create_graph),
  * through a random projection of the first-order gradients (as PyTorch's fast
  * gradgradcheck does), with respect to the inputs and the output gradient. */
-tg_status tg_gradgradcheck(tg_gradcheck_fn fn, int num_inputs, tg_tensor *const *inputs,
-                           tg_gradcheck_opts *opts);
+tg_status tg_gradgradcheck(tg_gradcheck_fn fn, int num_inputs, tg_tensor *const *inputs, tg_gradcheck_opts *opts);
 
 #ifdef __cplusplus
 }

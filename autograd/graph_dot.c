@@ -26,9 +26,8 @@ tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
     fprintf(out, "  n%llu -> out;\n", (unsigned long long)t->grad_fn->sequence_nr);
     while (count > 0) {
         tg_node *n = stack[--count];
-        fprintf(out, "  n%llu [shape=box, label=\"%s #%llu\\n%s\"];\n", (unsigned long long)n->sequence_nr,
-                n->fn->name, (unsigned long long)n->sequence_nr,
-                tg_shape_str(n->output_meta[0].shape, buf, sizeof buf));
+        fprintf(out, "  n%llu [shape=box, label=\"%s #%llu\\n%s\"];\n", (unsigned long long)n->sequence_nr, n->fn->name,
+                (unsigned long long)n->sequence_nr, tg_shape_str(n->output_meta[0].shape, buf, sizeof buf));
         for (int i = 0; i < n->num_inputs; i++) {
             tg_edge *e = &n->edges[i];
             if (e->leaf) {
@@ -37,7 +36,8 @@ tg_status tg_graph_dot(tg_tensor *t, FILE *out) {
                 long id = 0;
                 while (id < num_leaves && leaves[id] != e->leaf) id++;
                 if (id == num_leaves) {
-                    if (num_leaves == leaf_capacity) leaves = realloc(leaves, sizeof *leaves * (size_t)(leaf_capacity *= 2));
+                    if (num_leaves == leaf_capacity)
+                        leaves = realloc(leaves, sizeof *leaves * (size_t)(leaf_capacity *= 2));
                     leaves[num_leaves++] = e->leaf;
                     fprintf(out, "  leaf%ld [shape=ellipse, label=\"leaf %s\\nrequires_grad\"];\n", id,
                             tg_shape_str(e->leaf->shape, buf, sizeof buf));

@@ -27,9 +27,9 @@ typedef struct {
 } tg_tensor_meta;
 
 typedef struct {
-    tg_tensor *tensor;    /* owned; for a saved output, a graph-less alias */
-    uint64_t version;     /* storage version at save time */
-    int output_index;     /* >= 0 when this is output k of the node itself */
+    tg_tensor *tensor; /* owned; for a saved output, a graph-less alias */
+    uint64_t version;  /* storage version at save time */
+    int output_index;  /* >= 0 when this is output k of the node itself */
 } tg_saved;
 
 typedef struct tg_hook_entry {
@@ -72,7 +72,7 @@ struct tg_node {
     tg_saved *saved; /* saved_inline, or heap beyond its size */
     int num_saved, saved_capacity;
     bool saved_freed; /* released by a backward without retain_graph */
-    void *attrs; /* attrs_inline or heap */
+    void *attrs;      /* attrs_inline or heap */
     size_t attrs_size;
     /* The claim of the backward that is running this node. A backward's state
      * (dependencies, gradients) lives in its graph task, never here: the claim lets a

@@ -83,8 +83,8 @@ void tg_profile_print(FILE *out) {
     pthread_mutex_unlock(&lock);
     qsort(sorted, (size_t)n, sizeof *sorted, by_total_time);
     fprintf(out, "\ntapegrad profile (TG_PROFILE=1): inclusive times, ops by total time\n");
-    fprintf(out, "%-22s %10s %12s %12s %10s %12s %12s\n", "op", "fwd calls", "fwd ms", "fwd MB", "bwd calls",
-            "bwd ms", "bwd MB");
+    fprintf(out, "%-22s %10s %12s %12s %10s %12s %12s\n", "op", "fwd calls", "fwd ms", "fwd MB", "bwd calls", "bwd ms",
+            "bwd MB");
     for (int i = 0; i < n; i++)
         fprintf(out, "%-22s %10ld %12.3f %12.1f %10ld %12.3f %12.1f\n", sorted[i].name, sorted[i].calls[0],
                 sorted[i].seconds[0] * 1e3, (double)sorted[i].bytes[0] / 1e6, sorted[i].calls[1],

@@ -127,9 +127,10 @@ static void bench_step(const char *model_name, int batch, const char *amp) {
         tg_module_free(model);
         return;
     }
-    tg_optim *opt = lenet ? tg_sgd(model, (tg_sgd_opts){.lr = 0.01, .momentum = 0.9})
-                          : tg_adam(model, (tg_adam_opts){.lr = 1e-3});
-    tg_grad_scaler *scaler = tg_grad_scaler_new(opt, (tg_grad_scaler_opts){.disabled = amp_dtype != TG_FLOAT16 || !amp});
+    tg_optim *opt =
+        lenet ? tg_sgd(model, (tg_sgd_opts){.lr = 0.01, .momentum = 0.9}) : tg_adam(model, (tg_adam_opts){.lr = 1e-3});
+    tg_grad_scaler *scaler =
+        tg_grad_scaler_new(opt, (tg_grad_scaler_opts){.disabled = amp_dtype != TG_FLOAT16 || !amp});
     tg_tensor *x = tg_rand(lenet ? TG_SHAPE(batch, 1, 28, 28) : TG_SHAPE(batch, 784), on_gpu(TG_FLOAT32));
     tg_tensor *y = tg_randint(0, 10, TG_SHAPE(batch), on_gpu(TG_INT64));
     int64_t mallocs_before = tg_cuda_memory_stats(0).num_mallocs, mallocs_warm = 0;

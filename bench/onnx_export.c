@@ -36,11 +36,9 @@
 
 static tg_module *make_mlp(void) {
     return TG_NN_SEQUENTIAL(
-        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(1024, 512, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(128, 10, (tg_linear_opts){0}));
+        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(1024, 512, (tg_linear_opts){0}),
+        tg_nn_relu(), tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
+        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(128, 10, (tg_linear_opts){0}));
 }
 
 static tg_module *make_lenet(void) { /* bench/lenet_torch.py's make_lenet */
@@ -105,16 +103,17 @@ static int run(const char *dir, const char *name, tg_module *model, tg_tensor *i
 /* Running statistics other than 0 and 1: two training-mode forwards on shifted inputs. */
 static void warm_batch_norm(tg_module *m, tg_tensor *x) {
     tg_train(m, true);
-    for (int i = 0; i < 2; i++)
-        TG_SCOPE { tg_forward(m, tg_add_scalar(tg_mul_scalar(x, 1.5), 0.3)); }
+    for (int i = 0; i < 2; i++) TG_SCOPE {
+            tg_forward(m, tg_add_scalar(tg_mul_scalar(x, 1.5), 0.3));
+        }
 }
 
 static tg_module *make_dcgan_generator(void) { /* tutorials/08_dcgan/main.c's netG */
     tg_conv_transpose_opts first = {.no_bias = true}, up = {.no_bias = true, .stride = 2, .padding = 1};
-    return TG_NN_SEQUENTIAL(tg_nn_conv_transpose2d(100, 128, 7, first), tg_nn_batch_norm2d(128, (tg_batch_norm_opts){0}),
-                            tg_nn_relu(), tg_nn_conv_transpose2d(128, 64, 4, up),
-                            tg_nn_batch_norm2d(64, (tg_batch_norm_opts){0}), tg_nn_relu(),
-                            tg_nn_conv_transpose2d(64, 1, 4, up), tg_nn_tanh());
+    return TG_NN_SEQUENTIAL(tg_nn_conv_transpose2d(100, 128, 7, first),
+                            tg_nn_batch_norm2d(128, (tg_batch_norm_opts){0}), tg_nn_relu(),
+                            tg_nn_conv_transpose2d(128, 64, 4, up), tg_nn_batch_norm2d(64, (tg_batch_norm_opts){0}),
+                            tg_nn_relu(), tg_nn_conv_transpose2d(64, 1, 4, up), tg_nn_tanh());
 }
 
 /* Lesson 09's RNNModel: Embedding(V, 200) -> 2-layer LSTM(200, 200) -> Linear(200, V) over
@@ -151,8 +150,7 @@ static tg_module *make_lenet_int8_static(const char *backend, float *step) {
     tg_eval(q);
     tg_qconfig qconfig = tg_get_default_qconfig(backend);
     tg_quant_prepare(q, qconfig);
-    for (int i = 0; i < 4; i++)
-        TG_SCOPE {
+    for (int i = 0; i < 4; i++) TG_SCOPE {
             TG_NO_GRAD { tg_forward(q, tg_randn(TG_SHAPE(8, 1, 28, 28), (tg_opts){0})); }
         }
     tg_quant_convert(q, qconfig);

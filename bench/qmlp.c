@@ -8,11 +8,9 @@
 
 static tg_module *make_mlp(void) {
     return TG_NN_SEQUENTIAL(
-        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(1024, 512, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(128, 10, (tg_linear_opts){0}));
+        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(1024, 512, (tg_linear_opts){0}),
+        tg_nn_relu(), tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
+        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(128, 10, (tg_linear_opts){0}));
 }
 
 static void run(tg_module *model, tg_tensor *inputs, const char *kind, int batch) {

@@ -29,9 +29,10 @@ int main(void) {
         if (r >= WARMUP) times[r - WARMUP] = bench_now() - start;
     }
     double median = bench_median(times, REPS);
-    printf("RESULT {\"bench\": \"resnet20_train_step\", \"impl\": \"tapegrad\", \"seconds\": %.6g, \"unit_value\": %.4g, "
-           "\"unit\": \"ms\", \"check\": %.3f, \"peak_rss_mib\": %.1f}\n",
-           median, median * 1e3, first_loss, bench_peak_rss_mib());
+    printf(
+        "RESULT {\"bench\": \"resnet20_train_step\", \"impl\": \"tapegrad\", \"seconds\": %.6g, \"unit_value\": %.4g, "
+        "\"unit\": \"ms\", \"check\": %.3f, \"peak_rss_mib\": %.1f}\n",
+        median, median * 1e3, first_loss, bench_peak_rss_mib());
     tg_optim_free(opt);
     tg_module_free(model);
     tg_release(x);

@@ -7,10 +7,8 @@ tg_device tg_cuda(int index) { return (tg_device){TG_DEVICE_CUDA, index}; }
 bool tg_device_equal(tg_device a, tg_device b) { return a.kind == b.kind && a.index == b.index; }
 
 const char *tg_device_str(tg_device d, char *buf) {
-    if (d.kind == TG_DEVICE_CPU)
-        snprintf(buf, 16, "cpu");
-    else
-        snprintf(buf, 16, "cuda:%d", d.index);
+    if (d.kind == TG_DEVICE_CPU) snprintf(buf, 16, "cpu");
+    else snprintf(buf, 16, "cuda:%d", d.index);
     return buf;
 }
 
@@ -33,13 +31,14 @@ const tg_device_backend *tg_backend_for(tg_device device, const char *op) {
     const tg_device_backend *b = cuda_table();
     if (!b) {
         tg_error("%s: device cuda:%d requested but this build of tapegrad has no CUDA "
-                 "(built with --config=cpu_only or without a CUDA toolkit)", op, device.index);
+                 "(built with --config=cpu_only or without a CUDA toolkit)",
+                 op, device.index);
         return NULL;
     }
     int count = b->device_count();
     if (device.index < 0 || device.index >= count) {
-        tg_error("%s: device cuda:%d requested but %d CUDA device%s present", op, device.index,
-                 count, count == 1 ? " is" : "s are");
+        tg_error("%s: device cuda:%d requested but %d CUDA device%s present", op, device.index, count,
+                 count == 1 ? " is" : "s are");
         return NULL;
     }
     return b;

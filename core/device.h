@@ -57,8 +57,7 @@ typedef struct tg_device_backend {
     void *(*alloc)(int index, size_t nbytes);
     void (*free)(int index, void *ptr, size_t nbytes);
     /* Copies nbytes between any two devices where at least one is of this kind. */
-    tg_status (*copy)(void *dst, tg_device dst_device, const void *src, tg_device src_device,
-                      size_t nbytes);
+    tg_status (*copy)(void *dst, tg_device dst_device, const void *src, tg_device src_device, size_t nbytes);
     tg_status (*memset_zero)(int index, void *ptr, size_t nbytes);
     void (*synchronize)(void);
     /* Same-device element copy: src broadcast to dst's shape, cast to dst's dtype, any strides. */

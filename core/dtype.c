@@ -7,10 +7,9 @@ static const struct {
     bool floating;
     int rank; /* promotion order */
 } info[TG_NUM_DTYPES] = {
-    [TG_FLOAT32] = {"float32", true, 5},  [TG_FLOAT64] = {"float64", true, 6},
-    [TG_INT64] = {"int64", false, 3},     [TG_INT32] = {"int32", false, 2},
-    [TG_UINT8] = {"uint8", false, 1},     [TG_BOOL] = {"bool", false, 0},
-    [TG_FLOAT16] = {"float16", true, 4},  [TG_BFLOAT16] = {"bfloat16", true, 4},
+    [TG_FLOAT32] = {"float32", true, 5}, [TG_FLOAT64] = {"float64", true, 6},   [TG_INT64] = {"int64", false, 3},
+    [TG_INT32] = {"int32", false, 2},    [TG_UINT8] = {"uint8", false, 1},      [TG_BOOL] = {"bool", false, 0},
+    [TG_FLOAT16] = {"float16", true, 4}, [TG_BFLOAT16] = {"bfloat16", true, 4},
 };
 
 static bool valid(tg_dtype d) { return (unsigned)d < TG_NUM_DTYPES; }

@@ -10,10 +10,14 @@
 /* Bytes per element; 0 for a value outside the enum. */
 static inline size_t tg_dtype_size_inline(tg_dtype d) {
     switch (d) {
-    case TG_FLOAT64: case TG_INT64: return 8;
-    case TG_FLOAT32: case TG_INT32: return 4;
-    case TG_FLOAT16: case TG_BFLOAT16: return 2;
-    case TG_UINT8: case TG_BOOL: return 1;
+    case TG_FLOAT64:
+    case TG_INT64: return 8;
+    case TG_FLOAT32:
+    case TG_INT32: return 4;
+    case TG_FLOAT16:
+    case TG_BFLOAT16: return 2;
+    case TG_UINT8:
+    case TG_BOOL: return 1;
     default: return 0;
     }
 }

@@ -147,17 +147,13 @@ static void act(bool consequence) {
     case TG_ERRORS_WARN:
         if (!consequence) warn_once(last_message);
         break;
-    case TG_ERRORS_SILENT:
-        break;
-    case TG_ERRORS_EXIT:
-        tg_error_exit_handler(last_message, NULL);
-        break;
+    case TG_ERRORS_SILENT: break;
+    case TG_ERRORS_EXIT: tg_error_exit_handler(last_message, NULL); break;
     case TG_ERRORS_ABORT:
         before_printing();
         fprintf(stderr, "tapegrad: error: %s\n", last_message);
         abort();
-    case TG_ERRORS_DEFAULT: /* tg_get_error_mode never returns it */
-        break;
+    case TG_ERRORS_DEFAULT: /* tg_get_error_mode never returns it */ break;
     }
 }
 

@@ -48,10 +48,10 @@ void tg_clear_error(void);
 /* What a recorded error does besides being recorded (see above). */
 typedef enum {
     TG_ERRORS_DEFAULT = -1, /* for tg_set_error_mode: back to TG_ERRORS's choice (or warn) */
-    TG_ERRORS_WARN = 0, /* print each distinct message once to stderr (the default) */
-    TG_ERRORS_SILENT,   /* record only */
-    TG_ERRORS_EXIT,     /* print, then exit(1) */
-    TG_ERRORS_ABORT,    /* print, then abort() */
+    TG_ERRORS_WARN = 0,     /* print each distinct message once to stderr (the default) */
+    TG_ERRORS_SILENT,       /* record only */
+    TG_ERRORS_EXIT,         /* print, then exit(1) */
+    TG_ERRORS_ABORT,        /* print, then abort() */
 } tg_error_mode;
 
 /* Sets the mode for the whole process (overriding TG_ERRORS); returns the previous
@@ -90,8 +90,7 @@ tg_status tg_error_null_input(const char *op, int index);
 /* Internal invariant check: prints file, line and the condition, then aborts. Never
  * used for user mistakes. */
 void tg_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
-#define TG_ASSERT(cond) \
-    ((cond) ? (void)0 : tg_assert_fail(#cond, __FILE__, __LINE__))
+#define TG_ASSERT(cond) ((cond) ? (void)0 : tg_assert_fail(#cond, __FILE__, __LINE__))
 
 #ifdef __cplusplus
 }

@@ -17,10 +17,10 @@ extern "C" {
 #define TG_ITER_MAX 4
 
 typedef struct {
-    int n;                                        /* operands */
-    int ndim;                                     /* after coalescing, outer to inner */
+    int n;    /* operands */
+    int ndim; /* after coalescing, outer to inner */
     int64_t shape[TG_MAX_DIMS];
-    int64_t strides[TG_ITER_MAX][TG_MAX_DIMS];    /* in bytes; 0 on broadcast dims */
+    int64_t strides[TG_ITER_MAX][TG_MAX_DIMS]; /* in bytes; 0 on broadcast dims */
     char *data[TG_ITER_MAX];
     int64_t numel;
 } tg_iter;

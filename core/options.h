@@ -59,17 +59,17 @@
  * (a macro of designated initialisers), then the caller's `fields`, with defaults_filled
  * set; the TG_*_OPTS macros are written with it. */
 #ifndef __cplusplus
-#define TG_OPTS_WITH_DEFAULTS(type, defaults, ...)                                         \
-    __extension__({                                                                       \
+#define TG_OPTS_WITH_DEFAULTS(type, defaults, ...)                                           \
+    __extension__({                                                                          \
         _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Woverride-init\"") \
-        type tg_opts_value_ = {defaults, .defaults_filled = 1, __VA_ARGS__};               \
-        _Pragma("GCC diagnostic pop") tg_opts_value_;                                     \
+            type tg_opts_value_ = {defaults, .defaults_filled = 1, __VA_ARGS__};             \
+        _Pragma("GCC diagnostic pop") tg_opts_value_;                                        \
     })
 #else
-#define TG_OPTS_WITH_DEFAULTS(type, defaults, ...)                                                        \
-    ([] {                                                                                              \
+#define TG_OPTS_WITH_DEFAULTS(type, defaults, ...)                                                              \
+    ([] {                                                                                                       \
         static_assert(sizeof(#__VA_ARGS__) == 1, "in C++, TG_*_OPTS() takes no fields: set them on the value"); \
-        return type{defaults, .defaults_filled = 1};                                                   \
+        return type{defaults, .defaults_filled = 1};                                                            \
     }())
 #endif
 

@@ -57,8 +57,8 @@
 typedef struct {
     tg_parallel_fn fn;
     void *ctx;
-    int64_t q, r; /* n split into count chunks: chunk i starts at i*q + min(i, r), q or q+1 long */
-    unsigned flush_bits; /* the caller's subnormal flushing (core/denormal.h), for its chunks */
+    int64_t q, r;               /* n split into count chunks: chunk i starts at i*q + min(i, r), q or q+1 long */
+    unsigned flush_bits;        /* the caller's subnormal flushing (core/denormal.h), for its chunks */
     _Atomic uint32_t remaining; /* chunks not yet finished (a futex word) */
     _Atomic uint32_t caller_waiting;
     const char *_Atomic failure; /* the first tg_kernel_fail of the job's chunks */
@@ -272,8 +272,7 @@ static void start_workers(int want) {
         worker_start *st = &starts[num_workers];
         st->id = num_workers + 1;
         st->seen = atomic_load(&epoch);
-        if (pthread_create(&workers[num_workers], NULL, worker_main, st) != 0)
-            break; /* run with the workers we have */
+        if (pthread_create(&workers[num_workers], NULL, worker_main, st) != 0) break; /* run with the workers we have */
         num_workers++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);

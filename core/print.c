@@ -38,10 +38,8 @@ static void print_dim(const printer *p, int dim, const char *base, int indent) {
             i = n - EDGE_ITEMS - 1;
             goto separator;
         }
-        if (dim == t->shape.ndim - 1)
-            print_value(p, base + i * stride);
-        else
-            print_dim(p, dim + 1, base + i * stride, indent + 1);
+        if (dim == t->shape.ndim - 1) print_value(p, base + i * stride);
+        else print_dim(p, dim + 1, base + i * stride, indent + 1);
     separator:
         if (i + 1 < n) {
             fputc(',', p->f);
@@ -78,7 +76,8 @@ void tg_fprint(FILE *f, tg_tensor *t) {
                 int64_t n = tg_numel(host);
                 tg_tensor *c = tg_clone_values(host);
                 for (int64_t i = 0; c && i < n; i++) {
-                    double v = fabs(tg_load_as_double((char *)tg_elem_ptr(c) + i * (int64_t)tg_dtype_size(c->dtype), c->dtype));
+                    double v = fabs(
+                        tg_load_as_double((char *)tg_elem_ptr(c) + i * (int64_t)tg_dtype_size(c->dtype), c->dtype));
                     if (!isfinite(v)) continue;
                     if (v > hi) hi = v;
                     if (v > 0 && v < lo) lo = v;
@@ -86,10 +85,8 @@ void tg_fprint(FILE *f, tg_tensor *t) {
                 p.scientific = hi >= 1e5 || (lo < 1e-4 && hi > 0);
             }
             fprintf(f, "tensor(");
-            if (host->shape.ndim == 0)
-                print_value(&p, tg_elem_ptr(host));
-            else
-                print_dim(&p, 0, tg_elem_ptr(host), 7);
+            if (host->shape.ndim == 0) print_value(&p, tg_elem_ptr(host));
+            else print_dim(&p, 0, tg_elem_ptr(host), 7);
             fprintf(f, ", shape=%s, dtype=%s, device=%s%s)\n", tg_shape_str(t->shape, shape, sizeof shape),
                     tg_dtype_name(t->dtype), tg_device_str(t->storage->device, dev),
                     t->requires_grad ? ", requires_grad=True" : "");

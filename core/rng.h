@@ -32,7 +32,7 @@ typedef struct {
     tg_mt19937 cpu;       /* the CPU generator */
     bool has_next_normal; /* normal_distribution<double> caches its second Box-Muller value */
     double next_normal;
-    uint64_t offset;      /* the CUDA generator: next unused Philox counter under `seed` */
+    uint64_t offset; /* the CUDA generator: next unused Philox counter under `seed` */
 } tg_rng_state;
 
 /* torch.manual_seed: both generators, and forgets the cached normal value. */

@@ -105,10 +105,8 @@ static void tensor_free(tg_tensor *t) {
         return;
     }
     t->storage = NULL;
-    if (freed_newest)
-        freed_newest->storage = (tg_storage *)t;
-    else
-        freed_oldest = t;
+    if (freed_newest) freed_newest->storage = (tg_storage *)t;
+    else freed_oldest = t;
     freed_newest = t;
     if (++freed_count > FREE_TENSORS_MAX) {
         tg_tensor *oldest = freed_oldest;
@@ -119,8 +117,7 @@ static void tensor_free(tg_tensor *t) {
     if (!freed_oldest) freed_newest = NULL;
 }
 
-tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
-                          const int64_t *strides, int64_t offset) {
+tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape, const int64_t *strides, int64_t offset) {
     tg_tensor *t = tensor_alloc();
     if (!t) {
         tg_storage_release(storage);
@@ -129,12 +126,11 @@ tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
     }
     /* Every field at once (a memset and then the same bytes again showed in the
      * per-op profile); strides past ndim stay zero. */
-    *t = (tg_tensor){.life = TG_TENSOR_ALIVE, .refcount = 1, .storage = storage, .offset = offset, .shape = shape,
-                     .dtype = dtype};
+    *t = (tg_tensor){
+        .life = TG_TENSOR_ALIVE, .refcount = 1, .storage = storage, .offset = offset, .shape = shape, .dtype = dtype};
     if (strides)
         for (int i = 0; i < shape.ndim; i++) t->strides[i] = strides[i];
-    else
-        tg_contiguous_strides_inline(&shape, t->strides);
+    else tg_contiguous_strides_inline(&shape, t->strides);
     atomic_fetch_add(&live_tensors, 1);
     if (tg_leak_trace_on_()) tg_trace_created_(t);
     return tg_scope_track(t);
@@ -172,10 +168,8 @@ tg_status tg_error_unusable_input(const char *op, const tg_tensor *t, int index)
     describe(t, what, sizeof what);
     const tg_tensor_history *h = &t->history;
     char freed[200] = "";
-    if (h->freed_file)
-        snprintf(freed, sizeof freed, "%s at %s:%d", h->freed_by, h->freed_file, h->freed_line);
-    else
-        snprintf(freed, sizeof freed, "%s", h->freed_by ? h->freed_by : "the release of its last reference");
+    if (h->freed_file) snprintf(freed, sizeof freed, "%s at %s:%d", h->freed_by, h->freed_file, h->freed_line);
+    else snprintf(freed, sizeof freed, "%s", h->freed_by ? h->freed_by : "the release of its last reference");
     return tg_error("%s: input %d is a tensor that was freed (%s%s), freed by %s: a tensor lives until the end "
                     "of the scope that made it (keep it with tg_retain or tg_scope_return)",
                     op, index, what, h->made_file ? "" : "; TG_LEAK_TRACE=1 records where it was made", freed);
@@ -257,10 +251,8 @@ void tg_scope_end(void) {
     freeing_by = outer_by, freeing_file = outer_file, freeing_line = outer_line;
     /* The returned references now belong to the parent (or to the caller at depth 0). */
     for (long i = f->returns_start; i < returned.count; i++)
-        if (depth > 0)
-            list_push(&owned, returned.items[i]);
-        else
-            returned.items[i]->scope_refs--;
+        if (depth > 0) list_push(&owned, returned.items[i]);
+        else returned.items[i]->scope_refs--;
     returned.count = f->returns_start;
 }
 

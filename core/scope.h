@@ -66,9 +66,9 @@ static inline void tg_scope_guard_end_(tg_scope_guard_ *g) {
     while (tg_scope_depth() > g->depth) tg_scope_end();
 }
 
-#define TG_SCOPE                                                                                         \
-    for (tg_scope_guard_ TG_CONCAT(tg_scope_, __LINE__) TG_CLEANUP_(tg_scope_guard_end_) =               \
-             tg_scope_guard_begin_(__FILE__, __LINE__);                                                  \
+#define TG_SCOPE                                                                           \
+    for (tg_scope_guard_ TG_CONCAT(tg_scope_, __LINE__)                                    \
+             TG_CLEANUP_(tg_scope_guard_end_) = tg_scope_guard_begin_(__FILE__, __LINE__); \
          TG_CONCAT(tg_scope_, __LINE__).once; TG_CONCAT(tg_scope_, __LINE__).once = 0)
 
 /* Live objects, cheap enough to stay on in every build; tests assert zero leaks. */

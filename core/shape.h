@@ -21,9 +21,8 @@ typedef struct {
 /* C++ (tests): tg_shape_of_list({64, 784}) */
 #define TG_SHAPE(...) tg_shape_make({__VA_ARGS__})
 #else
-#define TG_SHAPE(...)                                                              \
-    ((tg_shape){.ndim = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
-                .dims = {__VA_ARGS__}})
+#define TG_SHAPE(...) \
+    ((tg_shape){.ndim = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), .dims = {__VA_ARGS__}})
 #endif
 /* The shape of a 0-dim (scalar) tensor. */
 #define TG_SCALAR_SHAPE ((tg_shape){0})

@@ -54,8 +54,8 @@ static atomic_size_t stat_allocated, stat_cached, stat_peak, stat_system_allocs;
 static void count_allocated(size_t rounded) {
     size_t now = atomic_fetch_add_explicit(&stat_allocated, rounded, memory_order_relaxed) + rounded;
     size_t peak = atomic_load_explicit(&stat_peak, memory_order_relaxed);
-    while (now > peak && !atomic_compare_exchange_weak_explicit(&stat_peak, &peak, now, memory_order_relaxed,
-                                                                 memory_order_relaxed)) {
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(&stat_peak, &peak, now, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
 
@@ -171,9 +171,7 @@ tg_memory_stats tg_cpu_memory_stats(void) {
     };
 }
 
-void tg_cpu_reset_peak_memory_stats(void) {
-    atomic_store(&stat_peak, atomic_load(&stat_allocated));
-}
+void tg_cpu_reset_peak_memory_stats(void) { atomic_store(&stat_peak, atomic_load(&stat_allocated)); }
 
 /* The calling thread's cache is emptied too; another thread's (at most
  * THREAD_CACHE_BYTES) stays until that thread exits. */
@@ -227,8 +225,7 @@ static void storage_struct_free(tg_storage *s) {
         s->data = free_storages;
         free_storages = s;
         free_storage_count++;
-    } else
-        free(s);
+    } else free(s);
 }
 
 tg_storage *tg_storage_new(size_t nbytes, tg_device device, const char *op) {
@@ -261,22 +258,19 @@ void tg_storage_retain(tg_storage *s) { s->refcount++; }
 
 void tg_storage_release(tg_storage *s) {
     if (!s || --s->refcount > 0) return;
-    if (s->device.kind == TG_DEVICE_CPU)
-        cpu_free(s->data, s->nbytes);
-    else
-        tg_cuda_backend()->free(s->device.index, s->data, s->nbytes);
+    if (s->device.kind == TG_DEVICE_CPU) cpu_free(s->data, s->nbytes);
+    else tg_cuda_backend()->free(s->device.index, s->data, s->nbytes);
     storage_struct_free(s);
     atomic_fetch_sub(&live_storages, 1);
 }
 
-tg_status tg_copy_bytes(void *dst, tg_device dst_device, const void *src, tg_device src_device,
-                        size_t nbytes, const char *op) {
+tg_status tg_copy_bytes(void *dst, tg_device dst_device, const void *src, tg_device src_device, size_t nbytes,
+                        const char *op) {
     if (nbytes == 0) return TG_OK;
     if (dst_device.kind == TG_DEVICE_CPU && src_device.kind == TG_DEVICE_CPU) {
         memcpy(dst, src, nbytes);
         return TG_OK;
     }
-    const tg_device_backend *b =
-        tg_backend_for(dst_device.kind == TG_DEVICE_CUDA ? dst_device : src_device, op);
+    const tg_device_backend *b = tg_backend_for(dst_device.kind == TG_DEVICE_CUDA ? dst_device : src_device, op);
     return b ? b->copy(dst, dst_device, src, src_device, nbytes) : TG_ERROR;
 }

@@ -30,8 +30,8 @@ void tg_storage_retain(tg_storage *s);
 void tg_storage_release(tg_storage *s);
 
 /* Copies bytes between any two devices (host<->device, device<->device, host<->host). */
-tg_status tg_copy_bytes(void *dst, tg_device dst_device, const void *src, tg_device src_device,
-                        size_t nbytes, const char *op);
+tg_status tg_copy_bytes(void *dst, tg_device dst_device, const void *src, tg_device src_device, size_t nbytes,
+                        const char *op);
 
 /* Bytes this thread has allocated for storages so far (never decreases; the profiler
  * reads differences). */
@@ -42,9 +42,9 @@ long tg_live_storages(void);
 
 /* CPU caching allocator statistics, in bytes. */
 typedef struct {
-    size_t allocated; /* held by live storages */
-    size_t cached;    /* freed, kept for reuse */
-    size_t peak;      /* highest `allocated` so far */
+    size_t allocated;     /* held by live storages */
+    size_t cached;        /* freed, kept for reuse */
+    size_t peak;          /* highest `allocated` so far */
     size_t system_allocs; /* blocks ever taken from the system (a warmed-up training step takes none) */
 } tg_memory_stats;
 tg_memory_stats tg_cpu_memory_stats(void);

@@ -35,15 +35,12 @@ static tg_status check_creation(const char *op, const tg_shape *shape, const tg_
     if ((unsigned)opts->dtype >= TG_NUM_DTYPES /* tg_dtype_is_supported */)
         return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(opts->dtype));
     if (opts->requires_grad && !tg_dtype_is_floating(opts->dtype))
-        return tg_error("%s: only floating-point tensors can require grad, not %s", op,
-                        tg_dtype_name(opts->dtype));
+        return tg_error("%s: only floating-point tensors can require grad, not %s", op, tg_dtype_name(opts->dtype));
     if (opts->device.kind != TG_DEVICE_CPU && !tg_backend_for(opts->device, op)) return TG_ERROR;
     return TG_OK;
 }
 
-tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) {
-    return check_creation(op, &shape, &opts);
-}
+tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts) { return check_creation(op, &shape, &opts); }
 
 static tg_tensor *make(const char *op, tg_shape shape, tg_opts opts) {
     if (check_creation(op, &shape, &opts)) return NULL;
@@ -92,13 +89,9 @@ static tg_tensor *make_filled(const char *op, tg_shape shape, tg_opts opts, doub
 
 tg_tensor *tg_zeros(tg_shape shape, tg_opts opts) { return make_filled("tg_zeros", shape, opts, 0); }
 tg_tensor *tg_ones(tg_shape shape, tg_opts opts) { return make_filled("tg_ones", shape, opts, 1); }
-tg_tensor *tg_full(tg_shape shape, double value, tg_opts opts) {
-    return make_filled("tg_full", shape, opts, value);
-}
+tg_tensor *tg_full(tg_shape shape, double value, tg_opts opts) { return make_filled("tg_full", shape, opts, value); }
 
-static tg_opts opts_like(const tg_tensor *t) {
-    return (tg_opts){.dtype = t->dtype, .device = t->storage->device};
-}
+static tg_opts opts_like(const tg_tensor *t) { return (tg_opts){.dtype = t->dtype, .device = t->storage->device}; }
 tg_tensor *tg_empty_like(tg_tensor *like) {
     if (tg_unusable_(like)) return tg_error_unusable_input("tg_empty_like", like, 0), NULL;
     return make("tg_empty_like", like->shape, opts_like(like));
@@ -118,15 +111,17 @@ tg_tensor *tg_full_like(tg_tensor *like, double value) {
 
 tg_tensor *tg_arange(double start, double end, double step, tg_opts opts) {
     if (step == 0 || !isfinite(start) || !isfinite(end) || !isfinite(step))
-        return tg_error("tg_arange: step must be non-zero and bounds finite (start %g, end %g, step %g)",
-                        start, end, step), NULL;
+        return tg_error("tg_arange: step must be non-zero and bounds finite (start %g, end %g, step %g)", start, end,
+                        step),
+               NULL;
     if ((end - start) * step < 0)
         return tg_error("tg_arange: step %g goes away from end (start %g, end %g)", step, start, end), NULL;
     /* The count is checked as a double: converting one past INT64_MAX is undefined. */
     double count = ceil((end - start) / step);
     if (!(count < 0x1p62))
         return tg_error("tg_arange: (end - start) / step gives %g elements, too many (start %g, end %g, step %g)",
-                        count, start, end, step), NULL;
+                        count, start, end, step),
+               NULL;
     int64_t n = (int64_t)count;
     if (tg_check_creation("tg_arange", TG_SHAPE(n), opts)) return NULL;
     if (n > 0 && (tg_check_fill_value("tg_arange", opts.dtype, start) ||
@@ -138,8 +133,7 @@ tg_tensor *tg_arange(double start, double end, double step, tg_opts opts) {
         if (t) {
             size_t es = tg_dtype_size(t->dtype);
             for (int64_t i = 0; i < n; i++)
-                tg_store_from_double((char *)t->storage->data + i * (int64_t)es, t->dtype,
-                                     start + (double)i * step);
+                tg_store_from_double((char *)t->storage->data + i * (int64_t)es, t->dtype, start + (double)i * step);
             result = tg_scope_return(tg_tensor_to(t, opts.device));
             if (result) result->requires_grad = opts.requires_grad;
         }
@@ -152,8 +146,7 @@ tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_opts opts) {
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *t = make("tg_from_data", shape, opts);
-        if (t && !tg_copy_bytes(t->storage->data, t->storage->device, data, TG_CPU,
-                                t->storage->nbytes, "tg_from_data"))
+        if (t && !tg_copy_bytes(t->storage->data, t->storage->device, data, TG_CPU, t->storage->nbytes, "tg_from_data"))
             result = tg_scope_return(t);
     }
     return result;
@@ -231,8 +224,9 @@ static void copy_row(char **p, const int64_t *s, int64_t n, void *vctx) {
     if (c->dst == TG_INT64 && (c->src == TG_INT32 || c->src == TG_UINT8 || c->src == TG_BOOL)) {
         for (int64_t i = 0; i < n; i++) {
             const char *q = p[1] + i * s[1];
-            int64_t v = c->src == TG_INT32 ? *(const int32_t *)q : c->src == TG_UINT8 ? *(const uint8_t *)q
-                                                                                     : *(const bool *)q;
+            int64_t v = c->src == TG_INT32   ? *(const int32_t *)q
+                        : c->src == TG_UINT8 ? *(const uint8_t *)q
+                                             : *(const bool *)q;
             *(int64_t *)(p[0] + i * s[0]) = v;
         }
         return;
@@ -329,16 +323,14 @@ tg_status tg_copy_to_host(tg_tensor *t, void *dst, size_t nbytes) {
     size_t want = (size_t)tg_numel(t) * tg_dtype_size(t->dtype);
     if (nbytes != want) {
         char buf[128];
-        return tg_error("tg_copy_to_host: buffer of %zu bytes given for a %s tensor of shape %s (%zu bytes)",
-                        nbytes, tg_dtype_name(t->dtype), tg_shape_str(t->shape, buf, sizeof buf), want);
+        return tg_error("tg_copy_to_host: buffer of %zu bytes given for a %s tensor of shape %s (%zu bytes)", nbytes,
+                        tg_dtype_name(t->dtype), tg_shape_str(t->shape, buf, sizeof buf), want);
     }
     if (!dst && want) return tg_error("tg_copy_to_host: destination is NULL");
     tg_status status = TG_ERROR;
     TG_SCOPE {
         tg_tensor *c = tg_is_contiguous(t) ? t : tg_clone_values(t);
-        if (c)
-            status = tg_copy_bytes(dst, TG_CPU, tg_elem_ptr(c), c->storage->device, want,
-                                   "tg_copy_to_host");
+        if (c) status = tg_copy_bytes(dst, TG_CPU, tg_elem_ptr(c), c->storage->device, want, "tg_copy_to_host");
     }
     return status;
 }
@@ -352,8 +344,7 @@ double tg_item(tg_tensor *t) {
         return NAN;
     }
     int64_t bits = 0;
-    if (t->storage->device.kind == TG_DEVICE_CPU)
-        return tg_load_as_double(tg_elem_ptr(t), t->dtype);
+    if (t->storage->device.kind == TG_DEVICE_CPU) return tg_load_as_double(tg_elem_ptr(t), t->dtype);
     if (tg_copy_bytes(&bits, TG_CPU, tg_elem_ptr(t), t->storage->device, tg_dtype_size(t->dtype), "tg_item"))
         return NAN;
     return tg_load_as_double(&bits, t->dtype);
@@ -396,7 +387,8 @@ tg_tensor *tg_tensor_to(tg_tensor *t, tg_device device) {
 
 static int64_t max_abs_stride(int ndim, const int64_t *strides) {
     int64_t m = 0;
-    for (int i = 0; i < ndim; i++) m = strides[i] == INT64_MIN ? INT64_MAX : llabs(strides[i]) > m ? llabs(strides[i]) : m;
+    for (int i = 0; i < ndim; i++)
+        m = strides[i] == INT64_MIN ? INT64_MAX : llabs(strides[i]) > m ? llabs(strides[i]) : m;
     return m;
 }
 
@@ -407,8 +399,7 @@ tg_tensor *tg_make_view(const char *op, tg_tensor *t, tg_shape shape, const int6
     if (shape.ndim < 0 || shape.ndim > TG_MAX_DIMS)
         return tg_error("%s: %d dims requested, at most %d are supported", op, shape.ndim, TG_MAX_DIMS), NULL;
     if (tg_check_creation(op, shape, (tg_opts){.dtype = t->dtype})) return NULL;
-    if (offset < 0)
-        return tg_error("%s: negative storage offset %lld", op, (long long)offset), NULL;
+    if (offset < 0) return tg_error("%s: negative storage offset %lld", op, (long long)offset), NULL;
     int64_t lo = offset, hi = offset, capacity = (int64_t)(t->storage->nbytes / tg_dtype_size(t->dtype));
     bool overflow = false;
     for (int i = 0; i < shape.ndim && tg_shape_numel(shape) > 0; i++) {
@@ -418,15 +409,17 @@ tg_tensor *tg_make_view(const char *op, tg_tensor *t, tg_shape shape, const int6
     }
     if (overflow)
         return tg_error("%s: view of shape %s with strides up to %lld overflows the address range", op,
-                        tg_shape_str(shape, buf, sizeof buf), (long long)max_abs_stride(shape.ndim, strides)), NULL;
+                        tg_shape_str(shape, buf, sizeof buf), (long long)max_abs_stride(shape.ndim, strides)),
+               NULL;
     /* An empty view reaches no element, so any offset is in bounds, as PyTorch's (the
      * backward of narrow/select/diagonal/pad over an empty input makes such views);
      * one so large that the address would wrap is still refused. */
     if (tg_shape_numel(shape) > 0 ? lo < 0 || hi >= capacity : offset > INT64_MAX / 64)
         return tg_error("%s: view of shape %s at offset %lld reaches elements [%lld, %lld] outside the "
                         "storage of %lld elements",
-                        op, tg_shape_str(shape, buf, sizeof buf), (long long)offset, (long long)lo,
-                        (long long)hi, (long long)capacity), NULL;
+                        op, tg_shape_str(shape, buf, sizeof buf), (long long)offset, (long long)lo, (long long)hi,
+                        (long long)capacity),
+               NULL;
     tg_storage_retain(t->storage);
     return tg_tensor_wrap(t->storage, t->dtype, shape, strides, offset);
 }
@@ -523,7 +516,8 @@ static void reach(const tg_tensor *t, int64_t *lo, int64_t *hi) {
     }
     for (int i = 0; i < t->shape.ndim; i++) {
         int64_t span = (t->shape.dims[i] - 1) * t->strides[i]; /* bounded: views are checked */
-        if (span < 0) *lo += span; else *hi += span;
+        if (span < 0) *lo += span;
+        else *hi += span;
     }
 }
 

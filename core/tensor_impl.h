@@ -31,21 +31,21 @@ typedef struct {
 } tg_tensor_history;
 
 struct tg_tensor {
-    uint32_t life;                /* TG_TENSOR_ALIVE / TG_TENSOR_FREED */
-    int32_t scope_refs;           /* how many of the references scopes hold (core/scope.c) */
+    uint32_t life;      /* TG_TENSOR_ALIVE / TG_TENSOR_FREED */
+    int32_t scope_refs; /* how many of the references scopes hold (core/scope.c) */
     long refcount;
-    tg_storage *storage;          /* owned reference; shared with views */
-    int64_t offset;               /* in elements */
+    tg_storage *storage; /* owned reference; shared with views */
+    int64_t offset;      /* in elements */
     tg_shape shape;
     int64_t strides[TG_MAX_DIMS]; /* in elements */
     tg_dtype dtype;
-    bool requires_grad;           /* leaves: set by the user; results: true iff grad_fn */
-    tg_tensor *grad;              /* owned; accumulated by backward for leaves */
-    struct tg_node *grad_fn;      /* owned reference to the node that made this tensor */
-    int output_nr;                /* which output of grad_fn this is */
-    struct tg_hook_list *hooks;   /* owned; gradient hooks */
-    struct tg_trace_rec *trace;   /* owned; where it was made, while TG_LEAK_TRACE is on (core/trace.c) */
-    tg_tensor_history history;    /* written when it is freed */
+    bool requires_grad;         /* leaves: set by the user; results: true iff grad_fn */
+    tg_tensor *grad;            /* owned; accumulated by backward for leaves */
+    struct tg_node *grad_fn;    /* owned reference to the node that made this tensor */
+    int output_nr;              /* which output of grad_fn this is */
+    struct tg_hook_list *hooks; /* owned; gradient hooks */
+    struct tg_trace_rec *trace; /* owned; where it was made, while TG_LEAK_TRACE is on (core/trace.c) */
+    tg_tensor_history history;  /* written when it is freed */
 };
 
 /* A handle an op must refuse: NULL (the op that made it failed) or a freed tensor. */
@@ -60,8 +60,7 @@ extern void (*tg_autograd_free_slots)(tg_tensor *t);
 
 /* A new tensor struct (refcount 1, tracked by the innermost scope) over `storage`
  * (whose reference is taken over). */
-tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape,
-                          const int64_t *strides, int64_t offset);
+tg_tensor *tg_tensor_wrap(tg_storage *storage, tg_dtype dtype, tg_shape shape, const int64_t *strides, int64_t offset);
 /* Checks a requested shape/dtype/device for creation; records an error naming op. */
 tg_status tg_check_creation(const char *op, tg_shape shape, tg_opts opts);
 

@@ -94,7 +94,8 @@ void tg_trace_created_(tg_tensor *t) {
 void tg_trace_freed_(tg_tensor *t) {
     struct tg_trace_rec *r = t->trace;
     pthread_mutex_lock(&lock);
-    if (r->prev) r->prev->next = r->next; else live = r->next;
+    if (r->prev) r->prev->next = r->next;
+    else live = r->next;
     if (r->next) r->next->prev = r->prev;
     pthread_mutex_unlock(&lock);
     t->history.made_by = r->what; /* for the message about a stale handle (core/scope.c) */
@@ -153,7 +154,8 @@ static void report(FILE *out, long total, const char *when) {
     if (recorded == 0 || !sites) {
         pthread_mutex_unlock(&lock);
         free(sites);
-        fprintf(out, "tapegrad: %ld tensor%s %s (never released; run with TG_LEAK_TRACE=1 to see the lines that made %s)\n",
+        fprintf(out,
+                "tapegrad: %ld tensor%s %s (never released; run with TG_LEAK_TRACE=1 to see the lines that made %s)\n",
                 total, total == 1 ? "" : "s", when, total == 1 ? "it" : "them");
         return;
     }
@@ -163,10 +165,8 @@ static void report(FILE *out, long total, const char *when) {
         char shape[128];
         tg_tensor *e = sites[i].example;
         tg_shape_str(e->shape, shape, sizeof shape);
-        if (sites[i].file)
-            fprintf(out, "  %s:%d: %s: ", sites[i].file, sites[i].line, sites[i].what);
-        else
-            fprintf(out, "  inside tapegrad, with no public call noted (e.g. gradients, optimizer state): ");
+        if (sites[i].file) fprintf(out, "  %s:%d: %s: ", sites[i].file, sites[i].line, sites[i].what);
+        else fprintf(out, "  inside tapegrad, with no public call noted (e.g. gradients, optimizer state): ");
         fprintf(out, "%ld tensor%s (%s %s%s)\n", sites[i].count, sites[i].count == 1 ? "" : "s",
                 tg_dtype_name(e->dtype), shape, sites[i].count > 1 ? ", ..." : "");
     }
@@ -175,7 +175,8 @@ static void report(FILE *out, long total, const char *when) {
     for (int i = 0; i < nsites && i < SITES_SHOWN; i++) listed += sites[i].count;
     if (total > listed)
         fprintf(out, "  and %ld more tensor%s (from %d more lines, or made before recording was on)\n", total - listed,
-                total - listed == 1 ? "" : "s", (nsites > SITES_SHOWN ? nsites - SITES_SHOWN : 0) + (int)(other_sites > 0));
+                total - listed == 1 ? "" : "s",
+                (nsites > SITES_SHOWN ? nsites - SITES_SHOWN : 0) + (int)(other_sites > 0));
     free(sites);
 }
 

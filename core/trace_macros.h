@@ -4,6 +4,7 @@
  * Included last by tapegrad.h; TG_NO_TRACE_MACROS defined before it turns it off
  * (a later #undef and #include turns it on). The library's own files include the
  * headers they need, never tapegrad.h, so they are not wrapped. */
+/* clang-format off */
 #if !defined(TG_NO_TRACE_MACROS) && !defined(TG_CORE_TRACE_MACROS_H)
 #define TG_CORE_TRACE_MACROS_H
 

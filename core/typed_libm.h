@@ -13,10 +13,10 @@
 
 #ifdef __CUDACC__
 
-#define TG_LIBM_1(fn, ff, fd) \
+#define TG_LIBM_1(fn, ff, fd)                        \
     TG_HD_INLINE float fn(float x) { return ff(x); } \
     TG_HD_INLINE double fn(double x) { return fd(x); }
-#define TG_LIBM_2(fn, ff, fd) \
+#define TG_LIBM_2(fn, ff, fd)                                    \
     TG_HD_INLINE float fn(float x, float y) { return ff(x, y); } \
     TG_HD_INLINE double fn(double x, double y) { return fd(x, y); }
 TG_LIBM_1(tg_libm_exp, expf, exp)
@@ -58,23 +58,23 @@ TG_LIBM_2(tg_libm_fmod, fmodf, fmod)
 
 #else
 
-#define TG_EXP(x) _Generic((x), float: expf, default: exp)(x)
-#define TG_LOG(x) _Generic((x), float: logf, default: log)(x)
-#define TG_LOG1P(x) _Generic((x), float: log1pf, default: log1p)(x)
-#define TG_SQRT(x) _Generic((x), float: sqrtf, default: sqrt)(x)
-#define TG_TANH(x) _Generic((x), float: tanhf, default: tanh)(x)
-#define TG_ERF(x) _Generic((x), float: erff, default: erf)(x)
-#define TG_FABS(x) _Generic((x), float: fabsf, default: fabs)(x)
-#define TG_SIN(x) _Generic((x), float: sinf, default: sin)(x)
-#define TG_COS(x) _Generic((x), float: cosf, default: cos)(x)
-#define TG_EXPM1(x) _Generic((x), float: expm1f, default: expm1)(x)
-#define TG_FLOOR(x) _Generic((x), float: floorf, default: floor)(x)
-#define TG_CEIL(x) _Generic((x), float: ceilf, default: ceil)(x)
-#define TG_NEARBYINT(x) _Generic((x), float: nearbyintf, default: nearbyint)(x)
-#define TG_TRUNC(x) _Generic((x), float: truncf, default: trunc)(x)
-#define TG_POW(x, y) _Generic((x), float: powf, default: pow)(x, y)
-#define TG_ATAN2(x, y) _Generic((x), float: atan2f, default: atan2)(x, y)
-#define TG_FMOD(x, y) _Generic((x), float: fmodf, default: fmod)(x, y)
+#define TG_EXP(x) _Generic((x), float : expf, default : exp)(x)
+#define TG_LOG(x) _Generic((x), float : logf, default : log)(x)
+#define TG_LOG1P(x) _Generic((x), float : log1pf, default : log1p)(x)
+#define TG_SQRT(x) _Generic((x), float : sqrtf, default : sqrt)(x)
+#define TG_TANH(x) _Generic((x), float : tanhf, default : tanh)(x)
+#define TG_ERF(x) _Generic((x), float : erff, default : erf)(x)
+#define TG_FABS(x) _Generic((x), float : fabsf, default : fabs)(x)
+#define TG_SIN(x) _Generic((x), float : sinf, default : sin)(x)
+#define TG_COS(x) _Generic((x), float : cosf, default : cos)(x)
+#define TG_EXPM1(x) _Generic((x), float : expm1f, default : expm1)(x)
+#define TG_FLOOR(x) _Generic((x), float : floorf, default : floor)(x)
+#define TG_CEIL(x) _Generic((x), float : ceilf, default : ceil)(x)
+#define TG_NEARBYINT(x) _Generic((x), float : nearbyintf, default : nearbyint)(x)
+#define TG_TRUNC(x) _Generic((x), float : truncf, default : trunc)(x)
+#define TG_POW(x, y) _Generic((x), float : powf, default : pow)(x, y)
+#define TG_ATAN2(x, y) _Generic((x), float : atan2f, default : atan2)(x, y)
+#define TG_FMOD(x, y) _Generic((x), float : fmodf, default : fmod)(x, y)
 
 #endif
 

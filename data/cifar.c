@@ -29,7 +29,8 @@ static int64_t count_records(const char *op, size_t n, tg_cifar_kind kind, const
                         "and %zu bytes more (a %s file?)",
                         op, name, n / rec * rec, n, n / rec, rec, n % rec,
                         kind == TG_CIFAR10 ? "CIFAR-100 file read as CIFAR-10, or a cut"
-                                           : "CIFAR-10 file read as CIFAR-100, or a cut"), -1;
+                                           : "CIFAR-10 file read as CIFAR-100, or a cut"),
+               -1;
     return (int64_t)(n / rec);
 }
 
@@ -99,8 +100,8 @@ static int split_files(tg_cifar_kind kind, tg_cifar_split split, const char *nam
         names[0] = "test_batch.bin";
         return 1;
     }
-    static const char *const train[] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-                                        "data_batch_4.bin", "data_batch_5.bin"};
+    static const char *const train[] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                                        "data_batch_5.bin"};
     for (int i = 0; i < 5; i++) names[i] = train[i];
     return 5;
 }
@@ -115,8 +116,7 @@ static bool find_dir(const char *dir, tg_cifar_kind kind, const char *first, cha
             tg_error("tg_cifar_load: directory name too long (%zu characters)", strlen(dir));
             return false;
         }
-        if (snprintf(path, sizeof path, "%s/%s", out, first) < (int)sizeof path && access(path, F_OK) == 0)
-            return true;
+        if (snprintf(path, sizeof path, "%s/%s", out, first) < (int)sizeof path && access(path, F_OK) == 0) return true;
     }
     tg_error("tg_cifar_load: missing file %s/%s (also looked in %s/%s/). CIFAR data is not shipped with tapegrad: "
              "unpack the binary version (%s) from https://www.cs.toronto.edu/~kriz/cifar.html",
@@ -135,8 +135,8 @@ static uint8_t *read_file(const cifar_file *f) {
     if (!buf) return tg_error("tg_cifar_load: %s: out of memory for %zu bytes", f->path, f->size), NULL;
     if (got != f->size) {
         free(buf);
-        tg_error("tg_cifar_load: %s: read %zu of %zu bytes%s%s (the file changed while read?)", f->path, got,
-                 f->size, e ? ": " : "", e ? strerror(e) : "");
+        tg_error("tg_cifar_load: %s: read %zu of %zu bytes%s%s (the file changed while read?)", f->path, got, f->size,
+                 e ? ": " : "", e ? strerror(e) : "");
         return NULL;
     }
     return buf;

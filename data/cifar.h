@@ -45,8 +45,10 @@ typedef struct {
 
 /* Per-channel statistics of CIFAR-10's training set after scaling to [0, 1] (the values
  * used by most CIFAR training scripts), for tg_transform_normalize (data/transforms.h). */
-#define TG_CIFAR10_MEAN {0.4914, 0.4822, 0.4465}
-#define TG_CIFAR10_STD {0.2470, 0.2435, 0.2616}
+#define TG_CIFAR10_MEAN \
+    { 0.4914, 0.4822, 0.4465 }
+#define TG_CIFAR10_STD \
+    { 0.2470, 0.2435, 0.2616 }
 
 /* Loads one split from `dir`: the directory holding the .bin files, or the one the
  * archive unpacks into it (cifar-10-batches-bin/, cifar-100-binary/), which is looked

@@ -23,9 +23,9 @@
 typedef struct {
     const char *name;
     const uint8_t *data;
-    size_t size, pos;  /* pos: bytes handed to the decoder so far */
-    uint8_t *pixels;   /* [H, W, 3] */
-    uint8_t **rows;    /* PNG row pointers into pixels */
+    size_t size, pos; /* pos: bytes handed to the decoder so far */
+    uint8_t *pixels;  /* [H, W, 3] */
+    uint8_t **rows;   /* PNG row pointers into pixels */
     char message[JMSG_LENGTH_MAX > 200 ? JMSG_LENGTH_MAX : 200];
     jmp_buf jump;
 } decode_ctx;
@@ -98,11 +98,13 @@ static tg_tensor *decode_png(decode_ctx *c) {
             if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
             if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
             /* libpng's palette expansion turns a tRNS chunk into an alpha channel: dropped too. */
-            if ((color & PNG_COLOR_MASK_ALPHA) || (color == PNG_COLOR_TYPE_PALETTE && png_get_valid(png, info, PNG_INFO_tRNS)))
+            if ((color & PNG_COLOR_MASK_ALPHA) ||
+                (color == PNG_COLOR_TYPE_PALETTE && png_get_valid(png, info, PNG_INFO_tRNS)))
                 png_set_strip_alpha(png);
             png_set_interlace_handling(png);
             png_read_update_info(png, info);
-            if (png_get_rowbytes(png, info) != (size_t)w * 3) png_error(png, "unexpected row size after conversion to RGB");
+            if (png_get_rowbytes(png, info) != (size_t)w * 3)
+                png_error(png, "unexpected row size after conversion to RGB");
             c->pixels = malloc((size_t)w * h * 3);
             c->rows = malloc(sizeof *c->rows * h);
             if (!c->pixels || !c->rows) {
@@ -199,9 +201,8 @@ tg_tensor *tg_image_decode(const void *data, size_t nbytes, const char *name) {
         t = decode_jpeg(c);
     } else {
         const uint8_t *p = data;
-        tg_error("tg_image_decode: %s: not a PNG or JPEG file (it starts with %02x %02x %02x %02x, %zu bytes)",
-                 c->name, nbytes > 0 ? p[0] : 0, nbytes > 1 ? p[1] : 0, nbytes > 2 ? p[2] : 0, nbytes > 3 ? p[3] : 0,
-                 nbytes);
+        tg_error("tg_image_decode: %s: not a PNG or JPEG file (it starts with %02x %02x %02x %02x, %zu bytes)", c->name,
+                 nbytes > 0 ? p[0] : 0, nbytes > 1 ? p[1] : 0, nbytes > 2 ? p[2] : 0, nbytes > 3 ? p[3] : 0, nbytes);
     }
     free(c->pixels);
     free(c->rows);

@@ -210,7 +210,8 @@ tg_status tg_image_folder_get(const tg_image_folder *f, int64_t i, tg_tensor **i
     tg_status status = TG_ERROR;
     TG_SCOPE {
         tg_tensor *img = tg_image_load(f->samples[i].path);
-        tg_tensor *lab = img ? tg_full(TG_SCALAR_SHAPE, (double)f->samples[i].label, (tg_opts){.dtype = TG_INT64}) : NULL;
+        tg_tensor *lab =
+            img ? tg_full(TG_SCALAR_SHAPE, (double)f->samples[i].label, (tg_opts){.dtype = TG_INT64}) : NULL;
         if (lab) {
             *image = tg_scope_return(img);
             if (label) *label = tg_scope_return(lab);

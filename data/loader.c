@@ -11,20 +11,20 @@
 #include "data/loader_workers.h"
 
 struct tg_loader {
-    tg_tensor *x;   /* owned reference, contiguous, [N, ...] (NULL for a tg_dataset) */
-    tg_tensor *y;   /* owned reference, contiguous, [N, ...], or NULL */
-    tg_dataset dataset; /* get != NULL: samples come from it, one at a time */
+    tg_tensor *x;               /* owned reference, contiguous, [N, ...] (NULL for a tg_dataset) */
+    tg_tensor *y;               /* owned reference, contiguous, [N, ...], or NULL */
+    tg_dataset dataset;         /* get != NULL: samples come from it, one at a time */
     tg_loader_workers *workers; /* num_workers > 0: the threads (NULL until a pass needs them) */
-    uint64_t base_seed; /* this pass's base seed for the workers' generators */
-    int64_t passes;     /* passes started (persistent workers: only the first draws a base seed) */
-    int64_t n;      /* samples in the data set */
-    int64_t len;    /* samples per epoch: n, or this rank's shard (world_size > 0) */
+    uint64_t base_seed;         /* this pass's base seed for the workers' generators */
+    int64_t passes;             /* passes started (persistent workers: only the first draws a base seed) */
+    int64_t n;                  /* samples in the data set */
+    int64_t len;                /* samples per epoch: n, or this rank's shard (world_size > 0) */
     tg_loader_opts opts;
     int64_t *order; /* [len] this epoch's sample order */
     int64_t pos;    /* next position in order */
     int64_t epoch;
-    bool finished;  /* tg_loader_next said the epoch is over: the next call starts epoch + 1 */
-    bool ordered;   /* `order` holds this epoch's order (drawn at its first batch) */
+    bool finished;          /* tg_loader_next said the epoch is over: the next call starts epoch + 1 */
+    bool ordered;           /* `order` holds this epoch's order (drawn at its first batch) */
     tg_mt19937 shuffler;    /* the loader's own generator (seed != 0), ready to draw */
     int64_t shuffler_epoch; /* the order of this epoch next (-1: not seeded yet) */
 };
@@ -37,8 +37,8 @@ static int64_t shard_len(int64_t n, int world, bool drop_last) {
     return (n + world - 1) / world;
 }
 
-int64_t tg_distributed_indices(int64_t *indices, int64_t n, int world_size, int rank, bool shuffle,
-                               uint64_t seed, int64_t epoch, bool drop_last) {
+int64_t tg_distributed_indices(int64_t *indices, int64_t n, int world_size, int rank, bool shuffle, uint64_t seed,
+                               int64_t epoch, bool drop_last) {
     if (n <= 0 || world_size <= 0 || rank < 0 || rank >= world_size) return 0;
     int64_t per_rank = shard_len(n, world_size, drop_last);
     int64_t total = per_rank * world_size;
@@ -84,24 +84,22 @@ void tg_random_permutation(int64_t *perm, int64_t n, uint64_t seed, uint64_t epo
 
 tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_take_samples", t, 0), NULL;
-    if (tg_ndim(t) == 0)
-        return tg_error("tg_take_samples: the tensor is 0-dim; samples are indexed by dim 0"),
-               NULL;
+    if (tg_ndim(t) == 0) return tg_error("tg_take_samples: the tensor is 0-dim; samples are indexed by dim 0"), NULL;
     if (count < 0 || (count > 0 && !indices))
         return tg_error("tg_take_samples: bad index list (count %lld)", (long long)count), NULL;
     int64_t n = tg_size(t, 0);
     for (int64_t i = 0; i < count; i++)
         if (indices[i] < 0 || indices[i] >= n)
-            return tg_error("tg_take_samples: index %lld is out of range for %lld samples",
-                            (long long)indices[i], (long long)n), NULL;
+            return tg_error("tg_take_samples: index %lld is out of range for %lld samples", (long long)indices[i],
+                            (long long)n),
+                   NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *src = tg_is_contiguous(t) ? t : tg_clone_values(t);
         tg_shape shape = tg_shape_of(t);
         shape.dims[0] = count;
         tg_device device = tg_device_of(t);
-        tg_tensor *out = src ? tg_empty(shape, (tg_opts){.dtype = tg_dtype_of(t), .device = device})
-                             : NULL;
+        tg_tensor *out = src ? tg_empty(shape, (tg_opts){.dtype = tg_dtype_of(t), .device = device}) : NULL;
         if (out) {
             size_t row = n ? (size_t)(tg_numel(t) / n) * tg_dtype_size(tg_dtype_of(t)) : 0;
             const char *from = tg_data_ptr(src);
@@ -113,11 +111,9 @@ tg_tensor *tg_take_samples(tg_tensor *t, const int64_t *indices, int64_t count) 
                 int64_t run = 1;
                 while (i + run < count && indices[i + run] == indices[i] + run) run++;
                 size_t bytes = (size_t)run * row;
-                if (device.kind == TG_DEVICE_CPU)
-                    memcpy(to + (size_t)i * row, from + (size_t)indices[i] * row, bytes);
+                if (device.kind == TG_DEVICE_CPU) memcpy(to + (size_t)i * row, from + (size_t)indices[i] * row, bytes);
                 else
-                    ok = !tg_copy_bytes(to + (size_t)i * row, device,
-                                        from + (size_t)indices[i] * row, device, bytes,
+                    ok = !tg_copy_bytes(to + (size_t)i * row, device, from + (size_t)indices[i] * row, device, bytes,
                                         "tg_take_samples");
                 i += run;
             }
@@ -148,14 +144,16 @@ static bool check_opts(tg_loader_opts *opts, bool cpu_samples) {
         return tg_error("tg_loader_new: rank %d is not in [0, world_size %d)", opts->rank, opts->world_size), false;
     if (opts->num_workers < 0 || opts->prefetch_factor < 0)
         return tg_error("tg_loader_new: num_workers %d and prefetch_factor %d must be >= 0", opts->num_workers,
-                        opts->prefetch_factor), false;
+                        opts->prefetch_factor),
+               false;
     if (opts->persistent_workers && opts->num_workers == 0)
         return tg_error("tg_loader_new: persistent_workers needs num_workers > 0 (as DataLoader's ValueError)"), false;
     if (opts->transform.count < 0 || opts->transform.count > TG_COMPOSE_MAX)
         return tg_error("tg_loader_new: the transform has more than %d steps", TG_COMPOSE_MAX), false;
     if (opts->transform.count > 0 && !cpu_samples)
         return tg_error("tg_loader_new: a transform needs the samples on the CPU (transforms run before a batch "
-                        "moves to .device)"), false;
+                        "moves to .device)"),
+               false;
     if (opts->batch_size == 0) opts->batch_size = 1;
     if (opts->prefetch_factor == 0) opts->prefetch_factor = 2;
     return true;
@@ -183,10 +181,13 @@ tg_loader *tg_loader_new(tg_tensor *x, tg_tensor *y, tg_loader_opts opts) {
     if (tg_unusable_(x)) return tg_error_unusable_input("tg_loader_new", x, 0), NULL;
     if (tg_ndim(x) == 0 || (y && tg_ndim(y) == 0))
         return tg_error("tg_loader_new: x and y need a first dimension indexing samples "
-                        "(got a 0-dim %s)", tg_ndim(x) == 0 ? "x" : "y"), NULL;
+                        "(got a 0-dim %s)",
+                        tg_ndim(x) == 0 ? "x" : "y"),
+               NULL;
     if (y && tg_size(x, 0) != tg_size(y, 0))
         return tg_error("tg_loader_new: x has %lld samples but y has %lld (first dims differ)",
-                        (long long)tg_size(x, 0), (long long)tg_size(y, 0)), NULL;
+                        (long long)tg_size(x, 0), (long long)tg_size(y, 0)),
+               NULL;
     if (!check_opts(&opts, tg_device_of(x).kind == TG_DEVICE_CPU)) return NULL;
     tg_loader *ld = loader_alloc(tg_size(x, 0), opts);
     if (!ld) return NULL;
@@ -240,9 +241,7 @@ void tg_loader_reset(tg_loader *ld, int64_t epoch) {
 /* Whether this pass draws the workers' base seed: every pass does (DataLoader makes a
  * new iterator, whose __init__ draws it), but with persistent workers the iterator is
  * made once and later passes only _reset it. */
-static bool pass_draws_base_seed(const tg_loader *ld) {
-    return !(ld->opts.persistent_workers && ld->passes > 0);
-}
+static bool pass_draws_base_seed(const tg_loader *ld) { return !(ld->opts.persistent_workers && ld->passes > 0); }
 
 /* The current epoch's order, drawn when its first batch is asked for, as a
  * DataLoader draws when iteration starts: with seed 0 the default generator's numbers
@@ -261,8 +260,7 @@ static void draw_order(tg_loader *ld) {
         }
         if (tg_distributed_indices(ld->order, ld->n, ld->opts.world_size, ld->opts.rank, ld->opts.shuffle,
                                    ld->opts.seed, ld->epoch, ld->opts.shard_drop_last) < 0) {
-            tg_error("tg_loader_next: out of memory for the %lld indices of the distributed sampler",
-                     (long long)ld->n);
+            tg_error("tg_loader_next: out of memory for the %lld indices of the distributed sampler", (long long)ld->n);
             for (int64_t i = 0; i < ld->len; i++) ld->order[i] = (ld->opts.rank + i * ld->opts.world_size) % ld->n;
         }
         ld->ordered = true;
@@ -356,7 +354,8 @@ static tg_tensor *stack(tg_tensor **items, const int64_t *indices, int64_t count
             return tg_error("tg_loader_next: samples of a batch are stacked and must agree: sample %lld's %s is %s %s "
                             "but sample %lld's is %s %s (resize images with a crop transform)",
                             (long long)indices[0], which, tg_dtype_name(tg_dtype_of(first)), a, (long long)indices[i],
-                            tg_dtype_name(tg_dtype_of(items[i])), b), NULL;
+                            tg_dtype_name(tg_dtype_of(items[i])), b),
+                   NULL;
         }
     }
     tg_shape s = tg_shape_of(first);
@@ -376,16 +375,16 @@ static tg_tensor *stack(tg_tensor **items, const int64_t *indices, int64_t count
 }
 
 /* The samples at idx, one at a time: loaded, transformed, stacked. */
-static bool make_from_samples(const tg_loader *ld, const int64_t *idx, int64_t count, tg_mt19937 *gen,
-                              tg_tensor **bx, tg_tensor **by) {
+static bool make_from_samples(const tg_loader *ld, const int64_t *idx, int64_t count, tg_mt19937 *gen, tg_tensor **bx,
+                              tg_tensor **by) {
     tg_tensor **xs = calloc((size_t)count, sizeof *xs), **ys = calloc((size_t)count, sizeof *ys);
     bool ok = xs && ys;
     if (!ok) tg_error("tg_loader_next: out of memory for a batch of %lld", (long long)count);
     for (int64_t i = 0; i < count && ok; i++) {
         ok = load_sample(ld, idx[i], &xs[i], &ys[i]) == TG_OK;
         if (ok && (ys[i] == NULL) != (ys[0] == NULL)) {
-            tg_error("tg_loader_next: sample %lld has %s y but sample %lld %s", (long long)idx[i],
-                     ys[i] ? "a" : "no", (long long)idx[0], ys[0] ? "has one" : "has none");
+            tg_error("tg_loader_next: sample %lld has %s y but sample %lld %s", (long long)idx[i], ys[i] ? "a" : "no",
+                     (long long)idx[0], ys[0] ? "has one" : "has none");
             ok = false;
         }
         if (ok && ld->opts.transform.count > 0) {

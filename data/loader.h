@@ -176,11 +176,10 @@ typedef struct {
 tg_batch_loop_ tg_batch_loop_begin_(tg_loader *ld, tg_tensor **x, tg_tensor **y);
 void tg_batch_loop_next_(tg_batch_loop_ *l, tg_tensor **x, tg_tensor **y);
 void tg_batch_loop_end_(tg_batch_loop_ *l);
-#define TG_FOR_EACH_BATCH(ld, bx, by)                                                                    \
-    for (tg_batch_loop_ TG_CONCAT(tg_batches_, __LINE__) TG_CLEANUP_(tg_batch_loop_end_) =               \
-             tg_batch_loop_begin_((ld), &(bx), &(by));                                                   \
-         TG_CONCAT(tg_batches_, __LINE__).more;                                                          \
-         tg_batch_loop_next_(&TG_CONCAT(tg_batches_, __LINE__), &(bx), &(by)))
+#define TG_FOR_EACH_BATCH(ld, bx, by)                                                    \
+    for (tg_batch_loop_ TG_CONCAT(tg_batches_, __LINE__)                                 \
+             TG_CLEANUP_(tg_batch_loop_end_) = tg_batch_loop_begin_((ld), &(bx), &(by)); \
+         TG_CONCAT(tg_batches_, __LINE__).more; tg_batch_loop_next_(&TG_CONCAT(tg_batches_, __LINE__), &(bx), &(by)))
 
 /* The samples of t [N, ...] at `indices` (each in [0, N)), stacked in that order:
  * [count, ...], a new contiguous tensor on t's device (t[indices] in PyTorch, without

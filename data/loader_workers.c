@@ -166,8 +166,8 @@ tg_status tg_loader_workers_take(tg_loader_workers *p, tg_tensor **x, tg_tensor 
         *y = s->y;
         s->x = s->y = NULL;
     } else {
-        status = tg_error("tg_loader_next: worker %d failed on batch %lld: %s", s->worker, (long long)s->batch,
-                          s->message);
+        status =
+            tg_error("tg_loader_next: worker %d failed on batch %lld: %s", s->worker, (long long)s->batch, s->message);
     }
     release_slot(s);
     p->deliver++;

@@ -26,8 +26,8 @@ typedef struct {
 } idx_type;
 
 static const idx_type IDX_TYPES[] = {
-    {0x08, "ubyte", TG_UINT8},  {0x09, "sbyte", -1},        {0x0B, "int16", -1},
-    {0x0C, "int32", TG_INT32},  {0x0D, "float32", TG_FLOAT32}, {0x0E, "float64", TG_FLOAT64},
+    {0x08, "ubyte", TG_UINT8}, {0x09, "sbyte", -1},           {0x0B, "int16", -1},
+    {0x0C, "int32", TG_INT32}, {0x0D, "float32", TG_FLOAT32}, {0x0E, "float64", TG_FLOAT64},
 };
 
 static uint32_t read_be32(const uint8_t *p) {
@@ -35,38 +35,36 @@ static uint32_t read_be32(const uint8_t *p) {
 }
 
 /* `op` and `name` prefix every message: "tg_mnist_load: /dir/file: ...". */
-static tg_tensor *idx_parse(const char *op, const void *data, size_t n, int expected_ndim,
-                            const char *name) {
+static tg_tensor *idx_parse(const char *op, const void *data, size_t n, int expected_ndim, const char *name) {
     const uint8_t *p = data;
     if (!name) name = "<memory>";
     if (!p && n) return tg_error("%s: %s: data is NULL", op, name), NULL;
-    if (n < 4)
-        return tg_error("%s: %s: truncated IDX header: %zu bytes, an IDX file starts with 4",
-                        op, name, n), NULL;
+    if (n < 4) return tg_error("%s: %s: truncated IDX header: %zu bytes, an IDX file starts with 4", op, name, n), NULL;
     if (p[0] != 0 || p[1] != 0)
         return tg_error("%s: %s: wrong magic 0x%02x%02x%02x%02x: not an IDX file (expected "
                         "0x0000TTDD: two zero bytes, type code, dimension count)",
-                        op, name, p[0], p[1], p[2], p[3]), NULL;
+                        op, name, p[0], p[1], p[2], p[3]),
+               NULL;
     const idx_type *type = NULL;
     for (size_t i = 0; i < sizeof IDX_TYPES / sizeof IDX_TYPES[0]; i++)
         if (IDX_TYPES[i].code == p[2]) type = &IDX_TYPES[i];
     if (!type)
-        return tg_error("%s: %s: wrong magic 0x%02x%02x%02x%02x: unknown IDX type code 0x%02x",
-                        op, name, p[0], p[1], p[2], p[3], p[2]), NULL;
+        return tg_error("%s: %s: wrong magic 0x%02x%02x%02x%02x: unknown IDX type code 0x%02x", op, name, p[0], p[1],
+                        p[2], p[3], p[2]),
+               NULL;
     if (type->dtype < 0)
-        return tg_error("%s: %s: IDX element type %s (0x%02x) has no tapegrad dtype", op, name,
-                        type->idx_name, type->code), NULL;
+        return tg_error("%s: %s: IDX element type %s (0x%02x) has no tapegrad dtype", op, name, type->idx_name,
+                        type->code),
+               NULL;
     int ndim = p[3];
     if (ndim < 1 || ndim > TG_MAX_DIMS)
-        return tg_error("%s: %s: wrong dimension count %d (tapegrad reads 1 to %d)", op, name,
-                        ndim, TG_MAX_DIMS), NULL;
+        return tg_error("%s: %s: wrong dimension count %d (tapegrad reads 1 to %d)", op, name, ndim, TG_MAX_DIMS), NULL;
     if (expected_ndim > 0 && ndim != expected_ndim)
-        return tg_error("%s: %s: wrong dimension count %d, expected %d", op, name, ndim,
-                        expected_ndim), NULL;
+        return tg_error("%s: %s: wrong dimension count %d, expected %d", op, name, ndim, expected_ndim), NULL;
     size_t header = 4 + 4 * (size_t)ndim;
     if (n < header)
-        return tg_error("%s: %s: truncated IDX header: %zu bytes, %d dimensions need %zu", op,
-                        name, n, ndim, header), NULL;
+        return tg_error("%s: %s: truncated IDX header: %zu bytes, %d dimensions need %zu", op, name, n, ndim, header),
+               NULL;
     tg_shape shape = {.ndim = ndim};
     size_t elem = tg_dtype_size((tg_dtype)type->dtype);
     uint64_t need = elem; /* bytes of data the header promises */
@@ -77,10 +75,8 @@ static tg_tensor *idx_parse(const char *op, const void *data, size_t n, int expe
         shape.dims[i] = read_be32(p + 4 + 4 * i);
         /* A header can promise up to (2^32)^8 elements; anything beyond the input's own
          * length is an error anyway, so overflow only has to be detected. */
-        if (!overflow && __builtin_mul_overflow(need, (uint64_t)shape.dims[i], &need))
-            overflow = true;
-        if (shape.dims[i] &&
-            __builtin_mul_overflow(nonzero, (uint64_t)shape.dims[i], &nonzero))
+        if (!overflow && __builtin_mul_overflow(need, (uint64_t)shape.dims[i], &need)) overflow = true;
+        if (shape.dims[i] && __builtin_mul_overflow(nonzero, (uint64_t)shape.dims[i], &nonzero))
             nonzero_overflow = true;
     }
     char shape_buf[128];
@@ -88,20 +84,21 @@ static tg_tensor *idx_parse(const char *op, const void *data, size_t n, int expe
     /* [0, 2^32-1, 2^32-1, ...] has no elements but sizes no tensor can describe
      * (element counts and strides are int64). */
     if (nonzero_overflow || nonzero > (uint64_t)INT64_MAX / 8)
-        return tg_error("%s: %s: sizes %s are too large for a tensor", op, name, shape_buf),
-               NULL;
+        return tg_error("%s: %s: sizes %s are too large for a tensor", op, name, shape_buf), NULL;
     size_t have = n - header;
     if (overflow || need > have) {
         char need_buf[32] = "more than 2^64";
         if (!overflow) snprintf(need_buf, sizeof need_buf, "%llu", (unsigned long long)need);
         return tg_error("%s: %s: truncated data: the header says %s %s (%s bytes) but %zu "
                         "bytes follow",
-                        op, name, shape_buf, type->idx_name, need_buf, have), NULL;
+                        op, name, shape_buf, type->idx_name, need_buf, have),
+               NULL;
     }
     if (need < have)
         return tg_error("%s: %s: %zu trailing bytes after the %s %s data (a wrong header or "
                         "two files joined?)",
-                        op, name, (size_t)(have - need), shape_buf, type->idx_name), NULL;
+                        op, name, (size_t)(have - need), shape_buf, type->idx_name),
+               NULL;
     tg_tensor *t = tg_empty(shape, (tg_opts){.dtype = (tg_dtype)type->dtype});
     if (!t) return NULL;
     uint8_t *dst = tg_data_ptr(t);
@@ -157,12 +154,9 @@ static uint8_t *read_gz_file(const char *op, const char *path, size_t *size) {
         if (got < 0 || err != Z_OK) {
             /* zlib reports a stream cut short as Z_BUF_ERROR "unexpected end of file". */
             if (err == Z_BUF_ERROR)
-                tg_error("%s: %s: gzip stream ends early (%s): the file is truncated", op, path,
-                         msg);
-            else if (err == Z_ERRNO)
-                tg_error("%s: %s: read error: %s", op, path, strerror(errno));
-            else
-                tg_error("%s: %s: corrupt gzip data (%s)", op, path, msg);
+                tg_error("%s: %s: gzip stream ends early (%s): the file is truncated", op, path, msg);
+            else if (err == Z_ERRNO) tg_error("%s: %s: read error: %s", op, path, strerror(errno));
+            else tg_error("%s: %s: corrupt gzip data (%s)", op, path, msg);
             free(buf);
             gzclose(f);
             return NULL;
@@ -184,16 +178,13 @@ static tg_tensor *idx_load(const char *op, const char *path, int expected_ndim) 
     return t;
 }
 
-tg_tensor *tg_idx_load(const char *path, int expected_ndim) {
-    return idx_load("tg_idx_load", path, expected_ndim);
-}
+tg_tensor *tg_idx_load(const char *path, int expected_ndim) { return idx_load("tg_idx_load", path, expected_ndim); }
 
 /* Finds "<dir>/<prefix>-<kind>-idx<N>-ubyte[.gz]" or the "<prefix>-<kind>.idx<N>-ubyte"
  * spelling; writes the path into out (TG_PATH_CAP) or records an error listing the tries. */
-static bool find_idx_file(const char *dir, const char *prefix, const char *kind, int ndim,
-                          char *out) {
-    static const char *const patterns[] = {"%s/%s-%s-idx%d-ubyte", "%s/%s-%s-idx%d-ubyte.gz",
-                                           "%s/%s-%s.idx%d-ubyte", "%s/%s-%s.idx%d-ubyte.gz"};
+static bool find_idx_file(const char *dir, const char *prefix, const char *kind, int ndim, char *out) {
+    static const char *const patterns[] = {"%s/%s-%s-idx%d-ubyte", "%s/%s-%s-idx%d-ubyte.gz", "%s/%s-%s.idx%d-ubyte",
+                                           "%s/%s-%s.idx%d-ubyte.gz"};
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
         int len = snprintf(out, TG_PATH_CAP, patterns[i], dir, prefix, kind, ndim);
         if (len < 0 || len >= TG_PATH_CAP) {
@@ -224,12 +215,10 @@ tg_mnist tg_mnist_load(const char *dir, tg_mnist_split split) {
     tg_mnist result = {NULL, NULL};
     if (!dir) return tg_error("tg_mnist_load: dir is NULL"), result;
     if (split != TG_MNIST_TRAIN && split != TG_MNIST_TEST)
-        return tg_error("tg_mnist_load: unknown split %d (TG_MNIST_TRAIN or TG_MNIST_TEST)",
-                        (int)split), result;
+        return tg_error("tg_mnist_load: unknown split %d (TG_MNIST_TRAIN or TG_MNIST_TEST)", (int)split), result;
     const char *prefix = split == TG_MNIST_TRAIN ? "train" : "t10k";
     char image_path[TG_PATH_CAP], label_path[TG_PATH_CAP];
-    if (!find_idx_file(dir, prefix, "images", 3, image_path) ||
-        !find_idx_file(dir, prefix, "labels", 1, label_path))
+    if (!find_idx_file(dir, prefix, "images", 3, image_path) || !find_idx_file(dir, prefix, "labels", 1, label_path))
         return result;
     TG_SCOPE {
         tg_tensor *images = idx_load("tg_mnist_load", image_path, 3);
@@ -244,8 +233,7 @@ tg_mnist tg_mnist_load(const char *dir, tg_mnist_split split) {
             } else if (tg_size(images, 0) != tg_size(labels, 0)) {
                 tg_error("tg_mnist_load: image and label counts differ: %lld images in %s, "
                          "%lld labels in %s",
-                         (long long)tg_size(images, 0), image_path,
-                         (long long)tg_size(labels, 0), label_path);
+                         (long long)tg_size(images, 0), image_path, (long long)tg_size(labels, 0), label_path);
             } else {
                 tg_tensor *labels64 = labels_to_int64(labels);
                 if (labels64) {
@@ -271,14 +259,12 @@ static tg_tensor *host_contiguous(tg_tensor *t) {
 static bool check_input(const char *op, tg_tensor *x) {
     if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), false;
     if (!tg_dtype_is_supported(tg_dtype_of(x)))
-        return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(tg_dtype_of(x))),
-               false;
+        return tg_error("%s: dtype %s is not supported", op, tg_dtype_name(tg_dtype_of(x))), false;
     return true;
 }
 
 /* out = (x * scale - mean) / std in out_dtype, on x's device. */
-static tg_tensor *affine(const char *op, tg_tensor *x, double scale, double mean, double std,
-                         tg_dtype out_dtype) {
+static tg_tensor *affine(const char *op, tg_tensor *x, double scale, double mean, double std, tg_dtype out_dtype) {
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *src = host_contiguous(x);
@@ -318,7 +304,9 @@ tg_tensor *tg_mnist_normalize(tg_tensor *x, double mean, double std) {
     if (!check_input("tg_mnist_normalize", x)) return NULL;
     if (!isfinite(mean) || !isfinite(std) || std <= 0)
         return tg_error("tg_mnist_normalize: need a finite mean and a positive std, got mean %g, "
-                        "std %g", mean, std), NULL;
+                        "std %g",
+                        mean, std),
+               NULL;
     tg_dtype out = tg_dtype_of(x) == TG_FLOAT64 ? TG_FLOAT64 : TG_FLOAT32;
     return affine("tg_mnist_normalize", x, 1.0, mean, std, out);
 }
@@ -327,7 +315,9 @@ tg_tensor *tg_mnist_to_normalized(tg_tensor *images, double mean, double std) {
     if (!check_input("tg_mnist_to_normalized", images)) return NULL;
     if (!isfinite(mean) || !isfinite(std) || std <= 0)
         return tg_error("tg_mnist_to_normalized: need a finite mean and a positive std, got mean %g, "
-                        "std %g", mean, std), NULL;
+                        "std %g",
+                        mean, std),
+               NULL;
     return affine("tg_mnist_to_normalized", images, 1.0 / 255.0, mean, std, TG_FLOAT32);
 }
 

@@ -79,8 +79,9 @@ static tg_tensor *image_input(const char *op, tg_tensor *img, image_dims *d) {
     tg_shape_str(tg_shape_of(img), shape, sizeof shape);
     if (nd != 2 && nd != 3) return tg_error("%s: expected an image [C, H, W] or [H, W], got %s", op, shape), NULL;
     if (tg_device_of(img).kind != TG_DEVICE_CPU)
-        return tg_error("%s: the image %s is not on the CPU; transforms run on CPU images (before the batch moves)",
-                        op, shape), NULL;
+        return tg_error("%s: the image %s is not on the CPU; transforms run on CPU images (before the batch moves)", op,
+                        shape),
+               NULL;
     *d = (image_dims){nd == 3 ? tg_size(img, 0) : 1, tg_size(img, nd - 2), tg_size(img, nd - 1)};
     return tg_is_contiguous(img) ? img : tg_clone_values(img);
 }
@@ -110,23 +111,29 @@ static tg_tensor *random_crop(const tg_transform *t, tg_tensor *img, tg_mt19937 
         (unsigned)t->padding_mode > TG_CROP_PAD_SYMMETRIC)
         return tg_error("%s: bad parameters: size (%lld, %lld), padding (%lld, %lld, %lld, %lld), mode %d", op,
                         (long long)th, (long long)tw, (long long)pad[0], (long long)pad[1], (long long)pad[2],
-                        (long long)pad[3], (int)t->padding_mode), NULL;
+                        (long long)pad[3], (int)t->padding_mode),
+               NULL;
     /* F.pad's limits: reflect needs padding < the dim, symmetric <= (torch's errors). */
     int64_t limit_h = t->padding_mode == TG_CROP_PAD_REFLECT ? d.h - 1 : d.h;
     int64_t limit_w = t->padding_mode == TG_CROP_PAD_REFLECT ? d.w - 1 : d.w;
     if ((t->padding_mode == TG_CROP_PAD_REFLECT || t->padding_mode == TG_CROP_PAD_SYMMETRIC) &&
         (pad[1] > limit_h || pad[3] > limit_h || pad[0] > limit_w || pad[2] > limit_w))
         return tg_error("%s: %s padding (%lld, %lld, %lld, %lld) is too wide for a %lld x %lld image (at most %s the "
-                        "size of each dim)", op, t->padding_mode == TG_CROP_PAD_REFLECT ? "reflect" : "symmetric",
-                        (long long)pad[0], (long long)pad[1], (long long)pad[2], (long long)pad[3], (long long)d.h,
-                        (long long)d.w, t->padding_mode == TG_CROP_PAD_REFLECT ? "one less than" : ""), NULL;
+                        "size of each dim)",
+                        op, t->padding_mode == TG_CROP_PAD_REFLECT ? "reflect" : "symmetric", (long long)pad[0],
+                        (long long)pad[1], (long long)pad[2], (long long)pad[3], (long long)d.h, (long long)d.w,
+                        t->padding_mode == TG_CROP_PAD_REFLECT ? "one less than" : ""),
+               NULL;
     if ((d.h == 0 || d.w == 0) && t->padding_mode != TG_CROP_PAD_CONSTANT)
         return tg_error("%s: an empty %lld x %lld image cannot be padded by %s", op, (long long)d.h, (long long)d.w,
-                        t->padding_mode == TG_CROP_PAD_EDGE ? "edge" : "reflection"), NULL;
+                        t->padding_mode == TG_CROP_PAD_EDGE ? "edge" : "reflection"),
+               NULL;
     int64_t h = d.h + pad[1] + pad[3], w = d.w + pad[0] + pad[2];
     if (h < th || w < tw)
         return tg_error("%s: required crop size (%lld, %lld) is larger than the input image size (%lld, %lld) after "
-                        "padding", op, (long long)th, (long long)tw, (long long)h, (long long)w), NULL;
+                        "padding",
+                        op, (long long)th, (long long)tw, (long long)h, (long long)w),
+               NULL;
     int64_t i = 0, j = 0;
     if (!(h == th && w == tw)) {
         i = draw_randint(gen, h - th + 1);
@@ -196,7 +203,8 @@ static tg_tensor *to_tensor(tg_tensor *img) {
     if (!src) return NULL;
     if (tg_dtype_of(img) != TG_UINT8)
         return tg_error("%s: expected a uint8 image, got %s (ToTensor scales bytes to [0, 1])", op,
-                        tg_dtype_name(tg_dtype_of(img))), NULL;
+                        tg_dtype_name(tg_dtype_of(img))),
+               NULL;
     tg_tensor *out = tg_empty(tg_shape_of(img), (tg_opts){.dtype = TG_FLOAT32});
     if (!out) return NULL;
     float table[256];
@@ -218,13 +226,15 @@ static tg_tensor *normalize(const tg_transform *t, tg_tensor *img) {
     tg_dtype dt = tg_dtype_of(img);
     if (dt != TG_FLOAT32 && dt != TG_FLOAT64)
         return tg_error("%s: expected a float32 or float64 image, got %s (apply to-tensor first)", op,
-                        tg_dtype_name(dt)), NULL;
+                        tg_dtype_name(dt)),
+               NULL;
     if (t->channels < 1 || t->channels > TG_TRANSFORM_MAX_CHANNELS || (t->channels != 1 && t->channels != d.c))
         return tg_error("%s: %d mean/std values for an image of %lld channels", op, t->channels, (long long)d.c), NULL;
     for (int c = 0; c < t->channels; c++)
         if (!isfinite(t->mean[c]) || !(t->std[c] != 0) || !isfinite(t->std[c]))
             return tg_error("%s: std evaluated to zero or mean/std not finite (channel %d: mean %g, std %g)", op, c,
-                            t->mean[c], t->std[c]), NULL;
+                            t->mean[c], t->std[c]),
+                   NULL;
     tg_tensor *out = tg_empty(tg_shape_of(img), (tg_opts){.dtype = dt});
     if (!out) return NULL;
     int64_t plane = d.h * d.w;
@@ -265,7 +275,8 @@ tg_tensor *tg_compose_apply(const tg_compose *c, tg_tensor *img, tg_mt19937 *gen
     if (!c) return tg_error("tg_compose_apply: the composition is NULL"), NULL;
     if (c->count < 0 || c->count > TG_COMPOSE_MAX)
         return tg_error("tg_compose_apply: a composition holds 0 to %d steps (tg_compose_of was given more)",
-                        TG_COMPOSE_MAX), NULL;
+                        TG_COMPOSE_MAX),
+               NULL;
     if (tg_unusable_(img)) return tg_error_unusable_input("tg_compose_apply", img, 0), NULL;
     if (c->count == 0) return tg_scope_track(tg_retain(img));
     tg_tensor *result = NULL;

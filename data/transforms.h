@@ -43,7 +43,12 @@ enum { TG_TRANSFORM_MAX_CHANNELS = 4, TG_COMPOSE_MAX = 8 };
 /* torchvision's padding_mode: constant (the fill value), edge (repeat the last
  * pixel), reflect (mirror without repeating the edge: 2 1 | 0 1 2), symmetric (with:
  * 1 0 | 0 1 2). */
-typedef enum { TG_CROP_PAD_CONSTANT = 0, TG_CROP_PAD_EDGE, TG_CROP_PAD_REFLECT, TG_CROP_PAD_SYMMETRIC } tg_crop_padding_mode;
+typedef enum {
+    TG_CROP_PAD_CONSTANT = 0,
+    TG_CROP_PAD_EDGE,
+    TG_CROP_PAD_REFLECT,
+    TG_CROP_PAD_SYMMETRIC
+} tg_crop_padding_mode;
 
 typedef enum {
     TG_TRANSFORM_RANDOM_CROP = 1,
@@ -57,9 +62,9 @@ typedef struct {
     int64_t size[2];    /* random crop: output height, width */
     int64_t padding[4]; /* random crop: left, top, right, bottom (torchvision's 4-tuple order) */
     tg_crop_padding_mode padding_mode;
-    double fill;        /* constant padding's value (torchvision's fill; 0) */
-    double p;           /* horizontal flip: probability */
-    int channels;       /* normalize: entries of mean and std (1: every channel) */
+    double fill;  /* constant padding's value (torchvision's fill; 0) */
+    double p;     /* horizontal flip: probability */
+    int channels; /* normalize: entries of mean and std (1: every channel) */
     double mean[TG_TRANSFORM_MAX_CHANNELS], std[TG_TRANSFORM_MAX_CHANNELS];
 } tg_transform;
 

@@ -26,10 +26,10 @@
 
 typedef struct {
     tg_ddp *ddp;
-    int param;      /* index into params */
+    int param; /* index into params */
     int bucket;
     tg_tensor *view; /* owned: the parameter's place in its bucket's buffer */
-    bool ready;     /* its gradient is in the bucket this step */
+    bool ready;      /* its gradient is in the bucket this step */
 } slot;
 
 typedef struct {
@@ -53,7 +53,7 @@ struct tg_ddp {
     int next_launch; /* the first bucket whose all-reduce has not started */
     int params_ready;
     bool sync;
-    bool active; /* more than one rank: there is something to reduce */
+    bool active;      /* more than one rank: there is something to reduce */
     int64_t step;     /* synchronised backwards finished: the tag the ranks' buckets must agree on */
     int64_t forwards; /* tg_ddp_forward calls: the tag of the buffers' broadcasts */
     tg_ddp_stats stats;
@@ -81,8 +81,8 @@ static tg_status launch_ready_buckets(tg_ddp *d) {
         k->started = now_s();
         k->ended = 0;
         char label[80];
-        snprintf(label, sizeof label, "bucket %d of %d (%lld elements) in step %lld", d->next_launch,
-                 d->num_buckets, (long long)tg_numel(k->flat), (long long)d->step + 1);
+        snprintf(label, sizeof label, "bucket %d of %d (%lld elements) in step %lld", d->next_launch, d->num_buckets,
+                 (long long)tg_numel(k->flat), (long long)d->step + 1);
         tg_dist_label_next(d->step + 1, label);
         k->work = tg_dist_all_reduce_start(k->flat, TG_DIST_AVG);
         if (!k->work) return TG_ERROR;
@@ -162,8 +162,7 @@ static tg_status build_buckets(tg_ddp *d) {
         tg_tensor *p = d->params[i];
         kind *k = NULL;
         for (int j = 0; j < num_kinds && !k; j++)
-            if (kinds[j].dtype == tg_dtype_of(p) && tg_device_equal(kinds[j].device, tg_device_of(p)))
-                k = &kinds[j];
+            if (kinds[j].dtype == tg_dtype_of(p) && tg_device_equal(kinds[j].device, tg_device_of(p))) k = &kinds[j];
         if (!k) {
             k = &kinds[num_kinds++];
             *k = (kind){tg_dtype_of(p), tg_device_of(p), -1, 0, 0};
@@ -192,8 +191,8 @@ static tg_status build_buckets(tg_ddp *d) {
         for (int j = 0; j < k->count; j++) total += tg_numel(d->params[k->params[j]]);
         tg_tensor *first = d->params[k->params[0]];
         TG_SCOPE {
-            k->flat = tg_retain(tg_zeros(TG_SHAPE(total), (tg_opts){.dtype = tg_dtype_of(first),
-                                                                    .device = tg_device_of(first)}));
+            k->flat = tg_retain(
+                tg_zeros(TG_SHAPE(total), (tg_opts){.dtype = tg_dtype_of(first), .device = tg_device_of(first)}));
             int64_t offset = 0;
             for (int j = 0; k->flat && j < k->count; j++) {
                 int i = k->params[j];

@@ -54,8 +54,8 @@ typedef struct tg_ddp tg_ddp;
 
 /* Zero fields mean PyTorch's defaults. */
 typedef struct {
-    double bucket_cap_mb;   /* 0: 25 (MiB, as PyTorch's bucket_cap_mb) */
-    bool no_buffer_sync;    /* true: broadcast_buffers=False */
+    double bucket_cap_mb; /* 0: 25 (MiB, as PyTorch's bucket_cap_mb) */
+    bool no_buffer_sync;  /* true: broadcast_buffers=False */
 } tg_ddp_opts;
 
 /* Wraps m: broadcasts rank 0's parameters and buffers (collective: every rank calls
@@ -82,9 +82,9 @@ const int *tg_ddp_bucket(const tg_ddp *ddp, int b, int *count);
 /* What the reductions cost, summed over the synchronised backwards so far. */
 typedef struct {
     long steps;
-    double comm_s;   /* from the first bucket's start to the last bucket's end, per step */
-    double wait_s;   /* of that, the time backward stood waiting at its end */
-    double bytes;    /* gradient bytes all-reduced per rank */
+    double comm_s; /* from the first bucket's start to the last bucket's end, per step */
+    double wait_s; /* of that, the time backward stood waiting at its end */
+    double bytes;  /* gradient bytes all-reduced per rank */
 } tg_ddp_stats;
 tg_ddp_stats tg_ddp_get_stats(const tg_ddp *ddp);
 void tg_ddp_reset_stats(tg_ddp *ddp);

@@ -40,8 +40,8 @@ static struct {
     MPI_Comm comm;
     bool nccl_ready;
     int nccl_device;
-    int64_t calls;   /* collectives this rank has made: the sequence number the ranks compare */
-    bool disagreed;  /* a call met another kind of call on some rank (every rank knows it) */
+    int64_t calls;  /* collectives this rank has made: the sequence number the ranks compare */
+    bool disagreed; /* a call met another kind of call on some rank (every rank knows it) */
 } dist = {.world_size = 1, .timeout_s = DEFAULT_TIMEOUT_S, .comm = MPI_COMM_NULL};
 
 /* This process's place in the job, kept after tg_dist_finalize for the SIGTERM message. */
@@ -49,8 +49,8 @@ static volatile int job_rank = 0, job_size = 1;
 
 struct tg_dist_work {
     MPI_Request request;
-    int error;  /* an MPI error the progress thread met on this request */
-    void *nccl; /* the NCCL handle instead of `request` for CUDA tensors */
+    int error;         /* an MPI error the progress thread met on this request */
+    void *nccl;        /* the NCCL handle instead of `request` for CUDA tensors */
     tg_tensor *tensor; /* owned reference until the wait */
     tg_dist_op op;
     const char *name;
@@ -65,7 +65,8 @@ static double now_s(void) {
 /* ---- serialised MPI calls and the progress thread ---- */
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
-#define LOCKED(call) (pthread_mutex_lock(&mpi_lock), locked_result_ = (call), pthread_mutex_unlock(&mpi_lock), locked_result_)
+#define LOCKED(call) \
+    (pthread_mutex_lock(&mpi_lock), locked_result_ = (call), pthread_mutex_unlock(&mpi_lock), locked_result_)
 static _Thread_local int locked_result_;
 
 #define MAX_IN_FLIGHT 256
@@ -265,8 +266,7 @@ tg_status tg_dist_finalize(void) {
      * both at once instead of leaving the other to its timeout. Skipped once the ranks
      * have disagreed or the group is broken: the others may not come here. */
     tg_status status = TG_OK;
-    if (!dist.broken && !dist.disagreed && dist.world_size > 1)
-        status = agree_to_finalize();
+    if (!dist.broken && !dist.disagreed && dist.world_size > 1) status = agree_to_finalize();
     progress_shutdown();
     if (dist.nccl_ready && tg_nccl_shutdown) tg_nccl_shutdown(dist.broken);
     dist.nccl_ready = false;
@@ -325,8 +325,8 @@ static tg_status check_tensor(const char *op, const tg_tensor *t, bool reducing,
     tg_dtype dtype = t->dtype;
     bool arithmetic = dtype == TG_FLOAT32 || dtype == TG_FLOAT64 || dtype == TG_INT32 || dtype == TG_INT64;
     if (mpi_type(dtype) == MPI_DATATYPE_NULL || (reducing && !arithmetic))
-        return tg_error("%s: dtype %s is not supported (float32, float64, int32, int64%s)", op,
-                        tg_dtype_name(dtype), reducing ? "" : ", uint8, bool");
+        return tg_error("%s: dtype %s is not supported (float32, float64, int32, int64%s)", op, tg_dtype_name(dtype),
+                        reducing ? "" : ", uint8, bool");
     if (reducing && reduce == TG_DIST_AVG && !tg_dtype_is_floating(dtype))
         return tg_error("%s: TG_DIST_AVG needs a floating dtype, not %s", op, tg_dtype_name(dtype));
     if (reducing && (reduce < TG_DIST_SUM || reduce > TG_DIST_MAX))
@@ -446,7 +446,7 @@ typedef enum {
     CALL_REDUCE_SCATTER,
     CALL_FINALIZE
 } call_kind;
-static const char *const call_names[] = {"?",          "barrier",        "broadcast",        "all_reduce",
+static const char *const call_names[] = {"?",          "barrier",        "broadcast",       "all_reduce",
                                          "all_gather", "reduce_scatter", "tg_dist_finalize"};
 
 enum { SEQ, KIND, DTYPE, COUNT, REDUCE, ROOT, TAG, CALL_FIELDS };
@@ -483,8 +483,8 @@ static tg_status report_disagreement(const char *op, const call_desc *mine) {
     call_desc *all = calloc((size_t)dist.world_size, sizeof *all);
     if (!all) return tg_error("%s: the ranks' calls differ (and there is no memory to say how)", op);
     tg_dist_work w = {.name = op};
-    int code = LOCKED(MPI_Iallgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE,
-                                     dist.comm, &w.request));
+    int code = LOCKED(
+        MPI_Iallgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, dist.comm, &w.request));
     if (code != MPI_SUCCESS) {
         free(all);
         return mpi_failed(op, code);
@@ -494,8 +494,10 @@ static tg_status report_disagreement(const char *op, const call_desc *mine) {
         return TG_ERROR;
     }
     char text[1024];
-    int used = snprintf(text, sizeof text, "%s: the ranks' collectives differ (each rank must make the same calls, "
-                                           "in the same order, with tensors of the same dtype and size):", op);
+    int used = snprintf(text, sizeof text,
+                        "%s: the ranks' collectives differ (each rank must make the same calls, "
+                        "in the same order, with tensors of the same dtype and size):",
+                        op);
     for (int r = 0, shown = 0; r < dist.world_size && used < (int)sizeof text; r++) {
         /* runs of ranks that agree are shown by their first */
         if (r > 0 && same_call(&all[r], &all[r - 1]) && r != dist.rank) continue;
@@ -583,8 +585,8 @@ static tg_status coordinate_check(const char *op, const call_desc *mine) {
     }
     for (int r = 1; r < world; r++) {
         arrived[r] = false;
-        int code = LOCKED(MPI_Irecv(&theirs[r], (int)sizeof *theirs, MPI_BYTE, r, TAG_DESCRIPTION, dist.comm,
-                                    &requests[r]));
+        int code =
+            LOCKED(MPI_Irecv(&theirs[r], (int)sizeof *theirs, MPI_BYTE, r, TAG_DESCRIPTION, dist.comm, &requests[r]));
         if (code != MPI_SUCCESS) return mpi_failed(op, code);
     }
     double start = now_s(), deadline = start + dist.timeout_s;
@@ -660,7 +662,8 @@ static tg_status agree_on_call(const char *op, call_kind kind, const tg_tensor *
         snprintf(mine.what, sizeof mine.what, "%s", next_label);
     } else if (t) {
         char shape[96];
-        snprintf(mine.what, sizeof mine.what, "%s %s", tg_dtype_name(t->dtype), tg_shape_str(t->shape, shape, sizeof shape));
+        snprintf(mine.what, sizeof mine.what, "%s %s", tg_dtype_name(t->dtype),
+                 tg_shape_str(t->shape, shape, sizeof shape));
     }
     next_tag = 0;
     next_label[0] = 0;
@@ -668,9 +671,7 @@ static tg_status agree_on_call(const char *op, call_kind kind, const tg_tensor *
     return dist.rank == 0 ? coordinate_check(op, &mine) : take_part_in_check(op, &mine);
 }
 
-static tg_status agree_to_finalize(void) {
-    return agree_on_call("tg_dist_finalize", CALL_FINALIZE, NULL, 0, 0, 0);
-}
+static tg_status agree_to_finalize(void) { return agree_on_call("tg_dist_finalize", CALL_FINALIZE, NULL, 0, 0, 0); }
 
 /* ---- collectives ---- */
 
@@ -699,8 +700,7 @@ tg_status tg_dist_broadcast(tg_tensor *t, int root) {
     tg_dist_work w = {.tensor = t, .name = op};
     size_t count = (size_t)tg_numel(t);
     if (is_cuda(t)) {
-        if (start_cuda(&w, TG_NCCL_BROADCAST, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, root))
-            return TG_ERROR;
+        if (start_cuda(&w, TG_NCCL_BROADCAST, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, root)) return TG_ERROR;
     } else {
         int code = LOCKED(MPI_Ibcast(tg_data_ptr(t), (int)count, mpi_type(t->dtype), root, dist.comm, &w.request));
         if (code != MPI_SUCCESS) return mpi_failed(op, code);
@@ -715,8 +715,8 @@ static tg_status start_all_reduce(tg_dist_work *w, tg_tensor *t, tg_dist_op redu
     if (count > (size_t)1 << 31) return tg_error("%s: more than 2^31 elements in one call", w->name);
     if (agree_on_call(w->name, CALL_ALL_REDUCE, t, (int64_t)count, (int)reduce, 0)) return TG_ERROR;
     if (is_cuda(t)) return start_cuda(w, TG_NCCL_ALL_REDUCE, tg_data_ptr(t), tg_data_ptr(t), count, t->dtype, 0);
-    int code = LOCKED(MPI_Iallreduce(MPI_IN_PLACE, tg_data_ptr(t), (int)count, mpi_type(t->dtype),
-                                     mpi_op(reduce), dist.comm, &w->request));
+    int code = LOCKED(MPI_Iallreduce(MPI_IN_PLACE, tg_data_ptr(t), (int)count, mpi_type(t->dtype), mpi_op(reduce),
+                                     dist.comm, &w->request));
     return code == MPI_SUCCESS ? TG_OK : mpi_failed(w->name, code);
 }
 
@@ -778,8 +778,8 @@ tg_tensor *tg_dist_all_gather(tg_tensor *t) {
     if (is_cuda(t)) {
         if (start_cuda(&w, TG_NCCL_ALL_GATHER, tg_data_ptr(t), tg_data_ptr(out), count, t->dtype, 0)) return NULL;
     } else {
-        int code = LOCKED(MPI_Iallgather(tg_data_ptr(t), (int)count, mpi_type(t->dtype), tg_data_ptr(out),
-                                         (int)count, mpi_type(t->dtype), dist.comm, &w.request));
+        int code = LOCKED(MPI_Iallgather(tg_data_ptr(t), (int)count, mpi_type(t->dtype), tg_data_ptr(out), (int)count,
+                                         mpi_type(t->dtype), dist.comm, &w.request));
         if (code != MPI_SUCCESS) return mpi_failed(op, code), NULL;
     }
     return finish(&w) ? NULL : out;
@@ -798,11 +798,10 @@ tg_tensor *tg_dist_reduce_scatter(tg_tensor *t, tg_dist_op reduce) {
     tg_dist_work w = {.tensor = out, .op = reduce, .name = op};
     size_t count = (size_t)tg_numel(out);
     if (is_cuda(t)) {
-        if (start_cuda(&w, TG_NCCL_REDUCE_SCATTER, tg_data_ptr(t), tg_data_ptr(out), count, t->dtype, 0))
-            return NULL;
+        if (start_cuda(&w, TG_NCCL_REDUCE_SCATTER, tg_data_ptr(t), tg_data_ptr(out), count, t->dtype, 0)) return NULL;
     } else {
-        int code = LOCKED(MPI_Ireduce_scatter_block(tg_data_ptr(t), tg_data_ptr(out), (int)count,
-                                                    mpi_type(t->dtype), mpi_op(reduce), dist.comm, &w.request));
+        int code = LOCKED(MPI_Ireduce_scatter_block(tg_data_ptr(t), tg_data_ptr(out), (int)count, mpi_type(t->dtype),
+                                                    mpi_op(reduce), dist.comm, &w.request));
         if (code != MPI_SUCCESS) return mpi_failed(op, code), NULL;
     }
     return finish(&w) ? NULL : out;

@@ -30,8 +30,8 @@ double now_s() {
 }
 
 tg_status nccl_failed(const char *what, ncclResult_t r) {
-    return tg_error("tg_dist (NCCL): %s failed: %s%s%s", what, ncclGetErrorString(r),
-                    comm ? " (" : "", comm ? ncclGetLastError(comm) : "");
+    return tg_error("tg_dist (NCCL): %s failed: %s%s%s", what, ncclGetErrorString(r), comm ? " (" : "",
+                    comm ? ncclGetLastError(comm) : "");
 }
 
 tg_status cuda_failed(const char *what, cudaError_t e) {
@@ -50,7 +50,7 @@ bool nccl_dtype(tg_dtype dtype, ncclDataType_t *out) {
     }
 }
 
-}  // namespace
+} // namespace
 
 extern "C" tg_status tg_nccl_unique_id(unsigned char id[TG_NCCL_UNIQUE_ID_BYTES]) {
     ncclUniqueId unique;
@@ -60,8 +60,8 @@ extern "C" tg_status tg_nccl_unique_id(unsigned char id[TG_NCCL_UNIQUE_ID_BYTES]
     return TG_OK;
 }
 
-extern "C" tg_status tg_nccl_init(const unsigned char id[TG_NCCL_UNIQUE_ID_BYTES], int rank, int world_size,
-                                  int device, double deadline_s) {
+extern "C" tg_status tg_nccl_init(const unsigned char id[TG_NCCL_UNIQUE_ID_BYTES], int rank, int world_size, int device,
+                                  double deadline_s) {
     cudaError_t e = cudaSetDevice(device);
     if (e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
     e = cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking);
@@ -83,7 +83,8 @@ extern "C" tg_status tg_nccl_init(const unsigned char id[TG_NCCL_UNIQUE_ID_BYTES
             ncclCommAbort(comm);
             comm = nullptr;
             return tg_error("tg_dist (NCCL): rank %d of %d timed out setting up the communicator "
-                            "(TG_DIST_TIMEOUT)", rank, world_size);
+                            "(TG_DIST_TIMEOUT)",
+                            rank, world_size);
         }
     }
     if (r != ncclSuccess && r != ncclInProgress) {
@@ -162,10 +163,8 @@ extern "C" tg_status tg_nccl_finish(void *work) {
 
 extern "C" void tg_nccl_shutdown(int abort) {
     if (comm) {
-        if (abort)
-            ncclCommAbort(comm);
-        else
-            ncclCommDestroy(comm);
+        if (abort) ncclCommAbort(comm);
+        else ncclCommDestroy(comm);
     }
     comm = nullptr;
     if (comm_stream) cudaStreamDestroy(comm_stream);

@@ -31,8 +31,8 @@ tg_status tg_nccl_init(const unsigned char id[TG_NCCL_UNIQUE_ID_BYTES], int rank
 /* Queues one collective: `count` elements of `dtype` (per rank: all_gather's input,
  * reduce_scatter's output). reduce: 0 sum, 1 avg, 2 max. Returns a handle for
  * tg_nccl_query / tg_nccl_finish, or NULL + error. */
-void *tg_nccl_start(tg_nccl_kind kind, const void *send, void *recv, size_t count, tg_dtype dtype, int reduce,
-                    int root) __attribute__((weak));
+void *tg_nccl_start(tg_nccl_kind kind, const void *send, void *recv, size_t count, tg_dtype dtype, int reduce, int root)
+    __attribute__((weak));
 /* 1 finished, 0 running, -1 failed (error recorded: NCCL's asynchronous error). */
 int tg_nccl_query(void *work) __attribute__((weak));
 /* tapegrad's stream waits for the work; frees the handle. */

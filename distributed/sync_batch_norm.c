@@ -3,7 +3,6 @@
  * derives the backward, whose gradients of those statistics are all-reduced too. */
 #include "distributed/sync_batch_norm.h"
 
-
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
 #include "core/scope.h"
@@ -59,8 +58,7 @@ static tg_tensor *sync_bn_forward(tg_module *self, tg_tensor *x) {
     bool training = tg_is_training(self);
     double factor;
     if (nn_batch_norm_factor(self, s, &factor)) return NULL;
-    if (!training && s->track)
-        return tg_batch_norm(x, running_mean, running_var, weight, bias, false, factor, s->eps);
+    if (!training && s->track) return tg_batch_norm(x, running_mean, running_var, weight, bias, false, factor, s->eps);
 
     int64_t c = s->num_features;
     int dims[TG_MAX_DIMS], num_dims = 0;

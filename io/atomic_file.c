@@ -35,8 +35,7 @@ static tg_status sync_folder(const char *op, const char *path) {
     tg_status status = TG_OK;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP))
-        status = tg_error("%s: %s was written, but syncing its folder %s failed: %s", op, path, dir,
-                          strerror(errno));
+        status = tg_error("%s: %s was written, but syncing its folder %s failed: %s", op, path, dir, strerror(errno));
     if (fd >= 0) close(fd);
     free(dir);
     return status;
@@ -77,4 +76,3 @@ tg_status tg_write_file_atomic(const char *op, const char *path, const void *dat
     free(tmp);
     return status;
 }
-

@@ -50,8 +50,7 @@ static void note(problems *p, int kind, const char *fmt, ...) {
     if (n > 0) p->len[kind] += (size_t)n < room ? (size_t)n : room - 1;
 }
 
-tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, bool strict,
-                                   const char *what) {
+tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, bool strict, const char *what) {
     const char *op = "tg_load_state_dict";
     if (!m || !state) return tg_error("%s: %s is NULL", op, m ? "state" : "module");
     if (!what) what = "state dict";
@@ -72,35 +71,30 @@ tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, boo
         tg_shape a = tg_shape_of(src), b = tg_shape_of(sd[i].tensor);
         if (!tg_shape_equal(a, b)) {
             char sa[96], sb[96];
-            note(&p, SIZE, "%s\"%s\": %s in the file, %s in the module",
-                 p.count[SIZE] ? "; " : "", sd[i].name, tg_shape_str(a, sa, sizeof sa),
-                 tg_shape_str(b, sb, sizeof sb));
+            note(&p, SIZE, "%s\"%s\": %s in the file, %s in the module", p.count[SIZE] ? "; " : "", sd[i].name,
+                 tg_shape_str(a, sa, sizeof sa), tg_shape_str(b, sb, sizeof sb));
         }
         if (tg_dtype_of(src) != tg_dtype_of(sd[i].tensor))
-            note(&p, DTYPE, "%s\"%s\": %s in the file, %s in the module",
-                 p.count[DTYPE] ? "; " : "", sd[i].name, tg_dtype_name(tg_dtype_of(src)),
-                 tg_dtype_name(tg_dtype_of(sd[i].tensor)));
+            note(&p, DTYPE, "%s\"%s\": %s in the file, %s in the module", p.count[DTYPE] ? "; " : "", sd[i].name,
+                 tg_dtype_name(tg_dtype_of(src)), tg_dtype_name(tg_dtype_of(sd[i].tensor)));
     }
     if (strict) {
         for (int64_t j = 0; j < tg_tensor_map_size(state); j++) {
             const char *name = tg_tensor_map_name(state, j);
             bool known = false;
             for (int i = 0; i < count && !known; i++) known = strcmp(sd[i].name, name) == 0;
-            if (!known)
-                note(&p, UNEXPECTED, "%s\"%s\"", p.count[UNEXPECTED] ? ", " : "", name);
+            if (!known) note(&p, UNEXPECTED, "%s\"%s\"", p.count[UNEXPECTED] ? ", " : "", name);
         }
     }
     int total = p.count[0] + p.count[1] + p.count[2] + p.count[3];
     if (total) {
-        static const char *const heads[4] = {"missing keys", "unexpected keys", "size mismatch",
-                                             "dtype mismatch"};
+        static const char *const heads[4] = {"missing keys", "unexpected keys", "size mismatch", "dtype mismatch"};
         char msg[1024];
-        int len = snprintf(msg, sizeof msg, "%s: %s: %d problem%s, module unchanged", op, what,
-                           total, total == 1 ? "" : "s");
+        int len =
+            snprintf(msg, sizeof msg, "%s: %s: %d problem%s, module unchanged", op, what, total, total == 1 ? "" : "s");
         for (int k = 0; k < 4; k++) {
             if (!p.count[k] || len < 0 || (size_t)len >= sizeof msg) continue;
-            len += snprintf(msg + len, sizeof msg - (size_t)len, "; %s (%d): %s", heads[k],
-                            p.count[k], p.text[k]);
+            len += snprintf(msg + len, sizeof msg - (size_t)len, "; %s (%d): %s", heads[k], p.count[k], p.text[k]);
         }
         return tg_error("%s", msg);
     }
@@ -207,8 +201,7 @@ static tg_status save_schedulers(tg_tensor_map *ck, tg_optim *opt) {
     return s;
 }
 
-tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
-                             tg_checkpoint_info info) {
+tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt, tg_checkpoint_info info) {
     const char *op = "tg_save_checkpoint";
     if (!model) return tg_error("%s: model is NULL", op);
     tg_tensor_map *ck = tg_tensor_map_new();
@@ -260,8 +253,8 @@ tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
 }
 
 /* Parses a decimal metadata value; false (with an error) when absent or malformed. */
-static bool meta_number(const char *op, const char *path, const tg_tensor_map *m,
-                        const char *key, bool is_signed, uint64_t *out) {
+static bool meta_number(const char *op, const char *path, const tg_tensor_map *m, const char *key, bool is_signed,
+                        uint64_t *out) {
     const char *v = tg_tensor_map_metadata(m, key);
     char *end = NULL;
     if (v && *v) {
@@ -299,7 +292,9 @@ static bool read_scaler(const char *op, const char *path, const tg_tensor_map *c
     if (!sc) return true;
     if (!tg_tensor_map_metadata(ck, "scaler.scale"))
         return tg_error("%s: %s holds no GradScaler state (saved without one, or by an older tapegrad), but a "
-                        "GradScaler was made on the optimizer (%s)", op, path, tg_optim_name(opt)), false;
+                        "GradScaler was made on the optimizer (%s)",
+                        op, path, tg_optim_name(opt)),
+               false;
     if (!meta_double(op, path, ck, "scaler.scale", &out->scale) ||
         !meta_number(op, path, ck, "scaler.growth_tracker", false, &out->growth_tracker) ||
         !meta_double(op, path, ck, "scaler.growth_factor", &out->opts.growth_factor) ||
@@ -315,8 +310,8 @@ static bool read_scaler(const char *op, const char *path, const tg_tensor_map *c
          !meta_number(op, path, ck, "scaler.max_consecutive_nonfinite", true, &out->max_nonfinite)))
         return false;
     if ((out->enabled != 0) != tg_grad_scaler_is_enabled(sc))
-        return tg_error("%s: %s holds the state of a%s GradScaler, but the one made on the optimizer is %s", op,
-                        path, out->enabled ? "n enabled" : " disabled", out->enabled ? "disabled" : "enabled"),
+        return tg_error("%s: %s holds the state of a%s GradScaler, but the one made on the optimizer is %s", op, path,
+                        out->enabled ? "n enabled" : " disabled", out->enabled ? "disabled" : "enabled"),
                false;
     out->opts.growth_interval = (int)out->interval;
     out->opts.max_consecutive_nonfinite = (int)(int64_t)out->max_nonfinite;
@@ -348,8 +343,8 @@ static double *read_group_lrs(const char *op, const char *path, const tg_tensor_
         snprintf(key, sizeof key, "optim.group.%d.params", g);
         if (!meta_number(op, path, ck, key, true, &count)) goto fail;
         if ((int64_t)count != tg_optim_group_num_params(opt, g)) {
-            tg_error("%s: %s: parameter group %d has %lld parameters in the file, %d in the optimizer (%s)", op,
-                     path, g, (long long)count, tg_optim_group_num_params(opt, g), tg_optim_name(opt));
+            tg_error("%s: %s: parameter group %d has %lld parameters in the file, %d in the optimizer (%s)", op, path,
+                     g, (long long)count, tg_optim_group_num_params(opt, g), tg_optim_name(opt));
             goto fail;
         }
         snprintf(key, sizeof key, "optim.group.%d.lr", g);
@@ -444,8 +439,7 @@ fail:
     return NULL;
 }
 
-tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
-                             tg_checkpoint_info *info) {
+tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt, tg_checkpoint_info *info) {
     const char *op = "tg_load_checkpoint";
     if (!model) return tg_error("%s: model is NULL", op);
     tg_tensor_map *ck = tg_safetensors_load(path);
@@ -460,24 +454,22 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
     const char *kind = tg_tensor_map_metadata(ck, "tapegrad.checkpoint");
     if (!kind || strcmp(kind, "1") != 0) {
         tg_error("%s: %s is not a tapegrad checkpoint (no \"tapegrad.checkpoint\" metadata; "
-                 "a plain state dict loads with tg_load_state_dict)", op, path);
+                 "a plain state dict loads with tg_load_state_dict)",
+                 op, path);
         goto done;
     }
-    if (!meta_number(op, path, ck, "step", true, &step) ||
-        !meta_number(op, path, ck, "epoch", true, &epoch) ||
+    if (!meta_number(op, path, ck, "step", true, &step) || !meta_number(op, path, ck, "epoch", true, &epoch) ||
         !meta_number(op, path, ck, "rng.seed", false, &seed) ||
         !meta_number(op, path, ck, "rng.offset", false, &offset))
         goto done;
     const char *saved_optim = tg_tensor_map_metadata(ck, "optim.name");
     if (opt) {
         if (!saved_optim) {
-            tg_error("%s: %s has no optimizer state, but an optimizer (%s) was given", op, path,
-                     tg_optim_name(opt));
+            tg_error("%s: %s has no optimizer state, but an optimizer (%s) was given", op, path, tg_optim_name(opt));
             goto done;
         }
         if (strcmp(saved_optim, tg_optim_name(opt)) != 0) {
-            tg_error("%s: %s holds %s state, but the optimizer is %s", op, path, saved_optim,
-                     tg_optim_name(opt));
+            tg_error("%s: %s holds %s state, but the optimizer is %s", op, path, saved_optim, tg_optim_name(opt));
             goto done;
         }
         group_lrs = read_group_lrs(op, path, ck, opt, &has_groups);
@@ -495,8 +487,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
     if (opt) {
         for (int64_t i = 0; i < tg_tensor_map_size(ck) && !s; i++) {
             const char *name = tg_tensor_map_name(ck, i);
-            if (strncmp(name, "optim.", 6) == 0)
-                s = tg_optim_state_set(opt, name + 6, tg_tensor_map_tensor(ck, i));
+            if (strncmp(name, "optim.", 6) == 0) s = tg_optim_state_set(opt, name + 6, tg_tensor_map_tensor(ck, i));
         }
         const char *lr = tg_tensor_map_metadata(ck, "optim.lr");
         if (!s && has_groups) {
@@ -516,8 +507,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
             tg_scheduler_set_state_(tg_optim_scheduler_(opt, i), scheds[i].last_epoch, scheds[i].step_count,
                                     scheds[i].base_lrs, scheds[i].last_lrs);
         tg_grad_scaler *sc = tg_optim_scaler_(opt);
-        if (!s && sc)
-            s = tg_grad_scaler_set_state(sc, scaler.scale, (int64_t)scaler.growth_tracker, scaler.opts);
+        if (!s && sc) s = tg_grad_scaler_set_state(sc, scaler.scale, (int64_t)scaler.growth_tracker, scaler.opts);
         if (!s && sc) tg_grad_scaler_set_nonfinite_steps_(sc, (int64_t)scaler.nonfinite_steps);
     }
     if (!s) {

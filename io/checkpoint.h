@@ -59,8 +59,7 @@ tg_tensor_map *tg_module_state_map(tg_module *m);
  * (PyTorch also fails on shapes; tapegrad refuses a silent dtype cast). On failure,
  * one message lists every missing key, unexpected key, shape and dtype mismatch, and
  * m is untouched. `what` labels the message (a path; NULL: "state dict"). */
-tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, bool strict,
-                                   const char *what);
+tg_status tg_module_load_state_map(tg_module *m, const tg_tensor_map *state, bool strict, const char *what);
 
 /* torch.save(m.state_dict(), path) in safetensors form. */
 tg_status tg_save_state_dict(tg_module *m, const char *path);
@@ -75,8 +74,7 @@ typedef struct {
 
 /* Writes model state, optimizer state, lrs and schedulers (opt may be NULL), step/epoch and the
  * global RNG state to path. */
-tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
-                             tg_checkpoint_info info);
+tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt, tg_checkpoint_info info);
 /* Restores what tg_save_checkpoint wrote: the model strictly, the optimizer (when
  * opt is not NULL: its kind must match, its parameter groups must have the file's
  * number and sizes, as PyTorch's load_state_dict checks, and its state entries must
@@ -86,8 +84,7 @@ tg_status tg_save_checkpoint(const char *path, tg_module *model, tg_optim *opt,
  * anything when the file is not a tapegrad checkpoint, the groups, the schedulers or
  * the model part do not match; an optimizer state that does not fit is reported
  * after the model has been restored. */
-tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt,
-                             tg_checkpoint_info *info);
+tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt, tg_checkpoint_info *info);
 
 #ifdef __cplusplus
 }

@@ -31,13 +31,11 @@ typedef struct {
 } st_dtype;
 
 static const st_dtype DTYPES[] = {
-    {"F32", TG_FLOAT32}, {"F64", TG_FLOAT64}, {"I64", TG_INT64},
-    {"I32", TG_INT32},   {"U8", TG_UINT8},    {"BOOL", TG_BOOL},
-    {"F16", TG_FLOAT16}, {"BF16", TG_BFLOAT16},
+    {"F32", TG_FLOAT32}, {"F64", TG_FLOAT64}, {"I64", TG_INT64},   {"I32", TG_INT32},
+    {"U8", TG_UINT8},    {"BOOL", TG_BOOL},   {"F16", TG_FLOAT16}, {"BF16", TG_BFLOAT16},
 };
 /* Valid in the format, but tapegrad has no dtype for them. */
-static const char *const UNSUPPORTED[] = {"I8", "I16", "U16", "U32", "U64",
-                                          "F8_E4M3", "F8_E5M2", "F64_C", "C64"};
+static const char *const UNSUPPORTED[] = {"I8", "I16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F64_C", "C64"};
 
 static const char *dtype_file_name(tg_dtype d) {
     for (size_t i = 0; i < sizeof DTYPES / sizeof DTYPES[0]; i++)
@@ -293,14 +291,15 @@ static int compare_entries(const void *a, const void *b) {
 static bool parse_entry(const char *op, const char *file, const cJSON *item, st_entry *e) {
     const char *name = item->string;
     if (!cJSON_IsObject(item))
-        return tg_error("%s: %s: tensor \"%s\": entry is not a JSON object", op, file, name),
-               false;
+        return tg_error("%s: %s: tensor \"%s\": entry is not a JSON object", op, file, name), false;
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
     if (!cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offsets))
         return tg_error("%s: %s: tensor \"%s\": needs \"dtype\" (string), \"shape\" (array) "
-                        "and \"data_offsets\" (array)", op, file, name), false;
+                        "and \"data_offsets\" (array)",
+                        op, file, name),
+               false;
     e->name = name;
     bool known = false;
     for (size_t i = 0; i < sizeof DTYPES / sizeof DTYPES[0]; i++)
@@ -313,14 +312,15 @@ static bool parse_entry(const char *op, const char *file, const cJSON *item, st_
             if (strcmp(dtype->valuestring, UNSUPPORTED[i]) == 0)
                 return tg_error("%s: %s: tensor \"%s\": dtype %s is not supported by tapegrad "
                                 "(it reads F32, F64, I64, I32, U8, BOOL, F16, BF16)",
-                                op, file, name, UNSUPPORTED[i]), false;
-        return tg_error("%s: %s: tensor \"%s\": unknown dtype \"%.32s\"", op, file, name,
-                        dtype->valuestring), false;
+                                op, file, name, UNSUPPORTED[i]),
+                       false;
+        return tg_error("%s: %s: tensor \"%s\": unknown dtype \"%.32s\"", op, file, name, dtype->valuestring), false;
     }
     int ndim = cJSON_GetArraySize(shape);
     if (ndim > TG_MAX_DIMS)
-        return tg_error("%s: %s: tensor \"%s\": %d dimensions, tapegrad supports at most %d", op,
-                        file, name, ndim, TG_MAX_DIMS), false;
+        return tg_error("%s: %s: tensor \"%s\": %d dimensions, tapegrad supports at most %d", op, file, name, ndim,
+                        TG_MAX_DIMS),
+               false;
     e->shape = (tg_shape){.ndim = ndim};
     uint64_t bytes = tg_dtype_size(e->dtype);
     uint64_t nonzero = 1; /* product of the non-zero sizes */
@@ -330,7 +330,9 @@ static bool parse_entry(const char *op, const char *file, const cJSON *item, st_
         uint64_t size;
         if (!json_uint(s, &size))
             return tg_error("%s: %s: tensor \"%s\": shape entry %d is not a non-negative "
-                            "integer", op, file, name, d), false;
+                            "integer",
+                            op, file, name, d),
+                   false;
         e->shape.dims[d] = (int64_t)size;
         if (__builtin_mul_overflow(bytes, size, &bytes)) overflow = true;
         if (size && __builtin_mul_overflow(nonzero, size, &nonzero)) nonzero_overflow = true;
@@ -340,21 +342,21 @@ static bool parse_entry(const char *op, const char *file, const cJSON *item, st_
     if (nonzero_overflow || nonzero > (uint64_t)INT64_MAX / 8) {
         char sbuf[160];
         tg_shape_str(e->shape, sbuf, sizeof sbuf);
-        return tg_error("%s: %s: tensor \"%s\": sizes %s are too large for a tensor", op, file,
-                        name, sbuf), false;
+        return tg_error("%s: %s: tensor \"%s\": sizes %s are too large for a tensor", op, file, name, sbuf), false;
     }
     if (cJSON_GetArraySize(offsets) != 2 || !json_uint(offsets->child, &e->begin) ||
         !json_uint(offsets->child->next, &e->end) || e->end < e->begin)
         return tg_error("%s: %s: tensor \"%s\": data_offsets must be two integers [begin, end] "
-                        "with begin <= end", op, file, name), false;
+                        "with begin <= end",
+                        op, file, name),
+               false;
     if (overflow || e->end - e->begin != bytes) {
         char sbuf[160];
         tg_shape_str(e->shape, sbuf, sizeof sbuf);
         return tg_error("%s: %s: tensor \"%s\": data_offsets [%llu, %llu] hold %llu bytes but "
-                        "shape %s of %s needs %s%llu", op, file, name,
-                        (unsigned long long)e->begin, (unsigned long long)e->end,
-                        (unsigned long long)(e->end - e->begin), sbuf, dtype->valuestring,
-                        overflow ? "more than " : "",
+                        "shape %s of %s needs %s%llu",
+                        op, file, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                        (unsigned long long)(e->end - e->begin), sbuf, dtype->valuestring, overflow ? "more than " : "",
                         overflow ? (unsigned long long)UINT64_MAX : (unsigned long long)bytes),
                false;
     }
@@ -382,16 +384,20 @@ static bool check_crc(const char *op, const char *file, const cJSON *meta, const
     bool valid = hex && strlen(hex) == 8;
     for (int i = 0; valid && i < 8; i++) {
         char c = hex[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         valid = d >= 0;
         want = want << 4 | (uint32_t)(d < 0 ? 0 : d);
     }
-    if (!valid)
-        return tg_error("%s: %s: metadata \"%s\" must be 8 hex digits (a CRC32C)", op, file, v->string), false;
+    if (!valid) return tg_error("%s: %s: metadata \"%s\" must be 8 hex digits (a CRC32C)", op, file, v->string), false;
     uint32_t got = tg_crc32c(0, bytes, nb);
     if (got != want)
         return tg_error("%s: %s: tensor \"%s\" is corrupted: the CRC32C of its %zu bytes is %08x, the file says "
-                        "%08x", op, file, name, nb, (unsigned)got, (unsigned)want), false;
+                        "%08x",
+                        op, file, name, nb, (unsigned)got, (unsigned)want),
+               false;
     return true;
 }
 
@@ -402,18 +408,22 @@ static cJSON *parse_header(const char *op, const uint8_t *p, size_t n, const cha
     if (!p && n) return tg_error("%s: %s: data is NULL", op, file), NULL;
     if (n < 8)
         return tg_error("%s: %s: truncated: %zu bytes, a safetensors file starts with an 8-byte "
-                        "header length", op, file, n), NULL;
+                        "header length",
+                        op, file, n),
+               NULL;
     uint64_t hl = 0;
     for (int b = 0; b < 8; b++) hl |= (uint64_t)p[b] << (8 * b);
     if (hl > n - 8)
         return tg_error("%s: %s: truncated or not a safetensors file: header length %llu but "
-                        "only %zu bytes follow", op, file, (unsigned long long)hl, n - 8), NULL;
+                        "only %zu bytes follow",
+                        op, file, (unsigned long long)hl, n - 8),
+               NULL;
     if (hl > TG_SAFETENSORS_MAX_HEADER)
-        return tg_error("%s: %s: header of %llu bytes exceeds the %u-byte limit", op, file,
-                        (unsigned long long)hl, TG_SAFETENSORS_MAX_HEADER), NULL;
+        return tg_error("%s: %s: header of %llu bytes exceeds the %u-byte limit", op, file, (unsigned long long)hl,
+                        TG_SAFETENSORS_MAX_HEADER),
+               NULL;
     if (hl < 2 || p[8] != '{')
-        return tg_error("%s: %s: the header must be a JSON object starting with '{'", op,
-                        file), NULL;
+        return tg_error("%s: %s: the header must be a JSON object starting with '{'", op, file), NULL;
     const char *json = (const char *)p + 8;
     *buffer = p + 8 + hl;
     *buffer_size = n - 8 - hl;
@@ -428,15 +438,16 @@ static cJSON *parse_header(const char *op, const uint8_t *p, size_t n, const cha
         }
         cJSON_Delete(root);
         return tg_error("%s: %s: the header is not a valid JSON object (error near byte %ld of "
-                        "%llu)", op, file, at, (unsigned long long)hl), NULL;
+                        "%llu)",
+                        op, file, at, (unsigned long long)hl),
+               NULL;
     }
     /* Only spaces may follow the object (the padding). */
     if (end)
         for (const char *c = end; c < json + hl; c++)
             if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r' && *c != '\0') {
                 cJSON_Delete(root);
-                return tg_error("%s: %s: unexpected bytes after the header's JSON object", op,
-                                file), NULL;
+                return tg_error("%s: %s: unexpected bytes after the header's JSON object", op, file), NULL;
             }
     return root;
 }
@@ -450,7 +461,8 @@ static bool parse_metadata(const char *op, const char *file, const cJSON *item, 
             continue; /* a property of the file, checked below; not the map's */
         if (!cJSON_IsString(kv)) {
             tg_error("%s: %s: metadata \"%s\" is not a string (the format maps strings "
-                     "to strings)", op, file, kv->string ? kv->string : "");
+                     "to strings)",
+                     op, file, kv->string ? kv->string : "");
             ok = false;
         } else if (tg_tensor_map_metadata(m, kv->string)) {
             tg_error("%s: %s: metadata key \"%s\" appears twice", op, file, kv->string);
@@ -473,8 +485,8 @@ static bool check_tiling(const char *op, const char *file, const st_entry *entri
     for (int i = 0; i < num && ok; i++) {
         if (sorted[i].begin != at) {
             tg_error("%s: %s: tensor \"%s\" starts at byte %llu of the data, expected "
-                     "%llu (%s)", op, file, sorted[i].name,
-                     (unsigned long long)sorted[i].begin, (unsigned long long)at,
+                     "%llu (%s)",
+                     op, file, sorted[i].name, (unsigned long long)sorted[i].begin, (unsigned long long)at,
                      sorted[i].begin > at ? "a gap before it" : "it overlaps another");
             ok = false;
         }
@@ -483,8 +495,8 @@ static bool check_tiling(const char *op, const char *file, const st_entry *entri
     if (ok && at != buffer_size) {
         if (at > buffer_size)
             tg_error("%s: %s: truncated data: the header needs %llu bytes of tensor "
-                     "data but the file has %llu", op, file, (unsigned long long)at,
-                     (unsigned long long)buffer_size);
+                     "data but the file has %llu",
+                     op, file, (unsigned long long)at, (unsigned long long)buffer_size);
         else
             tg_error("%s: %s: %llu trailing bytes after the tensor data", op, file,
                      (unsigned long long)(buffer_size - at));
@@ -612,9 +624,7 @@ static tg_tensor_map *load(const char *op, const char *path) {
     return m;
 }
 
-tg_tensor_map *tg_safetensors_load(const char *path) {
-    return load("tg_safetensors_load", path);
-}
+tg_tensor_map *tg_safetensors_load(const char *path) { return load("tg_safetensors_load", path); }
 
 tg_tensor *tg_safetensors_load_tensor(const char *path, const char *name) {
     const char *op = "tg_safetensors_load_tensor";
@@ -627,12 +637,10 @@ tg_tensor *tg_safetensors_load_tensor(const char *path, const char *name) {
             char names[512] = "";
             size_t len = 0;
             for (int64_t i = 0; i < tg_tensor_map_size(m) && len < sizeof names - 1; i++) {
-                int w = snprintf(names + len, sizeof names - len, "%s\"%s\"", i ? ", " : "",
-                                 tg_tensor_map_name(m, i));
+                int w = snprintf(names + len, sizeof names - len, "%s\"%s\"", i ? ", " : "", tg_tensor_map_name(m, i));
                 if (w > 0) len += (size_t)w;
             }
-            tg_error("%s: %s has no tensor \"%s\" (it has %s)", op, path, name,
-                     tg_tensor_map_size(m) ? names : "none");
+            tg_error("%s: %s has no tensor \"%s\" (it has %s)", op, path, name, tg_tensor_map_size(m) ? names : "none");
         }
     } else if (tg_tensor_map_size(m) != 1) {
         tg_error("%s: %s holds %lld tensors; pass the name of the one to load", op, path,

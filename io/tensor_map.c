@@ -114,8 +114,7 @@ tg_tensor *tg_tensor_map_tensor(const tg_tensor_map *m, int64_t i) {
 
 tg_status tg_tensor_map_set_metadata(tg_tensor_map *m, const char *key, const char *value) {
     if (!m || !key || !value)
-        return tg_error("tg_tensor_map_set_metadata: %s is NULL",
-                        !m ? "map" : !key ? "key" : "value");
+        return tg_error("tg_tensor_map_set_metadata: %s is NULL", !m ? "map" : !key ? "key" : "value");
     char *v = strdup(value);
     if (!v) return tg_error("tg_tensor_map_set_metadata: out of memory");
     for (int64_t i = 0; i < m->meta_size; i++) {

@@ -77,13 +77,14 @@ static tg_status combined_mask(const mha_state *s, const tg_mha_call_opts *o, bo
     if (o->attn_mask) {
         tg_tensor *am = o->attn_mask;
         bool ok = tg_dtype_of(am) == TG_BOOL || tg_dtype_is_floating(tg_dtype_of(am));
-        ok = ok && ((tg_ndim(am) == 2 && tg_size(am, 0) == l && tg_size(am, 1) == src) ||
-                    (tg_ndim(am) == 3 && tg_size(am, 0) == bsz * heads && tg_size(am, 1) == l &&
-                     tg_size(am, 2) == src));
+        ok =
+            ok && ((tg_ndim(am) == 2 && tg_size(am, 0) == l && tg_size(am, 1) == src) ||
+                   (tg_ndim(am) == 3 && tg_size(am, 0) == bsz * heads && tg_size(am, 1) == l && tg_size(am, 2) == src));
         if (!ok)
             return tg_error("MultiheadAttention: attn_mask %s (%s) must be bool or floating, [%lld, %lld] or "
-                            "[%lld, %lld, %lld]", nn_shape_text(am, a, sizeof a), tg_dtype_name(tg_dtype_of(am)),
-                            (long long)l, (long long)src, (long long)(bsz * heads), (long long)l, (long long)src);
+                            "[%lld, %lld, %lld]",
+                            nn_shape_text(am, a, sizeof a), tg_dtype_name(tg_dtype_of(am)), (long long)l,
+                            (long long)src, (long long)(bsz * heads), (long long)l, (long long)src);
         *mask = additive(am, dtype);
     }
     if (o->key_padding_mask) {
@@ -121,9 +122,9 @@ static tg_status in_projection(tg_module *m, const mha_state *s, tg_tensor *cons
         int64_t len = i > 0 && s->add_bias_kv ? lens[i] + 1 : lens[i];
         proj[i] = tg_transpose(tg_reshape(proj[i], TG_SHAPE(len, bsz * heads, hd)), 0, 1); /* [B * heads, len, hd] */
         if (i > 0 && s->add_zero_attn && proj[i]) {
-            tg_tensor *parts[2] = {proj[i], tg_zeros(TG_SHAPE(bsz * heads, 1, hd),
-                                                     (tg_opts){.dtype = tg_dtype_of(proj[i]),
-                                                               .device = tg_device_of(proj[i])})};
+            tg_tensor *parts[2] = {proj[i],
+                                   tg_zeros(TG_SHAPE(bsz * heads, 1, hd),
+                                            (tg_opts){.dtype = tg_dtype_of(proj[i]), .device = tg_device_of(proj[i])})};
             proj[i] = parts[1] ? tg_cat(parts, 2, 1) : NULL;
         }
         if (!proj[i]) return TG_ERROR;
@@ -173,8 +174,8 @@ static tg_status run(tg_module *m, tg_tensor *query, tg_tensor *key, tg_tensor *
     if (!attn) return TG_ERROR;
     tg_tensor *merged = tg_reshape(tg_transpose(attn, 0, 1), TG_SHAPE(l, bsz, e));
     tg_module *out_proj = tg_module_child(m, "out_proj");
-    tg_tensor *out = merged ? tg_linear(merged, tg_module_param(out_proj, "weight"), tg_module_param(out_proj, "bias"))
-                            : NULL;
+    tg_tensor *out =
+        merged ? tg_linear(merged, tg_module_param(out_proj, "weight"), tg_module_param(out_proj, "bias")) : NULL;
     if (!out) return TG_ERROR;
     if (!batched) out = tg_squeeze(out, 1);
     else if (s->batch_first) out = tg_transpose(out, 0, 1);
@@ -198,8 +199,8 @@ static tg_tensor *mha_module_forward(tg_module *self, tg_tensor *x) {
 
 static void mha_repr(tg_module *self, char *buf, size_t size) {
     mha_state *s = tg_module_state(self);
-    int n = snprintf(buf, size, "embed_dim=%lld, num_heads=%lld, dropout=%g, batch_first=%s",
-                     (long long)s->embed_dim, (long long)s->num_heads, s->dropout, s->batch_first ? "True" : "False");
+    int n = snprintf(buf, size, "embed_dim=%lld, num_heads=%lld, dropout=%g, batch_first=%s", (long long)s->embed_dim,
+                     (long long)s->num_heads, s->dropout, s->batch_first ? "True" : "False");
     if (n >= 0 && (size_t)n < size && s->separate_weights)
         n += snprintf(buf + n, size - (size_t)n, ", kdim=%lld, vdim=%lld", (long long)s->kdim, (long long)s->vdim);
     if (n >= 0 && (size_t)n < size && s->add_bias_kv) n += snprintf(buf + n, size - (size_t)n, ", add_bias_kv=True");
@@ -236,15 +237,15 @@ tg_module *tg_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, tg_mh
     if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads || !(opts.dropout >= 0 && opts.dropout < 1) ||
         opts.kdim < 0 || opts.vdim < 0) {
         tg_error("tg_nn_multihead_attention: embed_dim=%lld must be divisible by num_heads=%lld (both positive), "
-                 "dropout=%g in [0, 1), kdim=%lld and vdim=%lld positive (or 0: embed_dim)", (long long)embed_dim,
-                 (long long)num_heads, opts.dropout, (long long)opts.kdim, (long long)opts.vdim);
+                 "dropout=%g in [0, 1), kdim=%lld and vdim=%lld positive (or 0: embed_dim)",
+                 (long long)embed_dim, (long long)num_heads, opts.dropout, (long long)opts.kdim, (long long)opts.vdim);
         return NULL;
     }
     int64_t kdim = opts.kdim ? opts.kdim : embed_dim, vdim = opts.vdim ? opts.vdim : embed_dim;
     bool separate = kdim != embed_dim || vdim != embed_dim; /* PyTorch's not _qkv_same_embed_dim */
     tg_module *m = tg_module_new(&mha_type, sizeof(mha_state));
-    *(mha_state *)tg_module_state(m) = (mha_state){embed_dim, num_heads, opts.dropout, opts.batch_first, kdim, vdim,
-                                                   separate, opts.add_bias_kv, opts.add_zero_attn};
+    *(mha_state *)tg_module_state(m) = (mha_state){embed_dim, num_heads, opts.dropout,     opts.batch_first,  kdim,
+                                                   vdim,      separate,  opts.add_bias_kv, opts.add_zero_attn};
     tg_status status = TG_OK;
     TG_SCOPE {
         /* PyTorch's __init__ order: empty projection tensors, out_proj's Linear (which draws
@@ -254,8 +255,8 @@ tg_module *tg_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, tg_mh
         int64_t in_dims[3] = {embed_dim, kdim, vdim};
         tg_tensor *w[3] = {NULL, NULL, NULL};
         for (int i = 0; i < (separate ? 3 : 1); i++)
-            w[i] = tg_empty(separate ? TG_SHAPE(embed_dim, in_dims[i]) : TG_SHAPE(3 * embed_dim, embed_dim),
-                            (tg_opts){0});
+            w[i] =
+                tg_empty(separate ? TG_SHAPE(embed_dim, in_dims[i]) : TG_SHAPE(3 * embed_dim, embed_dim), (tg_opts){0});
         tg_tensor *b = opts.no_bias ? NULL : tg_zeros(TG_SHAPE(3 * embed_dim), (tg_opts){0});
         tg_module *out_proj = tg_nn_linear(embed_dim, embed_dim, (tg_linear_opts){.no_bias = opts.no_bias});
         tg_tensor *bias_kv[2] = {NULL, NULL};
@@ -265,7 +266,9 @@ tg_module *tg_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, tg_mh
                      ? TG_OK
                      : TG_ERROR;
         for (int i = 0; !status && i < (separate ? 3 : 1); i++) status = tg_xavier_uniform_(w[i], 1.0);
-        if (!status && !opts.no_bias) TG_NO_GRAD { status = tg_fill_(tg_module_param(out_proj, "bias"), 0.0); }
+        if (!status && !opts.no_bias) TG_NO_GRAD {
+                status = tg_fill_(tg_module_param(out_proj, "bias"), 0.0);
+            }
         for (int i = 0; !status && opts.add_bias_kv && i < 2; i++) status = tg_xavier_normal_(bias_kv[i], 1.0);
         for (int i = 0; !status && i < (separate ? 3 : 1); i++)
             status = tg_register_parameter(m, separate ? names[i] : "in_proj_weight", w[i]);

@@ -34,8 +34,7 @@ static tg_tensor *conv1d_forward(tg_module *self, tg_tensor *x) {
         char buf[96];
         tg_error("Conv1d(%lld, %lld, kernel_size=%d): input %s must be [N, %lld, L] or [%lld, L]",
                  (long long)s->in_channels, (long long)s->out_channels, s->kernel_size,
-                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->in_channels,
-                 (long long)s->in_channels);
+                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->in_channels, (long long)s->in_channels);
         return NULL;
     }
     tg_tensor *batched = nd == 2 ? tg_unsqueeze(x, 0) : x;
@@ -81,11 +80,13 @@ typedef struct {
 static void conv_transpose_repr(tg_module *self, char *buf, size_t size) {
     conv_transpose_state *s = tg_module_state(self);
     const tg_conv_transpose_opts *o = &s->opts;
-    snprintf(buf, size, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d), padding=(%d, %d), output_padding=(%d, %d), "
-             "dilation=(%d, %d), groups=%d, bias=%s", (long long)s->in_channels, (long long)s->out_channels,
-             s->kernel_size, s->kernel_size, o->stride ? o->stride : 1, o->stride ? o->stride : 1, o->padding,
-             o->padding, o->output_padding, o->output_padding, o->dilation ? o->dilation : 1,
-             o->dilation ? o->dilation : 1, o->groups ? o->groups : 1, o->no_bias ? "False" : "True");
+    snprintf(buf, size,
+             "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d), padding=(%d, %d), output_padding=(%d, %d), "
+             "dilation=(%d, %d), groups=%d, bias=%s",
+             (long long)s->in_channels, (long long)s->out_channels, s->kernel_size, s->kernel_size,
+             o->stride ? o->stride : 1, o->stride ? o->stride : 1, o->padding, o->padding, o->output_padding,
+             o->output_padding, o->dilation ? o->dilation : 1, o->dilation ? o->dilation : 1, o->groups ? o->groups : 1,
+             o->no_bias ? "False" : "True");
 }
 
 static tg_status check_conv_transpose_input(conv_transpose_state *s, tg_tensor *x) {
@@ -120,7 +121,8 @@ tg_tensor *tg_nn_conv_transpose2d_forward_size(tg_module *m, tg_tensor *x, const
     int nd = tg_ndim(x);
     if (!output_size || (n != 2 && n != nd)) /* PyTorch's ValueError */
         return tg_error("ConvTranspose2D: for %dD input, output_size must have 2 or %d elements (got %d)", nd, nd,
-                        output_size ? n : 0), NULL;
+                        output_size ? n : 0),
+               NULL;
     const int64_t *hw = output_size + (n - 2);
     return tg_conv_transpose2d_to_size(x, tg_module_param(m, "weight"), tg_module_param(m, "bias"), s->opts, hw[0],
                                        hw[1]);
@@ -141,6 +143,7 @@ tg_module *tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int
     }
     tg_module *m = tg_module_new(&conv_transpose_type, sizeof(conv_transpose_state));
     *(conv_transpose_state *)tg_module_state(m) = (conv_transpose_state){in_channels, out_channels, kernel_size, opts};
-    return nn_finish(m, nn_init_weight_and_bias(m, TG_SHAPE(in_channels, out_channels / groups, kernel_size, kernel_size),
-                                                out_channels, !opts.no_bias));
+    return nn_finish(m,
+                     nn_init_weight_and_bias(m, TG_SHAPE(in_channels, out_channels / groups, kernel_size, kernel_size),
+                                             out_channels, !opts.no_bias));
 }

@@ -11,7 +11,6 @@
 #include "core/tensor.h"
 #include "nn/module.h"
 
-
 /* Constructors make their tensors inside a TG_SCOPE of their own, so that the
  * module's reference (taken by tg_register_*) is the only one left; on failure the
  * half-made module is freed. */

@@ -96,16 +96,15 @@ static void conv_repr(tg_module *self, char *buf, size_t size) {
     tg_pair pd = tg_conv_opts_padding(s->opts), dl = tg_conv_opts_dilation(s->opts);
     int n = snprintf(buf, size, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d)", (long long)s->in_channels,
                      (long long)s->out_channels, k.h, k.w, st.h, st.w);
-    if (s->opts.padding_same)
-        n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding=same");
-    else if (pd.h || pd.w)
-        n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding=(%d, %d)", pd.h, pd.w);
+    if (s->opts.padding_same) n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding=same");
+    else if (pd.h || pd.w) n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding=(%d, %d)", pd.h, pd.w);
     if (dl.h != 1 || dl.w != 1)
         n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", dilation=(%d, %d)", dl.h, dl.w);
     if (s->opts.groups > 1) n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", groups=%d", s->opts.groups);
     if (s->opts.no_bias) n += snprintf(buf + n, size > (size_t)n ? size - n : 0, ", bias=False");
     if (s->opts.padding_mode > TG_PAD_CONSTANT && s->opts.padding_mode <= TG_PAD_CIRCULAR)
-        snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding_mode=%s", padding_mode_names[s->opts.padding_mode]);
+        snprintf(buf + n, size > (size_t)n ? size - n : 0, ", padding_mode=%s",
+                 padding_mode_names[s->opts.padding_mode]);
 }
 
 static tg_tensor *conv_forward(tg_module *self, tg_tensor *x) {
@@ -144,8 +143,8 @@ tg_module *tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_si
     }
     tg_module *m = tg_module_new(&conv_type, sizeof(conv_state));
     *(conv_state *)tg_module_state(m) = (conv_state){in_channels, out_channels, kernel_size, opts};
-    return nn_finish(m, nn_init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, k.h, k.w),
-                                          out_channels, !opts.no_bias));
+    return nn_finish(m, nn_init_weight_and_bias(m, TG_SHAPE(out_channels, in_channels / groups, k.h, k.w), out_channels,
+                                                !opts.no_bias));
 }
 
 tg_status tg_nn_conv2d_get_opts(tg_module *conv, tg_conv_opts *opts) {
@@ -160,10 +159,8 @@ tg_status tg_nn_conv2d_get_opts(tg_module *conv, tg_conv_opts *opts) {
 
 /* "3" or, per dim, "(3, 1)", as PyTorch prints an int or a tuple. */
 static const char *pool_value(tg_pair pair, int scalar, char *buf, size_t size) {
-    if (pair.h || pair.w)
-        snprintf(buf, size, "(%d, %d)", pair.h, pair.w);
-    else
-        snprintf(buf, size, "%d", scalar);
+    if (pair.h || pair.w) snprintf(buf, size, "(%d, %d)", pair.h, pair.w);
+    else snprintf(buf, size, "%d", scalar);
     return buf;
 }
 
@@ -171,7 +168,8 @@ static void pool_repr(tg_module *self, char *buf, size_t size) {
     tg_pool_opts *o = tg_module_state(self);
     char k[24], s[24], p[24], d[24];
     bool stride_set = o->stride || o->strides.h || o->strides.w;
-    int n = snprintf(buf, size, "kernel_size=%s, stride=%s, padding=%s", pool_value(o->kernel_sizes, o->kernel_size, k, sizeof k),
+    int n = snprintf(buf, size, "kernel_size=%s, stride=%s, padding=%s",
+                     pool_value(o->kernel_sizes, o->kernel_size, k, sizeof k),
                      stride_set ? pool_value(o->strides, o->stride, s, sizeof s) : k,
                      pool_value(o->paddings, o->padding, p, sizeof p));
     bool dilated = o->dilation > 1 || o->dilations.h > 1 || o->dilations.w > 1;
@@ -196,13 +194,16 @@ tg_status tg_nn_max_pool2d_get_opts(tg_module *pool, tg_pool_opts *opts) {
 static const tg_module_type avg_pool_type = {"AvgPool2d", avg_pool_forward, NULL, pool_repr};
 
 static tg_module *make_pool(const tg_module_type *type, const char *ctor, tg_pool_opts opts) {
-    tg_pair k = opts.kernel_sizes.h || opts.kernel_sizes.w ? opts.kernel_sizes : TG_PAIR(opts.kernel_size, opts.kernel_size);
+    tg_pair k =
+        opts.kernel_sizes.h || opts.kernel_sizes.w ? opts.kernel_sizes : TG_PAIR(opts.kernel_size, opts.kernel_size);
     tg_pair s = opts.strides.h || opts.strides.w ? opts.strides : TG_PAIR(opts.stride, opts.stride);
     tg_pair p = opts.paddings.h || opts.paddings.w ? opts.paddings : TG_PAIR(opts.padding, opts.padding);
     tg_pair d = opts.dilations.h || opts.dilations.w ? opts.dilations : TG_PAIR(opts.dilation, opts.dilation);
     char ks[24], ss[24], ps[24], ds[24];
-    pool_value(k.h == k.w ? TG_PAIR(0, 0) : k, k.h, ks, sizeof ks), pool_value(s.h == s.w ? TG_PAIR(0, 0) : s, s.h, ss, sizeof ss);
-    pool_value(p.h == p.w ? TG_PAIR(0, 0) : p, p.h, ps, sizeof ps), pool_value(d.h == d.w ? TG_PAIR(0, 0) : d, d.h, ds, sizeof ds);
+    pool_value(k.h == k.w ? TG_PAIR(0, 0) : k, k.h, ks, sizeof ks),
+        pool_value(s.h == s.w ? TG_PAIR(0, 0) : s, s.h, ss, sizeof ss);
+    pool_value(p.h == p.w ? TG_PAIR(0, 0) : p, p.h, ps, sizeof ps),
+        pool_value(d.h == d.w ? TG_PAIR(0, 0) : d, d.h, ds, sizeof ds);
     if (k.h <= 0 || k.w <= 0 || s.h < 0 || s.w < 0 || p.h < 0 || p.w < 0 || 2 * p.h > k.h || 2 * p.w > k.w) {
         tg_error("%s: kernel_size=%s must be positive, stride=%s non-negative and padding=%s at most half the kernel",
                  ctor, ks, ss, ps);
@@ -316,7 +317,8 @@ tg_module *tg_nn_layer_norm(tg_shape normalized_shape, tg_layer_norm_opts opts) 
         return NULL;
     }
     tg_module *m = tg_module_new(&layer_norm_type, sizeof(layer_norm_state));
-    *(layer_norm_state *)tg_module_state(m) = (layer_norm_state){normalized_shape, tg_option(opts.eps, 1e-5, opts.defaults_filled)};
+    *(layer_norm_state *)tg_module_state(m) =
+        (layer_norm_state){normalized_shape, tg_option(opts.eps, 1e-5, opts.defaults_filled)};
     tg_status status = TG_OK;
     if (!opts.no_affine) TG_SCOPE {
             status = tg_register_parameter(m, "weight", tg_ones(normalized_shape, (tg_opts){0}));
@@ -380,8 +382,9 @@ tg_module *tg_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, tg_emb
     }
     if (opts.use_padding_idx && (opts.padding_idx < -num_embeddings || opts.padding_idx >= num_embeddings)) {
         tg_error("tg_nn_embedding: padding_idx %lld is out of range for %lld embeddings (expected %lld <= "
-                 "padding_idx < %lld)", (long long)opts.padding_idx, (long long)num_embeddings,
-                 (long long)-num_embeddings, (long long)num_embeddings);
+                 "padding_idx < %lld)",
+                 (long long)opts.padding_idx, (long long)num_embeddings, (long long)-num_embeddings,
+                 (long long)num_embeddings);
         return NULL;
     }
     if (opts.use_padding_idx && opts.padding_idx < 0) opts.padding_idx += num_embeddings; /* stored so, as PyTorch */
@@ -544,10 +547,8 @@ static tg_module *indexed_container(const char *op, const tg_module_type *type, 
     tg_module *container = tg_module_new(type, 0);
     tg_status status = TG_OK;
     for (int i = 0; i < count; i++) {
-        if (status == TG_OK)
-            status = append_indexed(container, modules[i]);
-        else
-            tg_module_free(modules[i]);
+        if (status == TG_OK) status = append_indexed(container, modules[i]);
+        else tg_module_free(modules[i]);
     }
     return nn_finish(container, status);
 }
@@ -575,7 +576,8 @@ tg_module *tg_nn_sequential(int count, tg_module *const *modules) {
 
 static tg_tensor *module_list_forward(tg_module *self, tg_tensor *x) {
     tg_error("ModuleList (%d modules) has no forward: call its modules (tg_nn_module_list_get) from a forward of your "
-             "own", tg_module_num_children(self));
+             "own",
+             tg_module_num_children(self));
     return NULL;
 }
 static const tg_module_type module_list_type = {"ModuleList", module_list_forward, NULL, NULL};

@@ -58,11 +58,11 @@ tg_module *tg_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w);
 tg_status tg_nn_max_pool2d_get_opts(tg_module *pool, tg_pool_opts *opts);
 
 typedef struct {
-    double eps;                 /* 0: 1e-5 */
-    double momentum;            /* 0: 0.1; a real 0 (running stats frozen): TG_BATCH_NORM_OPTS(.momentum = 0) */
-    bool cumulative;            /* PyTorch's momentum=None: cumulative moving average */
-    bool no_affine;             /* affine=False */
-    bool no_track_running_stats;/* track_running_stats=False */
+    double eps;                  /* 0: 1e-5 */
+    double momentum;             /* 0: 0.1; a real 0 (running stats frozen): TG_BATCH_NORM_OPTS(.momentum = 0) */
+    bool cumulative;             /* PyTorch's momentum=None: cumulative moving average */
+    bool no_affine;              /* affine=False */
+    bool no_track_running_stats; /* track_running_stats=False */
     bool defaults_filled;        /* set by TG_BATCH_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_batch_norm_opts;
 /* nn.BatchNorm's defaults written out, so that a zero is a zero: TG_BATCH_NORM_OPTS(.momentum = 0). */
@@ -78,9 +78,9 @@ tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts);
 tg_module *tg_nn_batch_norm2d(int64_t num_features, tg_batch_norm_opts opts);
 
 typedef struct {
-    double eps;     /* 0: 1e-5 */
-    bool no_affine; /* elementwise_affine=False */
-    bool defaults_filled;        /* set by TG_LAYER_NORM_OPTS(...): every field as written (core/options.h) */
+    double eps;           /* 0: 1e-5 */
+    bool no_affine;       /* elementwise_affine=False */
+    bool defaults_filled; /* set by TG_LAYER_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_layer_norm_opts;
 #define TG_LAYER_NORM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_layer_norm_opts, .eps = 1e-5, __VA_ARGS__)
 
@@ -151,9 +151,8 @@ static inline tg_module *tg_nn_sequential_list(std::initializer_list<tg_module *
 #define TG_NN_SEQUENTIAL(...) tg_nn_sequential_list({__VA_ARGS__})
 #else
 /* TG_NN_SEQUENTIAL(a, b, c): tg_nn_sequential over the listed modules. */
-#define TG_NN_SEQUENTIAL(...)                                                              \
-    tg_nn_sequential((int)(sizeof((tg_module *[]){__VA_ARGS__}) / sizeof(tg_module *)),    \
-                     (tg_module *[]){__VA_ARGS__})
+#define TG_NN_SEQUENTIAL(...) \
+    tg_nn_sequential((int)(sizeof((tg_module *[]){__VA_ARGS__}) / sizeof(tg_module *)), (tg_module *[]){__VA_ARGS__})
 #endif
 
 #endif

@@ -34,8 +34,8 @@ static bool type_is(tg_module *m, const char *const *names) {
 }
 
 static const char *const DYNAMIC[] = {"DynamicQuantizedLinear", NULL};
-static const char *const STATIC[] = {"QuantizedConv2d", "QuantizedConvReLU2d", "QuantizedLinear",
-                                     "QuantizedLinearReLU", "Quantize", "DeQuantize", NULL};
+static const char *const STATIC[] = {
+    "QuantizedConv2d", "QuantizedConvReLU2d", "QuantizedLinear", "QuantizedLinearReLU", "Quantize", "DeQuantize", NULL};
 
 enum rule { NONE, SCALE, ZP_ZERO, ZP_QUINT8, MASK };
 

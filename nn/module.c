@@ -113,8 +113,7 @@ static tg_status check_name(const tg_module *m, const char *what, const char *na
         return tg_error("%s: %s name \"%s\" must be non-empty and contain no '.'", type_name(m), what,
                         name ? name : "(NULL)");
     if (name_taken(m, name))
-        return tg_error("%s: a member named \"%s\" already exists (registering a %s)", type_name(m), name,
-                        what);
+        return tg_error("%s: a member named \"%s\" already exists (registering a %s)", type_name(m), name, what);
     return TG_OK;
 }
 
@@ -138,8 +137,8 @@ tg_status tg_register_parameter(tg_module *m, const char *name, tg_tensor *t) {
         return tg_error("%s: parameter \"%s\" must be floating point, got %s", type_name(m), name,
                         tg_dtype_name(tg_dtype_of(t)));
     if (!tg_is_leaf(t))
-        return tg_error("%s: parameter \"%s\" must be a leaf tensor (made by %s); pass tg_detach(t)",
-                        type_name(m), name, tg_grad_fn_name(t));
+        return tg_error("%s: parameter \"%s\" must be a leaf tensor (made by %s); pass tg_detach(t)", type_name(m),
+                        name, tg_grad_fn_name(t));
     if (!tg_requires_grad_(t, true)) return TG_ERROR;
     member_push(&m->params, name, t);
     return TG_OK;
@@ -487,7 +486,7 @@ tg_hook_handle tg_register_forward_pre_hook(tg_module *m, tg_forward_pre_hook_fn
 }
 
 tg_hook_handle tg_register_forward_pre_hook_owned(tg_module *m, tg_forward_pre_hook_fn fn, void *user,
-                                                 void (*free_user)(void *user)) {
+                                                  void (*free_user)(void *user)) {
     if (!m || !fn) {
         tg_error("tg_register_forward_pre_hook_owned: %s is NULL", m ? "the hook function" : "module");
         if (free_user) free_user(user);
@@ -731,17 +730,13 @@ static void format_cut(char *buf, size_t size, const char *fmt, ...) {
 static void print_rows(tg_module *m, const char *name, int depth, FILE *out) {
     char label[160], shape[96];
     format_cut(label, sizeof label, "%*s%s (%s)", 2 * depth, "", name, type_name(m));
-    if (m->has_output)
-        tg_shape_str(m->output_shape, shape, sizeof shape);
-    else
-        snprintf(shape, sizeof shape, "?");
+    if (m->has_output) tg_shape_str(m->output_shape, shape, sizeof shape);
+    else snprintf(shape, sizeof shape, "?");
     fprintf(out, "%-40s %-24s %12" PRId64 "\n", label, shape, own_and_descendant_params(m, false));
     for (int i = 0; i < m->num_children; i++) {
         char child_name[160];
-        if (depth == 0 && !*name)
-            format_cut(child_name, sizeof child_name, "%s", m->children[i].name);
-        else
-            format_cut(child_name, sizeof child_name, "%s.%s", name, m->children[i].name);
+        if (depth == 0 && !*name) format_cut(child_name, sizeof child_name, "%s", m->children[i].name);
+        else format_cut(child_name, sizeof child_name, "%s.%s", name, m->children[i].name);
         print_rows(m->children[i].module, child_name, depth + 1, out);
     }
 }
@@ -772,8 +767,7 @@ static tg_status print_summary(tg_module *m, tg_tensor *x, const char *input, FI
     if (m->num_children == 0) {
         print_rows(m, "", 0, out);
     } else {
-        for (int i = 0; i < m->num_children; i++)
-            print_rows(m->children[i].module, m->children[i].name, 0, out);
+        for (int i = 0; i < m->num_children; i++) print_rows(m->children[i].module, m->children[i].name, 0, out);
         int64_t own = 0;
         for (int i = 0; i < m->params.count; i++) own += tg_numel(m->params.items[i].tensor);
         if (own) fprintf(out, "%-40s %-24s %12" PRId64 "\n", "(own parameters)", "", own);
@@ -782,8 +776,8 @@ static tg_status print_summary(tg_module *m, tg_tensor *x, const char *input, FI
     fputc('\n', out);
     int64_t total = own_and_descendant_params(m, false), trainable = own_and_descendant_params(m, true);
     fprintf(out, "Output: %s\n", m->has_output ? tg_shape_str(m->output_shape, shape, sizeof shape) : "?");
-    fprintf(out, "Total params: %" PRId64 "\nTrainable params: %" PRId64 "\nNon-trainable params: %" PRId64 "\n",
-            total, trainable, total - trainable);
+    fprintf(out, "Total params: %" PRId64 "\nTrainable params: %" PRId64 "\nNon-trainable params: %" PRId64 "\n", total,
+            trainable, total - trainable);
     return TG_OK;
 }
 

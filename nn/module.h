@@ -176,7 +176,7 @@ bool tg_hook_remove(tg_hook_handle handle);
  * freed (also right away when registration fails). For hooks that carry state, as
  * pruning's (quant/prune.h). */
 tg_hook_handle tg_register_forward_pre_hook_owned(tg_module *m, tg_forward_pre_hook_fn fn, void *user,
-                                                 void (*free_user)(void *user));
+                                                  void (*free_user)(void *user));
 /* The i-th forward pre-hook of m (registration order), its function and user pointer
  * (borrowed) through the pointers that are not NULL; {NULL, 0} past the end. Lets code
  * find a hook it added before (pruning finds its own by function and name). */
@@ -226,7 +226,7 @@ static inline tg_status tg_to(tg_module *m, tg_device device) { return tg_module
 #else
 /* tg_to(x, device): tg_tensor_to for a tensor (a NEW reference), tg_module_to for a
  * module (a tg_status; the module is moved in place). */
-#define tg_to(x, device) _Generic((x), tg_tensor *: tg_tensor_to, tg_module *: tg_module_to)((x), (device))
+#define tg_to(x, device) _Generic((x), tg_tensor * : tg_tensor_to, tg_module * : tg_module_to)((x), (device))
 #endif
 
 #endif

@@ -102,8 +102,7 @@ static tg_tensor *instance_norm_forward(tg_module *self, tg_tensor *x) {
     if ((nd != 3 && nd != 4) || !channels_ok) {
         char buf[96];
         tg_error("InstanceNorm2d(%lld): input %s must be [N, %lld, H, W] or [%lld, H, W]", (long long)s->num_features,
-                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->num_features,
-                 (long long)s->num_features);
+                 tg_shape_str(tg_shape_of(x), buf, sizeof buf), (long long)s->num_features, (long long)s->num_features);
         return NULL;
     }
     tg_tensor *x4 = nd == 3 ? tg_unsqueeze(x, 0) : x;
@@ -132,7 +131,7 @@ tg_module *tg_nn_instance_norm2d(int64_t num_features, tg_instance_norm_opts opt
     tg_module *m = tg_module_new(&instance_norm_type, sizeof(instance_norm_state));
     instance_norm_state *s = tg_module_state(m);
     *s = (instance_norm_state){num_features, tg_option(opts.eps, 1e-5, opts.defaults_filled),
-                               tg_option(opts.momentum, 0.1, opts.defaults_filled),
-                               opts.affine, opts.track_running_stats};
+                               tg_option(opts.momentum, 0.1, opts.defaults_filled), opts.affine,
+                               opts.track_running_stats};
     return nn_finish(m, nn_register_norm_state(m, num_features, s->affine, s->track));
 }

@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 typedef struct {
-    double eps;     /* 0: 1e-5 */
-    bool no_affine; /* affine=False */
-    bool defaults_filled;        /* set by TG_GROUP_NORM_OPTS(...): every field as written (core/options.h) */
+    double eps;           /* 0: 1e-5 */
+    bool no_affine;       /* affine=False */
+    bool defaults_filled; /* set by TG_GROUP_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_group_norm_opts;
 #define TG_GROUP_NORM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_group_norm_opts, .eps = 1e-5, __VA_ARGS__)
 
@@ -28,11 +28,11 @@ typedef struct {
 tg_module *tg_nn_group_norm(int64_t num_groups, int64_t num_channels, tg_group_norm_opts opts);
 
 typedef struct {
-    double eps;                /* 0: 1e-5 */
-    double momentum;           /* 0: 0.1; a real 0: TG_INSTANCE_NORM_OPTS(.momentum = 0) */
-    bool affine;               /* PyTorch's default is affine=False */
-    bool track_running_stats;  /* PyTorch's default is False */
-    bool defaults_filled;        /* set by TG_INSTANCE_NORM_OPTS(...): every field as written (core/options.h) */
+    double eps;               /* 0: 1e-5 */
+    double momentum;          /* 0: 0.1; a real 0: TG_INSTANCE_NORM_OPTS(.momentum = 0) */
+    bool affine;              /* PyTorch's default is affine=False */
+    bool track_running_stats; /* PyTorch's default is False */
+    bool defaults_filled;     /* set by TG_INSTANCE_NORM_OPTS(...): every field as written (core/options.h) */
 } tg_instance_norm_opts;
 #define TG_INSTANCE_NORM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_instance_norm_opts, TG_INSTANCE_NORM_DEFAULTS, __VA_ARGS__)
 #define TG_INSTANCE_NORM_DEFAULTS .eps = 1e-5, .momentum = 0.1

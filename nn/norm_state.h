@@ -60,9 +60,12 @@ static inline tg_module *nn_batch_norm_new(const tg_module_type *type, const cha
     tg_module *m = tg_module_new(type, sizeof(nn_batch_norm_state));
     if (!m) return NULL;
     nn_batch_norm_state *s = tg_module_state(m);
-    *s = (nn_batch_norm_state){c, tg_option(opts.eps, 1e-5, opts.defaults_filled),
-                               tg_option(opts.momentum, 0.1, opts.defaults_filled), opts.cumulative,
-                               !opts.no_affine, !opts.no_track_running_stats};
+    *s = (nn_batch_norm_state){c,
+                               tg_option(opts.eps, 1e-5, opts.defaults_filled),
+                               tg_option(opts.momentum, 0.1, opts.defaults_filled),
+                               opts.cumulative,
+                               !opts.no_affine,
+                               !opts.no_track_running_stats};
     return nn_finish(m, nn_register_norm_state(m, c, s->affine, s->track));
 }
 

@@ -81,8 +81,8 @@ static tg_tensor *param(tg_module *m, const char *what, int layer, int direction
 }
 
 /* One layer, one direction, over xs [T, B, I]: the outputs [T, B, H] and the last state. */
-static tg_tensor *run_direction(tg_module *m, const rnn_state *s, tg_tensor *xs, int layer, int direction,
-                                tg_tensor *h, tg_tensor *c, tg_tensor **h_last, tg_tensor **c_last) {
+static tg_tensor *run_direction(tg_module *m, const rnn_state *s, tg_tensor *xs, int layer, int direction, tg_tensor *h,
+                                tg_tensor *c, tg_tensor **h_last, tg_tensor **c_last) {
     int64_t steps = tg_size(xs, 0);
     tg_tensor *xw_all = tg_linear(xs, param(m, "weight_ih", layer, direction), param(m, "bias_ih", layer, direction));
     tg_tensor *w_hh = param(m, "weight_hh", layer, direction), *b_hh = param(m, "bias_hh", layer, direction);
@@ -191,9 +191,11 @@ static tg_status layer_onnx(tg_onnx_op *op) {
                : TG_ERROR;
 }
 
-#define LAYER_FN(inputs, outputs) \
-    {.name = "rnn_layer", .num_inputs = (inputs), .forward = layer_forward, .num_outputs = (outputs), \
-     .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = layer_onnx}
+#define LAYER_FN(inputs, outputs)                                                                        \
+    {                                                                                                    \
+        .name = "rnn_layer", .num_inputs = (inputs), .forward = layer_forward, .num_outputs = (outputs), \
+        .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = layer_onnx                                     \
+    }
 /* [LSTM or not][state given]: no backward (applied only while recording, grad off) */
 static const tg_function layer_fns[2][2] = {{LAYER_FN(1, 2), LAYER_FN(2, 2)}, {LAYER_FN(1, 3), LAYER_FN(3, 3)}};
 
@@ -243,7 +245,7 @@ static tg_status run(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c0, t
         char got[96];
         return tg_error("%s(%lld, %lld): input %s must be %s", kind_name(s), (long long)s->input_size,
                         (long long)s->hidden_size, tg_shape_str(tg_shape_of(x), got, sizeof got),
-                        s->cell ? "[B, input_size] or [input_size]"
+                        s->cell          ? "[B, input_size] or [input_size]"
                         : s->batch_first ? "[B, T, input_size] or [T, input_size]"
                                          : "[T, B, input_size] or [T, input_size]");
     }
@@ -303,11 +305,11 @@ static tg_status run(tg_module *m, tg_tensor *x, tg_tensor *h0, tg_tensor *c0, t
         /* ATen's RNN.cpp: dropout on every layer's output but the last, in training */
         if (out && s->dropout > 0 && tg_is_training(m) && layer < s->num_layers - 1)
             layer_input = tg_dropout(out, s->dropout, true);
-        else
-            layer_input = out;
+        else layer_input = out;
         ok = layer_input != NULL;
     }
-    tg_tensor *(*join)(tg_tensor *const *, int, int) = exporting ? tg_cat : tg_stack; /* [1, B, H] each when exporting */
+    tg_tensor *(*join)(tg_tensor *const *, int, int) =
+        exporting ? tg_cat : tg_stack; /* [1, B, H] each when exporting */
     tg_tensor *hn = ok ? join(h_n, (int)stack, 0) : NULL;
     tg_tensor *cn = ok && s->kind == KIND_LSTM ? join(c_n, (int)stack, 0) : NULL;
     free(h_n);
@@ -413,8 +415,8 @@ static tg_module *make(const tg_module_type *type, const char *ctor, rnn_kind ki
     if (input_size <= 0 || hidden_size <= 0 || layers < 0 || !(opts.dropout >= 0 && opts.dropout <= 1) ||
         (opts.nonlinearity != TG_RNN_TANH && opts.nonlinearity != TG_RNN_RELU)) {
         tg_error("%s: input_size=%lld and hidden_size=%lld must be positive, num_layers=%d non-negative (0 means 1), "
-                 "dropout=%g in [0, 1], nonlinearity tanh or relu", ctor, (long long)input_size,
-                 (long long)hidden_size, opts.num_layers, opts.dropout);
+                 "dropout=%g in [0, 1], nonlinearity tanh or relu",
+                 ctor, (long long)input_size, (long long)hidden_size, opts.num_layers, opts.dropout);
         return NULL;
     }
     /* PyTorch's RNNBase checks (ValueError there) */

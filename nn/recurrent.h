@@ -28,7 +28,7 @@ typedef struct {
     bool batch_first;                 /* input and output [B, T, *] instead of [T, B, *] */
     double dropout;                   /* on each layer's output but the last, in training */
     bool bidirectional;
-    int64_t proj_size;                /* LSTM only: > 0 projects h by weight_hr_l{k} [proj_size, hidden] */
+    int64_t proj_size; /* LSTM only: > 0 projects h by weight_hr_l{k} [proj_size, hidden] */
 } tg_rnn_opts;
 
 /* Input [T, B, input_size] ([B, T, input_size] with batch_first) or unbatched

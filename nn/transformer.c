@@ -29,7 +29,9 @@ static tg_tensor *activation(tg_transformer_activation a, tg_tensor *x) {
     return a == TG_TRANSFORMER_GELU ? tg_gelu(x) : a == TG_TRANSFORMER_GELU_TANH ? tg_gelu_tanh(x) : tg_relu(x);
 }
 
-static tg_tensor *child(tg_module *m, const char *name, tg_tensor *x) { return tg_forward(tg_module_child(m, name), x); }
+static tg_tensor *child(tg_module *m, const char *name, tg_tensor *x) {
+    return tg_forward(tg_module_child(m, name), x);
+}
 
 /* x must be [S, B, E] / [B, S, E] or [S, E] with E = d_model. */
 static tg_status check_input(tg_module *m, const char *what, tg_tensor *x) {
@@ -70,8 +72,8 @@ static tg_tensor *block(tg_module *m, int b, const char *norm, tg_tensor *x, con
     if (!in) return NULL;
     tg_tensor *f;
     if (b == 0) f = attention_block(m, "self_attn", "dropout1", in, in, a->mask, a->key_padding_mask, a->is_causal);
-    else if (b == 1) f = attention_block(m, "multihead_attn", "dropout2", in, a->kv, a->mask, a->key_padding_mask,
-                                         a->is_causal);
+    else if (b == 1)
+        f = attention_block(m, "multihead_attn", "dropout2", in, a->kv, a->mask, a->key_padding_mask, a->is_causal);
     else f = feed_forward(m, b == 2 ? "dropout3" : "dropout2", in);
     tg_tensor *sum = f ? tg_add(x, f) : NULL;
     return s->opts.norm_first || !sum ? sum : child(m, norm, sum);
@@ -101,7 +103,8 @@ static tg_tensor *encoder_layer_forward(tg_module *self, tg_tensor *x) {
 static tg_tensor *decoder_forward_refused(tg_module *self, tg_tensor *x) {
     (void)x;
     return tg_error("%s: the forward needs the memory too: call tg_transformer_decoder_forward(m, tgt, memory, opts)",
-                    tg_module_type_of(self)->name), NULL;
+                    tg_module_type_of(self)->name),
+           NULL;
 }
 
 static void layer_repr(tg_module *self, char *buf, size_t size) {
@@ -111,20 +114,19 @@ static void layer_repr(tg_module *self, char *buf, size_t size) {
 }
 
 static const tg_module_type encoder_layer_type = {"TransformerEncoderLayer", encoder_layer_forward, NULL, layer_repr};
-static const tg_module_type decoder_layer_type = {"TransformerDecoderLayer", decoder_forward_refused, NULL,
-                                                  layer_repr};
+static const tg_module_type decoder_layer_type = {"TransformerDecoderLayer", decoder_forward_refused, NULL, layer_repr};
 
 static tg_module *make_layer(const tg_module_type *type, int64_t d_model, int64_t nhead,
                              tg_transformer_layer_opts opts) {
-    const char *ctor = type == &encoder_layer_type ? "tg_nn_transformer_encoder_layer"
-                                                   : "tg_nn_transformer_decoder_layer";
+    const char *ctor =
+        type == &encoder_layer_type ? "tg_nn_transformer_encoder_layer" : "tg_nn_transformer_decoder_layer";
     double p = tg_option(opts.dropout, 0.1, opts.defaults_filled);
     int64_t ff = opts.dim_feedforward ? opts.dim_feedforward : 2048;
     if (d_model <= 0 || nhead <= 0 || d_model % nhead || ff < 0 || !(p >= 0 && p < 1) ||
         (unsigned)opts.activation > TG_TRANSFORMER_GELU_TANH) {
         tg_error("%s: d_model=%lld must be divisible by nhead=%lld (both positive), dim_feedforward=%lld >= 0, "
-                 "dropout=%g in [0, 1), activation relu, gelu or gelu_tanh (got %d)", ctor, (long long)d_model,
-                 (long long)nhead, (long long)ff, p, (int)opts.activation);
+                 "dropout=%g in [0, 1), activation relu, gelu or gelu_tanh (got %d)",
+                 ctor, (long long)d_model, (long long)nhead, (long long)ff, p, (int)opts.activation);
         return NULL;
     }
     bool decoder = type == &decoder_layer_type;
@@ -140,7 +142,7 @@ static tg_module *make_layer(const tg_module_type *type, int64_t d_model, int64_
     if (!status) status = tg_register_module(m, "dropout", tg_nn_dropout(p));
     if (!status) status = tg_register_module(m, "linear2", tg_nn_linear(ff, d_model, (tg_linear_opts){0}));
     static const char *const norms[3] = {"norm1", "norm2", "norm3"}, *const drops[3] = {"dropout1", "dropout2",
-                                                                                          "dropout3"};
+                                                                                        "dropout3"};
     for (int i = 0; !status && i < (decoder ? 3 : 2); i++)
         status = tg_register_module(m, norms[i], tg_nn_layer_norm(TG_SHAPE(d_model), ln));
     for (int i = 0; !status && i < (decoder ? 3 : 2); i++) status = tg_register_module(m, drops[i], tg_nn_dropout(p));
@@ -259,7 +261,9 @@ tg_module *tg_nn_transformer_decoder(tg_module *decoder_layer, int num_layers, t
 tg_tensor *tg_transformer_encoder_forward(tg_module *m, tg_tensor *src, tg_transformer_encoder_call_opts opts) {
     if (!m || (tg_module_type_of(m) != &encoder_layer_type && tg_module_type_of(m) != &encoder_type))
         return tg_error("tg_transformer_encoder_forward: the module is %s, not a TransformerEncoderLayer or "
-                        "TransformerEncoder", m ? tg_module_type_of(m)->name : "NULL"), NULL;
+                        "TransformerEncoder",
+                        m ? tg_module_type_of(m)->name : "NULL"),
+               NULL;
     if (!src) return tg_error_null_input(tg_module_type_of(m)->name, 0), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE { out = tg_scope_return(encoder_run(m, src, &opts)); }
@@ -270,7 +274,9 @@ tg_tensor *tg_transformer_decoder_forward(tg_module *m, tg_tensor *tgt, tg_tenso
                                           tg_transformer_decoder_call_opts opts) {
     if (!m || (tg_module_type_of(m) != &decoder_layer_type && tg_module_type_of(m) != &decoder_type))
         return tg_error("tg_transformer_decoder_forward: the module is %s, not a TransformerDecoderLayer or "
-                        "TransformerDecoder", m ? tg_module_type_of(m)->name : "NULL"), NULL;
+                        "TransformerDecoder",
+                        m ? tg_module_type_of(m)->name : "NULL"),
+               NULL;
     if (!tgt || !memory) return tg_error_null_input(tg_module_type_of(m)->name, !tgt ? 0 : 1), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE { out = tg_scope_return(decoder_run(m, tgt, memory, &opts)); }

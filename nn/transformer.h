@@ -29,10 +29,10 @@ typedef struct {
     int64_t dim_feedforward; /* 0: 2048 */
     double dropout;          /* 0: 0.1; no dropout: TG_TRANSFORMER_LAYER_OPTS(.dropout = 0) */
     tg_transformer_activation activation;
-    double layer_norm_eps;   /* 0: 1e-5 */
-    bool batch_first;        /* [B, S, E] instead of [S, B, E] */
-    bool norm_first;         /* pre-LayerNorm (x + f(norm(x))) instead of norm(x + f(x)) */
-    bool defaults_filled;        /* set by TG_TRANSFORMER_LAYER_OPTS(...): every field as written (core/options.h) */
+    double layer_norm_eps; /* 0: 1e-5 */
+    bool batch_first;      /* [B, S, E] instead of [S, B, E] */
+    bool norm_first;       /* pre-LayerNorm (x + f(norm(x))) instead of norm(x + f(x)) */
+    bool defaults_filled;  /* set by TG_TRANSFORMER_LAYER_OPTS(...): every field as written (core/options.h) */
 } tg_transformer_layer_opts;
 #define TG_TRANSFORMER_LAYER_OPTS(...) \
     TG_OPTS_WITH_DEFAULTS(tg_transformer_layer_opts, TG_TRANSFORMER_LAYER_DEFAULTS, __VA_ARGS__)

@@ -136,9 +136,15 @@ static void record_op_observed(recorder *r, const tg_function *fn, tg_tensor *co
     const module_entry *m = &r->modules[r->depth ? r->stack[r->depth - 1] : 0];
     char scope[160];
     snprintf(scope, sizeof scope, "/%s", m->path);
-    tg_onnx_op op = {.graph = &r->graph, .fn = fn, .inputs = inputs, .outputs = outputs,
-                     .num_inputs = fn->num_inputs, .num_outputs = num_outputs, .attrs = args,
-                     .module = m->where, .scope = scope};
+    tg_onnx_op op = {.graph = &r->graph,
+                     .fn = fn,
+                     .inputs = inputs,
+                     .outputs = outputs,
+                     .num_inputs = fn->num_inputs,
+                     .num_outputs = num_outputs,
+                     .attrs = args,
+                     .module = m->where,
+                     .scope = scope};
     if (!fn->onnx) {
         r->failed = tg_onnx_unsupported(&op, "no ONNX mapping (the .onnx of its tg_function)");
         return;
@@ -181,12 +187,10 @@ static void add_modules(recorder *r, tg_module *m, const char *path) {
         TG_ASSERT(r->modules != NULL);
     }
     char where[200];
-    if (*path)
-        snprintf(where, sizeof where, "%s (%s)", path, tg_module_type_of(m)->name);
-    else
-        snprintf(where, sizeof where, "the model (%s)", tg_module_type_of(m)->name);
-    r->modules[r->num_modules++] = (module_entry){.module = m, .path = tg_onnx_strdup(path),
-                                                  .where = tg_onnx_strdup(where), .was_training = tg_is_training(m)};
+    if (*path) snprintf(where, sizeof where, "%s (%s)", path, tg_module_type_of(m)->name);
+    else snprintf(where, sizeof where, "the model (%s)", tg_module_type_of(m)->name);
+    r->modules[r->num_modules++] = (module_entry){
+        .module = m, .path = tg_onnx_strdup(path), .where = tg_onnx_strdup(where), .was_training = tg_is_training(m)};
     for (int i = 0, n = tg_module_num_children(m); i < n; i++) {
         const char *name;
         tg_module *child = tg_module_child_at(m, i, &name);
@@ -258,14 +262,14 @@ static bool in_names(char *const *names, int count, const char *name) {
 }
 
 static bool same_attr(const tg_onnx_attr *a, const tg_onnx_attr *b) {
-    return !strcmp(a->name, b->name) && a->kind == b->kind && a->i == b->i && a->f == b->f &&
-           a->count == b->count && (!a->count || !memcmp(a->ints, b->ints, (size_t)a->count * sizeof *a->ints)) &&
-           (!a->s) == (!b->s) && (!a->s || !strcmp(a->s, b->s));
+    return !strcmp(a->name, b->name) && a->kind == b->kind && a->i == b->i && a->f == b->f && a->count == b->count &&
+           (!a->count || !memcmp(a->ints, b->ints, (size_t)a->count * sizeof *a->ints)) && (!a->s) == (!b->s) &&
+           (!a->s || !strcmp(a->s, b->s));
 }
 
 static bool same_node(const tg_onnx_node *a, const tg_onnx_node *b) {
-    bool same = !strcmp(a->op_type, b->op_type) && a->num_inputs == b->num_inputs &&
-                a->num_outputs == b->num_outputs && a->num_attrs == b->num_attrs;
+    bool same = !strcmp(a->op_type, b->op_type) && a->num_inputs == b->num_inputs && a->num_outputs == b->num_outputs &&
+                a->num_attrs == b->num_attrs;
     for (int i = 0; same && i < a->num_inputs; i++) same = !strcmp(a->inputs[i], b->inputs[i]);
     for (int i = 0; same && i < a->num_outputs; i++) same = !strcmp(a->outputs[i], b->outputs[i]);
     for (int i = 0; same && i < a->num_attrs; i++) same = same_attr(&a->attrs[i], &b->attrs[i]);
@@ -290,8 +294,8 @@ static tg_status check_batch_free(const tg_onnx_graph *a, const tg_onnx_graph *b
             return tg_error(OP ": node %s (%s) differs between batch %lld and %lld: %s", a->nodes[i]->name,
                             a->nodes[i]->op_type, (long long)n, (long long)n + 1, hint);
     if (a->num_nodes != b->num_nodes)
-        return tg_error(OP ": %d nodes at batch %lld, %d at batch %lld: %s", a->num_nodes, (long long)n,
-                        b->num_nodes, (long long)n + 1, hint);
+        return tg_error(OP ": %d nodes at batch %lld, %d at batch %lld: %s", a->num_nodes, (long long)n, b->num_nodes,
+                        (long long)n + 1, hint);
     for (int i = 0; i < a->num_inits && i < b->num_inits; i++) {
         const tg_onnx_initializer *x = &a->inits[i], *y = &b->inits[i];
         if (!strcmp(x->name, y->name) && x->dtype == y->dtype && tg_shape_equal(x->shape, y->shape) &&
@@ -529,7 +533,7 @@ tg_status tg_onnx_export(tg_module *model, tg_tensor *example_input, const char 
         return s;
     }
     recorder r = {.graph = {.opset = o.opset}};
-    tg_scope_begin(); /* the forward's tensors; the recorder retains what it needs */
+    tg_scope_begin();                    /* the forward's tensors; the recorder retains what it needs */
     tg_tensor *rng = tg_get_rng_state(); /* the forward may draw: the caller's stream is left as it was */
     tg_status status = rng ? trace(&r, model, example_input, input_name, output_name) : TG_ERROR;
     if (!status) status = check_order(&r.graph, input_name);

@@ -129,17 +129,21 @@ static char **copy_names(int count, const char *const *names) {
 }
 
 tg_onnx_node *tg_onnx_add_node(tg_onnx_op *op, const char *op_type, int num_inputs, const char *const *inputs,
-                           int num_outputs, const char *const *outputs) {
+                               int num_outputs, const char *const *outputs) {
     tg_onnx_graph *g = op->graph;
     for (int i = 0; i < num_inputs; i++)
-        if (!inputs[i]) return tg_error("tg_onnx_export: %s: input %d of its %s node is missing", op->fn->name, i, op_type), NULL;
+        if (!inputs[i])
+            return tg_error("tg_onnx_export: %s: input %d of its %s node is missing", op->fn->name, i, op_type), NULL;
     tg_onnx_node *n = calloc(1, sizeof *n);
     TG_ASSERT(n != NULL);
     char name[200];
     snprintf(name, sizeof name, "%s/%s_%d", op->scope, op_type, g->num_nodes);
-    *n = (tg_onnx_node){.op_type = tg_onnx_strdup(op_type), .name = tg_onnx_strdup(name),
-                        .inputs = copy_names(num_inputs, inputs), .num_inputs = num_inputs,
-                        .outputs = copy_names(num_outputs, outputs), .num_outputs = num_outputs};
+    *n = (tg_onnx_node){.op_type = tg_onnx_strdup(op_type),
+                        .name = tg_onnx_strdup(name),
+                        .inputs = copy_names(num_inputs, inputs),
+                        .num_inputs = num_inputs,
+                        .outputs = copy_names(num_outputs, outputs),
+                        .num_outputs = num_outputs};
     g->nodes = grow(g->nodes, &g->cap_nodes, g->num_nodes, sizeof *g->nodes);
     g->nodes[g->num_nodes++] = n;
     return n;

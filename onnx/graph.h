@@ -52,7 +52,7 @@ int tg_onnx_dtype(tg_dtype dtype);
 /* ---- what the mapping writes ---- */
 /* Adds a node of the default domain; returns it (for attributes) or NULL with an error. */
 tg_onnx_node *tg_onnx_add_node(tg_onnx_op *op, const char *op_type, int num_inputs, const char *const *inputs,
-                           int num_outputs, const char *const *outputs);
+                               int num_outputs, const char *const *outputs);
 /* The common case: one node from the call's inputs to its outputs. */
 tg_onnx_node *tg_onnx_add_node_same(tg_onnx_op *op, const char *op_type);
 /* Attributes of a node (`n` may be NULL after a failed tg_onnx_add_node: then they do nothing). */

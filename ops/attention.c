@@ -79,7 +79,8 @@ static tg_status check_inputs(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_
     if (qn < 2 || kn < 2 || vn < 2 || q->shape.dims[qn - 1] != k->shape.dims[kn - 1] ||
         k->shape.dims[kn - 2] != v->shape.dims[vn - 2])
         return tg_error("%s: expected query [..., L, E], key [..., S, E] and value [..., S, Ev], got query %s, key %s, "
-                        "value %s", OP, qs, ks, vs);
+                        "value %s",
+                        OP, qs, ks, vs);
     if (!tg_dtype_is_floating(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
         return tg_error("%s: expected query, key and value of one floating dtype, got %s, %s, %s", OP,
                         tg_dtype_name(q->dtype), tg_dtype_name(k->dtype), tg_dtype_name(v->dtype));
@@ -96,7 +97,8 @@ static tg_status check_inputs(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_
         int64_t hq = q->shape.dims[qn - 3], hk = k->shape.dims[kn - 3];
         if (vn < 3 || v->shape.dims[vn - 3] != hk || hk == 0 || hq % hk)
             return tg_error("%s: enable_gqa needs key and value with one head count (dim -3) dividing the query's, "
-                            "got query %s, key %s, value %s", OP, qs, ks, vs);
+                            "got query %s, key %s, value %s",
+                            OP, qs, ks, vs);
         kl = heads_as_query(kl, q), vl = heads_as_query(vl, q);
     }
     tg_shape lead = lead_shape(q, 2);
@@ -110,8 +112,8 @@ static tg_status check_inputs(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_
             !tg_broadcast_shapes(attn_mask->shape, scores, &out) || attn_mask->shape.ndim > (qn > kn ? qn : kn) ||
             !tg_device_equal(attn_mask->storage->device, q->storage->device))
             return tg_error("%s: attn_mask %s (%s) must be bool or floating, on the query's device, and broadcast to "
-                            "the scores [..., %lld, %lld] (query %s, key %s)", OP,
-                            tg_shape_str(attn_mask->shape, ms, sizeof ms), tg_dtype_name(attn_mask->dtype),
+                            "the scores [..., %lld, %lld] (query %s, key %s)",
+                            OP, tg_shape_str(attn_mask->shape, ms, sizeof ms), tg_dtype_name(attn_mask->dtype),
                             (long long)l, (long long)s, qs, ks);
         if (out.dims[out.ndim - 1] != s || out.dims[out.ndim - 2] != l)
             return tg_error("%s: attn_mask %s does not broadcast to the scores [..., %lld, %lld]", OP,
@@ -155,7 +157,8 @@ static tg_tensor *composed(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opt
     int64_t l = q->shape.dims[qn - 2], s = k->shape.dims[k->shape.ndim - 2], e = q->shape.dims[qn - 1];
     tg_tensor *mask = NULL, *attn_mask = o.attn_mask;
     if (o.is_causal) mask = causal_mask(l, s, q->dtype, q->storage->device);
-    else if (attn_mask && attn_mask->dtype == TG_BOOL) mask = tg_cast(tg_where_scalars(attn_mask, 0.0, -INFINITY), q->dtype);
+    else if (attn_mask && attn_mask->dtype == TG_BOOL)
+        mask = tg_cast(tg_where_scalars(attn_mask, 0.0, -INFINITY), q->dtype);
     else if (attn_mask) mask = attn_mask->dtype == q->dtype ? attn_mask : tg_cast(attn_mask, q->dtype);
     if (grouped(q, k, o)) k = repeat_heads(k, q->shape.dims[qn - 3]), v = repeat_heads(v, q->shape.dims[qn - 3]);
     /* the default divides q by sqrt(E), PyTorch 1.13's MHA's bits */
@@ -196,8 +199,8 @@ tg_tensor *tg_attention_with_weights(tg_tensor *q, tg_tensor *k, tg_tensor *v, t
 /* ======================= the fused op ======================= */
 
 typedef struct {
-    tg_shape batch;     /* the result's leading dims */
-    bool has_mask;      /* input 3 is the mask */
+    tg_shape batch; /* the result's leading dims */
+    bool has_mask;  /* input 3 is the mask */
     bool is_causal, gqa;
     double scale;
 } sdpa_args;
@@ -231,8 +234,12 @@ static tg_tensor *make_plan(const sdpa_args *a, tg_tensor *q, tg_tensor *k, tg_t
                             tg_attn_plan *p) {
     int qn = q->shape.ndim, kn = k->shape.ndim, vn = v->shape.ndim;
     int64_t batch = tg_shape_numel(a->batch);
-    *p = (tg_attn_plan){.batch = batch, .l = q->shape.dims[qn - 2], .s = k->shape.dims[kn - 2],
-                        .e = q->shape.dims[qn - 1], .ev = v->shape.dims[vn - 1], .causal = a->is_causal,
+    *p = (tg_attn_plan){.batch = batch,
+                        .l = q->shape.dims[qn - 2],
+                        .s = k->shape.dims[kn - 2],
+                        .e = q->shape.dims[qn - 1],
+                        .ev = v->shape.dims[vn - 1],
+                        .causal = a->is_causal,
                         .scale = a->scale};
     p->q_row = p->l > 1 ? q->strides[qn - 2] : (p->e > 1 ? p->e : 1);
     p->k_row = p->s > 1 ? k->strides[kn - 2] : (p->e > 1 ? p->e : 1);
@@ -291,8 +298,11 @@ static tg_tensor *sdpa_forward(tg_ctx *ctx, tg_tensor *const *in) {
  * differentiate again (the fused kernels' results would be constants). */
 static void composed_backward(const sdpa_args *a, tg_ctx *ctx, tg_tensor *const *in, tg_tensor *g,
                               tg_tensor **grad_in) {
-    tg_sdpa_opts o = {.attn_mask = a->has_mask ? in[3] : NULL, .is_causal = a->is_causal, .scale = a->scale,
-                      .enable_gqa = a->gqa, .defaults_filled = true}; /* a->scale is resolved */
+    tg_sdpa_opts o = {.attn_mask = a->has_mask ? in[3] : NULL,
+                      .is_causal = a->is_causal,
+                      .scale = a->scale,
+                      .enable_gqa = a->gqa,
+                      .defaults_filled = true}; /* a->scale is resolved */
     tg_tensor *y = composed(in[0], in[1], in[2], o, NULL);
     tg_tensor *wrt[3];
     int which[3], n = 0;
@@ -333,13 +343,12 @@ static void sdpa_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_tensor *delta = tg_empty(batch_shape(a, 1, p.l, 0), o), *dq = tg_empty(batch_shape(a, 2, p.l, p.e), o);
     tg_tensor *dk = tg_empty(batch_shape(a, 2, p.s, p.e), o), *dv = tg_empty(batch_shape(a, 2, p.s, p.ev), o);
     if (!offsets || !delta || !dq || !dk || !dv || !(offsets = tg_tensor_to(offsets, o.device))) return;
-    if (TG_DEVICE_DISPATCH(q,
-                           TG_CUDA_CALL(OP, tg_cuda_attention_backward, &p, offsets, q, k, v, mask, out, dout, lse,
-                                        delta, dq, dk, dv),
-                           tg_cpu_attention_backward_f32, tg_cpu_attention_backward_f64, &p, tg_data_ptr(offsets),
-                           tg_data_ptr(q), tg_data_ptr(k), tg_data_ptr(v), mask ? tg_data_ptr(mask) : NULL,
-                           tg_data_ptr(out), tg_data_ptr(dout), tg_data_ptr(lse), tg_data_ptr(delta), tg_data_ptr(dq),
-                           tg_data_ptr(dk), tg_data_ptr(dv)))
+    if (TG_DEVICE_DISPATCH(
+            q,
+            TG_CUDA_CALL(OP, tg_cuda_attention_backward, &p, offsets, q, k, v, mask, out, dout, lse, delta, dq, dk, dv),
+            tg_cpu_attention_backward_f32, tg_cpu_attention_backward_f64, &p, tg_data_ptr(offsets), tg_data_ptr(q),
+            tg_data_ptr(k), tg_data_ptr(v), mask ? tg_data_ptr(mask) : NULL, tg_data_ptr(out), tg_data_ptr(dout),
+            tg_data_ptr(lse), tg_data_ptr(delta), tg_data_ptr(dq), tg_data_ptr(dk), tg_data_ptr(dv)))
         return;
     int64_t hk = in[1]->shape.ndim >= 3 ? in[1]->shape.dims[in[1]->shape.ndim - 3] : 1;
     grad_in[0] = dq; /* in the broadcast shape: the engine sums it back to q's */
@@ -384,12 +393,18 @@ static tg_status sdpa_onnx(tg_onnx_op *op) {
     return ok ? TG_OK : TG_ERROR;
 }
 
-static const tg_function sdpa_fn = {.name = "scaled_dot_product_attention", .num_inputs = 3,
-                                    .forward = sdpa_forward, .backward = sdpa_backward,
-                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .onnx = sdpa_onnx};
-static const tg_function sdpa_masked_fn = {.name = "scaled_dot_product_attention", .num_inputs = 4,
-                                           .forward = sdpa_forward, .backward = sdpa_backward,
-                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .onnx = sdpa_onnx};
+static const tg_function sdpa_fn = {.name = "scaled_dot_product_attention",
+                                    .num_inputs = 3,
+                                    .forward = sdpa_forward,
+                                    .backward = sdpa_backward,
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                    .onnx = sdpa_onnx};
+static const tg_function sdpa_masked_fn = {.name = "scaled_dot_product_attention",
+                                           .num_inputs = 4,
+                                           .forward = sdpa_forward,
+                                           .backward = sdpa_backward,
+                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                           .onnx = sdpa_onnx};
 
 /* Whether the fused kernels serve this call (else the composed formula does). */
 static bool fused_serves(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_sdpa_opts o) {
@@ -405,8 +420,11 @@ tg_tensor *tg_scaled_dot_product_attention_opts(tg_tensor *q, tg_tensor *k, tg_t
     tg_shape batch;
     if (check_inputs(q, k, v, opts, &batch)) return NULL;
     if (!fused_serves(q, k, v, opts)) return tg_scaled_dot_product_attention_composed(q, k, v, opts);
-    sdpa_args a = {.batch = batch, .has_mask = opts.attn_mask != NULL, .is_causal = opts.is_causal,
-                   .gqa = grouped(q, k, opts), .scale = scale_of(opts, q->shape.dims[q->shape.ndim - 1])};
+    sdpa_args a = {.batch = batch,
+                   .has_mask = opts.attn_mask != NULL,
+                   .is_causal = opts.is_causal,
+                   .gqa = grouped(q, k, opts),
+                   .scale = scale_of(opts, q->shape.dims[q->shape.ndim - 1])};
     tg_tensor *y = NULL;
     TG_SCOPE {
         tg_tensor *mask = opts.attn_mask;

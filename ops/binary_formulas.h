@@ -19,6 +19,7 @@
 #define TG_OPS_BINARY_FORMULAS_H
 
 /* Every dtype (bool follows C's arithmetic: true + true is true). */
+/* clang-format off */
 #define TG_BINARY_FORMULAS(X)                                                                \
     X(ADD, add, x + y, NONE,                                                                 \
       g,                                                                                     \
@@ -38,8 +39,10 @@
     X(MINIMUM, minimum, (x != x || x < y) ? x : y, AB,                                       \
       extremum_grad(g, a, b, false, 0),                                                      \
       extremum_grad(g, a, b, false, 1))
+/* clang-format on */
 
 /* Comparisons: bool results for every dtype. */
+/* clang-format off */
 #define TG_BINARY_COMPARE_FORMULAS(X)                                                        \
     X(EQ, eq, x == y)                                                                        \
     X(NE, ne, x != y)                                                                        \
@@ -47,12 +50,14 @@
     X(LE, le, x <= y)                                                                        \
     X(GT, gt, x > y)                                                                         \
     X(GE, ge, x >= y)
+/* clang-format on */
 
 /* PyTorch's remainder from the truncated one, m = fmod(x, y) or x % y: m + y when m is
  * non-zero and its sign differs from y's, so the result takes the divisor's sign. */
 #define TG_REMAINDER_OF(m, y) ((m) != 0 && (((m) < 0) != ((y) < 0)) ? (m) + (y) : (m))
 
 /* float32 and float64 only (integer inputs of atan2 are promoted to float32 first). */
+/* clang-format off */
 #define TG_BINARY_FLOAT_FORMULAS(X)                                                          \
     X(ATAN2, atan2, TG_ATAN2(x, y), AB, /* b / (a^2 + b^2), -a / (a^2 + b^2) */              \
       tg_mul(g, tg_mul(b, tg_reciprocal(tg_add(tg_mul(a, a), tg_mul(b, b))))),               \
@@ -66,6 +71,7 @@
     X(RELU_BACKWARD, relu_backward, y <= 0 ? (scalar_t)0 : x, AB, /* aten threshold_backward */ \
       tg_relu_backward(g, b), /* the same mask; NaN in b passes g, as in relu's forward */   \
       tg_zeros_like(b))
+/* clang-format on */
 
 /* pow of integers (and bools), as int64 then cast to the element type: x^y in double,
  * rounded to the integer it is (core/typed_libm.h's tg_int_pow). */
@@ -75,8 +81,10 @@
  * the guard keeps a kernel that meets one anyway, or INT_MIN % -1, from trapping
  * (anything modulo -1 is 0). */
 #define TG_INT_DIVISOR_OK(y) ((y) != 0 && (y) != (scalar_t)-1)
+/* clang-format off */
 #define TG_BINARY_INT_FORMULAS(X)                                                              \
     X(FMOD, TG_INT_DIVISOR_OK(y) ? (scalar_t)(x % y) : (scalar_t)0)                            \
     X(REMAINDER, TG_INT_DIVISOR_OK(y) ? (scalar_t)TG_REMAINDER_OF((scalar_t)(x % y), y) : (scalar_t)0)
+/* clang-format on */
 
 #endif

@@ -24,8 +24,7 @@ static tg_tensor *scalar_tensor(double s, tg_tensor *other) {
     return tg_full(TG_SCALAR_SHAPE, s, (tg_opts){.dtype = dt, .device = tg_device_of(other)});
 }
 
-static tg_tensor *with_scalar(const char *op, tg_tensor *(*op_fn)(tg_tensor *, tg_tensor *), tg_tensor *x,
-                                 double s) {
+static tg_tensor *with_scalar(const char *op, tg_tensor *(*op_fn)(tg_tensor *, tg_tensor *), tg_tensor *x, double s) {
     if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE { out = tg_scope_return(op_fn(x, scalar_tensor(s, x))); }

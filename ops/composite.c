@@ -21,7 +21,8 @@ tg_tensor *tg_masked_fill(tg_tensor *x, tg_tensor *mask, double value) {
         return tg_error("tg_masked_fill: mask must be bool, got %s", tg_dtype_name(mask->dtype)), NULL;
     if (!tg_broadcast_shapes(x->shape, mask->shape, &out) || !tg_shape_equal(out, x->shape))
         return tg_error("tg_masked_fill: mask of shape %s cannot be broadcast to the input's shape %s",
-                        tg_shape_str(mask->shape, a, sizeof a), tg_shape_str(x->shape, b, sizeof b)), NULL;
+                        tg_shape_str(mask->shape, a, sizeof a), tg_shape_str(x->shape, b, sizeof b)),
+               NULL;
     if (tg_check_fill_value("tg_masked_fill", x->dtype, value)) return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_where_scalar(tg_eq_scalar(mask, 0), x, value)); }
@@ -31,8 +32,7 @@ tg_tensor *tg_masked_fill(tg_tensor *x, tg_tensor *mask, double value) {
 /* Keeps x where (col - row) compares to k as `lower` says, on the last two dims. */
 static tg_tensor *triangle(const char *op, tg_tensor *x, int64_t k, bool lower) {
     if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
-    if (x->shape.ndim < 2)
-        return tg_error("%s: input must have at least 2 dims, got %d", op, x->shape.ndim), NULL;
+    if (x->shape.ndim < 2) return tg_error("%s: input must have at least 2 dims, got %d", op, x->shape.ndim), NULL;
     int64_t rows = x->shape.dims[x->shape.ndim - 2], cols = x->shape.dims[x->shape.ndim - 1];
     tg_opts idx = {.dtype = TG_INT64, .device = x->storage->device};
     tg_tensor *result = NULL;
@@ -59,7 +59,8 @@ tg_tensor *tg_flip(tg_tensor *x, const int *dims, int count) {
         int d = tg_wrap_dim(dims[i], x->shape.ndim);
         if (d < 0 || (x->shape.ndim > 0 && seen[d]))
             return tg_error("tg_flip: dim %d is out of range or repeated (a tensor with %d dims)", dims[i],
-                            x->shape.ndim), NULL;
+                            x->shape.ndim),
+                   NULL;
         if (x->shape.ndim > 0) seen[d] = true;
     }
     tg_tensor *result = NULL;
@@ -68,8 +69,8 @@ tg_tensor *tg_flip(tg_tensor *x, const int *dims, int count) {
         for (int d = 0; y && d < x->shape.ndim; d++) {
             if (!seen[d] || x->shape.dims[d] < 2) continue;
             int64_t n = x->shape.dims[d];
-            y = tg_index_select(y, d, tg_arange((double)(n - 1), -1, -1,
-                                                (tg_opts){.dtype = TG_INT64, .device = x->storage->device}));
+            y = tg_index_select(
+                y, d, tg_arange((double)(n - 1), -1, -1, (tg_opts){.dtype = TG_INT64, .device = x->storage->device}));
         }
         if (y) result = tg_scope_return(y);
     }
@@ -145,8 +146,7 @@ tg_tensor *tg_lerp_tensor(tg_tensor *a, tg_tensor *b, tg_tensor *weight) {
     if (tg_unusable_(a)) return tg_error_unusable_input("tg_lerp_tensor", a, 0), NULL;
     if (tg_unusable_(b)) return tg_error_unusable_input("tg_lerp_tensor", b, 1), NULL;
     if (tg_unusable_(weight)) return tg_error_unusable_input("tg_lerp_tensor", weight, 2), NULL;
-    if (check_broadcast("tg_lerp_tensor", (tg_tensor *[]){a, b, weight},
-                        (const char *[]){"start", "end", "weight"}, 3))
+    if (check_broadcast("tg_lerp_tensor", (tg_tensor *[]){a, b, weight}, (const char *[]){"start", "end", "weight"}, 3))
         return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_add(a, tg_mul(weight, tg_sub(b, a)))); }
@@ -160,17 +160,18 @@ static tg_tensor *scaled_product(const char *op, int rank, tg_tensor *c, tg_tens
         if (tg_unusable_(t)) return tg_error_unusable_input(op, t, i), NULL;
     }
     char sa[128], sb[128], sc[128];
-    if (a->shape.ndim != rank || b->shape.ndim != rank ||
-        (rank == 3 && a->shape.dims[0] != b->shape.dims[0]) ||
+    if (a->shape.ndim != rank || b->shape.ndim != rank || (rank == 3 && a->shape.dims[0] != b->shape.dims[0]) ||
         a->shape.dims[rank - 1] != b->shape.dims[rank - 2])
         return tg_error("%s: cannot multiply %s by %s (expected %s)", op, tg_shape_str(a->shape, sa, sizeof sa),
                         tg_shape_str(b->shape, sb, sizeof sb),
-                        rank == 2 ? "[n, k] and [k, m]" : "[B, n, k] and [B, k, m]"), NULL;
+                        rank == 2 ? "[n, k] and [k, m]" : "[B, n, k] and [B, k, m]"),
+               NULL;
     tg_shape out = a->shape, bc;
     out.dims[rank - 1] = b->shape.dims[rank - 1];
     if (!tg_broadcast_shapes(c->shape, out, &bc) || !tg_shape_equal(bc, out))
         return tg_error("%s: c of shape %s cannot be broadcast to the product's shape %s", op,
-                        tg_shape_str(c->shape, sc, sizeof sc), tg_shape_str(out, sa, sizeof sa)), NULL;
+                        tg_shape_str(c->shape, sc, sizeof sc), tg_shape_str(out, sa, sizeof sa)),
+               NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *cab[] = {c, a, b}; /* in autocast's lower-precision list, as PyTorch's addmm */

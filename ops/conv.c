@@ -54,9 +54,7 @@ typedef tg_conv_plan conv_plan;
 static bool bf16_kernel_for(const tg_tensor *t) {
     return t->dtype == TG_BFLOAT16 && t->storage->device.kind == TG_DEVICE_CPU && tg_gemm_bf16_supported();
 }
-static bool computed_widened(const tg_tensor *t) {
-    return tg_dtype_is_low_precision(t->dtype) && !bf16_kernel_for(t);
-}
+static bool computed_widened(const tg_tensor *t) { return tg_dtype_is_low_precision(t->dtype) && !bf16_kernel_for(t); }
 static tg_tensor *widen(tg_tensor *t) { return t ? tg_cast(t, TG_FLOAT32) : NULL; }
 static tg_tensor *narrow_to(tg_tensor *t, tg_dtype dtype) { return t ? tg_cast(t, dtype) : NULL; }
 
@@ -98,7 +96,8 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!x || !w || (has_bias && !b)) return NULL;
     conv_geom g = tg_conv_make_geom(x->shape.dims[0], x->shape.dims[1], w->shape.dims[0], p);
     if (tg_on_cuda(x)) {
-        tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype, .device = x->storage->device});
+        tg_tensor *y =
+            tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype, .device = x->storage->device});
         if (!y || TG_CUDA_CALL("tg_conv2d", tg_cuda_conv2d_forward, y, x, w, b, p->sh, p->sw, p->ph, p->pw, p->dh,
                                p->dw, p->groups))
             return NULL;
@@ -112,12 +111,10 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
     conv_plan pl = tg_conv_make_plan(&g, tg_dtype_size(x->dtype));
     if (!y || workspaces(&g, pl, acc, &col, &tmp, NULL)) return NULL;
     void *bias = b ? tg_data_ptr(b) : NULL;
-    if (bf16)
-        tg_cpu_conv_forward_bf16_rounded(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+    if (bf16) tg_cpu_conv_forward_bf16_rounded(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     else if (x->dtype == TG_FLOAT32)
         tg_cpu_conv_forward_f32(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
-    else
-        tg_cpu_conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
+    else tg_cpu_conv_forward_f64(&g, pl, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y), col, tmp);
     return y;
 }
 
@@ -179,7 +176,7 @@ BIAS_TARGET static void bias_grad_lanes8(const bias_grad_job *j, int64_t c, int 
             }
             for (int q = 0; q < 8; q += 4)
                 for (int h = 0; h < 2; h++) {
-                    u[q + 2 * h] = _mm512_unpacklo_epi32(t[q + h], t[q + 2 + h]);     /* 4 channels, 2 positions */
+                    u[q + 2 * h] = _mm512_unpacklo_epi32(t[q + h], t[q + 2 + h]); /* 4 channels, 2 positions */
                     u[q + 2 * h + 1] = _mm512_unpackhi_epi32(t[q + h], t[q + 2 + h]);
                 }
             /* u[0..3]: channels 0-3 at positions (0,1), (2,3), (4,5), (6,7); u[4..7]: channels 4-7 */
@@ -188,10 +185,10 @@ BIAS_TARGET static void bias_grad_lanes8(const bias_grad_job *j, int64_t c, int 
                 for (int pos = 0; pos < 2; pos++) { /* positions 2k, 2k + 1: 8 channels per image lane */
                     __m512i v = pos ? hi : lo;
                     for (int m = 0; m < nb; m++) {
-                        __m128i h = m == 0 ? _mm512_castsi512_si128(v)
-                                  : m == 1 ? _mm512_extracti32x4_epi32(v, 1)
-                                  : m == 2 ? _mm512_extracti32x4_epi32(v, 2)
-                                           : _mm512_extracti32x4_epi32(v, 3);
+                        __m128i h = m == 0   ? _mm512_castsi512_si128(v)
+                                    : m == 1 ? _mm512_extracti32x4_epi32(v, 1)
+                                    : m == 2 ? _mm512_extracti32x4_epi32(v, 2)
+                                             : _mm512_extracti32x4_epi32(v, 3);
                         s[m] = add8(s[m], h);
                     }
                 }
@@ -212,7 +209,8 @@ BIAS_TARGET static void bias_grad_lanes8(const bias_grad_job *j, int64_t c, int 
 static void bias_grad_channels(int64_t c0, int64_t c1, void *arg) {
     const bias_grad_job *j = arg;
 #ifdef HAVE_BIAS_LANES8
-    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl")) {
         for (int64_t c = c0; c < c1; c += 8) bias_grad_lanes8(j, c, c1 - c < 8 ? (int)(c1 - c) : 8);
         return;
     }
@@ -280,8 +278,8 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (tg_on_cuda(g)) {
         tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w),
                                  (tg_opts){.dtype = g->dtype, .device = g->storage->device});
-        if (!gx || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_input_grad, gx, g, w, p->sh, p->sw, p->ph,
-                                p->pw, p->dh, p->dw, p->groups))
+        if (!gx || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_input_grad, gx, g, w, p->sh, p->sw, p->ph, p->pw,
+                                p->dh, p->dw, p->groups))
             return NULL;
         return gx;
     }
@@ -291,12 +289,10 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     void *col, *mat;
     conv_plan pl = tg_conv_make_plan(&geom, tg_dtype_size(acc)); /* the columns col2im reads are `acc` */
     if (!gx || workspaces(&geom, pl, acc, &col, &mat, NULL)) return NULL;
-    if (bf16)
-        tg_cpu_conv_input_grad_bf16(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+    if (bf16) tg_cpu_conv_input_grad_bf16(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
     else if (g->dtype == TG_FLOAT32)
         tg_cpu_conv_input_grad_f32(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
-    else
-        tg_cpu_conv_input_grad_f64(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
+    else tg_cpu_conv_input_grad_f64(&geom, pl, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), col, mat);
     return bf16 ? tg_cast(gx, TG_BFLOAT16) : gx;
 }
 
@@ -325,8 +321,8 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_shape wshape = TG_SHAPE(geom.co, geom.c / p->groups, geom.kh, geom.kw);
     if (tg_on_cuda(x)) {
         tg_tensor *gw = tg_empty(wshape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
-        if (!gw || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_weight_grad, gw, x, g, p->sh, p->sw, p->ph,
-                                p->pw, p->dh, p->dw, p->groups))
+        if (!gw || TG_CUDA_CALL("tg_conv2d backward", tg_cuda_conv2d_weight_grad, gw, x, g, p->sh, p->sw, p->ph, p->pw,
+                                p->dh, p->dw, p->groups))
             return NULL;
         return gw;
     }
@@ -336,12 +332,10 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     void *col, *mat, *part;
     conv_plan pl = tg_conv_make_plan(&geom, tg_dtype_size(x->dtype));
     if (!gw || workspaces(&geom, pl, acc, &col, &mat, &part)) return NULL;
-    if (bf16)
-        tg_cpu_conv_weight_grad_bf16(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
+    if (bf16) tg_cpu_conv_weight_grad_bf16(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
     else if (x->dtype == TG_FLOAT32)
         tg_cpu_conv_weight_grad_f32(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
-    else
-        tg_cpu_conv_weight_grad_f64(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
+    else tg_cpu_conv_weight_grad_f64(&geom, pl, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), col, mat, part);
     return bf16 ? tg_cast(gw, TG_BFLOAT16) : gw;
 }
 
@@ -365,35 +359,50 @@ static tg_onnx_node *conv_node_onnx(tg_onnx_op *op, const char *type, const conv
     return n;
 }
 
-static tg_status conv_onnx(tg_onnx_op *op) {
-    return conv_node_onnx(op, "Conv", tg_onnx_attrs(op)) ? TG_OK : TG_ERROR;
-}
+static tg_status conv_onnx(tg_onnx_op *op) { return conv_node_onnx(op, "Conv", tg_onnx_attrs(op)) ? TG_OK : TG_ERROR; }
 
 /* conv_transpose2d is conv2d's input gradient: ConvTranspose of the same weight, with
  * the output_padding that reaches the recorded output size. */
 static tg_status conv_transpose_onnx(tg_onnx_op *op) {
     const conv_params *p = tg_onnx_attrs(op);
     tg_tensor *x = tg_onnx_input(op, 0), *w = tg_onnx_input(op, 1), *y = tg_onnx_output(op, 0);
-    int64_t pad_h = y->shape.dims[2] - ((x->shape.dims[2] - 1) * p->sh - 2 * p->ph + p->dh * (w->shape.dims[2] - 1) + 1);
-    int64_t pad_w = y->shape.dims[3] - ((x->shape.dims[3] - 1) * p->sw - 2 * p->pw + p->dw * (w->shape.dims[3] - 1) + 1);
+    int64_t pad_h =
+        y->shape.dims[2] - ((x->shape.dims[2] - 1) * p->sh - 2 * p->ph + p->dh * (w->shape.dims[2] - 1) + 1);
+    int64_t pad_w =
+        y->shape.dims[3] - ((x->shape.dims[3] - 1) * p->sw - 2 * p->pw + p->dw * (w->shape.dims[3] - 1) + 1);
     tg_onnx_node *n = conv_node_onnx(op, "ConvTranspose", p);
     tg_onnx_attr_ints(n, "output_padding", (int64_t[]){pad_h, pad_w}, 2);
     return n ? TG_OK : TG_ERROR;
 }
 
 /* float16 / bfloat16 inputs reach the forwards as they are (see computed_widened). */
-static const tg_function conv2d_fn = {
-    .name = "conv2d", .num_inputs = 2, .forward = conv_forward, .backward = conv_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = conv_onnx};
-static const tg_function conv2d_bias_fn = {
-    .name = "conv2d", .num_inputs = 3, .forward = conv_forward, .backward = conv_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = conv_onnx};
-static const tg_function input_grad_fn = {
-    .name = "conv2d_input_grad", .num_inputs = 2, .forward = input_grad_forward, .backward = input_grad_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = conv_transpose_onnx};
-static const tg_function weight_grad_fn = {
-    .name = "conv2d_weight_grad", .num_inputs = 2, .forward = weight_grad_forward, .backward = weight_grad_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function conv2d_fn = {.name = "conv2d",
+                                      .num_inputs = 2,
+                                      .forward = conv_forward,
+                                      .backward = conv_backward,
+                                      .low_precision = TG_LOW_PRECISION_NATIVE,
+                                      .autocast = TG_AUTOCAST_LOWER,
+                                      .onnx = conv_onnx};
+static const tg_function conv2d_bias_fn = {.name = "conv2d",
+                                           .num_inputs = 3,
+                                           .forward = conv_forward,
+                                           .backward = conv_backward,
+                                           .low_precision = TG_LOW_PRECISION_NATIVE,
+                                           .autocast = TG_AUTOCAST_LOWER,
+                                           .onnx = conv_onnx};
+static const tg_function input_grad_fn = {.name = "conv2d_input_grad",
+                                          .num_inputs = 2,
+                                          .forward = input_grad_forward,
+                                          .backward = input_grad_backward,
+                                          .low_precision = TG_LOW_PRECISION_NATIVE,
+                                          .autocast = TG_AUTOCAST_NONE,
+                                          .onnx = conv_transpose_onnx};
+static const tg_function weight_grad_fn = {.name = "conv2d_weight_grad",
+                                           .num_inputs = 2,
+                                           .forward = weight_grad_forward,
+                                           .backward = weight_grad_backward,
+                                           .low_precision = TG_LOW_PRECISION_NATIVE,
+                                           .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *conv_apply(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p) {
     conv_params q = *p;
@@ -420,18 +429,23 @@ static bool conv_args_ok(const char *op, const tg_tensor *x, const tg_tensor *we
     char xs[128], ws[128], d1[16], d2[16];
     if (x->shape.ndim != 3 && x->shape.ndim != 4)
         return tg_error("%s: expected input %s (4-D, or 3-D unbatched), got %s", op, x_layout,
-                        tg_shape_str(x->shape, xs, sizeof xs)), false;
+                        tg_shape_str(x->shape, xs, sizeof xs)),
+               false;
     if (weight->shape.ndim != 4)
         return tg_error("%s: expected weight %s (4-D), got %s", op, w_layout,
-                        tg_shape_str(weight->shape, ws, sizeof ws)), false;
+                        tg_shape_str(weight->shape, ws, sizeof ws)),
+               false;
     if (!tg_dtype_is_floating(x->dtype) || x->dtype != weight->dtype || (bias && bias->dtype != x->dtype))
         return tg_error("%s: expected input, weight and bias of one floating dtype, got "
-                        "input %s, weight %s%s%s", op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype),
-                        bias ? ", bias " : "", bias ? tg_dtype_name(bias->dtype) : ""), false;
+                        "input %s, weight %s%s%s",
+                        op, tg_dtype_name(x->dtype), tg_dtype_name(weight->dtype), bias ? ", bias " : "",
+                        bias ? tg_dtype_name(bias->dtype) : ""),
+               false;
     if (!tg_device_equal(x->storage->device, weight->storage->device) ||
         (bias && !tg_device_equal(x->storage->device, bias->storage->device)))
         return tg_error("%s: expected all tensors on one device, got input on %s and weight on %s", op,
-                        tg_device_str(x->storage->device, d1), tg_device_str(weight->storage->device, d2)), false;
+                        tg_device_str(x->storage->device, d1), tg_device_str(weight->storage->device, d2)),
+               false;
     return true;
 }
 
@@ -514,38 +528,45 @@ static tg_tensor *conv2d_batched(tg_tensor *x, tg_tensor *weight, tg_tensor *bia
         padding.w < 0)
         return tg_error("%s: stride (%d, %d) and dilation (%d, %d) must be positive, padding (%d, %d) and groups "
                         "(%d) not negative",
-                        op, stride.h, stride.w, dilation.h, dilation.w, padding.h, padding.w, opts.groups), NULL;
+                        op, stride.h, stride.w, dilation.h, dilation.w, padding.h, padding.w, opts.groups),
+               NULL;
     if ((unsigned)opts.padding_mode > TG_PAD_CIRCULAR)
         return tg_error("%s: padding_mode %d is not one of zeros, reflect, replicate, circular", op,
-                        (int)opts.padding_mode), NULL;
+                        (int)opts.padding_mode),
+               NULL;
     if (opts.padding_same && (padding.h || padding.w))
-        return tg_error("%s: padding_same with padding (%d, %d): give one or the other", op, padding.h,
-                        padding.w), NULL;
+        return tg_error("%s: padding_same with padding (%d, %d): give one or the other", op, padding.h, padding.w),
+               NULL;
     if (opts.padding_same && (stride.h != 1 || stride.w != 1))
-        return tg_error("%s: padding='same' is not supported for strided convolutions (stride (%d, %d))", op,
-                        stride.h, stride.w), NULL;
+        return tg_error("%s: padding='same' is not supported for strided convolutions (stride (%d, %d))", op, stride.h,
+                        stride.w),
+               NULL;
     int64_t co = weight->shape.dims[0], cg = weight->shape.dims[1];
     if (co % groups != 0)
         return tg_error("%s: weight %s has %lld output channels, not divisible by groups %d", op, ws, (long long)co,
-                        groups), NULL;
+                        groups),
+               NULL;
     if (x->shape.dims[1] != cg * groups)
         return tg_error("%s: expected input [N, C, H, W] with C == %lld (weight %s, groups %d), got %s", op,
-                        (long long)(cg * groups), ws, groups, xs), NULL;
+                        (long long)(cg * groups), ws, groups, xs),
+               NULL;
     if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != co))
         return tg_error("%s: expected bias [%lld] (weight %s), got %s", op, (long long)co, ws,
-                        tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
+                        tg_shape_str(bias->shape, bs, sizeof bs)),
+               NULL;
     int64_t kh = weight->shape.dims[2], kw = weight->shape.dims[3];
     x = pad_input(x, pads_of(&opts, padding, dilation, kh, kw), opts.padding_mode, &padding);
     if (!x) return NULL;
-    conv_params p = {stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w, groups,
-                     kh, kw, x->shape.dims[2], x->shape.dims[3]};
+    conv_params p = {stride.h, stride.w, padding.h, padding.w,        dilation.h,      dilation.w,
+                     groups,   kh,       kw,        x->shape.dims[2], x->shape.dims[3]};
     int64_t ho = tg_conv_out_size(p.h, p.kh, stride.h, padding.h, dilation.h);
     int64_t wo = tg_conv_out_size(p.w, p.kw, stride.w, padding.w, dilation.w);
     if (ho <= 0 || wo <= 0 || p.kh <= 0 || p.kw <= 0)
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride (%d, %d), padding "
                         "(%d, %d), dilation (%d, %d) gives %lldx%lld",
-                        op, xs, (long long)p.kh, (long long)p.kw, stride.h, stride.w, padding.h, padding.w,
-                        dilation.h, dilation.w, (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
+                        op, xs, (long long)p.kh, (long long)p.kw, stride.h, stride.w, padding.h, padding.w, dilation.h,
+                        dilation.w, (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)),
+               NULL;
     return conv_apply(x, weight, bias, &p);
 }
 
@@ -605,22 +626,27 @@ static tg_tensor *conv_transpose2d_batched(tg_tensor *x, tg_tensor *weight, tg_t
     int groups = opts.groups ? opts.groups : 1, padding = opts.padding, output_padding = opts.output_padding;
     if (stride < 0 || dilation < 0 || groups < 0 || padding < 0 || output_padding < 0)
         return tg_error("%s: stride (%d), padding (%d), output_padding (%d), dilation (%d) and groups (%d) must not "
-                        "be negative", op, opts.stride, opts.padding, opts.output_padding, opts.dilation,
-                        opts.groups), NULL;
+                        "be negative",
+                        op, opts.stride, opts.padding, opts.output_padding, opts.dilation, opts.groups),
+               NULL;
     if (!out_size && output_padding >= stride && output_padding >= dilation)
         return tg_error("%s: output_padding (%d) must be smaller than either stride (%d) or dilation (%d)", op,
-                        output_padding, stride, dilation), NULL;
+                        output_padding, stride, dilation),
+               NULL;
     int64_t ci = weight->shape.dims[0], cog = weight->shape.dims[1];
     if (ci % groups != 0)
         return tg_error("%s: weight %s has %lld input channels, not divisible by groups %d", op, ws, (long long)ci,
-                        groups), NULL;
+                        groups),
+               NULL;
     if (x->shape.dims[1] != ci)
-        return tg_error("%s: expected input [N, C_in, H, W] with C_in == %lld (weight %s), got %s", op,
-                        (long long)ci, ws, xs), NULL;
+        return tg_error("%s: expected input [N, C_in, H, W] with C_in == %lld (weight %s), got %s", op, (long long)ci,
+                        ws, xs),
+               NULL;
     int64_t co = cog * groups;
     if (bias && (bias->shape.ndim != 1 || bias->shape.dims[0] != co))
         return tg_error("%s: expected bias [%lld] (weight %s, groups %d), got %s", op, (long long)co, ws, groups,
-                        tg_shape_str(bias->shape, bs, sizeof bs)), NULL;
+                        tg_shape_str(bias->shape, bs, sizeof bs)),
+               NULL;
     int64_t kh = weight->shape.dims[2], kw = weight->shape.dims[3];
     int64_t min_h = (x->shape.dims[2] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kh - 1) + 1;
     int64_t min_w = (x->shape.dims[3] - 1) * stride - 2 * (int64_t)padding + (int64_t)dilation * (kw - 1) + 1;
@@ -629,18 +655,21 @@ static tg_tensor *conv_transpose2d_batched(tg_tensor *x, tg_tensor *weight, tg_t
         if (out_size[0] < min_h || out_size[0] > min_h + stride - 1 || out_size[1] < min_w ||
             out_size[1] > min_w + stride - 1)
             return tg_error("%s: requested an output size of [%lld, %lld], but valid sizes range from [%lld, %lld] "
-                            "to [%lld, %lld] (for an input of [%lld, %lld])", op, (long long)out_size[0],
-                            (long long)out_size[1], (long long)min_h, (long long)min_w,
+                            "to [%lld, %lld] (for an input of [%lld, %lld])",
+                            op, (long long)out_size[0], (long long)out_size[1], (long long)min_h, (long long)min_w,
                             (long long)(min_h + stride - 1), (long long)(min_w + stride - 1),
-                            (long long)x->shape.dims[2], (long long)x->shape.dims[3]), NULL;
+                            (long long)x->shape.dims[2], (long long)x->shape.dims[3]),
+                   NULL;
         pad_h = out_size[0] - min_h;
         pad_w = out_size[1] - min_w;
     }
     int64_t ho = min_h + pad_h, wo = min_w + pad_w;
     if (ho <= 0 || wo <= 0 || kh <= 0 || kw <= 0 || x->shape.dims[2] <= 0 || x->shape.dims[3] <= 0)
         return tg_error("%s: output would be empty: input %s with kernel %lldx%lld, stride %d, padding %d, "
-                        "dilation %d gives %lldx%lld", op, xs, (long long)kh, (long long)kw, stride, padding,
-                        dilation, (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0)), NULL;
+                        "dilation %d gives %lldx%lld",
+                        op, xs, (long long)kh, (long long)kw, stride, padding, dilation, (long long)(ho > 0 ? ho : 0),
+                        (long long)(wo > 0 ? wo : 0)),
+               NULL;
     tg_tensor *y = NULL;
     TG_SCOPE {
         tg_tensor *raw;
@@ -661,10 +690,10 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
     return conv_entry(x, weight, bias, &call);
 }
 
-tg_tensor *tg_conv_transpose2d_to_size(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
-                                       tg_conv_transpose_opts opts, int64_t out_h, int64_t out_w) {
+tg_tensor *tg_conv_transpose2d_to_size(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts,
+                                       int64_t out_h, int64_t out_w) {
     const int64_t size[2] = {out_h, out_w};
-    const conv_call call = {.op = "tg_conv_transpose2d_to_size", .transposed = true, .transpose = opts,
-                            .out_size = size};
+    const conv_call call = {
+        .op = "tg_conv_transpose2d_to_size", .transposed = true, .transpose = opts, .out_size = size};
     return conv_entry(x, weight, bias, &call);
 }

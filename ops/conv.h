@@ -59,8 +59,8 @@ tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
  * its size (opts.output_padding is not used, as PyTorch ignores it there). Fails
  * unless each size lies between the size output_padding 0 gives and that plus
  * stride - 1, with PyTorch's message ("requested an output size of ..."). */
-tg_tensor *tg_conv_transpose2d_to_size(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
-                                       tg_conv_transpose_opts opts, int64_t out_h, int64_t out_w);
+tg_tensor *tg_conv_transpose2d_to_size(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, tg_conv_transpose_opts opts,
+                                       int64_t out_h, int64_t out_w);
 
 #ifdef __cplusplus
 }

@@ -14,10 +14,9 @@ tg_status tg_check_same_device(const char *op, const tg_tensor *a, const tg_tens
 /* Whether t's storage is on a CUDA device (its kernels are the CUDA entry points). */
 static inline bool tg_on_cuda(const tg_tensor *t) { return t->storage->device.kind == TG_DEVICE_CUDA; }
 
-#define TG_CUDA_CALL(op, fn, ...)                                                            \
-    ((fn) ? (fn)(__VA_ARGS__)                                                                \
-          : tg_error("%s: no CUDA kernel for this op in this build (%s is not compiled in)", \
-                     (op), #fn))
+#define TG_CUDA_CALL(op, fn, ...) \
+    ((fn) ? (fn)(__VA_ARGS__)     \
+          : tg_error("%s: no CUDA kernel for this op in this build (%s is not compiled in)", (op), #fn))
 
 /* An op's device ladder, as one expression: on a CUDA tensor t, cuda_call (a
  * TG_CUDA_CALL); on the CPU, cpu_f32 or cpu_f64 (void kernels, taking the same
@@ -27,7 +26,6 @@ static inline bool tg_on_cuda(const tg_tensor *t) { return t->storage->device.ki
  *                            tg_cpu_avg_pool_f32, tg_cpu_avg_pool_f64, q, planes, tg_data_ptr(x), tg_data_ptr(y)))
  *         return NULL; */
 #define TG_DEVICE_DISPATCH(t, cuda_call, cpu_f32, cpu_f64, ...) \
-    (tg_on_cuda(t) ? (cuda_call)                                \
-                   : ((t)->dtype == TG_FLOAT32 ? cpu_f32(__VA_ARGS__) : cpu_f64(__VA_ARGS__), TG_OK))
+    (tg_on_cuda(t) ? (cuda_call) : ((t)->dtype == TG_FLOAT32 ? cpu_f32(__VA_ARGS__) : cpu_f64(__VA_ARGS__), TG_OK))
 
 #endif

@@ -40,8 +40,7 @@ tg_tensor *tg_cosine_similarity(tg_tensor *x1, tg_tensor *x2, int dim, double ep
     if (check_pair(op, x1, x2, &shape)) return NULL;
     int ndim = shape.ndim == 0 ? 1 : shape.ndim; /* a 0-dim pair is one element along dim 0 */
     int d = tg_wrap_dim(dim, ndim);
-    if (d < 0)
-        return tg_error("%s: dim %d is out of range for inputs of %d dims", op, dim, shape.ndim), NULL;
+    if (d < 0) return tg_error("%s: dim %d is out of range for inputs of %d dims", op, dim, shape.ndim), NULL;
     if (!(eps >= 0)) return tg_error("%s: eps must not be negative, got %g", op, eps), NULL;
     tg_tensor *out = NULL;
     TG_SCOPE {

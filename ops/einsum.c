@@ -58,7 +58,8 @@ static const char *parse_term(const char *op, const char *eq, const char *p, int
     int e = ndim >= 0 ? ndim - nb - na : ell; /* dims the ellipsis covers */
     if (ndim >= 0 && (e < 0 || (!*has_ellipsis && e != 0)))
         return tg_error("%s: \"%s\": a term of %d letters%s for an operand of %d dims", op, eq, nb + na,
-                        *has_ellipsis ? " and \"...\"" : "", ndim), NULL;
+                        *has_ellipsis ? " and \"...\"" : "", ndim),
+               NULL;
     if (nb + e + na > TG_MAX_DIMS) return tg_error("%s: \"%s\": too many dims", op, eq), NULL;
     *n = 0;
     for (int i = 0; i < nb; i++) labels[(*n)++] = before[i];
@@ -253,8 +254,8 @@ tg_tensor *tg_einsum(const char *equation, tg_tensor *const *operands, int count
             ok = ok && contract(op, equation, &acc, &t[i], keep, &next);
             if (ok) acc = next;
         }
-        if (ok && acc.n != nout) ok = !tg_error("%s: \"%s\": internal error: %d dims left for %d output letters", op,
-                                                equation, acc.n, nout);
+        if (ok && acc.n != nout)
+            ok = !tg_error("%s: \"%s\": internal error: %d dims left for %d output letters", op, equation, acc.n, nout);
         if (ok) {
             tg_tensor *r = permuted(&acc, out_labels);
             if (r) result = tg_scope_return(r == operands[0] ? tg_clone(r) : r);

@@ -31,21 +31,21 @@
 /* A float row's formula column (ops/unary_formulas.h). */
 #define UNARY_CPU_FLOAT_CASE(KIND, name, api, saves, autocast, expr, grad) UNARY_CPU_CASE(KIND, expr)
 
-#define UNARY_LOOP(T, expr)                                                 \
-    do {                                                                    \
-        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                       \
-            T *restrict o = (T *)p[0];                                      \
-            const T *restrict in = (const T *)p[1];                         \
-            for (int64_t i = 0; i < n; i++) {                               \
-                T x = in[i];                                                \
-                o[i] = (expr);                                              \
-            }                                                               \
-        } else {                                                            \
-            for (int64_t i = 0; i < n; i++) {                               \
-                T x = *(const T *)(p[1] + i * s[1]);                        \
-                *(T *)(p[0] + i * s[0]) = (expr);                           \
-            }                                                               \
-        }                                                                   \
+#define UNARY_LOOP(T, expr)                           \
+    do {                                              \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) { \
+            T *restrict o = (T *)p[0];                \
+            const T *restrict in = (const T *)p[1];   \
+            for (int64_t i = 0; i < n; i++) {         \
+                T x = in[i];                          \
+                o[i] = (expr);                        \
+            }                                         \
+        } else {                                      \
+            for (int64_t i = 0; i < n; i++) {         \
+                T x = *(const T *)(p[1] + i * s[1]);  \
+                *(T *)(p[0] + i * s[0]) = (expr);     \
+            }                                         \
+        }                                             \
     } while (0)
 
 typedef struct {
@@ -74,69 +74,72 @@ TG_VECTOR_CLONES static void unary_row_f64(char **p, const int64_t *s, int64_t n
 }
 
 /* Integers: the kinds that have a row in TG_UNARY_INT_FORMULAS. */
-#define INT_UNARY_ROW(NAME, T)                                                  \
-    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {       \
-        typedef T scalar_t;                                                     \
-        const unary_ctx *c = vctx;                                              \
+#define INT_UNARY_ROW(NAME, T)                                                   \
+    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {        \
+        typedef T scalar_t;                                                      \
+        const unary_ctx *c = vctx;                                               \
         const scalar_t a = (scalar_t)(int64_t)c->a, b = (scalar_t)(int64_t)c->b; \
-        const double pa = c->a, pb = c->b;                                      \
-        switch (c->kind) {                                                      \
-            TG_UNARY_INT_FORMULAS(UNARY_CPU_CASE)                               \
-        default: break;                                                         \
-        }                                                                       \
+        const double pa = c->a, pb = c->b;                                       \
+        switch (c->kind) {                                                       \
+            TG_UNARY_INT_FORMULAS(UNARY_CPU_CASE)                                \
+        default: break;                                                          \
+        }                                                                        \
     }
 INT_UNARY_ROW(unary_row_i64, int64_t)
 INT_UNARY_ROW(unary_row_i32, int32_t)
 
-
 /* out[i] = expr for i < n, with x and y of type T read as X and Y and the output as O
  * (expressions of i). */
-#define BINARY_FOR(T, O, X, Y, expr)     \
-    for (int64_t i = 0; i < n; i++) {    \
-        T x = (X), y = (Y);              \
-        O = (expr);                      \
+#define BINARY_FOR(T, O, X, Y, expr)  \
+    for (int64_t i = 0; i < n; i++) { \
+        T x = (X), y = (Y);           \
+        O = (expr);                   \
     }
 #define BINARY_AT(T, k) (*(T *)(p[k] + i * s[k]))
 /* Fast paths: all contiguous, or b (or a) a broadcast scalar; then the general one. */
-#define BINARY_LOOP(T, OUT, expr)                                                          \
-    do {                                                                                   \
-        const int64_t es = sizeof(T), os = sizeof(OUT);                                    \
-        if (s[0] == os && s[1] == es && s[2] == es) {                                      \
-            OUT *restrict o = (OUT *)p[0];                                                 \
-            const T *restrict pa = (const T *)p[1], *restrict pb = (const T *)p[2];        \
-            BINARY_FOR(T, o[i], pa[i], pb[i], expr)                                        \
-        } else if (s[0] == os && s[1] == es && s[2] == 0) {                                \
-            OUT *restrict o = (OUT *)p[0];                                                 \
-            const T *restrict pa = (const T *)p[1];                                        \
-            const T y0 = *(const T *)p[2];                                                 \
-            BINARY_FOR(T, o[i], pa[i], y0, expr)                                           \
-        } else if (s[0] == os && s[1] == 0 && s[2] == es) {                                \
-            OUT *restrict o = (OUT *)p[0];                                                 \
-            const T *restrict pb = (const T *)p[2];                                        \
-            const T x0 = *(const T *)p[1];                                                 \
-            BINARY_FOR(T, o[i], x0, pb[i], expr)                                           \
-        } else {                                                                           \
+#define BINARY_LOOP(T, OUT, expr)                                                                \
+    do {                                                                                         \
+        const int64_t es = sizeof(T), os = sizeof(OUT);                                          \
+        if (s[0] == os && s[1] == es && s[2] == es) {                                            \
+            OUT *restrict o = (OUT *)p[0];                                                       \
+            const T *restrict pa = (const T *)p[1], *restrict pb = (const T *)p[2];              \
+            BINARY_FOR(T, o[i], pa[i], pb[i], expr)                                              \
+        } else if (s[0] == os && s[1] == es && s[2] == 0) {                                      \
+            OUT *restrict o = (OUT *)p[0];                                                       \
+            const T *restrict pa = (const T *)p[1];                                              \
+            const T y0 = *(const T *)p[2];                                                       \
+            BINARY_FOR(T, o[i], pa[i], y0, expr)                                                 \
+        } else if (s[0] == os && s[1] == 0 && s[2] == es) {                                      \
+            OUT *restrict o = (OUT *)p[0];                                                       \
+            const T *restrict pb = (const T *)p[2];                                              \
+            const T x0 = *(const T *)p[1];                                                       \
+            BINARY_FOR(T, o[i], x0, pb[i], expr)                                                 \
+        } else {                                                                                 \
             BINARY_FOR(T, BINARY_AT(OUT, 0), BINARY_AT(const T, 1), BINARY_AT(const T, 2), expr) \
-        }                                                                                  \
+        }                                                                                        \
     } while (0)
 
 /* The rows of ops/binary_formulas.h; pow per type (TG_POW or TG_BINARY_INT_POW); EXTRA: the float or int table. */
-#define BINARY_CPU_CASE(KIND, expr) \
-    case TG_BINARY_##KIND: BINARY_LOOP(scalar_t, scalar_t, expr); break;
+#define BINARY_CPU_CASE(KIND, expr)            \
+    case TG_BINARY_##KIND:                     \
+        BINARY_LOOP(scalar_t, scalar_t, expr); \
+        break;
 #define BINARY_CPU_ARITH_CASE(KIND, name, expr, saves, grad_a, grad_b) BINARY_CPU_CASE(KIND, expr)
 #define COMPARE_CPU_CASE(KIND, name, expr) \
-    case TG_BINARY_##KIND: BINARY_LOOP(scalar_t, bool, expr); break;
+    case TG_BINARY_##KIND:                 \
+        BINARY_LOOP(scalar_t, bool, expr); \
+        break;
 #define NO_ROWS(X)
-#define BINARY_ROW(NAME, T, POW, EXTRA, EXTRA_CASE)                       \
+#define BINARY_ROW(NAME, T, POW, EXTRA, EXTRA_CASE)                                        \
     TG_VECTOR_CLONES static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) { \
-        typedef T scalar_t;                                               \
-        switch (*(const tg_binary_kind *)vctx) {                          \
-            TG_BINARY_FORMULAS(BINARY_CPU_ARITH_CASE)                     \
-            TG_BINARY_COMPARE_FORMULAS(COMPARE_CPU_CASE)                  \
-            EXTRA(EXTRA_CASE)                                             \
-        case TG_BINARY_POW: BINARY_LOOP(T, T, POW(x, y)); break;          \
-        default: break;                                                   \
-        }                                                                 \
+        typedef T scalar_t;                                                                \
+        switch (*(const tg_binary_kind *)vctx) {                                           \
+            TG_BINARY_FORMULAS(BINARY_CPU_ARITH_CASE)                                      \
+            TG_BINARY_COMPARE_FORMULAS(COMPARE_CPU_CASE)                                   \
+            EXTRA(EXTRA_CASE)                                                              \
+        case TG_BINARY_POW: BINARY_LOOP(T, T, POW(x, y)); break;                           \
+        default: break;                                                                    \
+        }                                                                                  \
     }
 BINARY_ROW(binary_row_f32, float, TG_POW, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
 BINARY_ROW(binary_row_f64, double, TG_POW, TG_BINARY_FLOAT_FORMULAS, BINARY_CPU_ARITH_CASE)
@@ -243,8 +246,8 @@ static tg_status low_precision_rows(tg_tensor *out, tg_tensor *x, tg_tensor *y, 
     return TG_OK;
 }
 
-static tg_status low_precision_into(const char *op, int kind, bool binary, tg_tensor *out, tg_tensor *x,
-                                    tg_tensor *y, double a, double b) {
+static tg_status low_precision_into(const char *op, int kind, bool binary, tg_tensor *out, tg_tensor *x, tg_tensor *y,
+                                    double a, double b) {
     /* relu and its backward select bits: no widening (ops/cpu/relu_bf16.c, the same bits) */
     if (binary ? kind == TG_BINARY_RELU_BACKWARD && tg_relu_backward_bf16_select(out, x, y)
                : kind == TG_UNARY_RELU && tg_relu_bf16_select(out, x))
@@ -321,7 +324,7 @@ tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg
 /* ======================= unary ops ======================= */
 
 typedef struct {
-    tg_function fn; /* first, so tg_ctx_function gives back the whole struct */
+    tg_function fn;     /* first, so tg_ctx_function gives back the whole struct */
     tg_unary_kind kind; /* integers: the kinds tg_unary_int_kind_ok names */
 } unary_op;
 
@@ -393,13 +396,14 @@ static tg_tensor *clamp_derivative(tg_tensor *v, double min, double max) { /* 1 
     tg_tensor *below = isnan(min) ? tg_zeros_like(v) : tg_gt_mask(tg_rsub_scalar(v, min), 0);
     tg_tensor *over = isnan(max) ? tg_zeros_like(v) : tg_gt_mask(v, max);
     tg_tensor *d = tg_mul(tg_rsub_scalar(below, 1), tg_rsub_scalar(over, 1)); /* 0 everywhere when min > max */
-    return tg_mul(d, tg_cast(tg_eq(v, v), v->dtype));                          /* and at NaN, as PyTorch */
+    return tg_mul(d, tg_cast(tg_eq(v, v), v->dtype));                         /* and at NaN, as PyTorch */
 }
 
 static tg_tensor *elu_derivative(tg_tensor *v, double alpha, double scale) {
     /* alpha scale e^x at or below 0, scale above (PyTorch's elu_backward) */
     tg_tensor *above = tg_gt_mask(v, 0);
-    return tg_add(tg_mul_scalar(above, scale), tg_mul(tg_rsub_scalar(above, 1), tg_mul_scalar(tg_exp(v), alpha * scale)));
+    return tg_add(tg_mul_scalar(above, scale),
+                  tg_mul(tg_rsub_scalar(above, 1), tg_mul_scalar(tg_exp(v), alpha * scale)));
 }
 
 static tg_tensor *mish_derivative(tg_tensor *v) { /* t + x sigmoid(x) (1 - t^2), t = tanh(log1p(e^x)) */
@@ -434,11 +438,15 @@ static void unary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
  * here, named by its name column, with its autocast column; a PLAIN row also gets its
  * public function tg_<name>(x) below, an OWN row's (scalar parameters, checks) is
  * written out. Integers: the kinds with a row in TG_UNARY_INT_FORMULAS. */
-#define UNARY_OP_STRUCT(NAME, KIND, AUTOCAST)                                                                 \
-    static const unary_op NAME##_op = {                                                                      \
-        {.name = #NAME, .num_inputs = 1, .forward = unary_forward, .backward = unary_backward,               \
-         .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_##AUTOCAST, .onnx = unary_onnx},  \
-        TG_UNARY_##KIND}
+#define UNARY_OP_STRUCT(NAME, KIND, AUTOCAST)                                     \
+    static const unary_op NAME##_op = {{.name = #NAME,                            \
+                                        .num_inputs = 1,                          \
+                                        .forward = unary_forward,                 \
+                                        .backward = unary_backward,               \
+                                        .low_precision = TG_LOW_PRECISION_NATIVE, \
+                                        .autocast = TG_AUTOCAST_##AUTOCAST,       \
+                                        .onnx = unary_onnx},                      \
+                                       TG_UNARY_##KIND}
 #define UNARY_OP_PLAIN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
 #define UNARY_OP_OWN(KIND, name, autocast) UNARY_OP_STRUCT(name, KIND, autocast);
 #define UNARY_OP_NONE(KIND, name, autocast)
@@ -488,7 +496,8 @@ tg_tensor *tg_rsub_scalar(tg_tensor *x, double s) { return apply_scalar(&rsub_sc
 tg_tensor *tg_pow_scalar(tg_tensor *x, double e) {
     if (x && !tg_dtype_is_floating(x->dtype) && e < 0 && e == nearbyint(e))
         return tg_error("tg_pow_scalar: integers to negative integer powers are not allowed (%s tensor, exponent %g)",
-                        tg_dtype_name(x->dtype), e), NULL;
+                        tg_dtype_name(x->dtype), e),
+               NULL;
     return apply_scalar(&pow_scalar_op, x, e, false);
 }
 tg_tensor *tg_leaky_relu(tg_tensor *x, double slope) { return apply_unary(&leaky_relu_op, x, slope, 0); }
@@ -549,7 +558,9 @@ typedef struct {
     tg_binary_kind kind;
 } binary_op;
 
-static tg_status binary_onnx(tg_onnx_op *op) { return tg_binary_to_onnx(op, ((const binary_op *)tg_onnx_function(op))->kind); }
+static tg_status binary_onnx(tg_onnx_op *op) {
+    return tg_binary_to_onnx(op, ((const binary_op *)tg_onnx_function(op))->kind);
+}
 
 /* torch.result_type of two tensors: a 0-dim tensor joins the promotion only when its
  * category (bool < integer < floating) is higher than the other's, so float32 [3] *
@@ -568,16 +579,15 @@ static tg_dtype result_type(const tg_tensor *a, const tg_tensor *b) {
 static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_shape *out_shape, tg_dtype *dtype) {
     /* The common cases first, inline (per-op overhead): one device, equal shapes. */
     tg_device da = a->storage->device, db = b->storage->device;
-    if ((da.kind != db.kind || da.index != db.index) && tg_check_same_device(op, a, b, "all tensors"))
-        return TG_ERROR;
+    if ((da.kind != db.kind || da.index != db.index) && tg_check_same_device(op, a, b, "all tensors")) return TG_ERROR;
     bool same_shape = a->shape.ndim == b->shape.ndim;
     for (int d = 0; same_shape && d < a->shape.ndim; d++) same_shape = a->shape.dims[d] == b->shape.dims[d];
     if (same_shape) {
         *out_shape = a->shape;
     } else if (!tg_broadcast_shapes(a->shape, b->shape, out_shape)) {
         char sa[128], sb[128];
-        return tg_error("%s: shapes %s and %s cannot be broadcast together", op,
-                        tg_shape_str(a->shape, sa, sizeof sa), tg_shape_str(b->shape, sb, sizeof sb));
+        return tg_error("%s: shapes %s and %s cannot be broadcast together", op, tg_shape_str(a->shape, sa, sizeof sa),
+                        tg_shape_str(b->shape, sb, sizeof sb));
     }
     *dtype = result_type(a, b);
     return TG_OK;
@@ -587,9 +597,8 @@ static tg_status binary_prepare(const char *op, tg_tensor *a, tg_tensor *b, tg_s
 static tg_status integer_zero_divisor(const char *op, tg_tensor *b) {
     tg_status status = TG_OK;
     TG_SCOPE {
-        tg_tensor *zeros = tg_sum(tg_cast(tg_eq(b, tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = b->dtype,
-                                                                                         .device = b->storage->device})),
-                                          TG_INT64));
+        tg_tensor *zeros = tg_sum(tg_cast(
+            tg_eq(b, tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = b->dtype, .device = b->storage->device})), TG_INT64));
         tg_tensor *host = zeros ? tg_tensor_to(zeros, TG_CPU) : NULL;
         if (!host) status = TG_ERROR;
         else if (*(const int64_t *)tg_data_ptr(host) > 0)
@@ -602,7 +611,8 @@ static tg_status integer_zero_divisor(const char *op, tg_tensor *b) {
 static bool binary_saves_inputs(tg_binary_kind kind) {
     switch (kind) {
 #define BINARY_SAVES_CASE(KIND, name, expr, saves, grad_a, grad_b) \
-    case TG_BINARY_##KIND: return BINARY_SAVES_##saves;
+    case TG_BINARY_##KIND:                                         \
+        return BINARY_SAVES_##saves;
 #define BINARY_SAVES_AB true
 #define BINARY_SAVES_NONE false
         TG_BINARY_FORMULAS(BINARY_SAVES_CASE)
@@ -619,12 +629,12 @@ static tg_tensor *binary_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_shape shape;
     tg_dtype dtype;
     if (binary_prepare(op->fn.name, a, b, &shape, &dtype)) return NULL;
-    if ((op->kind == TG_BINARY_DIV || op->kind == TG_BINARY_ATAN2) && !tg_dtype_is_floating(dtype))
-        dtype = TG_FLOAT32;
+    if ((op->kind == TG_BINARY_DIV || op->kind == TG_BINARY_ATAN2) && !tg_dtype_is_floating(dtype)) dtype = TG_FLOAT32;
     bool modulo = op->kind == TG_BINARY_FMOD || op->kind == TG_BINARY_REMAINDER;
     if (modulo && (dtype == TG_BOOL || dtype == TG_UINT8))
         return tg_error("%s: not implemented for %s (cast to int64 or a floating dtype first)", op->fn.name,
-                        tg_dtype_name(dtype)), NULL;
+                        tg_dtype_name(dtype)),
+               NULL;
     if (a->dtype != dtype) a = tg_cast(a, dtype);
     if (b->dtype != dtype) b = tg_cast(b, dtype);
     if (!a || !b) return NULL;
@@ -668,9 +678,9 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     bool need_a = tg_ctx_needs_input_grad(ctx, 0), need_b = tg_ctx_needs_input_grad(ctx, 1);
     switch (op->kind) {
 #define BINARY_GRAD_CASE(KIND, name, expr, saves, grad_a, grad_b) \
-    case TG_BINARY_##KIND:                                         \
-        if (need_a) grad_in[0] = (grad_a);                         \
-        if (need_b) grad_in[1] = (grad_b);                         \
+    case TG_BINARY_##KIND:                                        \
+        if (need_a) grad_in[0] = (grad_a);                        \
+        if (need_b) grad_in[1] = (grad_b);                        \
         return;
         TG_BINARY_FORMULAS(BINARY_GRAD_CASE)
         TG_BINARY_FLOAT_FORMULAS(BINARY_GRAD_CASE)
@@ -684,11 +694,15 @@ static void binary_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 /* Each row's tg_function and public function tg_<name>(a, b); pow's by hand. */
-#define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST)                                                   \
-    static const binary_op NAME##_op = {{.name = #NAME, .num_inputs = 2, .forward = binary_forward,          \
-                                         .backward = BACKWARD, .low_precision = TG_LOW_PRECISION_NATIVE,      \
-                                         .autocast = AUTOCAST, .onnx = binary_onnx},                          \
-                                        KIND};                                                              \
+#define BINARY_OP_AUTOCAST(NAME, KIND, BACKWARD, AUTOCAST)                         \
+    static const binary_op NAME##_op = {{.name = #NAME,                            \
+                                         .num_inputs = 2,                          \
+                                         .forward = binary_forward,                \
+                                         .backward = BACKWARD,                     \
+                                         .low_precision = TG_LOW_PRECISION_NATIVE, \
+                                         .autocast = AUTOCAST,                     \
+                                         .onnx = binary_onnx},                     \
+                                        KIND};                                     \
     tg_tensor *tg_##NAME(tg_tensor *a, tg_tensor *b) { return tg_apply(&NAME##_op.fn, (tg_tensor *[]){a, b}); }
 #define BINARY_OP_ROW(KIND, name, expr, saves, grad_a, grad_b) \
     BINARY_OP_AUTOCAST(name, TG_BINARY_##KIND, binary_backward, TG_AUTOCAST_NONE)
@@ -704,11 +718,11 @@ typedef struct {
     tg_tensor *cond; /* borrowed by the typed rows below */
 } where_ctx;
 
-#define WHERE_ROW(NAME, T)                                                                      \
-    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {                       \
-        for (int64_t i = 0; i < n; i++)                                                         \
-            *(T *)(p[0] + i * s[0]) = *(const bool *)(p[1] + i * s[1]) ? *(const T *)(p[2] + i * s[2]) \
-                                                                       : *(const T *)(p[3] + i * s[3]); \
+#define WHERE_ROW(NAME, T)                                                                                        \
+    static void NAME(char **p, const int64_t *s, int64_t n, void *vctx) {                                         \
+        for (int64_t i = 0; i < n; i++)                                                                           \
+            *(T *)(p[0] + i * s[0]) =                                                                             \
+                *(const bool *)(p[1] + i * s[1]) ? *(const T *)(p[2] + i * s[2]) : *(const T *)(p[3] + i * s[3]); \
     }
 WHERE_ROW(where_row_1, uint8_t)
 WHERE_ROW(where_row_2, uint16_t)
@@ -727,7 +741,8 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!tg_broadcast_shapes(a->shape, b->shape, &ab) || !tg_broadcast_shapes(cond->shape, ab, &shape))
         return tg_error("tg_where: shapes %s (condition), %s and %s cannot be broadcast together",
                         tg_shape_str(cond->shape, s1, sizeof s1), tg_shape_str(a->shape, s2, sizeof s2),
-                        tg_shape_str(b->shape, s3, sizeof s3)), NULL;
+                        tg_shape_str(b->shape, s3, sizeof s3)),
+               NULL;
     tg_dtype dtype = tg_promote_types(a->dtype, b->dtype);
     if (a->dtype != dtype) a = tg_cast(a, dtype);
     if (b->dtype != dtype) b = tg_cast(b, dtype);
@@ -740,8 +755,12 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
         tg_iter it;
         tg_tensor *ops[4] = {out, cond, a, b};
         tg_iter_init(&it, &shape, 4, ops);
-        tg_iter_run(&it, es == 1 ? where_row_1 : es == 2 ? where_row_2 : es == 4 ? where_row_4 : where_row_8, NULL,
-                    true);
+        tg_iter_run(&it,
+                    es == 1   ? where_row_1
+                    : es == 2 ? where_row_2
+                    : es == 4 ? where_row_4
+                              : where_row_8,
+                    NULL, true);
     }
     tg_ctx_save(ctx, cond);
     return out;
@@ -757,9 +776,13 @@ static void where_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 
 static tg_status where_onnx(tg_onnx_op *op) { return tg_onnx_add_node_same(op, "Where") ? TG_OK : TG_ERROR; }
 
-static const tg_function where_fn = {
-    .name = "where", .num_inputs = 3, .forward = where_forward, .backward = where_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = where_onnx};
+static const tg_function where_fn = {.name = "where",
+                                     .num_inputs = 3,
+                                     .forward = where_forward,
+                                     .backward = where_backward,
+                                     .low_precision = TG_LOW_PRECISION_NATIVE,
+                                     .autocast = TG_AUTOCAST_NONE,
+                                     .onnx = where_onnx};
 
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
     return tg_apply(&where_fn, (tg_tensor *[]){cond, a, b});
@@ -769,8 +792,7 @@ tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
 
 static tg_tensor *cast_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const tg_dtype *dtype = tg_ctx_attrs(ctx);
-    if (!tg_dtype_is_supported(*dtype))
-        return tg_error("tg_cast: dtype %d is not a tg_dtype", (int)*dtype), NULL;
+    if (!tg_dtype_is_supported(*dtype)) return tg_error("tg_cast: dtype %d is not a tg_dtype", (int)*dtype), NULL;
     tg_tensor *out = tg_empty(in[0]->shape, (tg_opts){.dtype = *dtype, .device = in[0]->storage->device});
     if (!out || tg_copy_values_(out, in[0])) return NULL;
     return out;
@@ -786,9 +808,13 @@ static tg_status cast_onnx(tg_onnx_op *op) {
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function cast_fn = {
-    .name = "cast", .num_inputs = 1, .forward = cast_forward, .backward = cast_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = cast_onnx};
+static const tg_function cast_fn = {.name = "cast",
+                                    .num_inputs = 1,
+                                    .forward = cast_forward,
+                                    .backward = cast_backward,
+                                    .low_precision = TG_LOW_PRECISION_NATIVE,
+                                    .autocast = TG_AUTOCAST_NONE,
+                                    .onnx = cast_onnx};
 
 tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype) {
     if (x && x->dtype == dtype) return tg_scope_track(tg_retain(x));

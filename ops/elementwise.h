@@ -87,7 +87,7 @@ tg_tensor *tg_log(tg_tensor *x);
 tg_tensor *tg_sqrt(tg_tensor *x);
 tg_tensor *tg_rsqrt(tg_tensor *x);
 tg_tensor *tg_abs(tg_tensor *x);
-tg_tensor *tg_sign(tg_tensor *x);        /* gradient zero */
+tg_tensor *tg_sign(tg_tensor *x); /* gradient zero */
 tg_tensor *tg_erf(tg_tensor *x);
 tg_tensor *tg_reciprocal(tg_tensor *x);
 tg_tensor *tg_square(tg_tensor *x);
@@ -137,9 +137,9 @@ tg_tensor *tg_cast(tg_tensor *x, tg_dtype dtype);
  * mode is on and the target or b requires grad the write is recorded (the target's
  * history moves to the new node); otherwise it is a plain kernel call (optimizer
  * updates, gradient accumulation). Bump the target's version. Return TG_OK or TG_ERROR. */
-tg_status tg_add_(tg_tensor *a, tg_tensor *b);       /* a += b (b broadcast to a) */
-tg_status tg_mul_(tg_tensor *a, tg_tensor *b);       /* a *= b */
-tg_status tg_mul_scalar_(tg_tensor *a, double s);    /* a *= s */
+tg_status tg_add_(tg_tensor *a, tg_tensor *b);                      /* a += b (b broadcast to a) */
+tg_status tg_mul_(tg_tensor *a, tg_tensor *b);                      /* a *= b */
+tg_status tg_mul_scalar_(tg_tensor *a, double s);                   /* a *= s */
 tg_status tg_add_scaled_(tg_tensor *a, tg_tensor *b, double alpha); /* a += alpha * b */
 
 #ifdef __cplusplus

@@ -23,8 +23,7 @@ TG_HD_INLINE bool tg_unary_int_kind_ok(tg_unary_kind kind) {
     switch (kind) {
         TG_UNARY_INT_FORMULAS(TG_UNARY_INT_KIND_CASE)
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 #undef TG_UNARY_INT_KIND_CASE
@@ -35,8 +34,8 @@ TG_HD_INLINE bool tg_unary_int_kind_ok(tg_unary_kind kind) {
 #define TG_BINARY_COMPARE_KIND_ENTRY(KIND, name, expr) TG_BINARY_##KIND,
 typedef enum {
     TG_BINARY_FORMULAS(TG_BINARY_KIND_ENTRY) TG_BINARY_POW,
-    TG_BINARY_FLOAT_FORMULAS(TG_BINARY_KIND_ENTRY)
-    TG_BINARY_COMPARE_FORMULAS(TG_BINARY_COMPARE_KIND_ENTRY) TG_BINARY_COUNT
+    TG_BINARY_FLOAT_FORMULAS(TG_BINARY_KIND_ENTRY) TG_BINARY_COMPARE_FORMULAS(TG_BINARY_COMPARE_KIND_ENTRY)
+        TG_BINARY_COUNT
 } tg_binary_kind;
 #undef TG_BINARY_KIND_ENTRY
 #undef TG_BINARY_COMPARE_KIND_ENTRY

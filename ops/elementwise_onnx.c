@@ -41,7 +41,8 @@ static tg_status gelu_tanh(tg_onnx_op *op, const char *x, const char *y) { /* ta
 
 static tg_status clamp(tg_onnx_op *op, const char *x, const char *y, double lo, double hi) {
     tg_dtype d = tg_onnx_input(op, 0)->dtype;
-    const char *in[] = {x, isnan(lo) ? "" : tg_onnx_const_scalar(op, d, lo), isnan(hi) ? "" : tg_onnx_const_scalar(op, d, hi)};
+    const char *in[] = {x, isnan(lo) ? "" : tg_onnx_const_scalar(op, d, lo),
+                        isnan(hi) ? "" : tg_onnx_const_scalar(op, d, hi)};
     return tg_onnx_add_node(op, "Clip", 3, in, 1, &y) ? TG_OK : TG_ERROR;
 }
 
@@ -53,7 +54,8 @@ tg_status tg_unary_to_onnx(tg_onnx_op *op, tg_unary_kind kind, double a, double 
     case TG_UNARY_LOG: return done(node(op, "Log", x, NULL, y));
     case TG_UNARY_ADD_SCALAR: return done(with_scalar(op, "Add", x, a, y));
     case TG_UNARY_MUL_SCALAR: return done(with_scalar(op, "Mul", x, a, y));
-    case TG_UNARY_RSUB_SCALAR: return done(node(op, "Sub", tg_onnx_const_scalar(op, tg_onnx_input(op, 0)->dtype, a), x, y));
+    case TG_UNARY_RSUB_SCALAR:
+        return done(node(op, "Sub", tg_onnx_const_scalar(op, tg_onnx_input(op, 0)->dtype, a), x, y));
     case TG_UNARY_DIV_SCALAR: return done(with_scalar(op, "Div", x, a, y));
     case TG_UNARY_POW_SCALAR: return done(with_scalar(op, "Pow", x, a, y));
     case TG_UNARY_SQRT: return done(node(op, "Sqrt", x, NULL, y));
@@ -69,7 +71,8 @@ tg_status tg_unary_to_onnx(tg_onnx_op *op, tg_unary_kind kind, double a, double 
     case TG_UNARY_SILU: return done(node(op, "Mul", x, node(op, "Sigmoid", x, NULL, NULL), y));
     case TG_UNARY_SOFTPLUS: /* beta a; past the threshold b the two agree to rounding */
         return done(a == 1 ? node(op, "Softplus", x, NULL, y)
-                           : with_scalar(op, "Div", node(op, "Softplus", with_scalar(op, "Mul", x, a, NULL), NULL, NULL), a, y));
+                           : with_scalar(op, "Div",
+                                         node(op, "Softplus", with_scalar(op, "Mul", x, a, NULL), NULL, NULL), a, y));
     case TG_UNARY_CLAMP: return clamp(op, x, y, a, b);
     case TG_UNARY_ERF: return done(node(op, "Erf", x, NULL, y));
     case TG_UNARY_RECIPROCAL: return done(node(op, "Reciprocal", x, NULL, y));
@@ -88,7 +91,8 @@ tg_status tg_unary_to_onnx(tg_onnx_op *op, tg_unary_kind kind, double a, double 
         if (b != 1) tg_onnx_attr_float(n, "gamma", (float)b);
         return n ? TG_OK : TG_ERROR;
     }
-    case TG_UNARY_MISH: return done(node(op, "Mul", x, node(op, "Tanh", node(op, "Softplus", x, NULL, NULL), NULL, NULL), y));
+    case TG_UNARY_MISH:
+        return done(node(op, "Mul", x, node(op, "Tanh", node(op, "Softplus", x, NULL, NULL), NULL, NULL), y));
     case TG_UNARY_HARDSWISH: return done(node(op, "HardSwish", x, NULL, y));
     case TG_UNARY_HARDSIGMOID: {
         tg_onnx_node *n = tg_onnx_add_node_same(op, "HardSigmoid");
@@ -104,7 +108,8 @@ tg_status tg_unary_to_onnx(tg_onnx_op *op, tg_unary_kind kind, double a, double 
 tg_status tg_binary_to_onnx(tg_onnx_op *op, tg_binary_kind kind) {
     const char *a = tg_onnx_input_name(op, 0), *b = tg_onnx_input_name(op, 1), *y = tg_onnx_output_name(op, 0);
     /* ONNX wants one dtype: the promoted one (the output's, or the first input's for comparisons) */
-    tg_dtype want = tg_onnx_output(op, 0)->dtype == TG_BOOL ? tg_onnx_input(op, 0)->dtype : tg_onnx_output(op, 0)->dtype;
+    tg_dtype want =
+        tg_onnx_output(op, 0)->dtype == TG_BOOL ? tg_onnx_input(op, 0)->dtype : tg_onnx_output(op, 0)->dtype;
     const char *in[2] = {a, b};
     for (int i = 0; i < 2; i++) {
         if (tg_onnx_input(op, i)->dtype == want) continue;

@@ -19,25 +19,25 @@
 typedef struct {
     float scale; /* per tensor */
     int64_t zero_point, quant_min, quant_max;
-    int axis;    /* per channel */
+    int axis; /* per channel */
 } fq_args;
 
-#define FQ_LOOP(T)                                                                                   \
-    do {                                                                                             \
-        const T *xv = tg_data_ptr(x);                                                                \
-        T *yv = tg_data_ptr(out);                                                                    \
-        bool *mv = tg_data_ptr(mask);                                                                \
-        for (int64_t i = 0; i < n; i++) {                                                            \
-            float s = a->scale;                                                                      \
-            int64_t zp = a->zero_point;                                                              \
-            if (scales) {                                                                            \
-                int64_t c = i / inner % channels;                                                    \
-                s = scales[c];                                                                       \
-                zp = zero_points[c];                                                                 \
-            }                                                                                        \
-            float inv = 1.0f / s;                                                                    \
-            TG_FAKE_QUANTIZE(T, xv[i], s, inv, zp, a->quant_min, a->quant_max, yv[i], mv[i]);        \
-        }                                                                                            \
+#define FQ_LOOP(T)                                                                            \
+    do {                                                                                      \
+        const T *xv = tg_data_ptr(x);                                                         \
+        T *yv = tg_data_ptr(out);                                                             \
+        bool *mv = tg_data_ptr(mask);                                                         \
+        for (int64_t i = 0; i < n; i++) {                                                     \
+            float s = a->scale;                                                               \
+            int64_t zp = a->zero_point;                                                       \
+            if (scales) {                                                                     \
+                int64_t c = i / inner % channels;                                             \
+                s = scales[c];                                                                \
+                zp = zero_points[c];                                                          \
+            }                                                                                 \
+            float inv = 1.0f / s;                                                             \
+            TG_FAKE_QUANTIZE(T, xv[i], s, inv, zp, a->quant_min, a->quant_max, yv[i], mv[i]); \
+        }                                                                                     \
     } while (0)
 
 /* inputs: x, and for per channel scale (float32) and zero_point (int64), all on x's device */
@@ -80,11 +80,11 @@ static void fq_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 static const tg_function fq_tensor_fn = {
-    .name = "fake_quantize_per_tensor_affine", .num_inputs = 1, .forward = fq_tensor_forward,
-    .backward = fq_backward};
-static const tg_function fq_channel_fn = {
-    .name = "fake_quantize_per_channel_affine", .num_inputs = 3, .forward = fq_channel_forward,
-    .backward = fq_backward};
+    .name = "fake_quantize_per_tensor_affine", .num_inputs = 1, .forward = fq_tensor_forward, .backward = fq_backward};
+static const tg_function fq_channel_fn = {.name = "fake_quantize_per_channel_affine",
+                                          .num_inputs = 3,
+                                          .forward = fq_channel_forward,
+                                          .backward = fq_backward};
 
 static tg_status check_input(const char *op, tg_tensor *x, int64_t quant_min, int64_t quant_max) {
     if (!x) return tg_error("%s: input is NULL", op);
@@ -140,7 +140,8 @@ tg_tensor *tg_fake_quantize_per_channel_affine(tg_tensor *x, tg_tensor *scale, t
         return NULL;
     tg_tensor *out = NULL;
     tg_scope_begin();
-    tg_tensor *zp = tg_contiguous(tg_detach(zero_point->dtype == TG_INT64 ? zero_point : tg_cast(zero_point, TG_INT64)));
+    tg_tensor *zp =
+        tg_contiguous(tg_detach(zero_point->dtype == TG_INT64 ? zero_point : tg_cast(zero_point, TG_INT64)));
     tg_tensor *host = zp ? tg_tensor_to(zp, TG_CPU) : NULL;
     bool in_range = host != NULL;
     for (int64_t i = 0; host && i < c; i++) {

@@ -21,17 +21,17 @@
 
 #include "core/typed_libm.h"
 
-#define TG_FAKE_QUANTIZE(T, x, scale, inv_scale, zero_point, quant_min, quant_max, y, inside)         \
-    do {                                                                                               \
-        T r_ = (T)(zero_point) + TG_NEARBYINT((x) * (inv_scale));                                      \
-        if ((x) - (x) != 0 || r_ != r_) {                                                              \
-            (y) = (x) - (x) != 0 ? (x) : (T)NAN;                                                       \
-            (inside) = false;                                                                          \
-        } else {                                                                                       \
+#define TG_FAKE_QUANTIZE(T, x, scale, inv_scale, zero_point, quant_min, quant_max, y, inside)                 \
+    do {                                                                                                      \
+        T r_ = (T)(zero_point) + TG_NEARBYINT((x) * (inv_scale));                                             \
+        if ((x) - (x) != 0 || r_ != r_) {                                                                     \
+            (y) = (x) - (x) != 0 ? (x) : (T)NAN;                                                              \
+            (inside) = false;                                                                                 \
+        } else {                                                                                              \
             int64_t c_ = r_ < (T)(quant_min) ? (quant_min) : r_ > (T)(quant_max) ? (quant_max) : (int64_t)r_; \
-            (y) = (T)((double)(c_ - (zero_point)) * (double)(scale));                                 \
-            (inside) = (T)(quant_min) <= r_ && r_ <= (T)(quant_max);                                   \
-        }                                                                                              \
+            (y) = (T)((double)(c_ - (zero_point)) * (double)(scale));                                         \
+            (inside) = (T)(quant_min) <= r_ && r_ <= (T)(quant_max);                                          \
+        }                                                                                                     \
     } while (0)
 
 #endif

@@ -97,9 +97,11 @@ static tg_status cat_onnx(tg_onnx_op *op) {
     return n ? TG_OK : TG_ERROR;
 }
 
-#define CAT_FN(N)                                                                                  \
-    {.name = "cat", .num_inputs = N, .forward = cat_forward, .backward = cat_backward,             \
-     .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = cat_onnx}
+#define CAT_FN(N)                                                                         \
+    {                                                                                     \
+        .name = "cat", .num_inputs = N, .forward = cat_forward, .backward = cat_backward, \
+        .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = cat_onnx                        \
+    }
 static const tg_function cat_fns[CAT_MAX + 1] = {CAT_FN(0), CAT_FN(1), CAT_FN(2), CAT_FN(3), CAT_FN(4),
                                                  CAT_FN(5), CAT_FN(6), CAT_FN(7), CAT_FN(8)};
 
@@ -113,7 +115,8 @@ static tg_tensor *cat_checked(const char *op, tg_tensor *const *tensors, int cou
     TG_SCOPE {
         tg_tensor *parts[CAT_MAX];
         int n = 0, per = (count + CAT_MAX - 1) / CAT_MAX;
-        for (int i = 0; i < count; i += per) parts[n++] = cat_checked(op, tensors + i, count - i < per ? count - i : per, dim);
+        for (int i = 0; i < count; i += per)
+            parts[n++] = cat_checked(op, tensors + i, count - i < per ? count - i : per, dim);
         bool ok = true;
         for (int i = 0; i < n; i++) ok &= parts[i] != NULL;
         if (ok) result = tg_scope_return(cat_checked(op, parts, n, dim));
@@ -182,7 +185,8 @@ tg_tensor *tg_stack(tg_tensor *const *tensors, int count, int dim) {
         if (!tg_shape_equal(tensors[i]->shape, tensors[0]->shape))
             return tg_error("tg_stack: expected tensors of equal shape, got %s (position 0) and %s (position %d)",
                             tg_shape_str(tensors[0]->shape, s0, sizeof s0),
-                            tg_shape_str(tensors[i]->shape, si, sizeof si), i), NULL;
+                            tg_shape_str(tensors[i]->shape, si, sizeof si), i),
+                   NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor **parts = malloc(sizeof(tg_tensor *) * (size_t)count);
@@ -248,9 +252,13 @@ static tg_status index_select_onnx(tg_onnx_op *op) { /* embeddings: Gather of th
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function index_select_fn = {
-    .name = "index_select", .num_inputs = 2, .forward = index_select_forward, .backward = index_select_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = index_select_onnx};
+static const tg_function index_select_fn = {.name = "index_select",
+                                            .num_inputs = 2,
+                                            .forward = index_select_forward,
+                                            .backward = index_select_backward,
+                                            .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                            .autocast = TG_AUTOCAST_NONE,
+                                            .onnx = index_select_onnx};
 
 /* zeros(full) with src [outer, n, inner] added at index [n] along dim. */
 static tg_tensor *index_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -285,9 +293,12 @@ static void index_add_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (index) grad_in[0] = tg_apply_args(&index_select_fn, (tg_tensor *[]){g, index}, a, sizeof *a);
 }
 
-static const tg_function index_add_fn = {
-    .name = "index_add", .num_inputs = 2, .forward = index_add_forward, .backward = index_add_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function index_add_fn = {.name = "index_add",
+                                         .num_inputs = 2,
+                                         .forward = index_add_forward,
+                                         .backward = index_add_backward,
+                                         .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                         .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *index_add_zeros(tg_tensor *src, tg_tensor *index, const index_args *a) {
     return tg_apply_args(&index_add_fn, (tg_tensor *[]){src, index}, a, sizeof *a);
@@ -303,7 +314,8 @@ static tg_status check_index_vector(const char *op, tg_tensor *t, int dim, tg_te
     int d = tg_wrap_dim(dim, t->shape.ndim);
     if (d < 0) {
         char s[128];
-        return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim, tg_shape_str(t->shape, s, sizeof s));
+        return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim,
+                        tg_shape_str(t->shape, s, sizeof s));
     }
     *wrapped = t->shape.ndim > 0 ? d : 0;
     return TG_OK;
@@ -315,7 +327,8 @@ tg_tensor *tg_index_select(tg_tensor *t, int dim, tg_tensor *index) {
     index_args a = {0, "tg_index_select", {0}};
     if (check_index_vector("tg_index_select", t, dim, index, &a.dim)) return NULL;
     if (t->shape.ndim == 0 && tg_numel(index) != 1)
-        return tg_error("tg_index_select: a 0-dim input takes exactly one index, got %lld", (long long)tg_numel(index)), NULL;
+        return tg_error("tg_index_select: a 0-dim input takes exactly one index, got %lld", (long long)tg_numel(index)),
+               NULL;
     return tg_apply_args(&index_select_fn, (tg_tensor *[]){t, index}, &a, sizeof a);
 }
 
@@ -329,13 +342,15 @@ tg_tensor *tg_index_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src)
         return NULL;
     if (t->dtype != src->dtype)
         return tg_error("%s: src dtype %s differs from the input's %s", op, tg_dtype_name(src->dtype),
-                        tg_dtype_name(t->dtype)), NULL;
+                        tg_dtype_name(t->dtype)),
+               NULL;
     tg_shape want = t->shape;
     if (want.ndim > 0) want.dims[a.dim] = tg_numel(index);
     if (!tg_shape_equal(want, src->shape)) {
         char s1[128], s2[128];
         return tg_error("%s: src must have shape %s (the input's with dim %d of the index's length), got %s", op,
-                        tg_shape_str(want, s1, sizeof s1), a.dim, tg_shape_str(src->shape, s2, sizeof s2)), NULL;
+                        tg_shape_str(want, s1, sizeof s1), a.dim, tg_shape_str(src->shape, s2, sizeof s2)),
+               NULL;
     }
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_add(t, index_add_zeros(src, index, &a))); }
@@ -350,8 +365,8 @@ tg_tensor *tg_index_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *src)
  * *bad (and false) when one is out of range. */
 typedef void (*gather_visit)(int64_t x_offset, int64_t i_offset, void *user);
 
-static bool walk_index(tg_shape xshape, tg_shape ishape, int dim, const int64_t *idx, gather_visit visit,
-                       void *user, int64_t *bad) {
+static bool walk_index(tg_shape xshape, tg_shape ishape, int dim, const int64_t *idx, gather_visit visit, void *user,
+                       int64_t *bad) {
     int nd = ishape.ndim;
     int64_t xstrides[TG_MAX_DIMS], coord[TG_MAX_DIMS] = {0}, n = tg_shape_numel(ishape);
     tg_contiguous_strides(xshape, xstrides);
@@ -423,9 +438,12 @@ static void gather_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = scatter_add_zeros(g, index, &a);
 }
 
-static const tg_function gather_fn = {
-    .name = "gather", .num_inputs = 2, .forward = gather_forward, .backward = gather_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function gather_fn = {.name = "gather",
+                                      .num_inputs = 2,
+                                      .forward = gather_forward,
+                                      .backward = gather_backward,
+                                      .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                      .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *scatter_add_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const gather_args *a = tg_ctx_attrs(ctx);
@@ -450,9 +468,12 @@ static void scatter_add_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in)
     if (index) grad_in[0] = tg_apply_args(&gather_fn, (tg_tensor *[]){g, index}, a, sizeof *a);
 }
 
-static const tg_function scatter_add_fn = {
-    .name = "scatter_add", .num_inputs = 2, .forward = scatter_add_forward, .backward = scatter_add_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function scatter_add_fn = {.name = "scatter_add",
+                                           .num_inputs = 2,
+                                           .forward = scatter_add_forward,
+                                           .backward = scatter_add_backward,
+                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                           .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *scatter_add_zeros(tg_tensor *src, tg_tensor *index, const gather_args *a) {
     return tg_apply_args(&scatter_add_fn, (tg_tensor *[]){src, index}, a, sizeof *a);
@@ -494,11 +515,13 @@ tg_tensor *tg_scatter_add(tg_tensor *t, int dim, tg_tensor *index, tg_tensor *sr
         return NULL;
     if (t->dtype != src->dtype)
         return tg_error("%s: src dtype %s differs from the input's %s", op, tg_dtype_name(src->dtype),
-                        tg_dtype_name(t->dtype)), NULL;
+                        tg_dtype_name(t->dtype)),
+               NULL;
     if (!tg_shape_equal(index->shape, src->shape)) {
         char s1[128], s2[128];
         return tg_error("%s: src %s must have the index's shape %s", op, tg_shape_str(src->shape, s1, sizeof s1),
-                        tg_shape_str(index->shape, s2, sizeof s2)), NULL;
+                        tg_shape_str(index->shape, s2, sizeof s2)),
+               NULL;
     }
     tg_tensor *result = NULL;
     TG_SCOPE { result = tg_scope_return(tg_add(t, scatter_add_zeros(src, index, &a))); }
@@ -572,7 +595,8 @@ tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices, tg_embedding_opts
     if (weight->shape.ndim != 2) {
         char s[128];
         return tg_error("%s: weight must be 2-D [num_embeddings, embedding_dim], got %s", op,
-                        tg_shape_str(weight->shape, s, sizeof s)), NULL;
+                        tg_shape_str(weight->shape, s, sizeof s)),
+               NULL;
     }
     if (check_index_dtype(op, indices, true) || tg_check_same_device(op, weight, indices, "the weight and the indices"))
         return NULL;
@@ -581,7 +605,8 @@ tg_tensor *tg_embedding(tg_tensor *weight, tg_tensor *indices, tg_embedding_opts
     if (opts.use_padding_idx && (pad < -num || pad >= num))
         return tg_error("%s: padding_idx %lld is out of range for %lld embeddings "
                         "(expected %lld <= padding_idx < %lld)",
-                        op, (long long)pad, (long long)num, (long long)-num, (long long)num), NULL;
+                        op, (long long)pad, (long long)num, (long long)-num, (long long)num),
+               NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         index_args a = {0, op, {0}};

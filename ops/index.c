@@ -44,8 +44,10 @@ tg_tensor *tg_nonzero(tg_tensor *x) {
     if (tg_unusable_(x)) return tg_error_unusable_input("tg_nonzero", x, 0), NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
-        tg_tensor *mask = x->dtype == TG_BOOL ? x : tg_ne(x, tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = x->dtype,
-                                                                                         .device = x->storage->device}));
+        tg_tensor *mask =
+            x->dtype == TG_BOOL
+                ? x
+                : tg_ne(x, tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = x->dtype, .device = x->storage->device}));
         int64_t count = 0, nd = x->shape.ndim;
         int64_t *pos = mask ? true_positions(mask, &count) : NULL;
         if (pos) {
@@ -73,8 +75,9 @@ tg_tensor *tg_masked_select(tg_tensor *x, tg_tensor *mask) {
     tg_shape shape;
     char a[128], b[128];
     if (!tg_broadcast_shapes(x->shape, mask->shape, &shape))
-        return tg_error("%s: input %s and mask %s cannot be broadcast together", op, tg_shape_str(x->shape, a, sizeof a),
-                        tg_shape_str(mask->shape, b, sizeof b)), NULL;
+        return tg_error("%s: input %s and mask %s cannot be broadcast together", op,
+                        tg_shape_str(x->shape, a, sizeof a), tg_shape_str(mask->shape, b, sizeof b)),
+               NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         int64_t count = 0;
@@ -99,7 +102,8 @@ tg_tensor *tg_index_mask(tg_tensor *x, tg_tensor *mask) {
     if (!fits) {
         char a[128], b[128];
         return tg_error("%s: the mask's shape %s must equal the leading dims of the input's %s", op,
-                        tg_shape_str(mask->shape, a, sizeof a), tg_shape_str(x->shape, b, sizeof b)), NULL;
+                        tg_shape_str(mask->shape, a, sizeof a), tg_shape_str(x->shape, b, sizeof b)),
+               NULL;
     }
     tg_shape rows = {0}; /* [prod of the masked dims, remaining dims...] */
     rows.dims[rows.ndim++] = tg_numel(mask);
@@ -193,7 +197,8 @@ tg_tensor *tg_index_put(tg_tensor *x, tg_tensor *const *indices, int count, tg_t
         return tg_error("%s: expected 1 to %d index tensors, got %d", op, TG_MAX_DIMS, count), NULL;
     if (values->dtype != x->dtype)
         return tg_error("%s: values of dtype %s for an input of dtype %s (they must match)", op,
-                        tg_dtype_name(values->dtype), tg_dtype_name(x->dtype)), NULL;
+                        tg_dtype_name(values->dtype), tg_dtype_name(x->dtype)),
+               NULL;
     if (tg_check_same_device(op, x, values, "input and values")) return NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {

@@ -15,7 +15,8 @@ tg_status tg_inplace_check(const char *op, tg_tensor *target, tg_tensor **source
     bool grad_mode = tg_is_grad_enabled();
     if (grad_mode && target->requires_grad && !target->grad_fn)
         return tg_error("%s: a leaf Variable that requires grad is being used in an in-place operation "
-                        "(write under TG_NO_GRAD, as an optimizer step does)", op);
+                        "(write under TG_NO_GRAD, as an optimizer step does)",
+                        op);
     char buf[128];
     if (tg_has_internal_overlap(target))
         return tg_error("%s: unsupported operation: more than one element of the written-to tensor (shape "
@@ -77,9 +78,12 @@ static void copy_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_tensor_to(g, ctx->node->input_meta[1].device);
 }
 
-static const tg_function copy_fn = {
-    .name = "copy_", .num_inputs = 2, .forward = copy_forward, .backward = copy_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function copy_fn = {.name = "copy_",
+                                    .num_inputs = 2,
+                                    .forward = copy_forward,
+                                    .backward = copy_backward,
+                                    .low_precision = TG_LOW_PRECISION_NATIVE,
+                                    .autocast = TG_AUTOCAST_NONE};
 
 tg_status tg_copy_(tg_tensor *dst, tg_tensor *src) {
     if (tg_unusable_(dst)) return tg_error_unusable_input("tg_copy_", dst, 0);

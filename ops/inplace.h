@@ -53,9 +53,11 @@ tg_status tg_inplace_commit(tg_tensor *target, tg_tensor *result);
 tg_status tg_inplace_overwrite(const tg_function *fn, tg_tensor *target, tg_tensor *values);
 tg_tensor *tg_overwrite_forward(tg_ctx *ctx, tg_tensor *const *in);
 void tg_overwrite_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in);
-#define TG_OVERWRITE_FUNCTION(op_name)                                                         \
-    {.name = op_name, .num_inputs = 1, .forward = tg_overwrite_forward,                        \
-     .backward = tg_overwrite_backward, .low_precision = TG_LOW_PRECISION_NATIVE}
+#define TG_OVERWRITE_FUNCTION(op_name)                                                                        \
+    {                                                                                                         \
+        .name = op_name, .num_inputs = 1, .forward = tg_overwrite_forward, .backward = tg_overwrite_backward, \
+        .low_precision = TG_LOW_PRECISION_NATIVE                                                              \
+    }
 
 #ifdef __cplusplus
 }

@@ -26,8 +26,8 @@ static int64_t nearest_index(int64_t i, int64_t in, int64_t out, double scale_fa
 /* area_pixel_compute_scale + area_pixel_compute_source_index (linear), in double for a
  * float64 input and in float for float32 (ATen's opmath type). */
 /* cubic: not clamped at 0 (ATen's cubic = true). */
-static double linear_source(int64_t i, int64_t in, int64_t out, double scale_factor, bool align_corners,
-                            bool single, bool cubic) {
+static double linear_source(int64_t i, int64_t in, int64_t out, double scale_factor, bool align_corners, bool single,
+                            bool cubic) {
     if (single) {
         float scale = align_corners ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
                                     : (scale_factor > 0 ? (float)(1.0 / scale_factor) : (float)in / (float)out);
@@ -49,14 +49,14 @@ static tg_tensor *index_tensor(const int64_t *idx, int64_t n, tg_device device) 
  * floor(src) + 2, t = src - floor(src); CUBIC_COEFFS(T) computes them in T (float for a
  * float32 input, as ATen's opmath type). */
 #define CUBIC_CONV1(T, x, A) ((((A) + 2) * (x) - ((A) + 3)) * (x) * (x) + 1)
-#define CUBIC_CONV2(T, x, A) (((((A) * (x)) - 5 * (A)) * (x) + 8 * (A)) * (x) - 4 * (A))
-#define CUBIC_COEFFS(T, t, c)                                          \
-    do {                                                               \
-        const T A_ = (T)-0.75, x1_ = (t), x2_ = (T)1 - (t);            \
-        (c)[0] = CUBIC_CONV2(T, (T)(x1_ + (T)1), A_);                  \
-        (c)[1] = CUBIC_CONV1(T, x1_, A_);                              \
-        (c)[2] = CUBIC_CONV1(T, x2_, A_);                              \
-        (c)[3] = CUBIC_CONV2(T, (T)(x2_ + (T)1), A_);                  \
+#define CUBIC_CONV2(T, x, A) (((((A) * (x)) - 5 * (A)) * (x) + 8 * (A)) * (x)-4 * (A))
+#define CUBIC_COEFFS(T, t, c)                               \
+    do {                                                    \
+        const T A_ = (T)-0.75, x1_ = (t), x2_ = (T)1 - (t); \
+        (c)[0] = CUBIC_CONV2(T, (T)(x1_ + (T)1), A_);       \
+        (c)[1] = CUBIC_CONV1(T, x1_, A_);                   \
+        (c)[2] = CUBIC_CONV1(T, x2_, A_);                   \
+        (c)[3] = CUBIC_CONV2(T, (T)(x2_ + (T)1), A_);       \
     } while (0)
 
 /* Bicubic along one dim: y = sum over the four taps of x[clamp(tap)] * weight. */
@@ -152,21 +152,24 @@ tg_tensor *tg_interpolate(tg_tensor *x, tg_interpolate_opts opts) {
     if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
-    if (x->shape.ndim != 4)
-        return tg_error("%s: expected input [N, C, H, W] (4-D, every mode), got %s", op, xs), NULL;
+    if (x->shape.ndim != 4) return tg_error("%s: expected input [N, C, H, W] (4-D, every mode), got %s", op, xs), NULL;
     if (!tg_dtype_is_floating(x->dtype))
         return tg_error("%s: expected a floating input, got %s", op, tg_dtype_name(x->dtype)), NULL;
     if (opts.mode != TG_INTERP_NEAREST && opts.mode != TG_INTERP_BILINEAR && opts.mode != TG_INTERP_BICUBIC)
         return tg_error("%s: unknown mode %d (TG_INTERP_NEAREST, TG_INTERP_BILINEAR or TG_INTERP_BICUBIC)", op,
-                        (int)opts.mode), NULL;
+                        (int)opts.mode),
+               NULL;
     if (opts.align_corners && opts.mode == TG_INTERP_NEAREST)
         return tg_error("%s: align_corners option can only be set with the interpolating modes: bilinear | bicubic",
-                        op), NULL;
+                        op),
+               NULL;
     bool has_size = opts.size[0] != 0 || opts.size[1] != 0;
     bool has_scale = opts.scale_factor[0] != 0 || opts.scale_factor[1] != 0;
     if (has_size == has_scale)
-        return tg_error("%s: %s", op, has_size ? "only one of size or scale_factor should be defined"
-                                               : "either size or scale_factor should be defined"), NULL;
+        return tg_error("%s: %s", op,
+                        has_size ? "only one of size or scale_factor should be defined"
+                                 : "either size or scale_factor should be defined"),
+               NULL;
     int64_t out[2];
     double scale[2] = {0, 0};
     for (int d = 0; d < 2; d++) {
@@ -181,7 +184,8 @@ tg_tensor *tg_interpolate(tg_tensor *x, tg_interpolate_opts opts) {
     }
     if (out[0] <= 0 || out[1] <= 0 || x->shape.dims[2] <= 0 || x->shape.dims[3] <= 0)
         return tg_error("%s: input %s and output size %lldx%lld must be non-empty", op, xs, (long long)out[0],
-                        (long long)out[1]), NULL;
+                        (long long)out[1]),
+               NULL;
     tg_tensor *y = NULL;
     TG_SCOPE {
         tg_tensor *both = NULL;

@@ -56,7 +56,8 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
     tg_shape_str(x->shape, xs, sizeof xs);
     tg_shape_str(target->shape, ts, sizeof ts);
     if (!tg_dtype_is_floating(x->dtype))
-        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype));
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op,
+                        tg_dtype_name(x->dtype));
     if (target->dtype != TG_INT64)
         return tg_error("%s: expected int64 class indices as target, got %s", op, tg_dtype_name(target->dtype));
     if (tg_check_same_device(op, x, target, "input and target")) return TG_ERROR;
@@ -66,8 +67,8 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
     for (int i = 0; shape_ok && !unbatched && i < target->shape.ndim; i++)
         shape_ok = target->shape.dims[i] == x->shape.dims[i == 0 ? 0 : i + 1];
     if (!shape_ok)
-        return tg_error("%s: expected target %s for input %s (input [N, C, d...] needs target [N, d...]), got %s",
-                        op, unbatched ? "[]" : "of the input's shape without dim 1", xs, ts);
+        return tg_error("%s: expected target %s for input %s (input [N, C, d...] needs target [N, d...]), got %s", op,
+                        unbatched ? "[]" : "of the input's shape without dim 1", xs, ts);
     a->n = unbatched ? 1 : x->shape.dims[0];
     a->c = unbatched ? x->shape.dims[0] : x->shape.dims[1];
     a->d = 1;
@@ -85,10 +86,10 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
             for (int64_t i = 0; i < n; i++) {
                 if (ignored(a, t[i])) continue;
                 if (t[i] < 0 || t[i] >= a->c) {
-                    status = tg_error("%s: target %lld is out of bounds for %lld classes "
-                                      "(expected 0 <= target < %lld, or the ignore_index %lld)",
-                                      op, (long long)t[i], (long long)a->c, (long long)a->c,
-                                      (long long)a->ignore_index);
+                    status =
+                        tg_error("%s: target %lld is out of bounds for %lld classes "
+                                 "(expected 0 <= target < %lld, or the ignore_index %lld)",
+                                 op, (long long)t[i], (long long)a->c, (long long)a->c, (long long)a->ignore_index);
                     break;
                 }
                 a->count++;
@@ -99,7 +100,6 @@ static tg_status check_targets(const char *op, tg_tensor *x, tg_tensor *target, 
 }
 
 /* ======================= fused cross entropy ======================= */
-
 
 /* [N, 1, d...] (or [1]) shape for per-element constants broadcast against the logits. */
 static tg_shape keep_class_dim(tg_shape x) {
@@ -181,9 +181,12 @@ static void ce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_sub(p, dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function ce_fn = {
-    .name = "cross_entropy", .num_inputs = 2, .forward = ce_forward, .backward = ce_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function ce_fn = {.name = "cross_entropy",
+                                  .num_inputs = 2,
+                                  .forward = ce_forward,
+                                  .backward = ce_backward,
+                                  .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                  .autocast = TG_AUTOCAST_NONE};
 
 /* ======================= class weights (composed) ======================= */
 
@@ -203,8 +206,8 @@ static tg_status check_class_weight(const char *op, tg_tensor *x, tg_tensor *w, 
     tg_shape_str(x->shape, xs, sizeof xs);
     tg_shape_str(w->shape, ws, sizeof ws);
     if (w->shape.ndim != 1 || w->shape.dims[0] != c)
-        return tg_error("%s: expected weight of shape [%lld] (one per class) for input %s, got %s", op, (long long)c, xs,
-                        ws);
+        return tg_error("%s: expected weight of shape [%lld] (one per class) for input %s, got %s", op, (long long)c,
+                        xs, ws);
     return check_weight_like_input(op, "weight", x, w);
 }
 
@@ -214,7 +217,8 @@ static tg_status check_class_weight(const char *op, tg_tensor *x, tg_tensor *w, 
  *   w_r      = weight[t_r] (0 when ignored)
  *   loss_r   = -(1 - eps) w_r logp[r, t_r] - (eps / C) sum_c weight[c] logp[r, c]  (0 when ignored)
  *   mean     = sum_r loss_r / sum_r w_r */
-static tg_tensor *weighted_loss(tg_tensor *x, tg_tensor *target, const ce_args *a, tg_tensor *weight, bool log_softmax) {
+static tg_tensor *weighted_loss(tg_tensor *x, tg_tensor *target, const ce_args *a, tg_tensor *weight,
+                                bool log_softmax) {
     tg_tensor *out = NULL;
     TG_SCOPE {
         int class_dim = x->shape.ndim == 1 ? 0 : 1;
@@ -234,10 +238,10 @@ static tg_tensor *weighted_loss(tg_tensor *x, tg_tensor *target, const ce_args *
                 tg_tensor *kept = tg_ne(tg_sum_dim(onehot, class_dim, false), zero);
                 tg_tensor *smooth = tg_neg(tg_sum_dim(tg_mul(logp, wb), class_dim, false));
                 smooth = tg_where(kept, smooth, zero);
-                losses = tg_add(tg_mul_scalar(losses, 1 - a->smoothing),
-                                tg_mul_scalar(smooth, a->smoothing / (double)a->c));
+                losses =
+                    tg_add(tg_mul_scalar(losses, 1 - a->smoothing), tg_mul_scalar(smooth, a->smoothing / (double)a->c));
             }
-            tg_tensor *r = a->reduction == TG_REDUCTION_NONE ? losses
+            tg_tensor *r = a->reduction == TG_REDUCTION_NONE  ? losses
                            : a->reduction == TG_REDUCTION_SUM ? tg_sum(losses)
                                                               : tg_div(tg_sum(losses), tg_sum(w_elem));
             out = tg_scope_return(r);
@@ -257,16 +261,21 @@ static tg_tensor *prob_target_loss(const char *op, tg_tensor *x, tg_tensor *targ
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
     if (!tg_dtype_is_floating(x->dtype))
-        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 input, got %s", op,
+                        tg_dtype_name(x->dtype)),
+               NULL;
     if (x->shape.ndim == 0) return tg_error("%s: expected input [N, C] or [N, C, d...], got a 0-dim tensor", op), NULL;
     if (!tg_dtype_is_floating(target->dtype))
         return tg_error("%s: a target shaped like the input %s holds class probabilities and must be floating, "
-                        "got %s (class indices are int64 [N, d...])", op, xs, tg_dtype_name(target->dtype)), NULL;
+                        "got %s (class indices are int64 [N, d...])",
+                        op, xs, tg_dtype_name(target->dtype)),
+               NULL;
     if (tg_check_same_device(op, x, target, "input and target")) return NULL;
     /* PyTorch refuses a non-negative one: its default -100 means "none" */
     if (o.use_ignore_index && o.ignore_index >= 0)
         return tg_error("%s: ignore_index %lld is not supported with class probabilities as target", op,
-                        (long long)o.ignore_index), NULL;
+                        (long long)o.ignore_index),
+               NULL;
     int class_dim = x->shape.ndim == 1 ? 0 : 1;
     int64_t c = x->shape.dims[class_dim];
     if (c == 0) return tg_error("%s: expected at least one class, got input %s", op, xs), NULL;
@@ -282,7 +291,7 @@ static tg_tensor *prob_target_loss(const char *op, tg_tensor *x, tg_tensor *targ
             terms = tg_mul(terms, tg_reshape(tg_detach(o.weight), ws));
         }
         tg_tensor *losses = tg_neg(tg_sum_dim(terms, class_dim, false));
-        tg_tensor *r = o.reduction == TG_REDUCTION_NONE ? losses
+        tg_tensor *r = o.reduction == TG_REDUCTION_NONE  ? losses
                        : o.reduction == TG_REDUCTION_SUM ? tg_sum(losses)
                                                          : tg_div_scalar(tg_sum(losses), (double)(tg_numel(x) / c));
         out = tg_scope_return(r);
@@ -358,9 +367,12 @@ static void nll_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_neg(dist), tg_mul(weight, broadcast_grad(g, a, x->shape)));
 }
 
-static const tg_function nll_fn = {
-    .name = "nll_loss", .num_inputs = 2, .forward = nll_forward, .backward = nll_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function nll_fn = {.name = "nll_loss",
+                                   .num_inputs = 2,
+                                   .forward = nll_forward,
+                                   .backward = nll_backward,
+                                   .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                   .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_nll_loss(tg_tensor *log_probs, tg_tensor *target) {
     return tg_nll_loss_opts(log_probs, target, (tg_loss_opts){0});
@@ -415,8 +427,10 @@ static tg_tensor *reduce(tg_tensor *t, tg_reduction r) {
  * ignore is refused rather than dropped. */
 static tg_status only_reduction(const char *op, tg_loss_opts o) {
     if (o.use_ignore_index || o.ignore_index || o.label_smoothing != 0 || o.weight)
-        return tg_error("%s: only .reduction applies (PyTorch's %s has no %s)", op,
-                        op + 3, o.weight ? "weight" : o.label_smoothing != 0 ? "label_smoothing" : "ignore_index");
+        return tg_error("%s: only .reduction applies (PyTorch's %s has no %s)", op, op + 3,
+                        o.weight                 ? "weight"
+                        : o.label_smoothing != 0 ? "label_smoothing"
+                                                 : "ignore_index");
     return TG_OK;
 }
 
@@ -448,9 +462,7 @@ tg_tensor *tg_l1_loss_opts(tg_tensor *input, tg_tensor *target, tg_loss_opts opt
     return in_float32_under_autocast(l1_loss_impl, input, target, opts);
 }
 
-tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target) {
-    return tg_l1_loss_opts(input, target, (tg_loss_opts){0});
-}
+tg_tensor *tg_l1_loss(tg_tensor *input, tg_tensor *target) { return tg_l1_loss_opts(input, target, (tg_loss_opts){0}); }
 
 /* Checks an optional weight of bce_with_logits: the input's dtype and device, and
  * broadcastable to the input's shape (PyTorch multiplies in place). */
@@ -526,21 +538,22 @@ static void bce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         tg_tensor *denominator = tg_clamp(tg_mul(x, tg_rsub_scalar(x, 1)), (double)1e-12f, NAN);
         grad_in[0] = tg_mul(g, tg_div(tg_sub(x, y), denominator));
     }
-    if (tg_ctx_needs_input_grad(ctx, 1))
-        grad_in[1] = tg_mul(g, tg_sub(tg_log(tg_rsub_scalar(x, 1)), tg_log(x)));
+    if (tg_ctx_needs_input_grad(ctx, 1)) grad_in[1] = tg_mul(g, tg_sub(tg_log(tg_rsub_scalar(x, 1)), tg_log(x)));
 }
 
-static const tg_function bce_fn = {
-    .name = "binary_cross_entropy", .num_inputs = 2, .forward = bce_forward, .backward = bce_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32};
+static const tg_function bce_fn = {.name = "binary_cross_entropy",
+                                   .num_inputs = 2,
+                                   .forward = bce_forward,
+                                   .backward = bce_backward,
+                                   .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                   .autocast = TG_AUTOCAST_FLOAT32};
 
 /* PyTorch's CPU kernel refuses probabilities outside [0, 1] (its CUDA kernel asserts):
  * one count read on the host. */
 static tg_status check_probabilities(const char *op, tg_tensor *x) {
     tg_status status = TG_OK;
     TG_SCOPE {
-        tg_tensor *outside = tg_sum(tg_cast(tg_eq_scalar(tg_mul(tg_ge_scalar(x, 0), tg_le_scalar(x, 1)), 0),
-                                            TG_INT64));
+        tg_tensor *outside = tg_sum(tg_cast(tg_eq_scalar(tg_mul(tg_ge_scalar(x, 0), tg_le_scalar(x, 1)), 0), TG_INT64));
         tg_tensor *host = outside ? tg_tensor_to(outside, TG_CPU) : NULL;
         if (!host) status = TG_ERROR;
         else if (*(const int64_t *)tg_data_ptr(host) > 0)
@@ -553,8 +566,7 @@ static tg_status check_probabilities(const char *op, tg_tensor *x) {
 tg_tensor *tg_binary_cross_entropy_opts(tg_tensor *input, tg_tensor *target, tg_bce_opts opts) {
     const char *op = "tg_binary_cross_entropy";
     if (check_pair(op, input, target, opts.reduction, true)) return NULL;
-    if (opts.pos_weight)
-        return tg_error("%s: pos_weight is a binary_cross_entropy_with_logits option", op), NULL;
+    if (opts.pos_weight) return tg_error("%s: pos_weight is a binary_cross_entropy_with_logits option", op), NULL;
     if (opts.weight && check_bce_weight(op, "weight", input, opts.weight)) return NULL;
     if (check_probabilities(op, input)) return NULL;
     tg_tensor *out = NULL;
@@ -603,9 +615,7 @@ tg_tensor *tg_kl_div_opts(tg_tensor *input, tg_tensor *target, tg_kl_opts opts) 
     return out;
 }
 
-tg_tensor *tg_kl_div(tg_tensor *input, tg_tensor *target) {
-    return tg_kl_div_opts(input, target, (tg_kl_opts){0});
-}
+tg_tensor *tg_kl_div(tg_tensor *input, tg_tensor *target) { return tg_kl_div_opts(input, target, (tg_kl_opts){0}); }
 
 /* The two pieces of smooth_l1 / huber, chosen with where: inside |d| < k,
  * inside_scale * d^2, else outside_scale * (|d| - k / 2). PyTorch's backward gives
@@ -663,14 +673,16 @@ tg_tensor *tg_triplet_margin_loss_opts(tg_tensor *anchor, tg_tensor *positive, t
         if (tg_unusable_(in[i])) return tg_error_unusable_input(op, in[i], i), NULL;
     if (check_reduction(op, opts.reduction, false)) return NULL;
     if (anchor->shape.ndim != positive->shape.ndim || anchor->shape.ndim != negative->shape.ndim)
-        return tg_error("%s: anchor, positive and negative must have the same number of dims, got %d, %d and %d",
-                        op, anchor->shape.ndim, positive->shape.ndim, negative->shape.ndim), NULL;
+        return tg_error("%s: anchor, positive and negative must have the same number of dims, got %d, %d and %d", op,
+                        anchor->shape.ndim, positive->shape.ndim, negative->shape.ndim),
+               NULL;
     tg_shape ap, apn;
     char sa[128], sp[128], sn[128];
     if (!tg_broadcast_shapes(anchor->shape, positive->shape, &ap) || !tg_broadcast_shapes(ap, negative->shape, &apn))
         return tg_error("%s: anchor %s, positive %s and negative %s cannot be broadcast together", op,
                         tg_shape_str(anchor->shape, sa, sizeof sa), tg_shape_str(positive->shape, sp, sizeof sp),
-                        tg_shape_str(negative->shape, sn, sizeof sn)), NULL;
+                        tg_shape_str(negative->shape, sn, sizeof sn)),
+               NULL;
     bool filled = opts.defaults_filled;
     double margin = tg_option(opts.margin, 1.0, filled), p = tg_option(opts.p, 2.0, filled),
            eps = tg_option(opts.eps, 1e-6, filled);

@@ -129,9 +129,9 @@ tg_tensor *tg_huber_loss_opts(tg_tensor *input, tg_tensor *target, tg_huber_opts
 typedef struct {
     tg_reduction reduction;
     double margin;
-    double p;   /* the distance's norm: positive, or INFINITY */
-    double eps; /* added to the differences, as tg_pairwise_distance */
-    bool swap;  /* the negative distance is min(d(a, n), d(p, n)) */
+    double p;             /* the distance's norm: positive, or INFINITY */
+    double eps;           /* added to the differences, as tg_pairwise_distance */
+    bool swap;            /* the negative distance is min(d(a, n), d(p, n)) */
     bool defaults_filled; /* set by TG_TRIPLET_OPTS(...): every field as written (core/options.h) */
 } tg_triplet_opts;
 #define TG_TRIPLET_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_triplet_opts, .margin = 1.0, .p = 2.0, .eps = 1e-6, __VA_ARGS__)

@@ -91,9 +91,9 @@ static tg_status gemm_run(const char *op, const gemm_desc *g, const void *a, int
                           int64_t stride_b, void *c, int64_t stride_c, int64_t batch) {
     if (g->m == 0 || g->n == 0 || batch == 0) return TG_OK;
     if (g->device.kind == TG_DEVICE_CUDA)
-        return TG_CUDA_CALL(op, tg_cuda_gemm, g->dtype, g->device.index, g->la.trans, g->lb.trans, g->m, g->n,
-                            g->k, g->alpha, a, g->la.ld, stride_a, b, g->lb.ld, stride_b, g->beta, c, g->ldc,
-                            stride_c, batch);
+        return TG_CUDA_CALL(op, tg_cuda_gemm, g->dtype, g->device.index, g->la.trans, g->lb.trans, g->m, g->n, g->k,
+                            g->alpha, a, g->la.ld, stride_a, b, g->lb.ld, stride_b, g->beta, c, g->ldc, stride_c,
+                            batch);
     if (g->dtype != TG_FLOAT32 && g->dtype != TG_FLOAT64) /* low precision widens before it gets here */
         return tg_error("%s: no CPU GEMM for %s", op, tg_dtype_name(g->dtype));
     if (batch > 1 && g->m * g->n * g->k < TG_GEMM_PARALLEL_MIN && batch * g->m * g->n * g->k >= TG_GEMM_PARALLEL_MIN) {
@@ -136,7 +136,8 @@ static bool uniform_rows(const tg_tensor *t, int ndim, int64_t k, int64_t *row_s
 static tg_status check_pair(const char *op, tg_tensor *a, tg_tensor *b, const char *what_b) {
     char da[16], db[16];
     if (!tg_dtype_is_floating(a->dtype))
-        return tg_error("%s: expected float32, float64, float16 or bfloat16 tensors, got %s", op, tg_dtype_name(a->dtype));
+        return tg_error("%s: expected float32, float64, float16 or bfloat16 tensors, got %s", op,
+                        tg_dtype_name(a->dtype));
     if (a->dtype != b->dtype)
         return tg_error("%s: expected tensors of one dtype, got %s and %s (%s)", op, tg_dtype_name(a->dtype),
                         tg_dtype_name(b->dtype), what_b);
@@ -198,14 +199,14 @@ static tg_tensor *bmm_bf16(tg_tensor *a, tg_tensor *b, tg_shape batch, tg_shape 
     int64_t n = full_a.dims[nb], k = full_a.dims[nb + 1], m = full_b.dims[nb + 1], count = tg_shape_numel(batch);
     /* A short k (a weight's gradient over a batch) is rounded by the kernel: no float32 result */
     bool rounded = k > 0 && tg_gemm_bf16_rounds(k);
-    tg_tensor *out = tg_empty(out_shape, (tg_opts){.dtype = rounded ? TG_BFLOAT16 : TG_FLOAT32, .device = a->storage->device});
+    tg_tensor *out =
+        tg_empty(out_shape, (tg_opts){.dtype = rounded ? TG_BFLOAT16 : TG_FLOAT32, .device = a->storage->device});
     tg_tensor *ea = tg_expand(a, full_a), *eb = tg_expand(b, full_b); /* stride 0 on broadcast dims */
     if (!out || !ea || !eb) return NULL;
     bf16_batch_job j = {ea, eb, &batch, n, k, m, rounded ? NULL : tg_elem_ptr(out), rounded ? tg_elem_ptr(out) : NULL};
     if (count > 1 && n * m * k < TG_GEMM_PARALLEL_MIN && count * n * m * k >= TG_GEMM_PARALLEL_MIN)
         tg_parallel_for(count, 1, bf16_batch_chunk, &j); /* many small products: whole ones per thread */
-    else
-        bf16_batch_chunk(0, count, &j);
+    else bf16_batch_chunk(0, count, &j);
     return rounded ? out : tg_cast(out, TG_BFLOAT16);
 }
 
@@ -242,8 +243,8 @@ static tg_tensor *bmm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_ctx_save(ctx, b);
     if (k == 0 || tg_shape_numel(out_shape) == 0) return out;
 
-    gemm_desc g = {.dtype = a->dtype, .device = a->storage->device, .m = n, .n = m, .k = k, .ldc = m,
-                   .alpha = 1, .beta = 0};
+    gemm_desc g = {
+        .dtype = a->dtype, .device = a->storage->device, .m = n, .n = m, .k = k, .ldc = m, .alpha = 1, .beta = 0};
     /* Views broadcast to the full batch (stride 0 on broadcast dims), no copies. */
     tg_tensor *ea = tg_expand(a, full_a), *eb = tg_expand(b, full_b);
     if (!ea || !eb || !(ea = blas_operand(ea, &g.la)) || !(eb = blas_operand(eb, &g.lb))) return NULL;
@@ -290,9 +291,13 @@ static void bmm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 
 static tg_status matmul_onnx(tg_onnx_op *op) { return tg_onnx_add_node_same(op, "MatMul") ? TG_OK : TG_ERROR; }
 
-static const tg_function bmm_fn = {
-    .name = "matmul", .num_inputs = 2, .forward = bmm_forward, .backward = bmm_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = matmul_onnx};
+static const tg_function bmm_fn = {.name = "matmul",
+                                   .num_inputs = 2,
+                                   .forward = bmm_forward,
+                                   .backward = bmm_backward,
+                                   .low_precision = TG_LOW_PRECISION_NATIVE,
+                                   .autocast = TG_AUTOCAST_LOWER,
+                                   .onnx = matmul_onnx};
 
 static tg_tensor *matmul_checked(tg_tensor *a, tg_tensor *b) {
     if (tg_unusable_(a)) return tg_error_unusable_input("tg_matmul", a, 0), NULL;
@@ -307,7 +312,8 @@ static tg_tensor *matmul_checked(tg_tensor *a, tg_tensor *b) {
     int64_t ka = a->shape.dims[na - 1], kb = b->shape.dims[nb > 1 ? nb - 2 : 0];
     if (ka != kb)
         return tg_error("tg_matmul: cannot multiply %s by %s: inner sizes %lld != %lld", sa, sb, (long long)ka,
-                        (long long)kb), NULL;
+                        (long long)kb),
+               NULL;
     tg_shape batch_a = {.ndim = na > 2 ? na - 2 : 0}, batch_b = {.ndim = nb > 2 ? nb - 2 : 0}, batch;
     memcpy(batch_a.dims, a->shape.dims, sizeof(int64_t) * (size_t)batch_a.ndim);
     memcpy(batch_b.dims, b->shape.dims, sizeof(int64_t) * (size_t)batch_b.ndim);
@@ -344,8 +350,8 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
         tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), (tg_opts){.dtype = TG_FLOAT32, .device = opts.device});
         tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
         if (!out || !x2 || (bias && tg_copy_values_(out, tg_cast(bias, TG_FLOAT32)))) return NULL;
-        tg_gemm_bf16(rows, out_features, in_features, tg_elem_ptr(x2), x2->strides[0], x2->strides[1],
-                     tg_elem_ptr(w), w->strides[1], w->strides[0], bias != NULL, tg_elem_ptr(out), out_features);
+        tg_gemm_bf16(rows, out_features, in_features, tg_elem_ptr(x2), x2->strides[0], x2->strides[1], tg_elem_ptr(w),
+                     w->strides[1], w->strides[0], bias != NULL, tg_elem_ptr(out), out_features);
         tg_ctx_save(ctx, x);
         tg_ctx_save(ctx, w);
         return tg_reshape(tg_cast(out, TG_BFLOAT16), out_shape);
@@ -353,15 +359,22 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (low_precision_on_cpu(x)) { /* float32 GEMM and bias, rounded once */
         tg_ctx_save(ctx, x);
         tg_ctx_save(ctx, w);
-        return tg_cast(tg_linear(tg_cast(x, TG_FLOAT32), tg_cast(w, TG_FLOAT32), bias ? tg_cast(bias, TG_FLOAT32) : NULL),
-                       x->dtype);
+        return tg_cast(
+            tg_linear(tg_cast(x, TG_FLOAT32), tg_cast(w, TG_FLOAT32), bias ? tg_cast(bias, TG_FLOAT32) : NULL),
+            x->dtype);
     }
     tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), opts);
     tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features)); /* a view unless x is scattered */
     if (!out || !x2) return NULL;
     if (bias ? tg_copy_values_(out, bias) : tg_fill_values_(out, 0)) return NULL; /* bias broadcast over the rows */
-    gemm_desc g = {.dtype = x->dtype, .device = x->storage->device, .m = rows, .n = out_features,
-                   .k = in_features, .ldc = out_features, .alpha = 1, .beta = 1};
+    gemm_desc g = {.dtype = x->dtype,
+                   .device = x->storage->device,
+                   .m = rows,
+                   .n = out_features,
+                   .k = in_features,
+                   .ldc = out_features,
+                   .alpha = 1,
+                   .beta = 1};
     tg_tensor *wt = tg_transpose(w, 0, 1); /* [in, out]: a transposed view, no copy */
     if (!wt || !(x2 = blas_operand(x2, &g.la)) || !(wt = blas_operand(wt, &g.lb))) return NULL;
     if (in_features > 0 && gemm_run("tg_linear", &g, tg_elem_ptr(x2), 0, tg_elem_ptr(wt), 0, tg_elem_ptr(out), 0, 1))
@@ -394,8 +407,8 @@ static bool linear_grads_side_by_side(tg_ctx *ctx, tg_tensor *g, tg_tensor *x, t
     bool f64 = dt == TG_FLOAT64;
     tg_gemm_args products[2] = {
         /* dx [rows, in] = g [rows, out] w [out, in] */
-        {f64, lg.trans, lw.trans, rows, in_features, out_features, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(w), lw.ld,
-         0, tg_elem_ptr(dx), in_features},
+        {f64, lg.trans, lw.trans, rows, in_features, out_features, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(w), lw.ld, 0,
+         tg_elem_ptr(dx), in_features},
         /* dw [out, in] = g^T [out, rows] x [rows, in] */
         {f64, !lg.trans, lx.trans, out_features, in_features, rows, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(x2), lx.ld,
          0, tg_elem_ptr(dw), in_features},
@@ -439,15 +452,24 @@ static tg_status linear_onnx(tg_onnx_op *op) {
     const char *y = tg_onnx_output_name(op, 0), *xw = bias ? tg_onnx_value(op) : y;
     tg_onnx_attr_ints(tg_onnx_add_node(op, "Transpose", 1, &w, 1, &wt), "perm", (int64_t[]){1, 0}, 2);
     if (!tg_onnx_add_node(op, "MatMul", 2, (const char *[]){tg_onnx_input_name(op, 0), wt}, 1, &xw)) return TG_ERROR;
-    return !bias || tg_onnx_add_node(op, "Add", 2, (const char *[]){xw, tg_onnx_input_name(op, 2)}, 1, &y) ? TG_OK : TG_ERROR;
+    return !bias || tg_onnx_add_node(op, "Add", 2, (const char *[]){xw, tg_onnx_input_name(op, 2)}, 1, &y) ? TG_OK
+                                                                                                           : TG_ERROR;
 }
 
-static const tg_function linear_fn = {
-    .name = "linear", .num_inputs = 3, .forward = linear_forward, .backward = linear_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = linear_onnx};
-static const tg_function linear_no_bias_fn = {
-    .name = "linear", .num_inputs = 2, .forward = linear_forward, .backward = linear_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_LOWER, .onnx = linear_onnx};
+static const tg_function linear_fn = {.name = "linear",
+                                      .num_inputs = 3,
+                                      .forward = linear_forward,
+                                      .backward = linear_backward,
+                                      .low_precision = TG_LOW_PRECISION_NATIVE,
+                                      .autocast = TG_AUTOCAST_LOWER,
+                                      .onnx = linear_onnx};
+static const tg_function linear_no_bias_fn = {.name = "linear",
+                                              .num_inputs = 2,
+                                              .forward = linear_forward,
+                                              .backward = linear_backward,
+                                              .low_precision = TG_LOW_PRECISION_NATIVE,
+                                              .autocast = TG_AUTOCAST_LOWER,
+                                              .onnx = linear_onnx};
 
 static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bias) {
     if (tg_unusable_(x)) return tg_error_unusable_input("tg_linear", x, 0), NULL;
@@ -460,14 +482,16 @@ static tg_tensor *linear_checked(tg_tensor *x, tg_tensor *weight, tg_tensor *bia
     if (x->shape.ndim == 0) return tg_error("tg_linear: input must have at least 1 dim, got %s", sx), NULL;
     if (check_pair("tg_linear", x, weight, "input and weight")) return NULL;
     if (x->shape.dims[x->shape.ndim - 1] != weight->shape.dims[1])
-        return tg_error("tg_linear: cannot multiply input %s by weight %s transposed: in_features %lld != %lld", sx,
-                        sw, (long long)x->shape.dims[x->shape.ndim - 1], (long long)weight->shape.dims[1]), NULL;
+        return tg_error("tg_linear: cannot multiply input %s by weight %s transposed: in_features %lld != %lld", sx, sw,
+                        (long long)x->shape.dims[x->shape.ndim - 1], (long long)weight->shape.dims[1]),
+               NULL;
     if (!bias) return tg_apply(&linear_no_bias_fn, (tg_tensor *[]){x, weight});
     tg_shape_str(bias->shape, sb, sizeof sb);
     if (check_pair("tg_linear", x, bias, "input and bias")) return NULL;
     if (bias->shape.ndim != 1 || bias->shape.dims[0] != weight->shape.dims[0])
         return tg_error("tg_linear: bias must be [%lld] for weight %s, got %s", (long long)weight->shape.dims[0], sw,
-                        sb), NULL;
+                        sb),
+               NULL;
     return tg_apply(&linear_fn, (tg_tensor *[]){x, weight, bias});
 }
 
@@ -493,13 +517,20 @@ static tg_tensor *autocast_linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features));
     tg_tensor *b16 = bias ? tg_contiguous(tg_cast(bias, TG_BFLOAT16)) : NULL; /* the rounded bias */
     if (!out || !x2 || (bias && !b16) || (b16 && !by_kernel && tg_copy_values_(out, b16))) return NULL;
-    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = rows, .n = out_features, .k = in_features, .a = tg_elem_ptr(x2),
-                                             .a_rs = x2->strides[0], .a_cs = x2->strides[1], .b32 = tg_elem_ptr(w),
-                                             .b_rs = w->strides[1], .b_cs = w->strides[0],
+    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = rows,
+                                             .n = out_features,
+                                             .k = in_features,
+                                             .a = tg_elem_ptr(x2),
+                                             .a_rs = x2->strides[0],
+                                             .a_cs = x2->strides[1],
+                                             .b32 = tg_elem_ptr(w),
+                                             .b_rs = w->strides[1],
+                                             .b_cs = w->strides[0],
                                              .c_kind = by_kernel ? TG_BF16_C_BF16 : TG_BF16_C_F32,
                                              .accumulate = b16 && !by_kernel,
                                              .bias = b16 && by_kernel ? tg_elem_ptr(b16) : NULL,
-                                             .c = tg_elem_ptr(out), .ldc = out_features});
+                                             .c = tg_elem_ptr(out),
+                                             .ldc = out_features});
     tg_ctx_save(ctx, x);
     tg_ctx_save(ctx, w);
     return tg_reshape(by_kernel ? out : tg_cast(out, TG_BFLOAT16), out_shape);
@@ -535,30 +566,43 @@ static void autocast_linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad
         return;
     }
     if (tg_ctx_needs_input_grad(ctx, 0)) /* dx [rows, in] = g [rows, out] w [out, in], w rounded while packed */
-        grad_in[0] = tg_reshape(bf16_product_rounded((tg_gemm_bf16_args){.m = rows, .n = in_features,
-                                                                          .k = out_features, .a = tg_elem_ptr(g2),
-                                                                          .a_rs = g2->strides[0],
-                                                                          .a_cs = g2->strides[1],
-                                                                          .b32 = tg_elem_ptr(w),
-                                                                          .b_rs = w->strides[0],
-                                                                          .b_cs = w->strides[1]},
+        grad_in[0] = tg_reshape(bf16_product_rounded((tg_gemm_bf16_args){.m = rows,
+                                                                         .n = in_features,
+                                                                         .k = out_features,
+                                                                         .a = tg_elem_ptr(g2),
+                                                                         .a_rs = g2->strides[0],
+                                                                         .a_cs = g2->strides[1],
+                                                                         .b32 = tg_elem_ptr(w),
+                                                                         .b_rs = w->strides[0],
+                                                                         .b_cs = w->strides[1]},
                                                      true),
                                 xs);
     if (tg_ctx_needs_input_grad(ctx, 1)) /* dw [out, in] = g^T [out, rows] x [rows, in], rounded, float32 */
-        grad_in[1] = bf16_product_rounded((tg_gemm_bf16_args){.m = out_features, .n = in_features, .k = rows,
-                                                              .a = tg_elem_ptr(g2), .a_rs = g2->strides[1],
-                                                              .a_cs = g2->strides[0], .b = tg_elem_ptr(x2),
-                                                              .b_rs = x2->strides[0], .b_cs = x2->strides[1]},
+        grad_in[1] = bf16_product_rounded((tg_gemm_bf16_args){.m = out_features,
+                                                              .n = in_features,
+                                                              .k = rows,
+                                                              .a = tg_elem_ptr(g2),
+                                                              .a_rs = g2->strides[1],
+                                                              .a_cs = g2->strides[0],
+                                                              .b = tg_elem_ptr(x2),
+                                                              .b_rs = x2->strides[0],
+                                                              .b_cs = x2->strides[1]},
                                           false);
     if (bias) grad_in[2] = tg_cast(tg_sum_to(g, tg_ctx_input_shape(ctx, 2)), TG_FLOAT32);
 }
 
-static const tg_function autocast_linear_fn = {
-    .name = "linear", .num_inputs = 3, .forward = autocast_linear_forward, .backward = autocast_linear_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
-static const tg_function autocast_linear_no_bias_fn = {
-    .name = "linear", .num_inputs = 2, .forward = autocast_linear_forward, .backward = autocast_linear_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function autocast_linear_fn = {.name = "linear",
+                                               .num_inputs = 3,
+                                               .forward = autocast_linear_forward,
+                                               .backward = autocast_linear_backward,
+                                               .low_precision = TG_LOW_PRECISION_NATIVE,
+                                               .autocast = TG_AUTOCAST_NONE};
+static const tg_function autocast_linear_no_bias_fn = {.name = "linear",
+                                                       .num_inputs = 2,
+                                                       .forward = autocast_linear_forward,
+                                                       .backward = autocast_linear_backward,
+                                                       .low_precision = TG_LOW_PRECISION_NATIVE,
+                                                       .autocast = TG_AUTOCAST_NONE};
 
 /* Whether tg_linear under autocast takes the fused path: CPU bfloat16 autocast with the
  * bfloat16 kernel, a float32 2-D weight (and bias) that autocast would cast, an input that

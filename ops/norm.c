@@ -35,7 +35,6 @@
 
 typedef tg_norm_args norm_args; /* ops/cpu/norm.h: what the kernels are given */
 
-
 /* Inputs: x, weight, bias (weight/bias may be constants of ones/zeros when absent).
  * Outputs: y, batch mean, biased batch var (the last two non-differentiable). */
 static tg_tensor *mixed_forward_bf16(tg_ctx *ctx, tg_tensor *const *in);
@@ -49,7 +48,8 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *w = tg_contiguous(in[1]), *b = tg_contiguous(in[2]);
     if (!x || !w || !b) return NULL;
     tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
-    tg_tensor *y = tg_empty(x->shape, o), *mean = tg_empty(TG_SHAPE(a->groups), o), *var = tg_empty(TG_SHAPE(a->groups), o);
+    tg_tensor *y = tg_empty(x->shape, o), *mean = tg_empty(TG_SHAPE(a->groups), o),
+              *var = tg_empty(TG_SHAPE(a->groups), o);
     if (!y || !mean || !var) return NULL;
     tg_tensor *stats = NULL;
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
@@ -60,11 +60,11 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
         if (!a->layer && !(stats = tg_empty(TG_SHAPE(a->groups, 2), (tg_opts){.dtype = TG_FLOAT64}))) return NULL;
         double *st = stats ? tg_data_ptr(stats) : NULL;
         if (x->dtype == TG_FLOAT32)
-            tg_cpu_norm_forward_f32(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
-                             tg_data_ptr(var), st);
+            tg_cpu_norm_forward_f32(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y),
+                                    tg_data_ptr(mean), tg_data_ptr(var), st);
         else
-            tg_cpu_norm_forward_f64(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y), tg_data_ptr(mean),
-                             tg_data_ptr(var), st);
+            tg_cpu_norm_forward_f64(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y),
+                                    tg_data_ptr(mean), tg_data_ptr(var), st);
     }
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);
@@ -119,18 +119,23 @@ static tg_tensor *bn_backward_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (!gx || !gw || !gb) return NULL;
     if (x->dtype == TG_FLOAT32)
         tg_cpu_bn_backward_f32(a->outer, a->channels, a->inner, tg_data_ptr(g), tg_data_ptr(x), tg_data_ptr(w),
-                        tg_data_ptr(st), a->need_input ? tg_data_ptr(gx) : NULL, tg_data_ptr(gw), tg_data_ptr(gb));
+                               tg_data_ptr(st), a->need_input ? tg_data_ptr(gx) : NULL, tg_data_ptr(gw),
+                               tg_data_ptr(gb));
     else
         tg_cpu_bn_backward_f64(a->outer, a->channels, a->inner, tg_data_ptr(g), tg_data_ptr(x), tg_data_ptr(w),
-                        tg_data_ptr(st), a->need_input ? tg_data_ptr(gx) : NULL, tg_data_ptr(gw), tg_data_ptr(gb));
+                               tg_data_ptr(st), a->need_input ? tg_data_ptr(gx) : NULL, tg_data_ptr(gw),
+                               tg_data_ptr(gb));
     tg_ctx_set_output(ctx, 1, gw);
     tg_ctx_set_output(ctx, 2, gb);
     return gx;
 }
 
-static const tg_function bn_backward_fn = {
-    .name = "batch_norm_backward", .num_inputs = 4, .forward = bn_backward_forward, .num_outputs = 3,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function bn_backward_fn = {.name = "batch_norm_backward",
+                                           .num_inputs = 4,
+                                           .forward = bn_backward_forward,
+                                           .num_outputs = 3,
+                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                           .autocast = TG_AUTOCAST_NONE};
 
 /* The same on bfloat16 g and x (mixed batch norm): gx bfloat16, gw and gb float32. */
 static tg_tensor *bn_backward_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -148,18 +153,21 @@ static tg_tensor *bn_backward_bf16_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return gx;
 }
 
-static const tg_function bn_backward_bf16_fn = {
-    .name = "batch_norm_backward", .num_inputs = 4, .forward = bn_backward_bf16_forward, .num_outputs = 3,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function bn_backward_bf16_fn = {.name = "batch_norm_backward",
+                                                .num_inputs = 4,
+                                                .forward = bn_backward_bf16_forward,
+                                                .num_outputs = 3,
+                                                .low_precision = TG_LOW_PRECISION_NATIVE,
+                                                .autocast = TG_AUTOCAST_NONE};
 
 static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const norm_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
     bool fused = !a->layer && x->storage->device.kind == TG_DEVICE_CPU && !tg_is_grad_enabled();
-    bool fused_bf16 = fused && x->dtype == TG_BFLOAT16 && g->dtype == TG_BFLOAT16; /* ops/cpu/norm_bf16.c */
+    bool fused_bf16 = fused && x->dtype == TG_BFLOAT16 && g->dtype == TG_BFLOAT16;      /* ops/cpu/norm_bf16.c */
     if (!fused_bf16 && tg_dtype_is_low_precision(x->dtype) && w->dtype == TG_FLOAT32) { /* mixed: in float32 */
-        x = tg_cast(x, TG_FLOAT32);                                         /* the engine rounds grad_in[0] */
+        x = tg_cast(x, TG_FLOAT32); /* the engine rounds grad_in[0] */
         g = tg_cast(g, TG_FLOAT32);
         if (!x || !g) return;
     }
@@ -205,31 +213,44 @@ static void norm_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[2] = tg_reshape(tg_sum_dims(g, param_dims, num_param_dims, false), w->shape);
 }
 
-static const tg_function norm_fn = {
-    .name = "batch_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function norm_fn = {.name = "batch_norm",
+                                    .num_inputs = 3,
+                                    .forward = norm_forward,
+                                    .backward = norm_backward,
+                                    .num_outputs = 3,
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                    .autocast = TG_AUTOCAST_NONE};
 /* Mixed batch norm on the CPU: a bfloat16 / float16 x with float32 weight and bias. The
  * forward widens x for its own use and saves x itself, so the activation kept for
  * backward stays 2-byte; backward widens it again. */
-static const tg_function norm_mixed_fn = {
-    .name = "batch_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function norm_mixed_fn = {.name = "batch_norm",
+                                          .num_inputs = 3,
+                                          .forward = norm_forward,
+                                          .backward = norm_backward,
+                                          .num_outputs = 3,
+                                          .low_precision = TG_LOW_PRECISION_NATIVE,
+                                          .autocast = TG_AUTOCAST_NONE};
 /* LayerNormalization (opset 17) over the recorded trailing dims; only Y is written. */
 static tg_status layer_norm_onnx(tg_onnx_op *op) {
     const norm_args *a = tg_onnx_attrs(op);
     if (tg_onnx_opset(op) < 17) return tg_onnx_unsupported(op, "LayerNormalization needs opset 17");
     const char *y = tg_onnx_output_name(op, 0);
-    tg_onnx_node *n = tg_onnx_add_node(op, "LayerNormalization", 3,
-                                   (const char *[]){tg_onnx_input_name(op, 0), tg_onnx_input_name(op, 1),
-                                                    tg_onnx_input_name(op, 2)}, 1, &y);
+    tg_onnx_node *n = tg_onnx_add_node(
+        op, "LayerNormalization", 3,
+        (const char *[]){tg_onnx_input_name(op, 0), tg_onnx_input_name(op, 1), tg_onnx_input_name(op, 2)}, 1, &y);
     tg_onnx_attr_int(n, "axis", a->dims[0]);
     tg_onnx_attr_float(n, "epsilon", (float)a->eps);
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function layer_norm_fn = {
-    .name = "layer_norm", .num_inputs = 3, .forward = norm_forward, .backward = norm_backward, .num_outputs = 3,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = layer_norm_onnx};
+static const tg_function layer_norm_fn = {.name = "layer_norm",
+                                          .num_inputs = 3,
+                                          .forward = norm_forward,
+                                          .backward = norm_backward,
+                                          .num_outputs = 3,
+                                          .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                          .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA,
+                                          .onnx = layer_norm_onnx};
 
 /* weight/bias, or constants of ones/zeros of `shape` when NULL (owned by the scope). */
 static tg_tensor *param_or(tg_tensor *p, tg_shape shape, tg_tensor *x, double value) {
@@ -247,9 +268,8 @@ static tg_status check_param_of(const char *op, const char *what, tg_tensor *p, 
                         tg_shape_str(expected, a, sizeof a), tg_shape_str(x->shape, b, sizeof b),
                         tg_shape_str(p->shape, d1, sizeof d1));
     if (p->dtype != dtype)
-        return tg_error("%s: expected %s of %s %s, got %s", op, what,
-                        dtype == x->dtype ? "the input's dtype" : "dtype", tg_dtype_name(dtype),
-                        tg_dtype_name(p->dtype));
+        return tg_error("%s: expected %s of %s %s, got %s", op, what, dtype == x->dtype ? "the input's dtype" : "dtype",
+                        tg_dtype_name(dtype), tg_dtype_name(p->dtype));
     if (!tg_device_equal(p->storage->device, x->storage->device))
         return tg_error("%s: expected %s on the input's device %s, got %s", op, what,
                         tg_device_str(x->storage->device, d1), tg_device_str(p->storage->device, d2));
@@ -278,7 +298,8 @@ static tg_tensor *mixed_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_ten
         return tg_error("%s: expected both running_mean and running_var, or neither", op), NULL;
     if (count <= 1)
         return tg_error("%s: expected more than 1 value per channel when training, got input %s", op,
-                        tg_shape_str(x->shape, xs, sizeof xs)), NULL;
+                        tg_shape_str(x->shape, xs, sizeof xs)),
+               NULL;
     norm_args a = {.eps = eps, .outer = x->shape.dims[0], .groups = c, .inner = count / x->shape.dims[0]};
     for (int d = 0; d < x->shape.ndim; d++)
         if (d != 1) a.dims[a.num_dims++] = d;
@@ -347,9 +368,13 @@ static tg_status bn_eval_onnx(tg_onnx_op *op) {
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function bn_eval_fn = {
-    .name = "batch_norm", .num_inputs = 5, .forward = bn_eval_forward, .backward = bn_eval_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = bn_eval_onnx};
+static const tg_function bn_eval_fn = {.name = "batch_norm",
+                                       .num_inputs = 5,
+                                       .forward = bn_eval_forward,
+                                       .backward = bn_eval_backward,
+                                       .low_precision = TG_LOW_PRECISION_NATIVE,
+                                       .autocast = TG_AUTOCAST_NONE,
+                                       .onnx = bn_eval_onnx};
 
 tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
                          tg_tensor *bias, bool training, double momentum, double eps) {
@@ -359,7 +384,9 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
     tg_shape_str(x->shape, xs, sizeof xs);
     if (x->shape.ndim < 2) return tg_error("%s: expected input [N, C, ...] (at least 2-D), got %s", op, xs), NULL;
     if (!tg_dtype_is_floating(x->dtype))
-        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op,
+                        tg_dtype_name(x->dtype)),
+               NULL;
     tg_tensor *given[] = {weight, bias, running_mean, running_var};
     bool float32_params = false;
     for (int i = 0; i < 4; i++) float32_params |= given[i] && given[i]->dtype == TG_FLOAT32;
@@ -370,12 +397,15 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
         tg_tensor *y = NULL;
         if (training && x->storage->device.kind == TG_DEVICE_CPU && (!weight || weight->dtype == TG_FLOAT32) &&
             (!bias || bias->dtype == TG_FLOAT32)) {
-            TG_SCOPE { y = tg_scope_return(mixed_batch_norm(x, running_mean, running_var, weight, bias, momentum, eps)); }
+            TG_SCOPE {
+                y = tg_scope_return(mixed_batch_norm(x, running_mean, running_var, weight, bias, momentum, eps));
+            }
             return y;
         }
         TG_SCOPE {
-            y = tg_scope_return(tg_cast(tg_batch_norm(tg_cast(x, TG_FLOAT32), running_mean, running_var, weight, bias,
-                                                      training, momentum, eps), x->dtype));
+            y = tg_scope_return(tg_cast(
+                tg_batch_norm(tg_cast(x, TG_FLOAT32), running_mean, running_var, weight, bias, training, momentum, eps),
+                x->dtype));
         }
         return y;
     }
@@ -424,9 +454,12 @@ tg_tensor *tg_layer_norm(tg_tensor *x, int normalized_ndim, tg_tensor *weight, t
     tg_shape_str(x->shape, xs, sizeof xs);
     if (normalized_ndim < 1 || normalized_ndim > x->shape.ndim)
         return tg_error("%s: expected 1 <= normalized_ndim <= %d for input %s, got %d", op, x->shape.ndim, xs,
-                        normalized_ndim), NULL;
+                        normalized_ndim),
+               NULL;
     if (!tg_dtype_is_floating(x->dtype))
-        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype)), NULL;
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op,
+                        tg_dtype_name(x->dtype)),
+               NULL;
     int lead = x->shape.ndim - normalized_ndim;
     tg_shape nshape = tg_shape_from(normalized_ndim, x->shape.dims + lead);
     if (check_param(op, "weight", weight, x, nshape) || check_param(op, "bias", bias, x, nshape)) return NULL;

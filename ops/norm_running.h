@@ -22,8 +22,8 @@ static inline tg_status tg_norm_count_batch(tg_tensor *num_batches_tracked, bool
     *factor = momentum;
     tg_status status = TG_ERROR;
     TG_SCOPE {
-        tg_tensor *one = tg_full(TG_SCALAR_SHAPE, 1,
-                                 (tg_opts){.dtype = TG_INT64, .device = tg_device_of(num_batches_tracked)});
+        tg_tensor *one =
+            tg_full(TG_SCALAR_SHAPE, 1, (tg_opts){.dtype = TG_INT64, .device = tg_device_of(num_batches_tracked)});
         if (one && !tg_add_(num_batches_tracked, one)) status = TG_OK;
     }
     if (status == TG_OK && cumulative) *factor = 1.0 / tg_item(num_batches_tracked);

@@ -80,7 +80,8 @@ tg_tensor *tg_pad(tg_tensor *x, const int64_t *pad, int count, tg_pad_mode mode,
             return tg_error("%s: padding mode %s does not take a value (got %g)", op, mode_name(mode), value), NULL;
         if (dims < 1 || dims > 3 || (nd != dims + 1 && nd != dims + 2))
             return tg_error("%s: %s padding of the last %d dims needs an input of %d or %d dims, got %s", op,
-                            mode_name(mode), dims, dims + 1, dims + 2, xs), NULL;
+                            mode_name(mode), dims, dims + 1, dims + 2, xs),
+                   NULL;
     }
     for (int k = 0; k < dims; k++) {
         int d = nd - 1 - k;
@@ -95,11 +96,11 @@ tg_tensor *tg_pad(tg_tensor *x, const int64_t *pad, int count, tg_pad_mode mode,
         if (ok && mode == TG_PAD_CIRCULAR && !(before <= kept && after <= kept))
             ok = false, why = kept < n ? "would wrap around more than once (pads larger than what cropping leaves)"
                                        : "would wrap around more than once";
-        if (ok && mode != TG_PAD_CONSTANT && n == 0 && out > 0)
-            ok = false, why = "cannot fill an empty dim";
+        if (ok && mode != TG_PAD_CONSTANT && n == 0 && out > 0) ok = false, why = "cannot fill an empty dim";
         if (!ok)
             return tg_error("%s: padding (%lld, %lld) of dim %d of input %s %s", op, (long long)before,
-                            (long long)after, d, xs, why), NULL;
+                            (long long)after, d, xs, why),
+                   NULL;
     }
     tg_tensor *result = NULL;
     TG_SCOPE {

@@ -57,8 +57,7 @@ static tg_tensor *max_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *y = new_like_planes(x, q->ho, q->wo, x->dtype), *idx = new_like_planes(x, q->ho, q->wo, TG_INT64);
     if (!y || !idx) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
-    if (x->dtype == TG_BFLOAT16)
-        tg_cpu_max_pool_bf16(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
+    if (x->dtype == TG_BFLOAT16) tg_cpu_max_pool_bf16(q, planes, tg_data_ptr(x), tg_data_ptr(y), tg_data_ptr(idx));
     else if (TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_max_pool2d", tg_cuda_max_pool2d_forward, y, idx, x, q),
                                 tg_cpu_max_pool_f32, tg_cpu_max_pool_f64, q, planes, tg_data_ptr(x), tg_data_ptr(y),
                                 tg_data_ptr(idx)))
@@ -88,17 +87,16 @@ static tg_tensor *max_index_map(tg_ctx *ctx, tg_tensor *const *in, bool scatter)
     if (!out) return NULL;
     int64_t planes = g->shape.dims[0] * g->shape.dims[1], in_hw = q->h * q->w, out_hw = q->ho * q->wo;
     tg_status status = TG_OK;
-    if (g->dtype == TG_BFLOAT16)
-        tg_cpu_max_unpool_bf16(q, planes, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(out));
+    if (g->dtype == TG_BFLOAT16) tg_cpu_max_unpool_bf16(q, planes, tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(out));
     else if (scatter)
         status = TG_DEVICE_DISPATCH(g, TG_CUDA_CALL("tg_max_pool2d backward", tg_cuda_max_pool2d_backward, out, g, idx),
-                                    tg_cpu_max_unpool_f32, tg_cpu_max_unpool_f64, planes, in_hw, out_hw,
-                                    tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(out));
+                                    tg_cpu_max_unpool_f32, tg_cpu_max_unpool_f64, planes, in_hw, out_hw, tg_data_ptr(g),
+                                    tg_data_ptr(idx), tg_data_ptr(out));
     else
-        status = TG_DEVICE_DISPATCH(g, TG_CUDA_CALL("tg_max_pool2d double backward", tg_cuda_max_pool2d_gather, out, g,
-                                                    idx),
-                                    tg_cpu_max_gather_f32, tg_cpu_max_gather_f64, planes, in_hw, out_hw,
-                                    tg_data_ptr(g), tg_data_ptr(idx), tg_data_ptr(out));
+        status =
+            TG_DEVICE_DISPATCH(g, TG_CUDA_CALL("tg_max_pool2d double backward", tg_cuda_max_pool2d_gather, out, g, idx),
+                               tg_cpu_max_gather_f32, tg_cpu_max_gather_f64, planes, in_hw, out_hw, tg_data_ptr(g),
+                               tg_data_ptr(idx), tg_data_ptr(out));
     return status ? NULL : out;
 }
 
@@ -140,15 +138,26 @@ static tg_status pool_onnx(tg_onnx_op *op) {
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function max_pool_fn = {
-    .name = "max_pool2d", .num_inputs = 1, .forward = max_forward, .backward = max_backward, .num_outputs = 2,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
-static const tg_function max_scatter_fn = {
-    .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_forward,
-    .backward = max_scatter_backward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
-static const tg_function max_gather_fn = {
-    .name = "max_pool2d_gather", .num_inputs = 2, .forward = max_gather_forward, .backward = max_gather_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_pool_fn = {.name = "max_pool2d",
+                                        .num_inputs = 1,
+                                        .forward = max_forward,
+                                        .backward = max_backward,
+                                        .num_outputs = 2,
+                                        .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                        .autocast = TG_AUTOCAST_NONE,
+                                        .onnx = pool_onnx};
+static const tg_function max_scatter_fn = {.name = "max_pool2d_backward",
+                                           .num_inputs = 2,
+                                           .forward = max_scatter_forward,
+                                           .backward = max_scatter_backward,
+                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                           .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_gather_fn = {.name = "max_pool2d_gather",
+                                          .num_inputs = 2,
+                                          .forward = max_gather_forward,
+                                          .backward = max_gather_backward,
+                                          .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                          .autocast = TG_AUTOCAST_NONE};
 
 /* bfloat16 on the CPU (what autocast gives after a bfloat16 convolution): the float32
  * kernels a plane at a time (tg_cpu_max_pool_bf16), no float32 copy of the whole tensor.
@@ -160,15 +169,24 @@ static void max_backward_bf16(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_tensor *idx = tg_ctx_saved(ctx, 0);
     if (!idx) return;
     bool native = g->dtype == TG_BFLOAT16 && g->storage->device.kind == TG_DEVICE_CPU;
-    grad_in[0] = native ? max_scatter_bf16_apply(g, idx, tg_ctx_attrs(ctx)) : max_scatter_apply(g, idx, tg_ctx_attrs(ctx));
+    grad_in[0] =
+        native ? max_scatter_bf16_apply(g, idx, tg_ctx_attrs(ctx)) : max_scatter_apply(g, idx, tg_ctx_attrs(ctx));
 }
 
-static const tg_function max_pool_bf16_fn = {
-    .name = "max_pool2d", .num_inputs = 1, .forward = max_forward, .backward = max_backward_bf16,
-    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
-static const tg_function max_scatter_bf16_fn = {
-    .name = "max_pool2d_backward", .num_inputs = 2, .forward = max_scatter_forward,
-    .backward = max_scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_pool_bf16_fn = {.name = "max_pool2d",
+                                             .num_inputs = 1,
+                                             .forward = max_forward,
+                                             .backward = max_backward_bf16,
+                                             .num_outputs = 2,
+                                             .low_precision = TG_LOW_PRECISION_NATIVE,
+                                             .autocast = TG_AUTOCAST_NONE,
+                                             .onnx = pool_onnx};
+static const tg_function max_scatter_bf16_fn = {.name = "max_pool2d_backward",
+                                                .num_inputs = 2,
+                                                .forward = max_scatter_forward,
+                                                .backward = max_scatter_backward,
+                                                .low_precision = TG_LOW_PRECISION_NATIVE,
+                                                .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *max_scatter_bf16_apply(tg_tensor *g, tg_tensor *idx, const pool_params *q) {
     return tg_apply_args(&max_scatter_bf16_fn, (tg_tensor *[]){g, idx}, q, sizeof *q);
@@ -196,12 +214,12 @@ static tg_tensor *avg_map(tg_ctx *ctx, tg_tensor *const *in, bool transposed) {
     if (!y) return NULL;
     int64_t planes = x->shape.dims[0] * x->shape.dims[1];
     tg_status status =
-        transposed ? TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, y, x, q),
-                                        tg_cpu_avg_unpool_f32, tg_cpu_avg_unpool_f64, q, planes, tg_data_ptr(x),
-                                        tg_data_ptr(y))
-                   : TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q),
-                                        tg_cpu_avg_pool_f32, tg_cpu_avg_pool_f64, q, planes, tg_data_ptr(x),
-                                        tg_data_ptr(y));
+        transposed
+            ? TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_avg_pool2d backward", tg_cuda_avg_pool2d_backward, y, x, q),
+                                 tg_cpu_avg_unpool_f32, tg_cpu_avg_unpool_f64, q, planes, tg_data_ptr(x),
+                                 tg_data_ptr(y))
+            : TG_DEVICE_DISPATCH(x, TG_CUDA_CALL("tg_avg_pool2d", tg_cuda_avg_pool2d_forward, y, x, q),
+                                 tg_cpu_avg_pool_f32, tg_cpu_avg_pool_f64, q, planes, tg_data_ptr(x), tg_data_ptr(y));
     return status ? NULL : y;
 }
 
@@ -216,15 +234,26 @@ static void avg_backward_backward(tg_ctx *ctx, tg_tensor *gg, tg_tensor **grad_i
     grad_in[0] = avg_apply(gg, tg_ctx_attrs(ctx));
 }
 
-static const tg_function avg_pool_fn = {
-    .name = "avg_pool2d", .num_inputs = 1, .forward = avg_forward, .backward = avg_forward_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
-static const tg_function adaptive_pool_fn = {
-    .name = "adaptive_avg_pool2d", .num_inputs = 1, .forward = avg_forward, .backward = avg_forward_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE, .onnx = pool_onnx};
-static const tg_function avg_pool_backward_fn = {
-    .name = "avg_pool2d_backward", .num_inputs = 1, .forward = avg_backward_forward,
-    .backward = avg_backward_backward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function avg_pool_fn = {.name = "avg_pool2d",
+                                        .num_inputs = 1,
+                                        .forward = avg_forward,
+                                        .backward = avg_forward_backward,
+                                        .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                        .autocast = TG_AUTOCAST_NONE,
+                                        .onnx = pool_onnx};
+static const tg_function adaptive_pool_fn = {.name = "adaptive_avg_pool2d",
+                                             .num_inputs = 1,
+                                             .forward = avg_forward,
+                                             .backward = avg_forward_backward,
+                                             .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                             .autocast = TG_AUTOCAST_NONE,
+                                             .onnx = pool_onnx};
+static const tg_function avg_pool_backward_fn = {.name = "avg_pool2d_backward",
+                                                 .num_inputs = 1,
+                                                 .forward = avg_backward_forward,
+                                                 .backward = avg_backward_backward,
+                                                 .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                                 .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *avg_apply(tg_tensor *x, const pool_params *q) {
     return tg_apply_args(q->adaptive ? &adaptive_pool_fn : &avg_pool_fn, &x, q, sizeof *q);
@@ -241,7 +270,8 @@ static tg_status check_input(const char *op, tg_tensor *x) {
         return tg_error("%s: expected input [N, C, H, W] or [C, H, W], got %s", op,
                         tg_shape_str(x->shape, buf, sizeof buf));
     if (!tg_dtype_is_floating(x->dtype))
-        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op, tg_dtype_name(x->dtype));
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 input, got %s", op,
+                        tg_dtype_name(x->dtype));
     for (int d = 1; d < x->shape.ndim; d++)
         if (x->shape.dims[d] == 0)
             return tg_error("%s: expected non-empty C, H and W, got input %s", op,
@@ -260,16 +290,12 @@ static int64_t empty_window(int64_t in, int64_t out, int k, int s, int p, int d)
     return -1;
 }
 
-static tg_pair pair_or(tg_pair pair, int scalar) {
-    return pair.h || pair.w ? pair : (tg_pair){scalar, scalar};
-}
+static tg_pair pair_or(tg_pair pair, int scalar) { return pair.h || pair.w ? pair : (tg_pair){scalar, scalar}; }
 
 /* "3" for a square value, "(3, 1)" for a per-dim one, as PyTorch prints them. */
 static const char *pair_text(tg_pair v, char *buf, size_t size) {
-    if (v.h == v.w)
-        snprintf(buf, size, "%d", v.h);
-    else
-        snprintf(buf, size, "(%d, %d)", v.h, v.w);
+    if (v.h == v.w) snprintf(buf, size, "%d", v.h);
+    else snprintf(buf, size, "(%d, %d)", v.h, v.w);
     return buf;
 }
 
@@ -284,7 +310,8 @@ static tg_status pool_params_from(const char *op, tg_tensor *x, tg_pool_opts o, 
     pair_text(dil, ds, sizeof ds);
     if (k.h <= 0 || k.w <= 0 || st.h <= 0 || st.w <= 0 || pad.h < 0 || pad.w < 0)
         return tg_error("%s: expected kernel_size > 0, stride > 0 and padding >= 0, got kernel_size %s, stride %s, "
-                        "padding %s", op, ks, ss, ps);
+                        "padding %s",
+                        op, ks, ss, ps);
     if (dil.h <= 0 || dil.w <= 0) return tg_error("%s: dilation should be greater than zero, got %s", op, ds);
     if (!max && (dil.h != 1 || dil.w != 1))
         return tg_error("%s: dilation is a max_pool2d option (avg_pool2d has none), got %s", op, ds);
@@ -300,15 +327,28 @@ static tg_status pool_params_from(const char *op, tg_tensor *x, tg_pool_opts o, 
     if (dil.h != 1 || dil.w != 1) snprintf(dil_text, sizeof dil_text, ", dilation %s", ds);
     if (ho < 1 || wo < 1)
         return tg_error("%s: output would be empty: input %s with kernel_size %s, stride %s, padding %s%s gives "
-                        "%lldx%lld", op, buf, ks, ss, ps, dil_text, (long long)(ho > 0 ? ho : 0),
-                        (long long)(wo > 0 ? wo : 0));
-    *q = (pool_params){.include_pad = !o.count_exclude_pad, .kh = k.h, .kw = k.w, .sh = st.h, .sw = st.w,
-                       .ph = pad.h, .pw = pad.w, .dh = dil.h, .dw = dil.w, .h = h, .w = w, .ho = ho, .wo = wo};
-    int64_t empty_h = empty_window(h, ho, k.h, st.h, pad.h, dil.h), empty_w = empty_window(w, wo, k.w, st.w, pad.w, dil.w);
+                        "%lldx%lld",
+                        op, buf, ks, ss, ps, dil_text, (long long)(ho > 0 ? ho : 0), (long long)(wo > 0 ? wo : 0));
+    *q = (pool_params){.include_pad = !o.count_exclude_pad,
+                       .kh = k.h,
+                       .kw = k.w,
+                       .sh = st.h,
+                       .sw = st.w,
+                       .ph = pad.h,
+                       .pw = pad.w,
+                       .dh = dil.h,
+                       .dw = dil.w,
+                       .h = h,
+                       .w = w,
+                       .ho = ho,
+                       .wo = wo};
+    int64_t empty_h = empty_window(h, ho, k.h, st.h, pad.h, dil.h),
+            empty_w = empty_window(w, wo, k.w, st.w, pad.w, dil.w);
     if (empty_h >= 0 || empty_w >= 0)
         return tg_error("%s: input %s with kernel_size %s, stride %s, padding %s%s: the window of output %s %lld "
-                        "has no tap inside the input", op, buf, ks, ss, ps, dil_text,
-                        empty_h >= 0 ? "row" : "column", (long long)(empty_h >= 0 ? empty_h : empty_w));
+                        "has no tap inside the input",
+                        op, buf, ks, ss, ps, dil_text, empty_h >= 0 ? "row" : "column",
+                        (long long)(empty_h >= 0 ? empty_h : empty_w));
     return TG_OK;
 }
 
@@ -355,11 +395,18 @@ tg_tensor *tg_adaptive_avg_pool2d(tg_tensor *x, int64_t out_h, int64_t out_w) {
     if (check_input("tg_adaptive_avg_pool2d", x)) return NULL;
     if (out_h <= 0 || out_w <= 0)
         return tg_error("tg_adaptive_avg_pool2d: expected an output size > 0, got %lldx%lld", (long long)out_h,
-                        (long long)out_w), NULL;
+                        (long long)out_w),
+               NULL;
     int nd = x->shape.ndim;
     /* Global average pooling (ResNet's head) is a mean over H and W, as ATen computes it. */
     if (out_h == 1 && out_w == 1) return tg_mean_dims(x, (const int[]){-2, -1}, 2, true);
-    pool_params q = {.adaptive = true, .include_pad = true, .dh = 1, .dw = 1, .h = x->shape.dims[nd - 2],
-                     .w = x->shape.dims[nd - 1], .ho = out_h, .wo = out_w};
+    pool_params q = {.adaptive = true,
+                     .include_pad = true,
+                     .dh = 1,
+                     .dw = 1,
+                     .h = x->shape.dims[nd - 2],
+                     .w = x->shape.dims[nd - 1],
+                     .ho = out_h,
+                     .wo = out_w};
     return avg_public(x, &q);
 }

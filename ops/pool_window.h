@@ -84,17 +84,17 @@ TG_HD_INLINE void tg_pool_max_col_taps(const tg_pool_geometry *q, int64_t ow, in
  * below he and columns ws, ws + dw, .. below we: its value in m and its flat index
  * (ih * W + iw) in best. Ties keep the first index in window order (row-major), as
  * ATen does. The window must hold a tap (ops/pool.c refuses the others). */
-#define TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, dh, dw, m, best)     \
-    do {                                                                   \
-        (best) = (hs) * (W) + (ws);                                        \
-        (m) = (src)[best];                                                 \
-        for (int64_t ih_ = (hs); ih_ < (he); ih_ += (dh)) {                \
-            const T *row_ = (src) + ih_ * (W);                             \
-            for (int64_t iw_ = (ws); iw_ < (we); iw_ += (dw)) {            \
-                T v_ = row_[iw_];                                          \
+#define TG_POOL_MAX_WINDOW(T, src, W, hs, he, ws, we, dh, dw, m, best)            \
+    do {                                                                          \
+        (best) = (hs) * (W) + (ws);                                               \
+        (m) = (src)[best];                                                        \
+        for (int64_t ih_ = (hs); ih_ < (he); ih_ += (dh)) {                       \
+            const T *row_ = (src) + ih_ * (W);                                    \
+            for (int64_t iw_ = (ws); iw_ < (we); iw_ += (dw)) {                   \
+                T v_ = row_[iw_];                                                 \
                 if (TG_POOL_MAX_TAKES(v_, m)) (m) = v_, (best) = ih_ * (W) + iw_; \
-            }                                                              \
-        }                                                                  \
+            }                                                                     \
+        }                                                                         \
     } while (0)
 
 #endif

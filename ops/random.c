@@ -50,9 +50,7 @@ typedef struct {
 /* ---- the CPU draws ---- */
 
 static inline float unit_f32(tg_mt19937 *g) { return (float)(tg_mt19937_next(g) & 0xFFFFFFu) * 0x1p-24f; }
-static inline double unit_f64(tg_mt19937 *g) {
-    return (double)(tg_mt19937_next64(g) & 0x1FFFFFFFFFFFFFull) * 0x1p-53;
-}
+static inline double unit_f64(tg_mt19937 *g) { return (double)(tg_mt19937_next64(g) & 0x1FFFFFFFFFFFFFull) * 0x1p-53; }
 
 /* at::normal_distribution<double>: Box-Muller on two uniforms, the sine kept for the next call. */
 static double normal_f64(tg_rng_state *s) {
@@ -114,17 +112,13 @@ static void normal_fill(tg_rng_state *s, tg_tensor *t, int64_t n, double mean, d
  * and normal_fill's blocks. */
 static double draw(tg_rng_state *s, const dist *d, tg_dtype dtype, int64_t i) {
     switch (d->kind) {
-    case DIST_NORMAL:
-        return fma(normal_f64(s), d->b, d->a);
-    case DIST_RANDINT:
-        return d->a + (double)(randint_bits(&s->cpu, d->range) % d->range);
+    case DIST_NORMAL: return fma(normal_f64(s), d->b, d->a);
+    case DIST_RANDINT: return d->a + (double)(randint_bits(&s->cpu, d->range) % d->range);
     case DIST_BERNOULLI:
         if (dtype == TG_FLOAT32) return unit_f32(&s->cpu) < ((const float *)d->p)[i];
         return unit_f64(&s->cpu) < ((const double *)d->p)[i];
-    case DIST_BERNOULLI_SCALAR:
-        return unit_f64(&s->cpu) < d->a ? d->b : 0.0;
-    case DIST_UNIFORM:
-        break;
+    case DIST_BERNOULLI_SCALAR: return unit_f64(&s->cpu) < d->a ? d->b : 0.0;
+    case DIST_UNIFORM: break;
     }
     return 0;
 }
@@ -177,8 +171,8 @@ static tg_status fill(tg_tensor *t, const dist *d) {
         tg_bump_version(t);
         return TG_OK;
     }
-    if (tg_on_cuda(t) && tg_cuda_random_fill && contiguous &&
-        (d->kind == DIST_UNIFORM || d->kind == DIST_NORMAL) && tg_dtype_is_floating(t->dtype)) {
+    if (tg_on_cuda(t) && tg_cuda_random_fill && contiguous && (d->kind == DIST_UNIFORM || d->kind == DIST_NORMAL) &&
+        tg_dtype_is_floating(t->dtype)) {
         tg_philox_range r = tg_rng_reserve_cuda(cuda_counters(d->kind, t->dtype, tg_numel(t)));
         if (tg_cuda_random_fill(t, d->kind == DIST_UNIFORM ? 0 : 1, d->a, d->b, r.seed, r.offset)) return TG_ERROR;
         tg_bump_version(t);
@@ -249,7 +243,9 @@ static tg_tensor *random_like(tg_tensor *like, const dist *d) {
 /* rand_like / randn_like as an op of their own (no gradient), so that a model that
  * samples in its forward (a VAE's reparameterisation) is exported with ONNX's
  * RandomUniformLike / RandomNormalLike instead of the example's draw as a constant. */
-static tg_tensor *random_like_forward(tg_ctx *ctx, tg_tensor *const *in) { return random_like(in[0], tg_ctx_attrs(ctx)); }
+static tg_tensor *random_like_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    return random_like(in[0], tg_ctx_attrs(ctx));
+}
 
 static tg_status random_like_onnx(tg_onnx_op *op) {
     const dist *d = tg_onnx_attrs(op);
@@ -260,8 +256,11 @@ static tg_status random_like_onnx(tg_onnx_op *op) {
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function random_like_fn = {.name = "random_like", .num_inputs = 1, .forward = random_like_forward,
-                                           .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = random_like_onnx};
+static const tg_function random_like_fn = {.name = "random_like",
+                                           .num_inputs = 1,
+                                           .forward = random_like_forward,
+                                           .low_precision = TG_LOW_PRECISION_NATIVE,
+                                           .onnx = random_like_onnx};
 
 tg_tensor *tg_rand_like(tg_tensor *like) {
     if (tg_unusable_(like)) return tg_error_unusable_input("tg_rand_like", like, 0), NULL;
@@ -281,10 +280,12 @@ tg_tensor *tg_randint_like(tg_tensor *like, int64_t low, int64_t high) {
     if (tg_unusable_(like)) return tg_error_unusable_input("tg_randint_like", like, 0), NULL;
     if (high <= low)
         return tg_error("tg_randint_like: expected low < high, got low %lld, high %lld", (long long)low,
-                        (long long)high), NULL;
+                        (long long)high),
+               NULL;
     if (like->dtype == TG_BOOL || like->dtype == TG_UINT8)
         return tg_error("tg_randint_like: %s is not supported (int32, int64, float32 or float64)",
-                        tg_dtype_name(like->dtype)), NULL;
+                        tg_dtype_name(like->dtype)),
+               NULL;
     dist d = {.kind = DIST_RANDINT, .a = (double)low, .range = (uint64_t)high - (uint64_t)low};
     return random_like(like, &d);
 }
@@ -318,8 +319,8 @@ tg_tensor *tg_bernoulli(tg_tensor *p) {
     if (tg_on_cuda(p) && tg_cuda_bernoulli) { /* drawn on the device */
         TG_SCOPE {
             tg_tensor *probs = tg_contiguous(tg_detach(p));
-            tg_tensor *draws = probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype, .device = p->storage->device})
-                                     : NULL;
+            tg_tensor *draws =
+                probs ? tg_empty(p->shape, (tg_opts){.dtype = p->dtype, .device = p->storage->device}) : NULL;
             tg_philox_range r = tg_rng_reserve_cuda(tg_philox_counters(tg_numel(p), 0));
             if (draws && !tg_cuda_bernoulli(draws, probs, r.seed, r.offset)) out = tg_scope_return(draws);
         }
@@ -503,10 +504,8 @@ static void search_row(const double *cum, int64_t k, int64_t n, int64_t *out, tg
         int64_t left = 0, right = k;
         while (right > left) {
             int64_t mid = left + (right - left) / 2;
-            if (cum[mid] < u)
-                left = mid + 1;
-            else
-                right = mid;
+            if (cum[mid] < u) left = mid + 1;
+            else right = mid;
         }
         out[j] = left;
     }
@@ -520,10 +519,8 @@ static tg_tensor *sample_with_replacement(tg_tensor *w, int64_t rows, int64_t k,
     double *c = tg_data_ptr(cum);
     tg_rng_state *s = tg_rng_lock_cpu();
     for (int64_t r = 0; r < rows; r++) {
-        if (w->dtype == TG_FLOAT64)
-            cumulative_double((const double *)tg_data_ptr(w) + r * k, k, c);
-        else
-            cumulative_float((const float *)tg_data_ptr(w) + r * k, k, c);
+        if (w->dtype == TG_FLOAT64) cumulative_double((const double *)tg_data_ptr(w) + r * k, k, c);
+        else cumulative_float((const float *)tg_data_ptr(w) + r * k, k, c);
         search_row(c, k, n, o + r * n, &s->cpu);
     }
     tg_rng_unlock_cpu();
@@ -543,8 +540,9 @@ static tg_status check_weights(const char *op, tg_tensor *w64, int64_t rows, int
                                 op, (long long)r, (long long)j, v);
             any |= v > 0;
         }
-        if (!any) return tg_error("%s: invalid multinomial distribution (sum of probabilities <= 0) in row %lld", op,
-                                  (long long)r);
+        if (!any)
+            return tg_error("%s: invalid multinomial distribution (sum of probabilities <= 0) in row %lld", op,
+                            (long long)r);
     }
     return TG_OK;
 }
@@ -554,19 +552,22 @@ tg_tensor *tg_multinomial(tg_tensor *probs, int64_t num_samples, bool replacemen
     if (tg_unusable_(probs)) return tg_error_unusable_input(op, probs, 0), NULL;
     char buf[64];
     if (probs->shape.ndim < 1 || probs->shape.ndim > 2)
-        return tg_error("%s: prob_dist must be 1 or 2 dim, got %s", op,
-                        tg_shape_str(probs->shape, buf, sizeof buf)), NULL;
+        return tg_error("%s: prob_dist must be 1 or 2 dim, got %s", op, tg_shape_str(probs->shape, buf, sizeof buf)),
+               NULL;
     if (!tg_dtype_is_floating(probs->dtype))
         return tg_error("%s: multinomial only supports floating-point dtypes for input, got %s", op,
-                        tg_dtype_name(probs->dtype)), NULL;
+                        tg_dtype_name(probs->dtype)),
+               NULL;
     int64_t k = probs->shape.dims[probs->shape.ndim - 1];
     int64_t rows = probs->shape.ndim == 2 ? probs->shape.dims[0] : 1;
     if (num_samples <= 0)
         return tg_error("%s: cannot sample n_sample <= 0 samples (got %lld)", op, (long long)num_samples), NULL;
     if (!replacement && num_samples > k)
-        return tg_error("%s: cannot sample n_sample > prob_dist.size(-1) samples without replacement (%lld > %lld)",
-                        op, (long long)num_samples, (long long)k), NULL;
-    if (k > (1 << 24)) return tg_error("%s: number of categories cannot exceed 2^24 (got %lld)", op, (long long)k), NULL;
+        return tg_error("%s: cannot sample n_sample > prob_dist.size(-1) samples without replacement (%lld > %lld)", op,
+                        (long long)num_samples, (long long)k),
+               NULL;
+    if (k > (1 << 24))
+        return tg_error("%s: number of categories cannot exceed 2^24 (got %lld)", op, (long long)k), NULL;
     tg_shape out_shape = probs->shape.ndim == 2 ? TG_SHAPE(rows, num_samples) : TG_SHAPE(num_samples);
     tg_tensor *out = NULL;
     TG_SCOPE {
@@ -580,10 +581,8 @@ tg_tensor *tg_multinomial(tg_tensor *probs, int64_t num_samples, bool replacemen
             /* bf16/fp16 ratios ranked as float32: the same values, so the same order */
             if (ratio && tg_dtype_is_low_precision_inline(ratio->dtype)) ratio = tg_cast(ratio, TG_FLOAT32);
             tg_tensor *top = NULL;
-            if (ratio && num_samples == 1)
-                top = tg_argmax(ratio, -1, true);
-            else if (ratio)
-                tg_topk(ratio, num_samples, -1, true, true, &top);
+            if (ratio && num_samples == 1) top = tg_argmax(ratio, -1, true);
+            else if (ratio) tg_topk(ratio, num_samples, -1, true, true, &top);
             picked = top;
         } else {
             bool wide = w->dtype == TG_FLOAT32 || w->dtype == TG_FLOAT64;
@@ -639,7 +638,8 @@ tg_tensor *tg_dropout2d(tg_tensor *x, double p, bool training) {
     if (shape.ndim != 3 && shape.ndim != 4) {
         char buf[96];
         return tg_error("tg_dropout2d: input %s must be [N, C, H, W] (or [N, C, L])",
-                        tg_shape_str(shape, buf, sizeof buf)), NULL;
+                        tg_shape_str(shape, buf, sizeof buf)),
+               NULL;
     }
     if (!training || p == 0) return tg_scope_track(tg_retain(x));
     tg_tensor *out = NULL;
@@ -658,7 +658,8 @@ tg_status tg_calculate_fans(tg_shape shape, int64_t *fan_in, int64_t *fan_out) {
     if (shape.ndim < 2) {
         char buf[128];
         return tg_error("tg_calculate_fans: fan in and fan out can not be computed for a tensor with fewer "
-                        "than 2 dimensions, got %s", tg_shape_str(shape, buf, sizeof buf));
+                        "than 2 dimensions, got %s",
+                        tg_shape_str(shape, buf, sizeof buf));
     }
     int64_t receptive = 1;
     for (int d = 2; d < shape.ndim; d++) receptive *= shape.dims[d];
@@ -671,7 +672,8 @@ static tg_status fans(const char *op, tg_shape shape, int64_t *fan_in, int64_t *
     if (shape.ndim >= 2) return tg_calculate_fans(shape, fan_in, fan_out);
     char buf[128];
     return tg_error("%s: fan in and fan out can not be computed for a tensor with fewer than 2 dimensions, "
-                    "got %s", op, tg_shape_str(shape, buf, sizeof buf));
+                    "got %s",
+                    op, tg_shape_str(shape, buf, sizeof buf));
 }
 
 /* nn.init writes under no_grad, so that it can initialise a parameter that requires grad. */
@@ -734,4 +736,3 @@ tg_status tg_xavier_normal_(tg_tensor *t, double gain) {
     if (xavier_std("tg_xavier_normal_", t, gain, &std)) return TG_ERROR;
     return init_normal(t, std);
 }
-

@@ -17,7 +17,8 @@ tg_tensor *tg_movedim(tg_tensor *t, int source, int destination) {
     int nd = t->shape.ndim, s = tg_wrap_dim(source, nd), d = tg_wrap_dim(destination, nd);
     if (s < 0 || d < 0)
         return tg_error("tg_movedim: source %d / destination %d out of range for a tensor with %d dims", source,
-                        destination, nd), NULL;
+                        destination, nd),
+               NULL;
     int order[TG_MAX_DIMS], rest = 0;
     for (int i = 0; i < nd; i++) {
         if (i == d) continue;
@@ -34,7 +35,8 @@ tg_tensor *tg_unflatten(tg_tensor *t, int dim, const int64_t *sizes, int count) 
     if (d < 0 || nd == 0) return tg_error("tg_unflatten: dim %d out of range for a tensor with %d dims", dim, nd), NULL;
     if (count < 1 || !sizes || nd - 1 + count > TG_MAX_DIMS)
         return tg_error("tg_unflatten: %d sizes for a tensor with %d dims (at most %d dims in all)", count, nd,
-                        TG_MAX_DIMS), NULL;
+                        TG_MAX_DIMS),
+               NULL;
     int64_t known = 1, infer = -1;
     for (int i = 0; i < count; i++) {
         if (sizes[i] == -1 && infer < 0) infer = i;
@@ -47,8 +49,9 @@ tg_tensor *tg_unflatten(tg_tensor *t, int dim, const int64_t *sizes, int count) 
         int used = 0;
         for (int i = 0; i < count && used < (int)sizeof list - 24; i++)
             used += snprintf(list + used, sizeof list - (size_t)used, "%s%lld", i ? ", " : "", (long long)sizes[i]);
-        return tg_error("tg_unflatten: sizes [%s] do not multiply to %lld, the size of dim %d", list,
-                        (long long)size, d), NULL;
+        return tg_error("tg_unflatten: sizes [%s] do not multiply to %lld, the size of dim %d", list, (long long)size,
+                        d),
+               NULL;
     }
     tg_shape shape = {0};
     for (int i = 0; i < d; i++) shape.dims[shape.ndim++] = t->shape.dims[i];
@@ -90,7 +93,8 @@ static tg_tensor *repeat(const char *op, tg_tensor *t, const int64_t *repeats, i
     int nd = t->shape.ndim, lead = count - nd;
     if (!repeats || lead < 0 || count > TG_MAX_DIMS)
         return tg_error("%s: %d repeats for a tensor with %d dims (at least %d, at most %d)", op, count, nd, nd,
-                        TG_MAX_DIMS), NULL;
+                        TG_MAX_DIMS),
+               NULL;
     for (int i = 0; i < count; i++)
         if (repeats[i] < 0) return tg_error("%s: negative repeat %lld", op, (long long)repeats[i]), NULL;
     if (2 * count > TG_MAX_DIMS) return repeat_by_cat(op, t, repeats, count);
@@ -101,7 +105,8 @@ static tg_tensor *repeat(const char *op, tg_tensor *t, const int64_t *repeats, i
         e.dims[e.ndim++] = repeats[i], e.dims[e.ndim++] = s;
         if (__builtin_mul_overflow(s, repeats[i], &r.dims[r.ndim++]))
             return tg_error("%s: repeating %lld elements %lld times overflows", op, (long long)s,
-                            (long long)repeats[i]), NULL;
+                            (long long)repeats[i]),
+                   NULL;
     }
     tg_tensor *result = NULL;
     TG_SCOPE {
@@ -157,11 +162,13 @@ tg_tensor *tg_repeat_interleave(tg_tensor *t, int64_t repeats, int dim) {
     if (repeats < 0) return tg_error("%s: repeats can not be negative, got %lld", op, (long long)repeats), NULL;
     if (t->shape.ndim >= TG_MAX_DIMS)
         return tg_error("%s: a tensor with %d dims has no room for the repeat dim (at most %d)", op, t->shape.ndim,
-                        TG_MAX_DIMS), NULL;
+                        TG_MAX_DIMS),
+               NULL;
     tg_shape out = t->shape, wide = {0};
     if (__builtin_mul_overflow(t->shape.dims[d], repeats, &out.dims[d]))
         return tg_error("%s: repeating %lld elements %lld times overflows", op, (long long)t->shape.dims[d],
-                        (long long)repeats), NULL;
+                        (long long)repeats),
+               NULL;
     for (int i = 0; i < t->shape.ndim; i++) {
         wide.dims[wide.ndim++] = t->shape.dims[i];
         if (i == d) wide.dims[wide.ndim++] = repeats;
@@ -184,10 +191,12 @@ tg_tensor *tg_repeat_interleave_tensor(tg_tensor *t, tg_tensor *repeats, int dim
     int64_t n = t->shape.dims[d], count = tg_numel(repeats);
     if ((repeats->dtype != TG_INT64 && repeats->dtype != TG_INT32) || repeats->shape.ndim > 1)
         return tg_error("%s: repeats must be a 0-dim or 1-D int64 or int32 tensor, got %s with %d dims", op,
-                        tg_dtype_name(repeats->dtype), repeats->shape.ndim), NULL;
+                        tg_dtype_name(repeats->dtype), repeats->shape.ndim),
+               NULL;
     if (count != n && count != 1)
         return tg_error("%s: repeats must have the same size as input along dim: %lld repeats for size %lld", op,
-                        (long long)count, (long long)n), NULL;
+                        (long long)count, (long long)n),
+               NULL;
     tg_tensor *result = NULL;
     TG_SCOPE {
         tg_tensor *host = tg_contiguous(tg_tensor_to(tg_cast(repeats, TG_INT64), TG_CPU));
@@ -204,8 +213,8 @@ tg_tensor *tg_repeat_interleave_tensor(tg_tensor *t, tg_tensor *repeats, int dim
             TG_ASSERT(index != NULL);
             for (int64_t k = 0, at = 0; k < n; k++)
                 for (int64_t j = 0; j < r[count == 1 ? 0 : k]; j++) index[at++] = k;
-            tg_tensor *idx = tg_tensor_to(tg_from_data(index, TG_SHAPE(total), (tg_opts){.dtype = TG_INT64}),
-                                          t->storage->device);
+            tg_tensor *idx =
+                tg_tensor_to(tg_from_data(index, TG_SHAPE(total), (tg_opts){.dtype = TG_INT64}), t->storage->device);
             free(index);
             result = tg_scope_return(tg_index_select(t, d, idx));
         }

@@ -23,7 +23,6 @@ typedef struct {
     bool keepdim;
 } reduce_args;
 
-
 static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const reduce_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = in[0];
@@ -45,18 +44,13 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
         return out;
     }
     if (x != in[0]) tg_reduce_plan_init(&p, x, a->reduce); /* the copy's strides */
-    if (dtype == TG_BFLOAT16)
-        tg_cpu_sum_bf16(&p, tg_data_ptr(x), tg_data_ptr(out));
-    else if (dtype == TG_FLOAT16)
-        tg_cpu_sum_f16(&p, tg_data_ptr(x), tg_data_ptr(out));
+    if (dtype == TG_BFLOAT16) tg_cpu_sum_bf16(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else if (dtype == TG_FLOAT16) tg_cpu_sum_f16(&p, tg_data_ptr(x), tg_data_ptr(out));
     else if (dtype == TG_FLOAT32 && full_run)
         *(float *)tg_data_ptr(out) = (float)tg_cpu_sum_all_f32(tg_data_ptr(x), p.inner_numel);
-    else if (dtype == TG_FLOAT32)
-        tg_cpu_sum_f32(&p, tg_data_ptr(x), tg_data_ptr(out));
-    else if (dtype == TG_FLOAT64)
-        tg_cpu_sum_f64(&p, tg_data_ptr(x), tg_data_ptr(out));
-    else
-        tg_cpu_sum_i64(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else if (dtype == TG_FLOAT32) tg_cpu_sum_f32(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else if (dtype == TG_FLOAT64) tg_cpu_sum_f64(&p, tg_data_ptr(x), tg_data_ptr(out));
+    else tg_cpu_sum_i64(&p, tg_data_ptr(x), tg_data_ptr(out));
     return widen ? tg_cast(out, in[0]->dtype) : out;
 }
 
@@ -92,7 +86,10 @@ static tg_status sum_onnx(tg_onnx_op *op) {
     bool global = mean && a->keepdim && x->shape.ndim == 4 && n == 2 && axes[0] == 2;
     const char *sum = mean ? tg_onnx_value(op) : out;
     if (!mean) in[1] = tg_onnx_const_ints(op, axes, n);
-    tg_onnx_node *node = tg_onnx_add_node(op, global ? "GlobalAveragePool" : mean ? "ReduceMean" : "ReduceSum",
+    tg_onnx_node *node = tg_onnx_add_node(op,
+                                          global ? "GlobalAveragePool"
+                                          : mean ? "ReduceMean"
+                                                 : "ReduceSum",
                                           mean ? 1 : 2, in, 1, &sum);
     if (mean && !global) tg_onnx_attr_ints(node, "axes", axes, n);
     if (!global) tg_onnx_attr_int(node, "keepdims", a->keepdim);
@@ -101,9 +98,13 @@ static tg_status sum_onnx(tg_onnx_op *op) {
     return tg_onnx_add_node(op, "Mul", 2, mul, 1, &out) ? TG_OK : TG_ERROR;
 }
 
-static const tg_function sum_fn = {
-    .name = "sum", .num_inputs = 1, .forward = sum_forward, .backward = sum_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = sum_onnx};
+static const tg_function sum_fn = {.name = "sum",
+                                   .num_inputs = 1,
+                                   .forward = sum_forward,
+                                   .backward = sum_backward,
+                                   .low_precision = TG_LOW_PRECISION_NATIVE,
+                                   .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA,
+                                   .onnx = sum_onnx};
 
 tg_tensor *tg_sum_dims(tg_tensor *t, const int *dims, int num_dims, bool keepdim) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_sum", t, 0), NULL;
@@ -138,7 +139,8 @@ tg_tensor *tg_sum_to(tg_tensor *t, tg_shape shape) {
     char s1[128], s2[128];
     if (!tg_broadcast_shapes(shape, t->shape, &b) || !tg_shape_equal(b, t->shape))
         return tg_error("tg_sum_to: shape %s does not broadcast to %s", tg_shape_str(shape, s1, sizeof s1),
-                        tg_shape_str(t->shape, s2, sizeof s2)), NULL;
+                        tg_shape_str(t->shape, s2, sizeof s2)),
+               NULL;
     if (tg_shape_equal(shape, t->shape)) return tg_scope_track(tg_retain(t));
     int lead = t->shape.ndim - shape.ndim, dims[TG_MAX_DIMS], n = 0;
     for (int d = 0; d < t->shape.ndim; d++)

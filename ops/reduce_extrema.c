@@ -15,10 +15,9 @@
 #include "ops/reduce_plan.h"
 #include "ops/shape.h"
 
-
 /* values (x's dtype) and/or indices (int64): contiguous, the reduced shape. */
-static tg_status extreme_compute(const char *op, tg_tensor *values, tg_tensor *indices, tg_tensor *x,
-                                 const bool *mask, bool is_max) {
+static tg_status extreme_compute(const char *op, tg_tensor *values, tg_tensor *indices, tg_tensor *x, const bool *mask,
+                                 bool is_max) {
     if (x->storage->device.kind == TG_DEVICE_CUDA)
         return TG_CUDA_CALL(op, tg_cuda_extreme, values, indices, x, mask, is_max);
     tg_reduce_plan p;
@@ -30,7 +29,8 @@ static tg_status extreme_compute(const char *op, tg_tensor *values, tg_tensor *i
     case TG_FLOAT64: tg_cpu_extreme_f64(&p, tg_elem_ptr(x), v, i, is_max); break;
     case TG_INT64: tg_cpu_extreme_i64(&p, tg_elem_ptr(x), v, i, is_max); break;
     case TG_INT32: tg_cpu_extreme_i32(&p, tg_elem_ptr(x), v, i, is_max); break;
-    case TG_UINT8: case TG_BOOL: tg_cpu_extreme_u8(&p, tg_elem_ptr(x), v, i, is_max); break;
+    case TG_UINT8:
+    case TG_BOOL: tg_cpu_extreme_u8(&p, tg_elem_ptr(x), v, i, is_max); break;
     default: return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(x->dtype));
     }
     return TG_OK;
@@ -75,12 +75,18 @@ static void extreme_all_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in)
     grad_in[0] = tg_mul(tg_div(g, tg_sum(mask)), mask);
 }
 
-static const tg_function max_all_fn = {
-    .name = "max", .num_inputs = 1, .forward = extreme_all_forward, .backward = extreme_all_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
-static const tg_function min_all_fn = {
-    .name = "min", .num_inputs = 1, .forward = extreme_all_forward, .backward = extreme_all_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_all_fn = {.name = "max",
+                                       .num_inputs = 1,
+                                       .forward = extreme_all_forward,
+                                       .backward = extreme_all_backward,
+                                       .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                       .autocast = TG_AUTOCAST_NONE};
+static const tg_function min_all_fn = {.name = "min",
+                                       .num_inputs = 1,
+                                       .forward = extreme_all_forward,
+                                       .backward = extreme_all_backward,
+                                       .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                       .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *extreme_all(const char *op, const tg_function *fn, tg_tensor *t, bool is_max) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
@@ -126,15 +132,21 @@ static void amax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(tg_div(tg_reshape(g, kept), count), hit);
 }
 
-static const tg_function amax_fn = {
-    .name = "amax", .num_inputs = 1, .forward = amax_forward, .backward = amax_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
-static const tg_function amin_fn = {
-    .name = "amin", .num_inputs = 1, .forward = amax_forward, .backward = amax_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function amax_fn = {.name = "amax",
+                                    .num_inputs = 1,
+                                    .forward = amax_forward,
+                                    .backward = amax_backward,
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                    .autocast = TG_AUTOCAST_NONE};
+static const tg_function amin_fn = {.name = "amin",
+                                    .num_inputs = 1,
+                                    .forward = amax_forward,
+                                    .backward = amax_backward,
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                    .autocast = TG_AUTOCAST_NONE};
 
-static tg_tensor *amax(const char *op, const tg_function *fn, tg_tensor *t, const int *dims, int num_dims,
-                       bool keepdim, bool is_max) {
+static tg_tensor *amax(const char *op, const tg_function *fn, tg_tensor *t, const int *dims, int num_dims, bool keepdim,
+                       bool is_max) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
     amax_args a = {is_max, keepdim, {0}};
     if (num_dims < 0 || (num_dims > 0 && !dims)) return tg_error("%s: %d dims given", op, num_dims), NULL;
@@ -186,19 +198,28 @@ static void extreme_dim_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in)
                                 a->dim, idx, g);
 }
 
-static const tg_function max_dim_fn = {
-    .name = "max_dim", .num_inputs = 1, .forward = extreme_dim_forward, .backward = extreme_dim_backward,
-    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
-static const tg_function min_dim_fn = {
-    .name = "min_dim", .num_inputs = 1, .forward = extreme_dim_forward, .backward = extreme_dim_backward,
-    .num_outputs = 2, .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_NONE};
+static const tg_function max_dim_fn = {.name = "max_dim",
+                                       .num_inputs = 1,
+                                       .forward = extreme_dim_forward,
+                                       .backward = extreme_dim_backward,
+                                       .num_outputs = 2,
+                                       .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                       .autocast = TG_AUTOCAST_NONE};
+static const tg_function min_dim_fn = {.name = "min_dim",
+                                       .num_inputs = 1,
+                                       .forward = extreme_dim_forward,
+                                       .backward = extreme_dim_backward,
+                                       .num_outputs = 2,
+                                       .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                       .autocast = TG_AUTOCAST_NONE};
 
 static tg_status prepare_dim(const char *op, tg_tensor *t, int dim, bool is_max, bool keepdim, extreme_args *a) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0);
     int d = tg_wrap_dim(dim, t->shape.ndim);
     if (d < 0) {
         char s[128];
-        return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim, tg_shape_str(t->shape, s, sizeof s));
+        return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim,
+                        tg_shape_str(t->shape, s, sizeof s));
     }
     bool mask[TG_MAX_DIMS] = {false};
     if (t->shape.ndim > 0) mask[d] = true;
@@ -237,19 +258,23 @@ static tg_tensor *arg_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *x = in[0];
     bool mask[TG_MAX_DIMS] = {false};
     if (x->shape.ndim > 0) mask[a->dim] = true;
-    tg_tensor *indices =
-        tg_empty(tg_reduced_shape(x->shape, mask, a->keepdim), (tg_opts){.dtype = TG_INT64, .device = x->storage->device});
+    tg_tensor *indices = tg_empty(tg_reduced_shape(x->shape, mask, a->keepdim),
+                                  (tg_opts){.dtype = TG_INT64, .device = x->storage->device});
     if (!indices || extreme_compute(a->is_max ? "tg_argmax" : "tg_argmin", NULL, indices, x, mask, a->is_max))
         return NULL;
     return indices;
 }
 
-static const tg_function argmax_fn = {
-    .name = "argmax", .num_inputs = 1, .forward = arg_forward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
-    .autocast = TG_AUTOCAST_NONE};
-static const tg_function argmin_fn = {
-    .name = "argmin", .num_inputs = 1, .forward = arg_forward, .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
-    .autocast = TG_AUTOCAST_NONE};
+static const tg_function argmax_fn = {.name = "argmax",
+                                      .num_inputs = 1,
+                                      .forward = arg_forward,
+                                      .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                      .autocast = TG_AUTOCAST_NONE};
+static const tg_function argmin_fn = {.name = "argmin",
+                                      .num_inputs = 1,
+                                      .forward = arg_forward,
+                                      .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                      .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *tg_argmax(tg_tensor *t, int dim, bool keepdim) {
     extreme_args a;

@@ -30,6 +30,7 @@
 
 #include "core/host_device.h"
 
+/* clang-format off */
 #define TG_REDUCE_FORMULAS(X)                                                                   \
     X(MEAN_PASS, mean_pass, NONE, NONE, NONE, /* var's and std's first pass */                  \
       0, x, a + b, acc / n,                                                                     \
@@ -51,23 +52,27 @@
       isinf(q) ? (b > a || b != b ? b : a) : a + b,                                             \
       q == 2 ? sqrt(acc) : isinf(q) || q == 1 ? acc : pow(acc, 1 / q),                          \
       norm_backward(g, x, y, q, dims, nd))
+/* clang-format on */
 
 /* One kind per row (TG_REDUCE_VAR, ...), in the rows' order; TG_REDUCE_NONE: no pass. */
-#define TG_REDUCE_KIND_ENTRY(KIND, name, api, autocast, first, identity, map, combine, finalise, grad) \
-    TG_REDUCE_##KIND,
+#define TG_REDUCE_KIND_ENTRY(KIND, name, api, autocast, first, identity, map, combine, finalise, grad) TG_REDUCE_##KIND,
 typedef enum { TG_REDUCE_NONE = -1, TG_REDUCE_FORMULAS(TG_REDUCE_KIND_ENTRY) TG_REDUCE_COUNT } tg_reduce_kind;
 #undef TG_REDUCE_KIND_ENTRY
 
 /* The columns as functions of the kind, for both devices; a constant kind folds the
  * switch away. */
 #define TG_REDUCE_FIRST_CASE(KIND, name, api, autocast, first, identity, map, combine, finalise, grad) \
-    case TG_REDUCE_##KIND: return TG_REDUCE_##first;
+    case TG_REDUCE_##KIND:                                                                             \
+        return TG_REDUCE_##first;
 #define TG_REDUCE_IDENTITY_CASE(KIND, name, api, autocast, first, identity, map, combine, finalise, grad) \
-    case TG_REDUCE_##KIND: return identity;
+    case TG_REDUCE_##KIND:                                                                                \
+        return identity;
 #define TG_REDUCE_MAP_CASE(KIND, name, api, autocast, first, identity, map, combine, finalise, grad) \
-    case TG_REDUCE_##KIND: return map;
+    case TG_REDUCE_##KIND:                                                                           \
+        return map;
 #define TG_REDUCE_COMBINE_CASE(KIND, name, api, autocast, first, identity, map, combine, finalise, grad) \
-    case TG_REDUCE_##KIND: return combine;
+    case TG_REDUCE_##KIND:                                                                               \
+        return combine;
 #define TG_REDUCE_FINALISE_CASE(KIND, name, api, autocast, first, identity, map, combine, finalise, grad) \
     case TG_REDUCE_##KIND: return finalise;
 

@@ -43,10 +43,8 @@ static tg_tensor *stat_forward(tg_ctx *ctx, tg_tensor *const *in) {
     } else {
         tg_reduce_plan p;
         tg_reduce_plan_init(&p, x, a->reduce);
-        if (x->dtype == TG_FLOAT32)
-            tg_cpu_stats_f32(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
-        else
-            tg_cpu_stats_f64(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
+        if (x->dtype == TG_FLOAT32) tg_cpu_stats_f32(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
+        else tg_cpu_stats_f64(&p, tg_elem_ptr(x), tg_data_ptr(out), op->kind, a->param);
     }
     tg_ctx_save(ctx, x);
     tg_ctx_save(ctx, out);
@@ -82,8 +80,8 @@ static tg_tensor *norm_backward(tg_tensor *g, tg_tensor *x, tg_tensor *y, double
     /* sign(x) |x|^(p-1) g / norm^(p-1), as PyTorch's norm_backward: written as
      * x |x|^(p-2) only for p >= 2, where it has no 0 * inf; zero at x == 0 for p < 1 */
     tg_tensor *scale = zero_where_zero(y, tg_div(g, tg_pow_scalar(y, p - 1)));
-    tg_tensor *scaled = p >= 2 ? tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2))
-                               : tg_mul(tg_sign(x), tg_pow_scalar(tg_abs(x), p - 1));
+    tg_tensor *scaled =
+        p >= 2 ? tg_mul(x, tg_pow_scalar(tg_abs(x), p - 2)) : tg_mul(tg_sign(x), tg_pow_scalar(tg_abs(x), p - 1));
     if (p < 1) scaled = zero_where_zero(x, scaled);
     return tg_mul(scaled, scale);
 }
@@ -111,22 +109,26 @@ static void stat_backward(tg_ctx *ctx, tg_tensor *g_out, tg_tensor **grad_in) {
 
 /* The ops of the rows whose api is not NONE, and the CORRECTION and DIM rows' public
  * functions (after apply_stat). */
-#define STAT_OP(KIND, op_name, policy)                                                             \
-    static const stat_op op_name##_op = {                                                          \
-        {.name = #op_name, .num_inputs = 1, .forward = stat_forward, .backward = stat_backward,    \
-         .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_##policy},           \
-        TG_REDUCE_##KIND, "tg_" #op_name};
+#define STAT_OP(KIND, op_name, policy)                                                  \
+    static const stat_op op_name##_op = {{.name = #op_name,                             \
+                                          .num_inputs = 1,                              \
+                                          .forward = stat_forward,                      \
+                                          .backward = stat_backward,                    \
+                                          .low_precision = TG_LOW_PRECISION_IN_FLOAT32, \
+                                          .autocast = TG_AUTOCAST_##policy},            \
+                                         TG_REDUCE_##KIND,                              \
+                                         "tg_" #op_name};
 #define STAT_API_NONE(KIND, op_name, policy)
 #define STAT_API_OWN STAT_OP
-#define STAT_API_CORRECTION(KIND, op_name, policy)                                                 \
-    STAT_OP(KIND, op_name, policy)                                                                 \
+#define STAT_API_CORRECTION(KIND, op_name, policy)                                                      \
+    STAT_OP(KIND, op_name, policy)                                                                      \
     tg_tensor *tg_##op_name(tg_tensor *t, const int *dims, int num_dims, bool unbiased, bool keepdim) { \
-        return apply_stat(&op_name##_op, t, dims, num_dims, keepdim, unbiased ? 1 : 0);            \
+        return apply_stat(&op_name##_op, t, dims, num_dims, keepdim, unbiased ? 1 : 0);                 \
     }
-#define STAT_API_DIM(KIND, op_name, policy)                                                        \
-    STAT_OP(KIND, op_name, policy)                                                                 \
-    tg_tensor *tg_##op_name(tg_tensor *t, int dim, bool keepdim) {                                 \
-        return apply_stat(&op_name##_op, t, &dim, 1, keepdim, 0);                                  \
+#define STAT_API_DIM(KIND, op_name, policy)                        \
+    STAT_OP(KIND, op_name, policy)                                 \
+    tg_tensor *tg_##op_name(tg_tensor *t, int dim, bool keepdim) { \
+        return apply_stat(&op_name##_op, t, &dim, 1, keepdim, 0);  \
     }
 #define STAT_API(KIND, name, api, autocast, first, identity, map, combine, finalise, gradient) \
     STAT_API_##api(KIND, name, autocast)
@@ -135,7 +137,9 @@ static tg_tensor *apply_stat(const stat_op *op, tg_tensor *t, const int *dims, i
                              double param) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op->op, t, 0), NULL;
     if (!tg_dtype_is_floating(t->dtype))
-        return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op->op, tg_dtype_name(t->dtype)), NULL;
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op->op,
+                        tg_dtype_name(t->dtype)),
+               NULL;
     if (num_dims < 0 || num_dims > TG_MAX_DIMS || (num_dims > 0 && !dims))
         return tg_error("%s: invalid dims list (%d entries)", op->op, num_dims), NULL;
     stat_args a = {.keepdim = keepdim, .param = param};

@@ -33,12 +33,18 @@ static void scan_lines(int64_t lo, int64_t hi, void *arg) {
     for (int64_t o = lo; o < hi; o++) {
         int64_t xo = tg_reduce_outer_offset(&j->px, o), oo = tg_reduce_outer_offset(&j->po, o);
         switch (x->dtype) {
-        case TG_FLOAT32: TG_SCAN_LINE(kind, float, double, (const float *)tg_elem_ptr(x) + xo, xs,
-                                      (float *)tg_elem_ptr(out) + oo, os, len); break;
-        case TG_FLOAT64: TG_SCAN_LINE(kind, double, double, (const double *)tg_elem_ptr(x) + xo, xs,
-                                      (double *)tg_elem_ptr(out) + oo, os, len); break;
-        default: TG_SCAN_LINE(kind, int64_t, int64_t, (const int64_t *)tg_elem_ptr(x) + xo, xs,
-                              (int64_t *)tg_elem_ptr(out) + oo, os, len); break;
+        case TG_FLOAT32:
+            TG_SCAN_LINE(kind, float, double, (const float *)tg_elem_ptr(x) + xo, xs, (float *)tg_elem_ptr(out) + oo,
+                         os, len);
+            break;
+        case TG_FLOAT64:
+            TG_SCAN_LINE(kind, double, double, (const double *)tg_elem_ptr(x) + xo, xs, (double *)tg_elem_ptr(out) + oo,
+                         os, len);
+            break;
+        default:
+            TG_SCAN_LINE(kind, int64_t, int64_t, (const int64_t *)tg_elem_ptr(x) + xo, xs,
+                         (int64_t *)tg_elem_ptr(out) + oo, os, len);
+            break;
         }
     }
 }
@@ -74,7 +80,9 @@ static tg_tensor *scan_forward(tg_ctx *ctx, tg_tensor *const *in) {
 }
 
 /* The running sum from the end: out_k = g_k + ... + g_{n-1}. */
-static tg_tensor *reversed_cumsum(tg_tensor *g, int dim) { return tg_flip(tg_cumsum(tg_flip(g, &dim, 1), dim), &dim, 1); }
+static tg_tensor *reversed_cumsum(tg_tensor *g, int dim) {
+    return tg_flip(tg_cumsum(tg_flip(g, &dim, 1), dim), &dim, 1);
+}
 
 /* prod of x_0 .. x_{k-1} (1 at k = 0) along dim: the product of what comes before. */
 static tg_tensor *exclusive_cumprod(tg_tensor *x, int dim) {
@@ -129,14 +137,20 @@ static void scan_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     else grad_in[0] = tg_div(reversed_cumsum(tg_mul(g, out), dim), x);
 }
 
-static const scan_op cumsum_op = {
-    {.name = "cumsum", .num_inputs = 1, .forward = scan_forward, .backward = scan_backward,
-     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
-    TG_SCAN_SUM};
-static const scan_op cumprod_op = {
-    {.name = "cumprod", .num_inputs = 1, .forward = scan_forward, .backward = scan_backward,
-     .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
-    TG_SCAN_PROD};
+static const scan_op cumsum_op = {{.name = "cumsum",
+                                   .num_inputs = 1,
+                                   .forward = scan_forward,
+                                   .backward = scan_backward,
+                                   .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                   .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
+                                  TG_SCAN_SUM};
+static const scan_op cumprod_op = {{.name = "cumprod",
+                                    .num_inputs = 1,
+                                    .forward = scan_forward,
+                                    .backward = scan_backward,
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                    .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA},
+                                   TG_SCAN_PROD};
 
 static tg_tensor *apply_scan(const char *name, const scan_op *op, tg_tensor *x, int dim) {
     if (tg_unusable_(x)) return tg_error_unusable_input(name, x, 0), NULL;
@@ -193,9 +207,12 @@ static void prod_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_mul(gk, tg_mul(before, after));
 }
 
-static const tg_function prod_fn = {
-    .name = "prod", .num_inputs = 1, .forward = prod_forward, .backward = prod_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
+static const tg_function prod_fn = {.name = "prod",
+                                    .num_inputs = 1,
+                                    .forward = prod_forward,
+                                    .backward = prod_backward,
+                                    .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                    .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA};
 
 tg_tensor *tg_prod_dim(tg_tensor *x, int dim, bool keepdim) {
     const char *name = "tg_prod_dim";

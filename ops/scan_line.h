@@ -8,14 +8,14 @@
 
 typedef enum { TG_SCAN_SUM, TG_SCAN_PROD } tg_scan_kind;
 
-#define TG_SCAN_LINE(KIND, T, ACC, x, xs, out, os, len)                                 \
-    do {                                                                                \
-        ACC acc_ = (KIND) == TG_SCAN_SUM ? (ACC)0 : (ACC)1;                             \
-        for (int64_t k_ = 0; k_ < (len); k_++) {                                        \
-            ACC v_ = (ACC)(x)[k_ * (xs)];                                               \
-            acc_ = (KIND) == TG_SCAN_SUM ? acc_ + v_ : acc_ * v_;                       \
-            (out)[k_ * (os)] = (T)acc_;                                                 \
-        }                                                                               \
+#define TG_SCAN_LINE(KIND, T, ACC, x, xs, out, os, len)           \
+    do {                                                          \
+        ACC acc_ = (KIND) == TG_SCAN_SUM ? (ACC)0 : (ACC)1;       \
+        for (int64_t k_ = 0; k_ < (len); k_++) {                  \
+            ACC v_ = (ACC)(x)[k_ * (xs)];                         \
+            acc_ = (KIND) == TG_SCAN_SUM ? acc_ + v_ : acc_ * v_; \
+            (out)[k_ * (os)] = (T)acc_;                           \
+        }                                                         \
     } while (0)
 
 #endif

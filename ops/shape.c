@@ -75,7 +75,8 @@ static tg_tensor *view_forward(tg_ctx *ctx, tg_tensor *const *in) {
         char a[128], b[128];
         return tg_error("tg_view: a tensor of shape %s with these strides cannot be viewed as %s "
                         "(not contiguous); use tg_reshape",
-                        tg_shape_str(in[0]->shape, a, sizeof a), tg_shape_str(*shape, b, sizeof b)), NULL;
+                        tg_shape_str(in[0]->shape, a, sizeof a), tg_shape_str(*shape, b, sizeof b)),
+               NULL;
     }
     return tg_make_view("view", in[0], *shape, strides, in[0]->offset);
 }
@@ -90,9 +91,13 @@ static tg_status view_onnx(tg_onnx_op *op) {
     return tg_onnx_add_node(op, "Reshape", 2, in, 1, (const char *[]){tg_onnx_output_name(op, 0)}) ? TG_OK : TG_ERROR;
 }
 
-static const tg_function view_fn = {
-    .name = "view", .num_inputs = 1, .forward = view_forward, .backward = reshape_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = view_onnx};
+static const tg_function view_fn = {.name = "view",
+                                    .num_inputs = 1,
+                                    .forward = view_forward,
+                                    .backward = reshape_backward,
+                                    .low_precision = TG_LOW_PRECISION_NATIVE,
+                                    .autocast = TG_AUTOCAST_NONE,
+                                    .onnx = view_onnx};
 
 tg_tensor *tg_view(tg_tensor *t, tg_shape shape) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_view", t, 0), NULL;
@@ -117,8 +122,9 @@ tg_tensor *tg_flatten(tg_tensor *t, int start_dim, int end_dim) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_flatten", t, 0), NULL;
     int nd = t->shape.ndim, s = tg_wrap_dim(start_dim, nd), e = tg_wrap_dim(end_dim, nd);
     if (s < 0 || e < 0 || (nd > 0 && s > e))
-        return tg_error("tg_flatten: start_dim %d / end_dim %d invalid for a tensor with %d dims", start_dim,
-                        end_dim, nd), NULL;
+        return tg_error("tg_flatten: start_dim %d / end_dim %d invalid for a tensor with %d dims", start_dim, end_dim,
+                        nd),
+               NULL;
     if (nd == 0) return tg_reshape(t, TG_SHAPE(1));
     tg_shape shape = {0};
     for (int i = 0; i < s; i++) shape.dims[shape.ndim++] = t->shape.dims[i];
@@ -188,9 +194,13 @@ static tg_status permute_onnx(tg_onnx_op *op) {
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function permute_fn = {
-    .name = "permute", .num_inputs = 1, .forward = permute_forward, .backward = permute_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = permute_onnx};
+static const tg_function permute_fn = {.name = "permute",
+                                       .num_inputs = 1,
+                                       .forward = permute_forward,
+                                       .backward = permute_backward,
+                                       .low_precision = TG_LOW_PRECISION_NATIVE,
+                                       .autocast = TG_AUTOCAST_NONE,
+                                       .onnx = permute_onnx};
 
 tg_tensor *tg_permute(tg_tensor *t, const int *dims) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_permute", t, 0), NULL;
@@ -199,8 +209,9 @@ tg_tensor *tg_permute(tg_tensor *t, const int *dims) {
     for (int i = 0; i < t->shape.ndim; i++) {
         int d = tg_wrap_dim(dims[i], t->shape.ndim);
         if (d < 0 || seen[d])
-            return tg_error("tg_permute: dims are not a permutation of the %d dims (entry %d is %d)",
-                            t->shape.ndim, i, dims[i]), NULL;
+            return tg_error("tg_permute: dims are not a permutation of the %d dims (entry %d is %d)", t->shape.ndim, i,
+                            dims[i]),
+                   NULL;
         seen[d] = true;
         p.dims[i] = d;
     }
@@ -253,9 +264,13 @@ static tg_status narrow_onnx(tg_onnx_op *op) { /* Slice(x, [start], [start + len
     return tg_onnx_add_node(op, "Slice", 4, in, 1, (const char *[]){tg_onnx_output_name(op, 0)}) ? TG_OK : TG_ERROR;
 }
 
-static const tg_function narrow_fn = {
-    .name = "narrow", .num_inputs = 1, .forward = narrow_forward, .backward = narrow_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = narrow_onnx};
+static const tg_function narrow_fn = {.name = "narrow",
+                                      .num_inputs = 1,
+                                      .forward = narrow_forward,
+                                      .backward = narrow_backward,
+                                      .low_precision = TG_LOW_PRECISION_NATIVE,
+                                      .autocast = TG_AUTOCAST_NONE,
+                                      .onnx = narrow_onnx};
 
 /* Zeros of the full shape with g written into the narrowed window. */
 static tg_tensor *pad_forward(tg_ctx *ctx, tg_tensor *const *in) {
@@ -274,9 +289,12 @@ static void pad_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     grad_in[0] = tg_narrow(g, a->dim, a->start, a->length);
 }
 
-static const tg_function narrow_pad_fn = {
-    .name = "narrow_backward", .num_inputs = 1, .forward = pad_forward, .backward = pad_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE};
+static const tg_function narrow_pad_fn = {.name = "narrow_backward",
+                                          .num_inputs = 1,
+                                          .forward = pad_forward,
+                                          .backward = pad_backward,
+                                          .low_precision = TG_LOW_PRECISION_NATIVE,
+                                          .autocast = TG_AUTOCAST_NONE};
 
 static tg_tensor *narrow_pad(tg_tensor *g, const narrow_args *a) {
     return tg_apply_args(&narrow_pad_fn, &g, a, sizeof *a);
@@ -291,9 +309,9 @@ tg_tensor *tg_narrow(tg_tensor *t, int dim, int64_t start, int64_t length) {
     if (start < 0) start += size;
     if (start < 0 || length < 0 || length > size - start) { /* start + length may overflow */
         char s[128];
-        return tg_error("tg_narrow: start %lld + length %lld exceeds size %lld of dim %d (shape %s)",
-                        (long long)start, (long long)length, (long long)size, d,
-                        tg_shape_str(t->shape, s, sizeof s)), NULL;
+        return tg_error("tg_narrow: start %lld + length %lld exceeds size %lld of dim %d (shape %s)", (long long)start,
+                        (long long)length, (long long)size, d, tg_shape_str(t->shape, s, sizeof s)),
+               NULL;
     }
     narrow_args a = {d, start, length, {0}};
     return tg_apply_args(&narrow_fn, &t, &a, sizeof a);
@@ -328,9 +346,13 @@ static tg_status expand_onnx(tg_onnx_op *op) {
     return tg_onnx_add_node(op, "Expand", 2, in, 1, (const char *[]){tg_onnx_output_name(op, 0)}) ? TG_OK : TG_ERROR;
 }
 
-static const tg_function expand_fn = {
-    .name = "expand", .num_inputs = 1, .forward = expand_forward, .backward = expand_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = expand_onnx};
+static const tg_function expand_fn = {.name = "expand",
+                                      .num_inputs = 1,
+                                      .forward = expand_forward,
+                                      .backward = expand_backward,
+                                      .low_precision = TG_LOW_PRECISION_NATIVE,
+                                      .autocast = TG_AUTOCAST_NONE,
+                                      .onnx = expand_onnx};
 
 tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_expand", t, 0), NULL;
@@ -348,8 +370,9 @@ tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
         ok = ok && shape.dims[i] >= 0;
     }
     if (!ok)
-        return tg_error("tg_expand: a tensor of shape %s cannot be expanded to %s",
-                        tg_shape_str(t->shape, a, sizeof a), tg_shape_str(shape, b, sizeof b)), NULL;
+        return tg_error("tg_expand: a tensor of shape %s cannot be expanded to %s", tg_shape_str(t->shape, a, sizeof a),
+                        tg_shape_str(shape, b, sizeof b)),
+               NULL;
     return tg_apply_args(&expand_fn, &t, &shape, sizeof shape);
 }
 
@@ -358,12 +381,20 @@ tg_tensor *tg_expand(tg_tensor *t, tg_shape shape) {
 static tg_tensor *copy_values_forward(tg_ctx *ctx, tg_tensor *const *in) { return tg_clone_values(in[0]); }
 static void identity_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) { grad_in[0] = g; }
 static tg_status identity_onnx(tg_onnx_op *op) { return tg_onnx_add_node_same(op, "Identity") ? TG_OK : TG_ERROR; }
-static const tg_function contiguous_fn = {
-    .name = "contiguous", .num_inputs = 1, .forward = copy_values_forward, .backward = identity_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = identity_onnx};
-static const tg_function clone_fn = {
-    .name = "clone", .num_inputs = 1, .forward = copy_values_forward, .backward = identity_backward,
-    .low_precision = TG_LOW_PRECISION_NATIVE, .autocast = TG_AUTOCAST_NONE, .onnx = identity_onnx};
+static const tg_function contiguous_fn = {.name = "contiguous",
+                                          .num_inputs = 1,
+                                          .forward = copy_values_forward,
+                                          .backward = identity_backward,
+                                          .low_precision = TG_LOW_PRECISION_NATIVE,
+                                          .autocast = TG_AUTOCAST_NONE,
+                                          .onnx = identity_onnx};
+static const tg_function clone_fn = {.name = "clone",
+                                     .num_inputs = 1,
+                                     .forward = copy_values_forward,
+                                     .backward = identity_backward,
+                                     .low_precision = TG_LOW_PRECISION_NATIVE,
+                                     .autocast = TG_AUTOCAST_NONE,
+                                     .onnx = identity_onnx};
 
 tg_tensor *tg_clone(tg_tensor *t) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_clone", t, 0), NULL;

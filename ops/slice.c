@@ -17,7 +17,7 @@ typedef struct {
     int dim, dim2;         /* dim2: diagonal's second dim */
     int64_t start, length; /* select: start is the index; diagonal: start is the offset */
     int64_t step;
-    tg_shape full;         /* the input's shape, for the gradient */
+    tg_shape full; /* the input's shape, for the gradient */
 } pick_args;
 
 static const char *const pick_names[] = {"select", "slice", "diagonal"};
@@ -72,14 +72,38 @@ static void scatter_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
 }
 
 static const tg_function pick_fns[] = {
-    {.name = "select", .num_inputs = 1, .forward = pick_forward, .backward = pick_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
-    {.name = "slice", .num_inputs = 1, .forward = pick_forward, .backward = pick_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
-    {.name = "diagonal", .num_inputs = 1, .forward = pick_forward, .backward = pick_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "select",
+     .num_inputs = 1,
+     .forward = pick_forward,
+     .backward = pick_backward,
+     .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "slice",
+     .num_inputs = 1,
+     .forward = pick_forward,
+     .backward = pick_backward,
+     .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "diagonal",
+     .num_inputs = 1,
+     .forward = pick_forward,
+     .backward = pick_backward,
+     .low_precision = TG_LOW_PRECISION_NATIVE},
 };
 static const tg_function scatter_fns[] = {
-    {.name = "select_backward", .num_inputs = 1, .forward = scatter_forward, .backward = scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
-    {.name = "slice_backward", .num_inputs = 1, .forward = scatter_forward, .backward = scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
-    {.name = "diagonal_backward", .num_inputs = 1, .forward = scatter_forward, .backward = scatter_backward, .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "select_backward",
+     .num_inputs = 1,
+     .forward = scatter_forward,
+     .backward = scatter_backward,
+     .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "slice_backward",
+     .num_inputs = 1,
+     .forward = scatter_forward,
+     .backward = scatter_backward,
+     .low_precision = TG_LOW_PRECISION_NATIVE},
+    {.name = "diagonal_backward",
+     .num_inputs = 1,
+     .forward = scatter_forward,
+     .backward = scatter_backward,
+     .low_precision = TG_LOW_PRECISION_NATIVE},
 };
 
 static tg_tensor *apply_pick(tg_tensor *t, const pick_args *p) {
@@ -105,8 +129,9 @@ tg_tensor *tg_select(tg_tensor *t, int dim, int64_t index) {
     int64_t size = t->shape.dims[d];
     if (index < -size || index >= size) {
         char buf[128];
-        return tg_error("tg_select: index %lld out of range for tensor of size %s at dimension %d",
-                        (long long)index, tg_shape_str(t->shape, buf, sizeof buf), d), NULL;
+        return tg_error("tg_select: index %lld out of range for tensor of size %s at dimension %d", (long long)index,
+                        tg_shape_str(t->shape, buf, sizeof buf), d),
+               NULL;
     }
     pick_args p = {.kind = PICK_SELECT, .dim = d, .start = index < 0 ? index + size : index};
     return apply_pick(t, &p);
@@ -134,8 +159,8 @@ tg_tensor *tg_diagonal(tg_tensor *t, int64_t offset, int dim1, int dim2) {
     if (a < 0 || b < 0) return NULL;
     if (a == b) return tg_error("tg_diagonal: diagonal dimensions cannot be identical %d, %d", dim1, dim2), NULL;
     int64_t rows = t->shape.dims[a], cols = t->shape.dims[b];
-    int64_t length = offset >= 0 ? (cols - offset < rows ? cols - offset : rows)
-                                 : (rows + offset < cols ? rows + offset : cols);
+    int64_t length =
+        offset >= 0 ? (cols - offset < rows ? cols - offset : rows) : (rows + offset < cols ? rows + offset : cols);
     pick_args p = {.kind = PICK_DIAGONAL, .dim = a, .dim2 = b, .start = offset, .length = length > 0 ? length : 0};
     return apply_pick(t, &p);
 }
@@ -184,7 +209,8 @@ int tg_split(tg_tensor *t, int64_t split_size, int dim, tg_tensor **parts, int m
         return tg_error("tg_split: split_size must be non-negative, got %lld", (long long)split_size), -1;
     if (split_size == 0 && size != 0)
         return tg_error("tg_split: split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
-                        (long long)size), -1;
+                        (long long)size),
+               -1;
     int64_t count = size == 0 ? 1 : (size + split_size - 1) / split_size;
     if (count > max_parts) return room("tg_split", count > INT32_MAX ? INT32_MAX : (int)count, max_parts), -1;
     return narrow_parts("tg_split", t, d, NULL, (int)count, split_size, parts, max_parts);
@@ -206,7 +232,8 @@ int tg_chunk(tg_tensor *t, int chunks, int dim, tg_tensor **parts, int max_parts
 
 int tg_split_sizes(tg_tensor *t, const int64_t *sizes, int count, int dim, tg_tensor **parts, int max_parts) {
     if (tg_unusable_(t)) return tg_error_unusable_input("tg_split_sizes", t, 0), -1;
-    if (count < 0 || (count > 0 && !sizes)) return tg_error("tg_split_sizes: %d sizes given at %p", count, (void *)sizes), -1;
+    if (count < 0 || (count > 0 && !sizes))
+        return tg_error("tg_split_sizes: %d sizes given at %p", count, (void *)sizes), -1;
     int d = wrap_dim("tg_split_sizes", t, dim);
     if (d < 0) return -1;
     int64_t total = 0;
@@ -219,7 +246,8 @@ int tg_split_sizes(tg_tensor *t, const int64_t *sizes, int count, int dim, tg_te
             used += snprintf(list + used, sizeof list - (size_t)used, "%s%lld", i ? ", " : "", (long long)sizes[i]);
         return tg_error("tg_split_sizes: split_sizes must be non-negative and sum exactly to %lld (the input's size "
                         "at dimension %d), but got split_sizes=[%s]",
-                        (long long)t->shape.dims[d], d, list), -1;
+                        (long long)t->shape.dims[d], d, list),
+               -1;
     }
     return narrow_parts("tg_split_sizes", t, d, sizes, count, 0, parts, max_parts);
 }

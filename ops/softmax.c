@@ -14,7 +14,6 @@
 #include "ops/reduce.h"
 #include "ops/reduce_plan.h"
 
-
 typedef struct {
     int dim;  /* wrapped; 0 for a 0-dim tensor */
     bool log; /* log_softmax */
@@ -26,8 +25,8 @@ static tg_tensor *softmax_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *out = tg_empty(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
     if (!out) return NULL;
     if (x->storage->device.kind == TG_DEVICE_CUDA) {
-        if (x->shape.ndim > 0 && TG_CUDA_CALL(a->log ? "tg_log_softmax" : "tg_softmax", tg_cuda_softmax, out, x,
-                                              a->dim, a->log))
+        if (x->shape.ndim > 0 &&
+            TG_CUDA_CALL(a->log ? "tg_log_softmax" : "tg_softmax", tg_cuda_softmax, out, x, a->dim, a->log))
             return NULL;
         if (x->shape.ndim == 0 && tg_fill_values_(out, a->log ? 0.0 : 1.0)) return NULL;
     } else {
@@ -38,10 +37,8 @@ static tg_tensor *softmax_forward(tg_ctx *ctx, tg_tensor *const *in) {
         tg_reduce_plan px, po;
         tg_reduce_plan_init(&px, x, mask);
         tg_reduce_plan_init(&po, out, mask);
-        if (x->dtype == TG_FLOAT32)
-            tg_cpu_softmax_f32(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
-        else
-            tg_cpu_softmax_f64(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
+        if (x->dtype == TG_FLOAT32) tg_cpu_softmax_f32(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
+        else tg_cpu_softmax_f64(&px, &po, tg_elem_ptr(x), tg_elem_ptr(out), a->log);
     }
     tg_ctx_save(ctx, out);
     return out;
@@ -59,10 +56,8 @@ static void softmax_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
         grad_in[0] = tg_zeros_like(g);
         return;
     }
-    if (a->log)
-        grad_in[0] = tg_sub(g, tg_mul(tg_exp(y), tg_sum_dim(g, dim, true)));
-    else
-        grad_in[0] = tg_mul(y, tg_sub(g, tg_sum_dim(tg_mul(g, y), dim, true)));
+    if (a->log) grad_in[0] = tg_sub(g, tg_mul(tg_exp(y), tg_sum_dim(g, dim, true)));
+    else grad_in[0] = tg_mul(y, tg_sub(g, tg_sum_dim(tg_mul(g, y), dim, true)));
 }
 
 static tg_status softmax_onnx(tg_onnx_op *op) {
@@ -72,22 +67,33 @@ static tg_status softmax_onnx(tg_onnx_op *op) {
     return n ? TG_OK : TG_ERROR;
 }
 
-static const tg_function softmax_fn = {
-    .name = "softmax", .num_inputs = 1, .forward = softmax_forward, .backward = softmax_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = softmax_onnx};
-static const tg_function log_softmax_fn = {
-    .name = "log_softmax", .num_inputs = 1, .forward = softmax_forward, .backward = softmax_backward,
-    .low_precision = TG_LOW_PRECISION_IN_FLOAT32, .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA, .onnx = softmax_onnx};
+static const tg_function softmax_fn = {.name = "softmax",
+                                       .num_inputs = 1,
+                                       .forward = softmax_forward,
+                                       .backward = softmax_backward,
+                                       .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                       .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA,
+                                       .onnx = softmax_onnx};
+static const tg_function log_softmax_fn = {.name = "log_softmax",
+                                           .num_inputs = 1,
+                                           .forward = softmax_forward,
+                                           .backward = softmax_backward,
+                                           .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
+                                           .autocast = TG_AUTOCAST_FLOAT32_ON_CUDA,
+                                           .onnx = softmax_onnx};
 
 static tg_tensor *apply_softmax(const char *op, const tg_function *fn, tg_tensor *t, int dim, bool log) {
     if (tg_unusable_(t)) return tg_error_unusable_input(op, t, 0), NULL;
     if (!tg_dtype_is_floating(t->dtype))
-        return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op, tg_dtype_name(t->dtype)), NULL;
+        return tg_error("%s: expected a float32, float64, float16 or bfloat16 tensor, got %s", op,
+                        tg_dtype_name(t->dtype)),
+               NULL;
     int d = tg_wrap_dim(dim, t->shape.ndim);
     if (d < 0) {
         char s[128];
         return tg_error("%s: dim %d out of range for a tensor of shape %s", op, dim,
-                        tg_shape_str(t->shape, s, sizeof s)), NULL;
+                        tg_shape_str(t->shape, s, sizeof s)),
+               NULL;
     }
     softmax_args a = {d, log};
     return tg_apply_args(fn, &t, &a, sizeof a);

@@ -36,9 +36,15 @@ static void sort_lines(int64_t lo, int64_t hi, void *arg) {
         int64_t xo = tg_reduce_outer_offset(&j->px, o);
         switch (x->dtype) {
         case TG_FLOAT32: TG_SORT_LINE(float, (const float *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending); break;
-        case TG_FLOAT64: TG_SORT_LINE(double, (const double *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending); break;
-        case TG_INT64: TG_SORT_LINE(int64_t, (const int64_t *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending); break;
-        case TG_INT32: TG_SORT_LINE(int32_t, (const int32_t *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending); break;
+        case TG_FLOAT64:
+            TG_SORT_LINE(double, (const double *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending);
+            break;
+        case TG_INT64:
+            TG_SORT_LINE(int64_t, (const int64_t *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending);
+            break;
+        case TG_INT32:
+            TG_SORT_LINE(int32_t, (const int32_t *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending);
+            break;
         default: /* uint8 and bool: one byte, false < true */
             TG_SORT_LINE(uint8_t, (const uint8_t *)tg_elem_ptr(x) + xo, xs, line, tmp, len, descending);
             break;
@@ -88,7 +94,8 @@ static tg_tensor *positions(tg_tensor *x, int d, int64_t first, int64_t count) {
     tg_shape s = x->shape;
     for (int i = 0; i < s.ndim; i++) s.dims[i] = i == d ? count : 1;
     tg_tensor *p = tg_reshape(tg_arange((double)first, (double)(first + count), 1,
-                                        (tg_opts){.dtype = TG_INT64, .device = x->storage->device}), s);
+                                        (tg_opts){.dtype = TG_INT64, .device = x->storage->device}),
+                              s);
     tg_shape full = x->shape;
     full.dims[d] = count;
     return tg_expand(p, full);
@@ -99,8 +106,7 @@ static tg_tensor *positions(tg_tensor *x, int d, int64_t first, int64_t count) {
 static tg_tensor *median_positions(tg_tensor *x, int d) {
     int64_t n = x->shape.dims[d];
     tg_tensor *nans = tg_sum_dim(tg_cast(tg_ne(x, x), TG_INT64), d, true);
-    return tg_where(tg_gt_scalar(nans, 0), tg_rsub_scalar(nans, (double)n),
-                    tg_full_like(nans, (double)((n - 1) / 2)));
+    return tg_where(tg_gt_scalar(nans, 0), tg_rsub_scalar(nans, (double)n), tg_full_like(nans, (double)((n - 1) / 2)));
 }
 
 typedef enum { PICK_ALL, PICK_RANGE, PICK_MEDIAN } pick_kind;
@@ -164,7 +170,8 @@ tg_tensor *tg_topk(tg_tensor *x, int64_t k, int dim, bool largest, bool sorted, 
     if (n < 0) return NULL;
     if (k < 0 || k > n)
         return tg_error("%s: k %lld out of range for dim %d of size %lld (0 <= k <= size)", op, (long long)k, dim,
-                        (long long)n), NULL;
+                        (long long)n),
+               NULL;
     (void)sorted; /* always sorted: one of the orders sorted=false allows */
     return ordered(op, x, dim, largest, PICK_RANGE, 0, k, false, indices);
 }
@@ -176,7 +183,8 @@ tg_tensor *tg_kthvalue(tg_tensor *x, int64_t k, int dim, bool keepdim, tg_tensor
     if (n < 0) return NULL;
     if (k < 1 || k > n)
         return tg_error("%s: k %lld out of range for dim %d of size %lld (1 <= k <= size)", op, (long long)k, dim,
-                        (long long)n), NULL;
+                        (long long)n),
+               NULL;
     return ordered(op, x, dim, false, PICK_RANGE, k - 1, 1, !keepdim, indices);
 }
 

@@ -33,6 +33,7 @@
 #define TG_STD_MIN(p, q) ((q) < (p) ? (q) : (p))
 
 /* Negation and arithmetic with a scalar */
+/* clang-format off */
 #define TG_UNARY_ARITHMETIC_FORMULAS(X)                                                                               \
     X(NEG, neg, PLAIN, x, NONE,                                                                                       \
       -x,                                                                                                             \
@@ -61,8 +62,10 @@
     X(SIGN, sign, PLAIN, x, NONE,                                                                                     \
       (scalar_t)((x > 0) - (x < 0)),                                                                                  \
       tg_mul(g, tg_zeros_like(v)))
+/* clang-format on */
 
 /* Exponentials, logarithms, powers and erf */
+/* clang-format off */
 #define TG_UNARY_EXP_LOG_POW_FORMULAS(X)                                                                              \
     X(EXP, exp, PLAIN, y, FLOAT32_ON_CUDA,                                                                            \
       TG_EXP(x),                                                                                                      \
@@ -88,8 +91,10 @@
     X(ERF, erf, PLAIN, x, NONE, /* 2/sqrt(pi) e^-x^2 */                                                               \
       TG_ERF(x),                                                                                                      \
       tg_mul(g, tg_mul_scalar(tg_exp(tg_neg(tg_mul(v, v))), 1.12837916709551257390)))
+/* clang-format on */
 
 /* Activations */
+/* clang-format off */
 #define TG_UNARY_ACTIVATION_FORMULAS(X)                                                                               \
     X(RELU, relu, PLAIN, x, NONE, /* NaN passes, as PyTorch's threshold_backward */                                   \
       x > 0 ? x : (x != x ? x : (scalar_t)0),                                                                         \
@@ -115,8 +120,10 @@
     X(SOFTPLUS, softplus, OWN, x, FLOAT32_ON_CUDA, /* beta a, threshold b */                                          \
       x * a > b ? x : TG_LOG1P(TG_EXP(x * a)) / a,                                                                    \
       tg_mul(g, softplus_derivative(v, a, b)))
+/* clang-format on */
 
 /* More activations and clamp */
+/* clang-format off */
 #define TG_UNARY_ACTIVATION_MORE_FORMULAS(X)                                                                          \
     X(LOGSIGMOID, logsigmoid, PLAIN, x, NONE,                                                                         \
       (x < 0 ? x : (scalar_t)0) - TG_LOG1P(TG_EXP(-TG_FABS(x))),                                                      \
@@ -139,8 +146,10 @@
     X(CLAMP, clamp, OWN, x, NONE,                                                                                     \
       x != x ? x : TG_CLAMP_HI(TG_CLAMP_LO(x, a), b),                                                                 \
       tg_mul(g, clamp_derivative(v, a, b)))
+/* clang-format on */
 
 /* Trigonometry, rounding and the masks of backward formulas */
+/* clang-format off */
 #define TG_UNARY_TRIG_ROUND_MASK_FORMULAS(X)                                                                          \
     X(SIN, sin, PLAIN, x, NONE,                                                                                       \
       TG_SIN(x),                                                                                                      \
@@ -166,10 +175,13 @@
     X(ISFINITE, isfinite, NONE, x, NONE, /* NaN and Inf give NaN */                                                   \
       (scalar_t)(x - x == (scalar_t)0),                                                                               \
       NULL)
+/* clang-format on */
 
+/* clang-format off */
 #define TG_UNARY_FLOAT_FORMULAS(X) \
     TG_UNARY_ARITHMETIC_FORMULAS(X) TG_UNARY_EXP_LOG_POW_FORMULAS(X) TG_UNARY_ACTIVATION_FORMULAS(X) \
     TG_UNARY_ACTIVATION_MORE_FORMULAS(X) TG_UNARY_TRIG_ROUND_MASK_FORMULAS(X)
+/* clang-format on */
 
 /* The kinds int32 and int64 tensors have, and their formulas in the integer type
  * scalar_t: x, a and b (the parameters converted to scalar_t), pa and pb (the
@@ -177,6 +189,7 @@
  * (core/typed_libm.h: x^e in double rounded to the integer it is), cast back.
  * Expanded by ops/elementwise.c's INT_UNARY_ROW, ops/cuda/elementwise.cu's
  * unary_int and tg_unary_int_kind_ok (the kinds refused for integers). */
+/* clang-format off */
 #define TG_UNARY_INT_FORMULAS(X)                                                                 \
     X(NEG, -x)                                                                                   \
     X(ADD_SCALAR, x + a)                                                                         \
@@ -188,5 +201,6 @@
     X(SQUARE, x * x)                                                                             \
     X(POW_SCALAR, (scalar_t)tg_int_pow((double)x, (double)a))                                    \
     X(CLAMP, (pb == pb && ((pa == pa && x < a) ? a : x) > b) ? b : (pa == pa && x < a) ? a : x)
+/* clang-format on */
 
 #endif

@@ -32,7 +32,7 @@ struct tg_grad_scaler {
     float scale;
     int64_t growth_tracker;
     int64_t nonfinite_steps; /* updates in a row that found Inf/NaN */
-    per_optim *iter; /* optimizers seen since the last update */
+    per_optim *iter;         /* optimizers seen since the last update */
     int num_iter;
 };
 
@@ -86,15 +86,14 @@ double tg_grad_scaler_get_scale(const tg_grad_scaler *s) {
 int64_t tg_grad_scaler_growth_tracker(const tg_grad_scaler *s) { return s ? s->growth_tracker : 0; }
 int64_t tg_grad_scaler_nonfinite_steps(const tg_grad_scaler *s) { return s ? s->nonfinite_steps : 0; }
 void tg_grad_scaler_set_nonfinite_steps_(tg_grad_scaler *s, int64_t n) { s->nonfinite_steps = n > 0 ? n : 0; }
-tg_grad_scaler_opts tg_grad_scaler_get_opts(const tg_grad_scaler *s) {
-    return s ? s->opts : (tg_grad_scaler_opts){0};
-}
+tg_grad_scaler_opts tg_grad_scaler_get_opts(const tg_grad_scaler *s) { return s ? s->opts : (tg_grad_scaler_opts){0}; }
 
 tg_status tg_grad_scaler_set_state(tg_grad_scaler *s, double scale, int64_t growth_tracker, tg_grad_scaler_opts opts) {
     if (!s) return tg_error("tg_grad_scaler_set_state: scaler is NULL");
     opts = with_defaults(opts);
     if (check_opts("tg_grad_scaler_set_state", scale, opts)) return TG_ERROR;
-    if (growth_tracker < 0) return tg_error("tg_grad_scaler_set_state: negative growth tracker %lld", (long long)growth_tracker);
+    if (growth_tracker < 0)
+        return tg_error("tg_grad_scaler_set_state: negative growth tracker %lld", (long long)growth_tracker);
     s->opts = opts;
     s->scale = (float)scale;
     s->growth_tracker = growth_tracker;
@@ -163,7 +162,8 @@ static tg_status unscale(const char *op, tg_grad_scaler *s, tg_optim *opt, per_o
         tg_tensor *g = tg_grad(tg_optim_param(opt, i));
         if (g && tg_dtype_of(g) == TG_FLOAT16)
             return tg_error("%s: Attempting to unscale FP16 gradients (parameter %d is float16; keep float32 "
-                            "master parameters)", op, i);
+                            "master parameters)",
+                            op, i);
     }
     bool found = false, was = tg_set_grad_enabled(false);
     tg_status status = TG_OK;
@@ -214,8 +214,8 @@ static tg_status too_many_nonfinite(const char *op, const tg_grad_scaler *s, tg_
     }
     return tg_error("%s: %lld iterations in a row with Inf or NaN gradients (max_consecutive_nonfinite %d, scale "
                     "%g); now %s of %s holds Inf or NaN; the step is skipped",
-                    op, (long long)s->nonfinite_steps + 1, s->opts.max_consecutive_nonfinite, (double)s->scale,
-                    where, tg_optim_name(opt));
+                    op, (long long)s->nonfinite_steps + 1, s->opts.max_consecutive_nonfinite, (double)s->scale, where,
+                    tg_optim_name(opt));
 }
 
 tg_status tg_grad_scaler_step(tg_grad_scaler *s, tg_optim *opt, bool *skipped) {

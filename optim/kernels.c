@@ -17,7 +17,6 @@
 #define PARALLEL_MIN 32768
 #define OFF(p, lo) ((p) ? (p) + (lo) : NULL) /* optional state tensors may be NULL */
 
-
 /* x / c correctly rounded, for a divisor fixed over a loop (Adam's bias correction), where
  * y = 1 / c correctly rounded: q = x y is within an ulp of x / c, the remainder x - q c is
  * exact as one FMA, and q + r y rounded is then the correctly rounded quotient
@@ -28,12 +27,12 @@
  * tests/optim/optim_fused_test.cc checks Adam through it against the division, bit for bit,
  * over every binade and the special values; before it was adopted it matched the float32
  * division over all 2^23 significands for 1400 divisors. */
-#define DIV_FIXED(T, SUFFIX, FMA)                                                               \
-    static inline T div_fixed_##SUFFIX(T x, T c, T y) {                                         \
-        T q = x * y;                                                                            \
-        T r = FMA(-q, c, x);                                                                    \
-        T corrected = FMA(r, y, q);                                                             \
-        return q - q == 0 ? corrected : q; /* q finite */                                       \
+#define DIV_FIXED(T, SUFFIX, FMA)                         \
+    static inline T div_fixed_##SUFFIX(T x, T c, T y) {   \
+        T q = x * y;                                      \
+        T r = FMA(-q, c, x);                              \
+        T corrected = FMA(r, y, q);                       \
+        return q - q == 0 ? corrected : q; /* q finite */ \
     }
 DIV_FIXED(float, f32, __builtin_fmaf)
 DIV_FIXED(double, f64, __builtin_fma)
@@ -48,8 +47,6 @@ static bool fixed_division_by_fma(void) {
     return false;
 #endif
 }
-
-
 
 #define T float
 #define NAME(f) f##_f32
@@ -119,8 +116,8 @@ EXACT_TARGET static inline __m512d wide(__m512 x, int h) {
 EXACT_TARGET static inline void adam_exact16(float *param, const float *grad, float *m, float *v, __mmask16 k,
                                              const exact_consts *c) {
     __m512 g = _mm512_maskz_loadu_ps(k, grad);
-    __m512 vi = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, v), c->b2),
-                              _mm512_mul_ps(_mm512_mul_ps(c->one_b2, g), g));
+    __m512 vi =
+        _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, v), c->b2), _mm512_mul_ps(_mm512_mul_ps(c->one_b2, g), g));
     _mm512_mask_storeu_ps(v, k, vi);
     __m512 root = _mm512_sqrt_ps(vi), q = _mm512_mul_ps(root, c->inv_bc2_sqrt); /* div_fixed */
     __m512 r = _mm512_fnmadd_ps(q, c->bc2_sqrt, root);
@@ -145,10 +142,14 @@ EXACT_TARGET static void adam_common_exact_f32(float *param, const float *grad, 
                                                tg_adam_args a) {
     const float bc2_sqrt = (float)a.bias_correction2_sqrt;
     exact_consts c = {
-        .b2 = _mm512_set1_ps((float)a.beta2), .one_b2 = _mm512_set1_ps((float)(1 - a.beta2)),
-        .bc2_sqrt = _mm512_set1_ps(bc2_sqrt), .inv_bc2_sqrt = _mm512_set1_ps(1.0f / bc2_sqrt),
-        .eps = _mm512_set1_ps((float)a.eps), .decay = _mm512_set1_pd((float)(1 - a.lr * a.weight_decay)),
-        .b1 = _mm512_set1_pd((float)a.beta1), .one_b1 = _mm512_set1_pd((float)(1 - a.beta1)),
+        .b2 = _mm512_set1_ps((float)a.beta2),
+        .one_b2 = _mm512_set1_ps((float)(1 - a.beta2)),
+        .bc2_sqrt = _mm512_set1_ps(bc2_sqrt),
+        .inv_bc2_sqrt = _mm512_set1_ps(1.0f / bc2_sqrt),
+        .eps = _mm512_set1_ps((float)a.eps),
+        .decay = _mm512_set1_pd((float)(1 - a.lr * a.weight_decay)),
+        .b1 = _mm512_set1_pd((float)a.beta1),
+        .one_b1 = _mm512_set1_pd((float)(1 - a.beta1)),
         .neg_step_size = _mm512_set1_pd((float)(-(a.lr / a.bias_correction1))),
     };
     int64_t clean = 0; /* the start of the clean run not yet updated */

@@ -29,8 +29,8 @@ typedef enum { KIND_SGD, KIND_ADAM, KIND_ADAMW, KIND_RMSPROP } optim_kind;
 #define MAX_KEYS 4
 
 typedef struct {
-    bool initialised; /* the tensors exist */
-    bool written;     /* a step or tg_optim_state_set has filled them (SGD's first step copies d_p) */
+    bool initialised;       /* the tensors exist */
+    bool written;           /* a step or tg_optim_state_set has filled them (SGD's first step copies d_p) */
     tg_tensor *t[MAX_KEYS]; /* owned; indexed like the group's keys */
 } param_state;
 
@@ -54,17 +54,16 @@ struct tg_optim {
     int count;
     tg_tensor **params; /* owned references, group by group */
     param_state *state;
-    int *group_of;      /* [count] */
-    int capacity;       /* of params, state, group_of */
+    int *group_of; /* [count] */
+    int capacity;  /* of params, state, group_of */
     param_group *groups;
     int num_groups;
-    int step_key;       /* index of "step" in every group's keys, or -1 (SGD) */
-    char name_buf[96];  /* tg_optim_state_get's names */
+    int step_key;                 /* index of "step" in every group's keys, or -1 (SGD) */
+    char name_buf[96];            /* tg_optim_state_get's names */
     tg_lr_scheduler **schedulers; /* borrowed: made on this optimizer and not yet freed */
     int num_schedulers;
     tg_grad_scaler *scaler; /* borrowed: the GradScaler made on this optimizer, if any */
 };
-
 
 static int key_index(const param_group *g, const char *key) {
     for (int j = 0; j < g->num_keys; j++)
@@ -94,7 +93,8 @@ static tg_status check_new_params(const tg_optim *opt, const char *op, tg_tensor
             if (opt->params[j] == params[i])
                 return tg_error("%s: parameter %d is already in parameter group %d (as parameter %d); a parameter "
                                 "may be in one group only (PyTorch: \"some parameters appear in more than one "
-                                "parameter group\")", op, i, opt->group_of[j], j);
+                                "parameter group\")",
+                                op, i, opt->group_of[j], j);
     }
     return TG_OK;
 }
@@ -198,8 +198,8 @@ tg_optim *tg_sgd_params(tg_tensor *const *params, int count, tg_sgd_opts o) {
     }
     tg_optim *opt = make(KIND_SGD, "SGD", params, count);
     if (!opt) return NULL;
-    opt->defaults = (hyper){.lr = fabs(o.lr), .momentum = o.momentum, .dampening = o.dampening,
-                            .weight_decay = o.weight_decay};
+    opt->defaults =
+        (hyper){.lr = fabs(o.lr), .momentum = o.momentum, .dampening = o.dampening, .weight_decay = o.weight_decay};
     opt->nesterov = o.nesterov;
     opt->maximize = o.maximize;
     return finish(opt, params, count);
@@ -218,7 +218,8 @@ static tg_optim *make_adam(optim_kind kind, const char *name, tg_tensor *const *
            wd = tg_option(o.weight_decay, kind == KIND_ADAMW ? 1e-2 : 0.0, filled);
     if (lr < 0 || eps < 0 || wd < 0 || !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) {
         tg_error("%s: invalid options lr=%g, betas=(%g, %g), eps=%g, weight_decay=%g (betas must be in [0, 1), "
-                 "the rest non-negative)", name, lr, b1, b2, eps, wd);
+                 "the rest non-negative)",
+                 name, lr, b1, b2, eps, wd);
         return NULL;
     }
     tg_optim *opt = make(kind, name, params, count);
@@ -252,13 +253,14 @@ tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts
            eps = tg_option(o.eps, 1e-8, filled);
     if (lr < 0 || alpha < 0 || eps < 0 || o.weight_decay < 0 || o.momentum < 0) {
         tg_error("RMSprop: invalid options lr=%g, alpha=%g, eps=%g, weight_decay=%g, momentum=%g (all must be "
-                 "non-negative)", lr, alpha, eps, o.weight_decay, o.momentum);
+                 "non-negative)",
+                 lr, alpha, eps, o.weight_decay, o.momentum);
         return NULL;
     }
     tg_optim *opt = make(KIND_RMSPROP, "RMSprop", params, count);
     if (!opt) return NULL;
-    opt->defaults = (hyper){.lr = lr, .alpha = alpha, .eps = eps, .weight_decay = o.weight_decay,
-                            .momentum = o.momentum};
+    opt->defaults =
+        (hyper){.lr = lr, .alpha = alpha, .eps = eps, .weight_decay = o.weight_decay, .momentum = o.momentum};
     opt->centered = o.centered;
     opt->maximize = o.maximize;
     return finish(opt, params, count);
@@ -282,12 +284,10 @@ static tg_status init_state(tg_optim *opt, int i) {
     TG_SCOPE {
         for (int j = 0; j < g->num_keys && !status; j++) {
             tg_tensor *t;
-            if (j == opt->step_key)
-                t = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT32});
+            if (j == opt->step_key) t = tg_zeros(TG_SCALAR_SHAPE, (tg_opts){.dtype = TG_FLOAT32});
             else if (opt->kind == KIND_SGD)
                 t = tg_empty(tg_shape_of(p), (tg_opts){.dtype = tg_dtype_of(p), .device = tg_device_of(p)});
-            else
-                t = tg_zeros(tg_shape_of(p), (tg_opts){.dtype = tg_dtype_of(p), .device = tg_device_of(p)});
+            else t = tg_zeros(tg_shape_of(p), (tg_opts){.dtype = tg_dtype_of(p), .device = tg_device_of(p)});
             if (!t) status = TG_ERROR;
             else s->t[j] = tg_retain(t);
         }
@@ -338,12 +338,13 @@ tg_status tg_optim_state_set(tg_optim *opt, const char *name, tg_tensor *value) 
                         name ? name : "(NULL)");
     const char *key = name + consumed;
     if (i < 0 || i >= opt->count)
-        return tg_error("tg_optim_state_set (%s): \"%s\": parameter index %d out of range (%d parameters)",
-                        opt->name, name, i, opt->count);
+        return tg_error("tg_optim_state_set (%s): \"%s\": parameter index %d out of range (%d parameters)", opt->name,
+                        name, i, opt->count);
     int j = key_index(group_of_param(opt, i), key);
     if (j < 0)
         return tg_error("tg_optim_state_set (%s): \"%s\": this optimizer's configuration has no state \"%s\" "
-                        "(parameter %d is in group %d)", opt->name, name, key, i, opt->group_of[i]);
+                        "(parameter %d is in group %d)",
+                        opt->name, name, key, i, opt->group_of[i]);
     if (init_state(opt, i)) return TG_ERROR;
     tg_tensor *dst = opt->state[i].t[j];
     if (tg_numel(value) != tg_numel(dst)) {
@@ -414,8 +415,8 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g, tg
     case KIND_SGD: {
         tg_tensor *buf = slot(opt, i, "momentum_buffer");
         bool first = buf && !opt->state[i].written;
-        cpu->args.sgd = (tg_sgd_args){h->lr, h->momentum, h->dampening, h->weight_decay, opt->nesterov,
-                                      opt->maximize, first};
+        cpu->args.sgd =
+            (tg_sgd_args){h->lr, h->momentum, h->dampening, h->weight_decay, opt->nesterov, opt->maximize, first};
         if (cuda) return TG_CUDA_CALL("SGD.step", tg_cuda_sgd_step, p, g, buf, &cpu->args.sgd);
         cpu->state[0] = data_or_null(buf);
         return TG_OK;
@@ -426,8 +427,8 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g, tg
         double bc1 = 1 - pow(h->beta1, step), bc2_sqrt = sqrt(1 - pow(h->beta2, step));
         tg_tensor *m = slot(opt, i, "exp_avg"), *v = slot(opt, i, "exp_avg_sq"), *vmax = slot(opt, i, "max_exp_avg_sq");
         bool decoupled = opt->kind == KIND_ADAMW;
-        cpu->args.adam = (tg_adam_args){h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2_sqrt,
-                                        opt->amsgrad, decoupled, opt->maximize};
+        cpu->args.adam = (tg_adam_args){h->lr, h->beta1, h->beta2,     h->eps,    h->weight_decay,
+                                        bc1,   bc2_sqrt, opt->amsgrad, decoupled, opt->maximize};
         if (cuda)
             return TG_CUDA_CALL(decoupled ? "AdamW.step" : "Adam.step", tg_cuda_adam_step, p, g, m, v, vmax,
                                 &cpu->args.adam);
@@ -437,9 +438,10 @@ static tg_status update_one(tg_optim *opt, int i, tg_tensor *p, tg_tensor *g, tg
         return TG_OK;
     }
     case KIND_RMSPROP: {
-        tg_tensor *sq = slot(opt, i, "square_avg"), *ga = slot(opt, i, "grad_avg"), *buf = slot(opt, i, "momentum_buffer");
-        cpu->args.rmsprop = (tg_rmsprop_args){h->lr, h->alpha, h->eps, h->weight_decay, h->momentum, opt->centered,
-                                              opt->maximize};
+        tg_tensor *sq = slot(opt, i, "square_avg"), *ga = slot(opt, i, "grad_avg"),
+                  *buf = slot(opt, i, "momentum_buffer");
+        cpu->args.rmsprop =
+            (tg_rmsprop_args){h->lr, h->alpha, h->eps, h->weight_decay, h->momentum, opt->centered, opt->maximize};
         if (cuda) return TG_CUDA_CALL("RMSprop.step", tg_cuda_rmsprop_step, p, g, sq, ga, buf, &cpu->args.rmsprop);
         cpu->state[0] = tg_data_ptr(sq);
         cpu->state[1] = data_or_null(ga);
@@ -469,8 +471,9 @@ tg_status tg_optim_step(tg_optim *opt) {
             if (!status) status = check_grad(opt, i, p, g);
             if (!status && !(grads[i] = tg_contiguous(g))) status = TG_ERROR;
         }
-        const tg_optim_rule rule = opt->kind == KIND_SGD ? TG_RULE_SGD : opt->kind == KIND_RMSPROP ? TG_RULE_RMSPROP
-                                                                                                   : TG_RULE_ADAM;
+        const tg_optim_rule rule = opt->kind == KIND_SGD       ? TG_RULE_SGD
+                                   : opt->kind == KIND_RMSPROP ? TG_RULE_RMSPROP
+                                                               : TG_RULE_ADAM;
         int n32 = 0, n64 = 0;
         bool checked = !status; /* past this point a parameter that counted its step is updated */
         for (int i = 0; i < opt->count && checked; i++) {
@@ -552,12 +555,13 @@ tg_status tg_optim_add_param_group(tg_optim *opt, tg_tensor *const *params, int 
     };
     if (!(h.lr >= 0) || !(h.weight_decay >= 0) || !(h.momentum >= 0) || !(h.eps >= 0) || !(h.alpha >= 0))
         return tg_error("%s: invalid options lr=%g, weight_decay=%g, momentum=%g, eps=%g, alpha=%g (must be "
-                        "non-negative)", op, h.lr, h.weight_decay, h.momentum, h.eps, h.alpha);
+                        "non-negative)",
+                        op, h.lr, h.weight_decay, h.momentum, h.eps, h.alpha);
     if (adam && !(h.beta1 >= 0 && h.beta1 < 1 && h.beta2 >= 0 && h.beta2 < 1))
         return tg_error("%s: invalid betas (%g, %g): must be in [0, 1)", op, h.beta1, h.beta2);
     if (sgd && opt->nesterov && (h.momentum <= 0 || h.dampening != 0))
-        return tg_error("%s: Nesterov momentum requires a momentum and zero dampening (momentum=%g, dampening=%g)",
-                        op, h.momentum, h.dampening);
+        return tg_error("%s: Nesterov momentum requires a momentum and zero dampening (momentum=%g, dampening=%g)", op,
+                        h.momentum, h.dampening);
     if (check_new_params(opt, op, params, count)) return TG_ERROR;
     append_group(opt, params, count, h);
     return TG_OK;
@@ -569,9 +573,7 @@ static bool group_ok(const tg_optim *opt, int g) { return opt && g >= 0 && g < o
 
 int tg_optim_group_first_param(const tg_optim *opt, int g) { return group_ok(opt, g) ? opt->groups[g].first : -1; }
 int tg_optim_group_num_params(const tg_optim *opt, int g) { return group_ok(opt, g) ? opt->groups[g].count : 0; }
-int tg_optim_param_group(const tg_optim *opt, int i) {
-    return opt && i >= 0 && i < opt->count ? opt->group_of[i] : -1;
-}
+int tg_optim_param_group(const tg_optim *opt, int i) { return opt && i >= 0 && i < opt->count ? opt->group_of[i] : -1; }
 
 tg_param_group_opts tg_optim_group_opts(const tg_optim *opt, int g) {
     tg_param_group_opts o = {0};
@@ -673,7 +675,8 @@ tg_lr_scheduler *tg_optim_scheduler_(const tg_optim *opt, int i) {
 tg_status tg_optim_attach_scaler_(tg_optim *opt, tg_grad_scaler *s) {
     if (opt->scaler)
         return tg_error("tg_grad_scaler_new: %s already has a GradScaler (a checkpoint holds one per optimizer); "
-                        "free it first", opt->name);
+                        "free it first",
+                        opt->name);
     opt->scaler = s;
     return TG_OK;
 }

@@ -45,7 +45,7 @@ typedef struct tg_optim tg_optim;
 typedef struct {
     double lr, momentum, dampening, weight_decay;
     bool nesterov, maximize;
-    bool defaults_filled;        /* set by TG_SGD_OPTS(...): every field as written (core/options.h) */
+    bool defaults_filled; /* set by TG_SGD_OPTS(...): every field as written (core/options.h) */
 } tg_sgd_opts;
 /* No defaults to write (lr is required), but lr 0 is then allowed: TG_SGD_OPTS(.lr = 0). */
 #define TG_SGD_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_sgd_opts, .lr = NAN, __VA_ARGS__)
@@ -57,7 +57,7 @@ typedef struct {
     double betas[2];
     double eps, weight_decay;
     bool amsgrad, maximize;
-    bool defaults_filled;        /* set by TG_ADAM_OPTS / TG_ADAMW_OPTS(...): every field as written (core/options.h) */
+    bool defaults_filled; /* set by TG_ADAM_OPTS / TG_ADAMW_OPTS(...): every field as written (core/options.h) */
 } tg_adam_opts;
 typedef tg_adam_opts tg_adamw_opts;
 #define TG_ADAM_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_adam_opts, TG_ADAM_DEFAULTS, __VA_ARGS__)
@@ -69,7 +69,7 @@ typedef tg_adam_opts tg_adamw_opts;
 typedef struct {
     double lr, alpha, eps, weight_decay, momentum;
     bool centered, maximize;
-    bool defaults_filled;        /* set by TG_RMSPROP_OPTS(...): every field as written (core/options.h) */
+    bool defaults_filled; /* set by TG_RMSPROP_OPTS(...): every field as written (core/options.h) */
 } tg_rmsprop_opts;
 #define TG_RMSPROP_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_rmsprop_opts, TG_RMSPROP_DEFAULTS, __VA_ARGS__)
 #define TG_RMSPROP_DEFAULTS .lr = 1e-2, .alpha = 0.99, .eps = 1e-8
@@ -96,12 +96,12 @@ tg_optim *tg_rmsprop_params(tg_tensor *const *params, int count, tg_rmsprop_opts
  * nesterov, amsgrad, centered and maximize are the optimizer's, for every group. */
 typedef struct {
     double lr, weight_decay;
-    double momentum;  /* SGD, RMSprop */
-    double dampening; /* SGD */
-    double betas[2];  /* Adam, AdamW */
-    double eps;       /* Adam, AdamW, RMSprop */
-    double alpha;     /* RMSprop */
-    bool defaults_filled;        /* set by TG_PARAM_GROUP_OPTS(...): every field as written (core/options.h) */
+    double momentum;      /* SGD, RMSprop */
+    double dampening;     /* SGD */
+    double betas[2];      /* Adam, AdamW */
+    double eps;           /* Adam, AdamW, RMSprop */
+    double alpha;         /* RMSprop */
+    bool defaults_filled; /* set by TG_PARAM_GROUP_OPTS(...): every field as written (core/options.h) */
 } tg_param_group_opts;
 /* Every field NAN (inherit the optimizer's value) but those given, which are as
  * written: TG_PARAM_GROUP_OPTS(.weight_decay = 0). */

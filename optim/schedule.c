@@ -38,8 +38,8 @@ typedef struct {
 
 struct tg_lr_scheduler {
     sched_kind kind;
-    tg_optim *opt; /* borrowed */
-    int num_groups; /* the optimizer's groups when the scheduler was made */
+    tg_optim *opt;               /* borrowed */
+    int num_groups;              /* the optimizer's groups when the scheduler was made */
     double *base_lrs, *last_lrs; /* [num_groups] */
     int last_epoch, step_count;
     int step_size, t_max, total_iters;
@@ -82,10 +82,8 @@ static double get_lr(tg_lr_scheduler *s, int g) {
     case SCHED_COSINE: { /* CosineAnnealingLR.get_lr */
         double t = s->t_max;
         if (e == 0) return lr;
-        if (s->step_count == 1 && e > 0)
-            return s->eta_min + (base_lr - s->eta_min) * (1 + cos(e * M_PI / t)) / 2;
-        if ((e - 1 - s->t_max) % (2 * s->t_max) == 0)
-            return lr + (base_lr - s->eta_min) * (1 - cos(M_PI / t)) / 2;
+        if (s->step_count == 1 && e > 0) return s->eta_min + (base_lr - s->eta_min) * (1 + cos(e * M_PI / t)) / 2;
+        if ((e - 1 - s->t_max) % (2 * s->t_max) == 0) return lr + (base_lr - s->eta_min) * (1 - cos(M_PI / t)) / 2;
         return (1 + cos(M_PI * e / t)) / (1 + cos(M_PI * (e - 1) / t)) * (lr - s->eta_min) + s->eta_min;
     }
     case SCHED_LINEAR: /* LinearLR.get_lr */
@@ -93,11 +91,9 @@ static double get_lr(tg_lr_scheduler *s, int g) {
         if (e > s->total_iters) return lr;
         return lr * (1. + (s->end_factor - s->start_factor) /
                               (s->total_iters * s->start_factor + (e - 1) * (s->end_factor - s->start_factor)));
-    case SCHED_LAMBDA: /* LambdaLR.get_lr: not chainable */
-        return base_lr * s->lr_lambda(e, g, s->lambda_user);
+    case SCHED_LAMBDA: /* LambdaLR.get_lr: not chainable */ return base_lr * s->lr_lambda(e, g, s->lambda_user);
     case SCHED_ONE_CYCLE:
-    case SCHED_SEQUENTIAL:
-        break; /* one_cycle_values; the children's */
+    case SCHED_SEQUENTIAL: break; /* one_cycle_values; the children's */
     }
     return lr;
 }
@@ -119,8 +115,8 @@ static double closed_form_lr(tg_lr_scheduler *s, int g) {
     case SCHED_EXPONENTIAL: return base_lr * pow(s->gamma, e);
     case SCHED_COSINE: return s->eta_min + (base_lr - s->eta_min) * (1 + cos(M_PI * e / s->t_max)) / 2;
     case SCHED_LINEAR:
-        return base_lr * (s->start_factor +
-                          (s->end_factor - s->start_factor) * (s->total_iters < e ? s->total_iters : e) / s->total_iters);
+        return base_lr * (s->start_factor + (s->end_factor - s->start_factor) *
+                                                (s->total_iters < e ? s->total_iters : e) / s->total_iters);
     default: return get_lr(s, g);
     }
 }
@@ -142,11 +138,12 @@ static tg_status one_cycle_values(const tg_lr_scheduler *s, int g, int step_num,
         if (step_num <= ph->end_step || i == s->num_phases - 1) {
             if (ph->end_step == start_step)
                 return tg_error("tg_scheduler_step (OneCycleLR): phase %d has zero length at step %d (total_steps "
-                                "%d; PyTorch raises ZeroDivisionError)", i + 1, step_num, s->total_steps);
+                                "%d; PyTorch raises ZeroDivisionError)",
+                                i + 1, step_num, s->total_steps);
             double pct = (step_num - start_step) / (ph->end_step - start_step);
             *lr = anneal(s->linear, points[ph->start_lr], points[ph->end_lr], pct);
-            *momentum = anneal(s->linear, s->momentum_points[ph->start_momentum],
-                               s->momentum_points[ph->end_momentum], pct);
+            *momentum =
+                anneal(s->linear, s->momentum_points[ph->start_momentum], s->momentum_points[ph->end_momentum], pct);
             return TG_OK;
         }
         start_step = ph->end_step;
@@ -162,7 +159,8 @@ static tg_status one_cycle_step(tg_lr_scheduler *s) {
     int step_num = s->last_epoch + 1;
     if (step_num > s->total_steps)
         return tg_error("tg_scheduler_step (OneCycleLR): tried to step %d times; the specified number of total "
-                        "steps is %d", step_num + 1, s->total_steps);
+                        "steps is %d",
+                        step_num + 1, s->total_steps);
     double *lrs = malloc((size_t)s->num_groups * 2 * sizeof(double));
     TG_ASSERT(lrs != NULL);
     double *momenta = lrs + s->num_groups;
@@ -171,8 +169,8 @@ static tg_status one_cycle_step(tg_lr_scheduler *s) {
         status = one_cycle_values(s, g, step_num, &lrs[g], &momenta[g]);
         if (!status && s->cycle_momentum && !momentum_ok(s->use_beta1, momenta[g]))
             status = tg_error("tg_scheduler_step (OneCycleLR): group %d's %s would be %g at step %d, which %s "
-                              "does not accept", g, s->use_beta1 ? "beta1" : "momentum", momenta[g], step_num,
-                              tg_optim_name(s->opt));
+                              "does not accept",
+                              g, s->use_beta1 ? "beta1" : "momentum", momenta[g], step_num, tg_optim_name(s->opt));
     }
     for (int g = 0; g < s->num_groups && !status; g++) {
         status = tg_optim_set_group_lr(s->opt, g, lrs[g]);
@@ -275,7 +273,9 @@ tg_lr_scheduler *tg_step_lr(tg_optim *opt, int step_size, double gamma) {
     return start(s);
 }
 
-static int compare_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+static int compare_int(const void *a, const void *b) {
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
 
 tg_lr_scheduler *tg_multi_step_lr(tg_optim *opt, const int *milestones, int count, double gamma) {
     if (count < 0 || (count > 0 && !milestones)) {
@@ -346,7 +346,8 @@ static tg_status check_sequence(tg_optim *opt, tg_lr_scheduler *const *scheduler
     const char *op = "tg_sequential_lr";
     if (!opt) return tg_error("%s: optimizer is NULL", op);
     if (count < 1 || !schedulers) return tg_error("%s: expected at least one scheduler, got %d", op, count);
-    if (count > 1 && !milestones) return tg_error("%s: %d schedulers need %d milestones, got NULL", op, count, count - 1);
+    if (count > 1 && !milestones)
+        return tg_error("%s: %d schedulers need %d milestones, got NULL", op, count, count - 1);
     for (int i = 0; i < count; i++) {
         if (!schedulers[i]) return tg_error("%s: scheduler %d is NULL", op, i);
         if (schedulers[i]->opt != opt)
@@ -364,8 +365,7 @@ static tg_status check_sequence(tg_optim *opt, tg_lr_scheduler *const *scheduler
 }
 
 /* torch.optim.lr_scheduler.SequentialLR.__init__. */
-tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedulers, int count,
-                                  const int *milestones) {
+tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedulers, int count, const int *milestones) {
     if (check_sequence(opt, schedulers, count, milestones)) {
         for (int i = 0; i < count && schedulers; i++) tg_scheduler_free(schedulers[i]);
         return NULL;
@@ -381,7 +381,7 @@ tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedul
     s->last_epoch = 0;
     s->step_count = 1;
     for (int g = 0; g < s->num_groups; g++) tg_optim_set_group_lr(opt, g, s->base_lrs[g]); /* initial_lr */
-    for (int i = 0; i < count; i++) s->children[i]->last_epoch--; /* undo their first step */
+    for (int i = 0; i < count; i++) s->children[i]->last_epoch--;                          /* undo their first step */
     tg_lr_scheduler *first = s->children[0];
     first->step_count = 0; /* _initial_step */
     if (tg_scheduler_step(first)) {
@@ -398,7 +398,8 @@ static int one_cycle_total(const char *op, const tg_one_cycle_opts *o) {
     int total = o->total_steps;
     if (total < 0 || (total == 0 && (o->epochs < 0 || o->steps_per_epoch < 0)))
         return tg_error("%s: expected positive total_steps, epochs and steps_per_epoch, got %d, %d, %d", op,
-                        o->total_steps, o->epochs, o->steps_per_epoch), -1;
+                        o->total_steps, o->epochs, o->steps_per_epoch),
+               -1;
     if (total) return total;
     if (o->epochs == 0 || o->steps_per_epoch == 0)
         return tg_error("%s: you must define either total_steps OR (epochs AND steps_per_epoch)", op), -1;
@@ -525,8 +526,8 @@ static const char *kind_name(sched_kind k) {
 void tg_scheduler_optim_freed_(tg_lr_scheduler *s) { s->opt = NULL; }
 
 tg_scheduler_state_ tg_scheduler_get_state_(const tg_lr_scheduler *s) {
-    return (tg_scheduler_state_){kind_name(s->kind), s->last_epoch, s->step_count, s->num_groups, s->base_lrs,
-                                 s->last_lrs};
+    return (tg_scheduler_state_){kind_name(s->kind), s->last_epoch, s->step_count,
+                                 s->num_groups,      s->base_lrs,   s->last_lrs};
 }
 
 /* Appends printf output to buf (bounded; the text is only compared). */
@@ -544,25 +545,18 @@ void tg_scheduler_settings_(const tg_lr_scheduler *s, char *buf, size_t size) {
     size_t len = 0;
     buf[0] = '\0';
     switch (s->kind) {
-    case SCHED_STEP:
-        append(buf, size, &len, "step_size=%d gamma=%.17g", s->step_size, s->gamma);
-        break;
+    case SCHED_STEP: append(buf, size, &len, "step_size=%d gamma=%.17g", s->step_size, s->gamma); break;
     case SCHED_MULTI_STEP:
         append(buf, size, &len, "gamma=%.17g milestones=", s->gamma);
         for (int i = 0; i < s->num_milestones; i++) append(buf, size, &len, "%s%d", i ? "," : "", s->milestones[i]);
         break;
-    case SCHED_EXPONENTIAL:
-        append(buf, size, &len, "gamma=%.17g", s->gamma);
-        break;
-    case SCHED_COSINE:
-        append(buf, size, &len, "T_max=%d eta_min=%.17g", s->t_max, s->eta_min);
-        break;
+    case SCHED_EXPONENTIAL: append(buf, size, &len, "gamma=%.17g", s->gamma); break;
+    case SCHED_COSINE: append(buf, size, &len, "T_max=%d eta_min=%.17g", s->t_max, s->eta_min); break;
     case SCHED_LINEAR:
-        append(buf, size, &len, "start_factor=%.17g end_factor=%.17g total_iters=%d", s->start_factor,
-               s->end_factor, s->total_iters);
+        append(buf, size, &len, "start_factor=%.17g end_factor=%.17g total_iters=%d", s->start_factor, s->end_factor,
+               s->total_iters);
         break;
-    case SCHED_LAMBDA:
-        break; /* a function: not comparable (PyTorch's state_dict leaves it out too) */
+    case SCHED_LAMBDA: break; /* a function: not comparable (PyTorch's state_dict leaves it out too) */
     case SCHED_SEQUENTIAL:
         append(buf, size, &len, "milestones=");
         for (int i = 0; i < s->num_milestones; i++) append(buf, size, &len, "%s%d", i ? "," : "", s->milestones[i]);
@@ -571,7 +565,8 @@ void tg_scheduler_settings_(const tg_lr_scheduler *s, char *buf, size_t size) {
         break;
     case SCHED_ONE_CYCLE:
         append(buf, size, &len, "total_steps=%d phases=%d", s->total_steps, s->num_phases);
-        for (int i = 0; i < s->num_phases; i++) append(buf, size, &len, "%s%.17g", i ? "," : " ends=", s->phases[i].end_step);
+        for (int i = 0; i < s->num_phases; i++)
+            append(buf, size, &len, "%s%.17g", i ? "," : " ends=", s->phases[i].end_step);
         append(buf, size, &len, " anneal=%s cycle_momentum=%d momentum=%.17g..%.17g", s->linear ? "linear" : "cos",
                (int)s->cycle_momentum, s->momentum_points[MOM_BASE], s->momentum_points[MOM_MAX]);
         for (int g = 0; g < s->num_groups; g++)

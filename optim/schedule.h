@@ -59,8 +59,7 @@ tg_lr_scheduler *tg_lambda_lr(tg_optim *opt, tg_lr_lambda lr_lambda, void *user)
  * The schedulers must be made on opt (their base lrs are the lrs before the first
  * one, as PyTorch's initial_lr); it takes them over and frees them with itself (also
  * when it fails). OneCycleLR and nested SequentialLRs are refused. */
-tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedulers, int count,
-                                  const int *milestones);
+tg_lr_scheduler *tg_sequential_lr(tg_optim *opt, tg_lr_scheduler *const *schedulers, int count, const int *milestones);
 
 typedef enum { TG_ANNEAL_COS = 0, TG_ANNEAL_LINEAR = 1 } tg_anneal_strategy;
 
@@ -68,19 +67,19 @@ typedef enum { TG_ANNEAL_COS = 0, TG_ANNEAL_LINEAR = 1 } tg_anneal_strategy;
  * PyTorch's defaults; in TG_ONE_CYCLE_OPTS(...) (PyTorch's defaults written out) a zero
  * is a zero (core/options.h). */
 typedef struct {
-    double max_lr;          /* required: every group's peak lr (PyTorch's single max_lr) */
-    const double *max_lrs;  /* or one per group (num_max_lrs = tg_optim_num_groups); overrides max_lr */
+    double max_lr;         /* required: every group's peak lr (PyTorch's single max_lr) */
+    const double *max_lrs; /* or one per group (num_max_lrs = tg_optim_num_groups); overrides max_lr */
     int num_max_lrs;
-    int total_steps;        /* required, or epochs and steps_per_epoch (total = their product) */
+    int total_steps; /* required, or epochs and steps_per_epoch (total = their product) */
     int epochs, steps_per_epoch;
-    double pct_start;       /* 0.3: the share of the steps spent rising */
+    double pct_start;                   /* 0.3: the share of the steps spent rising */
     tg_anneal_strategy anneal_strategy; /* TG_ANNEAL_COS (default) or TG_ANNEAL_LINEAR */
-    double div_factor;      /* 25: initial_lr = max_lr / div_factor */
-    double final_div_factor; /* 1e4: min_lr = initial_lr / final_div_factor */
-    bool three_phase;       /* rise, fall back to initial_lr, then anneal to min_lr */
-    bool no_cycle_momentum; /* cycle_momentum=False (PyTorch's default is True) */
+    double div_factor;                  /* 25: initial_lr = max_lr / div_factor */
+    double final_div_factor;            /* 1e4: min_lr = initial_lr / final_div_factor */
+    bool three_phase;                   /* rise, fall back to initial_lr, then anneal to min_lr */
+    bool no_cycle_momentum;             /* cycle_momentum=False (PyTorch's default is True) */
     double base_momentum, max_momentum; /* 0.85, 0.95 */
-    bool defaults_filled;   /* set by TG_ONE_CYCLE_OPTS(...): every field as written */
+    bool defaults_filled;               /* set by TG_ONE_CYCLE_OPTS(...): every field as written */
 } tg_one_cycle_opts;
 #define TG_ONE_CYCLE_OPTS(...) TG_OPTS_WITH_DEFAULTS(tg_one_cycle_opts, TG_ONE_CYCLE_DEFAULTS, __VA_ARGS__)
 #define TG_ONE_CYCLE_DEFAULTS \

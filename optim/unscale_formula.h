@@ -11,11 +11,11 @@
 #ifndef TG_OPTIM_UNSCALE_FORMULA_H
 #define TG_OPTIM_UNSCALE_FORMULA_H
 
-#define TG_UNSCALE_ELEMENT(T, v, inv_scale, found)              \
-    do {                                                        \
-        T v_ = (v);                                             \
-        if (!isfinite(v_)) (found) = 1;                         \
-        (v) = (inv_scale) == 1.0f ? v_ : v_ * (T)(inv_scale);   \
+#define TG_UNSCALE_ELEMENT(T, v, inv_scale, found)            \
+    do {                                                      \
+        T v_ = (v);                                           \
+        if (!isfinite(v_)) (found) = 1;                       \
+        (v) = (inv_scale) == 1.0f ? v_ : v_ * (T)(inv_scale); \
     } while (0)
 
 #endif

@@ -38,7 +38,7 @@ TG_HD_INLINE void NAME(tg_sgd_element)(T *param, const T *grad, T *buf, int64_t 
     T d_p = a->maximize ? -grad[i] : grad[i];
     if (a->weight_decay != 0) d_p = d_p + s->wd * param[i]; /* d_p.add(param, alpha=wd) */
     if (a->momentum != 0) {
-        T b = a->first_step ? d_p                             /* buf = clone(d_p) */
+        T b = a->first_step ? d_p                              /* buf = clone(d_p) */
                             : buf[i] * s->mom + s->keep * d_p; /* buf.mul_(m).add_(d_p, alpha=1-damp) */
         buf[i] = b;
         d_p = a->nesterov ? d_p + s->mom * b : b; /* d_p.add(buf, alpha=momentum) */
@@ -86,7 +86,7 @@ TG_HD_INLINE void NAME(tg_adam_element)(T *param, const T *grad, T *m, T *v, T *
                                         const TYPED(tg_adam_scalars) *s, const tg_adam_args *a) {
     T g = a->maximize ? -grad[i] : grad[i];
     T p = param[i];
-    if (a->decoupled) p = p * s->decay;              /* param.mul_(1 - lr*wd) */
+    if (a->decoupled) p = p * s->decay;               /* param.mul_(1 - lr*wd) */
     else if (a->weight_decay != 0) g = g + s->wd * p; /* grad.add(param, alpha=wd) */
     T mi = NAME(tg_adam_exp_avg)(m[i], g, s);
     T vi = NAME(tg_adam_exp_avg_sq)(v[i], g, s);

@@ -30,8 +30,8 @@ TG_VECTOR_CLONES static void NAME(adam_range)(T *restrict param, const T *restri
  * the division by bc2_sqrt as div_fixed: a separate loop, as GCC would not unswitch the
  * one above on yet another condition and so not vectorize it. One loop for both: Adam
  * here has no weight decay, so its decay factor is exactly 1 and p * 1 is p. */
-TG_VECTOR_CLONES static void NAME(adam_common)(T *restrict param, const T *restrict grad, T *restrict m,
-                                               T *restrict v, int64_t n, tg_adam_args a) {
+TG_VECTOR_CLONES static void NAME(adam_common)(T *restrict param, const T *restrict grad, T *restrict m, T *restrict v,
+                                               int64_t n, tg_adam_args a) {
     NAME(tg_adam_scalars) s;
     NAME(tg_adam_scalars_of)(&a, &s);
     const T inv_bc2_sqrt = (T)1 / s.bc2_sqrt;
@@ -49,8 +49,7 @@ static void NAME(adam)(T *param, const T *grad, T *m, T *v, T *vmax, int64_t n, 
     if (fixed_division_by_fma() && inv_bc2_sqrt - inv_bc2_sqrt == 0 && !a.maximize && !a.amsgrad &&
         (a.decoupled || a.weight_decay == 0))
         NAME(adam_common_any)(param, grad, m, v, n, a);
-    else
-        NAME(adam_range)(param, grad, m, v, vmax, n, a);
+    else NAME(adam_range)(param, grad, m, v, vmax, n, a);
 }
 
 TG_VECTOR_CLONES static void NAME(rmsprop_range)(T *restrict param, const T *restrict grad, T *restrict sq,

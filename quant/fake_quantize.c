@@ -80,7 +80,9 @@ bool tg_is_fake_quantize(tg_module *m) { return m && tg_module_type_of(m) == &fa
 tg_module *tg_nn_fake_quantize(tg_module *observer) {
     if (!tg_is_observer(observer)) {
         const tg_module_type *t = observer ? tg_module_type_of(observer) : NULL;
-        tg_error("tg_nn_fake_quantize: expected an observer, got %s", !observer ? "NULL" : t && t->name ? t->name : "Module");
+        tg_error("tg_nn_fake_quantize: expected an observer, got %s", !observer      ? "NULL"
+                                                                      : t && t->name ? t->name
+                                                                                     : "Module");
         if (observer) tg_module_free(observer);
         return NULL;
     }
@@ -91,7 +93,9 @@ tg_module *tg_nn_fake_quantize(tg_module *observer) {
         float s = 1.0f;
         int32_t z = 0;
         st = tg_register_buffer(m, "fake_quant_enabled", tg_from_data(&one, TG_SHAPE(1), (tg_opts){.dtype = TG_UINT8}));
-        if (!st) st = tg_register_buffer(m, "observer_enabled", tg_from_data(&one, TG_SHAPE(1), (tg_opts){.dtype = TG_UINT8}));
+        if (!st)
+            st = tg_register_buffer(m, "observer_enabled",
+                                    tg_from_data(&one, TG_SHAPE(1), (tg_opts){.dtype = TG_UINT8}));
         if (!st) st = tg_register_buffer(m, "scale", tg_from_data(&s, TG_SHAPE(1), (tg_opts){.dtype = TG_FLOAT32}));
         if (!st) st = tg_register_buffer(m, "zero_point", tg_from_data(&z, TG_SHAPE(1), (tg_opts){.dtype = TG_INT32}));
     }
@@ -113,7 +117,8 @@ static int set_flag(tg_module *m, const char *name, bool enabled) {
         tg_fill_values_(tg_module_buffer(m, name), enabled ? 1 : 0);
         changed++;
     }
-    for (int i = 0; i < tg_module_num_children(m); i++) changed += set_flag(tg_module_child_at(m, i, NULL), name, enabled);
+    for (int i = 0; i < tg_module_num_children(m); i++)
+        changed += set_flag(tg_module_child_at(m, i, NULL), name, enabled);
     return changed;
 }
 

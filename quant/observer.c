@@ -32,7 +32,8 @@ static const tg_module_type types[] = {
     [MINMAX] = {.name = "MinMaxObserver", .forward = observer_forward, .extra_repr = observer_repr},
     [MOVING_MINMAX] = {.name = "MovingAverageMinMaxObserver", .forward = observer_forward, .extra_repr = observer_repr},
     [PER_CHANNEL] = {.name = "PerChannelMinMaxObserver", .forward = observer_forward, .extra_repr = observer_repr},
-    [MOVING_PER_CHANNEL] = {.name = "MovingAveragePerChannelMinMaxObserver", .forward = observer_forward,
+    [MOVING_PER_CHANNEL] = {.name = "MovingAveragePerChannelMinMaxObserver",
+                            .forward = observer_forward,
                             .extra_repr = observer_repr},
     [HISTOGRAM] = {.name = "HistogramObserver", .forward = observer_forward, .extra_repr = observer_repr},
 };
@@ -236,7 +237,8 @@ static tg_status observe_histogram(tg_module *self, const float *x, int64_t n) {
     if (n > 0 && (!isfinite(lo) || !isfinite(hi))) {
         /* PyTorch fails here too (int(min_val) of NaN or Inf raises in Python) */
         free(hist);
-        return tg_error("HistogramObserver: the input holds %g: a histogram needs a finite range", isfinite(lo) ? hi : lo);
+        return tg_error("HistogramObserver: the input holds %g: a histogram needs a finite range",
+                        isfinite(lo) ? hi : lo);
     }
     bool uninitialized = min_val == INFINITY && max_val == -INFINITY;
     if (uninitialized || min_val == max_val) {
@@ -437,7 +439,8 @@ tg_status tg_observer_calculate_qparams(tg_module *observer, tg_tensor **scale, 
         if (!isfinite(lo[j]) || !isfinite(hi[j]))
             /* PyTorch asserts "min nan should be less than max nan" and makes an Inf scale of Inf */
             return tg_error("%s: min_val %g and max_val %g%s: the observer saw NaN or Inf, no finite scale and zero "
-                            "point quantise that", op, lo[j], hi[j], s->info.per_channel ? " of a channel" : "");
+                            "point quantise that",
+                            op, lo[j], hi[j], s->info.per_channel ? " of a channel" : "");
     float *sc = malloc((size_t)n * sizeof *sc);
     int64_t *zp = malloc((size_t)n * sizeof *zp);
     TG_ASSERT(sc && zp);
@@ -464,8 +467,9 @@ tg_status tg_observer_calculate_qparams(tg_module *observer, tg_tensor **scale, 
 tg_status tg_observer_get_info(tg_module *observer, tg_observer_info *info) {
     if (!tg_is_observer(observer) || !info) {
         const tg_module_type *t = observer ? tg_module_type_of(observer) : NULL;
-        return tg_error("tg_observer_get_info: expected an observer, got %s",
-                        !observer ? "NULL" : t && t->name ? t->name : "Module");
+        return tg_error("tg_observer_get_info: expected an observer, got %s", !observer      ? "NULL"
+                                                                              : t && t->name ? t->name
+                                                                                             : "Module");
     }
     *info = ((observer_state *)tg_module_state(observer))->info;
     return TG_OK;
@@ -527,8 +531,12 @@ static tg_module *make_observer(observer_kind kind, tg_observer_opts o) {
     if (!m) return NULL;
     observer_state *s = tg_module_state(m);
     s->kind = kind;
-    s->info = (tg_observer_info){.dtype = o.dtype, .qscheme = q, .quant_min = qmin, .quant_max = qmax,
-                                 .ch_axis = o.ch_axis, .per_channel = per_channel_kind};
+    s->info = (tg_observer_info){.dtype = o.dtype,
+                                 .qscheme = q,
+                                 .quant_min = qmin,
+                                 .quant_max = qmax,
+                                 .ch_axis = o.ch_axis,
+                                 .per_channel = per_channel_kind};
     s->custom_range = custom;
     s->averaging_constant = (float)(o.averaging_constant > 0 ? o.averaging_constant : 0.01);
     s->bins = o.bins ? o.bins : 2048;
@@ -538,7 +546,8 @@ static tg_module *make_observer(observer_kind kind, tg_observer_opts o) {
     TG_SCOPE {
         float eps = FLT_EPSILON, inf = INFINITY, ninf = -INFINITY;
         st = tg_register_buffer(m, "eps", tg_from_data(&eps, TG_SHAPE(1), (tg_opts){.dtype = TG_FLOAT32}));
-        if (!st && kind == HISTOGRAM) st = tg_register_buffer(m, "histogram", tg_zeros(TG_SHAPE(s->bins), (tg_opts){0}));
+        if (!st && kind == HISTOGRAM)
+            st = tg_register_buffer(m, "histogram", tg_zeros(TG_SHAPE(s->bins), (tg_opts){0}));
         if (per_channel_kind) {
             if (!st) st = tg_register_buffer(m, "min_val", tg_zeros(TG_SHAPE(0), (tg_opts){0}));
             if (!st) st = tg_register_buffer(m, "max_val", tg_zeros(TG_SHAPE(0), (tg_opts){0}));

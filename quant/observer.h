@@ -52,14 +52,14 @@ typedef enum {
 
 /* Zero fields are PyTorch's defaults. */
 typedef struct {
-    tg_qdtype dtype;           /* quint8 */
-    tg_qscheme qscheme;        /* see TG_QSCHEME_DEFAULT */
-    bool reduce_range;         /* one bit less of range (fbgemm / x86's activations) */
+    tg_qdtype dtype;              /* quint8 */
+    tg_qscheme qscheme;           /* see TG_QSCHEME_DEFAULT */
+    bool reduce_range;            /* one bit less of range (fbgemm / x86's activations) */
     int64_t quant_min, quant_max; /* both 0: the dtype's range; else a custom range containing 0 */
-    double averaging_constant; /* the moving-average observers: 0 means 0.01 */
-    int ch_axis;               /* the per-channel observers (negative counts from the end) */
-    int bins;                  /* HistogramObserver: 0 means 2048 */
-    int upsample_rate;         /* HistogramObserver: 0 means 128 */
+    double averaging_constant;    /* the moving-average observers: 0 means 0.01 */
+    int ch_axis;                  /* the per-channel observers (negative counts from the end) */
+    int bins;                     /* HistogramObserver: 0 means 2048 */
+    int upsample_rate;            /* HistogramObserver: 0 means 128 */
 } tg_observer_opts;
 
 /* New observers (owned by the caller). NULL + error for options PyTorch refuses: a
@@ -82,7 +82,7 @@ typedef struct {
     tg_qdtype dtype;
     tg_qscheme qscheme; /* never TG_QSCHEME_DEFAULT */
     int64_t quant_min, quant_max;
-    int ch_axis;        /* per-channel observers, as given */
+    int ch_axis; /* per-channel observers, as given */
     bool per_channel;
 } tg_observer_info;
 

@@ -326,8 +326,7 @@ tg_status tg_prune_ln_structured(tg_module *m, const char *name, tg_prune_amount
                         op, module_name(m), name, s);
     }
     if (dim < -shape.ndim || dim >= shape.ndim)
-        return tg_error("%s: dim %d is out of range for %s.%s with %d dims", op, dim, module_name(m), name,
-                        shape.ndim);
+        return tg_error("%s: dim %d is out of range for %s.%s with %d dims", op, dim, module_name(m), name, shape.ndim);
     if (!(n > 0)) return tg_error("%s: the norm order n must be > 0 (INFINITY for the max norm), got %g", op, n);
     if (dim < 0) dim += shape.ndim;
     double *scores = NULL, *mask = NULL;
@@ -367,7 +366,8 @@ tg_status tg_prune_custom_from_mask(tg_module *m, const char *name, tg_tensor *m
 tg_status tg_prune_global_unstructured(tg_module *const *modules, const char *const *names, int count,
                                        tg_prune_method method, tg_prune_amount amount) {
     const char *op = "tg_prune_global_unstructured";
-    if (count < 1 || !modules || !names) return tg_error("%s: needs at least one (module, name) pair, got %d", op, count);
+    if (count < 1 || !modules || !names)
+        return tg_error("%s: needs at least one (module, name) pair, got %d", op, count);
     if (method != TG_PRUNE_L1_UNSTRUCTURED && method != TG_PRUNE_RANDOM_UNSTRUCTURED)
         return tg_error("%s: unknown pruning method %d (global pruning is unstructured only)", op, (int)method);
     int64_t total = 0;
@@ -394,8 +394,7 @@ tg_status tg_prune_global_unstructured(tg_module *const *modules, const char *co
         free(s);
         free(k);
     }
-    if (!status)
-        status = unstructured(op, scores, total, dtype, method == TG_PRUNE_RANDOM_UNSTRUCTURED, amount, mask);
+    if (!status) status = unstructured(op, scores, total, dtype, method == TG_PRUNE_RANDOM_UNSTRUCTURED, amount, mask);
     for (int64_t i = 0, at = 0; i < count && !status; i++) {
         tg_tensor *w = target(op, modules[i], names[i]);
         status = install(modules[i], names[i], w, mask + at); /* custom_from_mask of the slice */

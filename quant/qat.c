@@ -13,22 +13,24 @@
 
 /* FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255) */
 static tg_module *activation_fq(void) {
-    return tg_nn_fake_quantize(tg_nn_moving_average_minmax_observer((tg_observer_opts){.quant_min = 0, .quant_max = 255}));
+    return tg_nn_fake_quantize(
+        tg_nn_moving_average_minmax_observer((tg_observer_opts){.quant_min = 0, .quant_max = 255}));
 }
 static tg_module *activation_fq_rr(void) {
     return tg_nn_fake_quantize(tg_nn_moving_average_minmax_observer(
         (tg_observer_opts){.reduce_range = true, .quant_min = 0, .quant_max = 255}));
 }
 static tg_module *weight_fq(void) {
-    return tg_nn_fake_quantize(tg_nn_moving_average_per_channel_minmax_observer(
-        (tg_observer_opts){.dtype = TG_QINT8, .qscheme = TG_PER_CHANNEL_SYMMETRIC, .quant_min = -128, .quant_max = 127}));
+    return tg_nn_fake_quantize(tg_nn_moving_average_per_channel_minmax_observer((tg_observer_opts){
+        .dtype = TG_QINT8, .qscheme = TG_PER_CHANNEL_SYMMETRIC, .quant_min = -128, .quant_max = 127}));
 }
 
 tg_qconfig tg_get_default_qat_qconfig(const char *backend) {
     if (backend && !strcmp(backend, "onednn")) return (tg_qconfig){activation_fq, weight_fq};
     if (backend && (!strcmp(backend, "x86") || !strcmp(backend, "fbgemm")))
         return (tg_qconfig){activation_fq_rr, weight_fq};
-    tg_error("tg_get_default_qat_qconfig: unknown backend \"%s\" (onednn, x86 or fbgemm)", backend ? backend : "(NULL)");
+    tg_error("tg_get_default_qat_qconfig: unknown backend \"%s\" (onednn, x86 or fbgemm)",
+             backend ? backend : "(NULL)");
     return (tg_qconfig){NULL, NULL};
 }
 

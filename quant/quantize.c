@@ -24,10 +24,10 @@
 typedef struct {
     int64_t in, out;
     bool per_channel;
-    int8_t *weight;    /* out x in, row-major */
-    int8_t *packed;    /* weight packed for the VNNI kernel that broadcasts a row (NULL without VNNI) */
-    int32_t *col_sum;  /* sum over k of each weight row (the input zero point's correction) */
-    uint64_t version;  /* of the "weight" buffer when weight and col_sum were made */
+    int8_t *weight;   /* out x in, row-major */
+    int8_t *packed;   /* weight packed for the VNNI kernel that broadcasts a row (NULL without VNNI) */
+    int32_t *col_sum; /* sum over k of each weight row (the input zero point's correction) */
+    uint64_t version; /* of the "weight" buffer when weight and col_sum were made */
 } qlinear_state;
 
 static void sync_weight(tg_module *self) {
@@ -130,8 +130,7 @@ TG_VECTOR_CLONES static void requantize_for_float(const int32_t *acc, int64_t ro
  * as 0), and each non-finite x[p] now adds x[p] * w[j][p] (the dequantised weight) in
  * float, so the row gives NaN or +-Inf where the float Linear of those weights would
  * (Inf * a positive weight is +Inf, Inf * a zero weight NaN). Other rows are untouched. */
-static void fix_nonfinite_rows(const qlinear_state *s, const float *x, int64_t rows, const float *w_scale,
-                               float *out) {
+static void fix_nonfinite_rows(const qlinear_state *s, const float *x, int64_t rows, const float *w_scale, float *out) {
     int64_t k = s->in, n = s->out;
     for (int64_t i = 0; i < rows; i++)
         for (int64_t p = 0; p < k; p++) {
@@ -151,8 +150,8 @@ static void qlinear_free(tg_module *self) {
 
 static void qlinear_repr(tg_module *self, char *buf, size_t size) {
     qlinear_state *s = tg_module_state(self);
-    snprintf(buf, size, "in_features=%lld, out_features=%lld, dtype=torch.qint8, qscheme=torch.%s",
-             (long long)s->in, (long long)s->out, s->per_channel ? "per_channel_affine" : "per_tensor_affine");
+    snprintf(buf, size, "in_features=%lld, out_features=%lld, dtype=torch.qint8, qscheme=torch.%s", (long long)s->in,
+             (long long)s->out, s->per_channel ? "per_channel_affine" : "per_tensor_affine");
 }
 
 /* PyTorch's quant_utils::ChooseQuantizationParams(min, max, 0, 255, false, false,
@@ -167,10 +166,8 @@ static void choose_input_qparams(float min, float max, float *scale_out, int32_t
     if (scale < small_scale) {
         float org_scale = (float)scale;
         scale = small_scale;
-        if (min == 0.0f)
-            max = small_scale * (qmax - qmin);
-        else if (max == 0.0f)
-            min = -small_scale * (qmax - qmin);
+        if (min == 0.0f) max = small_scale * (qmax - qmin);
+        else if (max == 0.0f) min = -small_scale * (qmax - qmin);
         else {
             float amplifier = small_scale / org_scale;
             min *= amplifier;
@@ -227,8 +224,14 @@ static tg_tensor *qlinear_compute(tg_module *self, tg_tensor *x) {
      * 16 packed output channels (no horizontal sums) and scales the sums to float in its
      * registers, a single row on the one that splits its columns over the threads. */
     if (rows > 1 && s->packed && tg_qgemm_vnni_enabled()) {
-        tg_qgemm_epilogue e = {.kind = TG_QGEMM_OUT_F32, .out = out, .ldc = n, .x_zero_point = x_zp,
-                               .x_scale = x_scale, .col_sum = s->col_sum, .w_scale = w_scale, .bias = bv,
+        tg_qgemm_epilogue e = {.kind = TG_QGEMM_OUT_F32,
+                               .out = out,
+                               .ldc = n,
+                               .x_zero_point = x_zp,
+                               .x_scale = x_scale,
+                               .col_sum = s->col_sum,
+                               .w_scale = w_scale,
+                               .bias = bv,
                                .per_channel = s->per_channel};
         tg_qgemm_u8s8_packed_epilogue(rows, n, k, xq, k, s->packed, &e);
     } else {
@@ -274,7 +277,8 @@ static tg_status qlinear_onnx(tg_onnx_op *op) {
     lo = node2(op, "Min", lo, zero, NULL);
     hi = node2(op, "Max", hi, zero, NULL);
     const char *range = node2(op, "Sub", hi, lo, NULL);
-    const char *scale = node2(op, "Max", node2(op, "Div", range, qmax, NULL), tg_onnx_const_scalar(op, TG_FLOAT32, 6.1e-5), NULL);
+    const char *scale =
+        node2(op, "Max", node2(op, "Div", range, qmax, NULL), tg_onnx_const_scalar(op, TG_FLOAT32, 6.1e-5), NULL);
     const char *zp_f = node2(op, "Div", node2(op, "Mul", node2(op, "Neg", lo, NULL, NULL), qmax, NULL),
                              node2(op, "Max", range, tg_onnx_const_scalar(op, TG_FLOAT32, 1e-30), NULL), NULL);
     const char *zp_r = node2(op, "Round", zp_f, NULL, NULL), *zp = tg_onnx_value(op);
@@ -312,8 +316,10 @@ static tg_status qlinear_onnx(tg_onnx_op *op) {
     return node2(op, "Add", node2(op, "MatMul", xd, wd, NULL), b, y) ? TG_OK : TG_ERROR;
 }
 
-static const tg_function qlinear_op = {.name = "dynamic_quantized_linear", .num_inputs = 1,
-                                       .forward = qlinear_op_forward, .low_precision = TG_LOW_PRECISION_NATIVE,
+static const tg_function qlinear_op = {.name = "dynamic_quantized_linear",
+                                       .num_inputs = 1,
+                                       .forward = qlinear_op_forward,
+                                       .low_precision = TG_LOW_PRECISION_NATIVE,
                                        .onnx = qlinear_onnx};
 
 static tg_tensor *qlinear_forward(tg_module *self, tg_tensor *x) {
@@ -346,8 +352,9 @@ static tg_status check_finite_weight(const char *op, const char *who, tg_tensor 
         if (!wc) st = TG_ERROR;
         else if (at >= 0)
             st = tg_error("%s: %s holds %g at [%lld, %lld]: a weight with NaN or Inf cannot be quantised, "
-                          "module unchanged", op, who, (double)((const float *)tg_data_ptr(wc))[at],
-                          (long long)(at / in), (long long)(at % in));
+                          "module unchanged",
+                          op, who, (double)((const float *)tg_data_ptr(wc))[at], (long long)(at / in),
+                          (long long)(at % in));
     }
     return st;
 }

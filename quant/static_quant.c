@@ -39,7 +39,8 @@ static tg_module *histogram_activation_rr(void) {
     return tg_nn_histogram_observer((tg_observer_opts){.reduce_range = true});
 }
 static tg_module *per_channel_weight(void) {
-    return tg_nn_per_channel_minmax_observer((tg_observer_opts){.dtype = TG_QINT8, .qscheme = TG_PER_CHANNEL_SYMMETRIC});
+    return tg_nn_per_channel_minmax_observer(
+        (tg_observer_opts){.dtype = TG_QINT8, .qscheme = TG_PER_CHANNEL_SYMMETRIC});
 }
 static tg_module *per_tensor_weight(void) {
     return tg_nn_minmax_observer((tg_observer_opts){.dtype = TG_QINT8, .qscheme = TG_PER_TENSOR_SYMMETRIC});
@@ -138,7 +139,7 @@ tg_status tg_fuse_modules(tg_module *model, const char *first, const char *secon
 /* ---- prepare ---- */
 
 static bool observed_type(tg_module *m) {
-    static const char *const names[] = {"QuantStub", "Conv2d", "Linear", "ConvReLU2d", "LinearReLU",
+    static const char *const names[] = {"QuantStub", "Conv2d",    "Linear",        "ConvReLU2d",   "LinearReLU",
                                         "QATConv2d", "QATLinear", "QATConvReLU2d", "QATLinearReLU"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (is_type(m, names[i])) return true;
@@ -188,8 +189,9 @@ static tg_status register_scalar(tg_module *m, const char *name, double v, tg_dt
     TG_SCOPE {
         float f = (float)v;
         int64_t i = (int64_t)v;
-        st = tg_register_buffer(m, name, tg_from_data(dt == TG_FLOAT32 ? (const void *)&f : (const void *)&i,
-                                                      TG_SHAPE(1), (tg_opts){.dtype = dt}));
+        st = tg_register_buffer(
+            m, name,
+            tg_from_data(dt == TG_FLOAT32 ? (const void *)&f : (const void *)&i, TG_SHAPE(1), (tg_opts){.dtype = dt}));
     }
     return st;
 }
@@ -205,8 +207,8 @@ static double buffer_value(tg_module *m, const char *name) {
 }
 
 static tg_status check_cpu(const char *who, tg_tensor *x, tg_dtype dt, const char *what) {
-    if (tg_device_of(x).kind == TG_DEVICE_CPU && (dt == TG_FLOAT32 ? tg_dtype_is_floating(tg_dtype_of(x))
-                                                                   : tg_dtype_of(x) == dt))
+    if (tg_device_of(x).kind == TG_DEVICE_CPU &&
+        (dt == TG_FLOAT32 ? tg_dtype_is_floating(tg_dtype_of(x)) : tg_dtype_of(x) == dt))
         return TG_OK;
     char dev[16];
     return tg_error("%s: expected %s on the CPU, got %s on %s", who, what, tg_dtype_name(tg_dtype_of(x)),
@@ -296,7 +298,8 @@ static tg_tensor *qmax_pool_compute(tg_module *self, tg_tensor *x) {
         char buf[64];
         tg_shape_str(s, buf, sizeof buf);
         tg_error("QuantizedMaxPool2d: input %s is too small for kernel_size=%d, padding=%d (or padding > "
-                 "kernel_size / 2)", buf, k, pad);
+                 "kernel_size / 2)",
+                 buf, k, pad);
         return NULL;
     }
     tg_tensor *xc = tg_contiguous(x);
@@ -321,8 +324,8 @@ typedef struct {
     uint64_t versions; /* sum of the buffers' versions when qw and rq were made */
 } qlayer_state;
 
-static const char *const qlayer_buffers[] = {"weight", "bias", "weight_scale", "scale", "zero_point", "input_scale",
-                                             "input_zero_point"};
+static const char *const qlayer_buffers[] = {"weight",     "bias",        "weight_scale",    "scale",
+                                             "zero_point", "input_scale", "input_zero_point"};
 
 static tg_qrequant requant_of(tg_module *self) {
     qlayer_state *s = tg_module_state(self);
@@ -418,8 +421,10 @@ static void qlayer_repr(tg_module *self, char *buf, size_t size) {
                  (long long)s->in, (long long)s->out, (long long)s->kh, (long long)s->kw, s->stride, s->stride, scale,
                  zp);
     else
-        snprintf(buf, size, "in_features=%lld, out_features=%lld, scale=%g, zero_point=%.0f, "
-                 "qscheme=torch.per_channel_affine", (long long)s->in, (long long)s->out, scale, zp);
+        snprintf(buf, size,
+                 "in_features=%lld, out_features=%lld, scale=%g, zero_point=%.0f, "
+                 "qscheme=torch.per_channel_affine",
+                 (long long)s->in, (long long)s->out, scale, zp);
 }
 
 /* ---- ONNX export: QDQ (onnx/recording.h) ----
@@ -449,8 +454,8 @@ static const char *qparam(tg_onnx_op *op, tg_module *m, const char *name, bool z
 }
 
 /* out = DequantizeLinear(x) with m's buffers `scale` / `zp`, into a fresh value or `to`. */
-static const char *qdq(tg_onnx_op *op, const char *type, const char *x, tg_module *m, const char *scale,
-                       const char *zp, const char *to) {
+static const char *qdq(tg_onnx_op *op, const char *type, const char *x, tg_module *m, const char *scale, const char *zp,
+                       const char *to) {
     const char *out = to ? to : tg_onnx_value(op);
     const char *in[3] = {x, qparam(op, m, scale, false), qparam(op, m, zp, true)};
     return tg_onnx_add_node(op, type, 3, in, 1, &out) ? out : NULL;
@@ -535,8 +540,11 @@ static tg_status qmodule_onnx(tg_onnx_op *op) {
     return st;
 }
 
-static const tg_function qmodule_op = {.name = "quantized_module", .num_inputs = 1, .forward = qmodule_op_forward,
-                                       .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = qmodule_onnx};
+static const tg_function qmodule_op = {.name = "quantized_module",
+                                       .num_inputs = 1,
+                                       .forward = qmodule_op_forward,
+                                       .low_precision = TG_LOW_PRECISION_NATIVE,
+                                       .onnx = qmodule_onnx};
 
 static tg_tensor *recorded(tg_module *self, tg_tensor *x, qmodule_compute compute) {
     if (!tg_onnx_recording()) return compute(self, x);
@@ -583,7 +591,8 @@ static tg_status observed_qparams(const char *path, tg_module *obs, double *scal
             st = tg_error("tg_quant_convert: \"%s\" was not calibrated (its observer saw no input)", path);
         } else if (!isfinite(min) || !isfinite(max)) {
             st = tg_error("tg_quant_convert: \"%s\": its observer saw NaN or Inf (min_val %g, max_val %g): "
-                          "no finite scale quantises that", path, min, max);
+                          "no finite scale quantises that",
+                          path, min, max);
         } else if (!tg_observer_calculate_qparams(obs, &s, &z)) {
             *scale = tg_item(s);
             *zp = (int64_t)tg_item(z);
@@ -612,7 +621,8 @@ static tg_status quantize_weight(const char *path, tg_module *layer, tg_module *
         if (!wc) fin = TG_ERROR;
         else if (i < n)
             fin = tg_error("tg_quant_convert: \"%s%s.weight\" holds %g at flat index %lld: a weight with NaN or "
-                           "Inf cannot be quantised", path, inner == layer ? "" : ".0", (double)wv[i], (long long)i);
+                           "Inf cannot be quantised",
+                           path, inner == layer ? "" : ".0", (double)wv[i], (long long)i);
     }
     if (fin) return fin;
     tg_module *fq = tg_module_child(layer, "weight_fake_quant"), *obs = NULL;
@@ -640,8 +650,9 @@ static tg_status quantize_weight(const char *path, tg_module *layer, tg_module *
     if (own) tg_module_free(obs);
     if (st) return st;
     int64_t out = tg_size(w, 0), k = out ? tg_numel(w) / out : 0;
-    if (tg_numel(scale) != out) return tg_error("tg_quant_convert: \"%s\": %lld weight scales for %lld channels", path,
-                                                (long long)tg_numel(scale), (long long)out);
+    if (tg_numel(scale) != out)
+        return tg_error("tg_quant_convert: \"%s\": %lld weight scales for %lld channels", path,
+                        (long long)tg_numel(scale), (long long)out);
     tg_tensor *wc = tg_contiguous(tg_detach(w));
     if (!wc) return TG_ERROR;
     const float *wv = tg_data_ptr(wc), *sv = tg_data_ptr(scale);
@@ -698,15 +709,21 @@ static tg_module *make_qlayer(const char *path, tg_module *layer, act_qparams in
         q = tg_module_new(type, sizeof(qlayer_state));
         qlayer_state *s = tg_module_state(q);
         tg_shape ws_shape = tg_shape_of(wq);
-        *s = (qlayer_state){.conv = conv, .relu = relu, .out = ws_shape.dims[0], .in = ws_shape.dims[1],
-                            .kh = conv ? ws_shape.dims[2] : 1, .kw = conv ? ws_shape.dims[3] : 1,
-                            .stride = co.stride ? co.stride : 1, .padding = co.padding,
+        *s = (qlayer_state){.conv = conv,
+                            .relu = relu,
+                            .out = ws_shape.dims[0],
+                            .in = ws_shape.dims[1],
+                            .kh = conv ? ws_shape.dims[2] : 1,
+                            .kw = conv ? ws_shape.dims[3] : 1,
+                            .stride = co.stride ? co.stride : 1,
+                            .padding = co.padding,
                             .dilation = co.dilation ? co.dilation : 1};
         tg_tensor *bias = tg_module_param(inner, "bias");
         st = tg_register_buffer(q, "weight", wq);
         if (!st && bias) st = tg_register_buffer(q, "bias", tg_clone(tg_detach(bias)));
         if (!st) st = tg_register_buffer(q, "weight_scale", ws);
-        if (!st) st = tg_register_buffer(q, "weight_zero_point", tg_zeros(tg_shape_of(ws), (tg_opts){.dtype = TG_INT64}));
+        if (!st)
+            st = tg_register_buffer(q, "weight_zero_point", tg_zeros(tg_shape_of(ws), (tg_opts){.dtype = TG_INT64}));
         if (!st) st = register_scalar(q, "scale", scale, TG_FLOAT32);
         if (!st) st = register_scalar(q, "zero_point", (double)zp, TG_INT64);
         if (!st) st = register_scalar(q, "input_scale", in.scale, TG_FLOAT32);
@@ -722,8 +739,7 @@ static tg_module *make_qlayer(const char *path, tg_module *layer, act_qparams in
 
 static tg_status convert_children(tg_module *m, const char *prefix, act_qparams *a, tg_qconfig qc);
 
-static tg_status convert_child(tg_module *parent, const char *name, const char *prefix, act_qparams *a,
-                               tg_qconfig qc) {
+static tg_status convert_child(tg_module *parent, const char *name, const char *prefix, act_qparams *a, tg_qconfig qc) {
     char path[512];
     snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", name);
     tg_module *c = tg_module_child(parent, name);
@@ -731,7 +747,8 @@ static tg_status convert_child(tg_module *parent, const char *name, const char *
     if (is_type(c, "QuantStub")) {
         double scale;
         int64_t zp;
-        if (!observed) return tg_error("tg_quant_convert: QuantStub \"%s\" has no observer (tg_quant_prepare first)", path);
+        if (!observed)
+            return tg_error("tg_quant_convert: QuantStub \"%s\" has no observer (tg_quant_prepare first)", path);
         if (observed_qparams(path, tg_module_child(c, "activation_post_process"), &scale, &zp)) return TG_ERROR;
         tg_module *q = tg_module_new(&quantize_type, sizeof(cached_qparams));
         if (register_scalar(q, "scale", scale, TG_FLOAT32) || register_scalar(q, "zero_point", (double)zp, TG_INT64)) {

@@ -13,11 +13,11 @@ TEST(BuildSmoke, GoogleTestRuns) { EXPECT_EQ(1 + 1, 2); }
 
 TEST(BuildSmoke, CudaBuildInfo) {
 #ifdef TG_WITH_CUDA
-  EXPECT_GT(std::strlen(TG_CUDA_ARCHS), 0u);
-  EXPECT_NE(std::strstr(TG_CUDA_ARCHS, "sm_"), nullptr) << TG_CUDA_ARCHS;
-  EXPECT_GT(std::strlen(TG_CUDA_VERSION), 0u);
-  std::printf("CUDA %s, archs %s\n", TG_CUDA_VERSION, TG_CUDA_ARCHS);
+    EXPECT_GT(std::strlen(TG_CUDA_ARCHS), 0u);
+    EXPECT_NE(std::strstr(TG_CUDA_ARCHS, "sm_"), nullptr) << TG_CUDA_ARCHS;
+    EXPECT_GT(std::strlen(TG_CUDA_VERSION), 0u);
+    std::printf("CUDA %s, archs %s\n", TG_CUDA_VERSION, TG_CUDA_ARCHS);
 #else
-  GTEST_SKIP() << "built without CUDA";
+    GTEST_SKIP() << "built without CUDA";
 #endif
 }

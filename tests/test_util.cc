@@ -40,7 +40,10 @@ std::map<std::string, FixtureTensor> load_fixtures(const std::string &path) {
         for (int64_t i = 0; i < numel; i++) {
             std::string tok;
             body >> tok;
-            t.data[(size_t)i] = tok == "nan" ? NAN : tok == "inf" ? INFINITY : tok == "-inf" ? -INFINITY : std::stod(tok);
+            t.data[(size_t)i] = tok == "nan"    ? NAN
+                                : tok == "inf"  ? INFINITY
+                                : tok == "-inf" ? -INFINITY
+                                                : std::stod(tok);
         }
         out[name] = t;
     }

@@ -139,8 +139,7 @@ inline void expect_unscale_finds_inf_and_nan(tg_device device) {
                 tg_tensor *loss = tg_add(tg_add(tg_sum(tg_mul_scalar(p[0], 3)), tg_sum(tg_mul_scalar(p[1], 3))),
                                          tg_sum(tg_mul_scalar(p[2], 3)));
                 ASSERT_EQ(tg_backward(tg_grad_scaler_scale(s, loss)), TG_OK) << tg_last_error();
-                if (where >= 0)
-                    TG_NO_GRAD {
+                if (where >= 0) TG_NO_GRAD {
                         tg_tensor *g = tg_grad(p[where]);
                         ASSERT_EQ(tg_copy_(tg_narrow(g, 0, tg_numel(g) - 1, 1), tg_full(TG_SHAPE(1), bad, f64)), TG_OK)
                             << tg_last_error();
@@ -170,8 +169,8 @@ inline std::vector<int64_t> dims(tg_tensor *t) {
 }
 
 // Asserts that the last call failed with a message containing `part`.
-#define EXPECT_ERROR_CONTAINS(part)                                                        \
-    EXPECT_NE(std::string(tg_last_error()).find(part), std::string::npos)                  \
+#define EXPECT_ERROR_CONTAINS(part)                                       \
+    EXPECT_NE(std::string(tg_last_error()).find(part), std::string::npos) \
         << "error message was: \"" << tg_last_error() << "\"; expected it to contain \"" << (part) << "\""
 
 // PyTorch fixtures: text files written by tests/fixtures/fixture_io.py.

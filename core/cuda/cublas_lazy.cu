@@ -37,14 +37,14 @@ template <typename F> F resolve(const char *symbol) {
     return library ? reinterpret_cast<F>(dlsym(library, symbol)) : nullptr;
 }
 
-}  // namespace
+} // namespace
 
 // Defines `name(params)` forwarding `args` to the real symbol `name`.
-#define TG_CUBLAS_FORWARD(name, params, args)                                 \
-    extern "C" cublasStatus_t CUBLASWINAPI name params {                      \
-        using fn_t = cublasStatus_t(CUBLASWINAPI *) params;                   \
-        static fn_t real = resolve<fn_t>(#name);                              \
-        return real ? real args : CUBLAS_STATUS_NOT_INITIALIZED;              \
+#define TG_CUBLAS_FORWARD(name, params, args)                    \
+    extern "C" cublasStatus_t CUBLASWINAPI name params {         \
+        using fn_t = cublasStatus_t(CUBLASWINAPI *) params;      \
+        static fn_t real = resolve<fn_t>(#name);                 \
+        return real ? real args : CUBLAS_STATUS_NOT_INITIALIZED; \
     }
 
 TG_CUBLAS_FORWARD(cublasCreate_v2, (cublasHandle_t * handle), (handle))
@@ -53,13 +53,13 @@ TG_CUBLAS_FORWARD(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t strea
 TG_CUBLAS_FORWARD(cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode), (handle, mode))
 TG_CUBLAS_FORWARD(cublasSgemm_v2,
                   (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                   const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
-                   float *C, int ldc),
+                   const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta, float *C,
+                   int ldc),
                   (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
 TG_CUBLAS_FORWARD(cublasDgemm_v2,
                   (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                   const double *alpha, const double *A, int lda, const double *B, int ldb,
-                   const double *beta, double *C, int ldc),
+                   const double *alpha, const double *A, int lda, const double *B, int ldb, const double *beta,
+                   double *C, int ldc),
                   (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
 TG_CUBLAS_FORWARD(cublasSgemmStridedBatched,
                   (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
@@ -73,16 +73,15 @@ TG_CUBLAS_FORWARD(cublasDgemmStridedBatched,
                   (h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch))
 
 TG_CUBLAS_FORWARD(cublasGemmEx,
-                  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                   const void *alpha, const void *A, cudaDataType At, int lda, const void *B, cudaDataType Bt,
-                   int ldb, const void *beta, void *C, cudaDataType Ct, int ldc, cublasComputeType_t compute,
-                   cublasGemmAlgo_t algo),
+                  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,
+                   const void *A, cudaDataType At, int lda, const void *B, cudaDataType Bt, int ldb, const void *beta,
+                   void *C, cudaDataType Ct, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t algo),
                   (h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb, beta, C, Ct, ldc, compute, algo))
 TG_CUBLAS_FORWARD(cublasGemmStridedBatchedEx,
-                  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                   const void *alpha, const void *A, cudaDataType At, int lda, long long int sA, const void *B,
-                   cudaDataType Bt, int ldb, long long int sB, const void *beta, void *C, cudaDataType Ct, int ldc,
-                   long long int sC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t algo),
+                  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,
+                   const void *A, cudaDataType At, int lda, long long int sA, const void *B, cudaDataType Bt, int ldb,
+                   long long int sB, const void *beta, void *C, cudaDataType Ct, int ldc, long long int sC, int batch,
+                   cublasComputeType_t compute, cublasGemmAlgo_t algo),
                   (h, ta, tb, m, n, k, alpha, A, At, lda, sA, B, Bt, ldb, sB, beta, C, Ct, ldc, sC, batch, compute,
                    algo))
 

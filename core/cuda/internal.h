@@ -38,8 +38,8 @@ static inline int tg_cuda_device_of(const tg_tensor *t) { return t->storage->dev
 
 /* Enters the device of tensor `t` inside an entry point: declares `stream`, returns
  * TG_ERROR when that fails. */
-#define TG_CUDA_ENTER(op, t)                                                   \
-    cudaStream_t stream;                                                       \
+#define TG_CUDA_ENTER(op, t) \
+    cudaStream_t stream;     \
     if (!tg_cuda_enter(tg_cuda_device_of(t), (op), &stream)) return TG_ERROR
 
 /* The line kernels (sort, scan, softmax) run along one existing dim of x. */
@@ -66,23 +66,46 @@ static inline unsigned tg_cuda_blocks(int64_t n, int device) {
 
 /* Runs the statement `__VA_ARGS__` with `scalar_t` the C++ type of dtype `dt`;
  * returns an error naming op for dtypes without CUDA kernels. */
-#define TG_CUDA_DISPATCH_ALL(op, dt, ...)                                               \
-    switch (dt) {                                                                       \
-    case TG_FLOAT32: { typedef float scalar_t; __VA_ARGS__; } break;                  \
-    case TG_FLOAT64: { typedef double scalar_t; __VA_ARGS__; } break;                 \
-    case TG_INT64: { typedef int64_t scalar_t; __VA_ARGS__; } break;                  \
-    case TG_INT32: { typedef int32_t scalar_t; __VA_ARGS__; } break;                  \
-    case TG_UINT8: { typedef uint8_t scalar_t; __VA_ARGS__; } break;                  \
-    case TG_BOOL: { typedef bool scalar_t; __VA_ARGS__; } break;                      \
+#define TG_CUDA_DISPATCH_ALL(op, dt, ...)                                                 \
+    switch (dt) {                                                                         \
+    case TG_FLOAT32: {                                                                    \
+        typedef float scalar_t;                                                           \
+        __VA_ARGS__;                                                                      \
+    } break;                                                                              \
+    case TG_FLOAT64: {                                                                    \
+        typedef double scalar_t;                                                          \
+        __VA_ARGS__;                                                                      \
+    } break;                                                                              \
+    case TG_INT64: {                                                                      \
+        typedef int64_t scalar_t;                                                         \
+        __VA_ARGS__;                                                                      \
+    } break;                                                                              \
+    case TG_INT32: {                                                                      \
+        typedef int32_t scalar_t;                                                         \
+        __VA_ARGS__;                                                                      \
+    } break;                                                                              \
+    case TG_UINT8: {                                                                      \
+        typedef uint8_t scalar_t;                                                         \
+        __VA_ARGS__;                                                                      \
+    } break;                                                                              \
+    case TG_BOOL: {                                                                       \
+        typedef bool scalar_t;                                                            \
+        __VA_ARGS__;                                                                      \
+    } break;                                                                              \
     default: return tg_error("%s: dtype %s has no CUDA kernel", (op), tg_dtype_name(dt)); \
     }
 
-#define TG_CUDA_DISPATCH_FLOATING(op, dt, ...)                                          \
-    switch (dt) {                                                                       \
-    case TG_FLOAT32: { typedef float scalar_t; __VA_ARGS__; } break;                  \
-    case TG_FLOAT64: { typedef double scalar_t; __VA_ARGS__; } break;                 \
-    default: return tg_error("%s: expected float32 or float64 on CUDA, got %s", (op),  \
-                             tg_dtype_name(dt));                                        \
+#define TG_CUDA_DISPATCH_FLOATING(op, dt, ...)                                                            \
+    switch (dt) {                                                                                         \
+    case TG_FLOAT32: {                                                                                    \
+        typedef float scalar_t;                                                                           \
+        __VA_ARGS__;                                                                                      \
+    } break;                                                                                              \
+    case TG_FLOAT64: {                                                                                    \
+        typedef double scalar_t;                                                                          \
+        __VA_ARGS__;                                                                                      \
+    } break;                                                                                              \
+    default: return tg_error("%s: expected float32 or float64 on CUDA, got %s", (op), tg_dtype_name(dt)); \
     }
 
 /* The accumulator of reductions: double for float32 too, as the CPU kernels do. */
@@ -94,9 +117,7 @@ template <> struct tg_acc_type<bool> { typedef int64_t type; };
 
 /* The same conversion as core/convert.h's tg_store_from_double(tg_load_as_double()):
  * through double, bool is "!= 0", uint8 wraps through int64. */
-template <typename D, typename S> __host__ __device__ __forceinline__ D tg_cast_value(S v) {
-    return (D)(double)v;
-}
+template <typename D, typename S> __host__ __device__ __forceinline__ D tg_cast_value(S v) { return (D)(double)v; }
 template <> __host__ __device__ __forceinline__ float tg_cast_value<float, float>(float v) { return v; }
 template <> __host__ __device__ __forceinline__ double tg_cast_value<double, double>(double v) { return v; }
 template <> __host__ __device__ __forceinline__ int64_t tg_cast_value<int64_t, int64_t>(int64_t v) { return v; }
@@ -114,9 +135,9 @@ TG_CAST_TO_BOOL(int64_t)
 TG_CAST_TO_BOOL(int32_t)
 TG_CAST_TO_BOOL(uint8_t)
 #undef TG_CAST_TO_BOOL
-#define TG_CAST_TO_U8(S)                                                                         \
+#define TG_CAST_TO_U8(S)                                                                     \
     template <> __host__ __device__ __forceinline__ uint8_t tg_cast_value<uint8_t, S>(S v) { \
-        return (uint8_t)(int64_t)(double)v;                                                    \
+        return (uint8_t)(int64_t)(double)v;                                                  \
     }
 TG_CAST_TO_U8(float)
 TG_CAST_TO_U8(double)
@@ -139,24 +160,24 @@ struct tg_bf16_t {
 };
 template <> struct tg_acc_type<tg_half_t> { typedef double type; };
 template <> struct tg_acc_type<tg_bf16_t> { typedef double type; };
-#define TG_CAST_FROM_LOWP(L, TO_FLOAT, D)                                          \
+#define TG_CAST_FROM_LOWP(L, TO_FLOAT, D)                                        \
     template <> __host__ __device__ __forceinline__ D tg_cast_value<D, L>(L v) { \
-        return tg_cast_value<D, float>(TO_FLOAT(v.bits));                          \
+        return tg_cast_value<D, float>(TO_FLOAT(v.bits));                        \
     }
-#define TG_CAST_FROM_LOWP_ALL(L, TO_FLOAT)   \
-    TG_CAST_FROM_LOWP(L, TO_FLOAT, float)    \
-    TG_CAST_FROM_LOWP(L, TO_FLOAT, double)   \
-    TG_CAST_FROM_LOWP(L, TO_FLOAT, int64_t)  \
-    TG_CAST_FROM_LOWP(L, TO_FLOAT, int32_t)  \
-    TG_CAST_FROM_LOWP(L, TO_FLOAT, uint8_t)  \
+#define TG_CAST_FROM_LOWP_ALL(L, TO_FLOAT)  \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, float)   \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, double)  \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, int64_t) \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, int32_t) \
+    TG_CAST_FROM_LOWP(L, TO_FLOAT, uint8_t) \
     TG_CAST_FROM_LOWP(L, TO_FLOAT, bool)
 TG_CAST_FROM_LOWP_ALL(tg_half_t, tg_half_bits_to_float)
 TG_CAST_FROM_LOWP_ALL(tg_bf16_t, tg_bf16_bits_to_float)
 #undef TG_CAST_FROM_LOWP_ALL
 #undef TG_CAST_FROM_LOWP
-#define TG_CAST_TO_LOWP(L, FROM_FLOAT, S)                                          \
+#define TG_CAST_TO_LOWP(L, FROM_FLOAT, S)                                        \
     template <> __host__ __device__ __forceinline__ L tg_cast_value<L, S>(S v) { \
-        return L{FROM_FLOAT(tg_cast_value<float, S>(v))};                          \
+        return L{FROM_FLOAT(tg_cast_value<float, S>(v))};                        \
     }
 #define TG_CAST_TO_LOWP_ALL(L, FROM_FLOAT, OTHER) \
     TG_CAST_TO_LOWP(L, FROM_FLOAT, float)         \
@@ -180,8 +201,8 @@ TG_CAST_TO_LOWP_ALL(tg_bf16_t, tg_float_to_bf16_bits, tg_half_t)
  * into each operand's element offset. */
 template <int N> struct tg_indexer {
     int ndim;
-    int64_t sizes[TG_MAX_DIMS];       /* outer to inner */
-    int64_t strides[TG_MAX_DIMS][N];  /* in elements; 0 on broadcast dims */
+    int64_t sizes[TG_MAX_DIMS];      /* outer to inner */
+    int64_t strides[TG_MAX_DIMS][N]; /* in elements; 0 on broadcast dims */
     int64_t numel;
 
     __device__ __forceinline__ void offsets(int64_t i, int64_t *off) const {
@@ -215,8 +236,7 @@ template <int N> struct tg_indexer {
 
 /* Builds the indexer for `shape` (the output's) and the operands' strides (each
  * operand broadcast to shape by the usual right-aligned rule). */
-template <int N>
-static inline tg_indexer<N> tg_make_indexer(tg_shape shape, tg_tensor *const *operands) {
+template <int N> static inline tg_indexer<N> tg_make_indexer(tg_shape shape, tg_tensor *const *operands) {
     tg_indexer<N> ix;
     int64_t sizes[TG_MAX_DIMS], strides[TG_MAX_DIMS][N];
     int nd = 0;
@@ -237,8 +257,7 @@ static inline tg_indexer<N> tg_make_indexer(tg_shape shape, tg_tensor *const *op
     int out = 0;
     for (int d = 0; d < nd; d++) {
         bool merge = out > 0;
-        for (int k = 0; merge && k < N; k++)
-            merge = ix.strides[out - 1][k] == strides[d][k] * sizes[d];
+        for (int k = 0; merge && k < N; k++) merge = ix.strides[out - 1][k] == strides[d][k] * sizes[d];
         if (merge) {
             ix.sizes[out - 1] *= sizes[d];
             for (int k = 0; k < N; k++) ix.strides[out - 1][k] = strides[d][k];

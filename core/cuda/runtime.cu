@@ -27,8 +27,7 @@
 
 // dst[i] = cast(src[i]) over dst's shape; src broadcast by stride 0.
 // ix: operand 0 dst, operand 1 src; dst/src point at each tensor's first element.
-template <typename D, typename S>
-__global__ void copy_strided_kernel(tg_indexer<2> ix, D *dst, const S *src) {
+template <typename D, typename S> __global__ void copy_strided_kernel(tg_indexer<2> ix, D *dst, const S *src) {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < ix.numel;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
@@ -38,8 +37,7 @@ __global__ void copy_strided_kernel(tg_indexer<2> ix, D *dst, const S *src) {
 }
 
 // Contiguous cast: dst[i] = cast(src[i]), i < n.
-template <typename D, typename S>
-__global__ void cast_contiguous_kernel(int64_t n, D *dst, const S *src) {
+template <typename D, typename S> __global__ void cast_contiguous_kernel(int64_t n, D *dst, const S *src) {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         dst[i] = tg_cast_value<D>(src[i]);
 }
@@ -106,8 +104,7 @@ size_t size_class_bytes(size_t nbytes) {
 bool check_device(int device, const char *op) {
     int n = count_devices();
     if (device < 0 || device >= n) {
-        tg_error("%s: device cuda:%d requested but %d CUDA device%s present", op, device, n,
-                 n == 1 ? " is" : "s are");
+        tg_error("%s: device cuda:%d requested but %d CUDA device%s present", op, device, n, n == 1 ? " is" : "s are");
         return false;
     }
     return true;
@@ -221,8 +218,8 @@ static int backend_device_count(void) { return count_devices(); }
 static void *backend_alloc(int device, size_t nbytes) {
     const char *op = "tg_cuda_alloc";
     if (nbytes > ((size_t)1 << 62)) {
-        tg_error("CUDA out of memory: tried to allocate %zu bytes on cuda:%d (more than any device has)",
-                 nbytes, device);
+        tg_error("CUDA out of memory: tried to allocate %zu bytes on cuda:%d (more than any device has)", nbytes,
+                 device);
         return nullptr;
     }
     device_context *ctx = context_for(device, op);
@@ -271,8 +268,7 @@ static void backend_free(int device, void *ptr, size_t nbytes) {
     ctx.stats.cached += rounded;
 }
 
-static tg_status backend_copy(void *dst, tg_device dst_device, const void *src, tg_device src_device,
-                              size_t nbytes) {
+static tg_status backend_copy(void *dst, tg_device dst_device, const void *src, tg_device src_device, size_t nbytes) {
     const char *op = "tg_copy";
     if (nbytes == 0) return TG_OK;
     bool dst_cuda = dst_device.kind == TG_DEVICE_CUDA, src_cuda = src_device.kind == TG_DEVICE_CUDA;
@@ -301,8 +297,7 @@ static tg_status backend_copy(void *dst, tg_device dst_device, const void *src, 
     if (!tg_cuda_enter(dst_device.index, op, &dst_stream)) return TG_ERROR;
     err = cudaStreamSynchronize(dst_stream);
     if (err == cudaSuccess && !tg_cuda_enter(src_device.index, op, &stream)) return TG_ERROR;
-    if (err == cudaSuccess)
-        err = cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes, stream);
+    if (err == cudaSuccess) err = cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes, stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
     return err == cudaSuccess ? TG_OK : tg_cuda_error(op, "copy between CUDA devices", err);
 }
@@ -348,8 +343,7 @@ static tg_status launch_copy_strided(tg_tensor *dst, tg_tensor *src, cudaStream_
     return tg_cuda_check_launch("tg_copy_");
 }
 
-template <typename D>
-static tg_status copy_strided_from(tg_tensor *dst, tg_tensor *src, cudaStream_t stream) {
+template <typename D> static tg_status copy_strided_from(tg_tensor *dst, tg_tensor *src, cudaStream_t stream) {
     switch (src->dtype) {
     case TG_FLOAT32: return launch_copy_strided<D, float>(dst, src, stream);
     case TG_FLOAT64: return launch_copy_strided<D, double>(dst, src, stream);
@@ -383,8 +377,7 @@ template <typename E> static tg_status launch_fill(tg_tensor *t, E value, cudaSt
     E *d = (E *)tg_elem_ptr(t);
     if (tg_indexer_contiguous(ix))
         fill_contiguous_kernel<E><<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix.numel, d, value);
-    else
-        fill_strided_kernel<E><<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix, d, value);
+    else fill_strided_kernel<E><<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix, d, value);
     return tg_cuda_check_launch("tg_fill_");
 }
 
@@ -392,10 +385,22 @@ static tg_status backend_fill(tg_tensor *t, double value) {
     TG_CUDA_ENTER("tg_fill_", t);
     uint64_t bits = 0; // the element, converted on the host as core/convert.h does
     switch (t->dtype) {
-    case TG_FLOAT32: { float v = (float)value; memcpy(&bits, &v, 4); break; }
+    case TG_FLOAT32: {
+        float v = (float)value;
+        memcpy(&bits, &v, 4);
+        break;
+    }
     case TG_FLOAT64: memcpy(&bits, &value, 8); break;
-    case TG_INT64: { int64_t v = (int64_t)value; memcpy(&bits, &v, 8); break; }
-    case TG_INT32: { int32_t v = (int32_t)value; memcpy(&bits, &v, 4); break; }
+    case TG_INT64: {
+        int64_t v = (int64_t)value;
+        memcpy(&bits, &v, 8);
+        break;
+    }
+    case TG_INT32: {
+        int32_t v = (int32_t)value;
+        memcpy(&bits, &v, 4);
+        break;
+    }
     case TG_UINT8: bits = (uint8_t)(int64_t)value; break;
     case TG_BOOL: bits = value != 0; break;
     case TG_FLOAT16: bits = tg_float_to_half_bits((float)value); break;
@@ -411,14 +416,8 @@ static tg_status backend_fill(tg_tensor *t, double value) {
 }
 
 static const tg_device_backend cuda_backend_table = {
-    "cuda",
-    backend_device_count,
-    backend_alloc,
-    backend_free,
-    backend_copy,
-    backend_memset_zero,
-    backend_synchronize,
-    backend_copy_strided,
+    "cuda",       backend_device_count, backend_alloc,       backend_free,
+    backend_copy, backend_memset_zero,  backend_synchronize, backend_copy_strided,
     backend_fill,
 };
 

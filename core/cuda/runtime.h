@@ -21,11 +21,11 @@ extern "C" {
 
 /* Caching allocator statistics of one device, in bytes (torch.cuda.memory_stats). */
 typedef struct {
-    size_t allocated;  /* held by live storages (rounded to the allocator's size classes) */
-    size_t cached;     /* freed by tapegrad, kept for reuse (torch.cuda.memory_reserved - allocated) */
-    size_t peak;       /* highest `allocated` so far (torch.cuda.max_memory_allocated) */
-    long num_mallocs;  /* cudaMalloc calls made so far; flat across steady-state training steps */
-    long num_frees;    /* cudaFree calls (tg_cuda_empty_cache, out-of-memory retries) */
+    size_t allocated; /* held by live storages (rounded to the allocator's size classes) */
+    size_t cached;    /* freed by tapegrad, kept for reuse (torch.cuda.memory_reserved - allocated) */
+    size_t peak;      /* highest `allocated` so far (torch.cuda.max_memory_allocated) */
+    long num_mallocs; /* cudaMalloc calls made so far; flat across steady-state training steps */
+    long num_frees;   /* cudaFree calls (tg_cuda_empty_cache, out-of-memory retries) */
 } tg_cuda_allocator_stats;
 
 /* Statistics of cuda:`device`; all zero for a device never used or not present. */

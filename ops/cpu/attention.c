@@ -35,7 +35,10 @@ static inline float attn_expf(float x) {
     y = y * r + 1.6666665459e-1f;
     y = y * r + 5.0000001201e-1f;
     y = y * r * r + r + 1.0f;
-    union { int32_t i; float f; } two_n = {.i = (n + 127) << 23};
+    union {
+        int32_t i;
+        float f;
+    } two_n = {.i = (n + 127) << 23};
     return x < -87.3365478515625f ? 0.0f : y * two_n.f;
 }
 

@@ -29,8 +29,8 @@ extern "C" {
  * NULL, bool bytes or the element type (additive). out [batch, l, ev], lse [batch, l]. */
 void tg_cpu_attention_forward_f32(const tg_attn_plan *plan, const int64_t *offsets, const float *q, const float *k,
                                   const float *v, const void *mask, float *out, float *lse);
-void tg_cpu_attention_forward_f64(const tg_attn_plan *plan, const int64_t *offsets, const double *q,
-                                  const double *k, const double *v, const void *mask, double *out, double *lse);
+void tg_cpu_attention_forward_f64(const tg_attn_plan *plan, const int64_t *offsets, const double *q, const double *k,
+                                  const double *v, const void *mask, double *out, double *lse);
 
 /* dout and out [batch, l, ev] contiguous; delta [batch, l] is scratch (rowsum(dout *
  * out)); writes dq [batch, l, e], dk [batch, s, e], dv [batch, s, ev] (contiguous, per
@@ -38,10 +38,9 @@ void tg_cpu_attention_forward_f64(const tg_attn_plan *plan, const int64_t *offse
 void tg_cpu_attention_backward_f32(const tg_attn_plan *plan, const int64_t *offsets, const float *q, const float *k,
                                    const float *v, const void *mask, const float *out, const float *dout,
                                    const float *lse, float *delta, float *dq, float *dk, float *dv);
-void tg_cpu_attention_backward_f64(const tg_attn_plan *plan, const int64_t *offsets, const double *q,
-                                   const double *k, const double *v, const void *mask, const double *out,
-                                   const double *dout, const double *lse, double *delta, double *dq, double *dk,
-                                   double *dv);
+void tg_cpu_attention_backward_f64(const tg_attn_plan *plan, const int64_t *offsets, const double *q, const double *k,
+                                   const double *v, const void *mask, const double *out, const double *dout,
+                                   const double *lse, double *delta, double *dq, double *dk, double *dv);
 
 #ifdef __cplusplus
 }

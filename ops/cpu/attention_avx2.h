@@ -17,9 +17,9 @@
 #include <immintrin.h>
 
 #define AF_TARGET __attribute__((target("avx2,fma")))
-#define AF_BQ 64  /* query rows per block */
-#define AF_BK 128 /* keys per block, a multiple of 16 (the kernel's width) */
-#define AF_MR 6   /* rows of the kernel's tile: 6 x 16 accumulators = 12 of the 16 ymm */
+#define AF_BQ 64   /* query rows per block */
+#define AF_BK 128  /* keys per block, a multiple of 16 (the kernel's width) */
+#define AF_MR 6    /* rows of the kernel's tile: 6 x 16 accumulators = 12 of the 16 ymm */
 #define AF_TASKS 8 /* the backward splits a problem's keys into up to ceil(AF_TASKS / batch) parts */
 
 /* One row of a tile: c0 (c1) += a * b0 (b1). */
@@ -66,18 +66,14 @@ AF_TARGET __attribute__((always_inline)) static inline void af_tile(int rows, in
 }
 
 /* af_tile with rows and nv as constants, so that each variant keeps its tile in registers. */
-AF_TARGET static void af_tile_any(int rows, int nv, int64_t k, const float *a, int64_t ars, int64_t acs,
-                                  const float *b, int64_t ldb, float *c, int64_t ldc, float alpha, bool acc) {
-#define AF_CASE(R)                                                                                                   \
-    case R:                                                                                                          \
-        if (nv == 2)                                                                                                 \
-            af_tile(R, 2, k, a, ars, acs, b, ldb, c, ldc, alpha, acc);                                               \
-        else                                                                                                         \
-            af_tile(R, 1, k, a, ars, acs, b, ldb, c, ldc, alpha, acc);                                               \
+AF_TARGET static void af_tile_any(int rows, int nv, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b,
+                                  int64_t ldb, float *c, int64_t ldc, float alpha, bool acc) {
+#define AF_CASE(R)                                                              \
+    case R:                                                                     \
+        if (nv == 2) af_tile(R, 2, k, a, ars, acs, b, ldb, c, ldc, alpha, acc); \
+        else af_tile(R, 1, k, a, ars, acs, b, ldb, c, ldc, alpha, acc);         \
         break;
-    switch (rows) {
-        AF_CASE(1) AF_CASE(2) AF_CASE(3) AF_CASE(4) AF_CASE(5) AF_CASE(6)
-    }
+    switch (rows) { AF_CASE(1) AF_CASE(2) AF_CASE(3) AF_CASE(4) AF_CASE(5) AF_CASE(6) }
 #undef AF_CASE
 }
 
@@ -236,7 +232,7 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
                 af_gemm(bi, bjp, ev, 1.0f, dout, ev, 1, vt, 16, 16 * ev, ds, AF_BK, false);
                 for (int64_t r = 0; r < bi; r++)
                     af_dscore_row(s + r * AF_BK, ds + r * AF_BK, bj, j->lse[b * p->l + i0 + r],
-                                   j->delta[b * p->l + i0 + r]);
+                                  j->delta[b * p->l + i0 + r]);
                 af_gemm(bj, ev, bi, 1.0f, s, 1, AF_BK, dout, ev, 16, dv, ev, true);
                 af_gemm(bj, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, e, true);
                 af_gemm(bi, e, bj, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * e, e,

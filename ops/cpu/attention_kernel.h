@@ -12,8 +12,8 @@
 
 /* The mask and is_causal applied to a score block s [bi, bj] (row stride lds) of rows
  * i0.. and keys j0..; mask: this problem's start. Shared by both kernels' score blocks. */
-static void ATT_FN(mask_block)(const tg_attn_plan *p, const void *mask, int64_t i0, int64_t bi, int64_t j0,
-                               int64_t bj, ATT_T *s, int64_t lds) {
+static void ATT_FN(mask_block)(const tg_attn_plan *p, const void *mask, int64_t i0, int64_t bi, int64_t j0, int64_t bj,
+                               ATT_T *s, int64_t lds) {
     if (p->mask_kind == TG_ATTN_MASK_BOOL) {
         const bool *m = mask;
         for (int64_t r = 0; r < bi; r++)
@@ -76,7 +76,7 @@ typedef struct ATT_FN(attn_job_s) {
     ATT_T *res, *lse_out, *delta, *dq, *dk, *dv;
 } ATT_FN(attn_job);
 
-static const void *ATT_FN(mask_of)(const ATT_FN(attn_job) * j, int64_t b) {
+static const void *ATT_FN(mask_of)(const ATT_FN(attn_job) *j, int64_t b) {
     if (!j->mask) return NULL;
     size_t elem = j->p->mask_kind == TG_ATTN_MASK_BOOL ? sizeof(bool) : sizeof(ATT_T);
     return (const char *)j->mask + j->off[3 * j->p->batch + b] * (int64_t)elem;
@@ -108,7 +108,7 @@ static inline void ATT_FN(online_rows)(ATT_T *s, int64_t lds, int64_t bi, int64_
 }
 
 /* A finished query block: out = acc / l and the rows' log-sum-exp. */
-static void ATT_FN(finish_rows)(const ATT_FN(attn_job) * j, int64_t b, int64_t i0, int64_t bi, const double *m,
+static void ATT_FN(finish_rows)(const ATT_FN(attn_job) *j, int64_t b, int64_t i0, int64_t bi, const double *m,
                                 const double *l, const ATT_T *acc) {
     const tg_attn_plan *p = j->p;
     ATT_T *out = j->res + (b * p->l + i0) * p->ev;
@@ -124,7 +124,8 @@ static void ATT_FN(forward_chunk)(int64_t begin, int64_t end, void *ctx) {
     const ATT_FN(attn_job) *j = ctx;
     const tg_attn_plan *p = j->p;
     int64_t nq = (p->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q;
-    ATT_T *s = malloc(sizeof(ATT_T) * (ATTN_BLOCK_Q * ATTN_BLOCK_K + ATTN_BLOCK_Q * p->ev) + 2 * sizeof(double) * ATTN_BLOCK_Q);
+    ATT_T *s = malloc(sizeof(ATT_T) * (ATTN_BLOCK_Q * ATTN_BLOCK_K + ATTN_BLOCK_Q * p->ev) +
+                      2 * sizeof(double) * ATTN_BLOCK_Q);
     if (!s) return tg_kernel_fail("out of memory for the attention's score block");
     ATT_T *acc = s + ATTN_BLOCK_Q * ATTN_BLOCK_K;
     double *m = (double *)(acc + ATTN_BLOCK_Q * p->ev), *l = m + ATTN_BLOCK_Q;
@@ -139,8 +140,8 @@ static void ATT_FN(forward_chunk)(int64_t begin, int64_t end, void *ctx) {
             int64_t bj = kend - j0 < ATTN_BLOCK_K ? kend - j0 : ATTN_BLOCK_K;
             ATT_FN(score_block)(p, q, k, mask, i0, bi, j0, bj, s);
             ATT_FN(online_rows)(s, ATTN_BLOCK_K, bi, bj, p->ev, m, l, acc, ATT_FN(row_max), ATT_FN(exp_row));
-            ATT_GEMM(false, false, bi, p->ev, bj, (ATT_T)1, s, ATTN_BLOCK_K, v + j0 * p->v_row, p->v_row, (ATT_T)1,
-                     acc, p->ev);
+            ATT_GEMM(false, false, bi, p->ev, bj, (ATT_T)1, s, ATTN_BLOCK_K, v + j0 * p->v_row, p->v_row, (ATT_T)1, acc,
+                     p->ev);
         }
         ATT_FN(finish_rows)(j, b, i0, bi, m, l, acc);
     }
@@ -149,7 +150,7 @@ static void ATT_FN(forward_chunk)(int64_t begin, int64_t end, void *ctx) {
 
 /* p [bi, ATTN_BLOCK_K] = exp(s - lse) and ds = p * (dout v^T - delta) for a block (the
  * backward's recomputation, shared by both passes). s is overwritten by p. */
-static void ATT_FN(grad_block)(const ATT_FN(attn_job) * j, int64_t b, int64_t i0, int64_t bi, int64_t j0, int64_t bj,
+static void ATT_FN(grad_block)(const ATT_FN(attn_job) *j, int64_t b, int64_t i0, int64_t bi, int64_t j0, int64_t bj,
                                ATT_T *s, ATT_T *ds) {
     const tg_attn_plan *p = j->p;
     const ATT_T *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
@@ -157,9 +158,8 @@ static void ATT_FN(grad_block)(const ATT_FN(attn_job) * j, int64_t b, int64_t i0
     const ATT_T *dout = j->dout + (b * p->l + i0) * p->ev;
     ATT_GEMM(false, true, bi, bj, p->ev, (ATT_T)1, dout, p->ev, v + j0 * p->v_row, p->v_row, (ATT_T)0, ds,
              ATTN_BLOCK_K);
-    for (int64_t r = 0; r < bi; r++)
-        ATT_FN(dscore_row)(s + r * ATTN_BLOCK_K, ds + r * ATTN_BLOCK_K, bj, j->lse[b * p->l + i0 + r],
-                           j->delta[b * p->l + i0 + r]);
+    for (int64_t r = 0; r < bi; r++) ATT_FN(dscore_row)
+    (s + r * ATTN_BLOCK_K, ds + r * ATTN_BLOCK_K, bj, j->lse[b * p->l + i0 + r], j->delta[b * p->l + i0 + r]);
 }
 
 /* delta = rowsum(dout * out), rows [begin, end) of batch * l. */
@@ -227,21 +227,31 @@ static int64_t ATT_FN(grain)(const tg_attn_plan *p, int64_t tasks) {
     return p->batch * p->l * p->s * (p->e + p->ev) >= (INT64_C(1) << 18) ? 1 : tasks;
 }
 
-void ATT_FN(tg_cpu_attention_forward)(const tg_attn_plan *plan, const int64_t *offsets, const ATT_T *q,
-                                      const ATT_T *k, const ATT_T *v, const void *mask, ATT_T *out, ATT_T *lse) {
-    ATT_FN(attn_job) j = {.p = plan, .off = offsets, .q = q, .k = k, .v = v, .mask = mask, .res = out,
-                          .lse_out = lse};
+void ATT_FN(tg_cpu_attention_forward)(const tg_attn_plan *plan, const int64_t *offsets, const ATT_T *q, const ATT_T *k,
+                                      const ATT_T *v, const void *mask, ATT_T *out, ATT_T *lse) {
+    ATT_FN(attn_job) j = {.p = plan, .off = offsets, .q = q, .k = k, .v = v, .mask = mask, .res = out, .lse_out = lse};
     if (ATT_FAST_FORWARD(&j)) return;
     int64_t tasks = plan->batch * ((plan->l + ATTN_BLOCK_Q - 1) / ATTN_BLOCK_Q);
     tg_parallel_for(tasks, ATT_FN(grain)(plan, tasks), ATT_FN(forward_chunk), &j);
 }
 
-void ATT_FN(tg_cpu_attention_backward)(const tg_attn_plan *plan, const int64_t *offsets, const ATT_T *q,
-                                       const ATT_T *k, const ATT_T *v, const void *mask, const ATT_T *out,
-                                       const ATT_T *dout, const ATT_T *lse, ATT_T *delta, ATT_T *dq, ATT_T *dk,
-                                       ATT_T *dv) {
-    ATT_FN(attn_job) j = {.p = plan, .off = offsets, .q = q, .k = k, .v = v, .mask = mask, .out = out,
-                          .dout = dout, .lse = lse, .delta = delta, .dq = dq, .dk = dk, .dv = dv};
+void ATT_FN(tg_cpu_attention_backward)(const tg_attn_plan *plan, const int64_t *offsets, const ATT_T *q, const ATT_T *k,
+                                       const ATT_T *v, const void *mask, const ATT_T *out, const ATT_T *dout,
+                                       const ATT_T *lse, ATT_T *delta, ATT_T *dq, ATT_T *dk, ATT_T *dv) {
+    ATT_FN(attn_job)
+    j = {.p = plan,
+         .off = offsets,
+         .q = q,
+         .k = k,
+         .v = v,
+         .mask = mask,
+         .out = out,
+         .dout = dout,
+         .lse = lse,
+         .delta = delta,
+         .dq = dq,
+         .dk = dk,
+         .dv = dv};
     int64_t rows = plan->batch * plan->l;
     tg_parallel_for(rows, rows * plan->ev >= 32768 ? 1 : rows, ATT_FN(delta_chunk), &j);
     if (ATT_FAST_BACKWARD(&j)) return;

@@ -33,8 +33,8 @@ static struct {
     dgemm_fn dgemm;
     char error[400]; /* why it could not be loaded, for tg_kernel_fail */
 } blas;
-static _Atomic bool loaded;   /* sgemm and dgemm are set */
-static bool missing;          /* no OpenBLAS on this machine: no use trying again */
+static _Atomic bool loaded; /* sgemm and dgemm are set */
+static bool missing;        /* no OpenBLAS on this machine: no use trying again */
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Debian's pthread build first (see above), then whatever the loader finds. */
@@ -69,8 +69,7 @@ static void load(void) {
         if (missing)
             snprintf(blas.error, sizeof blas.error,
                      "OpenBLAS is not installed (%s; Debian's libopenblas0-pthread, which ./bazelw installs)", why);
-        else
-            snprintf(blas.error, sizeof blas.error, "out of memory loading OpenBLAS (%s)", why);
+        else snprintf(blas.error, sizeof blas.error, "out of memory loading OpenBLAS (%s)", why);
         return;
     }
     void (*set_threads)(int) = (void (*)(int))dlsym(handle, "openblas_set_num_threads");
@@ -122,8 +121,8 @@ static bool ensure_loaded(void) {
  * threads between the check and OpenBLAS's own mapping. Later calls cost two atomic
  * additions. */
 #define BUFFER_ROOM ((size_t)(129 + 16) << 20)
-#define NO_ROOM                                                                                               \
-    "out of memory: OpenBLAS needs a new work buffer of 128 MiB of address space for this thread and the "   \
+#define NO_ROOM                                                                                            \
+    "out of memory: OpenBLAS needs a new work buffer of 128 MiB of address space for this thread and the " \
     "process has no room for it (a memory limit such as ulimit -v?)"
 
 static _Atomic int running_calls, most_running; /* calls now, and the most at once that had their buffers */
@@ -173,7 +172,8 @@ bool tg_blas_gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, in
             call(f64, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
             ran_here = true;
             int most = atomic_load(&most_running);
-            while (running > most && !atomic_compare_exchange_weak(&most_running, &most, running)) {}
+            while (running > most && !atomic_compare_exchange_weak(&most_running, &most, running)) {
+            }
         } else {
             tg_kernel_fail(NO_ROOM);
         }

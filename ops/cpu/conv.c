@@ -28,8 +28,6 @@ static int64_t chunk_images(const tg_conv_geom *g, size_t elem) {
     return b < g->n ? b : g->n;
 }
 
-
-
 tg_conv_plan tg_conv_make_plan(const tg_conv_geom *g, size_t elem) {
     tg_conv_plan p = {1, chunk_images(g, elem)};
     int nt = tg_in_parallel_region() ? 1 : tg_get_num_threads();
@@ -95,8 +93,8 @@ __attribute__((target("avx512f"))) static void col2im_plane_rows(const tg_conv_g
 }
 
 static bool col2im_rows_apply(const tg_conv_geom *g, size_t elem) {
-    return __builtin_cpu_supports("avx512f") && elem == sizeof(float) && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->w <= 16 &&
-           g->wo <= 16 && g->pw < 16;
+    return __builtin_cpu_supports("avx512f") && elem == sizeof(float) && g->sh == 1 && g->sw == 1 && g->dh == 1 &&
+           g->dw == 1 && g->w <= 16 && g->wo <= 16 && g->pw < 16;
 }
 #else
 static void col2im_plane_rows(const tg_conv_geom *g, const float *col, int64_t BL, int64_t b, int64_t c, float *dst) {

@@ -20,9 +20,9 @@ typedef struct {
 
 /* The sizes one kernel call works on. */
 typedef struct {
-    int64_t n, c, h, w;   /* input */
-    int64_t co, kh, kw;   /* weight [co, c / groups, kh, kw] */
-    int64_t ho, wo;       /* output */
+    int64_t n, c, h, w; /* input */
+    int64_t co, kh, kw; /* weight [co, c / groups, kh, kw] */
+    int64_t ho, wo;     /* output */
     int sh, sw, ph, pw, dh, dw, groups;
 } tg_conv_geom;
 
@@ -42,8 +42,8 @@ tg_conv_geom tg_conv_make_geom(int64_t n, int64_t c, int64_t co, const tg_conv_p
 tg_conv_plan tg_conv_make_plan(const tg_conv_geom *g, size_t elem);
 
 /* y [N, Co, Ho, Wo] = conv(x, w) + bias (bias may be NULL). */
-void tg_cpu_conv_forward_f32(const tg_conv_geom *g, tg_conv_plan pl, const float *x, const float *w,
-                             const float *bias, float *y, void *col_all, void *tmp_all);
+void tg_cpu_conv_forward_f32(const tg_conv_geom *g, tg_conv_plan pl, const float *x, const float *w, const float *bias,
+                             float *y, void *col_all, void *tmp_all);
 void tg_cpu_conv_forward_f64(const tg_conv_geom *g, tg_conv_plan pl, const double *x, const double *w,
                              const double *bias, double *y, void *col_all, void *tmp_all);
 void tg_cpu_conv_forward_bf16(const tg_conv_geom *g, tg_conv_plan pl, const uint16_t *x, const uint16_t *w,
@@ -54,8 +54,8 @@ void tg_cpu_conv_forward_bf16_rounded(const tg_conv_geom *g, tg_conv_plan pl, co
 /* gx [N, C, H, W] = the input gradient of grad [N, Co, Ho, Wo] (zeroed first). */
 void tg_cpu_conv_input_grad_f32(const tg_conv_geom *g, tg_conv_plan pl, const float *grad, const float *w, float *gx,
                                 void *col_all, void *gmat_all);
-void tg_cpu_conv_input_grad_f64(const tg_conv_geom *g, tg_conv_plan pl, const double *grad, const double *w,
-                                double *gx, void *col_all, void *gmat_all);
+void tg_cpu_conv_input_grad_f64(const tg_conv_geom *g, tg_conv_plan pl, const double *grad, const double *w, double *gx,
+                                void *col_all, void *gmat_all);
 void tg_cpu_conv_input_grad_bf16(const tg_conv_geom *g, tg_conv_plan pl, const uint16_t *grad, const uint16_t *w,
                                  float *gx, void *col_all, void *gmat_all);
 /* gw [Co, C/groups, kH, kW] = the weight gradient; part: the partial sums of tasks 1.. */

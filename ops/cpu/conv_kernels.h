@@ -29,8 +29,8 @@ static void NAME(im2col_rows)(int64_t r0, int64_t r1, void *arg) {
             T *dst = j->col + r * BL + b * L;
             memset(dst, 0, (size_t)(olo * g->wo) * sizeof(T));
             memset(dst + ohi * g->wo, 0, (size_t)((g->ho - ohi) * g->wo) * sizeof(T));
-            const T *row = src + tg_conv_tap(olo, ki * g->dh, g->sh, g->ph) * g->w +
-                           tg_conv_tap(0, kj * g->dw, g->sw, g->pw);
+            const T *row =
+                src + tg_conv_tap(olo, ki * g->dh, g->sh, g->ph) * g->w + tg_conv_tap(0, kj * g->dw, g->sw, g->pw);
             T *d = dst + olo * g->wo;
             for (int64_t oh = olo; oh < ohi; oh++, d += g->wo, row += g->sh * g->w) {
                 if (whole_rows) {
@@ -38,8 +38,10 @@ static void NAME(im2col_rows)(int64_t r0, int64_t r1, void *arg) {
                     continue;
                 }
                 for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
-                if (g->sw == 1) for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow];
-                else for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->sw];
+                if (g->sw == 1)
+                    for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->sw];
                 for (int64_t ow = hi; ow < g->wo; ow++) d[ow] = 0;
             }
         }

@@ -15,14 +15,13 @@ typedef struct {
     bool use_ignore;
     int64_t ignore_index;
     double smoothing;
-    int64_t count; /* non-ignored targets (the mean's divisor) */
+    int64_t count;   /* non-ignored targets (the mean's divisor) */
     int64_t n, c, d; /* logits viewed as [n, c, d] */
 } tg_ce_args;
 
 static inline bool tg_ce_ignored(const tg_ce_args *a, int64_t t) { return a->use_ignore && t == a->ignore_index; }
 
 void tg_cpu_cross_entropy_f32(const tg_ce_args *a, const float *x, const int64_t *target, float *loss, float *lse);
-void tg_cpu_cross_entropy_f64(const tg_ce_args *a, const double *x, const int64_t *target, double *loss,
-                              double *lse);
+void tg_cpu_cross_entropy_f64(const tg_ce_args *a, const double *x, const int64_t *target, double *loss, double *lse);
 
 #endif

@@ -10,7 +10,7 @@
 #include "ops/cpu/blas.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) /* as core/simd.h: its helpers are GCC-only */
-#define HAVE_DOT_KERNEL 1 /* gemm_dot below */
+#define HAVE_DOT_KERNEL 1                                           /* gemm_dot below */
 #include <immintrin.h>
 #define DOT_TARGET __attribute__((target("avx512f")))
 #define DOT_KB 2048 /* k per block: (m + n) rows of it in L2 */
@@ -48,16 +48,12 @@ static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
         return;
     }
     tg_gemm_args part = *g; /* the block's own product */
-    if (j->by_rows)
-        part.m = hi - lo, part.a = a + (g->trans_a ? lo : lo * g->lda) * es, part.c = c + lo * g->ldc * es;
-    else
-        part.n = hi - lo, part.b = b + (g->trans_b ? lo * g->ldb : lo) * es, part.c = c + lo * es;
+    if (j->by_rows) part.m = hi - lo, part.a = a + (g->trans_a ? lo : lo * g->lda) * es, part.c = c + lo * g->ldc * es;
+    else part.n = hi - lo, part.b = b + (g->trans_b ? lo * g->ldb : lo) * es, part.c = c + lo * es;
     if (use_skinny(g)) /* the kernel the whole product runs alone, so the same bits (a block of it is eligible too) */
         skinny_serial(&part);
-    else if (use_panel(g))
-        panel_serial(&part);
-    else
-        call_blas(&part, part.m, part.n, part.a, part.b, part.c);
+    else if (use_panel(g)) panel_serial(&part);
+    else call_blas(&part, part.m, part.n, part.a, part.b, part.c);
 }
 
 static void gemm_block(int64_t u0, int64_t u1, void *arg) { gemm_units(arg, u0, u1); }
@@ -91,7 +87,6 @@ static bool on_one_thread(int threads, int64_t work) {
  * time in 16 zmm accumulators, k in blocks that stay in L2, the 16 lanes summed at the
  * end of each block. */
 #ifdef HAVE_DOT_KERNEL
-
 
 /* sums[i][j] = sum over q < k of a_i[q] b_j[q], for the 4 rows a_i and b_j given. */
 DOT_TARGET static void dot_4x4(const float *const a[4], const float *const b[4], int64_t k, float sums[4][4]) {
@@ -153,33 +148,33 @@ typedef struct {
 } skinny_job;
 
 /* C^T rows [j0, j0 + rows) (rows <= SKINNY_ROWS), all m columns, into C transposed. */
-#define SKINNY_TILE(MV)                                                                                                \
-    DOT_TARGET static void skinny_tile_##MV(const skinny_job *s, int64_t j0, int rows) {                                \
-        const tg_gemm_args *g = s->g;                                                                                  \
-        const float *b = g->b;                                                                                         \
-        const float *brow[SKINNY_ROWS];                                                                                \
-        for (int r = 0; r < SKINNY_ROWS; r++) brow[r] = b + (j0 + (r < rows ? r : rows - 1)) * g->ldb;                 \
-        __m512 acc[SKINNY_ROWS][MV];                                                                                   \
-        _Pragma("GCC unroll 8") for (int r = 0; r < SKINNY_ROWS; r++)                                                  \
-            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] = _mm512_setzero_ps();                      \
-        const float *at = s->at;                                                                                       \
-        for (int64_t q = 0; q < g->k; q++, at += MV * 16) {                                                            \
-            __m512 x[MV];                                                                                              \
+#define SKINNY_TILE(MV)                                                                                               \
+    DOT_TARGET static void skinny_tile_##MV(const skinny_job *s, int64_t j0, int rows) {                              \
+        const tg_gemm_args *g = s->g;                                                                                 \
+        const float *b = g->b;                                                                                        \
+        const float *brow[SKINNY_ROWS];                                                                               \
+        for (int r = 0; r < SKINNY_ROWS; r++) brow[r] = b + (j0 + (r < rows ? r : rows - 1)) * g->ldb;                \
+        __m512 acc[SKINNY_ROWS][MV];                                                                                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < SKINNY_ROWS; r++)                                                 \
+            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] = _mm512_setzero_ps();                     \
+        const float *at = s->at;                                                                                      \
+        for (int64_t q = 0; q < g->k; q++, at += MV * 16) {                                                           \
+            __m512 x[MV];                                                                                             \
             _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) x[v] = _mm512_loadu_ps(at + v * 16);                 \
-            _Pragma("GCC unroll 8") for (int r = 0; r < SKINNY_ROWS; r++) {                                            \
-                __m512 w = _mm512_set1_ps(brow[r][q]);                                                                 \
-                _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]);  \
-            }                                                                                                          \
-        }                                                                                                              \
-        float t[SKINNY_ROWS][MV * 16];                                                                                 \
-        _Pragma("GCC unroll 8") for (int r = 0; r < SKINNY_ROWS; r++)                                                  \
-            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) _mm512_storeu_ps(t[r] + v * 16, acc[r][v]);           \
-        float *c = g->c, alpha = (float)g->alpha, beta = (float)g->beta;                                               \
-        for (int64_t i = 0; i < MV * 16; i++)                                                                          \
-            for (int r = 0; r < rows; r++) {                                                                           \
-                float *y = c + i * g->ldc + j0 + r;                                                                    \
-                *y = beta == 0 ? alpha * t[r][i] : alpha * t[r][i] + beta * *y;                                        \
-            }                                                                                                          \
+            _Pragma("GCC unroll 8") for (int r = 0; r < SKINNY_ROWS; r++) {                                           \
+                __m512 w = _mm512_set1_ps(brow[r][q]);                                                                \
+                _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]); \
+            }                                                                                                         \
+        }                                                                                                             \
+        float t[SKINNY_ROWS][MV * 16];                                                                                \
+        _Pragma("GCC unroll 8") for (int r = 0; r < SKINNY_ROWS; r++)                                                 \
+            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) _mm512_storeu_ps(t[r] + v * 16, acc[r][v]);          \
+        float *c = g->c, alpha = (float)g->alpha, beta = (float)g->beta;                                              \
+        for (int64_t i = 0; i < MV * 16; i++)                                                                         \
+            for (int r = 0; r < rows; r++) {                                                                          \
+                float *y = c + i * g->ldc + j0 + r;                                                                   \
+                *y = beta == 0 ? alpha * t[r][i] : alpha * t[r][i] + beta * *y;                                       \
+            }                                                                                                         \
     }
 SKINNY_TILE(1)
 SKINNY_TILE(2)
@@ -229,10 +224,8 @@ static void gemm_skinny(const tg_gemm_args *g, int threads) {
     transpose_a(g->a, g->lda, m, k, at);
     skinny_job s = {g, at};
     int64_t units = (g->n + SKINNY_ROWS - 1) / SKINNY_ROWS;
-    if (on_one_thread(threads, m * g->n * k))
-        skinny_rows(0, units, &s);
-    else
-        tg_parallel_for(units, (units + threads - 1) / threads, skinny_rows, &s);
+    if (on_one_thread(threads, m * g->n * k)) skinny_rows(0, units, &s);
+    else tg_parallel_for(units, (units + threads - 1) / threads, skinny_rows, &s);
     free(at);
 }
 
@@ -264,28 +257,27 @@ enum { PANEL_ROWS = 6, PANEL_KC = 128, PANEL_W = 64, PANEL_GROUP = 1024 /* colum
  * of q of ap[q][r] bp[q][...], starting from zero or from C's partial sums. ap: the
  * tile's 6 elements of A per q; bp: the strip of B, PANEL_W floats per q. `last` (1..16)
  * is how many columns the last zmm holds. */
-#define PANEL_TILE(MV)                                                                                                 \
-    DOT_TARGET static void panel_tile_##MV(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc,        \
-                                           int rows, int last, bool resume) {                                          \
-        __mmask16 mask[MV];                                                                                            \
-        _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) mask[v] =                                                 \
+#define PANEL_TILE(MV)                                                                                                \
+    DOT_TARGET static void panel_tile_##MV(const float *ap, const float *bp, int64_t kc, float *c, int64_t ldc,       \
+                                           int rows, int last, bool resume) {                                         \
+        __mmask16 mask[MV];                                                                                           \
+        _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) mask[v] =                                                \
             v < MV - 1 ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1);                                           \
-        __m512 acc[PANEL_ROWS][MV];                                                                                    \
-        _Pragma("GCC unroll 8") for (int r = 0; r < PANEL_ROWS; r++)                                                   \
-            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] =                                           \
-                resume && r < rows ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + v * 16) : _mm512_setzero_ps();       \
-        for (int64_t q = 0; q < kc; q++, ap += PANEL_ROWS, bp += PANEL_W) {                                            \
-            __m512 x[MV];                                                                                              \
-            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) x[v] = _mm512_load_ps(bp + v * 16);                   \
-            _Pragma("GCC unroll 8") for (int r = 0; r < PANEL_ROWS; r++) {                                             \
-                __m512 w = _mm512_set1_ps(ap[r]);                                                                      \
-                _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]);  \
-            }                                                                                                          \
-        }                                                                                                              \
-        _Pragma("GCC unroll 8") for (int r = 0; r < PANEL_ROWS; r++) /* unrolled: acc stays in registers */        \
-            if (r < rows)                                                                                              \
-                _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++)                                                   \
-                    _mm512_mask_storeu_ps(c + r * ldc + v * 16, mask[v], acc[r][v]);                                   \
+        __m512 acc[PANEL_ROWS][MV];                                                                                   \
+        _Pragma("GCC unroll 8") for (int r = 0; r < PANEL_ROWS; r++)                                                  \
+            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] =                                          \
+                resume && r < rows ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + v * 16) : _mm512_setzero_ps();      \
+        for (int64_t q = 0; q < kc; q++, ap += PANEL_ROWS, bp += PANEL_W) {                                           \
+            __m512 x[MV];                                                                                             \
+            _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) x[v] = _mm512_load_ps(bp + v * 16);                  \
+            _Pragma("GCC unroll 8") for (int r = 0; r < PANEL_ROWS; r++) {                                            \
+                __m512 w = _mm512_set1_ps(ap[r]);                                                                     \
+                _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++) acc[r][v] = _mm512_fmadd_ps(w, x[v], acc[r][v]); \
+            }                                                                                                         \
+        }                                                                                                             \
+        _Pragma("GCC unroll 8") for (int r = 0; r < PANEL_ROWS; r++) /* unrolled: acc stays in registers */           \
+            if (r < rows) _Pragma("GCC unroll 4") for (int v = 0; v < MV; v++)                                        \
+                _mm512_mask_storeu_ps(c + r * ldc + v * 16, mask[v], acc[r][v]);                                      \
     }
 PANEL_TILE(1)
 PANEL_TILE(2)
@@ -399,10 +391,8 @@ static void gemm(const tg_gemm_args *g) {
         return;
     }
     if (on_one_thread(threads, g->m * g->n * g->k)) {
-        if (use_panel(g))
-            panel_serial(g);
-        else
-            call_blas(g, g->m, g->n, g->a, g->b, g->c);
+        if (use_panel(g)) panel_serial(g);
+        else call_blas(g, g->m, g->n, g->a, g->b, g->c);
         return;
     }
     gemm_job j = {*g, false};
@@ -459,8 +449,8 @@ void tg_gemm_many(const tg_gemm_args *products, int count) {
     tg_parallel_for(mj.first[mj.count], 1, many_blocks, &mj);
 }
 
-void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     gemm(&(tg_gemm_args){false, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 

@@ -28,8 +28,8 @@ extern "C" {
  * one FMA chain over k in k order, so again independent of the thread count (ops/cpu/gemm.c,
  * "a short side times rows of B"). */
 #define TG_GEMM_PARALLEL_MIN (INT64_C(1) << 18)
-void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                  int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 

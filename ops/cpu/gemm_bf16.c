@@ -51,8 +51,8 @@ typedef struct {
     int64_t a_rs, a_cs, b_rs, b_cs;
     bool accumulate, by_rows;
     float *c;
-    uint16_t *c16; /* instead of c: C rounded to bfloat16 by the micro kernel (all of k in one slice) */
-    bool round32;  /* with c: C rounded to bfloat16 values, stored as float32 (all of k in one slice) */
+    uint16_t *c16;          /* instead of c: C rounded to bfloat16 by the micro kernel (all of k in one slice) */
+    bool round32;           /* with c: C rounded to bfloat16 values, stored as float32 (all of k in one slice) */
     const uint16_t *bias16; /* per column of C (bfloat16): the sums start from it instead of zero */
     int64_t ldc;
 } bf16_job;
@@ -102,11 +102,10 @@ BF16_TARGET static inline __m256i round_to_bf16(__m512 v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
-                                            _mm512_set1_epi32(0x7F800000));
+    __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
     return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC0)));
 }
-
 
 /* 32 consecutive bfloat16 values of B: read as they are, or rounded from float32. */
 BF16_TARGET static inline __m512i load32(const bf16_job *g, int64_t i) {
@@ -118,8 +117,8 @@ BF16_TARGET static inline __m512i load32(const bf16_job *g, int64_t i) {
 /* Two rows of 32 row-major bfloat16 columns (at offsets r0, r1 of B) interleaved into 32
  * pairs (one panel row). */
 BF16_TARGET static void interleave_rows(const bf16_job *g, int64_t r0, int64_t r1, uint16_t *out) {
-    static const uint16_t lo_idx[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-                                        8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    static const uint16_t lo_idx[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                        8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
     static const uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
                                         24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
     __m512i x = load32(g, r0), y = load32(g, r1);
@@ -167,7 +166,8 @@ static void pack_b(const bf16_job *g, int64_t k0, int64_t kc, int64_t col0, int6
                     panel[(p * NR + j) * 2 + 1] = b_at(g, src + 2 * p + 1);
                 }
                 if (kc % 2)
-                    panel[((pairs - 1) * NR + j) * 2] = b_at(g, src + kc - 1), panel[((pairs - 1) * NR + j) * 2 + 1] = 0;
+                    panel[((pairs - 1) * NR + j) * 2] = b_at(g, src + kc - 1),
+                                                   panel[((pairs - 1) * NR + j) * 2 + 1] = 0;
             }
             continue;
         }
@@ -278,8 +278,8 @@ static void gemm_serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0
                         int nr = (int)(nc - jr < NR ? nc - jr : NR), mr = (int)(mc - ir < MR ? mc - ir : MR);
                         int64_t at = (row0 + ic + ir) * g->ldc + col0 + jc + jr;
                         micro_kernel(pairs, apack + ir / MR * pairs * MR, bpack + jr / NR * pairs * NR * 2,
-                                     g->c16 ? NULL : g->c + at, g->c16 ? g->c16 + at : NULL, g->round32, g->ldc, mr,
-                                     nr, load_c, g->bias16 ? g->bias16 + col0 + jc + jr : NULL);
+                                     g->c16 ? NULL : g->c + at, g->c16 ? g->c16 + at : NULL, g->round32, g->ldc, mr, nr,
+                                     load_c, g->bias16 ? g->bias16 + col0 + jc + jr : NULL);
                     }
             }
         }
@@ -437,20 +437,16 @@ AMX_TARGET static void gemm_serial_amx(const bf16_job *g, int64_t row0, int64_t 
 /* The calling thread's share, with AMX where the CPU and the OS allow it. */
 static void serial(const bf16_job *g, int64_t row0, int64_t m, int64_t col0, int64_t n) {
     pthread_once(&amx_once, amx_probe);
-    if (amx_enabled)
-        gemm_serial_amx(g, row0, m, col0, n);
-    else
-        gemm_serial(g, row0, m, col0, n);
+    if (amx_enabled) gemm_serial_amx(g, row0, m, col0, n);
+    else gemm_serial(g, row0, m, col0, n);
 }
 
 static void gemm_split(int64_t u0, int64_t u1, void *arg) {
     const bf16_job *g = arg;
     int64_t dim = g->by_rows ? g->m : g->n;
     int64_t lo = u0 * SPLIT, hi = u1 * SPLIT < dim ? u1 * SPLIT : dim;
-    if (g->by_rows)
-        serial(g, lo, hi - lo, 0, g->n);
-    else
-        serial(g, 0, g->m, lo, hi - lo);
+    if (g->by_rows) serial(g, lo, hi - lo, 0, g->n);
+    else serial(g, 0, g->m, lo, hi - lo);
 }
 
 #endif
@@ -488,21 +484,30 @@ void tg_gemm_bf16_general(tg_gemm_bf16_args x) {
         for (int64_t i = 0; i < x.m; i++) /* C = the bias, or zeros */
             for (int64_t j = 0; j < x.n; j++) {
                 uint16_t v = x.bias ? x.bias[j] : 0;
-                if (x.c_kind == TG_BF16_C_BF16)
-                    ((uint16_t *)x.c)[i * x.ldc + j] = v;
-                else
-                    ((float *)x.c)[i * x.ldc + j] = tg_bf16_bits_to_float(v);
+                if (x.c_kind == TG_BF16_C_BF16) ((uint16_t *)x.c)[i * x.ldc + j] = v;
+                else ((float *)x.c)[i * x.ldc + j] = tg_bf16_bits_to_float(v);
             }
         return;
     }
     if (x.bias && x.accumulate) abort(); /* the sums start from C's old values or from the bias, not both */
 #ifdef HAVE_BF16_KERNEL
     if (x.c_kind != TG_BF16_C_F32 && x.k > slice_k()) abort(); /* callers check tg_gemm_bf16_rounds(k) first */
-    run((bf16_job){.m = x.m, .n = x.n, .k = x.k, .a = x.a, .b = x.b32 ? NULL : x.b, .b32 = x.b32,
-                   .a_rs = x.a_rs, .a_cs = x.a_cs, .b_rs = x.b_rs, .b_cs = x.b_cs,
+    run((bf16_job){.m = x.m,
+                   .n = x.n,
+                   .k = x.k,
+                   .a = x.a,
+                   .b = x.b32 ? NULL : x.b,
+                   .b32 = x.b32,
+                   .a_rs = x.a_rs,
+                   .a_cs = x.a_cs,
+                   .b_rs = x.b_rs,
+                   .b_cs = x.b_cs,
                    .accumulate = x.accumulate && x.c_kind == TG_BF16_C_F32,
-                   .c = x.c_kind == TG_BF16_C_BF16 ? NULL : x.c, .c16 = x.c_kind == TG_BF16_C_BF16 ? x.c : NULL,
-                   .round32 = x.c_kind == TG_BF16_C_ROUNDED_F32, .bias16 = x.bias, .ldc = x.ldc});
+                   .c = x.c_kind == TG_BF16_C_BF16 ? NULL : x.c,
+                   .c16 = x.c_kind == TG_BF16_C_BF16 ? x.c : NULL,
+                   .round32 = x.c_kind == TG_BF16_C_ROUNDED_F32,
+                   .bias16 = x.bias,
+                   .ldc = x.ldc});
 #else
     abort(); /* callers check tg_gemm_bf16_supported() first */
 #endif
@@ -510,15 +515,34 @@ void tg_gemm_bf16_general(tg_gemm_bf16_args x) {
 
 void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
                   int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc) {
-    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m, .n = n, .k = k, .a = a, .a_rs = a_rs, .a_cs = a_cs, .b = b,
-                                             .b_rs = b_rs, .b_cs = b_cs, .c_kind = TG_BF16_C_F32,
-                                             .accumulate = accumulate, .c = c, .ldc = ldc});
+    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m,
+                                             .n = n,
+                                             .k = k,
+                                             .a = a,
+                                             .a_rs = a_rs,
+                                             .a_cs = a_cs,
+                                             .b = b,
+                                             .b_rs = b_rs,
+                                             .b_cs = b_cs,
+                                             .c_kind = TG_BF16_C_F32,
+                                             .accumulate = accumulate,
+                                             .c = c,
+                                             .ldc = ldc});
 }
 
 void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
                           const uint16_t *b, int64_t b_rs, int64_t b_cs, uint16_t *c, int64_t ldc) {
-    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m, .n = n, .k = k, .a = a, .a_rs = a_rs, .a_cs = a_cs, .b = b,
-                                             .b_rs = b_rs, .b_cs = b_cs, .c_kind = TG_BF16_C_BF16, .c = c,
+    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m,
+                                             .n = n,
+                                             .k = k,
+                                             .a = a,
+                                             .a_rs = a_rs,
+                                             .a_cs = a_cs,
+                                             .b = b,
+                                             .b_rs = b_rs,
+                                             .b_cs = b_cs,
+                                             .c_kind = TG_BF16_C_BF16,
+                                             .c = c,
                                              .ldc = ldc});
 }
 

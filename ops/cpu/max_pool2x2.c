@@ -80,8 +80,7 @@ MAX2X2_TARGET static inline bool plane(const void *x, bool bf16, int64_t w, int6
             if (bf16) /* m is a widened bfloat16: its top half is exact */
                 _mm256_mask_storeu_epi16((uint16_t *)y + oh * wo + ow, live,
                                          _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(m), 16)));
-            else
-                _mm512_mask_storeu_ps((float *)y + oh * wo + ow, live, m);
+            else _mm512_mask_storeu_ps((float *)y + oh * wo + ow, live, m);
         }
     }
     return nan == 0;
@@ -101,9 +100,9 @@ MAX2X2_TARGET bool tg_max_pool2x2_plane_bf16(const uint16_t *x, int64_t h, int64
 
 /* Window rows 2 oh and 2 oh + 1, columns 2 ow .. 2 ow + 31: g's 16 values placed at
  * even / odd columns by where each index points, zero elsewhere. */
-MAX2X2_TARGET bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t *idx, int64_t h, int64_t w,
-                                               int64_t ho, int64_t wo, uint16_t *gx) {
-    static const uint16_t interleave[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+MAX2X2_TARGET bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t *idx, int64_t h, int64_t w, int64_t ho,
+                                               int64_t wo, uint16_t *gx) {
+    static const uint16_t interleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
                                             8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     const __m512i lane2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), perm = _mm512_loadu_si512(interleave);
     unsigned csr = _mm_getcsr();
@@ -116,20 +115,21 @@ MAX2X2_TARGET bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t 
             __mmask16 at[4] = {0, 0, 0, 0}; /* index at (row 0, col 0), (0, 1), (1, 0), (1, 1) */
             for (int half = 0; half < 2; half++) {
                 __mmask8 l8 = (__mmask8)(live >> (8 * half));
-                __m512i rel = _mm512_sub_epi64(_mm512_maskz_loadu_epi64(l8, idx + oh * wo + ow + 8 * half),
-                                               _mm512_add_epi64(_mm512_set1_epi64(2 * oh * w + 2 * (ow + 8 * half)),
-                                                                lane2));
+                __m512i rel =
+                    _mm512_sub_epi64(_mm512_maskz_loadu_epi64(l8, idx + oh * wo + ow + 8 * half),
+                                     _mm512_add_epi64(_mm512_set1_epi64(2 * oh * w + 2 * (ow + 8 * half)), lane2));
                 int64_t offs[4] = {0, 1, w, w + 1};
                 for (int q = 0; q < 4; q++)
-                    at[q] |= (__mmask16)(_mm512_mask_cmpeq_epi64_mask(l8, rel, _mm512_set1_epi64(offs[q])) << (8 * half));
+                    at[q] |=
+                        (__mmask16)(_mm512_mask_cmpeq_epi64_mask(l8, rel, _mm512_set1_epi64(offs[q])) << (8 * half));
             }
             if ((at[0] | at[1] | at[2] | at[3]) != live) return false;
             __m256i v = _mm256_maskz_loadu_epi16(live, g + oh * wo + ow);
             /* the float32 0 + g rounded: -0 gives +0, a NaN 0x7FC0; under DAZ a subnormal g
              * is 0 (+0 again), under FTZ alone a subnormal sum is a zero of its sign */
             __m256i mag = _mm256_and_si256(v, _mm256_set1_epi16(0x7FFF));
-            __mmask16 zero_exp = _mm256_cmpeq_epi16_mask(_mm256_and_si256(v, _mm256_set1_epi16(0x7F80)),
-                                                         _mm256_setzero_si256());
+            __mmask16 zero_exp =
+                _mm256_cmpeq_epi16_mask(_mm256_and_si256(v, _mm256_set1_epi16(0x7F80)), _mm256_setzero_si256());
             __mmask16 exact_zero = _mm256_cmpeq_epi16_mask(mag, _mm256_setzero_si256());
             if (daz) {
                 v = _mm256_mask_mov_epi16(v, zero_exp, _mm256_setzero_si256());
@@ -142,7 +142,7 @@ MAX2X2_TARGET bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t 
             v = _mm256_mask_mov_epi16(v, _mm256_cmpgt_epu16_mask(mag, _mm256_set1_epi16(0x7F80)),
                                       _mm256_set1_epi16(0x7FC0));
             __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(v), v, 1); /* g | g */
-            __m512i pairs = _mm512_permutexvar_epi16(perm, both);             /* g0 g0 g1 g1 ... */
+            __m512i pairs = _mm512_permutexvar_epi16(perm, both);               /* g0 g0 g1 g1 ... */
             __mmask32 cols = n >= 16 ? ~(__mmask32)0 : (__mmask32)((1u << (2 * n)) - 1);
             /* column pair p: even lane 2p from at[0] / at[2], odd lane 2p + 1 from at[1] / at[3] */
             __mmask32 top = (__mmask32)_pdep_u32(at[0], 0x55555555u) | (__mmask32)_pdep_u32(at[1], 0xAAAAAAAAu);
@@ -165,8 +165,8 @@ bool tg_max_pool2x2_plane_bf16(const uint16_t *x, int64_t h, int64_t w, int64_t 
     (void)x, (void)h, (void)w, (void)ho, (void)wo, (void)y, (void)idx;
     return false;
 }
-bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t *idx, int64_t h, int64_t w, int64_t ho,
-                                 int64_t wo, uint16_t *gx) {
+bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t *idx, int64_t h, int64_t w, int64_t ho, int64_t wo,
+                                 uint16_t *gx) {
     (void)g, (void)idx, (void)h, (void)w, (void)ho, (void)wo, (void)gx;
     return false;
 }

@@ -22,7 +22,7 @@ bool tg_max_pool2x2_plane_bf16(const uint16_t *x, int64_t h, int64_t w, int64_t 
  * elsewhere, each element as the float32 scatter-add onto zeros rounded once gives it
  * (-0 becomes +0, NaN 0x7FC0). Returns false, gx unspecified, if an index is outside its
  * own window (indices that did not come from the forward above). */
-bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t *idx, int64_t h, int64_t w, int64_t ho,
-                                 int64_t wo, uint16_t *gx);
+bool tg_max_unpool2x2_plane_bf16(const uint16_t *g, const int64_t *idx, int64_t h, int64_t w, int64_t ho, int64_t wo,
+                                 uint16_t *gx);
 
 #endif

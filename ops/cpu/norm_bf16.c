@@ -31,8 +31,8 @@ __attribute__((target("avx512f"))) static inline __m512 widen16(const uint16_t *
     return tg_widen_bf16x16(_mm256_loadu_si256((const __m256i *)p));
 }
 
-__attribute__((target("avx512f"))) static int64_t shifted_lanes16(const uint16_t *p, int64_t n, float shift,
-                                                                  float *a, float *b) {
+__attribute__((target("avx512f"))) static int64_t shifted_lanes16(const uint16_t *p, int64_t n, float shift, float *a,
+                                                                  float *b) {
     __m512 va = _mm512_setzero_ps(), vb = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES) {
@@ -172,8 +172,8 @@ static void forward_channels(int64_t lo, int64_t hi, void *arg) {
     }
 }
 
-void tg_bn_forward_bf16(int64_t O, int64_t C, int64_t I, double eps, const uint16_t *x, const float *w,
-                        const float *b, uint16_t *y, float *mean_out, float *var_out, double *stats) {
+void tg_bn_forward_bf16(int64_t O, int64_t C, int64_t I, double eps, const uint16_t *x, const float *w, const float *b,
+                        uint16_t *y, float *mean_out, float *var_out, double *stats) {
     bn_job j = {O, C, I, eps, x, NULL, w, b, y, mean_out, var_out, NULL, NULL, stats};
     bool par = O * C * I >= 32768 && C > 1; /* norm.c's threshold */
     tg_parallel_for(C, par ? 1 : C, forward_channels, &j);

@@ -11,8 +11,8 @@
 
 /* y (bfloat16), the batch mean and biased variance per channel (float32), stats [C, 2]
  * (mean, invstd in double) for the backward. */
-void tg_bn_forward_bf16(int64_t O, int64_t C, int64_t I, double eps, const uint16_t *x, const float *w,
-                        const float *b, uint16_t *y, float *mean_out, float *var_out, double *stats);
+void tg_bn_forward_bf16(int64_t O, int64_t C, int64_t I, double eps, const uint16_t *x, const float *w, const float *b,
+                        uint16_t *y, float *mean_out, float *var_out, double *stats);
 /* gx (bfloat16; NULL: not wanted), gw and gb (float32) from g and x (bfloat16). */
 void tg_bn_backward_bf16(int64_t O, int64_t C, int64_t I, const uint16_t *g, const uint16_t *x, const float *w,
                          const double *stats, uint16_t *gx, float *gw, float *gb);

@@ -31,8 +31,7 @@ static inline void NAME(shifted_sums)(const T *restrict p, int64_t n, T shift, T
     *s = sa;
     *ss = sb;
 }
-static inline void NAME(grad_sums)(const T *restrict g, const T *restrict x, int64_t n, T shift, T *sg,
-                                    T *sgx) {
+static inline void NAME(grad_sums)(const T *restrict g, const T *restrict x, int64_t n, T shift, T *sg, T *sgx) {
     T a[LANES] = {0}, b[LANES] = {0};
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES)
@@ -91,8 +90,7 @@ static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
             const T *p = x + (o * G + c) * I;
             T *q = y + (o * G + c) * I;
             if (a->layer) {
-                for (int64_t i = 0; i < I; i++)
-                    q[i] = (T)tg_layer_norm_out(p[i], &st, w ? w[i] : 1, b ? b[i] : 0);
+                for (int64_t i = 0; i < I; i++) q[i] = (T)tg_layer_norm_out(p[i], &st, w ? w[i] : 1, b ? b[i] : 0);
             } else {
                 const T tm = (T)st.mean;
                 const tg_bn_fold f = tg_bn_fold_of(&st, tm, w ? w[c] : 1, b ? b[c] : 0);
@@ -102,8 +100,8 @@ static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
         }
     }
 }
-void NAME(tg_cpu_norm_forward)(const tg_norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out,
-                               T *var_out, double *stats) {
+void NAME(tg_cpu_norm_forward)(const tg_norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out, T *var_out,
+                               double *stats) {
     NAME(norm_forward_job) j_ = {a, x, w, b, y, mean_out, var_out, stats};
     int64_t G = a->groups;
     bool par = a->outer * G * a->inner >= 32768 && G > 1;
@@ -148,8 +146,8 @@ static void NAME(bn_backward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
         }
     }
 }
-void NAME(tg_cpu_bn_backward)(int64_t O, int64_t C, int64_t I, const T *g, const T *x, const T *w,
-                              const double *stats, T *gx, T *gw, T *gb) {
+void NAME(tg_cpu_bn_backward)(int64_t O, int64_t C, int64_t I, const T *g, const T *x, const T *w, const double *stats,
+                              T *gx, T *gw, T *gb) {
     NAME(bn_backward_job) j_ = {O, C, I, g, x, w, stats, gx, gw, gb};
     tg_parallel_for(C, O * C * I >= 32768 && C > 1 ? 1 : C, NAME(bn_backward_chunk), &j_);
 }

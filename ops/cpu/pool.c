@@ -65,9 +65,7 @@ static void round_plane(const float *src, int64_t n, uint16_t *dst) {
 }
 
 /* Whether the AVX-512 2x2 planes (ops/cpu/max_pool2x2.c) apply: max_forward_chunk_f32's k2. */
-static bool vector_2x2(const tg_pool_geometry *q) {
-    return whole_2x2(q) && tg_max_pool2x2_available();
-}
+static bool vector_2x2(const tg_pool_geometry *q) { return whole_2x2(q) && tg_max_pool2x2_available(); }
 
 static void max_forward_bf16_planes(int64_t lo, int64_t hi, void *arg) {
     const max_bf16_job *j = arg;
@@ -96,8 +94,8 @@ static void max_scatter_bf16_planes(int64_t lo, int64_t hi, void *arg) {
     bool vec = vector_2x2(q);
     float *buf = NULL;
     for (int64_t pl = lo; pl < hi; pl++) {
-        if (vec && tg_max_unpool2x2_plane_bf16(j->src + pl * out_hw, j->idx_in + pl * out_hw, q->h, q->w, q->ho,
-                                               q->wo, j->dst + pl * in_hw))
+        if (vec && tg_max_unpool2x2_plane_bf16(j->src + pl * out_hw, j->idx_in + pl * out_hw, q->h, q->w, q->ho, q->wo,
+                                               j->dst + pl * in_hw))
             continue;
         if (!buf) buf = malloc((size_t)(in_hw + out_hw) * sizeof(float));
         TG_ASSERT(buf != NULL);
@@ -109,8 +107,7 @@ static void max_scatter_bf16_planes(int64_t lo, int64_t hi, void *arg) {
     free(buf);
 }
 
-void tg_cpu_max_pool_bf16(const tg_pool_geometry *q, int64_t planes, const uint16_t *x, uint16_t *y,
-                          int64_t *idx) {
+void tg_cpu_max_pool_bf16(const tg_pool_geometry *q, int64_t planes, const uint16_t *x, uint16_t *y, int64_t *idx) {
     max_bf16_job j = {q, x, y, NULL, idx};
     bool par = planes > 1 && planes * q->h * q->w >= POOL_PAR_MIN; /* tg_cpu_max_pool_f32's split */
     tg_parallel_for(planes, par ? 1 : planes, max_forward_bf16_planes, &j);

@@ -24,8 +24,7 @@ void tg_cpu_max_unpool_bf16(const tg_pool_geometry *q, int64_t planes, const uin
                             uint16_t *gx);
 
 /* Its double backward: y [planes, out_hw] = g [planes, in_hw] picked at idx. */
-void tg_cpu_max_gather_f32(int64_t planes, int64_t in_hw, int64_t out_hw, const float *g, const int64_t *idx,
-                           float *y);
+void tg_cpu_max_gather_f32(int64_t planes, int64_t in_hw, int64_t out_hw, const float *g, const int64_t *idx, float *y);
 void tg_cpu_max_gather_f64(int64_t planes, int64_t in_hw, int64_t out_hw, const double *g, const int64_t *idx,
                            double *y);
 

@@ -89,8 +89,7 @@ static void NAME(max_scatter_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
         for (int64_t o = 0; o < out_hw; o++) dst[ip[o]] += gp[o];
     }
 }
-void NAME(tg_cpu_max_unpool)(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,
-                              const int64_t *idx, T *gx) {
+void NAME(tg_cpu_max_unpool)(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g, const int64_t *idx, T *gx) {
     NAME(max_index_job) j_ = {in_hw, out_hw, g, idx, gx};
     bool par = planes > 1 && planes * in_hw >= POOL_PAR_MIN;
     tg_parallel_for(planes, par ? 1 : planes, NAME(max_scatter_chunk), &j_);
@@ -99,11 +98,9 @@ static void NAME(max_gather_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
     const NAME(max_index_job) *j_ = arg_;
     int64_t in_hw = j_->in_hw, out_hw = j_->out_hw;
     for (int64_t pl = lo_; pl < hi_; pl++)
-        for (int64_t o = 0; o < out_hw; o++)
-            j_->out[pl * out_hw + o] = j_->g[pl * in_hw + j_->idx[pl * out_hw + o]];
+        for (int64_t o = 0; o < out_hw; o++) j_->out[pl * out_hw + o] = j_->g[pl * in_hw + j_->idx[pl * out_hw + o]];
 }
-void NAME(tg_cpu_max_gather)(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g,
-                             const int64_t *idx, T *y) {
+void NAME(tg_cpu_max_gather)(int64_t planes, int64_t in_hw, int64_t out_hw, const T *g, const int64_t *idx, T *y) {
     NAME(max_index_job) j_ = {in_hw, out_hw, g, idx, y};
     tg_parallel_for(planes, planes * out_hw >= POOL_GRAIN ? 1 : planes, NAME(max_gather_chunk), &j_);
 }

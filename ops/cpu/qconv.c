@@ -14,8 +14,8 @@
 #include <immintrin.h>
 #endif
 
-bool tg_qweights_init(tg_qweights *qw, int64_t out, int64_t k, const int8_t *w, const float *w_scale,
-                      const float *bias, tg_qrequant rq) {
+bool tg_qweights_init(tg_qweights *qw, int64_t out, int64_t k, const int8_t *w, const float *w_scale, const float *bias,
+                      tg_qrequant rq) {
     memset(qw, 0, sizeof *qw);
     qw->out = out;
     qw->k = k;
@@ -64,8 +64,12 @@ static bool packed_runs(const tg_qweights *qw) { return qw->packed && tg_qgemm_v
  * the packed kernel. */
 static void packed_product_u8(const tg_qweights *qw, tg_qrequant rq, int64_t rows, int64_t k, const uint8_t *x,
                               int64_t ldx, uint8_t *y, int64_t ldy) {
-    tg_qgemm_epilogue e = {.kind = TG_QGEMM_OUT_U8, .out = y, .ldc = ldy, .correction = qw->correction,
-                           .mult = qw->mult, .y_zero_point = (float)rq.y_zero_point,
+    tg_qgemm_epilogue e = {.kind = TG_QGEMM_OUT_U8,
+                           .out = y,
+                           .ldc = ldy,
+                           .correction = qw->correction,
+                           .mult = qw->mult,
+                           .y_zero_point = (float)rq.y_zero_point,
                            .lo = (float)(rq.relu ? rq.y_zero_point : 0)};
     tg_qgemm_u8s8_packed_epilogue(rows, qw->out, k, x, ldx, qw->packed, &e);
 }
@@ -96,7 +100,8 @@ static void requantize(const tg_qweights *qw, tg_qrequant rq, int64_t rows, cons
         const int32_t correction = qw->correction[o];
         const float mult = qw->mult[o];
         if (os == 1) {
-            for (int64_t r = 0; r < rows; r++) y[r * rs + o] = requantize_one(acc[r * out + o], correction, mult, zp, lo);
+            for (int64_t r = 0; r < rows; r++)
+                y[r * rs + o] = requantize_one(acc[r * out + o], correction, mult, zp, lo);
         } else {
             uint8_t *yo = y + o * os;
             for (int64_t r = 0; r < rows; r++) yo[r] = requantize_one(acc[r * out + o], correction, mult, zp, lo);
@@ -128,7 +133,8 @@ __attribute__((target("avx512f,avx512bw"))) static void to_planes(const uint8_t 
     const __m512i step = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int32_t)out));
     /* in a lane, 4 positions x 4 channels -> 4 channels x 4 positions */
-    const __m512i by_channel = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    const __m512i by_channel =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
     /* 4-byte piece c of lane l -> lane c, piece l */
     const __m512i lanes = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     int64_t o = 0;
@@ -241,8 +247,20 @@ static void qconv_images(int64_t begin, int64_t end, void *ctx) {
 
 void tg_qconv2d_u8(const tg_qweights *qw, tg_qrequant rq, int64_t n, int64_t c, int64_t h, int64_t w, int kh, int kw,
                    int stride, int padding, int dilation, const uint8_t *x, uint8_t *y) {
-    qconv_args g = {qw, rq, c, h, w, (h + 2 * padding - dilation * (kh - 1) - 1) / stride + 1,
-                    (w + 2 * padding - dilation * (kw - 1) - 1) / stride + 1, kh, kw, stride, padding, dilation, x, y};
+    qconv_args g = {qw,
+                    rq,
+                    c,
+                    h,
+                    w,
+                    (h + 2 * padding - dilation * (kh - 1) - 1) / stride + 1,
+                    (w + 2 * padding - dilation * (kw - 1) - 1) / stride + 1,
+                    kh,
+                    kw,
+                    stride,
+                    padding,
+                    dilation,
+                    x,
+                    y};
     /* several images: one per thread (the product inside runs on that thread); one
      * image: the product spreads its rows over the threads */
     if (n == 1) qconv_images(0, 1, &g);

@@ -29,8 +29,8 @@ typedef struct {
  * int32 bias and the multipliers. */
 typedef struct {
     int64_t out, k;
-    int8_t *w;       /* row-major, for the portable GEMM */
-    int8_t *packed;  /* tg_qgemm_pack's layout, for the VNNI one (NULL without VNNI) */
+    int8_t *w;      /* row-major, for the portable GEMM */
+    int8_t *packed; /* tg_qgemm_pack's layout, for the VNNI one (NULL without VNNI) */
     int32_t *row_sum, *bias_q;
     int32_t *correction; /* bias_q - x_zero_point * row_sum: what each sum needs before scaling */
     float *mult;
@@ -38,8 +38,8 @@ typedef struct {
 
 /* Fills qw from int8 weights w (out x k, copied), per-channel scales w_scale[out] and
  * an optional float bias. Returns false when out of memory. tg_qweights_free frees. */
-bool tg_qweights_init(tg_qweights *qw, int64_t out, int64_t k, const int8_t *w, const float *w_scale,
-                      const float *bias, tg_qrequant rq);
+bool tg_qweights_init(tg_qweights *qw, int64_t out, int64_t k, const int8_t *w, const float *w_scale, const float *bias,
+                      tg_qrequant rq);
 void tg_qweights_free(tg_qweights *qw);
 
 /* Linear: x (rows x k uint8) -> y (rows x out uint8). */

@@ -70,8 +70,7 @@ static void units_portable(int64_t begin, int64_t end, void *ctx) {
 #ifdef TG_QGEMM_X86
 /* Four weight rows per pass over a's row, so each 64-byte chunk of a is loaded once
  * for four dot products; the tail of k is a masked load (zeros add nothing). */
-__attribute__((target("avx512vnni,avx512bw,avx512f"))) static void units_vnni(int64_t begin, int64_t end,
-                                                                               void *ctx) {
+__attribute__((target("avx512vnni,avx512bw,avx512f"))) static void units_vnni(int64_t begin, int64_t end, void *ctx) {
     const qgemm_args *g = ctx;
     const int64_t k = g->k, full = k / 64 * 64;
     const __mmask64 tail = k > full ? (__mmask64)(~0ULL >> (64 - (k - full))) : 0;
@@ -107,7 +106,8 @@ __attribute__((target("avx512vnni,avx512bw,avx512f"))) static void units_vnni(in
             for (int64_t p = 0; p < full; p += 64)
                 s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a + p), _mm512_loadu_si512(b + p));
             if (tail)
-                s = _mm512_dpbusd_epi32(s, _mm512_maskz_loadu_epi8(tail, a + full), _mm512_maskz_loadu_epi8(tail, b + full));
+                s = _mm512_dpbusd_epi32(s, _mm512_maskz_loadu_epi8(tail, a + full),
+                                        _mm512_maskz_loadu_epi8(tail, b + full));
             g->c[i * g->n + j] = _mm512_reduce_add_epi32(s);
         }
     }
@@ -151,8 +151,8 @@ int8_t *tg_qgemm_pack(int64_t n, int64_t k, const int8_t *b) {
     int8_t *p = calloc((size_t)(blocks * groups > 0 ? blocks * groups : 1), 64);
     if (!p) return NULL;
     for (int64_t j = 0; j < n; j++) {
-        int64_t panel = j / 64, in_panel = blocks - panel * PANEL_BLOCKS < PANEL_BLOCKS ? blocks - panel * PANEL_BLOCKS
-                                                                                         : PANEL_BLOCKS;
+        int64_t panel = j / 64,
+                in_panel = blocks - panel * PANEL_BLOCKS < PANEL_BLOCKS ? blocks - panel * PANEL_BLOCKS : PANEL_BLOCKS;
         int8_t *dst = p + panel_offset(panel, k) + (j % 64 / 16) * 64 + j % 16 * 4;
         for (int64_t q = 0; q < k; q++) dst[q / 4 * in_panel * 64 + q % 4] = b[j * k + q];
     }
@@ -175,8 +175,8 @@ typedef struct {
 /* acc += the products of a (u8) and b (s8), as _mm512_dpbusd_epi32, but with the
  * accumulator tied to its register: GCC 12 copies the intrinsic's accumulator through
  * spare registers and the stack when 24 of them are live. */
-__attribute__((target("avx512vnni,avx512bw,avx512f"), always_inline)) static inline __m512i dpbusd(__m512i acc,
-                                                                                                 __m512i a, __m512i b) {
+__attribute__((target("avx512vnni,avx512bw,avx512f"), always_inline)) static inline __m512i
+dpbusd(__m512i acc, __m512i a, __m512i b) {
     __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
     return acc;
 }
@@ -259,18 +259,17 @@ micro(int mr, int nb, const packed_args *g, int64_t i0, int64_t panel) {
             store_sums(g->e, i0 + r, j0 + b * 16, mask, acc[r][b]);
         }
 }
-#define MICRO_NB(mr)                                                                                                   \
-    switch (nb) {                                                                                                      \
-    case 1: micro(mr, 1, g, i0, panel); break;                                                                         \
-    case 2: micro(mr, 2, g, i0, panel); break;                                                                         \
-    case 3: micro(mr, 3, g, i0, panel); break;                                                                         \
-    default: micro(mr, 4, g, i0, panel); break;                                                                        \
+#define MICRO_NB(mr)                            \
+    switch (nb) {                               \
+    case 1: micro(mr, 1, g, i0, panel); break;  \
+    case 2: micro(mr, 2, g, i0, panel); break;  \
+    case 3: micro(mr, 3, g, i0, panel); break;  \
+    default: micro(mr, 4, g, i0, panel); break; \
     }
 
 /* Units [begin, end): unit u is row block u % row_blocks of panel u / row_blocks, so a
  * thread's consecutive units reuse one panel of weights from its cache. */
-__attribute__((target("avx512vnni,avx512bw,avx512f"))) static void units_packed(int64_t begin, int64_t end,
-                                                                                 void *ctx) {
+__attribute__((target("avx512vnni,avx512bw,avx512f"))) static void units_packed(int64_t begin, int64_t end, void *ctx) {
     const packed_args *g = ctx;
     const int64_t blocks = (g->n + 15) / 16;
     for (int64_t u = begin; u < end; u++) {
@@ -379,8 +378,8 @@ AMX_INT8_TARGET static void units_amx(int64_t begin, int64_t end, void *ctx) {
 }
 #endif
 
-void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
-                                   const int8_t *packed, const tg_qgemm_epilogue *e) {
+void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *packed,
+                                   const tg_qgemm_epilogue *e) {
 #ifdef TG_QGEMM_X86
     if (m <= 0 || n <= 0) return;
     const int64_t row_blocks = (m + MR - 1) / MR, panels = (n + 63) / 64;

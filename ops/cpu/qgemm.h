@@ -62,8 +62,8 @@ typedef struct {
 } tg_qgemm_epilogue;
 
 /* tg_qgemm_u8s8s32_packed with the epilogue e applied to every sum. */
-void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda,
-                                   const int8_t *packed, const tg_qgemm_epilogue *e);
+void tg_qgemm_u8s8_packed_epilogue(int64_t m, int64_t n, int64_t k, const uint8_t *a, int64_t lda, const int8_t *packed,
+                                   const tg_qgemm_epilogue *e);
 /* tg_qgemm_has_vnni() and not switched off by tg_qgemm_allow_vnni(false). */
 bool tg_qgemm_vnni_enabled(void);
 /* True when this CPU runs the AVX512-VNNI kernel (vpdpbusd); else portable C. */

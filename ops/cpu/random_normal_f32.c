@@ -83,7 +83,7 @@ WITH_FMA_CLONE static void normal_blocks_f32(float *d, int64_t blocks, float mea
  * PyTorch on a machine with AVX2, this one). */
 #define SET1 _mm256_set1_ps
 __attribute__((target("avx2,fma"))) static void normal_blocks_f32_avx2(float *d, int64_t blocks, float mean,
-                                                                      float std) {
+                                                                       float std) {
     static const float p[9] = {7.0376836292E-2f,  -1.1514610310E-1f, 1.1676998740E-1f,
                                -1.2420140846E-1f, 1.4249322787E-1f,  -1.6668057665E-1f,
                                2.0000714765E-1f,  -2.4999993993E-1f, 3.3333331174E-1f};
@@ -113,15 +113,16 @@ __attribute__((target("avx2,fma"))) static void normal_blocks_f32_avx2(float *d,
         t = _mm256_fmadd_ps(jf, SET1(-2.4187564849853515625e-4f), t);
         t = _mm256_fmadd_ps(jf, SET1(-3.77489497744594108e-8f), t);
         z = _mm256_mul_ps(t, t);
-        __m256 c = _mm256_fmadd_ps(_mm256_fmadd_ps(SET1(2.443315711809948E-005f), z, SET1(-1.388731625493765E-003f)),
-                                   z, SET1(4.166664568298827E-002f));
+        __m256 c = _mm256_fmadd_ps(_mm256_fmadd_ps(SET1(2.443315711809948E-005f), z, SET1(-1.388731625493765E-003f)), z,
+                                   SET1(4.166664568298827E-002f));
         c = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(c, z), z, _mm256_mul_ps(z, SET1(-0.5f))), one);
         __m256 s = _mm256_fmadd_ps(_mm256_fmadd_ps(SET1(-1.9515295891E-4f), z, SET1(8.3321608736E-3f)), z,
                                    SET1(-1.6666654611E-1f));
         s = _mm256_fmadd_ps(_mm256_mul_ps(s, z), t, t);
         __m256 swap = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(j, two), two));
         __m256 sin_sign = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(j, four), 29));
-        __m256 cos_sign = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_andnot_si256(_mm256_sub_epi32(j, two), four), 29));
+        __m256 cos_sign =
+            _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_andnot_si256(_mm256_sub_epi32(j, two), four), 29));
         __m256 sin_t = _mm256_xor_ps(_mm256_blendv_ps(s, c, swap), sin_sign);
         __m256 cos_t = _mm256_xor_ps(_mm256_blendv_ps(c, s, swap), cos_sign);
         _mm256_storeu_ps(d, _mm256_fmadd_ps(_mm256_mul_ps(radius, cos_t), SET1(std), SET1(mean)));
@@ -140,4 +141,3 @@ void tg_normal_blocks_f32(float *d, int64_t blocks, float mean, float std) {
 #endif
     normal_blocks_f32(d, blocks, mean, std);
 }
-

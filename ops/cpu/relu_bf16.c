@@ -24,8 +24,8 @@ typedef struct {
 } relu_job;
 
 /* Lanes of 32 bf16 where `cmp` holds for their float32 value. */
-#define CMP32(v, cmp)                                                                                      \
-    ((__mmask32)_mm512_cmp_ps_mask(widen_lo(v), _mm512_setzero_ps(), cmp) |                                  \
+#define CMP32(v, cmp)                                                       \
+    ((__mmask32)_mm512_cmp_ps_mask(widen_lo(v), _mm512_setzero_ps(), cmp) | \
      (__mmask32)_mm512_cmp_ps_mask(widen_hi(v), _mm512_setzero_ps(), cmp) << 16)
 
 RELU_TARGET static inline __m512 widen_lo(__m512i v) { return tg_widen_bf16x16(_mm512_castsi512_si256(v)); }

@@ -10,7 +10,6 @@
 #include "ops/reduce_plan.h"
 
 void tg_cpu_softmax_f32(const tg_reduce_plan *px, const tg_reduce_plan *po, const float *x, float *out, bool log_out);
-void tg_cpu_softmax_f64(const tg_reduce_plan *px, const tg_reduce_plan *po, const double *x, double *out,
-                        bool log_out);
+void tg_cpu_softmax_f64(const tg_reduce_plan *px, const tg_reduce_plan *po, const double *x, double *out, bool log_out);
 
 #endif

@@ -7,7 +7,7 @@
  * order, c the first pass's result. Always inlined with a constant kind, so the rows'
  * switches fold away. */
 static inline __attribute__((always_inline)) double NAME(stats_pass)(tg_reduce_kind kind, const tg_reduce_plan *p,
-                                                                    const T *base, double c, double q) {
+                                                                     const T *base, double c, double q) {
     int64_t n = p->inner_numel, st = p->inner_ndim == 1 ? p->inner_strides[0] : 0;
     bool flat = p->inner_ndim <= 1;
     double acc = tg_reduce_identity(kind, q);
@@ -28,7 +28,7 @@ typedef struct {
 
 /* Outputs [lo, hi) of row `kind`, after its first pass if it has one. */
 static inline __attribute__((always_inline)) void NAME(stats_lines)(tg_reduce_kind kind, const NAME(stats_job) *j,
-                                                                   int64_t lo, int64_t hi) {
+                                                                    int64_t lo, int64_t hi) {
     tg_reduce_kind first = tg_reduce_first(kind);
     for (int64_t o = lo; o < hi; o++) {
         const T *base = j->x + tg_reduce_outer_offset(j->p, o);

@@ -57,8 +57,7 @@ static void NAME(sum_rows)(int64_t o0, int64_t o1, void *arg) {
 void NAME(tg_cpu_sum)(const tg_reduce_plan *p, const T *x, T *out) {
     int64_t inner = p->inner_numel;
     NAME(sum_job) j = {p, x, out, NULL};
-    if (p->outer_ndim == 1 && p->outer_strides[0] == 1 && p->inner_ndim == 1 &&
-        p->outer_numel > 1) {
+    if (p->outer_ndim == 1 && p->outer_strides[0] == 1 && p->inner_ndim == 1 && p->outer_numel > 1) {
         int64_t cols = p->outer_numel, blocks = (cols + 255) / 256;
         j.acc = calloc((size_t)cols, sizeof(ACC));
         TG_ASSERT(j.acc != NULL);

@@ -29,8 +29,8 @@ template <> struct attn_tile<double> { static const int rows = 8; };
 
 // The score of (i, j) from its dot product: scaled, masked, causal (-inf when hidden).
 template <typename T>
-__device__ __forceinline__ double attn_score(const tg_attn_plan &p, const unsigned char *mask, int64_t moff,
-                                             int64_t i, int64_t j, double dot) {
+__device__ __forceinline__ double attn_score(const tg_attn_plan &p, const unsigned char *mask, int64_t moff, int64_t i,
+                                             int64_t j, double dot) {
     if (p.causal && tg_attn_causal_hidden(i, j)) return -INFINITY;
     double m = 0;
     if (p.mask_kind == TG_ATTN_MASK_BOOL) m = ((const bool *)mask)[moff + i * p.mask_row + j * p.mask_col] ? 1 : 0;
@@ -146,7 +146,8 @@ __global__ void attn_dq_kernel(tg_attn_plan p, const int64_t *off, const T *q, c
         if (!active) continue;
         T ds = 0;
         if (lane < BK && j0 + lane < kend) {
-            double s = attn_score<T>(p, mask, moff, i, j0 + lane, (double)dot_row(qs + warp * p.e, ks + lane * p.e, p.e));
+            double s =
+                attn_score<T>(p, mask, moff, i, j0 + lane, (double)dot_row(qs + warp * p.e, ks + lane * p.e, p.e));
             T pr = (T)exp(s - (double)row_lse);
             ds = (T)tg_attn_dscore(pr, dot_row(dos + warp * p.ev, vs + lane * p.ev, p.ev), row_delta);
         }
@@ -164,8 +165,7 @@ __global__ void attn_dq_kernel(tg_attn_plan p, const int64_t *off, const T *q, c
 // dk, dv: one warp per key row, over query tiles. Shared: k and v rows, a q and a dout tile, their lse and delta.
 template <typename T>
 __global__ void attn_dkdv_kernel(tg_attn_plan p, const int64_t *off, const T *q, const T *k, const T *v,
-                                 const unsigned char *mask, const T *dout, const T *lse, const T *delta, T *dk,
-                                 T *dv) {
+                                 const unsigned char *mask, const T *dout, const T *lse, const T *delta, T *dk, T *dv) {
     const int BQ = attn_tile<T>::rows;
     extern __shared__ unsigned char smem_raw[];
     T *kr = (T *)smem_raw, *vr = kr + ATTN_WARPS * p.e, *qs = vr + ATTN_WARPS * p.ev, *dos = qs + BQ * p.e;
@@ -191,7 +191,8 @@ __global__ void attn_dkdv_kernel(tg_attn_plan p, const int64_t *off, const T *q,
         if (!active) continue;
         T pr = 0, ds = 0;
         if (lane < BQ && r0 + lane < p.l) {
-            double s = attn_score<T>(p, mask, moff, r0 + lane, j, (double)dot_row(qs + lane * p.e, kr + warp * p.e, p.e));
+            double s =
+                attn_score<T>(p, mask, moff, r0 + lane, j, (double)dot_row(qs + lane * p.e, kr + warp * p.e, p.e));
             pr = (T)exp(s - (double)ls[lane]);
             ds = (T)tg_attn_dscore(pr, dot_row(dos + lane * p.ev, vr + warp * p.ev, p.ev), ds_[lane]);
         }
@@ -240,12 +241,12 @@ static tg_status launch_backward(const tg_attn_plan &p, tg_tensor *off, tg_tenso
     T *dp = (T *)tg_elem_ptr(delta);
     const int R = attn_tile<T>::rows;
     if (p.batch * p.l > 0) {
-        attn_delta_kernel<T><<<(unsigned)((p.batch * p.l * 32 + 255) / 256), 256, 0, stream>>>(
-            p, (const T *)tg_elem_ptr(out), dop, dp);
+        attn_delta_kernel<T>
+            <<<(unsigned)((p.batch * p.l * 32 + 255) / 256), 256, 0, stream>>>(p, (const T *)tg_elem_ptr(out), dop, dp);
         if (tg_cuda_check_launch(op)) return TG_ERROR;
         size_t smem = sizeof(T) * (size_t)(ATTN_WARPS * (p.e + p.ev) + R * (p.e + p.ev));
-        attn_dq_kernel<T><<<blocks_of(p.batch, p.l), ATTN_WARPS * 32, smem, stream>>>(p, o, qp, kp, vp, m, dop, lp,
-                                                                                       dp, (T *)tg_elem_ptr(dq));
+        attn_dq_kernel<T><<<blocks_of(p.batch, p.l), ATTN_WARPS * 32, smem, stream>>>(p, o, qp, kp, vp, m, dop, lp, dp,
+                                                                                      (T *)tg_elem_ptr(dq));
         if (tg_cuda_check_launch(op)) return TG_ERROR;
     }
     if (p.batch * p.s > 0) {
@@ -263,9 +264,8 @@ extern "C" bool tg_cuda_attention_supports(int64_t e, int64_t ev) {
     return e >= 1 && ev >= 1 && e <= ATTN_MAX_DIM && ev <= ATTN_MAX_DIM;
 }
 
-extern "C" tg_status tg_cuda_attention_forward(const tg_attn_plan *plan, tg_tensor *offsets, tg_tensor *q,
-                                               tg_tensor *k, tg_tensor *v, tg_tensor *mask, tg_tensor *out,
-                                               tg_tensor *lse) {
+extern "C" tg_status tg_cuda_attention_forward(const tg_attn_plan *plan, tg_tensor *offsets, tg_tensor *q, tg_tensor *k,
+                                               tg_tensor *v, tg_tensor *mask, tg_tensor *out, tg_tensor *lse) {
     const char *op = "tg_scaled_dot_product_attention";
     if (!tg_cuda_attention_supports(plan->e, plan->ev))
         return tg_error("%s: the CUDA kernel takes head dims up to %d, got %lld and %lld", op, ATTN_MAX_DIM,
@@ -282,8 +282,8 @@ extern "C" tg_status tg_cuda_attention_backward(const tg_attn_plan *plan, tg_ten
                                                 tg_tensor *dk, tg_tensor *dv) {
     const char *op = "tg_scaled_dot_product_attention";
     TG_CUDA_ENTER(op, q);
-    TG_CUDA_DISPATCH_FLOATING(op, q->dtype,
-                              return launch_backward<scalar_t>(*plan, offsets, q, k, v, mask, out, dout, lse, delta,
-                                                               dq, dk, dv, stream));
+    TG_CUDA_DISPATCH_FLOATING(
+        op, q->dtype,
+        return launch_backward<scalar_t>(*plan, offsets, q, k, v, mask, out, dout, lse, delta, dq, dk, dv, stream));
     return TG_OK;
 }

@@ -46,8 +46,7 @@ __global__ void im2col_kernel(conv_geometry q, const T *x, T *cols, int64_t n0, 
         int64_t ow = p % q.Wo, oh = p / q.Wo;
         int64_t ih = tg_conv_tap(oh, kh * q.dh, q.sh, q.ph), iw = tg_conv_tap(ow, kw * q.dw, q.sw, q.pw);
         T v = 0;
-        if (ih >= 0 && ih < q.H && iw >= 0 && iw < q.W)
-            v = x[(((n0 + i) * q.C + g * q.Cg + c) * q.H + ih) * q.W + iw];
+        if (ih >= 0 && ih < q.H && iw >= 0 && iw < q.W) v = x[(((n0 + i) * q.C + g * q.Cg + c) * q.H + ih) * q.W + iw];
         cols[e] = v;
     }
 }
@@ -144,8 +143,8 @@ static tg_status conv_forward(const conv_geometry &q, tg_tensor *out, tg_tensor 
     for (int64_t n0 = 0; n0 < q.N && !st; n0 += chunk) {
         int64_t count = q.N - n0 < chunk ? q.N - n0 : chunk;
         for (int g = 0; g < q.groups && !st; g++) {
-            im2col_kernel<T, true><<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
-                q, xp, cols, n0, count, g);
+            im2col_kernel<T, true>
+                <<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(q, xp, cols, n0, count, g);
             st = tg_cuda_check_launch(op);
             // y_i [Cog, P] = W_g [Cog, K] * cols_i [K, P]
             if (!st)
@@ -208,8 +207,8 @@ static tg_status conv_weight_grad(const conv_geometry &q, tg_tensor *grad_weight
     for (int64_t n0 = 0; n0 < q.N && !st; n0 += chunk) {
         int64_t count = q.N - n0 < chunk ? q.N - n0 : chunk;
         for (int g = 0; g < q.groups && !st; g++) {
-            im2col_kernel<T, false><<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
-                q, xp, cols, n0, count, g);
+            im2col_kernel<T, false>
+                <<<tg_cuda_blocks(count * q.K * q.P, device), TG_CUDA_THREADS, 0, stream>>>(q, xp, cols, n0, count, g);
             group_rows_kernel<T><<<tg_cuda_blocks(q.Cog * count * q.P, device), TG_CUDA_THREADS, 0, stream>>>(
                 q, gp, rows, n0, count, g);
             st = tg_cuda_check_launch(op);
@@ -237,7 +236,8 @@ extern "C" tg_status tg_cuda_conv2d_forward(tg_tensor *out, tg_tensor *x, tg_ten
     TG_CUDA_ENTER(op, x);
     int device = tg_cuda_device_of(x);
     if (q.K == 0) { // no input channels: the output is the bias (or zero)
-        cudaError_t err = cudaMemsetAsync(tg_elem_ptr(out), 0, (size_t)tg_numel(out) * tg_dtype_size(out->dtype), stream);
+        cudaError_t err =
+            cudaMemsetAsync(tg_elem_ptr(out), 0, (size_t)tg_numel(out) * tg_dtype_size(out->dtype), stream);
         if (err != cudaSuccess) return tg_cuda_error(op, "cudaMemsetAsync", err);
         if (!bias) return TG_OK;
     }
@@ -258,9 +258,8 @@ extern "C" tg_status tg_cuda_conv2d_input_grad(tg_tensor *grad_x, tg_tensor *gra
             cudaMemsetAsync(tg_elem_ptr(grad_x), 0, (size_t)tg_numel(grad_x) * tg_dtype_size(grad_x->dtype), stream);
         return err == cudaSuccess ? TG_OK : tg_cuda_error(op, "cudaMemsetAsync", err);
     }
-    TG_CUDA_DISPATCH_FLOATING(op, grad->dtype,
-                              return conv_input_grad<scalar_t>(q, grad_x, grad, weight, tg_cuda_device_of(grad_x),
-                                                               stream));
+    TG_CUDA_DISPATCH_FLOATING(
+        op, grad->dtype, return conv_input_grad<scalar_t>(q, grad_x, grad, weight, tg_cuda_device_of(grad_x), stream));
     return TG_OK;
 }
 

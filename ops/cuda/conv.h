@@ -14,8 +14,8 @@ extern "C" {
 
 /* out [N, Co, Ho, Wo] = conv2d(x [N, C, H, W], weight [Co, C/groups, kH, kW]) + bias [Co]
  * (bias may be NULL). */
-tg_status tg_cuda_conv2d_forward(tg_tensor *out, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, int sh,
-                                 int sw, int ph, int pw, int dh, int dw, int groups) __attribute__((weak));
+tg_status tg_cuda_conv2d_forward(tg_tensor *out, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, int sh, int sw,
+                                 int ph, int pw, int dh, int dw, int groups) __attribute__((weak));
 /* grad_x [N, C, H, W] = gradient of the conv with respect to its input, from
  * grad [N, Co, Ho, Wo] and weight [Co, C/groups, kH, kW] (a transposed conv: GEMM + col2im). */
 tg_status tg_cuda_conv2d_input_grad(tg_tensor *grad_x, tg_tensor *grad, tg_tensor *weight, int sh, int sw, int ph,

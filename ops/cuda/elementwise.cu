@@ -18,7 +18,6 @@
 #include "ops/unary_formulas.h"
 #include "core/typed_libm.h" // TG_EXP and the rest, tg_int_pow: the rows' libm on both devices
 
-
 // ============================ element functions ============================
 
 struct unary_params {
@@ -59,10 +58,8 @@ constexpr bool is_low_precision_v = std::is_same<T, tg_half_t>::value || std::is
 template <typename T> __device__ __forceinline__ T unary_apply(const unary_params &p, T x) {
     if constexpr (is_low_precision_v<T>)
         return tg_cast_value<T, float>(unary_float<float>(p, tg_cast_value<float, T>(x)));
-    else if constexpr (std::is_floating_point<T>::value)
-        return unary_float<T>(p, x);
-    else
-        return unary_int<T>(p, x);
+    else if constexpr (std::is_floating_point<T>::value) return unary_float<T>(p, x);
+    else return unary_int<T>(p, x);
 }
 
 #define BINARY_DEVICE_CASE(KIND, expr) \
@@ -79,10 +76,8 @@ template <typename T> __device__ __forceinline__ T binary_arith(tg_binary_kind k
     switch (kind) {
         TG_BINARY_FORMULAS(BINARY_DEVICE_ARITH_CASE)
     case TG_BINARY_POW:
-        if constexpr (std::is_floating_point<T>::value)
-            return TG_POW(x, y);
-        else
-            return (T)TG_BINARY_INT_POW(x, y);
+        if constexpr (std::is_floating_point<T>::value) return TG_POW(x, y);
+        else return (T)TG_BINARY_INT_POW(x, y);
     default: break;
     }
     if constexpr (std::is_floating_point<T>::value) {
@@ -109,14 +104,11 @@ template <typename T> __device__ __forceinline__ bool binary_compare(tg_binary_k
 template <typename T, typename O> __device__ __forceinline__ O binary_apply(tg_binary_kind kind, T x, T y) {
     if constexpr (is_low_precision_v<T>) { // O is T (arithmetic) or bool (comparisons)
         float fx = tg_cast_value<float, T>(x), fy = tg_cast_value<float, T>(y);
-        if constexpr (std::is_same<O, bool>::value)
-            return binary_compare<float>(kind, fx, fy);
-        else
-            return tg_cast_value<T, float>(binary_arith<float>(kind, fx, fy));
+        if constexpr (std::is_same<O, bool>::value) return binary_compare<float>(kind, fx, fy);
+        else return tg_cast_value<T, float>(binary_arith<float>(kind, fx, fy));
     } else if constexpr (std::is_same<O, T>::value) // bool inputs: O == T for comparisons too
         return TG_BINARY_IS_COMPARISON(kind) ? (T)binary_compare<T>(kind, x, y) : binary_arith<T>(kind, x, y);
-    else
-        return binary_compare<T>(kind, x, y);
+    else return binary_compare<T>(kind, x, y);
 }
 
 // 16 bytes of elements, for vector loads and stores.
@@ -129,8 +121,7 @@ template <typename T> struct alignas(16) vec16 {
 
 // out[i] = f(x[i]), i < n; out and x contiguous. VEC: every pointer 16-byte aligned,
 // so whole vec16 chunks are loaded at once; the n % N tail goes element by element.
-template <typename T, bool VEC>
-__global__ void unary_contiguous_kernel(int64_t n, T *out, const T *x, unary_params p) {
+template <typename T, bool VEC> __global__ void unary_contiguous_kernel(int64_t n, T *out, const T *x, unary_params p) {
     int64_t start = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, step = (int64_t)gridDim.x * blockDim.x;
     int64_t done = 0;
     if constexpr (VEC) {
@@ -195,8 +186,7 @@ __global__ void binary_strided_kernel(tg_indexer<3> ix, O *out, const T *a, cons
 
 // out = cond ? a : b, broadcast; E an unsigned type of the element's size (the
 // selection only moves bits). ix: 0 out, 1 cond, 2 a, 3 b.
-template <typename E>
-__global__ void where_kernel(tg_indexer<4> ix, E *out, const bool *cond, const E *a, const E *b) {
+template <typename E> __global__ void where_kernel(tg_indexer<4> ix, E *out, const bool *cond, const E *a, const E *b) {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < ix.numel;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[4];
@@ -222,8 +212,8 @@ static tg_status launch_unary(const char *op, tg_tensor *out, tg_tensor *x, unar
         if (aligned16(o) && aligned16(xp))
             unary_contiguous_kernel<T, true><<<blocks, TG_CUDA_THREADS, 0, stream>>>(ix.numel, o, xp, p);
         else
-            unary_contiguous_kernel<T, false><<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(
-                ix.numel, o, xp, p);
+            unary_contiguous_kernel<T, false>
+                <<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix.numel, o, xp, p);
     } else {
         unary_strided_kernel<T><<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix, o, xp, p);
     }
@@ -245,11 +235,11 @@ static tg_status launch_binary(const char *op, tg_binary_kind kind, tg_tensor *o
                 <<<tg_cuda_blocks((ix.numel + vec16<T>::N - 1) / vec16<T>::N, device), TG_CUDA_THREADS, 0, stream>>>(
                     ix.numel, o, ap, bp, kind);
         else
-            binary_contiguous_kernel<T, O, false><<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(
-                ix.numel, o, ap, bp, kind);
+            binary_contiguous_kernel<T, O, false>
+                <<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix.numel, o, ap, bp, kind);
     } else {
-        binary_strided_kernel<T, O><<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix, o, ap, bp,
-                                                                                                     kind);
+        binary_strided_kernel<T, O>
+            <<<tg_cuda_blocks(ix.numel, device), TG_CUDA_THREADS, 0, stream>>>(ix, o, ap, bp, kind);
     }
     return tg_cuda_check_launch(op);
 }
@@ -267,8 +257,8 @@ static tg_status launch_where(tg_tensor *out, tg_tensor *cond, tg_tensor *a, tg_
 
 static tg_status check_dtypes(const char *op, tg_tensor *out, tg_tensor *x) {
     if (x->dtype == out->dtype) return TG_OK;
-    return tg_error("%s: CUDA kernel expects the input in the output's dtype %s, got %s", op,
-                    tg_dtype_name(out->dtype), tg_dtype_name(x->dtype));
+    return tg_error("%s: CUDA kernel expects the input in the output's dtype %s, got %s", op, tg_dtype_name(out->dtype),
+                    tg_dtype_name(x->dtype));
 }
 
 // ============================ entry points ============================

@@ -11,10 +11,8 @@
 extern "C" {
 #endif
 
-tg_status tg_cuda_unary(tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b)
-    __attribute__((weak));
-tg_status tg_cuda_binary(tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b)
-    __attribute__((weak));
+tg_status tg_cuda_unary(tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b) __attribute__((weak));
+tg_status tg_cuda_binary(tg_binary_kind kind, tg_tensor *out, tg_tensor *a, tg_tensor *b) __attribute__((weak));
 /* out = cond ? a : b (cond bool). */
 tg_status tg_cuda_where(tg_tensor *out, tg_tensor *cond, tg_tensor *a, tg_tensor *b) __attribute__((weak));
 

@@ -12,8 +12,8 @@
 
 template <typename T>
 __global__ void fake_quantize_kernel(const T *x, T *out, bool *mask, int64_t n, float scale, int64_t zero_point,
-                                     const float *scales, const int64_t *zero_points, int64_t inner,
-                                     int64_t channels, int64_t quant_min, int64_t quant_max) {
+                                     const float *scales, const int64_t *zero_points, int64_t inner, int64_t channels,
+                                     int64_t quant_min, int64_t quant_max) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float s = scale;
         int64_t zp = zero_point;
@@ -32,8 +32,8 @@ __global__ void fake_quantize_kernel(const T *x, T *out, bool *mask, int64_t n, 
 }
 
 extern "C" tg_status tg_cuda_fake_quantize(tg_tensor *out, tg_tensor *mask, tg_tensor *x, float scale,
-                                           int64_t zero_point, tg_tensor *scales, tg_tensor *zero_points,
-                                           int64_t inner, int64_t channels, int64_t quant_min, int64_t quant_max) {
+                                           int64_t zero_point, tg_tensor *scales, tg_tensor *zero_points, int64_t inner,
+                                           int64_t channels, int64_t quant_min, int64_t quant_max) {
     const char *op = scales ? "tg_fake_quantize_per_channel_affine" : "tg_fake_quantize_per_tensor_affine";
     int64_t n = tg_numel(x);
     if (n == 0) return TG_OK;

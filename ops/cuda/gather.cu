@@ -48,7 +48,7 @@ struct gather_geometry {
     int ndim, dim;
     int64_t index_dims[TG_MAX_DIMS];
     int64_t x_strides[TG_MAX_DIMS];
-    int64_t size; // x's size along dim
+    int64_t size;  // x's size along dim
     int64_t numel; // elements of index
 };
 
@@ -70,8 +70,8 @@ __device__ __forceinline__ int64_t gather_offset(const gather_geometry &g, int64
 // ADD false, index_select: out [outer, n, inner] = x [outer, size, inner] at index [n].
 // ADD true, index_add: out [outer, size, inner] += x [outer, n, inner] at index [n].
 template <typename T, bool ADD>
-__global__ void index_dim_kernel(T *out, const T *x, const int64_t *index, int64_t outer, int64_t size,
-                                 int64_t inner, int64_t n, unsigned long long *flag) {
+__global__ void index_dim_kernel(T *out, const T *x, const int64_t *index, int64_t outer, int64_t size, int64_t inner,
+                                 int64_t n, unsigned long long *flag) {
     GRID_STRIDE(e, outer * n * inner) {
         int64_t r = e % inner, i = (e / inner) % n, o = e / (inner * n);
         int64_t v = index[i];
@@ -79,10 +79,8 @@ __global__ void index_dim_kernel(T *out, const T *x, const int64_t *index, int64
             report_bad_index(flag, v);
             continue;
         }
-        if (ADD)
-            atomic_add_elem(&out[(o * size + v) * inner + r], x[e]);
-        else
-            out[e] = x[(o * size + v) * inner + r];
+        if (ADD) atomic_add_elem(&out[(o * size + v) * inner + r], x[e]);
+        else out[e] = x[(o * size + v) * inner + r];
     }
 }
 
@@ -96,10 +94,8 @@ __global__ void gather_kernel(T *out, const T *x, const int64_t *index, gather_g
             report_bad_index(flag, v);
             continue;
         }
-        if (ADD)
-            atomic_add_elem(&out[gather_offset(g, p, v)], x[p]);
-        else
-            out[p] = x[gather_offset(g, p, v)];
+        if (ADD) atomic_add_elem(&out[gather_offset(g, p, v)], x[p]);
+        else out[p] = x[gather_offset(g, p, v)];
     }
 }
 
@@ -150,7 +146,8 @@ struct index_flag {
         bool bad;
         long long value;
         if (read(op, &bad, &value)) return TG_ERROR;
-        if (bad) return tg_error("%s: index %lld is out of range for dim %d of size %lld", op, value, dim, (long long)size);
+        if (bad)
+            return tg_error("%s: index %lld is out of range for dim %d of size %lld", op, value, dim, (long long)size);
         return TG_OK;
     }
 };
@@ -200,10 +197,10 @@ static tg_status index_dim(const char *op, tg_tensor *out, tg_tensor *x, int dim
     if (!flag.ptr) return TG_ERROR;
     unsigned blocks = tg_cuda_blocks(outer * n * inner, device);
     const int64_t *idx = (const int64_t *)tg_elem_ptr(index);
-    TG_CUDA_DISPATCH_ALL(op, big->dtype,
-                         index_dim_kernel<scalar_t, ADD><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
-                             (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(x), idx, outer, size, inner,
-                             n, flag.ptr));
+    TG_CUDA_DISPATCH_ALL(
+        op, big->dtype,
+        index_dim_kernel<scalar_t, ADD><<<blocks, TG_CUDA_THREADS, 0, stream>>>(
+            (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(x), idx, outer, size, inner, n, flag.ptr));
     if (tg_cuda_check_launch(op)) return TG_ERROR;
     return flag.check(op, dim, size);
 }

@@ -18,9 +18,8 @@
 
 // x [n, c, d] contiguous, target [n*d] int64; loss, lse [n*d].
 template <typename T>
-__global__ void cross_entropy_forward_kernel(const T *x, const int64_t *target, T *loss, T *lse, int64_t N,
-                                             int64_t C, int64_t D, bool use_ignore, int64_t ignore_index,
-                                             double eps) {
+__global__ void cross_entropy_forward_kernel(const T *x, const int64_t *target, T *loss, T *lse, int64_t N, int64_t C,
+                                             int64_t D, bool use_ignore, int64_t ignore_index, double eps) {
     int lane = threadIdx.x & 31;
     int64_t warp = (int64_t)blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
     int64_t warps = (int64_t)gridDim.x * WARPS_PER_BLOCK;
@@ -67,8 +66,8 @@ static tg_status launch_cross_entropy(tg_tensor *loss, tg_tensor *lse, tg_tensor
     int64_t blocks = (rows + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
     int64_t cap = (int64_t)tg_cuda_sm_count(tg_cuda_device_of(x)) * 16;
     cross_entropy_forward_kernel<T><<<(unsigned)(blocks < cap ? blocks : cap), WARPS_PER_BLOCK * 32, 0, stream>>>(
-        (const T *)tg_elem_ptr(x), (const int64_t *)tg_elem_ptr(target), (T *)tg_elem_ptr(loss),
-        (T *)tg_elem_ptr(lse), n, c, d, use_ignore, ignore_index, eps);
+        (const T *)tg_elem_ptr(x), (const int64_t *)tg_elem_ptr(target), (T *)tg_elem_ptr(loss), (T *)tg_elem_ptr(lse),
+        n, c, d, use_ignore, ignore_index, eps);
     return tg_cuda_check_launch("tg_cross_entropy");
 }
 
@@ -82,8 +81,8 @@ extern "C" tg_status tg_cuda_cross_entropy_forward(tg_tensor *loss, tg_tensor *l
     if (!tg_is_contiguous(x) || !tg_is_contiguous(target) || !tg_is_contiguous(loss) || !tg_is_contiguous(lse))
         return tg_error("%s: CUDA kernel expects contiguous tensors", op);
     TG_CUDA_ENTER(op, x);
-    TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
-                              return launch_cross_entropy<scalar_t>(loss, lse, x, target, n, c, d, use_ignore,
-                                                                    ignore_index, eps, stream));
+    TG_CUDA_DISPATCH_FLOATING(
+        op, x->dtype,
+        return launch_cross_entropy<scalar_t>(loss, lse, x, target, n, c, d, use_ignore, ignore_index, eps, stream));
     return TG_OK;
 }

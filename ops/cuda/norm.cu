@@ -34,8 +34,7 @@ __device__ __forceinline__ double norm_block_sum(double v, double *shared) {
 
 // x, y [O, G, I]; w, b [G] (batch norm) or [I] (layer norm); mean, var [G].
 template <typename T>
-__global__ void norm_forward_kernel(T *y, T *mean_out, T *var_out, const T *x, const T *w, const T *b,
-                                    tg_norm_args a) {
+__global__ void norm_forward_kernel(T *y, T *mean_out, T *var_out, const T *x, const T *w, const T *b, tg_norm_args a) {
     __shared__ double shared[32];
     int64_t O = a.outer, G = a.groups, I = a.inner, count = O * I;
     for (int64_t c = blockIdx.x; c < G; c += gridDim.x) {
@@ -79,9 +78,9 @@ static tg_status launch_norm(tg_tensor *y, tg_tensor *mean, tg_tensor *var, tg_t
     int64_t count = a->outer * a->inner;
     unsigned threads = count <= 64 ? 32 : count <= 512 ? 128 : 256;
     unsigned blocks = (unsigned)(a->groups < 65535 * 8 ? a->groups : 65535 * 8);
-    norm_forward_kernel<T><<<blocks, threads, 0, stream>>>(
-        (T *)tg_elem_ptr(y), (T *)tg_elem_ptr(mean), (T *)tg_elem_ptr(var), (const T *)tg_elem_ptr(x),
-        (const T *)tg_elem_ptr(w), (const T *)tg_elem_ptr(b), *a);
+    norm_forward_kernel<T><<<blocks, threads, 0, stream>>>((T *)tg_elem_ptr(y), (T *)tg_elem_ptr(mean),
+                                                           (T *)tg_elem_ptr(var), (const T *)tg_elem_ptr(x),
+                                                           (const T *)tg_elem_ptr(w), (const T *)tg_elem_ptr(b), *a);
     return tg_cuda_check_launch(a->layer ? "tg_layer_norm" : "tg_batch_norm");
 }
 

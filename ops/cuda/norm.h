@@ -21,8 +21,8 @@ extern "C" {
  *   batch norm (a->layer false): x [N, C, S] (outer N, groups C, inner S = H*W...), w, b [C]
  *   layer norm (a->layer true):  x [rows, inner] (outer 1, groups rows),            w, b [inner]
  * mean and var are [groups]. w and b are never NULL (ones/zeros when absent). */
-tg_status tg_cuda_norm_forward(tg_tensor *y, tg_tensor *mean, tg_tensor *var, tg_tensor *x, tg_tensor *w,
-                               tg_tensor *b, const tg_norm_args *a) __attribute__((weak));
+tg_status tg_cuda_norm_forward(tg_tensor *y, tg_tensor *mean, tg_tensor *var, tg_tensor *x, tg_tensor *w, tg_tensor *b,
+                               const tg_norm_args *a) __attribute__((weak));
 
 #ifdef __cplusplus
 }

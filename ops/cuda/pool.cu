@@ -71,8 +71,7 @@ template <typename T> __global__ void avg_pool_forward_kernel(tg_pool_geometry q
 }
 
 // gx [planes, H, W] (zeroed) += each g [planes, Ho, Wo] / divisor over its window.
-template <typename T>
-__global__ void avg_pool_backward_kernel(tg_pool_geometry q, int64_t planes, const T *g, T *gx) {
+template <typename T> __global__ void avg_pool_backward_kernel(tg_pool_geometry q, int64_t planes, const T *g, T *gx) {
     GRID_STRIDE(e, planes * q.ho * q.wo) {
         int64_t ow = e % q.wo, oh = (e / q.wo) % q.ho, pl = e / (q.wo * q.ho);
         T *dst = gx + pl * q.h * q.w;

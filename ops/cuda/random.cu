@@ -23,8 +23,8 @@ __device__ __forceinline__ double lerp_rn(double a, double b, double u) {
 }
 
 // The layout of ops/cuda/random.h for uniform (kind 0) and normal (kind 1).
-template <typename T> __device__ __forceinline__ double draw(int kind, double a, double b, uint64_t seed,
-                                                              uint64_t offset, int64_t i) {
+template <typename T>
+__device__ __forceinline__ double draw(int kind, double a, double b, uint64_t seed, uint64_t offset, int64_t i) {
     uint32_t w[4];
     if (kind == 0) {
         if (sizeof(T) == 8) {
@@ -101,10 +101,10 @@ extern "C" tg_status tg_cuda_dropout_mask(tg_tensor *mask, uint64_t threshold, d
     int64_t n = mask->shape.ndim ? tg_shape_numel(mask->shape) : 1;
     if (n == 0) return TG_OK;
     TG_CUDA_ENTER(op, mask);
-    TG_CUDA_DISPATCH_FLOATING(
-        op, mask->dtype,
-        dropout_mask_kernel<scalar_t><<<tg_cuda_blocks(n, tg_cuda_device_of(mask)), TG_CUDA_THREADS, 0, stream>>>(
-            (scalar_t *)tg_elem_ptr(mask), n, threshold, (scalar_t)scale, seed, offset));
+    TG_CUDA_DISPATCH_FLOATING(op, mask->dtype,
+                              dropout_mask_kernel<scalar_t>
+                              <<<tg_cuda_blocks(n, tg_cuda_device_of(mask)), TG_CUDA_THREADS, 0, stream>>>(
+                                  (scalar_t *)tg_elem_ptr(mask), n, threshold, (scalar_t)scale, seed, offset));
     return tg_cuda_check_launch(op);
 }
 
@@ -115,9 +115,9 @@ extern "C" tg_status tg_cuda_bernoulli(tg_tensor *out, tg_tensor *probs, uint64_
     int64_t n = out->shape.ndim ? tg_shape_numel(out->shape) : 1;
     if (n == 0) return TG_OK;
     TG_CUDA_ENTER(op, out);
-    TG_CUDA_DISPATCH_FLOATING(
-        op, out->dtype,
-        bernoulli_kernel<scalar_t><<<tg_cuda_blocks(n, tg_cuda_device_of(out)), TG_CUDA_THREADS, 0, stream>>>(
-            (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(probs), n, seed, offset));
+    TG_CUDA_DISPATCH_FLOATING(op, out->dtype,
+                              bernoulli_kernel<scalar_t>
+                              <<<tg_cuda_blocks(n, tg_cuda_device_of(out)), TG_CUDA_THREADS, 0, stream>>>(
+                                  (scalar_t *)tg_elem_ptr(out), (const scalar_t *)tg_elem_ptr(probs), n, seed, offset));
     return tg_cuda_check_launch(op);
 }

@@ -133,10 +133,10 @@ template <typename T, typename OUT> struct stat_op {
 // with p describing them. splits == 1: op.write(result, o); else
 // partial[o * splits + s] = result (partial [outer, splits]).
 template <typename Op, bool FROM_PARTIAL>
-__global__ void reduce_rows_kernel(tg_reduce_plan p,
-                                   const typename std::conditional<FROM_PARTIAL, typename Op::acc_t,
-                                                                   typename Op::in_t>::type *x,
-                                   Op op, typename Op::acc_t *partial) {
+__global__ void
+reduce_rows_kernel(tg_reduce_plan p,
+                   const typename std::conditional<FROM_PARTIAL, typename Op::acc_t, typename Op::in_t>::type *x, Op op,
+                   typename Op::acc_t *partial) {
     typedef typename Op::acc_t acc_t;
     __shared__ acc_t shared[32];
     int splits = gridDim.x, s = blockIdx.x;
@@ -145,17 +145,13 @@ __global__ void reduce_rows_kernel(tg_reduce_plan p,
         const auto *base = x + tg_reduce_outer_offset(&p, o);
         acc_t acc = op.identity();
         for (int64_t k = (int64_t)s * blockDim.x + threadIdx.x; k < p.inner_numel; k += stride) {
-            if constexpr (FROM_PARTIAL)
-                acc = op.combine(acc, base[tg_reduce_inner_offset(&p, k)]);
-            else
-                acc = op.combine(acc, op.map(base[tg_reduce_inner_offset(&p, k)], o, k));
+            if constexpr (FROM_PARTIAL) acc = op.combine(acc, base[tg_reduce_inner_offset(&p, k)]);
+            else acc = op.combine(acc, op.map(base[tg_reduce_inner_offset(&p, k)], o, k));
         }
         acc = block_reduce(op, acc, shared);
         if (threadIdx.x == 0) {
-            if (splits == 1)
-                op.write(acc, o);
-            else
-                partial[o * splits + s] = acc;
+            if (splits == 1) op.write(acc, o);
+            else partial[o * splits + s] = acc;
         }
     }
 }
@@ -183,10 +179,8 @@ __global__ void reduce_columns_kernel(tg_reduce_plan p, const typename Op::in_t 
         __syncthreads();
         if (threadIdx.y == 0 && o < p.outer_numel) {
             for (int y = 1; y < COLUMN_Y; y++) acc = op.combine(acc, shared[y][threadIdx.x]);
-            if (splits == 1)
-                op.write(acc, o);
-            else
-                partial[o * splits + s] = acc;
+            if (splits == 1) op.write(acc, o);
+            else partial[o * splits + s] = acc;
         }
         __syncthreads();
     }
@@ -204,8 +198,8 @@ static tg_status launch_reduce(const char *name, const tg_reduce_plan &p, const 
     typedef typename Op::acc_t acc_t;
     if (p.outer_numel == 0) return TG_OK;
     int64_t target = (int64_t)tg_cuda_sm_count(device) * 4; // blocks that fill the GPU
-    bool rows = p.outer_numel == 1 ||
-                (p.inner_ndim >= 1 && p.inner_strides[p.inner_ndim - 1] == 1 && p.inner_numel >= 32);
+    bool rows =
+        p.outer_numel == 1 || (p.inner_ndim >= 1 && p.inner_strides[p.inner_ndim - 1] == 1 && p.inner_numel >= 32);
     int64_t splits = 1;
     unsigned threads = 256;
     if (rows) {
@@ -337,14 +331,15 @@ extern "C" tg_status tg_cuda_extreme(tg_tensor *values, tg_tensor *indices, tg_t
     case TG_FLOAT64: return run_extreme<double>(values, indices, x, reduce, is_max, stream);
     case TG_INT64: return run_extreme<int64_t>(values, indices, x, reduce, is_max, stream);
     case TG_INT32: return run_extreme<int32_t>(values, indices, x, reduce, is_max, stream);
-    case TG_UINT8: case TG_BOOL: /* as the CPU (extreme_u8): bool bytes are 0 or 1 */
+    case TG_UINT8:
+    case TG_BOOL: /* as the CPU (extreme_u8): bool bytes are 0 or 1 */
         return run_extreme<uint8_t>(values, indices, x, reduce, is_max, stream);
     default: return tg_error("%s: dtype %s has no CUDA kernel", op, tg_dtype_name(x->dtype));
     }
 }
 
-extern "C" tg_status tg_cuda_stat(const char *op, tg_tensor *out, tg_tensor *x, const bool *reduce,
-                                  tg_reduce_kind kind, double q) {
+extern "C" tg_status tg_cuda_stat(const char *op, tg_tensor *out, tg_tensor *x, const bool *reduce, tg_reduce_kind kind,
+                                  double q) {
     if (check_output(op, out, x->dtype)) return TG_ERROR;
     TG_CUDA_ENTER(op, x);
     switch (x->dtype) {

@@ -26,8 +26,8 @@ tg_status tg_cuda_extreme(tg_tensor *values, tg_tensor *indices, tg_tensor *x, c
 /* out = the statistic of a row of ops/reduce_formulas.h (var, std, logsumexp, norm:
  * `kind`, after its first pass) over the reduced dims, q the row's parameter, in
  * double, rounded once; `op` names the caller in errors. float32 and float64. */
-tg_status tg_cuda_stat(const char *op, tg_tensor *out, tg_tensor *x, const bool *reduce, tg_reduce_kind kind,
-                       double q) __attribute__((weak));
+tg_status tg_cuda_stat(const char *op, tg_tensor *out, tg_tensor *x, const bool *reduce, tg_reduce_kind kind, double q)
+    __attribute__((weak));
 
 #ifdef __cplusplus
 }

@@ -33,15 +33,15 @@ extern "C" tg_status tg_cuda_scan(tg_scan_kind kind, tg_tensor *out, tg_tensor *
     switch (x->dtype) {
     case TG_FLOAT32:
         scan_kernel<float><<<blocks, TG_CUDA_THREADS, 0, stream>>>(kind, px, po, (const float *)tg_elem_ptr(x),
-                                                                     (float *)tg_elem_ptr(out));
+                                                                   (float *)tg_elem_ptr(out));
         break;
     case TG_FLOAT64:
         scan_kernel<double><<<blocks, TG_CUDA_THREADS, 0, stream>>>(kind, px, po, (const double *)tg_elem_ptr(x),
-                                                                      (double *)tg_elem_ptr(out));
+                                                                    (double *)tg_elem_ptr(out));
         break;
     case TG_INT64:
         scan_kernel<int64_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(kind, px, po, (const int64_t *)tg_elem_ptr(x),
-                                                                       (int64_t *)tg_elem_ptr(out));
+                                                                     (int64_t *)tg_elem_ptr(out));
         break;
     default: return tg_error("%s: dtype %s has no CUDA kernel", op, tg_dtype_name(x->dtype));
     }

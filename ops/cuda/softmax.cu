@@ -76,8 +76,8 @@ static tg_status launch_softmax(tg_tensor *out, tg_tensor *x, int dim, bool log_
     int64_t len = px.inner_numel;
     unsigned threads = len <= 32 ? 32 : len <= 128 ? 64 : len <= 1024 ? 128 : 256;
     unsigned blocks = (unsigned)(lines < 65535 * 8 ? lines : 65535 * 8);
-    softmax_kernel<T><<<blocks, threads, 0, stream>>>(px, po, (const T *)tg_elem_ptr(x), (T *)tg_elem_ptr(out),
-                                                      log_out);
+    softmax_kernel<T>
+        <<<blocks, threads, 0, stream>>>(px, po, (const T *)tg_elem_ptr(x), (T *)tg_elem_ptr(out), log_out);
     return tg_cuda_check_launch(log_out ? "tg_log_softmax" : "tg_softmax");
 }
 

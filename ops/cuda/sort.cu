@@ -26,8 +26,7 @@ __global__ void sort_order_kernel(tg_reduce_plan px, tg_reduce_plan po, const T 
     }
 }
 
-extern "C" tg_status tg_cuda_sort_order(tg_tensor *order, tg_tensor *x, int dim, bool descending,
-                                        tg_tensor *scratch) {
+extern "C" tg_status tg_cuda_sort_order(tg_tensor *order, tg_tensor *x, int dim, bool descending, tg_tensor *scratch) {
     const char *op = "tg_sort";
     if (tg_cuda_check_line_dim(op, x, dim)) return TG_ERROR;
     tg_reduce_plan px, po;
@@ -38,25 +37,25 @@ extern "C" tg_status tg_cuda_sort_order(tg_tensor *order, tg_tensor *x, int dim,
     int64_t *out = (int64_t *)tg_elem_ptr(order), *work = (int64_t *)tg_elem_ptr(scratch);
     switch (x->dtype) {
     case TG_FLOAT32:
-        sort_order_kernel<float><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const float *)tg_elem_ptr(x), out,
-                                                                          work, descending);
+        sort_order_kernel<float>
+            <<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const float *)tg_elem_ptr(x), out, work, descending);
         break;
     case TG_FLOAT64:
-        sort_order_kernel<double><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const double *)tg_elem_ptr(x), out,
-                                                                           work, descending);
+        sort_order_kernel<double>
+            <<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const double *)tg_elem_ptr(x), out, work, descending);
         break;
     case TG_INT64:
-        sort_order_kernel<int64_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const int64_t *)tg_elem_ptr(x),
-                                                                            out, work, descending);
+        sort_order_kernel<int64_t>
+            <<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const int64_t *)tg_elem_ptr(x), out, work, descending);
         break;
     case TG_INT32:
-        sort_order_kernel<int32_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const int32_t *)tg_elem_ptr(x),
-                                                                            out, work, descending);
+        sort_order_kernel<int32_t>
+            <<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const int32_t *)tg_elem_ptr(x), out, work, descending);
         break;
     case TG_UINT8:
     case TG_BOOL: // one byte, false < true as 0 < 1
-        sort_order_kernel<uint8_t><<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const uint8_t *)tg_elem_ptr(x),
-                                                                            out, work, descending);
+        sort_order_kernel<uint8_t>
+            <<<blocks, TG_CUDA_THREADS, 0, stream>>>(px, po, (const uint8_t *)tg_elem_ptr(x), out, work, descending);
         break;
     default: return tg_error("%s: dtype %s has no CUDA kernel", op, tg_dtype_name(x->dtype));
     }

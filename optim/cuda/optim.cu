@@ -74,7 +74,7 @@ template <typename T> static T *ptr_or_null(tg_tensor *t) { return t ? (T *)tg_e
 
 template <typename T>
 static tg_status launch_sgd(const char *op, tg_tensor *p, tg_tensor *g, tg_tensor *buf, const tg_sgd_args *a,
-                             cudaStream_t s) {
+                            cudaStream_t s) {
     int64_t n = tg_numel(p);
     if (n == 0) return TG_OK;
     sgd_kernel<T><<<tg_cuda_blocks(n, tg_cuda_device_of(p)), TG_CUDA_THREADS, 0, s>>>(
@@ -88,8 +88,8 @@ static tg_status launch_adam(const char *op, tg_tensor *p, tg_tensor *g, tg_tens
     int64_t n = tg_numel(p);
     if (n == 0) return TG_OK;
     adam_kernel<T><<<tg_cuda_blocks(n, tg_cuda_device_of(p)), TG_CUDA_THREADS, 0, s>>>(
-        (T *)tg_elem_ptr(p), (const T *)tg_elem_ptr(g), (T *)tg_elem_ptr(m), (T *)tg_elem_ptr(v),
-        ptr_or_null<T>(vmax), n, *a);
+        (T *)tg_elem_ptr(p), (const T *)tg_elem_ptr(g), (T *)tg_elem_ptr(m), (T *)tg_elem_ptr(v), ptr_or_null<T>(vmax),
+        n, *a);
     return tg_cuda_check_launch(op);
 }
 
@@ -99,8 +99,8 @@ static tg_status launch_rmsprop(const char *op, tg_tensor *p, tg_tensor *g, tg_t
     int64_t n = tg_numel(p);
     if (n == 0) return TG_OK;
     rmsprop_kernel<T><<<tg_cuda_blocks(n, tg_cuda_device_of(p)), TG_CUDA_THREADS, 0, s>>>(
-        (T *)tg_elem_ptr(p), (const T *)tg_elem_ptr(g), (T *)tg_elem_ptr(sq), ptr_or_null<T>(gavg),
-        ptr_or_null<T>(buf), n, *a);
+        (T *)tg_elem_ptr(p), (const T *)tg_elem_ptr(g), (T *)tg_elem_ptr(sq), ptr_or_null<T>(gavg), ptr_or_null<T>(buf),
+        n, *a);
     return tg_cuda_check_launch(op);
 }
 
@@ -112,7 +112,8 @@ extern "C" tg_status tg_cuda_sgd_step(tg_tensor *param, tg_tensor *grad, tg_tens
     if (a->momentum != 0 && !momentum_buffer)
         return tg_error("%s: momentum %g needs a momentum buffer", op, a->momentum);
     TG_CUDA_ENTER(op, param);
-    TG_CUDA_DISPATCH_FLOATING(op, param->dtype, return launch_sgd<scalar_t>(op, param, grad, momentum_buffer, a, stream));
+    TG_CUDA_DISPATCH_FLOATING(op, param->dtype,
+                              return launch_sgd<scalar_t>(op, param, grad, momentum_buffer, a, stream));
     return TG_OK;
 }
 
@@ -122,13 +123,13 @@ extern "C" tg_status tg_cuda_adam_step(tg_tensor *param, tg_tensor *grad, tg_ten
     if (a->amsgrad && !max_exp_avg_sq) return tg_error("%s: amsgrad needs max_exp_avg_sq", op);
     TG_CUDA_ENTER(op, param);
     TG_CUDA_DISPATCH_FLOATING(
-        op, param->dtype, return launch_adam<scalar_t>(op, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, a, stream));
+        op, param->dtype,
+        return launch_adam<scalar_t>(op, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, a, stream));
     return TG_OK;
 }
 
-extern "C" tg_status tg_cuda_rmsprop_step(tg_tensor *param, tg_tensor *grad, tg_tensor *square_avg,
-                                          tg_tensor *grad_avg, tg_tensor *momentum_buffer,
-                                          const tg_rmsprop_args *a) {
+extern "C" tg_status tg_cuda_rmsprop_step(tg_tensor *param, tg_tensor *grad, tg_tensor *square_avg, tg_tensor *grad_avg,
+                                          tg_tensor *momentum_buffer, const tg_rmsprop_args *a) {
     const char *op = "RMSprop.step";
     if (a->centered && !grad_avg) return tg_error("%s: centered needs grad_avg", op);
     if (a->momentum > 0 && !momentum_buffer)

@@ -21,10 +21,10 @@ std::vector<int64_t> strides_of(tg_tensor *t) { return {tg_strides(t), tg_stride
 
 TEST_F(TgTest, LeafGradientIsNeverAStrideZeroView) {
     tg_tensor *p = tensor_f64({1, 2, 3}, TG_SHAPE(3), true);
-    ASSERT_EQ(tg_backward(tg_sum(p)), TG_OK);  // sum's gradient is an expanded (stride 0) one
+    ASSERT_EQ(tg_backward(tg_sum(p)), TG_OK); // sum's gradient is an expanded (stride 0) one
     EXPECT_EQ(strides_of(tg_grad(p)), std::vector<int64_t>{1});
     ASSERT_EQ(tg_backward(tg_sum(p)), TG_OK);
-    EXPECT_TRUE(tensor_near(tg_grad(p), expected("sum_twice_grad"), 0));  // [2, 2, 2], not [4, 4, 4]
+    EXPECT_TRUE(tensor_near(tg_grad(p), expected("sum_twice_grad"), 0)); // [2, 2, 2], not [4, 4, 4]
     tg_clip_grad_norm_params(&p, 1, 1.0, 2.0);
     EXPECT_TRUE(tensor_near(tg_grad(p), expected("sum_twice_clipped"), 1e-15));
 }
@@ -92,7 +92,7 @@ TEST_F(TgTest, CopyIntoANonLeafIsRecordedAsPyTorchsCopy) {
     EXPECT_STREQ(tg_grad_fn_name(y), "copy_");
     EXPECT_TRUE(tensor_near(y, {3, 4}, 0));
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, y))), TG_OK) << tg_last_error();
-    EXPECT_TRUE(tensor_near(tg_grad(x), expected("copy_x_grad"), 0));  // zeros: the old value is gone
+    EXPECT_TRUE(tensor_near(tg_grad(x), expected("copy_x_grad"), 0)); // zeros: the old value is gone
     EXPECT_TRUE(tensor_near(tg_grad(src), expected("copy_src_grad"), 0));
 }
 
@@ -170,7 +170,8 @@ TEST_F(TgTest, EveryInPlaceEntryPointRefusesALeafThatRequiresGrad) {
          }) {
         tg_clear_error();
         EXPECT_EQ(run.second(x, b), TG_ERROR) << run.first;
-        EXPECT_ERROR_CONTAINS(run.first + ": a leaf Variable that requires grad is being used in an in-place operation");
+        EXPECT_ERROR_CONTAINS(run.first +
+                              ": a leaf Variable that requires grad is being used in an in-place operation");
     }
     EXPECT_TRUE(tensor_near(x, {1, 2, 3}, 0));
     EXPECT_EQ(tg_version(x), v0);
@@ -189,9 +190,10 @@ TEST_F(TgTest, RecordingAWriteIntoAViewOrItsBaseIsRefused) {
     tg_tensor *v = tg_narrow(y, 0, 1, 2);
     tg_tensor *src = tensor_f64({9, 9}, TG_SHAPE(2));
     EXPECT_EQ(tg_copy_(v, src), TG_ERROR);
-    EXPECT_ERROR_CONTAINS("tg_copy_: cannot record an in-place write into a tensor of shape [2] that shares its storage");
+    EXPECT_ERROR_CONTAINS(
+        "tg_copy_: cannot record an in-place write into a tensor of shape [2] that shares its storage");
     tg_clear_error();
-    EXPECT_EQ(tg_fill_(y, 0), TG_ERROR);  // v would keep the old history
+    EXPECT_EQ(tg_fill_(y, 0), TG_ERROR); // v would keep the old history
     EXPECT_ERROR_CONTAINS("tg_fill_: cannot record an in-place write into a tensor of shape [4]");
     EXPECT_TRUE(tensor_near(y, {2, 4, 6, 8}, 0));
     // Without a graph to keep right, writing through a view is fine.
@@ -206,10 +208,10 @@ TEST_F(TgTest, PartialOverlapIsRefusedAsInPyTorch) {
                           "written-to tensor refer to a single memory location");
     tg_clear_error();
     tg_tensor *flat = tg_view(x, TG_SHAPE(4));
-    EXPECT_EQ(tg_copy_(tg_narrow(flat, 0, 0, 3), tg_narrow(flat, 0, 1, 3)), TG_ERROR);  // x[0:3] = x[1:4]
+    EXPECT_EQ(tg_copy_(tg_narrow(flat, 0, 0, 3), tg_narrow(flat, 0, 1, 3)), TG_ERROR); // x[0:3] = x[1:4]
     EXPECT_ERROR_CONTAINS("tg_copy_: unsupported operation: some elements");
     EXPECT_TRUE(tensor_near(x, {1, 2, 3, 4}, 0));
-    ASSERT_EQ(tg_add_(x, x), TG_OK) << tg_last_error();  // the identical tensor is fine
+    ASSERT_EQ(tg_add_(x, x), TG_OK) << tg_last_error(); // the identical tensor is fine
     EXPECT_TRUE(tensor_near(x, expected("self_add"), 0));
 }
 
@@ -237,7 +239,7 @@ TEST_F(TgTest, ASourceThatMayInterleaveWithTheTargetIsReadFromACopy) {
 
 TEST_F(TgTest, ViewsRefuseShapesAndOffsetsThatOverflow) {
     tg_tensor *x = tg_zeros(TG_SHAPE(12), tg_opts{});
-    EXPECT_EQ(tg_view(x, TG_SHAPE((int64_t(1) << 62) + 3, 4)), nullptr);  // the product wraps to 12
+    EXPECT_EQ(tg_view(x, TG_SHAPE((int64_t(1) << 62) + 3, 4)), nullptr); // the product wraps to 12
     EXPECT_ERROR_CONTAINS("tg_view: shape [4611686018427387907, 4] is invalid for a tensor of shape [12]");
     tg_clear_error();
     EXPECT_EQ(tg_reshape(x, TG_SHAPE(-1, (int64_t(1) << 62) + 3, 4)), nullptr);
@@ -266,7 +268,7 @@ TEST_F(TgTest, ViewsRefuseShapesAndOffsetsThatOverflow) {
 TEST_F(TgTest, ViewsRefuseMoreThanTheDimensionLimit) {
     tg_tensor *x = tg_zeros(TG_SHAPE(1), tg_opts{});
     tg_shape nine = {};
-    nine.ndim = TG_MAX_DIMS + 1;  // a malformed shape, as a caller's bug would make
+    nine.ndim = TG_MAX_DIMS + 1; // a malformed shape, as a caller's bug would make
     EXPECT_EQ(tg_view(x, nine), nullptr);
     EXPECT_ERROR_CONTAINS("tg_view: 9 dims requested, at most 8 are supported");
     tg_clear_error();
@@ -287,7 +289,7 @@ TEST_F(TgTest, ARetainedGraphRunsAgainOnAnotherThread) {
     std::thread([&] { other = tg_backward_with(z, .retain_graph = true); }).join();
     EXPECT_EQ(other, TG_OK);
     ASSERT_EQ(tg_backward(z), TG_OK) << tg_last_error();
-    EXPECT_TRUE(tensor_near(tg_grad(x), {6, 12, 18}, 0));  // 3 x 2x: none was skipped
+    EXPECT_TRUE(tensor_near(tg_grad(x), {6, 12, 18}, 0)); // 3 x 2x: none was skipped
 }
 
 struct Nested {
@@ -300,7 +302,7 @@ struct Nested {
 
 tg_tensor *nested_grad_of(tg_tensor *grad, void *user) {
     Nested *n = static_cast<Nested *>(user);
-    if (n->inside) return grad;  // the inner backward runs this hook too
+    if (n->inside) return grad; // the inner backward runs this hook too
     n->inside = true;
     // A second backward inside the first, through y's node, which the first is running
     // (recorded with grad mode on: a backward runs its hooks with it off).
@@ -308,7 +310,7 @@ tg_tensor *nested_grad_of(tg_tensor *grad, void *user) {
     tg_tensor *z2 = tg_sum(tg_mul_scalar(n->y, 3));
     tg_set_grad_enabled(was);
     n->inner_status = tg_grad_of(&z2, nullptr, 1, &n->x, 1, &n->inner_grad, tg_backward_opts{nullptr, true, false});
-    tg_retain(n->inner_grad);  // outlives the hook's scope
+    tg_retain(n->inner_grad); // outlives the hook's scope
     n->inside = false;
     return grad;
 }
@@ -320,7 +322,7 @@ TEST_F(TgTest, ABackwardInsideABackwardHasItsOwnState) {
     ASSERT_EQ(tg_register_hook(n.y, nested_grad_of, &n), TG_OK);
     ASSERT_EQ(tg_backward(tg_sum(n.y)), TG_OK) << tg_last_error();
     ASSERT_EQ(n.inner_status, TG_OK) << tg_last_error();
-    EXPECT_TRUE(tensor_near(n.inner_grad, {6, -12, 18}, 0));  // d/dx sum(3x^2)
+    EXPECT_TRUE(tensor_near(n.inner_grad, {6, -12, 18}, 0)); // d/dx sum(3x^2)
     EXPECT_TRUE(tensor_near(tg_grad(n.x), {2, -4, 6}, 0));
     tg_release(n.inner_grad);
 }
@@ -328,7 +330,7 @@ TEST_F(TgTest, ABackwardInsideABackwardHasItsOwnState) {
 tg_tensor *backward_from_another_thread(tg_tensor *grad, void *user) {
     Nested *n = static_cast<Nested *>(user);
     std::thread([n] {
-        tg_tensor *z2 = tg_sum(n->y);  // no scope on this thread: released below
+        tg_tensor *z2 = tg_sum(n->y); // no scope on this thread: released below
         n->inner_status = tg_backward_with(z2, .retain_graph = true);
         n->other_thread_error = tg_last_error();
         tg_release(z2);
@@ -364,4 +366,4 @@ TEST_F(TgTest, CloneIsDifferentiableAsTorchClone) {
     EXPECT_EQ(tg_gradgradcheck(fn, 1, &sq, &o), TG_OK) << tg_last_error();
 }
 
-}  // namespace
+} // namespace

@@ -39,9 +39,7 @@ TEST_F(AutocastCacheTest, CacheDisabledCastsAtEachUse) {
     EXPECT_FALSE(tg_set_autocast_cache_enabled(true));
 }
 
-TEST_F(AutocastCacheTest, NonLeafIsNotCached) {
-    EXPECT_EQ(grad_of_two_uses(tg_mul_scalar(w, 1.0)), 1.001953125);
-}
+TEST_F(AutocastCacheTest, NonLeafIsNotCached) { EXPECT_EQ(grad_of_two_uses(tg_mul_scalar(w, 1.0)), 1.001953125); }
 
 TEST_F(AutocastCacheTest, EmptiedWhenTheOutermostRegionEndsKeptByNestedOnes) {
     tg_tensor *a = nullptr, *b = nullptr;
@@ -76,4 +74,4 @@ TEST_F(AutocastCacheTest, CastAgainAfterAnInPlaceWriteAndAfterNoGrad) {
     EXPECT_EQ(tg_item(tg_grad(w)), 1.0);
 }
 
-}  // namespace
+} // namespace

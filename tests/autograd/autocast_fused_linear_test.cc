@@ -45,7 +45,7 @@ bool same_bits(const std::vector<double> &a, const std::vector<double> &b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, AutocastLinearOnFloat32WeightsIsTheCompositionBitForBit) {
     if (!tg_gemm_bf16_supported()) GTEST_SKIP() << "no AVX512-BF16 on this CPU: autocast's linear is not fused";
@@ -53,13 +53,13 @@ TEST_F(TgTest, AutocastLinearOnFloat32WeightsIsTheCompositionBitForBit) {
         tg_shape x, w;
         bool bias;
     } cases[] = {
-        {TG_SHAPE(64, 784), TG_SHAPE(1024, 784), true},  // the MLP's first layer: k = 784, 1024 for dx
-        {TG_SHAPE(64, 128), TG_SHAPE(10, 128), true},    // its last: everything within one slice
-        {TG_SHAPE(5, 7), TG_SHAPE(3, 7), false},         // tile edges, no bias
-        {TG_SHAPE(2, 3, 40), TG_SHAPE(50, 40), true},    // a 3-D input
-        {TG_SHAPE(400, 20), TG_SHAPE(30, 20), true},     // dw's k = 400 rows
-        {TG_SHAPE(9, 1100), TG_SHAPE(40, 1100), true},   // the forward's k past either kernel's slice
-        {TG_SHAPE(1030, 20), TG_SHAPE(33, 20), true},    // dw's k = 1030 rows, past either slice
+        {TG_SHAPE(64, 784), TG_SHAPE(1024, 784), true}, // the MLP's first layer: k = 784, 1024 for dx
+        {TG_SHAPE(64, 128), TG_SHAPE(10, 128), true},   // its last: everything within one slice
+        {TG_SHAPE(5, 7), TG_SHAPE(3, 7), false},        // tile edges, no bias
+        {TG_SHAPE(2, 3, 40), TG_SHAPE(50, 40), true},   // a 3-D input
+        {TG_SHAPE(400, 20), TG_SHAPE(30, 20), true},    // dw's k = 400 rows
+        {TG_SHAPE(9, 1100), TG_SHAPE(40, 1100), true},  // the forward's k past either kernel's slice
+        {TG_SHAPE(1030, 20), TG_SHAPE(33, 20), true},   // dw's k = 1030 rows, past either slice
     };
     bool was = tg_gemm_bf16_set_amx(false);
     for (bool amx : {false, true}) {

@@ -24,7 +24,8 @@ const std::vector<std::pair<std::string, Op>> &ops() {
     static const std::vector<std::pair<std::string, Op>> list = {
         {"matmul", [](tg_dtype d) { return tg_matmul(r(TG_SHAPE(3, 4), d), r(TG_SHAPE(4, 5), d)); }},
         {"matmul_batched", [](tg_dtype d) { return tg_matmul(r(TG_SHAPE(2, 3, 4), d), r(TG_SHAPE(2, 4, 5), d)); }},
-        {"addmm", [](tg_dtype d) { return tg_addmm(r(TG_SHAPE(5), d), r(TG_SHAPE(3, 4), d), r(TG_SHAPE(4, 5), d), 1, 1); }},
+        {"addmm",
+         [](tg_dtype d) { return tg_addmm(r(TG_SHAPE(5), d), r(TG_SHAPE(3, 4), d), r(TG_SHAPE(4, 5), d), 1, 1); }},
         {"baddbmm",
          [](tg_dtype d) {
              return tg_baddbmm(r(TG_SHAPE(2, 3, 5), d), r(TG_SHAPE(2, 3, 4), d), r(TG_SHAPE(2, 4, 5), d), 1, 1);
@@ -32,7 +33,8 @@ const std::vector<std::pair<std::string, Op>> &ops() {
         {"linear", [](tg_dtype d) { return tg_linear(r(TG_SHAPE(3, 4), d), r(TG_SHAPE(5, 4), d), r(TG_SHAPE(5), d)); }},
         {"conv2d",
          [](tg_dtype d) {
-             return tg_conv2d(r(TG_SHAPE(1, 2, 5, 5), d), r(TG_SHAPE(3, 2, 3, 3), d), r(TG_SHAPE(3), d), tg_conv_opts{});
+             return tg_conv2d(r(TG_SHAPE(1, 2, 5, 5), d), r(TG_SHAPE(3, 2, 3, 3), d), r(TG_SHAPE(3), d),
+                              tg_conv_opts{});
          }},
         {"softmax", [](tg_dtype d) { return tg_softmax(r(TG_SHAPE(3, 4), d), 1); }},
         {"log_softmax", [](tg_dtype d) { return tg_log_softmax(r(TG_SHAPE(3, 4), d), 1); }},
@@ -56,16 +58,20 @@ const std::vector<std::pair<std::string, Op>> &ops() {
         {"add", [](tg_dtype d) { return tg_add(r(TG_SHAPE(3), d), r(TG_SHAPE(3), d)); }},
         {"max_pool2d",
          [](tg_dtype d) { return tg_max_pool2d(r(TG_SHAPE(1, 1, 4, 4), d), tg_pool_opts{.kernel_size = 2}, nullptr); }},
-        {"avg_pool2d", [](tg_dtype d) { return tg_avg_pool2d(r(TG_SHAPE(1, 1, 4, 4), d), tg_pool_opts{.kernel_size = 2}); }},
+        {"avg_pool2d",
+         [](tg_dtype d) { return tg_avg_pool2d(r(TG_SHAPE(1, 1, 4, 4), d), tg_pool_opts{.kernel_size = 2}); }},
         {"norm", [](tg_dtype d) { return tg_norm(r(TG_SHAPE(3), d), 2, nullptr, 0, false); }},
         {"logsumexp", [](tg_dtype d) { return tg_logsumexp(r(TG_SHAPE(3), d), 0, false); }},
         {"cumsum", [](tg_dtype d) { return tg_cumsum(r(TG_SHAPE(3), d), 0); }},
         {"gelu", [](tg_dtype d) { return tg_gelu(r(TG_SHAPE(3), d)); }},
         {"sigmoid", [](tg_dtype d) { return tg_sigmoid(r(TG_SHAPE(3), d)); }},
         {"embedding",
-         [](tg_dtype d) { return tg_embedding(r(TG_SHAPE(3, 4), d), tensor_i64({0, 1}, TG_SHAPE(2)), tg_embedding_opts{}); }},
+         [](tg_dtype d) {
+             return tg_embedding(r(TG_SHAPE(3, 4), d), tensor_i64({0, 1}, TG_SHAPE(2)), tg_embedding_opts{});
+         }},
         {"add_with_bf16", [](tg_dtype d) { return tg_add(r(TG_SHAPE(2), d), r(TG_SHAPE(2), TG_BFLOAT16)); }},
-        {"matmul_with_bf16", [](tg_dtype d) { return tg_matmul(r(TG_SHAPE(3, 4), d), r(TG_SHAPE(4, 5), TG_BFLOAT16)); }},
+        {"matmul_with_bf16",
+         [](tg_dtype d) { return tg_matmul(r(TG_SHAPE(3, 4), d), r(TG_SHAPE(4, 5), TG_BFLOAT16)); }},
         {"linear_float64",
          [](tg_dtype) { return tg_linear(r(TG_SHAPE(3, 4), TG_FLOAT64), r(TG_SHAPE(5, 4), TG_FLOAT64), nullptr); }},
     };
@@ -90,7 +96,8 @@ TEST_F(AutocastTest, OutputDtypesMatchPyTorchCpuBfloat16) {
                     tg_tensor *y = op(ins[k]);
                     ASSERT_NE(y, nullptr) << name << ": " << tg_last_error();
                     EXPECT_EQ(tg_dtype_of(y), (tg_dtype)(int)want.data[k])
-                        << name << " with " << tg_dtype_name(ins[k]) << " inputs gave " << tg_dtype_name(tg_dtype_of(y));
+                        << name << " with " << tg_dtype_name(ins[k]) << " inputs gave "
+                        << tg_dtype_name(tg_dtype_of(y));
                     checked++;
                 }
             }
@@ -187,4 +194,4 @@ TEST_F(AutocastTest, CudaListCastsSoftmaxOnlyForCudaTensors) {
     }
 }
 
-}  // namespace
+} // namespace

@@ -49,12 +49,12 @@ void expect_same(const Grads &a, const Grads &b) {
     }
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(CheckpointTest, MlpGradientsAreTheSame) {
     tg_manual_seed(1);
-    tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(8, 16, tg_linear_opts{}), tg_nn_tanh(),
-                                    tg_nn_linear(16, 4, tg_linear_opts{}));
+    tg_module *m =
+        TG_NN_SEQUENTIAL(tg_nn_linear(8, 16, tg_linear_opts{}), tg_nn_tanh(), tg_nn_linear(16, 4, tg_linear_opts{}));
     ASSERT_NE(m, nullptr) << tg_last_error();
     tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(5, 8), tg_opts{}), true);
     std::vector<double> y_plain, y_ckpt;
@@ -128,7 +128,7 @@ size_t chain_peak(tg_tensor *x, const std::vector<tg_tensor *> &w, bool checkpoi
     *x_grad = values(tg_grad(x));
     return peak;
 }
-}  // namespace
+} // namespace
 
 TEST_F(CheckpointTest, DeepChainPeakMemoryIsLower) {
     tg_manual_seed(3);
@@ -150,10 +150,10 @@ TEST_F(CheckpointTest, DeepChainPeakMemoryIsLower) {
 
 namespace {
 tg_tensor *failing_fn(tg_tensor *const *in, void *) {
-    return tg_matmul(in[0], in[0]);  // [2, 3] @ [2, 3]
+    return tg_matmul(in[0], in[0]); // [2, 3] @ [2, 3]
 }
 tg_tensor *square_fn(tg_tensor *const *in, void *) { return tg_mul(in[0], in[1]); }
-}  // namespace
+} // namespace
 
 TEST_F(CheckpointTest, Errors) {
     tg_tensor *x = tg_requires_grad_(tg_ones(TG_SHAPE(2, 3), tg_opts{}), true);

@@ -16,8 +16,13 @@ void swish_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
     tg_tensor *x = tg_ctx_saved(ctx, 0), *s = tg_sigmoid(x);
     grad_in[0] = tg_mul(grad, tg_add(s, tg_mul(x, tg_mul(s, tg_rsub_scalar(s, 1.0)))));
 }
-const tg_function swish = {.name = "swish", .num_inputs = 1, .forward = swish_forward, .backward = swish_backward,
-                           .num_outputs = 1, .low_precision = TG_LOW_PRECISION_REFUSE, .autocast = TG_AUTOCAST_NONE};
+const tg_function swish = {.name = "swish",
+                           .num_inputs = 1,
+                           .forward = swish_forward,
+                           .backward = swish_backward,
+                           .num_outputs = 1,
+                           .low_precision = TG_LOW_PRECISION_REFUSE,
+                           .autocast = TG_AUTOCAST_NONE};
 
 tg_tensor *swish_fn(tg_tensor *const *in, void *) { return tg_apply(&swish, in); }
 
@@ -40,21 +45,26 @@ void scaled_cube_backward(tg_ctx *ctx, tg_tensor *grad, tg_tensor **grad_in) {
     tg_tensor *x = tg_ctx_saved(ctx, 0);
     grad_in[0] = tg_mul(grad, tg_mul_scalar(tg_mul(x, x), 3 * a->alpha));
 }
-const tg_function scaled_cube = {.name = "scaled_cube", .num_inputs = 1, .forward = scaled_cube_forward,
-                                 .backward = scaled_cube_backward, .num_outputs = 1,
-                                 .low_precision = TG_LOW_PRECISION_REFUSE, .autocast = TG_AUTOCAST_NONE};
+const tg_function scaled_cube = {.name = "scaled_cube",
+                                 .num_inputs = 1,
+                                 .forward = scaled_cube_forward,
+                                 .backward = scaled_cube_backward,
+                                 .num_outputs = 1,
+                                 .low_precision = TG_LOW_PRECISION_REFUSE,
+                                 .autocast = TG_AUTOCAST_NONE};
 tg_tensor *scaled_cube_fn(tg_tensor *const *in, void *) {
     scaled_cube_args args = {0.5};
     return tg_apply_args(&scaled_cube, in, &args, sizeof args);
 }
 
-}  // namespace
+} // namespace
 
 TEST(CustomOp, SwishPassesGradcheckToSecondOrder) {
     long live = tg_live_tensors();
     TG_SCOPE {
         double data[6] = {-2, -0.5, 0, 0.3, 1, 3};
-        tg_tensor *x = tg_requires_grad_(tg_from_data(data, TG_SHAPE(2, 3), (tg_opts){TG_FLOAT64, TG_CPU, false}), true);
+        tg_tensor *x =
+            tg_requires_grad_(tg_from_data(data, TG_SHAPE(2, 3), (tg_opts){TG_FLOAT64, TG_CPU, false}), true);
         tg_tensor *xt = tg_transpose(x, 0, 1);
         EXPECT_EQ(tg_gradcheck(swish_fn, 1, &x, nullptr), TG_OK) << tg_last_error();
         EXPECT_EQ(tg_gradcheck(swish_fn, 1, &xt, nullptr), TG_OK) << tg_last_error();

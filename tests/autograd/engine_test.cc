@@ -30,19 +30,19 @@ TEST_F(TgTest, BackwardTwiceNeedsRetainGraph) {
     tg_tensor *x = tensor_f32({2}, TG_SHAPE(1), true);
     tg_tensor *y = tg_sum(tg_exp(tg_mul(x, x)));
     ASSERT_EQ(tg_backward_with(y, .retain_graph = true), TG_OK);
-    ASSERT_EQ(tg_backward(y), TG_OK);  // the graph was retained once
+    ASSERT_EQ(tg_backward(y), TG_OK); // the graph was retained once
     double once = 4 * std::exp(4.0);
     EXPECT_TRUE(tensor_near(tg_grad(x), {2 * once}, 1e-2));
-    EXPECT_EQ(tg_backward(y), TG_ERROR);  // now it is freed
+    EXPECT_EQ(tg_backward(y), TG_ERROR); // now it is freed
     EXPECT_ERROR_CONTAINS("trying to backward through the graph a second time");
     EXPECT_ERROR_CONTAINS("retain_graph");
-    EXPECT_TRUE(tensor_near(tg_grad(x), {2 * once}, 1e-2));  // untouched by the failed call
+    EXPECT_TRUE(tensor_near(tg_grad(x), {2 * once}, 1e-2)); // untouched by the failed call
 }
 
 TEST_F(TgTest, InPlaceChangeAfterSaveIsAnError) {
     tg_tensor *x = tensor_f32({1, 2}, TG_SHAPE(2), true);
     tg_tensor *w = tensor_f32({3, 4}, TG_SHAPE(2));
-    tg_tensor *y = tg_sum(tg_mul(x, w));  // mul saves w
+    tg_tensor *y = tg_sum(tg_mul(x, w)); // mul saves w
     ASSERT_EQ(tg_mul_scalar_(w, 2), TG_OK);
     EXPECT_EQ(tg_backward(y), TG_ERROR);
     EXPECT_ERROR_CONTAINS("mul (#");
@@ -82,7 +82,7 @@ TEST_F(TgTest, DetachCutsTheGraph) {
     tg_tensor *x = tensor_f32({3}, TG_SHAPE(1), true);
     tg_tensor *d = tg_detach(tg_mul(x, x));
     EXPECT_FALSE(tg_requires_grad(d));
-    tg_tensor *y = tg_mul(x, d);  // d is a constant 9
+    tg_tensor *y = tg_mul(x, d); // d is a constant 9
     ASSERT_EQ(tg_backward(y), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(x), {9}, 1e-6));
 }
@@ -96,7 +96,7 @@ tg_tensor *observe(tg_tensor *grad, void *seen) {
     *static_cast<double *>(seen) = values(grad)[0];
     return grad;
 }
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, HooksSeeAndReplaceGradients) {
     tg_tensor *x = tensor_f32({1, 2}, TG_SHAPE(2), true);
@@ -109,14 +109,14 @@ TEST_F(TgTest, HooksSeeAndReplaceGradients) {
     tg_tensor *y = tg_sum(tg_add(tg_mul(mid, mid), x));
     ASSERT_EQ(tg_backward(y), TG_OK);
     EXPECT_EQ(calls, 1);
-    EXPECT_DOUBLE_EQ(seen_mid, 6.0);  // d y / d mid = 2 * mid = 6 at x = 1
+    EXPECT_DOUBLE_EQ(seen_mid, 6.0); // d y / d mid = 2 * mid = 6 at x = 1
     // (18x + 1) * 2
     EXPECT_TRUE(tensor_near(tg_grad(x), {38, 74}, 1e-4));
 }
 
 namespace {
 struct PostHookLog {
-    tg_tensor *other;          // the other leaf, whose .grad the hook looks at
+    tg_tensor *other; // the other leaf, whose .grad the hook looks at
     int calls = 0;
     bool other_had_grad = false;
     double own_grad = 0;
@@ -127,7 +127,7 @@ void post_hook(tg_tensor *leaf, void *user) {
     log->other_had_grad = tg_grad(log->other) != nullptr;
     log->own_grad = values(tg_grad(leaf))[0];
 }
-}  // namespace
+} // namespace
 
 // The post-accumulate hook of a leaf runs once its gradient is in .grad, before the
 // backward reaches leaves nearer the input (PyTorch's AccumulateGrad order).
@@ -145,10 +145,10 @@ TEST_F(TgTest, PostAccumulateHooksRunAsSoonAsALeafIsDone) {
     ASSERT_EQ(tg_backward(y), TG_OK);
     EXPECT_EQ(out_log.calls, 1);
     EXPECT_EQ(in_log.calls, 1);
-    EXPECT_FALSE(out_log.other_had_grad);  // w_out finished first
+    EXPECT_FALSE(out_log.other_had_grad); // w_out finished first
     EXPECT_TRUE(in_log.other_had_grad);
     EXPECT_DOUBLE_EQ(out_log.own_grad, std::exp(6.0));
-    EXPECT_NEAR(in_log.own_grad, 3 * 5 * std::exp(6.0) + 1, 1e-9);  // the summed gradient
+    EXPECT_NEAR(in_log.own_grad, 3 * 5 * std::exp(6.0) + 1, 1e-9); // the summed gradient
     // A second backward accumulates; the hook sees the sum in .grad.
     ASSERT_EQ(tg_backward(tg_sum(tg_mul_scalar(w_out, 2))), TG_OK);
     EXPECT_EQ(out_log.calls, 2);
@@ -198,9 +198,9 @@ TEST_F(TgTest, SecondDerivativeWithCreateGraph) {
     tg_tensor *y = tg_sum(tg_pow_scalar(x, 3));
     tg_tensor *grads[1] = {nullptr};
     ASSERT_EQ(tg_grad_of(&y, nullptr, 1, &x, 1, grads, tg_backward_opts{nullptr, false, true}), TG_OK);
-    EXPECT_TRUE(tensor_near(grads[0], {12, 3}, 1e-12));      // 3x^2
-    EXPECT_EQ(tg_grad(x), nullptr);                            // grad_of does not accumulate
-    ASSERT_EQ(tg_backward(tg_sum(grads[0])), TG_OK);           // d/dx sum(3x^2) = 6x
+    EXPECT_TRUE(tensor_near(grads[0], {12, 3}, 1e-12)); // 3x^2
+    EXPECT_EQ(tg_grad(x), nullptr);                     // grad_of does not accumulate
+    ASSERT_EQ(tg_backward(tg_sum(grads[0])), TG_OK);    // d/dx sum(3x^2) = 6x
     EXPECT_TRUE(tensor_near(tg_grad(x), {12, -6}, 1e-12));
 }
 
@@ -233,7 +233,7 @@ TEST_F(TgTest, NonScalarBackwardNeedsAGradient) {
 TEST_F(TgTest, AddGivesIndependentGradientsToBothLeaves) {
     tg_tensor *a = tensor_f32({1}, TG_SHAPE(1), true), *b = tensor_f32({2}, TG_SHAPE(1), true);
     ASSERT_EQ(tg_backward(tg_add(a, b)), TG_OK);
-    ASSERT_EQ(tg_backward(tg_mul_scalar(a, 5)), TG_OK);  // accumulates in place into a.grad only
+    ASSERT_EQ(tg_backward(tg_mul_scalar(a, 5)), TG_OK); // accumulates in place into a.grad only
     EXPECT_TRUE(tensor_near(tg_grad(a), {6}, 1e-6));
     EXPECT_TRUE(tensor_near(tg_grad(b), {1}, 1e-6));
 }
@@ -241,7 +241,7 @@ TEST_F(TgTest, AddGivesIndependentGradientsToBothLeaves) {
 TEST_F(TgTest, AnomalyModeNamesTheOp) {
     tg_set_detect_anomaly(true);
     tg_tensor *x = tensor_f32({0, 1}, TG_SHAPE(2), true);
-    tg_tensor *y = tg_sum(tg_log(x));  // d/dx log(x) = 1/x: Inf at 0
+    tg_tensor *y = tg_sum(tg_log(x)); // d/dx log(x) = 1/x: Inf at 0
     EXPECT_EQ(tg_backward(y), TG_ERROR);
     tg_set_detect_anomaly(false);
     EXPECT_ERROR_CONTAINS("anomaly detected: backward of 'log'");
@@ -272,9 +272,14 @@ tg_tensor *split_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return tg_add_scalar(in[0], 1);
 }
 void split_backward(tg_ctx *, tg_tensor *g, tg_tensor **gi) { gi[0] = g; }
-const tg_function split = {.name = "split", .num_inputs = 1, .forward = split_forward, .backward = split_backward,
-                           .num_outputs = 2, .low_precision = TG_LOW_PRECISION_REFUSE, .autocast = TG_AUTOCAST_NONE};
-}  // namespace
+const tg_function split = {.name = "split",
+                           .num_inputs = 1,
+                           .forward = split_forward,
+                           .backward = split_backward,
+                           .num_outputs = 2,
+                           .low_precision = TG_LOW_PRECISION_REFUSE,
+                           .autocast = TG_AUTOCAST_NONE};
+} // namespace
 
 TEST_F(TgTest, MultiOutputWithANonDifferentiableOutput) {
     tg_tensor *x = tensor_f32({1.5f, 2.5f}, TG_SHAPE(2), true);

@@ -32,14 +32,25 @@ tg_tensor *f_mean(tg_tensor *const *x, void *) { return tg_mean_dim(tg_mul(x[0],
 tg_tensor *f_mean_all(tg_tensor *const *x, void *) { return tg_mean(tg_exp(x[0])); }
 
 const Case kUnary[] = {
-    {"neg", f_neg, 1},         {"add_scalar", f_add_scalar, 1}, {"mul_scalar", f_mul_scalar, 1},
-    {"rsub_scalar", f_rsub_scalar, 1}, {"pow_scalar", f_pow_scalar, 1}, {"pow_frac", f_pow_frac, 1},
-    {"exp", f_exp, 1},         {"log", f_log, 1},               {"sum_all", f_sum_all, 1},
-    {"sum_dim", f_sum_dim, 1}, {"sum_keepdim", f_sum_keepdim, 1}, {"mean", f_mean, 1},
+    {"neg", f_neg, 1},
+    {"add_scalar", f_add_scalar, 1},
+    {"mul_scalar", f_mul_scalar, 1},
+    {"rsub_scalar", f_rsub_scalar, 1},
+    {"pow_scalar", f_pow_scalar, 1},
+    {"pow_frac", f_pow_frac, 1},
+    {"exp", f_exp, 1},
+    {"log", f_log, 1},
+    {"sum_all", f_sum_all, 1},
+    {"sum_dim", f_sum_dim, 1},
+    {"sum_keepdim", f_sum_keepdim, 1},
+    {"mean", f_mean, 1},
     {"mean_all", f_mean_all, 1},
 };
 const Case kBinary[] = {
-    {"add", f_add, 2}, {"sub", f_sub, 2}, {"mul", f_mul, 2}, {"div", f_div, 2},
+    {"add", f_add, 2},
+    {"sub", f_sub, 2},
+    {"mul", f_mul, 2},
+    {"div", f_div, 2},
 };
 
 // Deterministic float64 inputs in (-1, 1).
@@ -53,7 +64,7 @@ tg_tensor *input(tg_shape shape, int seed) {
 // A non-contiguous [3, 4] tensor: the transpose of a [4, 3].
 tg_tensor *transposed(int seed) { return tg_requires_grad_(tg_transpose(input(TG_SHAPE(4, 3), seed), 0, 1), true); }
 
-}  // namespace
+} // namespace
 
 class GradcheckOps : public TgTest {};
 

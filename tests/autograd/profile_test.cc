@@ -17,7 +17,7 @@ std::string profile_table() {
     tg_profile_reset();
     return table;
 }
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, ProfileCountsCallsAndBytesPerOp) {
     tg_profile_reset();

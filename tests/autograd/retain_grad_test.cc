@@ -14,11 +14,11 @@ TEST_F(TgTest, RetainGradKeepsTheGradientFlowingIntoANonLeaf) {
     EXPECT_FALSE(tg_retains_grad(y));
     ASSERT_EQ(tg_retain_grad(y), TG_OK) << tg_last_error();
     EXPECT_TRUE(tg_retains_grad(y));
-    tg_tensor *other = tg_mul(x, x);  // not retained: no .grad, as PyTorch (None)
+    tg_tensor *other = tg_mul(x, x); // not retained: no .grad, as PyTorch (None)
     ASSERT_EQ(tg_backward(tg_add(tg_sum(tg_mul(y, w)), tg_sum(tg_mul(y, y)))), TG_OK) << tg_last_error();
     // d/dy [y w + y^2] = w + 2 y, y = [1, 4, 9]
     EXPECT_TRUE(tensor_near(tg_grad(y), {2.5, 7, 20}, 0));
-    EXPECT_TRUE(tensor_near(tg_grad(x), {5, 28, 120}, 0));  // (w + 2y) 2x
+    EXPECT_TRUE(tensor_near(tg_grad(x), {5, 28, 120}, 0)); // (w + 2y) 2x
     EXPECT_EQ(tg_grad(other), nullptr);
 }
 
@@ -41,7 +41,7 @@ TEST_F(TgTest, RetainedGradientComesAfterTheHooks) {
     tg_tensor *x = tensor_f64({1, 2}, TG_SHAPE(2), true);
     tg_tensor *y = tg_mul_scalar(x, 3);
     ASSERT_EQ(tg_retain_grad(y), TG_OK);
-    ASSERT_EQ(tg_register_hook(y, double_it, nullptr), TG_OK);  // registered later, still runs first
+    ASSERT_EQ(tg_register_hook(y, double_it, nullptr), TG_OK); // registered later, still runs first
     ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_grad(y), {2, 2}, 0));
     EXPECT_TRUE(tensor_near(tg_grad(x), {6, 6}, 0));
@@ -52,7 +52,7 @@ TEST_F(TgTest, RetainGradFollowsAnInPlaceWrite) {
     tg_tensor *y = tg_mul_scalar(x, 3);
     ASSERT_EQ(tg_retain_grad(y), TG_OK);
     tg_tensor *c = tensor_f64({10, 20}, TG_SHAPE(2), true);
-    ASSERT_EQ(tg_add_(y, c), TG_OK) << tg_last_error();  // y is now the sum's output
+    ASSERT_EQ(tg_add_(y, c), TG_OK) << tg_last_error(); // y is now the sum's output
     EXPECT_TRUE(tg_retains_grad(y));
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, tensor_f64({1, 5}, TG_SHAPE(2))))), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_grad(y), {1, 5}, 0));
@@ -62,10 +62,10 @@ TEST_F(TgTest, RetainGradFollowsAnInPlaceWrite) {
 
 TEST_F(TgTest, RetainGradOnLeavesFreedTensorsAndGradOf) {
     tg_tensor *x = tensor_f64({1, 2}, TG_SHAPE(2), true);
-    ASSERT_EQ(tg_retain_grad(x), TG_OK);  // a leaf: nothing to do
+    ASSERT_EQ(tg_retain_grad(x), TG_OK); // a leaf: nothing to do
     EXPECT_FALSE(tg_retains_grad(x));
     tg_tensor *loss = nullptr;
-    TG_SCOPE {  // y is freed before the backward that reaches its node
+    TG_SCOPE { // y is freed before the backward that reaches its node
         tg_tensor *y = tg_mul_scalar(x, 3);
         ASSERT_EQ(tg_retain_grad(y), TG_OK);
         loss = tg_scope_return(tg_sum(y));
@@ -77,7 +77,7 @@ TEST_F(TgTest, RetainGradOnLeavesFreedTensorsAndGradOf) {
     tg_tensor *out = tg_sum(y), *g = nullptr;
     ASSERT_EQ(tg_grad_of(&out, nullptr, 1, &x, 1, &g, tg_backward_opts{}), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(g, {2, 2}, 0));
-    EXPECT_EQ(tg_grad(y), nullptr);  // torch.autograd.grad leaves .grad alone
+    EXPECT_EQ(tg_grad(y), nullptr); // torch.autograd.grad leaves .grad alone
 }
 
 TEST_F(TgTest, RetainGradErrors) {
@@ -89,4 +89,4 @@ TEST_F(TgTest, RetainGradErrors) {
     EXPECT_ERROR_CONTAINS("tg_retain_grad: input 0 is NULL");
 }
 
-}  // namespace
+} // namespace

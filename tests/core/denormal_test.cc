@@ -32,13 +32,16 @@ TEST_F(Denormal, OffByDefaultOnForTheCallerAndItsPoolThenOffAgain) {
     for (int threads : {1, 2, 4}) {
         tg_set_num_threads(threads);
         for (int64_t n : {(int64_t)1, (int64_t)1 << 20}) { // one element; enough to be split
-            for (double v : subnormal_products(n)) ASSERT_EQ(v, subnormal) << n << " elements, " << threads << " threads";
+            for (double v : subnormal_products(n))
+                ASSERT_EQ(v, subnormal) << n << " elements, " << threads << " threads";
             ASSERT_TRUE(tg_set_flush_denormal(true));
             ASSERT_TRUE(tg_get_flush_denormal());
-            for (double v : subnormal_products(n)) ASSERT_EQ(v, 0.0) << n << " elements flushed, " << threads << " threads";
+            for (double v : subnormal_products(n))
+                ASSERT_EQ(v, 0.0) << n << " elements flushed, " << threads << " threads";
             ASSERT_TRUE(tg_set_flush_denormal(false));
             ASSERT_FALSE(tg_get_flush_denormal());
-            for (double v : subnormal_products(n)) ASSERT_EQ(v, subnormal) << n << " elements again, " << threads << " threads";
+            for (double v : subnormal_products(n))
+                ASSERT_EQ(v, subnormal) << n << " elements again, " << threads << " threads";
         }
     }
 }

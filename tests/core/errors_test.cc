@@ -84,8 +84,7 @@ TEST_F(TgTest, NullInputNamesTheOpAndCarriesTheFirstMessage) {
 }
 
 // Runs fn with the error mode `mode` and stderr captured; returns what was printed.
-template <typename F>
-static std::string stderr_of(tg_error_mode mode, F fn) {
+template <typename F> static std::string stderr_of(tg_error_mode mode, F fn) {
     tg_error_mode prev = tg_set_error_mode(mode);
     ::testing::internal::CaptureStderr();
     fn();
@@ -102,11 +101,11 @@ static int occurrences(const std::string &text, const std::string &part) {
 
 TEST_F(TgTest, WarnModePrintsEachDistinctErrorOnce) {
     std::string out = stderr_of(TG_ERRORS_WARN, [] {
-        for (int i = 0; i < 3; i++) tg_sum(tg_add(tg_zeros(TG_SHAPE(2, 3), tg_opts{}), tg_zeros(TG_SHAPE(4), tg_opts{})));
+        for (int i = 0; i < 3; i++)
+            tg_sum(tg_add(tg_zeros(TG_SHAPE(2, 3), tg_opts{}), tg_zeros(TG_SHAPE(4), tg_opts{})));
         tg_ones(TG_SHAPE(-7), tg_opts{});
     });
-    EXPECT_EQ(occurrences(out, "tapegrad: error: add: shapes [2, 3] and [4] cannot be broadcast together\n"), 1)
-        << out;
+    EXPECT_EQ(occurrences(out, "tapegrad: error: add: shapes [2, 3] and [4] cannot be broadcast together\n"), 1) << out;
     EXPECT_EQ(occurrences(out, "tapegrad: error: tg_ones: negative size -7 in shape [-7]\n"), 1) << out;
     EXPECT_EQ(occurrences(out, "input 0 is NULL"), 0) << "the consequences of a printed error are not printed: " << out;
     EXPECT_EQ(occurrences(out, "tapegrad: error: "), 2) << out;
@@ -129,7 +128,7 @@ TEST_F(TgTest, HandlerReplacesTheModesAction) {
         tg_set_error_handler(nullptr, nullptr);
     });
     EXPECT_EQ(out, "");
-    EXPECT_EQ(calls, 2);  // the failure and the op given its NULL
+    EXPECT_EQ(calls, 2); // the failure and the op given its NULL
 }
 
 // A progress bar drawn in place ends its line before a message is printed (issue 35):
@@ -139,8 +138,8 @@ TEST_F(TgTest, PreludeRunsBeforeEachPrintedMessageOnly) {
     calls = 0;
     std::string out = stderr_of(TG_ERRORS_WARN, [] {
         tg_set_error_prelude([](void *) { fputs("[prelude]", stderr), calls++; }, nullptr);
-        tg_exp(tg_ones(TG_SHAPE(-11), tg_opts{}));  // printed once: the NULL's consequence is not
-        tg_ones(TG_SHAPE(-11), tg_opts{});          // the same message again: not printed
+        tg_exp(tg_ones(TG_SHAPE(-11), tg_opts{})); // printed once: the NULL's consequence is not
+        tg_ones(TG_SHAPE(-11), tg_opts{});         // the same message again: not printed
         tg_set_error_prelude(nullptr, nullptr);
     });
     EXPECT_EQ(calls, 1);
@@ -186,7 +185,7 @@ TEST(TgErrorsDeathTest, EnvironmentChoosesTheModeUnlessTheProgramDid) {
     EXPECT_EXIT(
         {
             setenv("TG_ERRORS", "exit", 1);
-            tg_set_error_mode(TG_ERRORS_SILENT);  // the program's choice wins
+            tg_set_error_mode(TG_ERRORS_SILENT); // the program's choice wins
             tg_release(tg_ones(TG_SHAPE(-5), tg_opts{}));
             std::exit(tg_has_error() ? 7 : 0);
         },
@@ -206,7 +205,7 @@ TEST_F(TgTest, UncheckedTrainingLoopReportsItsShapeMistakeOnce) {
     tg_manual_seed(0);
     tg_module *model = tg_nn_linear(4, 3, tg_linear_opts{});
     tg_optim *opt = tg_sgd(model, tg_sgd_opts{.lr = 0.1});
-    tg_tensor *x = tg_randn(TG_SHAPE(8, 5), tg_opts{});  // 5 features, the model wants 4
+    tg_tensor *x = tg_randn(TG_SHAPE(8, 5), tg_opts{}); // 5 features, the model wants 4
     tg_tensor *y = tg_zeros(TG_SHAPE(8), tg_opts{TG_INT64});
     std::vector<double> losses;
     std::string out = stderr_of(TG_ERRORS_WARN, [&] {
@@ -221,7 +220,9 @@ TEST_F(TgTest, UncheckedTrainingLoopReportsItsShapeMistakeOnce) {
         }
     });
     EXPECT_EQ(occurrences(out, "tapegrad: error: "), 1) << out;
-    EXPECT_NE(out.find("tapegrad: error: Linear(in_features=4, out_features=3): input [8, 5] must end in 4 features\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("tapegrad: error: Linear(in_features=4, out_features=3): input [8, 5] must end in 4 features\n"),
+              std::string::npos)
+        << out;
     ASSERT_EQ(losses.size(), 3u);
     EXPECT_TRUE(std::isnan(losses[2]));
     // The program's own check at the end of a step reads the cause.
@@ -256,7 +257,7 @@ TEST_F(TgTest, SimulatedOutOfMemoryIsAnErrorAndLeaksNothing) {
     EXPECT_EQ(tg_zeros(TG_SHAPE(1000), tg_opts{}), nullptr);
     tg_debug_fail_allocations_after(-1);
     EXPECT_STREQ(tg_last_error(), "tg_zeros: out of memory allocating 4000 bytes on cpu");
-    EXPECT_TRUE(tensor_near(kept, {1, 1, 1}, 0));  // what existed is intact
+    EXPECT_TRUE(tensor_near(kept, {1, 1, 1}, 0)); // what existed is intact
 }
 
 TEST(TgCuda, CudaTensorWithoutDeviceIsAClearError) {

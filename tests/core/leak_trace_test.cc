@@ -44,7 +44,7 @@ tg_loader *small_loader() {
     return ld;
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, BreakOutOfForEachBatchLeaksNothingAndEndsThePass) {
     tg_loader *ld = small_loader();
@@ -54,7 +54,7 @@ TEST_F(TgTest, BreakOutOfForEachBatchLeaksNothingAndEndsThePass) {
     tg_tensor *bx = nullptr, *by = nullptr;
     int seen = 0;
     TG_FOR_EACH_BATCH(ld, bx, by) {
-        tg_tensor *tmp = tg_mul_scalar(bx, 2);  // a temporary of the step
+        tg_tensor *tmp = tg_mul_scalar(bx, 2); // a temporary of the step
         (void)tmp;
         if (++seen == 2) break;
     }
@@ -88,9 +88,9 @@ TEST_F(TgTest, ReturnOutOfForEachBatchLeaksNothing) {
     long baseline = tg_live_tensors();
     EXPECT_EQ(batches_before_return(ld, 1), 1);
     EXPECT_EQ(tg_live_tensors(), baseline);
-    EXPECT_EQ(batches_before_return(ld, 3), 3);  // a fresh pass: 3 batches again
+    EXPECT_EQ(batches_before_return(ld, 3), 3); // a fresh pass: 3 batches again
     EXPECT_EQ(tg_live_tensors(), baseline);
-    EXPECT_EQ(tg_scope_depth(), 1);  // the fixture's own
+    EXPECT_EQ(tg_scope_depth(), 1); // the fixture's own
     tg_loader_free(ld);
 }
 
@@ -122,7 +122,7 @@ TEST_F(TgTest, ReturnOutOfScopeEndsIt) {
     EXPECT_EQ(made_in_scope_then_returned(false), nullptr);
     EXPECT_EQ(tg_scope_depth(), 1);
     EXPECT_EQ(tg_live_tensors(), baseline);
-    tg_tensor *kept = made_in_scope_then_returned(true);  // handed to the fixture's scope
+    tg_tensor *kept = made_in_scope_then_returned(true); // handed to the fixture's scope
     EXPECT_TRUE(tensor_near(kept, {1, 1, 1}, 0));
     EXPECT_EQ(tg_live_tensors(), baseline + 1);
 }
@@ -133,7 +133,7 @@ TEST_F(TgTest, BreakOutOfScopeLeavesTheBlockAndEndsIt) {
     for (int i = 0; i < 3; i++) {
         TG_SCOPE {
             tg_zeros(TG_SHAPE(4), tg_opts{});
-            if (i == 1) break;  // leaves the TG_SCOPE block, not the for loop
+            if (i == 1) break; // leaves the TG_SCOPE block, not the for loop
             after++;
         }
     }
@@ -157,15 +157,14 @@ TEST_F(TgTest, ReportNamesTheLineAndTheCall) {
     bool prev = tg_set_leak_trace(true);
     tg_tensor *a = tg_zeros(TG_SHAPE(2, 3), tg_opts{});
     const int line_a = __LINE__ - 1;
-    tg_tensor *s = tg_sum(tg_mul(a, a));  // the product to tg_mul, the sum to tg_sum
+    tg_tensor *s = tg_sum(tg_mul(a, a)); // the product to tg_mul, the sum to tg_sum
     const int line_s = __LINE__ - 1;
     tg_tensor *d = tg_zeros(TG_SHAPE(4), tg_opts{TG_INT64});
     const int line_d = __LINE__ - 1;
     std::string report = live_report();
     tg_set_leak_trace(prev);
     const std::string here = std::string(__FILE__) + ":";
-    EXPECT_NE(report.find(here + std::to_string(line_a) + ": tg_zeros: 1 tensor (float32 [2, 3])\n"),
-              std::string::npos)
+    EXPECT_NE(report.find(here + std::to_string(line_a) + ": tg_zeros: 1 tensor (float32 [2, 3])\n"), std::string::npos)
         << report;
     EXPECT_NE(report.find(here + std::to_string(line_s) + ": tg_mul: 1 tensor (float32 [2, 3])\n"), std::string::npos)
         << report;
@@ -194,7 +193,7 @@ TEST(TgLeakDeathTest, ExitReportNamesTheLineThatLeaked) {
         {
             LEAK_ON_PURPOSE();
             tg_set_leak_trace(true);
-            tg_tensor *w = tg_mul_scalar(tg_randn(TG_SHAPE(5, 7), tg_opts{}), 0.1);  // set-up code: both leak
+            tg_tensor *w = tg_mul_scalar(tg_randn(TG_SHAPE(5, 7), tg_opts{}), 0.1); // set-up code: both leak
             (void)w;
             std::exit(0);
         },

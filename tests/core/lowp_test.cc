@@ -62,7 +62,9 @@ TEST_F(LowTest, Float32ToLowMatchesPyTorchBitForBit) {
     std::vector<uint16_t> th = bits16(tg_cast(t, TG_FLOAT16)), tb = bits16(tg_cast(t, TG_BFLOAT16));
     for (size_t i = 0; i < xs.size(); i++) {
         EXPECT_EQ(th[i], (uint16_t)h.data[i]) << i;
-        if (!std::isnan(xs[i])) { EXPECT_EQ(tb[i], (uint16_t)b.data[i]) << i; }
+        if (!std::isnan(xs[i])) {
+            EXPECT_EQ(tb[i], (uint16_t)b.data[i]) << i;
+        }
     }
 }
 
@@ -80,14 +82,10 @@ TEST_F(LowTest, LowToFloat32MatchesPyTorch) {
         uint16_t h = (uint16_t)b;
         uint16_t h2 = tg_float_to_half_bits(tg_half_bits_to_float(h));
         uint16_t b2 = tg_float_to_bf16_bits(tg_bf16_bits_to_float(h));
-        if (is_nan_bits16(h, true))
-            EXPECT_TRUE(is_nan_bits16(h2, true)) << b;
-        else
-            EXPECT_EQ(h2, h) << b;
-        if (is_nan_bits16(h, false))
-            EXPECT_TRUE(is_nan_bits16(b2, false)) << b;
-        else
-            EXPECT_EQ(b2, h) << b;
+        if (is_nan_bits16(h, true)) EXPECT_TRUE(is_nan_bits16(h2, true)) << b;
+        else EXPECT_EQ(h2, h) << b;
+        if (is_nan_bits16(h, false)) EXPECT_TRUE(is_nan_bits16(b2, false)) << b;
+        else EXPECT_EQ(b2, h) << b;
     }
 }
 
@@ -113,7 +111,7 @@ TEST_F(LowTest, LowToIntegerTruncatesAsPyTorch) {
         tg_tensor *x = tg_cast(tensor_f32({0.4f, -1.7f, 1.9f, 2.5f, -0.5f, 100.0f, -3.99f}, TG_SHAPE(7)), low);
         for (tg_dtype to : {TG_INT64, TG_INT32}) {
             EXPECT_EQ(values(tg_cast(x, to)), want) << tg_dtype_name(low) << " to " << tg_dtype_name(to);
-            EXPECT_EQ(values(tg_cast(tg_select(x, 0, 1), to)), std::vector<double>({-1}));  // 0-dim
+            EXPECT_EQ(values(tg_cast(tg_select(x, 0, 1), to)), std::vector<double>({-1})); // 0-dim
         }
         EXPECT_EQ(values(tg_cast(x, TG_BOOL)), std::vector<double>(7, 1));
     }
@@ -199,7 +197,9 @@ void check_op(const std::string &name, tg_dtype dt, const Op &op, tg_dtype out_d
         const FixtureTensor &want = fx(name + "_" + tag + "_out");
         EXPECT_EQ(dims(out), want.shape);
         EXPECT_TRUE(tensor_near(out, want.data, ulps * max_abs(want.data), ulps)) << "forward";
-        if (round_once) { EXPECT_EQ(values(out), values(tg_cast(op(in32), out_dtype))) << "rounded once"; }
+        if (round_once) {
+            EXPECT_EQ(values(out), values(tg_cast(op(in32), out_dtype))) << "rounded once";
+        }
         auto w = all.find(name + "_" + tag + "_w");
         if (w == all.end()) return;
         ASSERT_EQ(tg_backward(tg_sum(tg_mul(out, w->second.make(out_dtype)))), TG_OK) << tg_last_error();
@@ -236,7 +236,11 @@ const std::vector<OpCase> &op_cases() {
         {"gelu", [](auto &in) { return tg_gelu(in[0]); }},
         {"sum", [](auto &in) { return tg_sum(in[0]); }},
         {"mean", [](auto &in) { return tg_mean(in[0]); }, false},
-        {"amax", [](auto &in) { int d = 1; return tg_amax(in[0], &d, 1, false); }},
+        {"amax",
+         [](auto &in) {
+             int d = 1;
+             return tg_amax(in[0], &d, 1, false);
+         }},
         {"matmul", [](auto &in) { return tg_matmul(in[0], in[1]); }},
         {"linear", [](auto &in) { return tg_linear(in[0], in[1], in[2]); }},
         {"softmax", [](auto &in) { return tg_softmax(in[0], 1); }},
@@ -254,12 +258,14 @@ const std::vector<OpCase> &op_cases() {
 
 TEST_F(LowTest, OpsMatchPyTorchInBfloat16) {
     for (const OpCase &c : op_cases()) check_op(c.name, TG_BFLOAT16, c.op, TG_BFLOAT16, c.round_once);
-    check_op("cast_f32", TG_BFLOAT16, [](auto &in) { return tg_cast(in[0], TG_FLOAT32); }, TG_FLOAT32, true);
+    check_op(
+        "cast_f32", TG_BFLOAT16, [](auto &in) { return tg_cast(in[0], TG_FLOAT32); }, TG_FLOAT32, true);
 }
 
 TEST_F(LowTest, OpsMatchPyTorchInFloat16) {
     for (const OpCase &c : op_cases()) check_op(c.name, TG_FLOAT16, c.op, TG_FLOAT16, c.round_once);
-    check_op("cast_f32", TG_FLOAT16, [](auto &in) { return tg_cast(in[0], TG_FLOAT32); }, TG_FLOAT32, true);
+    check_op(
+        "cast_f32", TG_FLOAT16, [](auto &in) { return tg_cast(in[0], TG_FLOAT32); }, TG_FLOAT32, true);
 }
 
 TEST_F(LowTest, MixedBatchNormAsPyTorch) {
@@ -288,33 +294,36 @@ TEST_F(LowTest, MixedBatchNormAsPyTorch) {
 // (ops/cpu/norm_bf16.c) run on rows with a tail (5x5) and, split over channels, without (32x32).
 TEST_F(LowTest, MixedBatchNormEqualsTheFloat32OneOnWidenedInput) {
     for (bool create_graph : {false, true})
-    for (tg_shape shape : {TG_SHAPE(4, 3, 5, 5), TG_SHAPE(16, 3, 32, 32)}) {
-        tg_tensor *x32 = tg_cast(tg_cast(tg_randn(shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
-        tg_tensor *x = tg_requires_grad_(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad_(tg_clone(x32), true);
-        tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(3), tg_opts{}), true);
-        tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(3), tg_opts{}), true);
-        tg_tensor *w2 = tg_requires_grad_(tg_clone(tg_detach(w)), true), *b2 = tg_requires_grad_(tg_clone(tg_detach(b)), true);
-        tg_tensor *rm = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv = tg_ones(TG_SHAPE(3), tg_opts{});
-        tg_tensor *rm2 = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv2 = tg_ones(TG_SHAPE(3), tg_opts{});
-        tg_tensor *y = tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
-        tg_tensor *y32 = tg_batch_norm(xw, rm2, rv2, w2, b2, true, 0.1, 1e-5);
-        ASSERT_NE(y, nullptr) << tg_last_error();
-        ASSERT_NE(y32, nullptr) << tg_last_error();
-        EXPECT_EQ(bits16(y), bits16(tg_cast(y32, TG_BFLOAT16)));
-        EXPECT_EQ(values(rm), values(rm2));
-        EXPECT_EQ(values(rv), values(rv2));
-        tg_tensor *up = tg_randn(shape, tg_opts{});
-        tg_backward_opts o{};
-        o.create_graph = create_graph;
-        ASSERT_EQ(tg_backward_opts_run(tg_sum(tg_mul(tg_cast(y, TG_FLOAT32), up)), o), TG_OK) << tg_last_error();
-        ASSERT_EQ(tg_backward_opts_run(tg_sum(tg_mul(tg_cast(tg_cast(y32, TG_BFLOAT16), TG_FLOAT32), up)), o), TG_OK)
-            << tg_last_error();
-        EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_BFLOAT16);
-        EXPECT_EQ(bits16(tg_grad(x)), bits16(tg_cast(tg_grad(xw), TG_BFLOAT16))) << "create_graph " << create_graph;
-        EXPECT_EQ(values(tg_grad(w)), values(tg_grad(w2))) << "create_graph " << create_graph;
-        EXPECT_EQ(values(tg_grad(b)), values(tg_grad(b2))) << "create_graph " << create_graph;
-        for (tg_tensor *leaf : {x, xw, w, w2, b, b2}) tg_zero_grad(leaf); /* graphs of create_graph's gradients */
-    }
+        for (tg_shape shape : {TG_SHAPE(4, 3, 5, 5), TG_SHAPE(16, 3, 32, 32)}) {
+            tg_tensor *x32 = tg_cast(tg_cast(tg_randn(shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+            tg_tensor *x = tg_requires_grad_(tg_cast(x32, TG_BFLOAT16), true),
+                      *xw = tg_requires_grad_(tg_clone(x32), true);
+            tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(3), tg_opts{}), true);
+            tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(3), tg_opts{}), true);
+            tg_tensor *w2 = tg_requires_grad_(tg_clone(tg_detach(w)), true),
+                      *b2 = tg_requires_grad_(tg_clone(tg_detach(b)), true);
+            tg_tensor *rm = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv = tg_ones(TG_SHAPE(3), tg_opts{});
+            tg_tensor *rm2 = tg_zeros(TG_SHAPE(3), tg_opts{}), *rv2 = tg_ones(TG_SHAPE(3), tg_opts{});
+            tg_tensor *y = tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
+            tg_tensor *y32 = tg_batch_norm(xw, rm2, rv2, w2, b2, true, 0.1, 1e-5);
+            ASSERT_NE(y, nullptr) << tg_last_error();
+            ASSERT_NE(y32, nullptr) << tg_last_error();
+            EXPECT_EQ(bits16(y), bits16(tg_cast(y32, TG_BFLOAT16)));
+            EXPECT_EQ(values(rm), values(rm2));
+            EXPECT_EQ(values(rv), values(rv2));
+            tg_tensor *up = tg_randn(shape, tg_opts{});
+            tg_backward_opts o{};
+            o.create_graph = create_graph;
+            ASSERT_EQ(tg_backward_opts_run(tg_sum(tg_mul(tg_cast(y, TG_FLOAT32), up)), o), TG_OK) << tg_last_error();
+            ASSERT_EQ(tg_backward_opts_run(tg_sum(tg_mul(tg_cast(tg_cast(y32, TG_BFLOAT16), TG_FLOAT32), up)), o),
+                      TG_OK)
+                << tg_last_error();
+            EXPECT_EQ(tg_dtype_of(tg_grad(x)), TG_BFLOAT16);
+            EXPECT_EQ(bits16(tg_grad(x)), bits16(tg_cast(tg_grad(xw), TG_BFLOAT16))) << "create_graph " << create_graph;
+            EXPECT_EQ(values(tg_grad(w)), values(tg_grad(w2))) << "create_graph " << create_graph;
+            EXPECT_EQ(values(tg_grad(b)), values(tg_grad(b2))) << "create_graph " << create_graph;
+            for (tg_tensor *leaf : {x, xw, w, w2, b, b2}) tg_zero_grad(leaf); /* graphs of create_graph's gradients */
+        }
     tg_clear_error();
     EXPECT_EQ(tg_batch_norm(tg_cast(tg_randn(TG_SHAPE(2, 3, 2), tg_opts{}), TG_BFLOAT16), nullptr, nullptr,
                             tg_ones(TG_SHAPE(4), tg_opts{}), nullptr, true, 0.1, 1e-5),
@@ -337,7 +346,8 @@ TEST_F(LowTest, Bfloat16MaxPoolIsTheFloat32OneRoundedOnce) {
         SCOPED_TRACE(c.shape.dims[0]);
         tg_tensor *x32 = tg_cast(tg_cast(tg_randn(c.shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
         ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(tg_narrow(x32, 0, 1, 1), 1, 2, 1), 2, 3, 1), 3, 4, 1), NAN),
-                  TG_OK) << tg_last_error();
+                  TG_OK)
+            << tg_last_error();
         tg_tensor *x = tg_requires_grad_(tg_cast(x32, TG_BFLOAT16), true), *xw = tg_requires_grad_(tg_clone(x32), true);
         tg_tensor *i = nullptr, *iw = nullptr;
         tg_tensor *y = tg_max_pool2d(x, c.opts, &i), *yw = tg_max_pool2d(xw, c.opts, &iw);
@@ -396,7 +406,8 @@ TEST_F(LowTest, ElementwiseBlocksAreTheFloat32ComputationRoundedOnce) {
         same(tg_relu(bt), tg_relu(wide(bt)), "relu, transposed");
         same(tg_mul(a, bt), tg_mul(wide(a), wide(bt)), "mul, contiguous by transposed");
         same(tg_add(a, row), tg_add(wide(a), wide(row)), "add, row broadcast");
-        same(tg_sub(row, tg_narrow(a, 0, 3, 1)), tg_sub(wide(row), wide(tg_narrow(a, 0, 3, 1))), "sub, [300] - [1, 300]");
+        same(tg_sub(row, tg_narrow(a, 0, 3, 1)), tg_sub(wide(row), wide(tg_narrow(a, 0, 3, 1))),
+             "sub, [300] - [1, 300]");
         tg_tensor *k = tg_full(TG_SCALAR_SHAPE, 0.37, tg_opts{});
         /* the 0-dim float32 tensor takes a's dtype first (PyTorch's result_type) */
         same(tg_div(a, k), tg_div(wide(a), wide(tg_cast(k, dt))), "div by a float32 0-dim tensor");
@@ -405,7 +416,8 @@ TEST_F(LowTest, ElementwiseBlocksAreTheFloat32ComputationRoundedOnce) {
         tg_tensor *gt = tg_gt(a, bt), *gt32 = tg_gt(wide(a), wide(bt));
         ASSERT_NE(gt, nullptr) << tg_last_error();
         EXPECT_EQ(tg_dtype_of(gt), TG_BOOL);
-        EXPECT_EQ(tg_item(tg_sum(tg_cast(tg_eq(gt, gt32), TG_FLOAT32))), 37.0 * 300) << "comparison " << tg_dtype_name(dt);
+        EXPECT_EQ(tg_item(tg_sum(tg_cast(tg_eq(gt, gt32), TG_FLOAT32))), 37.0 * 300)
+            << "comparison " << tg_dtype_name(dt);
         tg_tensor *inplace = tg_clone(a), *inplace32 = tg_mul(wide(a), wide(bt));
         ASSERT_EQ(tg_mul_(inplace, bt), TG_OK) << tg_last_error();
         same(inplace, inplace32, "mul_ in place");
@@ -457,7 +469,8 @@ TEST_F(LowTest, Bfloat16ReluSelectsTheBitsOfTheWidenedOp) {
     std::vector<uint16_t> all(65536), shuffled(65536);
     for (uint32_t b = 0; b < 65536; b++) all[b] = (uint16_t)b, shuffled[b] = (uint16_t)(b * 40503u + 17u);
     tg_opts bf{TG_BFLOAT16};
-    tg_tensor *x0 = tg_from_data(all.data(), TG_SHAPE(65536), bf), *y0 = tg_from_data(shuffled.data(), TG_SHAPE(65536), bf);
+    tg_tensor *x0 = tg_from_data(all.data(), TG_SHAPE(65536), bf),
+              *y0 = tg_from_data(shuffled.data(), TG_SHAPE(65536), bf);
     ASSERT_NE(x0, nullptr) << tg_last_error();
     bool was = tg_get_flush_denormal();
     for (bool flush : {false, true}) {
@@ -484,9 +497,8 @@ TEST_F(LowTest, PrintsLikeFloats) {
     tg_fprint(f, tg_cast(tensor_f32({1.5f, -2.25f}, TG_SHAPE(2)), TG_BFLOAT16));
     tg_fprint(f, tg_cast(tensor_f32({65504.0f, 1e-7f}, TG_SHAPE(2)), TG_FLOAT16));
     fclose(f);
-    EXPECT_EQ(std::string(buf),
-              "tensor([1.5000, -2.2500], shape=[2], dtype=bfloat16, device=cpu)\n"
-              "tensor([6.5504e+04, 1.1921e-07], shape=[2], dtype=float16, device=cpu)\n");
+    EXPECT_EQ(std::string(buf), "tensor([1.5000, -2.2500], shape=[2], dtype=bfloat16, device=cpu)\n"
+                                "tensor([6.5504e+04, 1.1921e-07], shape=[2], dtype=float16, device=cpu)\n");
     free(buf);
 }
 
@@ -551,7 +563,8 @@ tg_tensor *needs_float32(tg_ctx *, tg_tensor *const *in) {
 }
 
 TEST_F(LowTest, CustomOpsCanAskForFloat32) {
-    static const tg_function op = {"plus_third", 2, needs_float32, nullptr, 0, TG_LOW_PRECISION_IN_FLOAT32, TG_AUTOCAST_NONE};
+    static const tg_function op = {"plus_third",    2, needs_float32, nullptr, 0, TG_LOW_PRECISION_IN_FLOAT32,
+                                   TG_AUTOCAST_NONE};
     tg_tensor *a = tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16}), *b = tg_ones(TG_SHAPE(2), tg_opts{TG_BFLOAT16});
     tg_tensor *ab[] = {a, b};
     tg_tensor *y = tg_apply(&op, ab);
@@ -590,4 +603,4 @@ TEST_F(LowTest, ClearErrorsWhereThereIsNoLowPrecisionPath) {
     tg_optim_free(opt);
 }
 
-}  // namespace
+} // namespace

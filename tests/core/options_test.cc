@@ -29,7 +29,7 @@ TEST_F(OptionsTest, BatchNormMomentumZeroFreezesTheRunningStatistics) {
     tg_module *moving = tg_nn_batch_norm1d(2, c_batch_norm_defaults_eps(1e-3));
     ASSERT_NE(tg_forward(moving, x), nullptr) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_module_get(moving, "running_mean"), {0.2, 1.5}, 1e-6));
-    EXPECT_EQ(tg_module_get(moving, "weight"), nullptr);  // .no_affine = true
+    EXPECT_EQ(tg_module_get(moving, "weight"), nullptr); // .no_affine = true
     tg_module_free(moving);
 
     // C++: the macro with no fields, then the fields set on the value.
@@ -53,7 +53,7 @@ TEST_F(OptionsTest, NormsTakeAZeroEpsAndMomentum) {
     tg_module *ln_default = tg_nn_layer_norm(TG_SHAPE(2), TG_LAYER_NORM_OPTS());
     y = tg_forward(ln_default, tensor_f32({1, 3}, TG_SHAPE(1, 2)));
     ASSERT_NE(y, nullptr) << tg_last_error();
-    EXPECT_FALSE(tensor_near(y, {-1, 1}, 1e-6));  // eps 1e-5: 1 / sqrt(1 + 1e-5) = 1 - 5e-6
+    EXPECT_FALSE(tensor_near(y, {-1, 1}, 1e-6)); // eps 1e-5: 1 / sqrt(1 + 1e-5) = 1 - 5e-6
     EXPECT_TRUE(tensor_near(y, {-1 / std::sqrt(1 + 1e-5), 1 / std::sqrt(1 + 1e-5)}, 1e-7));
     tg_module_free(ln_default);
 
@@ -86,11 +86,11 @@ TEST_F(OptionsTest, OptimizersTakeRealZeros) {
     tg_tensor *w = tensor_f32({1, 2}, TG_SHAPE(2), true);
     tg_tensor *b = tensor_f32({3}, TG_SHAPE(1), true);
 
-    tg_optim *sgd0 = tg_sgd_params(&w, 1, c_sgd_lr(0));  // lr 0 given: allowed
+    tg_optim *sgd0 = tg_sgd_params(&w, 1, c_sgd_lr(0)); // lr 0 given: allowed
     ASSERT_NE(sgd0, nullptr) << tg_last_error();
     EXPECT_EQ(tg_optim_group_opts(sgd0, 0).lr, 0.0);
     tg_optim_free(sgd0);
-    EXPECT_EQ(tg_sgd_params(&w, 1, c_sgd_no_lr()), nullptr);  // lr not given: PyTorch has no default
+    EXPECT_EQ(tg_sgd_params(&w, 1, c_sgd_no_lr()), nullptr); // lr not given: PyTorch has no default
     EXPECT_ERROR_CONTAINS("SGD: lr must be given");
 
     tg_optim *adam = tg_adam_params(&w, 1, c_adam_beta1_zero());
@@ -141,7 +141,7 @@ TEST_F(OptionsTest, OneCycleBaseMomentumZero) {
     tg_optim *adam = tg_adam_params(&w, 1, tg_adam_opts{});
     tg_lr_scheduler *s = tg_one_cycle_lr(adam, o);
     ASSERT_NE(s, nullptr) << tg_last_error();
-    EXPECT_EQ(tg_optim_group_opts(adam, 0).betas[0], 0.95);  // the cycle starts at max_momentum
+    EXPECT_EQ(tg_optim_group_opts(adam, 0).betas[0], 0.95); // the cycle starts at max_momentum
     // The first phase ends at step pct_start * 10 - 1 = 2, at base_momentum: 0.
     ASSERT_EQ(tg_scheduler_step(s), TG_OK);
     ASSERT_EQ(tg_scheduler_step(s), TG_OK);
@@ -199,4 +199,4 @@ TEST_F(OptionsTest, LossesTakeAZeroBetaAndMargin) {
     EXPECT_TRUE(tensor_near(tg_triplet_margin_loss_opts(a, n, p, tg_triplet_opts{}), {6}, 1e-5));
 }
 
-}  // namespace
+} // namespace

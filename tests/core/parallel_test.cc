@@ -46,7 +46,7 @@ void count_range(int64_t begin, int64_t end, void *arg) {
 
 std::string run_self(const std::string &env) {
     char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);  // this test binary
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1); // this test binary
     if (len <= 0) return "readlink failed";
     self[len] = '\0';
     std::string cmd = env + " '" + self + "' --gtest_filter=ParallelChild.PrintThreads 2>&1";
@@ -60,7 +60,7 @@ std::string run_self(const std::string &env) {
     return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(Parallel, EveryIndexExactlyOnce) {
     for (int threads : {1, 2, 3, 4, 8}) {
@@ -73,8 +73,12 @@ TEST_F(Parallel, EveryIndexExactlyOnce) {
                 int64_t wrong = 0;
                 for (auto &h : c.hits) wrong += h.load() != 1;
                 EXPECT_EQ(wrong, 0) << "n " << n << " grain " << grain << " threads " << threads;
-                if (n > 0 && (n <= grain || threads == 1)) { EXPECT_EQ(c.calls.load(), 1); }  // serial: one call
-                if (n == 0) { EXPECT_EQ(c.calls.load(), 0); }
+                if (n > 0 && (n <= grain || threads == 1)) {
+                    EXPECT_EQ(c.calls.load(), 1);
+                } // serial: one call
+                if (n == 0) {
+                    EXPECT_EQ(c.calls.load(), 0);
+                }
             }
         }
     }
@@ -92,15 +96,15 @@ void small_range(int64_t, int64_t, void *arg) {
     w->same_thread = w->same_thread && pthread_equal(pthread_self(), w->caller);
     w->in_region = tg_in_parallel_region();
 }
-}  // namespace
+} // namespace
 
 TEST_F(Parallel, SmallWorkStaysOnTheCallingThread) {
     tg_set_num_threads(4);
     SmallWork w{pthread_self()};
-    tg_parallel_for(100, 100, small_range, &w);  // n <= grain
+    tg_parallel_for(100, 100, small_range, &w); // n <= grain
     EXPECT_EQ(w.calls, 1);
     EXPECT_TRUE(w.same_thread);
-    EXPECT_FALSE(w.in_region);  // serial: no region
+    EXPECT_FALSE(w.in_region); // serial: no region
     EXPECT_FALSE(tg_in_parallel_region());
 }
 
@@ -117,13 +121,13 @@ void nested_outer(int64_t begin, int64_t end, void *arg) {
     EXPECT_TRUE(tg_in_parallel_region());
     tg_parallel_for(50000, 1, nested_inner, arg);
 }
-}  // namespace
+} // namespace
 
 TEST_F(Parallel, NestedLoopsRunSerially) {
     tg_set_num_threads(2);
     NestedOne n;
     tg_parallel_for(8, 1, nested_outer, &n);
-    EXPECT_GE(n.outer_chunks.load(), 2);  // the outer loop went parallel
+    EXPECT_GE(n.outer_chunks.load(), 2); // the outer loop went parallel
     EXPECT_EQ(n.serial_inner.load(), n.outer_chunks.load());
     EXPECT_FALSE(tg_in_parallel_region());
 }
@@ -147,7 +151,7 @@ void meet(int64_t, int64_t, void *arg) {
     while (r->arrived.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
     if (r->arrived.load() >= 2) r->met = true;
 }
-}  // namespace
+} // namespace
 
 TEST_F(Parallel, WorkersRunChunks) {
     tg_set_num_threads(2);
@@ -162,7 +166,7 @@ TEST_F(Parallel, SetAndGetNumThreads) {
     EXPECT_EQ(tg_get_num_threads(), 1);
     tg_set_num_threads(3);
     EXPECT_EQ(tg_get_num_threads(), 3);
-    tg_set_num_threads(64);  // more than this machine's cores: allowed
+    tg_set_num_threads(64); // more than this machine's cores: allowed
     EXPECT_EQ(tg_get_num_threads(), 64);
     Coverage c(1 << 16);
     tg_parallel_for(1 << 16, 1, count_range, &c);
@@ -234,11 +238,11 @@ TEST_F(Parallel, EnvironmentSetsTheCount) {
     EXPECT_EQ(run_self(child + " TG_NUM_THREADS=3"), "threads=3");
     EXPECT_EQ(run_self(child + " OMP_NUM_THREADS=5"), "threads=5");
     EXPECT_EQ(run_self(child + " OMP_NUM_THREADS=4,2"), "threads=4");
-    EXPECT_EQ(run_self(child + " TG_NUM_THREADS=2 OMP_NUM_THREADS=5"), "threads=2");  // TG_ wins
-    EXPECT_EQ(run_self(child + " TG_NUM_THREADS=junk"), run_self(child));             // ignored
+    EXPECT_EQ(run_self(child + " TG_NUM_THREADS=2 OMP_NUM_THREADS=5"), "threads=2"); // TG_ wins
+    EXPECT_EQ(run_self(child + " TG_NUM_THREADS=junk"), run_self(child));            // ignored
     cpu_set_t set;
     ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
-    EXPECT_EQ(run_self(child), "threads=" + std::to_string(CPU_COUNT(&set)));  // the affinity mask
+    EXPECT_EQ(run_self(child), "threads=" + std::to_string(CPU_COUNT(&set))); // the affinity mask
     if (system("command -v taskset >/dev/null 2>&1") == 0 && CPU_COUNT(&set) > 1) {
         int first = 0;
         while (!CPU_ISSET(first, &set)) first++;
@@ -270,15 +274,15 @@ std::vector<std::vector<uint32_t>> kernels_once() {
     tg_manual_seed(3);
     tg_opts f = {TG_FLOAT32, TG_CPU, false};
     tg_tensor *x = tg_randn(TG_SHAPE(1 << 20), f);
-    out.push_back(bits(tg_sum(x)));                                  // full sum, fixed blocks
-    out.push_back(bits(tg_exp(tg_add(x, x))));                       // elementwise
+    out.push_back(bits(tg_sum(x)));            // full sum, fixed blocks
+    out.push_back(bits(tg_exp(tg_add(x, x)))); // elementwise
     tg_tensor *m = tg_reshape(x, TG_SHAPE(1024, 1024));
-    out.push_back(bits(tg_sum_dim(m, 0, false)));                    // columns
-    out.push_back(bits(tg_sum_dim(m, 1, false)));                    // rows
+    out.push_back(bits(tg_sum_dim(m, 0, false))); // columns
+    out.push_back(bits(tg_sum_dim(m, 1, false))); // rows
     out.push_back(bits(tg_softmax(m, 1)));
     out.push_back(bits(tg_max_dim(m, 1, false, NULL)));
     tg_tensor *a = tg_randn(TG_SHAPE(256, 300), f), *b = tg_randn(TG_SHAPE(300, 520), f);
-    out.push_back(bits(tg_matmul(a, b)));                            // split GEMM
+    out.push_back(bits(tg_matmul(a, b))); // split GEMM
     out.push_back(bits(tg_matmul(tg_transpose(b, 0, 1), tg_transpose(a, 0, 1))));
     tg_tensor *img = tg_requires_grad_(tg_randn(TG_SHAPE(64, 1, 28, 28), f), true);
     tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(20, 1, 5, 5), f), true);
@@ -289,10 +293,10 @@ std::vector<std::vector<uint32_t>> kernels_once() {
     tg_tensor *p = tg_max_pool2d(y, po, NULL);
     out.push_back(bits(p));
     tg_backward(tg_sum(tg_mul(p, p)));
-    out.push_back(bits(tg_grad(img)));                               // conv input gradient
+    out.push_back(bits(tg_grad(img))); // conv input gradient
     return out;
 }
-}  // namespace
+} // namespace
 
 TEST_F(Parallel, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
     tg_set_num_threads(1);
@@ -303,7 +307,7 @@ TEST_F(Parallel, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
     std::vector<std::vector<uint32_t>> three = kernels_once();
     ASSERT_EQ(one.size(), two.size());
     for (size_t i = 0; i < one.size(); i++) {
-        if (!gemm_split_keeps_bits() && i >= 6) {  // made by split GEMMs (tests/test_util.h)
+        if (!gemm_split_keeps_bits() && i >= 6) { // made by split GEMMs (tests/test_util.h)
             EXPECT_TRUE(close_as_gemm(as_floats(one[i]), as_floats(two[i]))) << "result " << i;
             EXPECT_TRUE(close_as_gemm(as_floats(one[i]), as_floats(three[i]))) << "result " << i;
             continue;
@@ -319,13 +323,14 @@ TEST_F(Parallel, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
 TEST_F(Parallel, SplitGemmFloat64MatchesOneThread) {
     tg_manual_seed(5);
     tg_opts d = {TG_FLOAT64, TG_CPU, false};
-    tg_tensor *x = tg_randn(TG_SHAPE(8, 800), d), *w = tg_randn(TG_SHAPE(500, 800), d), *g = tg_randn(TG_SHAPE(8, 500), d);
+    tg_tensor *x = tg_randn(TG_SHAPE(8, 800), d), *w = tg_randn(TG_SHAPE(500, 800), d),
+              *g = tg_randn(TG_SHAPE(8, 500), d);
     auto products = [&] {
         std::vector<std::vector<double>> r;
         TG_SCOPE {
-            r.push_back(values(tg_matmul(x, tg_transpose(w, 0, 1))));  // forward, split by columns
-            r.push_back(values(tg_matmul(g, w)));                       // input gradient
-            r.push_back(values(tg_matmul(tg_transpose(g, 0, 1), x)));   // weight gradient, split by rows
+            r.push_back(values(tg_matmul(x, tg_transpose(w, 0, 1)))); // forward, split by columns
+            r.push_back(values(tg_matmul(g, w)));                     // input gradient
+            r.push_back(values(tg_matmul(tg_transpose(g, 0, 1), x))); // weight gradient, split by rows
         }
         return r;
     };

@@ -19,10 +19,10 @@ TEST_F(TgTest, ScopeReturnHandsToParent) {
             tg_tensor *tmp = tg_ones(TG_SHAPE(4), tg_opts{});
             kept = tg_scope_return(tg_mul_scalar(tmp, 3));
         }
-        EXPECT_EQ(tg_live_tensors(), before + 1);  // tmp freed, kept alive
+        EXPECT_EQ(tg_live_tensors(), before + 1); // tmp freed, kept alive
         EXPECT_TRUE(tensor_near(kept, {3, 3, 3, 3}, 0));
     }
-    EXPECT_EQ(tg_live_tensors(), before);  // freed with the outer scope
+    EXPECT_EQ(tg_live_tensors(), before); // freed with the outer scope
 }
 
 TEST(TgScope, ReturnFromOutermostScopeGivesOwnershipToCaller) {
@@ -38,10 +38,10 @@ TEST(TgScope, OutsideAnyScopeTheCallerOwns) {
     long before = tg_live_tensors(), storages = tg_live_storages();
     tg_tensor *t = tg_zeros(TG_SHAPE(3), tg_opts{});
     tg_tensor *v = tg_view(t, TG_SHAPE(3, 1));
-    EXPECT_EQ(tg_live_storages(), storages + 1);  // one storage shared by the view
+    EXPECT_EQ(tg_live_storages(), storages + 1); // one storage shared by the view
     tg_release(t);
     EXPECT_EQ(tg_live_tensors(), before + 1);
-    EXPECT_EQ(tg_live_storages(), storages + 1);  // the view keeps it alive
+    EXPECT_EQ(tg_live_storages(), storages + 1); // the view keeps it alive
     tg_release(v);
     EXPECT_EQ(tg_live_tensors(), before);
     EXPECT_EQ(tg_live_storages(), storages);

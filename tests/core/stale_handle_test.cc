@@ -36,7 +36,7 @@ TEST_F(StaleHandle, UseAfterTheScopeNamesTheTensorWhereItWasMadeAndTheScope) {
     tg_tensor *kept = nullptr;
     int scope_line = __LINE__ + 1;
     TG_SCOPE {
-        kept = tg_ones(TG_SHAPE(2, 3), tg_opts{});
+        kept = tg_ones(TG_SHAPE(2, 3), tg_opts{}); // made_line: the line after the scope's
     }
     int made_line = scope_line + 1;
     tg_clear_error();
@@ -54,7 +54,7 @@ TEST_F(StaleHandle, UseAfterTheScopeNamesTheTensorWhereItWasMadeAndTheScope) {
     EXPECT_TRUE(std::isnan(tg_item(kept)));
     EXPECT_ERROR_CONTAINS("tg_item: input 0 is a tensor that was freed");
     tg_clear_error();
-    tg_release(kept);  // no double free: refused by name
+    tg_release(kept); // no double free: refused by name
     EXPECT_ERROR_CONTAINS("tg_release: input 0 is a tensor that was freed (float32 [2, 3]");
     tg_clear_error();
     EXPECT_EQ(tg_retain(kept), nullptr);
@@ -66,7 +66,7 @@ TEST_F(StaleHandle, AStaleHandleStaysRefusedWhileThousandsOfTensorsAreMade) {
     if (!TG_RECYCLE_STRUCTS) GTEST_SKIP() << "sanitizer build";
     tg_tensor *kept = nullptr;
     TG_SCOPE { kept = tg_zeros(TG_SHAPE(4), tg_opts{}); }
-    for (int step = 0; step < 30; step++) TG_SCOPE {  // 30 steps of 100 tensors: 3,000 structs, inside the queue
+    for (int step = 0; step < 30; step++) TG_SCOPE { // 30 steps of 100 tensors: 3,000 structs, inside the queue
             tg_tensor *x = tg_ones(TG_SHAPE(4), tg_opts{});
             for (int i = 0; i < 99; i++) x = tg_add(x, x);
         }
@@ -78,7 +78,7 @@ TEST_F(StaleHandle, AStaleHandleStaysRefusedWhileThousandsOfTensorsAreMade) {
 
 TEST_F(StaleHandle, ReleasingTwiceNamesTheRelease) {
     if (!TG_RECYCLE_STRUCTS) GTEST_SKIP() << "sanitizer build";
-    tg_scope_end();  // out of the fixture's scope: the caller owns what it makes
+    tg_scope_end(); // out of the fixture's scope: the caller owns what it makes
     tg_tensor *t = tg_full(TG_SHAPE(5), 2.0, tg_opts{TG_FLOAT64});
     tg_release(t);
     tg_clear_error();
@@ -118,7 +118,7 @@ TEST_F(StaleHandle, ReleasingATensorItsScopeOwnsIsAnErrorNotADoubleFree) {
         EXPECT_ERROR_CONTAINS("tg_release: the tensor (float32 [3], made by tg_ones at");
         EXPECT_ERROR_CONTAINS("belongs to the scope that made it, which releases it at its end");
         tg_clear_error();
-        EXPECT_EQ(values(t), std::vector<double>({1, 1, 1}));  // still alive
+        EXPECT_EQ(values(t), std::vector<double>({1, 1, 1})); // still alive
         // A reference of one's own is released without a word.
         tg_retain(t);
         tg_release(t);
@@ -127,17 +127,17 @@ TEST_F(StaleHandle, ReleasingATensorItsScopeOwnsIsAnErrorNotADoubleFree) {
         tg_tensor *kept = nullptr;
         TG_SCOPE { kept = tg_scope_return(tg_zeros(TG_SHAPE(2), tg_opts{})); }
         tg_release(kept);
-        EXPECT_ERROR_CONTAINS("belongs to the scope");  // the outer scope holds it now
+        EXPECT_ERROR_CONTAINS("belongs to the scope"); // the outer scope holds it now
         tg_clear_error();
     }
     EXPECT_EQ(tg_live_tensors(), live);
-    tg_scope_end();  // out of the fixture's scope
+    tg_scope_end(); // out of the fixture's scope
     tg_tensor *mine = nullptr;
-    TG_SCOPE { mine = tg_scope_return(tg_zeros(TG_SHAPE(2), tg_opts{})); }  // outermost: now the caller's
+    TG_SCOPE { mine = tg_scope_return(tg_zeros(TG_SHAPE(2), tg_opts{})); } // outermost: now the caller's
     tg_release(mine);
     EXPECT_FALSE(tg_has_error()) << tg_last_error();
     EXPECT_EQ(tg_live_tensors(), live);
     tg_scope_begin();
 }
 
-}  // namespace
+} // namespace

@@ -59,7 +59,7 @@ TEST_F(TgTest, IntegerFillsRefuseValuesOutOfRange) {
     tg_clear_error();
     EXPECT_NE(tg_fill_(x, NAN), TG_OK);
     EXPECT_ERROR_CONTAINS("tg_fill_: value nan cannot be converted to type int64 without overflow");
-    EXPECT_TRUE(tensor_near(x, {0, 0}, 0));  // untouched
+    EXPECT_TRUE(tensor_near(x, {0, 0}, 0)); // untouched
     tg_clear_error();
     EXPECT_EQ(tg_masked_fill(x, tg_ne_scalar(x, 1), 1e19), nullptr);
     EXPECT_ERROR_CONTAINS("tg_masked_fill: value 1e+19 cannot be converted to type int64 without overflow");
@@ -70,7 +70,8 @@ TEST_F(TgTest, IntegerFillsRefuseValuesOutOfRange) {
 TEST_F(TgTest, ArangeChecksItsCountAndValuesBeforeConverting) {
     tg_clear_error();
     EXPECT_EQ(tg_arange(0, 1e19, 1, tg_opts{}), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_arange: (end - start) / step gives 1e+19 elements, too many (start 0, end 1e+19, step 1)");
+    EXPECT_ERROR_CONTAINS(
+        "tg_arange: (end - start) / step gives 1e+19 elements, too many (start 0, end 1e+19, step 1)");
     tg_clear_error();
     EXPECT_EQ(tg_arange(-1e308, 1e308, 1e-300, tg_opts{TG_FLOAT64}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_arange: (end - start) / step gives inf elements, too many");
@@ -171,12 +172,12 @@ TEST_F(TgTest, CopyBroadcastsAndCasts) {
     EXPECT_TRUE(tensor_near(dst, {1, 2, 3, 1, 2, 3}, 0));
     uint64_t v = tg_version(dst);
     tg_fill_(tg_narrow(dst, 0, 1, 1), -1);
-    EXPECT_EQ(tg_version(dst), v + 1);  // views share the version counter
+    EXPECT_EQ(tg_version(dst), v + 1); // views share the version counter
     EXPECT_TRUE(tensor_near(dst, {1, 2, 3, -1, -1, -1}, 0));
     tg_tensor *b = tg_cast(tensor_f32({0, 2.5f, -1}, TG_SHAPE(3)), TG_BOOL);
     EXPECT_TRUE(tensor_near(b, {0, 1, 1}, 0));
     tg_tensor *i = tg_cast(tensor_f32({1.9f, -1.9f}, TG_SHAPE(2)), TG_INT32);
-    EXPECT_TRUE(tensor_near(i, {1, -1}, 0));  // truncation toward zero, as PyTorch
+    EXPECT_TRUE(tensor_near(i, {1, -1}, 0)); // truncation toward zero, as PyTorch
 }
 
 TEST_F(TgTest, ClonesAreIndependent) {
@@ -193,10 +194,9 @@ TEST_F(TgTest, PrintLooksLikePyTorch) {
     tg_fprint(f, tensor_f32({1, 2, 3, 4}, TG_SHAPE(2, 2)));
     tg_fprint(f, tensor_i64({7}, TG_SHAPE(1)));
     fclose(f);
-    EXPECT_STREQ(buf,
-                 "tensor([[1.0000, 2.0000],\n"
-                 "        [3.0000, 4.0000]], shape=[2, 2], dtype=float32, device=cpu)\n"
-                 "tensor([7], shape=[1], dtype=int64, device=cpu)\n");
+    EXPECT_STREQ(buf, "tensor([[1.0000, 2.0000],\n"
+                      "        [3.0000, 4.0000]], shape=[2, 2], dtype=float32, device=cpu)\n"
+                      "tensor([7], shape=[1], dtype=int64, device=cpu)\n");
     free(buf);
 }
 
@@ -228,8 +228,8 @@ TEST_F(TgTest, CpuCachingAllocatorReusesBlocks) {
 // The peak restarts from what is held when reset, and then follows the highest
 // allocation again (4 MiB and 1 MiB blocks: sizes of their own size classes).
 TEST_F(TgTest, CpuPeakResetsToWhatIsAllocated) {
-    tg_tensor *held = tg_empty(TG_SHAPE(1 << 18), tg_opts{});  // 1 MiB, kept (the test's scope owns it)
-    TG_SCOPE { tg_empty(TG_SHAPE(1 << 20), tg_opts{}); }        // 4 MiB, freed
+    tg_tensor *held = tg_empty(TG_SHAPE(1 << 18), tg_opts{}); // 1 MiB, kept (the test's scope owns it)
+    TG_SCOPE { tg_empty(TG_SHAPE(1 << 20), tg_opts{}); }      // 4 MiB, freed
     tg_memory_stats before = tg_cpu_memory_stats();
     EXPECT_GE(before.peak, before.allocated + ((size_t)4 << 20));
     tg_cpu_reset_peak_memory_stats();
@@ -251,15 +251,15 @@ TEST_F(TgTest, CpuThreadCacheKeepsStatsExact) {
     tg_cpu_empty_cache();
     tg_memory_stats start = tg_cpu_memory_stats();
     EXPECT_EQ(start.cached, 0u);
-    TG_SCOPE { tg_empty(TG_SHAPE(3), tg_opts{}); }  // 12 bytes: a 64-byte block
+    TG_SCOPE { tg_empty(TG_SHAPE(3), tg_opts{}); } // 12 bytes: a 64-byte block
     tg_memory_stats warm = tg_cpu_memory_stats();
     EXPECT_EQ(warm.cached, 64u);
     EXPECT_EQ(warm.allocated, start.allocated);
     TG_SCOPE { tg_empty(TG_SHAPE(3), tg_opts{}); }
-    EXPECT_EQ(tg_cpu_memory_stats().system_allocs, warm.system_allocs);  // reused
+    EXPECT_EQ(tg_cpu_memory_stats().system_allocs, warm.system_allocs); // reused
     std::thread worker([] {
         TG_SCOPE {
-            for (int i = 0; i < 100; i++) tg_empty(TG_SHAPE(40), tg_opts{});  // 160 bytes: 192-byte blocks
+            for (int i = 0; i < 100; i++) tg_empty(TG_SHAPE(40), tg_opts{}); // 160 bytes: 192-byte blocks
         }
     });
     worker.join();
@@ -267,6 +267,6 @@ TEST_F(TgTest, CpuThreadCacheKeepsStatsExact) {
     EXPECT_EQ(joined.cached, 64u + 100 * 192u);
     EXPECT_EQ(joined.allocated, start.allocated);
     EXPECT_GE(joined.peak, start.allocated + 100 * 192u);
-    tg_cpu_empty_cache();  // the exited thread's blocks included
+    tg_cpu_empty_cache(); // the exited thread's blocks included
     EXPECT_EQ(tg_cpu_memory_stats().cached, 0u);
 }

@@ -12,7 +12,7 @@ namespace {
 struct Case {
     const char *name;
     tg_shape q, k, v;
-    int mask;  // 0 none, 1 bool [L, S], 2 additive [L, S]
+    int mask; // 0 none, 1 bool [L, S], 2 additive [L, S]
     bool causal, gqa, transposed;
 };
 
@@ -50,7 +50,7 @@ void check(const Case &c, tg_dtype dt, double tol) {
     for (int i = 0; i < 3; i++) EXPECT_TRUE(same_values(tg_grad(cpu[i]), tg_grad(gpu[i]), tol, tol)) << "grad " << i;
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, CudaFusedAttentionMatchesComposedCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
@@ -68,8 +68,7 @@ TEST_F(TgTest, CudaFusedAttentionMatchesComposedCpu) {
         {"transposed", TG_SHAPE(2, 3, 33, 8), TG_SHAPE(2, 3, 33, 8), TG_SHAPE(2, 3, 33, 8), 0, false, false, true},
         {"broadcast_batch", TG_SHAPE(2, 3, 19, 8), TG_SHAPE(3, 21, 8), TG_SHAPE(1, 3, 21, 4), 0, false, false, false},
         {"gqa", TG_SHAPE(2, 6, 40, 8), TG_SHAPE(2, 2, 75, 8), TG_SHAPE(2, 2, 75, 8), 0, true, true, false},
-        {"head_128", TG_SHAPE(1, 1, 65, 128), TG_SHAPE(1, 1, 65, 128), TG_SHAPE(1, 1, 65, 128), 0, true, false,
-         false},
+        {"head_128", TG_SHAPE(1, 1, 65, 128), TG_SHAPE(1, 1, 65, 128), TG_SHAPE(1, 1, 65, 128), 0, true, false, false},
     };
     for (const Case &c : cases) {
         check(c, TG_FLOAT32, 1e-4);

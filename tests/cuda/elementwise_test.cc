@@ -50,12 +50,12 @@ TEST_F(TgTest, CudaUnaryOpsMatchCpu) {
         for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
             CompareOpts o;
             if (dt == TG_FLOAT64) o.atol = o.rtol = 1e-12;
-            tg_tensor *x = random_cpu(TG_SHAPE(37, 129), dt, 1, c.lo, c.hi);  // odd sizes: vector tails
+            tg_tensor *x = random_cpu(TG_SHAPE(37, 129), dt, 1, c.lo, c.hi); // odd sizes: vector tails
             auto f = c.f;
             EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0]); }, {x}, o))
                 << c.name << " " << tg_dtype_name(dt) << " contiguous";
-            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(non_contiguous(in[0])); },
-                                        {x}, o))
+            EXPECT_TRUE(
+                compare_devices([&](const std::vector<tg_tensor *> &in) { return f(non_contiguous(in[0])); }, {x}, o))
                 << c.name << " " << tg_dtype_name(dt) << " non-contiguous";
             // misaligned start (offset 1): the scalar path of the contiguous kernel
             EXPECT_TRUE(compare_devices(
@@ -73,7 +73,11 @@ TEST_F(TgTest, CudaIntegerUnaryOpsMatchCpu) {
         CompareOpts o;
         o.atol = o.rtol = 0;
         std::vector<std::function<tg_tensor *(tg_tensor *)>> fs = {
-            tg_neg, tg_abs, tg_sign, tg_relu, tg_square,
+            tg_neg,
+            tg_abs,
+            tg_sign,
+            tg_relu,
+            tg_square,
             [](tg_tensor *t) { return tg_add_scalar(t, 3); },
             [](tg_tensor *t) { return tg_mul_scalar(t, -2); },
             [](tg_tensor *t) { return tg_rsub_scalar(t, 5); },
@@ -82,8 +86,8 @@ TEST_F(TgTest, CudaIntegerUnaryOpsMatchCpu) {
         };
         for (size_t i = 0; i < fs.size(); i++) {
             auto f = fs[i];
-            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(non_contiguous(in[0])); },
-                                        {x}, o))
+            EXPECT_TRUE(
+                compare_devices([&](const std::vector<tg_tensor *> &in) { return f(non_contiguous(in[0])); }, {x}, o))
                 << "integer unary #" << i << " " << tg_dtype_name(dt);
         }
     }
@@ -98,12 +102,14 @@ struct BinaryCase {
 TEST_F(TgTest, CudaBinaryOpsMatchCpuWithBroadcasting) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     const BinaryCase cases[] = {
-        {"add", tg_add, false}, {"sub", tg_sub, false},         {"mul", tg_mul, false},
-        {"div", tg_div, false}, {"maximum", tg_maximum, false}, {"minimum", tg_minimum, false},
-        {"pow", tg_pow, true},  {"eq", tg_eq, false},           {"ne", tg_ne, false},
-        {"lt", tg_lt, false},   {"le", tg_le, false},           {"gt", tg_gt, false},
-        {"ge", tg_ge, false},   {"atan2", tg_atan2, false},     {"fmod", tg_fmod, false},
-        {"remainder", tg_remainder, false},
+        {"add", tg_add, false},         {"sub", tg_sub, false},
+        {"mul", tg_mul, false},         {"div", tg_div, false},
+        {"maximum", tg_maximum, false}, {"minimum", tg_minimum, false},
+        {"pow", tg_pow, true},          {"eq", tg_eq, false},
+        {"ne", tg_ne, false},           {"lt", tg_lt, false},
+        {"le", tg_le, false},           {"gt", tg_gt, false},
+        {"ge", tg_ge, false},           {"atan2", tg_atan2, false},
+        {"fmod", tg_fmod, false},       {"remainder", tg_remainder, false},
     };
     struct Shapes {
         tg_shape a, b;
@@ -121,17 +127,16 @@ TEST_F(TgTest, CudaBinaryOpsMatchCpuWithBroadcasting) {
             for (const Shapes &s : shapes) {
                 double lo = c.positive ? 0.2 : -2;
                 tg_tensor *a = random_cpu(s.a, dt, 1, lo, 2), *b = random_cpu(s.b, dt, 2, -2, 2);
-                if (std::string(c.name) == "div") b = tg_add_scalar(tg_abs(b), 0.5);  // no division by ~0
+                if (std::string(c.name) == "div") b = tg_add_scalar(tg_abs(b), 0.5); // no division by ~0
                 CompareOpts o;
                 if (dt == TG_FLOAT64) o.atol = o.rtol = 1e-12;
                 auto f = c.f;
-                EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0], in[1]); },
-                                            {a, b}, o))
+                EXPECT_TRUE(
+                    compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0], in[1]); }, {a, b}, o))
                     << c.name << " " << tg_dtype_name(dt) << " " << s.what;
                 if (tg_shape_of(a).ndim >= 2) {
                     EXPECT_TRUE(compare_devices(
-                        [&](const std::vector<tg_tensor *> &in) { return f(non_contiguous(in[0]), in[1]); }, {a, b},
-                        o))
+                        [&](const std::vector<tg_tensor *> &in) { return f(non_contiguous(in[0]), in[1]); }, {a, b}, o))
                         << c.name << " " << tg_dtype_name(dt) << " " << s.what << " non-contiguous";
                 }
             }
@@ -148,8 +153,7 @@ TEST_F(TgTest, CudaBinaryOpsOnIntegersAndBools) {
         std::vector<tg_tensor *(*)(tg_tensor *, tg_tensor *)> fs = {tg_eq, tg_ne, tg_lt, tg_le, tg_gt, tg_ge};
         if (dt != TG_BOOL) fs.insert(fs.end(), {tg_add, tg_sub, tg_mul, tg_maximum, tg_minimum});
         for (auto f : fs) {
-            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0], in[1]); }, {a, b},
-                                        o))
+            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0], in[1]); }, {a, b}, o))
                 << tg_dtype_name(dt);
         }
     }
@@ -163,11 +167,10 @@ TEST_F(TgTest, CudaIntegerFmodAndRemainderMatchCpu) {
     for (tg_dtype dt : {TG_INT64, TG_INT32}) {
         tg_tensor *a = random_cpu(TG_SHAPE(6, 40), dt, 1, -20, 20);
         std::vector<int64_t> divisors(40);
-        for (int k = 0; k < 40; k++) divisors[k] = (k % 2 ? -1 : 1) * (k % 7 + 1);  // +-1 .. +-7, never 0
+        for (int k = 0; k < 40; k++) divisors[k] = (k % 2 ? -1 : 1) * (k % 7 + 1); // +-1 .. +-7, never 0
         tg_tensor *b = tg_cast(tensor_i64(divisors, TG_SHAPE(40)), dt);
         for (auto f : {tg_fmod, tg_remainder})
-            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0], in[1]); }, {a, b},
-                                        o))
+            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return f(in[0], in[1]); }, {a, b}, o))
                 << tg_dtype_name(dt);
     }
 }
@@ -185,8 +188,8 @@ TEST_F(TgTest, CudaIntegerPowIsExact) {
                                     {base, exponent}, o))
             << tg_dtype_name(dt);
         for (double e : {2.0, 3.0, 7.0, 9.0})
-            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_pow_scalar(in[0], e); },
-                                        {base}, o))
+            EXPECT_TRUE(
+                compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_pow_scalar(in[0], e); }, {base}, o))
                 << tg_dtype_name(dt) << " pow_scalar " << e;
     }
 }
@@ -231,10 +234,10 @@ TEST_F(TgTest, CudaInPlaceOpsMatchCpu) {
 
 TEST_F(TgTest, CudaLargeContiguousAddUsesEveryElement) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
-    const int64_t n = ((int64_t)1 << 24) + 3;  // more elements than one grid pass covers
+    const int64_t n = ((int64_t)1 << 24) + 3; // more elements than one grid pass covers
     tg_tensor *a = tg_arange(0, (double)n, 1, tg_opts{TG_FLOAT64, tg_cuda(0), false});
     tg_tensor *b = tg_full(TG_SHAPE(n), 1, tg_opts{TG_FLOAT64, tg_cuda(0), false});
-    tg_tensor *s = tg_sum(tg_add(a, b));  // sum of 1..n
+    tg_tensor *s = tg_sum(tg_add(a, b)); // sum of 1..n
     EXPECT_DOUBLE_EQ(tg_item(s), (double)n * (double)(n + 1) / 2);
 }
 

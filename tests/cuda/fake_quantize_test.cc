@@ -11,8 +11,8 @@ TEST_F(TgTest, CudaFakeQuantizeMatchesCpu) {
     exact.rtol = 0;
     for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
         tg_tensor *x = random_cpu(TG_SHAPE(6, 5, 4), dt, 1, -3, 3);
-        EXPECT_TRUE(compare_devices([](auto &in) { return tg_fake_quantize_per_tensor_affine(in[0], 0.05, 7, -20, 40); },
-                                    {x}, exact));
+        EXPECT_TRUE(compare_devices(
+            [](auto &in) { return tg_fake_quantize_per_tensor_affine(in[0], 0.05, 7, -20, 40); }, {x}, exact));
         tg_tensor *scale = random_cpu(TG_SHAPE(5), TG_FLOAT32, 2, 0.01, 0.2);
         tg_tensor *zp = tg_cast(tg_mul_scalar(random_cpu(TG_SHAPE(5), TG_FLOAT32, 3, -4, 4), 1), TG_INT32);
         EXPECT_TRUE(compare_devices(
@@ -36,4 +36,4 @@ TEST_F(TgTest, CudaFakeQuantizeModuleMatchesCpu) {
     tg_module_free(gpu);
 }
 
-}  // namespace
+} // namespace

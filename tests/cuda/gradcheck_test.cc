@@ -10,7 +10,7 @@ tg_tensor *smooth_fn(tg_tensor *const *in, void *) {
 }
 // x * detach(x): the backward sees only one factor, so its Jacobian is half the true one.
 tg_tensor *wrong_fn(tg_tensor *const *in, void *) { return tg_mul(in[0], tg_detach(in[0])); }
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, CudaGradcheckPerturbsDeviceInputs) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
@@ -24,7 +24,7 @@ TEST_F(TgTest, CudaGradcheckPerturbsDeviceInputs) {
     tg_gradcheck_opts o{};
     EXPECT_EQ(tg_gradcheck(smooth_fn, 2, in, &o), TG_OK) << tg_last_error();
     EXPECT_LT(o.worst_error, 1e-6);
-    EXPECT_EQ(values(a), a_before);  // restored
+    EXPECT_EQ(values(a), a_before); // restored
     EXPECT_EQ(tg_gradgradcheck(smooth_fn, 2, in, nullptr), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_device_of(a).kind, TG_DEVICE_CUDA);
 

@@ -36,4 +36,4 @@ TEST_F(TgTest, CudaLossesAndDistancesMatchCpu) {
     EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy: all elements of input should be between 0 and 1");
 }
 
-}  // namespace
+} // namespace

@@ -115,19 +115,19 @@ TEST_F(TgTest, CudaAutocastStepsUpdateFloat32MasterWeights) {
         ASSERT_TRUE(opt && scaler) << tg_last_error();
         tg_tensor *xd = tg_tensor_to(x, dev), *yd = tg_tensor_to(y, dev);
         for (int step = 0; step < 3; step++) TG_SCOPE {
-            tg_tensor *loss = nullptr;
-            TG_AUTOCAST(cuda ? TG_DEVICE_CUDA : TG_DEVICE_CPU, TG_BFLOAT16) {
-                loss = tg_cross_entropy(tg_forward(model, xd), yd);
+                tg_tensor *loss = nullptr;
+                TG_AUTOCAST(cuda ? TG_DEVICE_CUDA : TG_DEVICE_CPU, TG_BFLOAT16) {
+                    loss = tg_cross_entropy(tg_forward(model, xd), yd);
+                }
+                ASSERT_NE(loss, nullptr) << tg_last_error();
+                ASSERT_EQ(tg_backward(tg_grad_scaler_scale(scaler, loss)), TG_OK) << tg_last_error();
+                EXPECT_EQ(tg_dtype_of(tg_grad(tg_module_param(model, "weight"))), TG_FLOAT32);
+                bool skipped = true;
+                ASSERT_EQ(tg_grad_scaler_step(scaler, opt, &skipped), TG_OK) << tg_last_error();
+                EXPECT_FALSE(skipped);
+                ASSERT_EQ(tg_grad_scaler_update(scaler), TG_OK) << tg_last_error();
+                tg_optim_zero_grad(opt);
             }
-            ASSERT_NE(loss, nullptr) << tg_last_error();
-            ASSERT_EQ(tg_backward(tg_grad_scaler_scale(scaler, loss)), TG_OK) << tg_last_error();
-            EXPECT_EQ(tg_dtype_of(tg_grad(tg_module_param(model, "weight"))), TG_FLOAT32);
-            bool skipped = true;
-            ASSERT_EQ(tg_grad_scaler_step(scaler, opt, &skipped), TG_OK) << tg_last_error();
-            EXPECT_FALSE(skipped);
-            ASSERT_EQ(tg_grad_scaler_update(scaler), TG_OK) << tg_last_error();
-            tg_optim_zero_grad(opt);
-        }
         for (const char *n : {"weight", "bias"}) {
             tg_tensor *p = tg_module_param(model, n);
             EXPECT_EQ(tg_dtype_of(p), TG_FLOAT32);
@@ -145,7 +145,7 @@ TEST_F(TgTest, CudaAutocastStepsUpdateFloat32MasterWeights) {
     }
 }
 
-}  // namespace
+} // namespace
 
 // GradScaler's fused unscale on CUDA (optim/cuda/optim.cu, one device flag read once per
 // step): every element multiplied by 1/scale, a non-finite element found in any gradient.

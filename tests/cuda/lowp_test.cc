@@ -76,4 +76,4 @@ TEST_F(TgTest, CudaAutocastUsesTheCudaLists) {
     }
 }
 
-}  // namespace
+} // namespace

@@ -27,8 +27,8 @@ TEST_F(TgTest, CudaMatmulMatchesCpu) {
             CompareOpts o;
             o.atol = dt == TG_FLOAT32 ? 1e-4 : 1e-10;
             o.rtol = dt == TG_FLOAT32 ? 1e-4 : 1e-10;
-            EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_matmul(in[0], in[1]); },
-                                        {a, b}, o))
+            EXPECT_TRUE(
+                compare_devices([](const std::vector<tg_tensor *> &in) { return tg_matmul(in[0], in[1]); }, {a, b}, o))
                 << c.what << " " << tg_dtype_name(dt);
             if (c.a.ndim >= 2 && c.b.ndim >= 2) {
                 EXPECT_TRUE(compare_devices(
@@ -48,10 +48,10 @@ TEST_F(TgTest, CudaLinearMatchesCpu) {
     tg_tensor *b = random_cpu(TG_SHAPE(100), TG_FLOAT32, 3);
     CompareOpts o;
     o.atol = o.rtol = 1e-4;
-    EXPECT_TRUE(compare_devices(
-        [](const std::vector<tg_tensor *> &in) { return tg_linear(in[0], in[1], in[2]); }, {x, w, b}, o));
-    EXPECT_TRUE(compare_devices(
-        [](const std::vector<tg_tensor *> &in) { return tg_linear(in[0], in[1], nullptr); }, {x, w}, o));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_linear(in[0], in[1], in[2]); },
+                                {x, w, b}, o));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_linear(in[0], in[1], nullptr); },
+                                {x, w}, o));
 }
 
 TEST_F(TgTest, CudaMatmulWithTf32IsCloseButAllowed) {
@@ -59,7 +59,7 @@ TEST_F(TgTest, CudaMatmulWithTf32IsCloseButAllowed) {
     tg_tensor *a = random_cpu(TG_SHAPE(256, 512), TG_FLOAT32, 1), *b = random_cpu(TG_SHAPE(512, 128), TG_FLOAT32, 2);
     tg_set_allow_tf32(true);
     CompareOpts o;
-    o.atol = 0.1;  // TF32 keeps 10 mantissa bits: products of sums of 512 terms
+    o.atol = 0.1; // TF32 keeps 10 mantissa bits: products of sums of 512 terms
     o.rtol = 1e-2;
     o.grads = false;
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_matmul(in[0], in[1]); }, {a, b}, o));

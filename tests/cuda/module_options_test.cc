@@ -51,8 +51,8 @@ TEST_F(TgTest, CudaLstmProjAndAttentionOptionsMatchCpu) {
                        return std::vector<tg_tensor *>{r.output, r.h_n, r.c_n};
                    });
     tg_module_free(lstm);
-    tg_module *mha = tg_nn_multihead_attention(
-        8, 2, tg_mha_opts{.kdim = 5, .vdim = 3, .add_bias_kv = true, .add_zero_attn = true});
+    tg_module *mha =
+        tg_nn_multihead_attention(8, 2, tg_mha_opts{.kdim = 5, .vdim = 3, .add_bias_kv = true, .add_zero_attn = true});
     compare_module(mha,
                    {random_cpu(TG_SHAPE(4, 3, 8), TG_FLOAT32, 5), random_cpu(TG_SHAPE(6, 3, 5), TG_FLOAT32, 6),
                     random_cpu(TG_SHAPE(6, 3, 3), TG_FLOAT32, 7)},

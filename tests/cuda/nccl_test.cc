@@ -28,7 +28,7 @@ TEST_F(TgTest, NcclOneRankCollectives) {
     ASSERT_EQ(tg_nccl_unique_id(id), TG_OK) << tg_last_error();
     ASSERT_EQ(tg_nccl_init(id, 0, 1, 0, now_s() + 60), TG_OK) << tg_last_error();
     tg_tensor *x = tg_tensor_to(tensor_f32({1.5f, -2, 3}, TG_SHAPE(3)), tg_cuda(0));
-    for (int reduce : {0, 1, 2}) {  // sum, avg, max over one rank: unchanged
+    for (int reduce : {0, 1, 2}) { // sum, avg, max over one rank: unchanged
         void *w = tg_nccl_start(TG_NCCL_ALL_REDUCE, tg_data_ptr(x), tg_data_ptr(x), 3, TG_FLOAT32, reduce, 0);
         ASSERT_NE(w, nullptr) << tg_last_error();
         ASSERT_EQ(finish(w), TG_OK);
@@ -47,4 +47,4 @@ TEST_F(TgTest, NcclOneRankCollectives) {
     tg_nccl_shutdown(0);
 }
 
-}  // namespace
+} // namespace

@@ -34,21 +34,21 @@ TEST_F(TgTest, CudaCrossEntropyMatchesCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *logits = random_cpu(TG_SHAPE(64, 10), TG_FLOAT32, 1, -3, 3);
     tg_tensor *target = tg_cast(random_cpu(TG_SHAPE(64), TG_FLOAT64, 2, 0, 9.99), TG_INT64);
-    EXPECT_TRUE(compare_devices(
-        [](const std::vector<tg_tensor *> &in) { return tg_cross_entropy(in[0], in[1]); }, {logits, target}));
+    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cross_entropy(in[0], in[1]); },
+                                {logits, target}));
     tg_loss_opts opts = {};
     opts.label_smoothing = 0.1;
     opts.use_ignore_index = true;
     opts.ignore_index = 3;
     opts.reduction = TG_REDUCTION_SUM;
-    EXPECT_TRUE(compare_devices(
-        [&](const std::vector<tg_tensor *> &in) { return tg_cross_entropy_opts(in[0], in[1], opts); },
-        {logits, target}));
+    EXPECT_TRUE(
+        compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_cross_entropy_opts(in[0], in[1], opts); },
+                        {logits, target}));
     // [N, C, d] logits with [N, d] targets
     tg_tensor *l3 = random_cpu(TG_SHAPE(4, 5, 7), TG_FLOAT64, 3);
     tg_tensor *t3 = tg_cast(random_cpu(TG_SHAPE(4, 7), TG_FLOAT64, 4, 0, 4.99), TG_INT64);
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cross_entropy(in[0], in[1]); },
-                                {l3, t3}));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_cross_entropy(in[0], in[1]); }, {l3, t3}));
     // class probabilities (composed of device ops), with class weights and smoothing
     tg_tensor *probs = tg_softmax(random_cpu(TG_SHAPE(64, 10), TG_FLOAT32, 5), 1);
     tg_tensor *class_weight = random_cpu(TG_SHAPE(10), TG_FLOAT32, 6, 0.5, 2);
@@ -72,8 +72,8 @@ TEST_F(TgTest, CudaGatherFamilyMatchesCpu) {
             << "index_select dim " << dim;
     }
     tg_tensor *gidx = tg_cast(random_cpu(TG_SHAPE(5, 3, 4), TG_FLOAT64, 2, 0, 5.99), TG_INT64);
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_gather(in[0], 1, in[1]); },
-                                {x, gidx}));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_gather(in[0], 1, in[1]); }, {x, gidx}));
     tg_tensor *src = random_cpu(TG_SHAPE(5, 3, 4), TG_FLOAT32, 3);
     EXPECT_TRUE(compare_devices(
         [](const std::vector<tg_tensor *> &in) { return tg_scatter_add(in[0], 1, in[1], in[2]); }, {x, gidx, src}));
@@ -82,13 +82,13 @@ TEST_F(TgTest, CudaGatherFamilyMatchesCpu) {
     EXPECT_TRUE(compare_devices(
         [](const std::vector<tg_tensor *> &in) { return tg_embedding(in[0], in[1], tg_embedding_opts{}); }, {w, tok}));
     tg_embedding_opts pad = {true, 1}; // padding_idx 1: its row gets no gradient
-    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_embedding(in[0], in[1], pad); },
-                                {w, tok}));
+    EXPECT_TRUE(
+        compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_embedding(in[0], in[1], pad); }, {w, tok}));
     // a bad index is an error naming the op, not a crash
     tg_tensor *bad = on_cuda(tensor_i64({0, 7}, TG_SHAPE(2)));
     EXPECT_EQ(tg_index_select(on_cuda(x), 0, bad), nullptr);
     EXPECT_ERROR_CONTAINS("index 7 is out of range");
-    EXPECT_TRUE(tensor_near(tg_add_scalar(on_cuda(tensor_f32({1}, TG_SHAPE(1))), 1), {2}, 0));  // still usable
+    EXPECT_TRUE(tensor_near(tg_add_scalar(on_cuda(tensor_f32({1}, TG_SHAPE(1))), 1), {2}, 0)); // still usable
 }
 
 // one_hot runs on the device (given or inferred classes) and checks the range there.
@@ -96,11 +96,11 @@ TEST_F(TgTest, CudaOneHotMatchesCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *labels = tensor_i64({3, 0, 2, 2, 1, 5}, TG_SHAPE(2, 3));
     for (int64_t classes : {6, 9, -1}) {
-        EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_one_hot(in[0], classes); },
-                                    {labels}))
+        EXPECT_TRUE(
+            compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_one_hot(in[0], classes); }, {labels}))
             << "num_classes " << classes;
     }
-    EXPECT_TRUE(compare_devices(  // a non-contiguous index
+    EXPECT_TRUE(compare_devices( // a non-contiguous index
         [](const std::vector<tg_tensor *> &in) { return tg_one_hot(tg_transpose(in[0], 0, 1), -1); }, {labels}));
     EXPECT_EQ(tg_one_hot(on_cuda(tensor_i64({0, 4}, TG_SHAPE(2))), 3), nullptr);
     EXPECT_ERROR_CONTAINS("tg_one_hot: class value 4 is out of range [0, 3)");
@@ -140,15 +140,15 @@ TEST_F(TgTest, CudaPoolingMatchesCpu) {
     tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 13, 10), TG_FLOAT32, 1);
     tg_pool_opts p2 = {2, 0, 0, false, false}, p3 = {3, 2, 1, true, true}, p3i = {3, 2, 1, false, false};
     tg_pool_opts dilated = {3, 2, 1, true, false, 2}, dilated_unit = {2, 1, 0, false, false, 3};
-    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p2, nullptr); },
-                                {x}));
-    EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p3, nullptr); },
-                                {x}));
+    EXPECT_TRUE(
+        compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p2, nullptr); }, {x}));
+    EXPECT_TRUE(
+        compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], p3, nullptr); }, {x}));
     for (tg_pool_opts d : {dilated, dilated_unit}) {
-        EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], d, nullptr); },
-                                    {x}))
+        EXPECT_TRUE(
+            compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_max_pool2d(in[0], d, nullptr); }, {x}))
             << "dilation " << d.dilation;
-        EXPECT_TRUE(compare_devices(  // the indices too
+        EXPECT_TRUE(compare_devices( // the indices too
             [&](const std::vector<tg_tensor *> &in) {
                 tg_tensor *idx = nullptr;
                 tg_max_pool2d(in[0], d, &idx);
@@ -159,8 +159,8 @@ TEST_F(TgTest, CudaPoolingMatchesCpu) {
     }
     EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_avg_pool2d(in[0], p3); }, {x}));
     EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_avg_pool2d(in[0], p3i); }, {x}));
-    EXPECT_TRUE(compare_devices(
-        [](const std::vector<tg_tensor *> &in) { return tg_adaptive_avg_pool2d(in[0], 4, 3); }, {x}));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_adaptive_avg_pool2d(in[0], 4, 3); }, {x}));
 }
 
 TEST_F(TgTest, CudaBatchAndLayerNormMatchCpu) {
@@ -178,13 +178,13 @@ TEST_F(TgTest, CudaBatchAndLayerNormMatchCpu) {
     tg_tensor *grm = on_cuda(rm), *grv = on_cuda(rv);
     ASSERT_NE(tg_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5), nullptr);
     ASSERT_NE(tg_batch_norm(on_cuda(x), grm, grv, on_cuda(w), on_cuda(b), true, 0.1, 1e-5), nullptr) << tg_last_error();
-    EXPECT_TRUE(same_values(rm, grm, 1e-5, 1e-5));  // running statistics updated alike
+    EXPECT_TRUE(same_values(rm, grm, 1e-5, 1e-5)); // running statistics updated alike
     EXPECT_TRUE(same_values(rv, grv, 1e-5, 1e-5));
     tg_tensor *lx = random_cpu(TG_SHAPE(16, 33), TG_FLOAT32, 4);
     tg_tensor *lw = random_cpu(TG_SHAPE(33), TG_FLOAT32, 5), *lb = random_cpu(TG_SHAPE(33), TG_FLOAT32, 6);
-    EXPECT_TRUE(compare_devices(
-        [](const std::vector<tg_tensor *> &in) { return tg_layer_norm(in[0], 1, in[1], in[2], 1e-5); },
-        {lx, lw, lb}, o));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_layer_norm(in[0], 1, in[1], in[2], 1e-5); },
+                        {lx, lw, lb}, o));
 }
 
 // ops/cuda/random.h's Philox layout, computed here on the host from core/rng.h's
@@ -236,7 +236,7 @@ TEST_F(TgTest, CudaRandomDrawsThePhiloxStream) {
             << tg_dtype_name(dt);
         EXPECT_TRUE(same_values(host_tensor(philox_fill(1, dt, 1001, 0, 1, 123, after_uniform), dt), gn, 1e-12,
                                 1e-12))
-            << tg_dtype_name(dt);  // libm vs CUDA math: last bits
+            << tg_dtype_name(dt); // libm vs CUDA math: last bits
         tg_rng_state cpu_after = tg_rng_get_state();
         EXPECT_EQ(std::memcmp(cpu_before.cpu.words, cpu_after.cpu.words, sizeof cpu_after.cpu.words), 0);
         EXPECT_EQ(cpu_before.cpu.index, cpu_after.cpu.index);
@@ -254,7 +254,7 @@ TEST_F(TgTest, CudaDropoutAndBernoulliDrawThePhiloxStream) {
         tg_tensor *gd = tg_dropout(on_cuda(x), 0.3, true), *gb = tg_bernoulli(on_cuda(p));
         ASSERT_TRUE(gd && gb) << tg_last_error();
         std::vector<double> d = values(gd), b = values(gb), probs = values(p);
-        double keep = 1.0 - 0.3, scale = dt == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep;  // as tg_dropout
+        double keep = 1.0 - 0.3, scale = dt == TG_FLOAT32 ? (double)(1.0f / (float)keep) : 1.0 / keep; // as tg_dropout
         uint64_t threshold = (uint64_t)(0.3 * 4294967296.0), mask_counters = (37 * 29 + 3) / 4;
         for (int64_t i = 0; i < 37 * 29; i++) {
             uint32_t w[4];
@@ -318,8 +318,9 @@ TEST_F(TgTest, CudaConvTranspose2dMatchesCpu) {
         CompareOpts o;
         EXPECT_TRUE(compare_devices(
             [](const std::vector<tg_tensor *> &in) {
-                return tg_conv_transpose2d(in[0], in[1], in[2], tg_conv_transpose_opts{
-                    .stride = 2, .padding = 1, .output_padding = 1, .dilation = 2, .groups = 2});
+                return tg_conv_transpose2d(
+                    in[0], in[1], in[2],
+                    tg_conv_transpose_opts{.stride = 2, .padding = 1, .output_padding = 1, .dilation = 2, .groups = 2});
             },
             {x, w, b}, o))
             << tg_dtype_name(dt);
@@ -335,8 +336,8 @@ TEST_F(TgTest, CudaInterpolateMatchesCpu) {
     for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
         tg_tensor *x = random_cpu(TG_SHAPE(2, 3, 6, 7), dt, 4);
         for (const tg_interpolate_opts &o : modes)
-            EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_interpolate(in[0], o); },
-                                        {x}))
+            EXPECT_TRUE(
+                compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_interpolate(in[0], o); }, {x}))
                 << tg_dtype_name(dt) << " mode " << o.mode;
     }
 }
@@ -376,7 +377,9 @@ TEST_F(TgTest, CudaRecurrentModulesMatchCpu) {
         ASSERT_EQ(tg_rnn_forward(modules[i], on_cuda(x), nullptr, nullptr, &gpu), TG_OK) << tg_last_error();
         EXPECT_TRUE(same_values(cpu.output, gpu.output, 1e-5, 1e-5)) << i;
         EXPECT_TRUE(same_values(cpu.h_n, gpu.h_n, 1e-5, 1e-5)) << i;
-        if (cpu.c_n) { EXPECT_TRUE(same_values(cpu.c_n, gpu.c_n, 1e-5, 1e-5)) << i; }
+        if (cpu.c_n) {
+            EXPECT_TRUE(same_values(cpu.c_n, gpu.c_n, 1e-5, 1e-5)) << i;
+        }
         tg_module_free(modules[i]);
     }
 }
@@ -483,7 +486,7 @@ TEST_F(TgTest, CudaMlpTrainingStepGivesTheCpuLoss) {
     ASSERT_EQ(cpu.size(), 3u);
     ASSERT_EQ(gpu.size(), 3u) << tg_last_error();
     for (int s = 0; s < 3; s++) EXPECT_NEAR(gpu[s], cpu[s], 1e-4 * std::fabs(cpu[s]) + 1e-5) << "step " << s;
-    EXPECT_LT(cpu[2], cpu[0]);  // it learns
+    EXPECT_LT(cpu[2], cpu[0]); // it learns
     // a second run makes no new cudaMalloc (the caching allocator)
     tg_cuda_allocator_stats before = tg_cuda_memory_stats(0);
     mlp_losses(tg_cuda(0), 3);

@@ -35,7 +35,7 @@ TEST_F(TgTest, CudaSumAndMeanMatchCpu) {
         for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
             tg_tensor *x = random_cpu(c.shape, dt, 3);
             CompareOpts o;
-            o.atol = dt == TG_FLOAT32 ? 1e-3 : 1e-9;  // sums of up to 1e6 terms
+            o.atol = dt == TG_FLOAT32 ? 1e-3 : 1e-9; // sums of up to 1e6 terms
             o.rtol = dt == TG_FLOAT32 ? 1e-5 : 1e-12;
             const int *d = c.dims.data();
             int n = (int)c.dims.size();
@@ -65,19 +65,19 @@ TEST_F(TgTest, CudaIntegerSumIsExact) {
         o.atol = o.rtol = 0;
         EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_sum(in[0]); }, {x}, o))
             << tg_dtype_name(dt);
-        EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_sum_dim(in[0], 0, false); },
-                                    {x}, o))
+        EXPECT_TRUE(
+            compare_devices([](const std::vector<tg_tensor *> &in) { return tg_sum_dim(in[0], 0, false); }, {x}, o))
             << tg_dtype_name(dt);
     }
 }
 
 TEST_F(TgTest, CudaSumToUndoesBroadcasting) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
-    tg_tensor *g = random_cpu(TG_SHAPE(4096, 256), TG_FLOAT32, 5);  // a bias gradient at batch 4096
+    tg_tensor *g = random_cpu(TG_SHAPE(4096, 256), TG_FLOAT32, 5); // a bias gradient at batch 4096
     CompareOpts o;
     o.atol = 1e-3;
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_sum_to(in[0], TG_SHAPE(256)); },
-                                {g}, o));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_sum_to(in[0], TG_SHAPE(256)); }, {g}, o));
 }
 
 TEST_F(TgTest, CudaMaxMinArgmaxMatchCpu) {
@@ -85,7 +85,7 @@ TEST_F(TgTest, CudaMaxMinArgmaxMatchCpu) {
     for (const DimsCase &c : dims_cases()) {
         if (c.dims.size() != 1) continue;
         for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64, TG_INT64, TG_INT32, TG_UINT8}) {
-            tg_tensor *x = random_cpu(c.shape, dt, 9, 0, dt == TG_UINT8 ? 50 : 1000);  // ties for integers
+            tg_tensor *x = random_cpu(c.shape, dt, 9, 0, dt == TG_UINT8 ? 50 : 1000); // ties for integers
             CompareOpts o;
             o.atol = o.rtol = 0;
             int d = c.dims[0];
@@ -111,22 +111,23 @@ TEST_F(TgTest, CudaMaxMinArgmaxMatchCpu) {
     CompareOpts o;
     o.atol = o.rtol = 0;
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_max(in[0]); }, {x}, o));
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_min(non_contiguous(in[0])); }, {x}, o));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_min(non_contiguous(in[0])); }, {x}, o));
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_argmax(in[0], 1, false); }, {x}, o));
 }
 
 // The CPU takes max/min/argmax of bool tensors (as uint8); CUDA must too.
 TEST_F(TgTest, CudaMaxMinOfBoolMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
-    tg_tensor *x = tg_cast(random_cpu(TG_SHAPE(6, 9), TG_UINT8, 3, 0, 2), TG_BOOL);  // about half true
+    tg_tensor *x = tg_cast(random_cpu(TG_SHAPE(6, 9), TG_UINT8, 3, 0, 2), TG_BOOL); // about half true
     CompareOpts o;
     o.atol = o.rtol = 0;
     for (int d : {0, 1}) {
         EXPECT_TRUE(compare_devices(
             [&](const std::vector<tg_tensor *> &in) { return tg_max_dim(in[0], d, false, nullptr); }, {x}, o))
             << "max dim " << d;
-        EXPECT_TRUE(compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_argmin(in[0], d, false); },
-                                    {x}, o))
+        EXPECT_TRUE(
+            compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_argmin(in[0], d, false); }, {x}, o))
             << "argmin dim " << d;
     }
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_max(in[0]); }, {x}, o));

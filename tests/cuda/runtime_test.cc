@@ -73,10 +73,10 @@ TEST_F(TgTest, CudaCopyBetweenDevicesWithCast) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(6, 4), TG_FLOAT64, 2);
     tg_tensor *dst = tg_empty(TG_SHAPE(4, 6), tg_opts{TG_FLOAT32, tg_cuda(0), false});
-    ASSERT_EQ(tg_copy_(dst, tg_transpose(x, 0, 1)), TG_OK) << tg_last_error();  // CPU -> CUDA, cast, strides
+    ASSERT_EQ(tg_copy_(dst, tg_transpose(x, 0, 1)), TG_OK) << tg_last_error(); // CPU -> CUDA, cast, strides
     EXPECT_TRUE(tensor_near(dst, values(tg_transpose(x, 0, 1)), 1e-6));
     tg_tensor *host = tg_empty(TG_SHAPE(6, 4), tg_opts{TG_FLOAT64, TG_CPU, false});
-    ASSERT_EQ(tg_copy_(host, tg_transpose(dst, 0, 1)), TG_OK) << tg_last_error();  // CUDA -> CPU
+    ASSERT_EQ(tg_copy_(host, tg_transpose(dst, 0, 1)), TG_OK) << tg_last_error(); // CUDA -> CPU
     EXPECT_TRUE(tensor_near(host, values(x), 1e-6));
     if (tg_cuda_device_count() > 1) {
         tg_tensor *other = tg_tensor_to(dst, tg_cuda(1));
@@ -113,12 +113,12 @@ TEST_F(TgTest, CudaAllocatorReusesFreedBlocks) {
     EXPECT_EQ(emptied.cached, 0u);
     EXPECT_GT(emptied.num_frees, again.num_frees);
     allocation_step();
-    EXPECT_GT(tg_cuda_memory_stats(0).num_mallocs, again.num_mallocs);  // fresh blocks after emptying
+    EXPECT_GT(tg_cuda_memory_stats(0).num_mallocs, again.num_mallocs); // fresh blocks after emptying
 }
 
 TEST_F(TgTest, CudaOutOfMemoryIsAnErrorWithSizes) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
-    const int64_t pib = (int64_t)1 << 50;  // 1 PiB of bytes: 2^48 floats
+    const int64_t pib = (int64_t)1 << 50; // 1 PiB of bytes: 2^48 floats
     tg_tensor *t = tg_empty(TG_SHAPE(pib / 4), tg_opts{TG_FLOAT32, tg_cuda(0), false});
     EXPECT_EQ(t, nullptr);
     EXPECT_ERROR_CONTAINS("out of memory: tried to allocate 1125899906842624 bytes on cuda:0 (");
@@ -133,7 +133,7 @@ TEST_F(TgTest, CudaStreamAndTf32Switch) {
     EXPECT_NE(tg_cuda_stream(0), nullptr);
     EXPECT_EQ(tg_cuda_stream(0), tg_cuda_stream(0));
     EXPECT_EQ(tg_cuda_stream(tg_cuda_device_count()), nullptr);
-    EXPECT_FALSE(tg_get_allow_tf32());  // off by default, as in PyTorch
+    EXPECT_FALSE(tg_get_allow_tf32()); // off by default, as in PyTorch
     tg_set_allow_tf32(true);
     EXPECT_TRUE(tg_get_allow_tf32());
     tg_set_allow_tf32(false);

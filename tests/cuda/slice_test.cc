@@ -45,8 +45,8 @@ TEST_F(TgTest, CudaPadAndRepeatInterleaveMatchCpu) {
             },
             {x}))
             << "mode " << mode;
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave(in[0], 3, 1); },
-                                {x}));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave(in[0], 3, 1); }, {x}));
     tg_tensor *r = tensor_i64({2, 0, 1, 3}, TG_SHAPE(4));
     EXPECT_TRUE(compare_devices(
         [](const std::vector<tg_tensor *> &in) { return tg_repeat_interleave_tensor(in[0], in[1], 2); }, {x, r}));
@@ -57,8 +57,8 @@ TEST_F(TgTest, CudaMaskedSelectAndIndexPutMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(3, 4, 2), TG_FLOAT32, 17);
     tg_tensor *m = tg_gt_scalar(random_cpu(TG_SHAPE(3, 4), TG_FLOAT32, 18), 0);
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_index_mask(in[0], in[1]); },
-                                {x, m}));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_index_mask(in[0], in[1]); }, {x, m}));
     EXPECT_TRUE(compare_devices(
         [](const std::vector<tg_tensor *> &in) { return tg_masked_select(in[0], tg_unsqueeze(in[1], 2)); }, {x, m}));
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_nonzero(in[0]); }, {m}));
@@ -70,8 +70,7 @@ TEST_F(TgTest, CudaMaskedSelectAndIndexPutMatchCpu) {
             tg_tensor *v = random_cpu(nidx == 1 ? TG_SHAPE(3, 2) : TG_SHAPE(3), TG_FLOAT32, 19);
             EXPECT_TRUE(compare_devices(
                 [nidx, accumulate](const std::vector<tg_tensor *> &in) {
-                    tg_tensor *idx[2] = {in[1],
-                                         tg_tensor_to(tensor_i64({1, 1, -1}, TG_SHAPE(3)), tg_device_of(in[0]))};
+                    tg_tensor *idx[2] = {in[1], tg_tensor_to(tensor_i64({1, 1, -1}, TG_SHAPE(3)), tg_device_of(in[0]))};
                     return tg_index_put(in[0], idx, nidx, in[2], accumulate);
                 },
                 {x, m3, v}))
@@ -81,12 +80,13 @@ TEST_F(TgTest, CudaMaskedSelectAndIndexPutMatchCpu) {
 
 TEST_F(TgTest, CudaEinsumMatchesCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
-    tg_tensor *q = random_cpu(TG_SHAPE(2, 3, 4, 5), TG_FLOAT32, 20), *k = random_cpu(TG_SHAPE(2, 3, 6, 5), TG_FLOAT32, 21);
+    tg_tensor *q = random_cpu(TG_SHAPE(2, 3, 4, 5), TG_FLOAT32, 20),
+              *k = random_cpu(TG_SHAPE(2, 3, 6, 5), TG_FLOAT32, 21);
     EXPECT_TRUE(compare_devices(
         [](const std::vector<tg_tensor *> &in) { return tg_einsum("bhqd,bhkd->bhqk", in.data(), 2); }, {q, k}));
     tg_tensor *s = random_cpu(TG_SHAPE(4, 4, 2), TG_FLOAT32, 22);
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_einsum("iij->ji", in.data(), 1); },
-                                {s}));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_einsum("iij->ji", in.data(), 1); }, {s}));
 }
 
 TEST_F(TgTest, CudaCompositeOpsMatchCpu) {
@@ -122,12 +122,12 @@ TEST_F(TgTest, CudaCumprodAndProdMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     tg_tensor *x = random_cpu(TG_SHAPE(3, 17, 5), TG_FLOAT32, 12, 0.6, 1.4);
     for (int dim : {0, 1, 2}) {
-        EXPECT_TRUE(compare_devices([dim](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], dim); },
-                                    {x}, CompareOpts{1e-5, 1e-5, true}))
+        EXPECT_TRUE(compare_devices([dim](const std::vector<tg_tensor *> &in) { return tg_cumprod(in[0], dim); }, {x},
+                                    CompareOpts{1e-5, 1e-5, true}))
             << "dim " << dim;
-        EXPECT_TRUE(compare_devices(
-            [dim](const std::vector<tg_tensor *> &in) { return tg_prod_dim(in[0], dim, dim == 1); }, {x},
-            CompareOpts{1e-5, 1e-5, true}))
+        EXPECT_TRUE(
+            compare_devices([dim](const std::vector<tg_tensor *> &in) { return tg_prod_dim(in[0], dim, dim == 1); },
+                            {x}, CompareOpts{1e-5, 1e-5, true}))
             << "dim " << dim;
     }
     tg_tensor *z = tg_mul(random_cpu(TG_SHAPE(4, 6), TG_FLOAT64, 13),
@@ -162,4 +162,4 @@ TEST_F(TgTest, CudaMoreUnaryOpsMatchCpu) {
                                     CompareOpts{1e-12, 1e-12, true}));
 }
 
-}  // namespace
+} // namespace

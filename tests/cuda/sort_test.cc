@@ -21,7 +21,7 @@ TEST_F(TgTest, CudaSortMatchesCpuExactly) {
                 [dim, descending](const std::vector<tg_tensor *> &in) {
                     tg_tensor *idx = nullptr;
                     tg_tensor *v = tg_sort(in[0], dim, descending, &idx);
-                    return v ? tg_add(v, tg_cast(idx, tg_dtype_of(v))) : nullptr;  // both outputs in one
+                    return v ? tg_add(v, tg_cast(idx, tg_dtype_of(v))) : nullptr; // both outputs in one
                 },
                 {x}, exact))
                 << "dim " << dim;
@@ -31,15 +31,15 @@ TEST_F(TgTest, CudaSortMatchesCpuExactly) {
                 exact));
     }
     tg_tensor *xi = tg_cast(random_cpu(TG_SHAPE(4, 50), TG_FLOAT64, 3, -9, 9), TG_INT32);
-    EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_argsort(in[0], 1, false); }, {xi},
-                                exact));
+    EXPECT_TRUE(
+        compare_devices([](const std::vector<tg_tensor *> &in) { return tg_argsort(in[0], 1, false); }, {xi}, exact));
 }
 
 TEST_F(TgTest, CudaTopkKthvalueMedianMatchCpu) {
     if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
     CompareOpts exact;
     exact.atol = exact.rtol = 0;
-    tg_tensor *x = tg_round(random_cpu(TG_SHAPE(5, 40), TG_FLOAT32, 4, -3, 3));  // ties
+    tg_tensor *x = tg_round(random_cpu(TG_SHAPE(5, 40), TG_FLOAT32, 4, -3, 3)); // ties
     EXPECT_TRUE(compare_devices(
         [](const std::vector<tg_tensor *> &in) { return tg_topk(in[0], 7, 1, true, true, nullptr); }, {x}, exact));
     EXPECT_TRUE(compare_devices(
@@ -59,4 +59,4 @@ TEST_F(TgTest, CudaTopkKthvalueMedianMatchCpu) {
     EXPECT_TRUE(compare_devices([](const std::vector<tg_tensor *> &in) { return tg_median(in[0]); }, {x}, exact));
 }
 
-}  // namespace
+} // namespace

@@ -41,10 +41,10 @@ TEST_F(CifarTest, Cifar10TrainIsFiveBatchesInOrder) {
     EXPECT_EQ(tg_dtype_of(c.labels), TG_INT64);
     std::vector<double> labels = values(c.labels);
     ASSERT_EQ(labels.size(), 13u);
-    EXPECT_EQ(labels[0], 0);   // batch 1 record 0: (0 + 10) % 10
+    EXPECT_EQ(labels[0], 0); // batch 1 record 0: (0 + 10) % 10
     EXPECT_EQ(labels[1], 1);
-    EXPECT_EQ(labels[3], 0);   // batch 2 record 0: (0 + 20) % 10
-    EXPECT_EQ(labels[12], 2);  // batch 5 record 2: (2 + 50) % 10
+    EXPECT_EQ(labels[3], 0);  // batch 2 record 0: (0 + 20) % 10
+    EXPECT_EQ(labels[12], 2); // batch 5 record 2: (2 + 50) % 10
     const uint8_t *px = (const uint8_t *)tg_data_ptr(c.images);
     // image 4 is batch 2's record 1: pixel p = 20 + 7 + p; channel 1 (green) starts at 1024.
     EXPECT_EQ(px[4 * 3072 + 0], 27);
@@ -69,8 +69,8 @@ TEST_F(CifarTest, Cifar100FineAndCoarse) {
     ASSERT_NE(coarse.images, nullptr) << tg_last_error();
     EXPECT_EQ(dims(fine.images), (std::vector<int64_t>{25, 3, 32, 32}));
     std::vector<double> f = values(fine.labels), c = values(coarse.labels);
-    EXPECT_EQ(f[24], 72);  // (24 * 3) % 100
-    EXPECT_EQ(c[24], 4);   // 24 % 20
+    EXPECT_EQ(f[24], 72); // (24 * 3) % 100
+    EXPECT_EQ(c[24], 4);  // 24 % 20
     EXPECT_EQ(f[7], 21);
     EXPECT_EQ(c[7], 7);
     EXPECT_EQ(((const uint8_t *)tg_data_ptr(fine.images))[24 * 3072], (uint8_t)(1 + 168));
@@ -85,7 +85,7 @@ TEST_F(CifarTest, TruncatedFileNamesFileAndOffset) {
     EXPECT_EQ(c.images, nullptr);
     EXPECT_EQ(c.labels, nullptr);
     EXPECT_ERROR_CONTAINS(dir_ + "/test_batch.bin");
-    EXPECT_ERROR_CONTAINS("truncated record at byte offset 6146");  // 2 whole 3073-byte records
+    EXPECT_ERROR_CONTAINS("truncated record at byte offset 6146"); // 2 whole 3073-byte records
 }
 
 TEST_F(CifarTest, LabelOutOfRangeNamesOffset) {
@@ -95,7 +95,7 @@ TEST_F(CifarTest, LabelOutOfRangeNamesOffset) {
     EXPECT_EQ(tg_cifar_load(dir_.c_str(), TG_CIFAR10, TG_CIFAR_TEST).images, nullptr);
     EXPECT_ERROR_CONTAINS("test_batch.bin: label 10 at byte offset 6146 (record 2) is out of range 0..9");
     bytes = records(2, 2, 0);
-    bytes[3074 + 1] = 100;  // record 1's fine label
+    bytes[3074 + 1] = 100; // record 1's fine label
     EXPECT_EQ(tg_cifar_parse(bytes.data(), bytes.size(), TG_CIFAR100, "x.bin").images, nullptr);
     EXPECT_ERROR_CONTAINS("x.bin: fine label 100 at byte offset 3075 (record 1)");
     // The coarse reader does not look at the fine label.
@@ -124,4 +124,4 @@ TEST_F(CifarTest, WrongKindIsAnError) {
     EXPECT_ERROR_CONTAINS("c100.bin: truncated record at byte offset 6146");
 }
 
-}  // namespace
+} // namespace

@@ -15,8 +15,8 @@
 namespace {
 
 const char *kImages = "tests/data/fixtures/images/";
-const char *kNames[] = {"bilevel.png", "gray.jpg", "gray.png", "gray_alpha.png", "palette_trns.png",
-                        "rgb.jpg", "rgb.png", "rgb16.png", "rgba.png"};
+const char *kNames[] = {"bilevel.png", "gray.jpg", "gray.png",  "gray_alpha.png", "palette_trns.png",
+                        "rgb.jpg",     "rgb.png",  "rgb16.png", "rgba.png"};
 
 std::vector<uint8_t> read_bytes(const std::string &path) {
     std::ifstream f(path, std::ios::binary);
@@ -94,7 +94,7 @@ TEST_F(ImageFolderTest, TruncatedAndCorruptFilesNameFileAndOffset) {
     EXPECT_ERROR_CONTAINS("cut.png: corrupt PNG at byte offset");
     EXPECT_ERROR_CONTAINS("truncated");
     std::vector<uint8_t> bad = png;
-    bad[40] ^= 0xff;  // inside the first IDAT chunk: its CRC no longer matches
+    bad[40] ^= 0xff; // inside the first IDAT chunk: its CRC no longer matches
     EXPECT_EQ(tg_image_decode(bad.data(), bad.size(), "crc.png"), nullptr);
     EXPECT_ERROR_CONTAINS("crc.png: corrupt PNG at byte offset");
     std::vector<uint8_t> jpg = read_bytes(std::string(kImages) + "rgb.jpg");
@@ -127,11 +127,11 @@ TEST_F(ImageFolderTest, OrderIsImageFolders) {
     tg_image_folder *f = tg_image_folder_new(dir_.c_str());
     ASSERT_NE(f, nullptr) << tg_last_error();
     ASSERT_EQ(tg_image_folder_num_classes(f), 3);
-    EXPECT_STREQ(tg_image_folder_class_name(f, 0), "Apple");  // uppercase sorts first, as Python's sorted
+    EXPECT_STREQ(tg_image_folder_class_name(f, 0), "Apple"); // uppercase sorts first, as Python's sorted
     EXPECT_STREQ(tg_image_folder_class_name(f, 1), "cat");
     EXPECT_STREQ(tg_image_folder_class_name(f, 2), "zebra");
-    std::vector<std::string> want = {"Apple/x.jpg", "cat/10.png", "cat/2.png", "zebra/a.JPEG", "zebra/b.png",
-                                     "zebra/sub/0.png"};
+    std::vector<std::string> want = {"Apple/x.jpg",  "cat/10.png",  "cat/2.png",
+                                     "zebra/a.JPEG", "zebra/b.png", "zebra/sub/0.png"};
     std::vector<int64_t> labels = {0, 1, 1, 2, 2, 2};
     ASSERT_EQ(tg_image_folder_size(f), 6);
     for (int64_t i = 0; i < 6; i++) {
@@ -194,4 +194,4 @@ TEST_F(ImageFolderTest, LoaderWithTransformMakesFloatBatches) {
     tg_image_folder_free(f);
 }
 
-}  // namespace
+} // namespace

@@ -63,7 +63,7 @@ TEST_F(LoaderTest, SequentialBatchesAndShapes) {
         EXPECT_EQ(tg_dtype_of(bx), TG_FLOAT32);
         EXPECT_EQ(tg_dtype_of(by), TG_INT64);
         EXPECT_TRUE(tg_is_contiguous(bx));
-        EXPECT_FALSE(tg_same_storage(bx, d.x));  // a copy, not a view
+        EXPECT_FALSE(tg_same_storage(bx, d.x)); // a copy, not a view
         shapes.push_back(dims(bx));
         EXPECT_EQ(dims(by), (std::vector<int64_t>{dims(bx)[0]}));
     }
@@ -190,8 +190,8 @@ TEST_F(LoaderTest, ShuffleIsPyTorchsDataLoaderOrder) {
         Data d = make_data(n);
         tg_loader *ld = tg_loader_new(d.x, d.y, tg_loader_opts{n, true, seed});
         for (int epoch = 0; epoch < 3; epoch++) {
-            std::string name = "loader_" + std::to_string(n) + "_seed" + std::to_string(seed) + ".epoch" +
-                               std::to_string(epoch);
+            std::string name =
+                "loader_" + std::to_string(n) + "_seed" + std::to_string(seed) + ".epoch" + std::to_string(epoch);
             EXPECT_EQ(flat(epoch_ids(ld, epoch)), expected(name)) << name;
             std::vector<int64_t> p((size_t)n);
             tg_random_permutation(p.data(), n, seed, (uint64_t)epoch);
@@ -241,7 +241,7 @@ TEST_F(LoaderTest, UnlabelledNonContiguousAndBatchSizeDefault) {
     tg_tensor *x = tg_as_strided(base, TG_SHAPE(3, 2), st, 0);
     tg_loader *ld = tg_loader_new(x, nullptr, tg_loader_opts{});
     ASSERT_NE(ld, nullptr);
-    EXPECT_EQ(tg_loader_num_batches(ld), 3);  // batch_size 0 means 1
+    EXPECT_EQ(tg_loader_num_batches(ld), 3); // batch_size 0 means 1
     tg_tensor *bx, *by = (tg_tensor *)1;
     std::vector<std::vector<double>> rows;
     while (tg_loader_next(ld, &bx, &by)) {
@@ -259,11 +259,11 @@ TEST_F(LoaderTest, RetainsDataSet) {
     tg_scope_begin();
     Data d = make_data(5);
     ld = tg_loader_new(d.x, d.y, tg_loader_opts{2});
-    tg_scope_end();  // the caller's references are gone; the loader's remain
+    tg_scope_end(); // the caller's references are gone; the loader's remain
     EXPECT_EQ(tg_live_tensors(), before + 2);
     auto ids = epoch_ids(ld, 0);
     EXPECT_EQ(flat(ids), (std::vector<int64_t>{0, 1, 2, 3, 4}));
-    EXPECT_EQ(tg_live_tensors(), before + 2);  // per-batch scopes freed every batch
+    EXPECT_EQ(tg_live_tensors(), before + 2); // per-batch scopes freed every batch
     tg_loader_free(ld);
     EXPECT_EQ(tg_live_tensors(), before);
 }
@@ -275,7 +275,7 @@ TEST_F(LoaderTest, Errors) {
     EXPECT_ERROR_CONTAINS("x has 5 samples but y has 4");
     EXPECT_EQ(tg_loader_new(d.x, d.y, tg_loader_opts{-1}), nullptr);
     EXPECT_ERROR_CONTAINS("batch_size -1 is negative");
-    tg_clear_error();  // a NULL input does not overwrite a pending message
+    tg_clear_error(); // a NULL input does not overwrite a pending message
     EXPECT_EQ(tg_loader_new(nullptr, d.y, tg_loader_opts{2}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_loader_new: input 0 is NULL");
     tg_clear_error();
@@ -319,12 +319,12 @@ TEST_F(LoaderTest, MoveToDevice) {
     tg_loader_free(host);
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(LoaderTest, SeekResumesMidEpochAndEndsItEarly) {
     Data d = make_data(50);
     tg_loader *ld = tg_loader_new(d.x, d.y, tg_loader_opts{7, true, 42});
-    std::vector<std::vector<int64_t>> full = epoch_ids(ld, 2);  // 8 batches: 7 x 7 + 1
+    std::vector<std::vector<int64_t>> full = epoch_ids(ld, 2); // 8 batches: 7 x 7 + 1
     ASSERT_EQ(full.size(), 8u);
     // Resuming at batch 5 of epoch 2 gives batches 5.. of the uninterrupted epoch.
     tg_loader_reset(ld, 2);
@@ -333,7 +333,7 @@ TEST_F(LoaderTest, SeekResumesMidEpochAndEndsItEarly) {
     tg_tensor *bx, *by;
     TG_FOR_EACH_BATCH(ld, bx, by) {
         std::vector<int64_t> ids;
-        for (double label : values(by)) ids.push_back((int64_t)label / 10);  // make_data: y = 10 * id
+        for (double label : values(by)) ids.push_back((int64_t)label / 10); // make_data: y = 10 * id
         rest.push_back(ids);
     }
     EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(full.begin() + 5, full.end()));
@@ -369,12 +369,12 @@ TEST_F(TgTest, DistributedIndicesMatchPyTorch) {
             std::vector<int64_t> all;
             for (int rank = 0; rank < c.world; rank++) {
                 char name[128];
-                snprintf(name, sizeof name, "n%lld_w%d_s%d_seed%llu_d%d_e%lld_r%d", (long long)c.n, c.world,
-                         c.shuffle, (unsigned long long)c.seed, c.drop_last, (long long)epoch, rank);
+                snprintf(name, sizeof name, "n%lld_w%d_s%d_seed%llu_d%d_e%lld_r%d", (long long)c.n, c.world, c.shuffle,
+                         (unsigned long long)c.seed, c.drop_last, (long long)epoch, rank);
                 const FixtureTensor &want = fixture_tensor(fixtures, name);
                 std::vector<int64_t> got(c.n + c.world);
-                int64_t count = tg_distributed_indices(got.data(), c.n, c.world, rank, c.shuffle, c.seed, epoch,
-                                                       c.drop_last);
+                int64_t count =
+                    tg_distributed_indices(got.data(), c.n, c.world, rank, c.shuffle, c.seed, epoch, c.drop_last);
                 ASSERT_EQ(count, (int64_t)want.data.size()) << name;
                 EXPECT_EQ(tg_distributed_indices(nullptr, c.n, c.world, rank, c.shuffle, c.seed, epoch, c.drop_last),
                           count);
@@ -390,7 +390,7 @@ TEST_F(TgTest, DistributedIndicesMatchPyTorch) {
         }
     }
     EXPECT_EQ(checked, 93);
-    EXPECT_EQ(tg_distributed_indices(nullptr, 10, 2, 2, true, 0, 0, false), 0);  // rank out of range
+    EXPECT_EQ(tg_distributed_indices(nullptr, 10, 2, 2, true, 0, 0, false), 0); // rank out of range
 }
 
 // Two sharded loaders see the batches of one DistributedSampler each; together the
@@ -399,10 +399,10 @@ TEST_F(TgTest, ShardedLoaderDeliversThisRanksShard) {
     tg_tensor *x = tg_arange(0, 10, 1, (tg_opts){.dtype = TG_FLOAT64});
     auto fixtures = load_fixtures("tests/fixtures/distributed_sampler.txt");
     for (int rank = 0; rank < 3; rank++) {
-        tg_loader *ld = tg_loader_new(x, nullptr,
-                                      (tg_loader_opts){.batch_size = 3, .shuffle = true, .world_size = 3, .rank = rank});
+        tg_loader *ld = tg_loader_new(
+            x, nullptr, (tg_loader_opts){.batch_size = 3, .shuffle = true, .world_size = 3, .rank = rank});
         ASSERT_NE(ld, nullptr);
-        EXPECT_EQ(tg_loader_num_batches(ld), 2);  // 4 samples per rank (10 padded to 12)
+        EXPECT_EQ(tg_loader_num_batches(ld), 2); // 4 samples per rank (10 padded to 12)
         for (int64_t epoch : {0, 1}) {
             char name[128];
             snprintf(name, sizeof name, "n10_w3_s1_seed0_d0_e%lld_r%d", (long long)epoch, rank);

@@ -72,12 +72,13 @@ TEST_F(LoaderWorkersTest, TensorDataSameBatchesForAnyWorkerCount) {
                 std::vector<std::vector<std::vector<double>>> got = {pass(ld), pass(ld), pass(ld)};
                 EXPECT_EQ(got[0].size(), 10u);
                 if (want[persistent].empty()) want[persistent] = got;
-                EXPECT_EQ(got, want[persistent]) << workers << " workers, prefetch " << prefetch << ", persistent " << persistent;
+                EXPECT_EQ(got, want[persistent])
+                    << workers << " workers, prefetch " << prefetch << ", persistent " << persistent;
                 tg_loader_free(ld);
             }
         }
     }
-    EXPECT_EQ(want[1][0], want[0][0]);  // the first epoch is the same
+    EXPECT_EQ(want[1][0], want[0][0]); // the first epoch is the same
     EXPECT_NE(want[1][1], want[0][1]);
 }
 
@@ -115,7 +116,7 @@ TEST_F(LoaderWorkersTest, DatasetSameBatchesForAnyWorkerCountWithSeek) {
 
 TEST_F(LoaderWorkersTest, FailingWorkerIsAnErrorAtItsBatch) {
     Squares s;
-    s.fail_at = 13;  // batch 3 of 4-sample batches: worker 3 % 2 = 1
+    s.fail_at = 13; // batch 3 of 4-sample batches: worker 3 % 2 = 1
     tg_loader_opts o = {};
     o.batch_size = 4;
     o.num_workers = 2;
@@ -147,7 +148,7 @@ TEST_F(LoaderWorkersTest, FreeMidEpochJoinsWorkers) {
         tg_tensor *bx, *by;
         ASSERT_TRUE(tg_loader_next(ld, &bx, &by));
         EXPECT_EQ(values(by), (std::vector<double>{0, 1}));
-        tg_loader_free(ld);  // batches in flight are dropped; no hang, no leak (TgTest checks)
+        tg_loader_free(ld); // batches in flight are dropped; no hang, no leak (TgTest checks)
     }
     // Bounded prefetch: the workers made at most 3 * 2 batches ahead, not the epoch.
     EXPECT_LT(s.calls.load(), 2 * (2 + 2 * 3 * 2 + 3 * 2) + 1);
@@ -160,11 +161,12 @@ TEST_F(LoaderWorkersTest, WorkerTransformsUseBaseSeedPlusWorkerId) {
     std::vector<uint8_t> pix(n * 1 * 4 * 4);
     for (size_t i = 0; i < pix.size(); i++) pix[i] = (uint8_t)(i * 37 + 11);
     tg_tensor *x = tg_from_data(pix.data(), TG_SHAPE(n, 1, 4, 4), tg_opts{TG_UINT8, TG_CPU, false});
-    tg_transform steps[] = {tg_transform_random_crop(4, 2, TG_CROP_PAD_CONSTANT), tg_transform_random_horizontal_flip(0.5)};
+    tg_transform steps[] = {tg_transform_random_crop(4, 2, TG_CROP_PAD_CONSTANT),
+                            tg_transform_random_horizontal_flip(0.5)};
     tg_compose c = tg_compose_of(2, steps);
     tg_loader_opts o = {};
     o.batch_size = batch;
-    o.seed = 42;  // unshuffled, own generator: the pass draws only the base seed from it
+    o.seed = 42; // unshuffled, own generator: the pass draws only the base seed from it
     o.transform = c;
     o.num_workers = workers;
     tg_loader *ld = tg_loader_new(x, nullptr, o);
@@ -209,7 +211,7 @@ TEST_F(LoaderWorkersTest, NoWorkersTransformsDrawFromDefaultGenerator) {
     tg_loader_free(ld);
     tg_manual_seed(3);
     tg_rng_state *s = tg_rng_lock_cpu();
-    (void)tg_mt19937_next64(&s->cpu);  // the pass's base seed
+    (void)tg_mt19937_next64(&s->cpu); // the pass's base seed
     tg_rng_unlock_cpu();
     std::vector<double> want;
     for (int i = 0; i < 6; i++) {
@@ -270,4 +272,4 @@ TEST_F(LoaderWorkersTest, OptionErrors) {
     tg_loader_free(ld);
 }
 
-}  // namespace
+} // namespace

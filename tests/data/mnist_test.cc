@@ -217,7 +217,7 @@ TEST_F(MnistTest, GzipStreamEndsEarly) {
     write_gz("full.gz", images);
     Bytes gz = read_file("full.gz");
     ASSERT_GT(gz.size(), 40u);
-    for (size_t keep : {gz.size() / 2, gz.size() - 4}) {  // mid-stream; inside the trailer
+    for (size_t keep : {gz.size() / 2, gz.size() - 4}) { // mid-stream; inside the trailer
         Bytes cut(gz.begin(), gz.begin() + (long)keep);
         write_plain("train-images-idx3-ubyte.gz", cut);
         write_gz("train-labels-idx1-ubyte.gz", idx_bytes(0x08, {20}, iota_bytes(20)));
@@ -291,7 +291,7 @@ TEST_F(MnistTest, ToFloatNormalizeAndStats) {
     // float64 stays float64; a strided view reads in logical order.
     tg_tensor *d = tensor_f64({1, 2, 3, 4}, TG_SHAPE(2, 2));
     int64_t st[2] = {1, 2};
-    tg_tensor *dt = tg_as_strided(d, TG_SHAPE(2, 2), st, 0);  // transpose
+    tg_tensor *dt = tg_as_strided(d, TG_SHAPE(2, 2), st, 0); // transpose
     tg_tensor *dn = tg_mnist_normalize(dt, 1, 2);
     EXPECT_EQ(tg_dtype_of(dn), TG_FLOAT64);
     EXPECT_TRUE(tensor_near(dn, {0, 1, 0.5, 1.5}, 0));
@@ -337,4 +337,4 @@ TEST_F(MnistTest, FashionMnistFromDebian) {
     }
 }
 
-}  // namespace
+} // namespace

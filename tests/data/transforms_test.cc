@@ -43,7 +43,9 @@ class TransformsTest : public TgTest {
         tg_tensor *next = tg_randint(0, 2147483647, TG_SHAPE(1), tg_opts{TG_INT64, TG_CPU, false});
         EXPECT_EQ(values(next)[0], fixture_tensor(fx_, name + "_next_word").data[0]) << name;
     }
-    static tg_compose compose(std::vector<tg_transform> steps) { return tg_compose_of((int)steps.size(), steps.data()); }
+    static tg_compose compose(std::vector<tg_transform> steps) {
+        return tg_compose_of((int)steps.size(), steps.data());
+    }
     std::map<std::string, FixtureTensor> fx_;
 };
 
@@ -70,17 +72,20 @@ TEST_F(TransformsTest, ReflectPaddingMatchesTorchvision) {
 }
 
 TEST_F(TransformsTest, EdgePaddingRectangularCropMatchesTorchvision) {
-    check("edge_rect", 2, compose({crop(5, 7, {1, 2, 3, 4}, TG_CROP_PAD_EDGE), tg_transform_random_horizontal_flip(0.5)}));
+    check("edge_rect", 2,
+          compose({crop(5, 7, {1, 2, 3, 4}, TG_CROP_PAD_EDGE), tg_transform_random_horizontal_flip(0.5)}));
 }
 
 TEST_F(TransformsTest, SymmetricPaddingAndFlipProbabilityMatchTorchvision) {
-    check("symmetric", 3, compose({crop(9, 9, {2, 1, 0, 3}, TG_CROP_PAD_SYMMETRIC), tg_transform_random_horizontal_flip(0.3)}));
+    check("symmetric", 3,
+          compose({crop(9, 9, {2, 1, 0, 3}, TG_CROP_PAD_SYMMETRIC), tg_transform_random_horizontal_flip(0.3)}));
 }
 
 // A crop of the image's own size draws nothing (get_params returns early); the flips
 // then take the first numbers.
 TEST_F(TransformsTest, CropOfSameSizeDrawsNothing) {
-    check("no_draw_crop", 4, compose({crop(8, 10, {0, 0, 0, 0}, TG_CROP_PAD_CONSTANT), tg_transform_random_horizontal_flip(0.5)}));
+    check("no_draw_crop", 4,
+          compose({crop(8, 10, {0, 0, 0, 0}, TG_CROP_PAD_CONSTANT), tg_transform_random_horizontal_flip(0.5)}));
 }
 
 TEST_F(TransformsTest, ToTensorIsTorchDivisionForEveryByte) {
@@ -136,4 +141,4 @@ TEST_F(TransformsTest, EmptyCompositionReturnsTheImage) {
     EXPECT_EQ(out, img);
 }
 
-}  // namespace
+} // namespace

@@ -14,7 +14,7 @@ TEST_F(DistTest, RanksAreDistinctAndTheWorldIsTwo) {
     tg_tensor *all = tg_dist_all_gather(mine);
     ASSERT_NE(all, nullptr) << tg_last_error();
     EXPECT_EQ(values(all), (std::vector<double>{0, 1}));
-    EXPECT_EQ(tg_dist_local_rank(), rank());  // one machine
+    EXPECT_EQ(tg_dist_local_rank(), rank()); // one machine
     EXPECT_EQ(tg_dist_barrier(), TG_OK);
 }
 
@@ -46,8 +46,7 @@ TEST_F(DistTest, BroadcastFromEitherRoot) {
 }
 
 TEST_F(DistTest, AllGatherStacksAlongDimZero) {
-    tg_tensor *t = tensor_f64({10.0 * rank(), 10.0 * rank() + 1, 10.0 * rank() + 2, 10.0 * rank() + 3},
-                              TG_SHAPE(2, 2));
+    tg_tensor *t = tensor_f64({10.0 * rank(), 10.0 * rank() + 1, 10.0 * rank() + 2, 10.0 * rank() + 3}, TG_SHAPE(2, 2));
     tg_tensor *all = tg_dist_all_gather(t);
     ASSERT_NE(all, nullptr) << tg_last_error();
     EXPECT_EQ(dims(all), (std::vector<int64_t>{4, 2}));
@@ -71,7 +70,7 @@ TEST_F(DistTest, NonBlockingAllReduceOverlapsOtherWork) {
     tg_tensor *t = tensor_f32(std::vector<float>(1000, (float)(rank() + 1)), TG_SHAPE(1000));
     tg_dist_work *w = tg_dist_all_reduce_start(t, TG_DIST_AVG);
     ASSERT_NE(w, nullptr) << tg_last_error();
-    tg_tensor *other = tg_sum(tg_ones(TG_SHAPE(100), tg_opts{}));  // work meanwhile
+    tg_tensor *other = tg_sum(tg_ones(TG_SHAPE(100), tg_opts{})); // work meanwhile
     EXPECT_TRUE(tensor_near(other, {100}, 0));
     (void)tg_dist_test(w);
     ASSERT_EQ(tg_dist_wait(w), TG_OK);
@@ -112,4 +111,4 @@ TEST_F(DistTest, BadArgumentsAreErrorsNamingTheCall) {
     EXPECT_TRUE(tensor_near(one, {2}, 0));
 }
 
-}  // namespace
+} // namespace

@@ -61,8 +61,8 @@ double train_both(tg_dtype dtype, bool adam, double bucket_cap_mb, int *num_buck
     tg_tensor *y = tg_randint(0, kClasses, TG_SHAPE(kSamples), tg_opts{TG_INT64});
     tg_manual_seed(11);
     tg_module *ref = make_net(dtype);
-    tg_module *start = make_net(dtype);  // the same initial weights, kept to see that training moved
-    tg_manual_seed(11 + 1000 * rank);    // rank 1 starts elsewhere: DDP broadcasts rank 0's weights
+    tg_module *start = make_net(dtype); // the same initial weights, kept to see that training moved
+    tg_manual_seed(11 + 1000 * rank);   // rank 1 starts elsewhere: DDP broadcasts rank 0's weights
     tg_module *net = make_net(dtype);
     tg_ddp_opts ddp_opts = {};
     ddp_opts.bucket_cap_mb = bucket_cap_mb;
@@ -137,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(SgdAndAdam, DdpEquivalence,
 TEST_F(DistTest, BucketsFollowReverseParameterOrder) {
     tg_module *net = make_net(TG_FLOAT32);
     tg_ddp_opts opts = {};
-    opts.bucket_cap_mb = 0.0005;  // 524 bytes: fc2 (20 + 320 B) + fc1.bias (64 B) + fc1.weight closes it
+    opts.bucket_cap_mb = 0.0005; // 524 bytes: fc2 (20 + 320 B) + fc1.bias (64 B) + fc1.weight closes it
     tg_ddp *ddp = tg_ddp_new(net, opts);
     ASSERT_NE(ddp, nullptr) << tg_last_error();
     ASSERT_EQ(tg_ddp_num_buckets(ddp), 2);
@@ -175,8 +175,7 @@ TEST_F(DistTest, NoSyncAccumulatesLocallyThenReducesTheSum) {
     tg_tensor *const *q = tg_parameters(ref, &n);
     for (int i = 0; i < n; i++) EXPECT_TRUE(tensor_near(tg_grad(p[i]), values(tg_grad(q[i])), 1e-15)) << i;
     tg_ddp_set_sync(ddp, true);
-    ASSERT_EQ(tg_backward(tg_cross_entropy(tg_ddp_forward(ddp, part(x, 2 * rank + 1)), part(y, 2 * rank + 1))),
-              TG_OK);
+    ASSERT_EQ(tg_backward(tg_cross_entropy(tg_ddp_forward(ddp, part(x, 2 * rank + 1)), part(y, 2 * rank + 1))), TG_OK);
     // Reference: (sum of the 4 micro-batch gradients) / 2 ranks.
     for (int i = 0; i < n; i++) tg_zero_grad(q[i]);
     for (int k = 0; k < 4; k++)
@@ -189,7 +188,8 @@ TEST_F(DistTest, NoSyncAccumulatesLocallyThenReducesTheSum) {
 
 // BatchNorm: running statistics come from rank 0 before each forward (broadcast_buffers).
 TEST_F(DistTest, BuffersAreBroadcastFromRankZeroBeforeForward) {
-    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(3, 2, tg_linear_opts{}), tg_nn_batch_norm1d(2, tg_batch_norm_opts{}));
+    tg_module *net =
+        TG_NN_SEQUENTIAL(tg_nn_linear(3, 2, tg_linear_opts{}), tg_nn_batch_norm1d(2, tg_batch_norm_opts{}));
     ASSERT_NE(net, nullptr);
     tg_ddp *ddp = tg_ddp_new(net, tg_ddp_opts{});
     ASSERT_NE(ddp, nullptr);
@@ -209,7 +209,7 @@ TEST_F(DistTest, ParameterWithoutGradientIsReported) {
     tg_ddp *ddp = tg_ddp_new(net, tg_ddp_opts{});
     ASSERT_NE(ddp, nullptr);
     tg_tensor *x = tg_ones(TG_SHAPE(4, 3), tg_opts{});
-    ASSERT_EQ(tg_backward(tg_sum(tg_forward(tg_module_child(net, "0"), x))), TG_OK);  // "1" gets none
+    ASSERT_EQ(tg_backward(tg_sum(tg_forward(tg_module_child(net, "0"), x))), TG_OK); // "1" gets none
     tg_clear_error();
     EXPECT_EQ(tg_ddp_forward(ddp, x), nullptr);
     EXPECT_ERROR_CONTAINS("gave gradients to 2 of 4 parameters ('1.weight' got none)");
@@ -221,7 +221,7 @@ TEST_F(DistTest, ParameterWithoutGradientIsReported) {
 TEST_F(DistTest, RankZeroSavesEveryRankLoads) {
     const char *tmp = getenv("TEST_TMPDIR");
     std::string path = std::string(tmp ? tmp : "/tmp") + "/ddp_checkpoint.tgc";
-    tg_manual_seed(20 + tg_dist_rank());  // different weights per rank before loading
+    tg_manual_seed(20 + tg_dist_rank()); // different weights per rank before loading
     tg_module *net = make_net(TG_FLOAT64);
     tg_optim *opt = make_optimizer(net, true);
     if (tg_dist_rank() == 0) {
@@ -246,7 +246,7 @@ TEST_F(DistTest, RankZeroSavesEveryRankLoads) {
     tg_module_free(net);
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -257,7 +257,7 @@ TEST_F(DistTest, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
     int rank = tg_dist_rank();
     tg_manual_seed(30);
     tg_tensor *x_all = tg_add_scalar(tg_mul_scalar(tg_randn(TG_SHAPE(8, 3, 2, 2), tg_opts{TG_FLOAT64}), 2.0), 0.5);
-    tg_tensor *w_out = tg_randn(TG_SHAPE(8, 3, 2, 2), tg_opts{TG_FLOAT64});  // a loss that weighs every output
+    tg_tensor *w_out = tg_randn(TG_SHAPE(8, 3, 2, 2), tg_opts{TG_FLOAT64}); // a loss that weighs every output
     tg_module *bn = tg_nn_batch_norm2d(3, tg_batch_norm_opts{});
     tg_module *sync = tg_nn_sync_batch_norm(3, tg_batch_norm_opts{});
     ASSERT_NE(sync, nullptr) << tg_last_error();
@@ -268,7 +268,7 @@ TEST_F(DistTest, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
     for (int step = 0; step < 2; step++) {
         tg_tensor *x_ref = tg_requires_grad_(tg_clone(x_all), true);
         tg_tensor *y_ref = tg_forward(bn, x_ref);
-        ASSERT_EQ(tg_backward(tg_div_scalar(tg_sum(tg_mul(y_ref, w_out)), 8)), TG_OK);  // mean over 8 samples
+        ASSERT_EQ(tg_backward(tg_div_scalar(tg_sum(tg_mul(y_ref, w_out)), 8)), TG_OK); // mean over 8 samples
         tg_tensor *x = tg_requires_grad_(tg_clone(tg_narrow(x_all, 0, 4 * rank, 4)), true);
         tg_tensor *y = tg_ddp_forward(ddp, x);
         ASSERT_NE(y, nullptr) << tg_last_error();
@@ -276,14 +276,16 @@ TEST_F(DistTest, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
         ASSERT_EQ(tg_backward(tg_div_scalar(tg_sum(tg_mul(y, tg_narrow(w_out, 0, 4 * rank, 4))), 4)), TG_OK)
             << tg_last_error();
         for (const char *name : {"weight", "bias"}) {
-            EXPECT_TRUE(tensor_near(tg_grad(tg_module_get(sync, name)), values(tg_grad(tg_module_get(bn, name))), 1e-12))
+            EXPECT_TRUE(
+                tensor_near(tg_grad(tg_module_get(sync, name)), values(tg_grad(tg_module_get(bn, name))), 1e-12))
                 << name;
             tg_zero_grad(tg_module_get(sync, name));
             tg_zero_grad(tg_module_get(bn, name));
         }
         // d(mean of the rank losses)/dx = d(L_0 + L_1)/dx / 2 in the reference; each rank
         // differentiates L_0 + L_1 through the statistics, its own half directly.
-        EXPECT_TRUE(tensor_near(tg_mul_scalar(tg_grad(x), 0.5), values(tg_narrow(tg_grad(x_ref), 0, 4 * rank, 4)), 1e-12));
+        EXPECT_TRUE(
+            tensor_near(tg_mul_scalar(tg_grad(x), 0.5), values(tg_narrow(tg_grad(x_ref), 0, 4 * rank, 4)), 1e-12));
         for (const char *name : {"running_mean", "running_var"})
             EXPECT_TRUE(tensor_near(tg_module_get(sync, name), values(tg_module_get(bn, name)), 1e-12)) << name;
     }
@@ -299,7 +301,7 @@ TEST_F(DistTest, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
     tg_module_free(bn);
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -326,7 +328,7 @@ TEST_F(DistTest, ResumeFromARankZeroCheckpointIsExact) {
     tg_tensor *y = tg_randint(0, kClasses, TG_SHAPE(128), tg_opts{TG_INT64});
     tg_loader_opts shard = {};
     shard.batch_size = 16, shard.shuffle = true, shard.seed = 9, shard.world_size = 2, shard.rank = tg_dist_rank();
-    const int64_t batches = 4;  // 64 samples per rank in batches of 16
+    const int64_t batches = 4; // 64 samples per rank in batches of 16
 
     tg_manual_seed(41);
     tg_module *a = make_net(TG_FLOAT64);
@@ -343,7 +345,7 @@ TEST_F(DistTest, ResumeFromARankZeroCheckpointIsExact) {
     ASSERT_EQ(tg_dist_barrier(), TG_OK);
     train_steps(ddp_a, opt_a, ld_a, 6);
 
-    tg_manual_seed(99);  // other weights: the checkpoint must bring everything back
+    tg_manual_seed(99); // other weights: the checkpoint must bring everything back
     tg_module *b = make_net(TG_FLOAT64);
     tg_ddp *ddp_b = tg_ddp_new(b, tg_ddp_opts{});
     tg_optim *opt_b = make_optimizer(b, true);
@@ -366,4 +368,4 @@ TEST_F(DistTest, ResumeFromARankZeroCheckpointIsExact) {
     tg_module_free(a);
 }
 
-}  // namespace
+} // namespace

@@ -21,7 +21,7 @@ class DistTest : public TgTest {
         }
         TgTest::TearDown();
     }
-    bool sync_outcome_ = true;  // false when a test breaks the group on purpose
+    bool sync_outcome_ = true; // false when a test breaks the group on purpose
 };
 
 #endif

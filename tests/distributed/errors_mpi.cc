@@ -13,7 +13,7 @@ class DistErrors : public DistTest {
   protected:
     void SetUp() override {
         DistTest::SetUp();
-        sync_outcome_ = false;  // the group is broken on purpose
+        sync_outcome_ = false; // the group is broken on purpose
     }
 };
 
@@ -56,4 +56,4 @@ TEST_F(DistErrors, ARankThatFailsMakesTheOthersFailWithinTheTimeout) {
     tg_module_free(net);
 }
 
-}  // namespace
+} // namespace

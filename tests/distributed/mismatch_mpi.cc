@@ -18,9 +18,7 @@ class DistMismatch : public DistTest {
         tg_dist_set_timeout(20.0);
         start_ = std::chrono::steady_clock::now();
     }
-    double seconds() const {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    }
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
     std::chrono::steady_clock::time_point start_;
 };
 
@@ -35,14 +33,15 @@ std::vector<double> all_values(tg_module *m) {
 
 TEST_F(DistMismatch, ModelsWithTheSameSizeButOtherShapesAreRefused) {
     int rank = tg_dist_rank();
-    tg_manual_seed(10 + rank);  // different weights: a broadcast would show
+    tg_manual_seed(10 + rank); // different weights: a broadcast would show
     tg_module *net = rank == 0 ? tg_nn_linear(4, 6, tg_linear_opts{}) : tg_nn_linear(6, 4, tg_linear_opts{});
     std::vector<double> before = all_values(net);
     tg_clear_error();
     tg_ddp *ddp = tg_ddp_new(net, tg_ddp_opts{});
     EXPECT_EQ(ddp, nullptr);
     EXPECT_ERROR_CONTAINS("tg_ddp_new: the ranks' models differ");
-    EXPECT_ERROR_CONTAINS("rank 0 has parameter weight float32 [6, 4] where rank 1 has parameter weight float32 [4, 6]");
+    EXPECT_ERROR_CONTAINS(
+        "rank 0 has parameter weight float32 [6, 4] where rank 1 has parameter weight float32 [4, 6]");
     EXPECT_EQ(all_values(net), before) << "nothing may be broadcast";
     EXPECT_LT(seconds(), 10.0);
     tg_clear_error();
@@ -130,14 +129,14 @@ TEST_F(DistMismatch, ARankThatSkippedAStepFailsInsteadOfMixingSteps) {
     int steps = rank == 0 ? 3 : 2;
     tg_status last = TG_OK;
     for (int s = 0; s < steps; s++) TG_SCOPE {
-        tg_module_zero_grad(net);
-        last = tg_backward(tg_sum(tg_ddp_forward(ddp, x)));
-    }
+            tg_module_zero_grad(net);
+            last = tg_backward(tg_sum(tg_ddp_forward(ddp, x)));
+        }
     std::string message = tg_has_error() ? tg_last_error() : "";
     tg_clear_error();
     if (rank == 0) {
-        EXPECT_EQ(last, TG_ERROR);  // its third step's all-reduce met rank 1's barrier
-        (void)tg_dist_barrier();  // the barrier rank 1 is about to call second
+        EXPECT_EQ(last, TG_ERROR); // its third step's all-reduce met rank 1's barrier
+        (void)tg_dist_barrier();   // the barrier rank 1 is about to call second
         tg_clear_error();
         EXPECT_NE(message.find("all_reduce of bucket 0 of 1 (10 elements) in step 3"), std::string::npos) << message;
         EXPECT_NE(message.find("rank 1: call #"), std::string::npos) << message;
@@ -147,11 +146,11 @@ TEST_F(DistMismatch, ARankThatSkippedAStepFailsInsteadOfMixingSteps) {
         EXPECT_EQ(tg_dist_barrier(), TG_ERROR);
         EXPECT_ERROR_CONTAINS("all_reduce of bucket 0 of 1 (10 elements) in step 3");
         tg_clear_error();
-        EXPECT_EQ(tg_dist_barrier(), TG_OK) << tg_last_error();  // in step again
+        EXPECT_EQ(tg_dist_barrier(), TG_OK) << tg_last_error(); // in step again
     }
     EXPECT_LT(seconds(), 10.0);
     tg_ddp_free(ddp);
     tg_module_free(net);
 }
 
-}  // namespace
+} // namespace

@@ -20,14 +20,14 @@
 
 /* The values an input holds. */
 typedef enum {
-    DOM_ANY = 0, /* uniform in [-2, 2] */
-    DOM_POS,     /* [0.5, 2.5]: log, sqrt, pow's base */
-    DOM_NONZERO, /* +-[0.5, 2]: divisors */
-    DOM_UNIT,    /* [0.05, 0.95]: probabilities */
+    DOM_ANY = 0,  /* uniform in [-2, 2] */
+    DOM_POS,      /* [0.5, 2.5]: log, sqrt, pow's base */
+    DOM_NONZERO,  /* +-[0.5, 2]: divisors */
+    DOM_UNIT,     /* [0.05, 0.95]: probabilities */
     DOM_SMALLINT, /* integers in [-2, 2]: comparisons meet ties */
-    DOM_SPECIAL, /* numbers mixed with inf, -inf and NaN */
-    DOM_INDEX,   /* int64 in [0, bound) */
-    DOM_BOOL,    /* bool */
+    DOM_SPECIAL,  /* numbers mixed with inf, -inf and NaN */
+    DOM_INDEX,    /* int64 in [0, bound) */
+    DOM_BOOL,     /* bool */
 } od_domain;
 
 /* How an input reaches the op: every layout is a view of a float64 leaf made with
@@ -42,28 +42,28 @@ typedef enum {
 } od_layout;
 
 typedef struct {
-    tg_shape shape;   /* what the op sees */
+    tg_shape shape; /* what the op sees */
     od_domain dom;
-    int64_t bound;    /* DOM_INDEX: values in [0, bound) */
-    bool keep_f32;    /* stays float32 in a bfloat16 run (weights next to a bf16 input) */
-    bool contiguous;  /* never given another layout (inputs written in place) */
-    bool no_grad;     /* not checked by gradcheck */
+    int64_t bound;   /* DOM_INDEX: values in [0, bound) */
+    bool keep_f32;   /* stays float32 in a bfloat16 run (weights next to a bf16 input) */
+    bool contiguous; /* never given another layout (inputs written in place) */
+    bool no_grad;    /* not checked by gradcheck */
     /* drawn by the driver */
     od_layout layout;
     int d0, d1;
-    tg_shape base;    /* the leaf's shape */
+    tg_shape base; /* the leaf's shape */
 } od_input;
 
 typedef struct {
     int n_in;
     od_input in[OD_MAX_IN];
-    int64_t i[8];      /* integer options, meaning per row */
-    double d[4];       /* real options */
-    bool no_grad;      /* this case's options are not differentiable (e.g. cast to int) */
+    int64_t i[8]; /* integer options, meaning per row */
+    double d[4];  /* real options */
+    bool no_grad; /* this case's options are not differentiable (e.g. cast to int) */
     /* Size budget: shrinking draws again under a smaller one. */
     int max_ndim;
     int64_t max_size;
-    uint64_t rng;      /* the case's own generator (splitmix64 state) */
+    uint64_t rng; /* the case's own generator (splitmix64 state) */
 } od_case;
 
 struct od_row;
@@ -73,22 +73,22 @@ typedef void (*od_draw_fn)(const struct od_row *row, od_case *c);
 typedef int (*od_run_fn)(const struct od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out);
 
 enum {
-    OD_NO_GRAD = 1 << 0,    /* not differentiable: no gradcheck */
-    OD_NO_LOWP = 1 << 1,    /* bfloat16 refused by design (random fills) */
-    OD_SEEDED = 1 << 2,     /* random: each run is seeded; two runs must give the same bits */
+    OD_NO_GRAD = 1 << 0,     /* not differentiable: no gradcheck */
+    OD_NO_LOWP = 1 << 1,     /* bfloat16 refused by design (random fills) */
+    OD_SEEDED = 1 << 2,      /* random: each run is seeded; two runs must give the same bits */
     OD_NO_GRADGRAD = 1 << 3, /* first order only */
-    OD_SAME_OUTS = 1 << 4,  /* the two outputs must be equal (rng state round trip) */
-    OD_EXACT = 1 << 5,      /* the dtype's result must equal float64's exactly (copies, indices) */
+    OD_SAME_OUTS = 1 << 4,   /* the two outputs must be equal (rng state round trip) */
+    OD_EXACT = 1 << 5,       /* the dtype's result must equal float64's exactly (copies, indices) */
 };
 
 typedef struct od_row {
-    const char *name;      /* what the case runs, e.g. "tg_sub" */
-    const char *doc_row;   /* the first function of its docs/ops.md row, e.g. "tg_add" */
+    const char *name;    /* what the case runs, e.g. "tg_sub" */
+    const char *doc_row; /* the first function of its docs/ops.md row, e.g. "tg_add" */
     od_draw_fn draw;
     od_run_fn run;
     unsigned flags;
-    od_domain dom, dom2;   /* the first input's and the others' values (generic draws) */
-    double tol;            /* multiplies the dtype's tolerance; 0 means 1 */
+    od_domain dom, dom2; /* the first input's and the others' values (generic draws) */
+    double tol;          /* multiplies the dtype's tolerance; 0 means 1 */
     /* generic rows call one of these */
     tg_tensor *(*f1)(tg_tensor *);
     tg_tensor *(*f2)(tg_tensor *, tg_tensor *);

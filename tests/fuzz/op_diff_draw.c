@@ -19,9 +19,7 @@ int64_t od_int(od_case *c, int64_t lo, int64_t hi) {
     return lo + (int64_t)(od_next(c) % (uint64_t)(hi - lo + 1));
 }
 
-double od_unif(od_case *c, double lo, double hi) {
-    return lo + (hi - lo) * ((double)(od_next(c) >> 11) * 0x1.0p-53);
-}
+double od_unif(od_case *c, double lo, double hi) { return lo + (hi - lo) * ((double)(od_next(c) >> 11) * 0x1.0p-53); }
 
 bool od_coin(od_case *c, double p) { return od_unif(c, 0, 1) < p; }
 
@@ -79,28 +77,27 @@ void od_draw_layouts(od_case *c) {
         in->layout = l;
         in->d0 = (int)od_int(c, 0, s.ndim - 1);
         switch (l) {
-            case LAYOUT_TRANSPOSED:
-                do in->d1 = (int)od_int(c, 0, s.ndim - 1);
-                while (in->d1 == in->d0);
-                in->base.dims[in->d0] = s.dims[in->d1];
-                in->base.dims[in->d1] = s.dims[in->d0];
-                break;
-            case LAYOUT_STEPPED: in->base.dims[in->d0] = 2 * s.dims[in->d0] + 1; break;
-            case LAYOUT_NARROWED: in->base.dims[in->d0] = s.dims[in->d0] + 2; break;
-            case LAYOUT_EXPANDED: in->base = od_broadcastable(c, s); break;
-            default: break;
+        case LAYOUT_TRANSPOSED:
+            do in->d1 = (int)od_int(c, 0, s.ndim - 1);
+            while (in->d1 == in->d0);
+            in->base.dims[in->d0] = s.dims[in->d1];
+            in->base.dims[in->d1] = s.dims[in->d0];
+            break;
+        case LAYOUT_STEPPED: in->base.dims[in->d0] = 2 * s.dims[in->d0] + 1; break;
+        case LAYOUT_NARROWED: in->base.dims[in->d0] = s.dims[in->d0] + 2; break;
+        case LAYOUT_EXPANDED: in->base = od_broadcastable(c, s); break;
+        default: break;
         }
     }
 }
 
 tg_tensor *od_apply_layout(const od_input *in, tg_tensor *base) {
     switch (in->layout) {
-        case LAYOUT_TRANSPOSED: return tg_transpose(base, in->d0, in->d1);
-        case LAYOUT_STEPPED:
-            return tg_slice(base, in->d0, 1, in->base.dims[in->d0], 2);
-        case LAYOUT_NARROWED: return tg_narrow(base, in->d0, 2, in->shape.dims[in->d0]);
-        case LAYOUT_EXPANDED: return tg_expand(base, in->shape);
-        default: return base;
+    case LAYOUT_TRANSPOSED: return tg_transpose(base, in->d0, in->d1);
+    case LAYOUT_STEPPED: return tg_slice(base, in->d0, 1, in->base.dims[in->d0], 2);
+    case LAYOUT_NARROWED: return tg_narrow(base, in->d0, 2, in->shape.dims[in->d0]);
+    case LAYOUT_EXPANDED: return tg_expand(base, in->shape);
+    default: return base;
     }
 }
 
@@ -121,18 +118,18 @@ void od_draw_values(od_case *c, int k, double *values, int64_t n, tg_dtype dtype
     for (int64_t j = 0; j < n; j++) {
         double v;
         switch (in->dom) {
-            case DOM_POS: v = od_unif(c, 0.5, 2.5); break;
-            case DOM_NONZERO: v = od_unif(c, 0.5, 2) * (od_coin(c, 0.5) ? 1 : -1); break;
-            case DOM_UNIT: v = od_unif(c, 0.05, 0.95); break;
-            case DOM_SMALLINT: v = (double)od_int(c, -2, 2); break;
-            case DOM_SPECIAL: {
-                double specials[3] = {INFINITY, -INFINITY, NAN};
-                v = od_coin(c, 0.6) ? od_unif(c, -2, 2) : specials[od_int(c, 0, 2)];
-                break;
-            }
-            case DOM_INDEX: v = (double)od_int(c, 0, in->bound - 1); break;
-            case DOM_BOOL: v = od_coin(c, 0.5); break;
-            default: v = od_unif(c, -2, 2); break;
+        case DOM_POS: v = od_unif(c, 0.5, 2.5); break;
+        case DOM_NONZERO: v = od_unif(c, 0.5, 2) * (od_coin(c, 0.5) ? 1 : -1); break;
+        case DOM_UNIT: v = od_unif(c, 0.05, 0.95); break;
+        case DOM_SMALLINT: v = (double)od_int(c, -2, 2); break;
+        case DOM_SPECIAL: {
+            double specials[3] = {INFINITY, -INFINITY, NAN};
+            v = od_coin(c, 0.6) ? od_unif(c, -2, 2) : specials[od_int(c, 0, 2)];
+            break;
+        }
+        case DOM_INDEX: v = (double)od_int(c, 0, in->bound - 1); break;
+        case DOM_BOOL: v = od_coin(c, 0.5); break;
+        default: v = od_unif(c, -2, 2); break;
         }
         if (dtype == TG_FLOAT32 || (dtype == TG_BFLOAT16 && in->keep_f32)) v = (float)v;
         else if (dtype == TG_BFLOAT16) v = round_bf16(v);

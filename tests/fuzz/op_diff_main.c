@@ -52,7 +52,8 @@ static tg_tensor *make_input(const od_case *c, int k, const double *values, tg_d
     if (in->dom == DOM_INDEX) base = tg_cast(base, TG_INT64);
     else if (in->dom == DOM_BOOL) base = tg_cast(base, TG_BOOL);
     else if (leaf) base = *leaf = tg_requires_grad_(base, !in->no_grad);
-    else if (dtype != TG_FLOAT64) base = tg_cast(base, in->keep_f32 && tg_dtype_is_low_precision(dtype) ? TG_FLOAT32 : dtype);
+    else if (dtype != TG_FLOAT64)
+        base = tg_cast(base, in->keep_f32 && tg_dtype_is_low_precision(dtype) ? TG_FLOAT32 : dtype);
     base = tg_tensor_to(base, device);
     return leaf ? base : od_apply_layout(in, base);
 }
@@ -115,7 +116,8 @@ static void compare(tg_tensor *want, tg_tensor *got, double atol, double rtol, b
     if (worst_ratio > 1) {
         r->kind = kind;
         snprintf(r->what, sizeof r->what,
-                 "output %d %s: element %" PRId64 " is %.9g, reference %.9g (error %.3g x the tolerance %.2g + %.2g|ref|)",
+                 "output %d %s: element %" PRId64
+                 " is %.9g, reference %.9g (error %.3g x the tolerance %.2g + %.2g|ref|)",
                  output, ws, worst, b[worst], a[worst], worst_ratio, atol, rtol);
     }
     free(a), free(b);
@@ -375,9 +377,7 @@ static int coverage(const char *path) {
  * failure that matches is reported and its row skipped, without failing the run: the
  * CI run then fails only on new findings, while docs/fuzzing.md tracks the known. */
 #define MAX_KNOWN 64
-static struct {
-    char op[48], kind[16], dtype[16];
-} known[MAX_KNOWN];
+static struct { char op[48], kind[16], dtype[16]; } known[MAX_KNOWN];
 static int num_known, known_hits;
 
 static bool read_known(const char *path) {
@@ -457,7 +457,8 @@ int main(int argc, char **argv) {
             skipped_rows++;
             continue;
         }
-        if (!only || strcmp(rows[j]->name, only) == 0 || strcmp(rows[j]->doc_row, only) == 0) selected[n_sel++] = rows[j];
+        if (!only || strcmp(rows[j]->name, only) == 0 || strcmp(rows[j]->doc_row, only) == 0)
+            selected[n_sel++] = rows[j];
     }
     if (skipped_rows) printf("op_diff: %d rows skipped (listed as skip in --known)\n", skipped_rows);
     if (n_sel == 0) {
@@ -482,8 +483,8 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    printf("op_diff: seed %" PRIu64 ", %d rows, %s%s\n", seed, n_sel, tg_cuda_available() ? "CUDA against the CPU too" : "no GPU: CPU only",
-           "");
+    printf("op_diff: seed %" PRIu64 ", %d rows, %s%s\n", seed, n_sel,
+           tg_cuda_available() ? "CUDA against the CPU too" : "no GPU: CPU only", "");
     static const int64_t sizes[] = {2, 3, 5, 8, 13};
     long cases = 0, invalid = 0, failures = 0;
     static bool failed_row[MAX_ROWS];

@@ -88,10 +88,10 @@ static int run_inplace(const od_row *row, const od_case *c, tg_tensor *const *in
     if (!y) return 0;
     tg_status s;
     switch (c->i[0]) {
-        case 0: s = tg_add_(y, in[1]); break;
-        case 1: s = tg_mul_(y, in[1]); break;
-        case 2: s = tg_mul_scalar_(y, c->d[0]); break;
-        default: s = tg_add_scaled_(y, in[1], c->d[0]); break;
+    case 0: s = tg_add_(y, in[1]); break;
+    case 1: s = tg_mul_(y, in[1]); break;
+    case 2: s = tg_mul_scalar_(y, c->d[0]); break;
+    default: s = tg_add_scaled_(y, in[1], c->d[0]); break;
     }
     return s == TG_OK ? od_one(y, out) : 0;
 }
@@ -105,11 +105,11 @@ static int run_copy_fill(const od_row *row, const od_case *c, tg_tensor *const *
 }
 
 #define UNARY(fn, doc, domain, extra) \
-    {#fn, doc, od_draw_unary, od_run_f1, extra, domain, DOM_ANY, 0, .f1 = fn}
+    { #fn, doc, od_draw_unary, od_run_f1, extra, domain, DOM_ANY, 0, .f1 = fn }
 #define BINARY(fn, doc, d1, d2, extra) \
-    {#fn, doc, od_draw_binary, od_run_f2, extra, d1, d2, 0, .f2 = fn}
+    { #fn, doc, od_draw_binary, od_run_f2, extra, d1, d2, 0, .f2 = fn }
 #define SCALAR(fn, doc, draw, domain, extra) \
-    {#fn, doc, draw, od_run_fs, extra, domain, DOM_ANY, 0, .fs = fn}
+    { #fn, doc, draw, od_run_fs, extra, domain, DOM_ANY, 0, .fs = fn }
 
 const od_row od_rows_elementwise[] = {
     BINARY(tg_add, "tg_add", DOM_ANY, DOM_ANY, 0),

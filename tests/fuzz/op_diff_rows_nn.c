@@ -12,16 +12,16 @@ static void draw_matmul(const od_row *row, od_case *c) {
     int64_t n = od_dim(c), m = od_dim(c), p = od_dim(c);
     c->i[0] = od_int(c, 0, 3);
     switch (c->i[0]) {
-        case 0: od_add(c, TG_SHAPE(n, m), DOM_ANY), od_add(c, TG_SHAPE(m, p), DOM_ANY); break;
-        case 1: od_add(c, TG_SHAPE(m), DOM_ANY), od_add(c, TG_SHAPE(m, p), DOM_ANY); break;
-        case 2: od_add(c, TG_SHAPE(n, m), DOM_ANY), od_add(c, TG_SHAPE(m), DOM_ANY); break;
-        default: {
-            tg_shape b = od_shape(c, 1, 2);
-            tg_shape a = od_broadcastable(c, b), bb = od_broadcastable(c, b);
-            a.dims[a.ndim++] = n, a.dims[a.ndim++] = m;
-            bb.dims[bb.ndim++] = m, bb.dims[bb.ndim++] = p;
-            od_add(c, a, DOM_ANY), od_add(c, bb, DOM_ANY);
-        }
+    case 0: od_add(c, TG_SHAPE(n, m), DOM_ANY), od_add(c, TG_SHAPE(m, p), DOM_ANY); break;
+    case 1: od_add(c, TG_SHAPE(m), DOM_ANY), od_add(c, TG_SHAPE(m, p), DOM_ANY); break;
+    case 2: od_add(c, TG_SHAPE(n, m), DOM_ANY), od_add(c, TG_SHAPE(m), DOM_ANY); break;
+    default: {
+        tg_shape b = od_shape(c, 1, 2);
+        tg_shape a = od_broadcastable(c, b), bb = od_broadcastable(c, b);
+        a.dims[a.ndim++] = n, a.dims[a.ndim++] = m;
+        bb.dims[bb.ndim++] = m, bb.dims[bb.ndim++] = p;
+        od_add(c, a, DOM_ANY), od_add(c, bb, DOM_ANY);
+    }
     }
 }
 
@@ -43,20 +43,21 @@ static int run_linear(const od_row *row, const od_case *c, tg_tensor *const *in,
     return od_one(tg_linear(in[0], in[1], c->i[0] ? in[2] : NULL), out);
 }
 
-static const char *const equations[] = {"ij,jk->ik", "bij,bjk->bik", "ij->ji", "ii->i", "ij,ij->", "i,j->ij", "...ij,...jk", "bi,bi->b"};
+static const char *const equations[] = {"ij,jk->ik", "bij,bjk->bik", "ij->ji",      "ii->i",
+                                        "ij,ij->",   "i,j->ij",      "...ij,...jk", "bi,bi->b"};
 
 static void draw_einsum(const od_row *row, od_case *c) {
     int64_t a = od_dim(c), b = od_dim(c), k = od_dim(c), e = od_dim(c);
     c->i[0] = od_int(c, 0, 7);
     switch (c->i[0]) {
-        case 0: od_add(c, TG_SHAPE(a, b), DOM_ANY), od_add(c, TG_SHAPE(b, k), DOM_ANY); break;
-        case 1: od_add(c, TG_SHAPE(e, a, b), DOM_ANY), od_add(c, TG_SHAPE(e, b, k), DOM_ANY); break;
-        case 2: od_add(c, TG_SHAPE(a, b), DOM_ANY); break;
-        case 3: od_add(c, TG_SHAPE(a, a), DOM_ANY); break;
-        case 4: od_add(c, TG_SHAPE(a, b), DOM_ANY), od_add(c, TG_SHAPE(a, b), DOM_ANY); break;
-        case 5: od_add(c, TG_SHAPE(a), DOM_ANY), od_add(c, TG_SHAPE(b), DOM_ANY); break;
-        case 6: od_add(c, TG_SHAPE(e, 1, a, b), DOM_ANY), od_add(c, TG_SHAPE(k, a, b, e), DOM_ANY); break;
-        default: od_add(c, TG_SHAPE(a, b), DOM_ANY), od_add(c, TG_SHAPE(a, b), DOM_ANY); break;
+    case 0: od_add(c, TG_SHAPE(a, b), DOM_ANY), od_add(c, TG_SHAPE(b, k), DOM_ANY); break;
+    case 1: od_add(c, TG_SHAPE(e, a, b), DOM_ANY), od_add(c, TG_SHAPE(e, b, k), DOM_ANY); break;
+    case 2: od_add(c, TG_SHAPE(a, b), DOM_ANY); break;
+    case 3: od_add(c, TG_SHAPE(a, a), DOM_ANY); break;
+    case 4: od_add(c, TG_SHAPE(a, b), DOM_ANY), od_add(c, TG_SHAPE(a, b), DOM_ANY); break;
+    case 5: od_add(c, TG_SHAPE(a), DOM_ANY), od_add(c, TG_SHAPE(b), DOM_ANY); break;
+    case 6: od_add(c, TG_SHAPE(e, 1, a, b), DOM_ANY), od_add(c, TG_SHAPE(k, a, b, e), DOM_ANY); break;
+    default: od_add(c, TG_SHAPE(a, b), DOM_ANY), od_add(c, TG_SHAPE(a, b), DOM_ANY); break;
     }
 }
 
@@ -70,13 +71,13 @@ static void draw_conv(const od_row *row, od_case *c) {
     int64_t groups = od_int(c, 1, 2), cin = groups * small(c, 1), cout = groups * small(c, 1);
     int64_t kh = small(c, 1) % 4, kw = small(c, 1) % 4;
     kh = kh ? kh : 1, kw = kw ? kw : 1;
-    c->i[0] = od_int(c, 1, 2);     /* stride */
-    c->i[1] = od_int(c, 0, 1);     /* padding */
-    c->i[2] = od_int(c, 1, 2);     /* dilation */
+    c->i[0] = od_int(c, 1, 2); /* stride */
+    c->i[1] = od_int(c, 0, 1); /* padding */
+    c->i[2] = od_int(c, 1, 2); /* dilation */
     c->i[3] = groups;
     c->i[4] = od_int(c, 0, c->i[0] - 1); /* output_padding below stride */
-    c->i[5] = od_int(c, 0, 1);     /* bias */
-    c->i[6] = od_int(c, 0, 2);     /* variant */
+    c->i[5] = od_int(c, 0, 1);           /* bias */
+    c->i[6] = od_int(c, 0, 2);           /* variant */
     bool transposed = row->name[7] == '_';
     tg_shape x = TG_SHAPE(small(c, 0) % 3, transposed ? cout : cin, small(c, 1) + kh, small(c, 1) + kw);
     if (od_coin(c, 0.2)) x = TG_SHAPE(x.dims[1], x.dims[2], x.dims[3]);
@@ -165,8 +166,8 @@ static void draw_norm(const od_row *row, od_case *c) {
 static int run_batch_norm(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
     /* running stats are updated in place: give the op copies */
     tg_tensor *rm = tg_clone(in[3]), *rv = tg_clone(in[4]);
-    tg_tensor *y = tg_batch_norm(in[0], rm, rv, c->i[1] & 1 ? in[1] : NULL, c->i[1] & 2 ? in[2] : NULL, c->i[2], 0.1,
-                                 c->d[0]);
+    tg_tensor *y =
+        tg_batch_norm(in[0], rm, rv, c->i[1] & 1 ? in[1] : NULL, c->i[1] & 2 ? in[2] : NULL, c->i[2], 0.1, c->d[0]);
     return c->i[2] ? od_two(y, rm, out) : od_one(y, out);
 }
 
@@ -184,8 +185,8 @@ static void draw_classes(const od_row *row, od_case *c) {
     c->i[0] = od_int(c, 0, 2); /* reduction */
     c->i[1] = od_int(c, 0, 1); /* ignore_index */
     c->i[2] = od_int(c, 0, classes - 1);
-    c->i[3] = od_int(c, 0, 1); /* weight */
-    c->i[4] = row->name[3] == 'c' ? od_int(c, 0, 1) : 0; /* probabilities */
+    c->i[3] = od_int(c, 0, 1);                                         /* weight */
+    c->i[4] = row->name[3] == 'c' ? od_int(c, 0, 1) : 0;               /* probabilities */
     c->d[0] = od_coin(c, 0.5) ? 0 : (double)(float)od_unif(c, 0, 0.5); /* label smoothing */
     tg_shape t = x;
     if (!c->i[4]) {
@@ -199,7 +200,9 @@ static void draw_classes(const od_row *row, od_case *c) {
 }
 
 static int run_classes(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
-    tg_loss_opts o = {.reduction = (tg_reduction)c->i[0], .use_ignore_index = c->i[1], .ignore_index = c->i[2],
+    tg_loss_opts o = {.reduction = (tg_reduction)c->i[0],
+                      .use_ignore_index = c->i[1],
+                      .ignore_index = c->i[2],
                       .weight = c->i[3] ? in[2] : NULL};
     if (row->name[3] == 'c') {
         o.label_smoothing = c->d[0];
@@ -227,7 +230,9 @@ static int run_pair(const od_row *row, const od_case *c, tg_tensor *const *in, t
     tg_tensor *a = in[0], *b = in[1];
     if (n[3] == 'm') return od_one(tg_mse_loss_opts(a, b, (tg_loss_opts){.reduction = red}), out);
     if (n[3] == 'l') return od_one(tg_l1_loss_opts(a, b, (tg_loss_opts){.reduction = red}), out);
-    if (n[3] == 'k') return od_one(tg_kl_div_opts(a, b, (tg_kl_opts){.reduction = (tg_reduction)c->i[0], .log_target = c->i[1] % 2}), out);
+    if (n[3] == 'k')
+        return od_one(tg_kl_div_opts(a, b, (tg_kl_opts){.reduction = (tg_reduction)c->i[0], .log_target = c->i[1] % 2}),
+                      out);
     if (n[3] == 's') return od_one(tg_smooth_l1_loss_opts(a, b, (tg_smooth_l1_opts){red, c->d[0]}), out);
     if (n[3] == 'h') return od_one(tg_huber_loss_opts(a, b, (tg_huber_opts){red, c->d[1]}), out);
     tg_bce_opts o = {.reduction = red, .weight = c->i[1] & 1 ? in[2] : NULL};
@@ -250,7 +255,8 @@ static void draw_distance(const od_row *row, od_case *c) {
 static const double norms_p[4] = {2, 1, 3, INFINITY};
 
 static int run_triplet(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
-    tg_triplet_opts o = {.reduction = (tg_reduction)(c->i[0] % 3), .margin = c->d[0], .p = norms_p[c->i[0]], .swap = c->i[1]};
+    tg_triplet_opts o = {
+        .reduction = (tg_reduction)(c->i[0] % 3), .margin = c->d[0], .p = norms_p[c->i[0]], .swap = c->i[1]};
     return od_one(tg_triplet_margin_loss_opts(in[0], in[1], in[2], o), out);
 }
 
@@ -292,7 +298,8 @@ static int run_retain_grad(const od_row *row, const od_case *c, tg_tensor *const
     return od_one(tg_clone(tg_grad(y)), out);
 }
 
-#define ROW(name, doc, draw, run, ...) {name, doc, draw, run, __VA_ARGS__}
+#define ROW(name, doc, draw, run, ...) \
+    { name, doc, draw, run, __VA_ARGS__ }
 
 const od_row od_rows_nn[] = {
     ROW("tg_matmul", "tg_matmul", draw_matmul, run_matmul, 0, .tol = 2),
@@ -311,7 +318,8 @@ const od_row od_rows_nn[] = {
     ROW("tg_nll_loss", "tg_nll_loss", draw_classes, run_classes, 0),
     ROW("tg_mse_loss", "tg_mse_loss", draw_pair, run_pair, 0, DOM_ANY, DOM_ANY),
     ROW("tg_l1_loss", "tg_l1_loss", draw_pair, run_pair, 0, DOM_ANY, DOM_ANY),
-    ROW("tg_binary_cross_entropy_with_logits", "tg_binary_cross_entropy_with_logits", draw_pair, run_pair, 0, DOM_ANY, DOM_UNIT),
+    ROW("tg_binary_cross_entropy_with_logits", "tg_binary_cross_entropy_with_logits", draw_pair, run_pair, 0, DOM_ANY,
+        DOM_UNIT),
     ROW("tg_binary_cross_entropy", "tg_binary_cross_entropy", draw_pair, run_pair, 0, DOM_UNIT, DOM_UNIT),
     ROW("tg_kl_div", "tg_kl_div", draw_pair, run_pair, 0, DOM_ANY, DOM_UNIT),
     ROW("tg_smooth_l1_loss", "tg_smooth_l1_loss", draw_pair, run_pair, 0, DOM_ANY, DOM_ANY),
@@ -319,7 +327,8 @@ const od_row od_rows_nn[] = {
     ROW("tg_triplet_margin_loss", "tg_triplet_margin_loss", draw_distance, run_triplet, 0, .tol = 2),
     ROW("tg_cosine_similarity", "tg_cosine_similarity", draw_distance, run_cosine, 0, .tol = 2),
     ROW("tg_pairwise_distance", "tg_pairwise_distance", draw_distance, run_pairwise, 0, .tol = 2),
-    ROW("tg_scaled_dot_product_attention", "tg_scaled_dot_product_attention", draw_attention, run_attention, 0, .tol = 2),
+    ROW("tg_scaled_dot_product_attention", "tg_scaled_dot_product_attention", draw_attention, run_attention, 0,
+        .tol = 2),
     ROW("tg_retain_grad", "tg_retain_grad", od_draw_unary, run_retain_grad, OD_NO_GRAD),
     {NULL},
 };

@@ -19,9 +19,9 @@ static int run_rand(const od_row *row, const od_case *c, tg_tensor *const *in, t
 
 static int run_rand_like(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
     switch (c->i[0] % 3) {
-        case 0: return od_one(tg_rand_like(in[0]), out);
-        case 1: return od_one(tg_randn_like(in[0]), out);
-        default: return od_one(tg_randint_like(in[0], -3, 1 + c->i[1]), out);
+    case 0: return od_one(tg_rand_like(in[0]), out);
+    case 1: return od_one(tg_randn_like(in[0]), out);
+    default: return od_one(tg_randint_like(in[0], -3, 1 + c->i[1]), out);
     }
 }
 
@@ -91,7 +91,7 @@ static void draw_fake_quantize(const od_row *row, od_case *c) {
     tg_shape s = od_shape(c, 1, 4);
     od_add(c, s, DOM_ANY);
     c->i[0] = od_int(c, 0, 1);
-    c->i[1] = od_int(c, 0, s.ndim - 1); /* axis */
+    c->i[1] = od_int(c, 0, s.ndim - 1);   /* axis */
     c->i[2] = od_coin(c, 0.5) ? 0 : -128; /* quant_min: uint8 or int8 */
     c->i[3] = c->i[2] + 255;
     c->i[4] = od_int(c, c->i[2], c->i[3]); /* zero point */
@@ -104,14 +104,14 @@ static void draw_fake_quantize(const od_row *row, od_case *c) {
 /* Piecewise constant in x: the values are compared (a tie of round() may differ by one
  * step in bfloat16, hence the tolerance), the gradient is the clamp mask. */
 static int run_fake_quantize(const od_row *row, const od_case *c, tg_tensor *const *in, tg_tensor **out) {
-    if (c->i[0] == 0)
-        return od_one(tg_fake_quantize_per_tensor_affine(in[0], c->d[0], c->i[4], c->i[2], c->i[3]), out);
+    if (c->i[0] == 0) return od_one(tg_fake_quantize_per_tensor_affine(in[0], c->d[0], c->i[4], c->i[2], c->i[3]), out);
     tg_tensor *scale = tg_mul_scalar(tg_cast(in[1], TG_FLOAT32), 0.05);
     tg_tensor *zp = tg_add_scalar(in[2], (double)c->i[2]);
     return od_one(tg_fake_quantize_per_channel_affine(in[0], scale, zp, (int)c->i[1], c->i[2], c->i[3]), out);
 }
 
-#define RANDOM(name, run, extra) {name, name, draw_like, run, OD_SEEDED | OD_NO_LOWP | OD_NO_GRAD | (extra), DOM_ANY}
+#define RANDOM(name, run, extra) \
+    { name, name, draw_like, run, OD_SEEDED | OD_NO_LOWP | OD_NO_GRAD | (extra), DOM_ANY }
 
 const od_row od_rows_random[] = {
     RANDOM("tg_rand", run_rand, 0),
@@ -128,6 +128,7 @@ const od_row od_rows_random[] = {
     RANDOM("tg_kaiming_uniform_", run_kaiming, 0),
     RANDOM("tg_xavier_uniform_", run_xavier, 0),
     {"tg_fake_quantize_per_tensor_affine", "tg_fake_quantize_per_tensor_affine", draw_fake_quantize, run_fake_quantize,
-     OD_NO_GRAD | OD_NO_LOWP, .tol = 1000}, /* float32 or float64 input only, as PyTorch */ /* a tie of round() may move a value by one step of the grid */
+     OD_NO_GRAD | OD_NO_LOWP, .tol = 1000},
+    /* float32 or float64 input only, as PyTorch */ /* a tie of round() may move a value by one step of the grid */
     {NULL},
 };

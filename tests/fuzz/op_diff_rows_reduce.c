@@ -28,9 +28,9 @@ static int run_sum(const od_row *row, const od_case *c, tg_tensor *const *in, tg
     dims_of(c, dims);
     bool mean = row->name[3] == 'm';
     switch (c->i[0] % 3) {
-        case 0: return od_one(mean ? tg_mean(in[0]) : tg_sum(in[0]), out);
-        case 1: return od_one((mean ? tg_mean_dims : tg_sum_dims)(in[0], dims, (int)c->i[3], c->i[2]), out);
-        default: return od_one((mean ? tg_mean_dim : tg_sum_dim)(in[0], (int)c->i[1], c->i[2]), out);
+    case 0: return od_one(mean ? tg_mean(in[0]) : tg_sum(in[0]), out);
+    case 1: return od_one((mean ? tg_mean_dims : tg_sum_dims)(in[0], dims, (int)c->i[3], c->i[2]), out);
+    default: return od_one((mean ? tg_mean_dim : tg_sum_dim)(in[0], (int)c->i[1], c->i[2]), out);
     }
 }
 
@@ -125,7 +125,8 @@ static int run_median(const od_row *row, const od_case *c, tg_tensor *const *in,
     return od_two(v, idx, out);
 }
 
-#define REDUCE(name, doc, run, domain, extra) {name, doc, draw_reduce, run, extra, domain}
+#define REDUCE(name, doc, run, domain, extra) \
+    { name, doc, draw_reduce, run, extra, domain }
 
 const od_row od_rows_reduce[] = {
     REDUCE("tg_sum", "tg_sum", run_sum, DOM_ANY, 0),

@@ -20,14 +20,14 @@ static int run_view(const od_row *row, const od_case *c, tg_tensor *const *in, t
     tg_tensor *x = in[0];
     int64_t n = tg_numel(x), last = ndim0(x) ? size_at(x, -1) : 1;
     switch (c->i[0] % 3) {
-        case 0: return od_one(tg_view(tg_contiguous(x), TG_SHAPE(n)), out);
-        case 1:
-            if (last == 0) return od_one(tg_reshape(x, TG_SHAPE(0, 3)), out);
-            return od_one(tg_reshape(x, TG_SHAPE(n / last, last, 1)), out);
-        default: {
-            int a = dim_of(x, c->i[1]), b = dim_of(x, c->i[2]);
-            return od_one(tg_flatten(x, a < b ? a : b, a < b ? b : a), out);
-        }
+    case 0: return od_one(tg_view(tg_contiguous(x), TG_SHAPE(n)), out);
+    case 1:
+        if (last == 0) return od_one(tg_reshape(x, TG_SHAPE(0, 3)), out);
+        return od_one(tg_reshape(x, TG_SHAPE(n / last, last, 1)), out);
+    default: {
+        int a = dim_of(x, c->i[1]), b = dim_of(x, c->i[2]);
+        return od_one(tg_flatten(x, a < b ? a : b, a < b ? b : a), out);
+    }
     }
 }
 
@@ -81,14 +81,14 @@ static int run_chunk(const od_row *row, const od_case *c, tg_tensor *const *in, 
     int d = dim_of(in[0], c->i[1]), n;
     int64_t size = size_at(in[0], d);
     switch (c->i[0] % 4) {
-        case 0: n = tg_chunk(in[0], 1 + (int)c->i[2], d, parts, 16); break;
-        case 1: n = tg_split(in[0], 1 + c->i[2], d, parts, 16); break;
-        case 2: {
-            int64_t sizes[2] = {size / 2, size - size / 2};
-            n = tg_split_sizes(in[0], sizes, 2, d, parts, 16);
-            break;
-        }
-        default: n = tg_unbind(in[0], d, parts, 16); break;
+    case 0: n = tg_chunk(in[0], 1 + (int)c->i[2], d, parts, 16); break;
+    case 1: n = tg_split(in[0], 1 + c->i[2], d, parts, 16); break;
+    case 2: {
+        int64_t sizes[2] = {size / 2, size - size / 2};
+        n = tg_split_sizes(in[0], sizes, 2, d, parts, 16);
+        break;
+    }
+    default: n = tg_unbind(in[0], d, parts, 16); break;
     }
     if (n <= 0) return 0;
     return od_two(parts[0], parts[n - 1], out);
@@ -107,9 +107,9 @@ static int run_repeat(const od_row *row, const od_case *c, tg_tensor *const *in,
     int n = ndim0(in[0]) + (int)(c->i[1] % 2);
     for (int d = 0; d < n; d++) reps[d] = (c->i[2] >> d) % 3;
     switch (c->i[0] % 3) {
-        case 0: return od_one(tg_repeat(in[0], reps, n), out);
-        case 1: return od_one(tg_tile(in[0], reps, n), out);
-        default: return od_one(tg_roll(in[0], c->i[2] - 3, dim_of(in[0], c->i[1])), out);
+    case 0: return od_one(tg_repeat(in[0], reps, n), out);
+    case 1: return od_one(tg_tile(in[0], reps, n), out);
+    default: return od_one(tg_roll(in[0], c->i[2] - 3, dim_of(in[0], c->i[1])), out);
     }
 }
 
@@ -245,7 +245,8 @@ static void draw_indexed(const od_row *row, od_case *c) {
     bool one_d = row->name[3] == 'i'; /* tg_index_* */
     tg_shape is = s;
     if (one_d) is = TG_SHAPE(od_dim(c));
-    else for (int k = 0; k < s.ndim; k++) is.dims[k] = od_int(c, 0, s.dims[k]);
+    else
+        for (int k = 0; k < s.ndim; k++) is.dims[k] = od_int(c, 0, s.dims[k]);
     if (!one_d && od_coin(c, 0.5)) is.dims[d] = od_dim(c); /* gather may take more along dim */
     od_input *idx = od_add(c, is, DOM_INDEX);
     idx->bound = s.dims[d];
@@ -334,7 +335,8 @@ static int run_embedding(const od_row *row, const od_case *c, tg_tensor *const *
     return od_one(tg_embedding(in[0], in[1], o), out);
 }
 
-#define X(name, doc, run, extra) {name, doc, draw_x, run, extra, DOM_ANY}
+#define X(name, doc, run, extra) \
+    { name, doc, draw_x, run, extra, DOM_ANY }
 
 const od_row od_rows_shape[] = {
     X("tg_view", "tg_view", run_view, OD_EXACT),

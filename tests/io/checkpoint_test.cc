@@ -18,8 +18,7 @@ using MapPtr = std::unique_ptr<tg_tensor_map, void (*)(tg_tensor_map *)>;
 // Sequential(Linear(in, hidden), ReLU, Linear(hidden, 2), BatchNorm1d(2)).
 ModulePtr make_model(int64_t in = 4, int64_t hidden = 3) {
     tg_module *layers[4] = {tg_nn_linear(in, hidden, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(hidden, 2, tg_linear_opts{}),
-                            tg_nn_batch_norm1d(2, tg_batch_norm_opts{})};
+                            tg_nn_linear(hidden, 2, tg_linear_opts{}), tg_nn_batch_norm1d(2, tg_batch_norm_opts{})};
     return ModulePtr(tg_nn_sequential(4, layers), tg_module_free);
 }
 
@@ -96,7 +95,7 @@ TEST_F(CheckpointTest, LoadRefusesBadQuantisationStateAndMasks) {
                        std::string(text) + " at flat index 2: a quantisation scale must be finite and positive");
     expect_refused(dyn, "0.zero_point", 300, "300 at flat index 2: the int8 weights are symmetric");
     ASSERT_EQ(tg_save_state_dict(dyn, good.c_str()), TG_OK);
-    EXPECT_EQ(tg_load_state_dict(dyn, good.c_str(), true), TG_OK) << tg_last_error();  // a good one loads
+    EXPECT_EQ(tg_load_state_dict(dyn, good.c_str(), true), TG_OK) << tg_last_error(); // a good one loads
 
     tg_module *pruned = TG_NN_SEQUENTIAL(tg_nn_linear(4, 3, tg_linear_opts{}));
     ASSERT_EQ(tg_prune_l1_unstructured(tg_module_child(pruned, "0"), "weight", tg_prune_fraction(0.5)), TG_OK);
@@ -115,7 +114,8 @@ TEST_F(CheckpointTest, LoadRefusesBadQuantisationStateAndMasks) {
     ASSERT_EQ(tg_quant_convert(fixed, qc), TG_OK) << tg_last_error();
     expect_refused(fixed, "quant.scale", NAN, "nan at flat index 0: a quantisation scale must be finite and positive");
     expect_refused(fixed, "module.0.weight_scale", -1, "-1 at flat index 2");
-    expect_refused(fixed, "module.0.zero_point", 256, "256 at flat index 0: a quint8 zero point must be within [0, 255]");
+    expect_refused(fixed, "module.0.zero_point", 256,
+                   "256 at flat index 0: a quint8 zero point must be within [0, 255]");
     expect_refused(fixed, "dequant.input_zero_point", -1, "-1 at flat index 0");
     tg_module_free(fixed);
     tg_module_free(pruned);
@@ -154,8 +154,7 @@ TEST_F(CheckpointTest, StrictReportsEveryMismatchInOneMessage) {
     ASSERT_EQ(tg_fill_(rm, 7), TG_OK);
     EXPECT_EQ(tg_load_state_dict(same.get(), path.c_str(), false), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(rm, {7, 7}, 0)) << "absent entries keep their values";
-    EXPECT_TRUE(tensor_near(tg_module_get(same.get(), "0.weight"),
-                            values(tg_module_get(small.get(), "0.weight")), 0));
+    EXPECT_TRUE(tensor_near(tg_module_get(same.get(), "0.weight"), values(tg_module_get(small.get(), "0.weight")), 0));
     EXPECT_EQ(tg_load_state_dict(same.get(), path.c_str(), true), TG_ERROR);
 }
 
@@ -170,7 +169,7 @@ TEST_F(CheckpointTest, ResumeContinuesIdentically) {
     std::vector<double> expected;
     for (int i = 0; i < 3; i++) expected.push_back(train_step(model.get(), opt.get()));
 
-    tg_manual_seed(999);  // a different model, optimizer state and RNG stream
+    tg_manual_seed(999); // a different model, optimizer state and RNG stream
     ModulePtr fresh = make_model();
     OptimPtr fresh_opt(tg_adam(fresh.get(), tg_adam_opts{0.5}), tg_optim_free);
     tg_checkpoint_info info = {};
@@ -184,7 +183,7 @@ TEST_F(CheckpointTest, ResumeContinuesIdentically) {
     EXPECT_NE(tg_tensor_map_get(file.get(), "model.0.weight"), nullptr);
     EXPECT_NE(tg_tensor_map_get(file.get(), "optim.state.0.exp_avg"), nullptr);
     EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "optim.name"), tg_optim_name(opt.get()));
-    EXPECT_NE(tg_tensor_map_get(file.get(), "rng.state"), nullptr);  // the mt19937 words
+    EXPECT_NE(tg_tensor_map_get(file.get(), "rng.state"), nullptr); // the mt19937 words
 
     // A file from before rng.state (only the seed and the CUDA offset): loading reseeds.
     ASSERT_TRUE(tg_tensor_map_remove(file.get(), "rng.state"));
@@ -232,7 +231,7 @@ TEST_F(CheckpointTest, ParamGroupLrs) {
     for (int i = 0; i < 2; i++) train_step(model.get(), opt.get());
     tg_optim_set_group_lr(opt.get(), 0, 0.02);
     tg_optim_set_group_lr(opt.get(), 1, 0.3);
-    ASSERT_EQ(tg_optim_set_group_momentum(opt.get(), 0, 0.85), TG_OK);  // as OneCycleLR would
+    ASSERT_EQ(tg_optim_set_group_momentum(opt.get(), 0, 0.85), TG_OK); // as OneCycleLR would
     ASSERT_EQ(tg_optim_set_group_momentum(opt.get(), 1, 0.8), TG_OK);
     std::string path = dir_ + "/ck.safetensors";
     ASSERT_EQ(tg_save_checkpoint(path.c_str(), model.get(), opt.get(), tg_checkpoint_info{2, 0}), TG_OK)
@@ -289,7 +288,7 @@ TEST_F(CheckpointTest, ParamGroupLrs) {
     EXPECT_EQ(tg_optim_get_group_lr(legacy.get(), 1), 0.02) << "\"optim.lr\" goes to every group";
 }
 
-}  // namespace
+} // namespace
 
 // A scheduled run resumes bit for bit: every scheduler made on the optimizer is in its
 // checkpoint (last_epoch, step count, base and last lrs), checked against the one the
@@ -305,7 +304,7 @@ TEST_F(CheckpointTest, ScheduledRunResumesBitExact) {
         Run r{make_model(), OptimPtr(nullptr, tg_optim_free), nullptr, nullptr};
         r.opt.reset(tg_sgd(r.model.get(), tg_sgd_opts{.lr = 0.1, .momentum = 0.9}));
         r.cosine = tg_cosine_annealing_lr(r.opt.get(), 5, 0.001);
-        r.step = tg_step_lr(r.opt.get(), 2, 0.5);  // chained on the same optimizer, as PyTorch allows
+        r.step = tg_step_lr(r.opt.get(), 2, 0.5); // chained on the same optimizer, as PyTorch allows
         return r;
     };
     auto advance = [](Run &r, std::vector<double> &losses, std::vector<double> &lrs) {
@@ -323,16 +322,16 @@ TEST_F(CheckpointTest, ScheduledRunResumesBitExact) {
     std::vector<double> expected_losses, expected_lrs;
     for (int i = 0; i < 4; i++) advance(run, expected_losses, expected_lrs);
 
-    Run resumed = make_run(999);  // other weights; its schedulers at epoch 0
+    Run resumed = make_run(999); // other weights; its schedulers at epoch 0
     ASSERT_EQ(tg_load_checkpoint(path.c_str(), resumed.model.get(), resumed.opt.get(), nullptr), TG_OK)
         << tg_last_error();
     EXPECT_EQ(tg_scheduler_last_epoch(resumed.cosine), 3);
     EXPECT_EQ(tg_scheduler_get_last_lr(resumed.step), lrs.back());
     std::vector<double> got_losses, got_lrs;
     for (int i = 0; i < 4; i++) advance(resumed, got_losses, got_lrs);
-    EXPECT_EQ(got_lrs, expected_lrs);  // exactly, not approximately
+    EXPECT_EQ(got_lrs, expected_lrs); // exactly, not approximately
     EXPECT_EQ(got_losses, expected_losses);
-    EXPECT_NE(expected_lrs[0], expected_lrs[1]);  // the schedule does move the lr
+    EXPECT_NE(expected_lrs[0], expected_lrs[1]); // the schedule does move the lr
 
     MapPtr file(tg_safetensors_load(path.c_str()), tg_tensor_map_free);
     EXPECT_STREQ(tg_tensor_map_metadata(file.get(), "sched.count"), "2");
@@ -381,7 +380,7 @@ TEST_F(CheckpointTest, OneCycleResumeRestoresLrAndMomentumExactly) {
     }
     EXPECT_EQ(got, expected);
     EXPECT_NE(expected[1], expected[4]);
-    EXPECT_EQ(tg_scheduler_step(s2), TG_ERROR);  // the resumed one knows it is at its last step too
+    EXPECT_EQ(tg_scheduler_step(s2), TG_ERROR); // the resumed one knows it is at its last step too
     EXPECT_ERROR_CONTAINS("tried to step 12 times; the specified number of total steps is 10");
     tg_scheduler_free(s);
     tg_scheduler_free(s2);
@@ -398,7 +397,7 @@ TEST_F(CheckpointTest, CorruptRngStateLeavesModelUnchanged) {
     ASSERT_TRUE(ck) << tg_last_error();
     TG_SCOPE {
         tg_tensor *rng = tg_clone(tg_tensor_map_get(ck.get(), "rng.state"));
-        ((unsigned char *)tg_data_ptr(rng))[0] ^= 0xff;  // the magic bytes
+        ((unsigned char *)tg_data_ptr(rng))[0] ^= 0xff; // the magic bytes
         ASSERT_EQ(tg_tensor_map_set(ck.get(), "rng.state", rng), TG_OK);
     }
     ASSERT_EQ(tg_safetensors_save(ck.get(), bad.c_str()), TG_OK) << tg_last_error();
@@ -428,7 +427,9 @@ TEST_F(CheckpointTest, SchedulerStateMismatchesAreRefusedBeforeAnythingChanges) 
     // No scheduler made for the resumed run: the file's scheduler state is not needed.
     ASSERT_EQ(tg_load_checkpoint(scheduled.c_str(), other.get(), other_opt.get(), nullptr), TG_OK) << tg_last_error();
     EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), values(tg_module_get(model.get(), "0.weight")));
-    TG_NO_GRAD { ASSERT_EQ(tg_fill_(tg_module_get(other.get(), "0.weight"), 5), TG_OK); }  // a parameter: as under torch.no_grad
+    TG_NO_GRAD {
+        ASSERT_EQ(tg_fill_(tg_module_get(other.get(), "0.weight"), 5), TG_OK);
+    } // a parameter: as under torch.no_grad
     w = values(tg_module_get(other.get(), "0.weight"));
 
     tg_lr_scheduler *wrong = tg_step_lr(other_opt.get(), 4, 0.5);

@@ -62,7 +62,7 @@ TEST_F(SafetensorsTest, LoadsFileWrittenByPyTorch) {
         ASSERT_NE(t, nullptr) << name;
         EXPECT_STREQ(dtype_name_of(t), fx.dtype.c_str()) << name;
         EXPECT_EQ(dims(t), fx.shape) << name;
-        EXPECT_TRUE(tensor_near(t, fx.data, 0)) << name;  // bit-exact
+        EXPECT_TRUE(tensor_near(t, fx.data, 0)) << name; // bit-exact
         EXPECT_EQ(tg_device_of(t).kind, TG_DEVICE_CPU);
     }
     EXPECT_STREQ(tg_tensor_map_metadata(m, "source"), "gen_safetensors.py");
@@ -159,7 +159,7 @@ TEST_F(SafetensorsTest, StaleTempFileIsReplacedByTheNextSave) {
     std::string path = dir_ + "/ck.safetensors", tmp = path + ".tmp", victim = dir_ + "/victim";
     {
         std::ofstream stale(tmp, std::ios::binary);
-        stale << std::string(1 << 20, 'x');  // larger than what the save writes
+        stale << std::string(1 << 20, 'x'); // larger than what the save writes
     }
     tg_tensor *t = tensor_f32({1, 2, 3}, TG_SHAPE(3));
     ASSERT_EQ(tg_safetensors_save_tensor(t, "w", path.c_str()), TG_OK) << tg_last_error();
@@ -179,7 +179,7 @@ TEST_F(SafetensorsTest, StaleTempFileIsReplacedByTheNextSave) {
     tg_clear_error();
     EXPECT_NE(tg_safetensors_save_tensor(t, "w", path.c_str()), TG_OK);
     EXPECT_ERROR_CONTAINS("tg_safetensors_save: cannot remove the stale " + tmp);
-    EXPECT_TRUE(tensor_near(tg_safetensors_load_tensor(path.c_str(), "w"), {1, 2, 3}, 0));  // old file intact
+    EXPECT_TRUE(tensor_near(tg_safetensors_load_tensor(path.c_str(), "w"), {1, 2, 3}, 0)); // old file intact
 }
 
 TEST_F(SafetensorsTest, SingleTensor) {
@@ -207,10 +207,10 @@ TEST_F(SafetensorsTest, MapApi) {
     tg_tensor *a = tensor_f32({1}, TG_SHAPE(1)), *b = tensor_f32({2}, TG_SHAPE(1));
     EXPECT_EQ(tg_tensor_map_set(m, "a", a), TG_OK);
     EXPECT_EQ(tg_tensor_map_set(m, "b", b), TG_OK);
-    EXPECT_EQ(tg_tensor_map_set(m, "a", b), TG_OK);  // replace keeps the position
-    EXPECT_EQ(tg_tensor_map_set(m, "a", b), TG_OK);  // same tensor again: still alive
+    EXPECT_EQ(tg_tensor_map_set(m, "a", b), TG_OK); // replace keeps the position
+    EXPECT_EQ(tg_tensor_map_set(m, "a", b), TG_OK); // same tensor again: still alive
     tg_scope_end();
-    EXPECT_EQ(tg_live_tensors(), live + 1);  // only b, held by the map
+    EXPECT_EQ(tg_live_tensors(), live + 1); // only b, held by the map
     EXPECT_EQ(tg_tensor_map_size(m), 2);
     EXPECT_STREQ(tg_tensor_map_name(m, 0), "a");
     EXPECT_EQ(tg_tensor_map_tensor(m, 0), tg_tensor_map_get(m, "b"));
@@ -232,7 +232,7 @@ TEST_F(SafetensorsTest, MapApi) {
     tg_tensor_map *model = tg_tensor_map_select(ck, "model.");
     EXPECT_EQ(tg_tensor_map_size(model), 2);
     EXPECT_STREQ(tg_tensor_map_name(model, 1), "b");
-    EXPECT_EQ(tg_tensor_map_get(model, "b"), tg_tensor_map_get(m, "b"));  // shared, not copied
+    EXPECT_EQ(tg_tensor_map_get(model, "b"), tg_tensor_map_get(m, "b")); // shared, not copied
 
     EXPECT_TRUE(tg_tensor_map_remove(m, "a"));
     EXPECT_FALSE(tg_tensor_map_remove(m, "a"));
@@ -253,7 +253,7 @@ TEST_F(SafetensorsTest, EmptyMapAndMissingFile) {
     ASSERT_EQ(tg_safetensors_save(m, path.c_str()), TG_OK);
     tg_tensor_map_free(m);
     Bytes b = read_bytes(path);
-    EXPECT_EQ(b.size(), 16u);  // "{}" padded to 8
+    EXPECT_EQ(b.size(), 16u); // "{}" padded to 8
     m = tg_safetensors_load(path.c_str());
     ASSERT_NE(m, nullptr) << tg_last_error();
     EXPECT_EQ(tg_tensor_map_size(m), 0);
@@ -306,13 +306,15 @@ TEST_F(SafetensorsTest, MalformedEntries) {
                        "data_offsets must be two integers");
     expect_parse_error(st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", four),
                        "data_offsets [0, 4] hold 4 bytes but shape [2] of F32 needs 8");
-    expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", four),
-                       "sizes [4294967296, 4294967296, 4294967296] are too large for a tensor");
+    expect_parse_error(
+        st_bytes(R"({"a":{"dtype":"U8","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", four),
+        "sizes [4294967296, 4294967296, 4294967296] are too large for a tensor");
     // No elements, but sizes whose product overflows (found by fuzzing).
     expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})"),
                        "are too large for a tensor");
     expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
-                                R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", four),
+                                R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})",
+                                four),
                        "tensor \"a\" appears twice");
 }
 
@@ -321,7 +323,8 @@ TEST_F(SafetensorsTest, MalformedLayout) {
     expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", eight),
                        "tensor \"a\" starts at byte 4 of the data, expected 0 (a gap before it)");
     expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
-                                R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", eight),
+                                R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+                                eight),
                        "expected 4 (it overlaps another)");
     expect_parse_error(st_bytes(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", eight),
                        "4 trailing bytes after the tensor data");
@@ -382,19 +385,22 @@ TEST_F(SafetensorsTest, ChecksumsCatchAFlippedBit) {
     ASSERT_TRUE(cJSON_IsObject(meta)) << header;
     int strings = 0;
     for (const cJSON *kv = meta->child; kv; kv = kv->next) strings += cJSON_IsString(kv);
-    EXPECT_EQ(strings, 3) << header;  // epoch + one per tensor, all strings
+    EXPECT_EQ(strings, 3) << header; // epoch + one per tensor, all strings
     EXPECT_EQ(cJSON_GetArraySize(meta), 3);
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(meta, "tapegrad.crc32c.layer.weight");
     ASSERT_TRUE(cJSON_IsString(sum)) << header;
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "layer.weight"),
-                                                         "data_offsets");
+    const cJSON *offs =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "layer.weight"), "data_offsets");
     size_t begin = 8 + hl + (size_t)cJSON_GetArrayItem(offs, 0)->valuedouble;
     char expect[9];
     snprintf(expect, sizeof expect, "%08x", (unsigned)tg_crc32c(0, file.data() + begin, 64));
     EXPECT_STREQ(sum->valuestring, expect);
     std::string step_sum = cJSON_GetObjectItemCaseSensitive(meta, "tapegrad.crc32c.step")->valuestring;
-    size_t step_begin = 8 + hl + (size_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-                                     cJSON_GetObjectItemCaseSensitive(root, "step"), "data_offsets"), 0)->valuedouble;
+    size_t step_begin =
+        8 + hl +
+        (size_t)cJSON_GetArrayItem(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "step"), "data_offsets"), 0)
+            ->valuedouble;
     cJSON_Delete(root);
 
     // intact: loads, the checksum keys are not the map's metadata
@@ -405,7 +411,7 @@ TEST_F(SafetensorsTest, ChecksumsCatchAFlippedBit) {
     uint8_t *again = nullptr;
     size_t again_n = 0;
     ASSERT_EQ(tg_safetensors_serialize(back, &again, &again_n), TG_OK);
-    EXPECT_EQ(Bytes(again, again + again_n), file);  // resaving gives the same bytes
+    EXPECT_EQ(Bytes(again, again + again_n), file); // resaving gives the same bytes
     free(again);
     tg_tensor_map_free(back);
 
@@ -422,13 +428,15 @@ TEST_F(SafetensorsTest, ChecksumsCatchAFlippedBit) {
         tg_clear_error();
         EXPECT_EQ(tg_safetensors_load(path.c_str()), nullptr);
         char msg[512];
-        snprintf(msg, sizeof msg, "tg_safetensors_load: %s: tensor \"%s\" is corrupted: the CRC32C of its %zu bytes is "
-                 "%08x, the file says %s", path.c_str(), f.name, f.n, (unsigned)tg_crc32c(0, bad.data() + f.base, f.n),
-                 f.sum);
+        snprintf(msg, sizeof msg,
+                 "tg_safetensors_load: %s: tensor \"%s\" is corrupted: the CRC32C of its %zu bytes is "
+                 "%08x, the file says %s",
+                 path.c_str(), f.name, f.n, (unsigned)tg_crc32c(0, bad.data() + f.base, f.n), f.sum);
         EXPECT_ERROR_CONTAINS(msg);
     }
     // a malformed checksum is an error; a file without any (PyTorch's) loads
-    std::string h = R"({"__metadata__":{"tapegrad.crc32c.x":"12zz"},"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+    std::string h =
+        R"({"__metadata__":{"tapegrad.crc32c.x":"12zz"},"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
     expect_parse_error(st_bytes(h, {5}), "metadata \"tapegrad.crc32c.x\" must be 8 hex digits (a CRC32C)");
     h = R"({"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
     tg_tensor_map *plain = tg_safetensors_parse(st_bytes(h, {5}).data(), 9 + h.size(), "plain");
@@ -436,4 +444,4 @@ TEST_F(SafetensorsTest, ChecksumsCatchAFlippedBit) {
     tg_tensor_map_free(plain);
 }
 
-}  // namespace
+} // namespace

@@ -22,19 +22,19 @@ std::vector<double> want(const std::string &name) { return fixture_tensor(fx(), 
 
 class AttentionTest : public TgTest {};
 
-}  // namespace
+} // namespace
 
 TEST_F(AttentionTest, ScaledDotProductAttentionMatchesTheFormula) {
     struct Case {
         const char *name;
-        int mask;  // 0 none, 1 float, 2 bool
+        int mask; // 0 none, 1 float, 2 bool
         bool causal;
     };
     for (Case c : {Case{"plain", 0, false}, Case{"float_mask", 1, false}, Case{"bool_mask", 2, false},
                    Case{"causal", 0, true}}) {
         std::string n = std::string("sdpa_") + c.name;
         tg_tensor *q = f64("sdpa.q", true), *k = f64("sdpa.k", true), *v = f64("sdpa.v", true);
-        tg_tensor *mask = c.mask == 1 ? f64("sdpa.float_mask")
+        tg_tensor *mask = c.mask == 1   ? f64("sdpa.float_mask")
                           : c.mask == 2 ? fixture_tensor(fx(), "sdpa.bool_mask").make(TG_BOOL)
                                         : nullptr;
         tg_tensor *y = tg_scaled_dot_product_attention(q, k, v, mask, 0.0, c.causal);
@@ -51,7 +51,7 @@ namespace {
 tg_tensor *sdpa_fn(tg_tensor *const *in, void *user) {
     return tg_scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0.0, user != nullptr);
 }
-}  // namespace
+} // namespace
 
 TEST_F(AttentionTest, ScaledDotProductAttentionGradcheckDropoutAndErrors) {
     tg_manual_seed(2);
@@ -80,9 +80,9 @@ TEST_F(AttentionTest, ScaledDotProductAttentionGradcheckDropoutAndErrors) {
     EXPECT_EQ(tg_scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0, true), nullptr);
     EXPECT_ERROR_CONTAINS("is_causal and attn_mask are exclusive");
     tg_clear_error();
-    EXPECT_EQ(tg_scaled_dot_product_attention(in[0], in[1], in[2], tg_zeros(TG_SHAPE(4, 5), tg_opts{TG_FLOAT64}), 0,
-                                              false),
-              nullptr);
+    EXPECT_EQ(
+        tg_scaled_dot_product_attention(in[0], in[1], in[2], tg_zeros(TG_SHAPE(4, 5), tg_opts{TG_FLOAT64}), 0, false),
+        nullptr);
     EXPECT_ERROR_CONTAINS("attn_mask [4, 5] (float64) must be bool or floating, on the query's device, and broadcast "
                           "to the scores [..., 3, 5]");
     tg_clear_error();
@@ -141,7 +141,7 @@ void check_mha(const MhaCase &c) {
             << params[i].name;
     tg_module_free(m);
 }
-}  // namespace
+} // namespace
 
 TEST_F(AttentionTest, MultiheadAttentionMatchesPyTorch) {
     const MhaCase cases[] = {
@@ -152,8 +152,8 @@ TEST_F(AttentionTest, MultiheadAttentionMatchesPyTorch) {
         {"mha_dropout_nobias", 18,
          [] { return tg_nn_multihead_attention(4, 2, tg_mha_opts{.dropout = 0.25, .no_bias = true}); }, false, true,
          false, false, false},
-        {"mha_unbatched", 22, [] { return tg_nn_multihead_attention(4, 1, tg_mha_opts{}); }, false, false, false,
-         false, false},
+        {"mha_unbatched", 22, [] { return tg_nn_multihead_attention(4, 1, tg_mha_opts{}); }, false, false, false, false,
+         false},
     };
     for (const MhaCase &c : cases) check_mha(c);
 }
@@ -226,13 +226,13 @@ tg_tensor *mha_fn(tg_tensor *const *in, void *user) {
         return nullptr;
     return tg_add(tg_sum(tg_square(out)), tg_sum(tg_mul(w, w)));
 }
-}  // namespace
+} // namespace
 
 TEST_F(AttentionTest, MultiheadAttentionGradcheck) {
     tg_manual_seed(3);
     tg_module *m = tg_nn_multihead_attention(4, 2, tg_mha_opts{});
     ASSERT_EQ(tg_module_cast(m, TG_FLOAT64), TG_OK);
-    TG_NO_GRAD {  // non-zero biases, so that their gradients are exercised at a generic point
+    TG_NO_GRAD { // non-zero biases, so that their gradients are exercised at a generic point
         tg_copy_(tg_module_get(m, "in_proj_bias"), tg_randn(TG_SHAPE(12), tg_opts{TG_FLOAT64}));
     }
     tg_opts o = {TG_FLOAT64, TG_CPU, true};
@@ -286,8 +286,8 @@ TEST_F(AttentionTest, MultiheadAttentionIsCausal) {
     EXPECT_TRUE(tensor_near(out, values(out_mask), 1e-12));
     tg_module_free(m);
     // appended keys (add_bias_kv, add_zero_attn) stay visible, as PyTorch pads the mask
-    tg_module *kv = tg_nn_multihead_attention(6, 3, tg_mha_opts{.batch_first = true, .add_bias_kv = true,
-                                                                 .add_zero_attn = true});
+    tg_module *kv =
+        tg_nn_multihead_attention(6, 3, tg_mha_opts{.batch_first = true, .add_bias_kv = true, .add_zero_attn = true});
     ASSERT_NE(kv, nullptr) << tg_last_error();
     ASSERT_EQ(tg_module_cast(kv, TG_FLOAT64), TG_OK);
     causal = {}, masked = {};

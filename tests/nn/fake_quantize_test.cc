@@ -36,17 +36,22 @@ TEST_F(FakeQuantizeModuleTest, MatchesPyTorchWithObserverAndFakeQuantToggled) {
                 EXPECT_TRUE(tensor_near(y, fixture_tensor(fx, p + "y").data, 0, 0)) << p;
                 ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, tg_flip(b.make(TG_FLOAT32), (const int[]){0}, 1)))), TG_OK);
                 EXPECT_TRUE(tensor_near(tg_grad(x), fixture_tensor(fx, p + "grad").data, 0, 0)) << p;
-                EXPECT_TRUE(tensor_near(tg_module_buffer(fq, "scale"), fixture_tensor(fx, p + "scale").data, 0, 0)) << p;
-                EXPECT_TRUE(tensor_near(tg_module_buffer(fq, "zero_point"), fixture_tensor(fx, p + "zero_point").data, 0,
-                                        0))
+                EXPECT_TRUE(tensor_near(tg_module_buffer(fq, "scale"), fixture_tensor(fx, p + "scale").data, 0, 0))
+                    << p;
+                EXPECT_TRUE(
+                    tensor_near(tg_module_buffer(fq, "zero_point"), fixture_tensor(fx, p + "zero_point").data, 0, 0))
                     << p;
             }
         }
     }
     int n = 0;
     const tg_named_tensor *sd = tg_state_dict(wt, &n);
-    const char *names[] = {"fake_quant_enabled", "observer_enabled", "scale", "zero_point",
-                           "activation_post_process.eps", "activation_post_process.min_val",
+    const char *names[] = {"fake_quant_enabled",
+                           "observer_enabled",
+                           "scale",
+                           "zero_point",
+                           "activation_post_process.eps",
+                           "activation_post_process.min_val",
                            "activation_post_process.max_val"};
     ASSERT_EQ(n, 7);
     for (int i = 0; i < 7; i++) EXPECT_STREQ(sd[i].name, names[i]);
@@ -64,13 +69,13 @@ TEST_F(FakeQuantizeModuleTest, EnableWalksTheModelAndErrors) {
     EXPECT_EQ(tg_fake_quant_enable_fake_quant(model, false), 2);
     TG_SCOPE {
         tg_tensor *x = tg_randn(TG_SHAPE(3, 4), tg_opts{});
-        EXPECT_TRUE(tensor_near(tg_forward(model, x), values(tg_relu(x)), 0, 0));  // both off: identity
+        EXPECT_TRUE(tensor_near(tg_forward(model, x), values(tg_relu(x)), 0, 0)); // both off: identity
         EXPECT_EQ(values(tg_module_get(model, "0.activation_post_process.min_val")), std::vector<double>{INFINITY});
     }
     tg_module_free(model);
     tg_clear_error();
-    EXPECT_EQ(tg_nn_fake_quantize(tg_nn_relu()), nullptr);  // the ReLU is freed
+    EXPECT_EQ(tg_nn_fake_quantize(tg_nn_relu()), nullptr); // the ReLU is freed
     EXPECT_ERROR_CONTAINS("tg_nn_fake_quantize: expected an observer, got ReLU");
 }
 
-}  // namespace
+} // namespace

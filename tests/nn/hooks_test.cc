@@ -38,7 +38,7 @@ tg_status failing_pre(tg_module *m, tg_tensor **, void *) {
 
 class HooksTest : public TgTest {};
 
-}  // namespace
+} // namespace
 
 TEST_F(HooksTest, PreHookReplacesInputAndHookReplacesOutput) {
     tg_module *relu = tg_nn_relu();
@@ -66,7 +66,7 @@ TEST_F(HooksTest, GradientFlowsThroughReplacedTensors) {
     tg_register_forward_pre_hook(lin, double_input, nullptr);
     tg_register_forward_hook(lin, add_one_to_output, &seen);
     tg_tensor *x = tensor_f32({1, 2}, TG_SHAPE(1, 2), true);
-    tg_tensor *y = tg_forward(lin, x);  // w . 2x + 1 = 27
+    tg_tensor *y = tg_forward(lin, x); // w . 2x + 1 = 27
     EXPECT_TRUE(tensor_near(y, {27}, 0));
     ASSERT_EQ(tg_backward(tg_sum(y)), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_grad(x), {6, 10}, 0));
@@ -83,8 +83,8 @@ TEST_F(HooksTest, OrderAcrossASequential) {
     tg_register_forward_pre_hook(tg_module_child(net, "1"), log_pre, &log);
     tg_register_forward_hook(tg_module_child(net, "1"), log_post, &log);
     ASSERT_NE(tg_forward(net, tensor_f32({1, 2}, TG_SHAPE(1, 2))), nullptr) << tg_last_error();
-    EXPECT_EQ(log.calls, (std::vector<std::string>{"pre:Sequential", "post:Linear", "pre:Tanh", "post:Tanh",
-                                                   "post:Sequential"}));
+    EXPECT_EQ(log.calls,
+              (std::vector<std::string>{"pre:Sequential", "post:Linear", "pre:Tanh", "post:Tanh", "post:Sequential"}));
     tg_module_free(net);
 }
 
@@ -99,7 +99,7 @@ tg_status remove_self(tg_module *, tg_tensor **, void *user) {
     tg_hook_remove(s->handle);
     return TG_OK;
 }
-}  // namespace
+} // namespace
 
 TEST_F(HooksTest, AHookMayRemoveItselfWhileRunning) {
     Log log;
@@ -146,7 +146,7 @@ tg_status drop_output(tg_module *, tg_tensor *, tg_tensor **output, void *) {
     *output = nullptr;
     return TG_OK;
 }
-}  // namespace
+} // namespace
 
 TEST_F(HooksTest, AHookThatLosesTheOutputIsAnError) {
     tg_module *relu = tg_nn_relu();

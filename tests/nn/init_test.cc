@@ -29,8 +29,7 @@ Stats stats_of(const std::vector<double> &v) {
 }
 
 // Collects `name` over `seeds` freshly made modules.
-template <typename Make>
-std::vector<double> gather_over_seeds(Make make, const char *name, int seeds) {
+template <typename Make> std::vector<double> gather_over_seeds(Make make, const char *name, int seeds) {
     std::vector<double> all;
     for (int seed = 0; seed < seeds; seed++) {
         tg_manual_seed((uint64_t)seed + 1);
@@ -56,7 +55,7 @@ void expect_uniform(const std::vector<double> &v, double bound) {
     EXPECT_NEAR(s.mean, 0.0, 5 * expected_std / std::sqrt((double)s.n));
 }
 
-}  // namespace
+} // namespace
 
 class InitTest : public TgTest {};
 

@@ -75,21 +75,24 @@ void check_case(const std::string &n, uint64_t seed, const std::function<tg_modu
 
 TEST_F(TgTest, ConvTranspose2dOutputSizeMatchesPyTorch) {
     // output_padding inferred per dim: 2 on H, 1 on W (4 sizes: the leading N, C ignored)
-    check_case("convt_size", 31,
-               [] { return tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 3, .padding = 1}); }, 1,
-               {"weight", "bias"}, [](tg_module *m, const std::vector<tg_tensor *> &in) {
-                   const int64_t size[4] = {2, 4, 12, 14};
-                   return std::vector<tg_tensor *>{tg_nn_conv_transpose2d_forward_size(m, in[0], size, 4)};
-               });
-    check_case("convt_size_unbatched", 33,
-               [] {
-                   return tg_nn_conv_transpose2d(
-                       2, 3, 2, tg_conv_transpose_opts{.stride = 2, .dilation = 2, .no_bias = true});
-               },
-               1, {"weight"}, [](tg_module *m, const std::vector<tg_tensor *> &in) {
-                   const int64_t size[3] = {5, 7, 8}; // [C, H, W] for a 3-D input; C ignored
-                   return std::vector<tg_tensor *>{tg_nn_conv_transpose2d_forward_size(m, in[0], size, 3)};
-               });
+    check_case(
+        "convt_size", 31,
+        [] { return tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 3, .padding = 1}); }, 1,
+        {"weight", "bias"},
+        [](tg_module *m, const std::vector<tg_tensor *> &in) {
+            const int64_t size[4] = {2, 4, 12, 14};
+            return std::vector<tg_tensor *>{tg_nn_conv_transpose2d_forward_size(m, in[0], size, 4)};
+        });
+    check_case(
+        "convt_size_unbatched", 33,
+        [] {
+            return tg_nn_conv_transpose2d(2, 3, 2, tg_conv_transpose_opts{.stride = 2, .dilation = 2, .no_bias = true});
+        },
+        1, {"weight"},
+        [](tg_module *m, const std::vector<tg_tensor *> &in) {
+            const int64_t size[3] = {5, 7, 8}; // [C, H, W] for a 3-D input; C ignored
+            return std::vector<tg_tensor *>{tg_nn_conv_transpose2d_forward_size(m, in[0], size, 3)};
+        });
 }
 
 TEST_F(TgTest, ConvTranspose2dOutputSizeTwoSizesGradcheckAndErrors) {
@@ -171,16 +174,17 @@ std::vector<std::string> lstm_names(int layers, bool bidirectional, bool bias) {
 } // namespace
 
 TEST_F(TgTest, LstmProjSizeMatchesPyTorch) {
-    check_case("lstm_proj", 41,
-               [] {
-                   return tg_nn_lstm(5, 6, tg_rnn_opts{.num_layers = 2, .bidirectional = true, .proj_size = 3});
-               },
-               3, lstm_names(2, true, true), lstm_run(true));
-    check_case("lstm_proj_bf", 45,
-               [] { return tg_nn_lstm(4, 5, tg_rnn_opts{.no_bias = true, .batch_first = true, .proj_size = 2}); }, 1,
-               lstm_names(1, false, false), lstm_run(false));
-    check_case("lstm_proj_unbatched", 47, [] { return tg_nn_lstm(3, 4, tg_rnn_opts{.proj_size = 1}); }, 1,
-               lstm_names(1, false, true), lstm_run(false));
+    check_case(
+        "lstm_proj", 41,
+        [] { return tg_nn_lstm(5, 6, tg_rnn_opts{.num_layers = 2, .bidirectional = true, .proj_size = 3}); }, 3,
+        lstm_names(2, true, true), lstm_run(true));
+    check_case(
+        "lstm_proj_bf", 45,
+        [] { return tg_nn_lstm(4, 5, tg_rnn_opts{.no_bias = true, .batch_first = true, .proj_size = 2}); }, 1,
+        lstm_names(1, false, false), lstm_run(false));
+    check_case(
+        "lstm_proj_unbatched", 47, [] { return tg_nn_lstm(3, 4, tg_rnn_opts{.proj_size = 1}); }, 1,
+        lstm_names(1, false, true), lstm_run(false));
 }
 
 TEST_F(TgTest, LstmProjSizeGradcheckStatesAndErrors) {
@@ -203,7 +207,7 @@ TEST_F(TgTest, LstmProjSizeGradcheckStatesAndErrors) {
     EXPECT_EQ(tg_gradcheck(fn, 3, in, &go), TG_OK) << tg_last_error();
 
     tg_rnn_result r;
-    tg_clear_error();  // h0 has the projection's size, c0 the hidden size
+    tg_clear_error(); // h0 has the projection's size, c0 the hidden size
     EXPECT_EQ(tg_rnn_forward(m, in[0], in[2], in[2], &r), TG_ERROR);
     EXPECT_ERROR_CONTAINS("LSTM(3, 4): h0 [2, 2, 4] must be [2, 2, 2]");
     tg_clear_error();
@@ -244,34 +248,36 @@ Run mha_run(const std::string &n, bool kpm, bool attn_mask, bool per_head) {
 } // namespace
 
 TEST_F(TgTest, MultiheadAttentionOptionsMatchPyTorch) {
-    check_case("mha_kdim", 51, [] { return tg_nn_multihead_attention(8, 2, tg_mha_opts{.kdim = 5, .vdim = 3}); }, 3,
-               {"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "out_proj.weight",
-                "out_proj.bias"},
-               mha_run("mha_kdim", true, false, false));
-    check_case("mha_bias_kv_zero", 55,
-               [] { return tg_nn_multihead_attention(6, 3, tg_mha_opts{.add_bias_kv = true, .add_zero_attn = true}); },
-               3, {"in_proj_weight", "in_proj_bias", "bias_k", "bias_v", "out_proj.weight", "out_proj.bias"},
-               mha_run("mha_bias_kv_zero", true, true, false));
-    check_case("mha_kdim_bias_kv", 60,
-               [] {
-                   return tg_nn_multihead_attention(4, 2, tg_mha_opts{.no_bias = true, .batch_first = true, .kdim = 3,
-                                                                      .vdim = 5, .add_bias_kv = true});
-               },
-               3, {"q_proj_weight", "k_proj_weight", "v_proj_weight", "bias_k", "bias_v", "out_proj.weight"},
-               mha_run("mha_kdim_bias_kv", false, false, true));
-    check_case("mha_zero_attn_bool", 64,
-               [] { return tg_nn_multihead_attention(4, 1, tg_mha_opts{.add_zero_attn = true}); }, 3,
-               {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"},
-               mha_run("mha_zero_attn_bool", false, true, false));
+    check_case(
+        "mha_kdim", 51, [] { return tg_nn_multihead_attention(8, 2, tg_mha_opts{.kdim = 5, .vdim = 3}); }, 3,
+        {"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"},
+        mha_run("mha_kdim", true, false, false));
+    check_case(
+        "mha_bias_kv_zero", 55,
+        [] { return tg_nn_multihead_attention(6, 3, tg_mha_opts{.add_bias_kv = true, .add_zero_attn = true}); }, 3,
+        {"in_proj_weight", "in_proj_bias", "bias_k", "bias_v", "out_proj.weight", "out_proj.bias"},
+        mha_run("mha_bias_kv_zero", true, true, false));
+    check_case(
+        "mha_kdim_bias_kv", 60,
+        [] {
+            return tg_nn_multihead_attention(
+                4, 2, tg_mha_opts{.no_bias = true, .batch_first = true, .kdim = 3, .vdim = 5, .add_bias_kv = true});
+        },
+        3, {"q_proj_weight", "k_proj_weight", "v_proj_weight", "bias_k", "bias_v", "out_proj.weight"},
+        mha_run("mha_kdim_bias_kv", false, false, true));
+    check_case(
+        "mha_zero_attn_bool", 64, [] { return tg_nn_multihead_attention(4, 1, tg_mha_opts{.add_zero_attn = true}); }, 3,
+        {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"},
+        mha_run("mha_zero_attn_bool", false, true, false));
 }
 
 TEST_F(TgTest, MultiheadAttentionOptionsGradcheckStateDictAndErrors) {
     tg_manual_seed(8);
-    tg_module *m = tg_nn_multihead_attention(
-        4, 2, tg_mha_opts{.kdim = 3, .vdim = 2, .add_bias_kv = true, .add_zero_attn = true});
+    tg_module *m =
+        tg_nn_multihead_attention(4, 2, tg_mha_opts{.kdim = 3, .vdim = 2, .add_bias_kv = true, .add_zero_attn = true});
     ASSERT_NE(m, nullptr) << tg_last_error();
     ASSERT_EQ(tg_module_cast(m, TG_FLOAT64), TG_OK);
-    TG_NO_GRAD {  // non-zero biases, so that their gradients are exercised at a generic point
+    TG_NO_GRAD { // non-zero biases, so that their gradients are exercised at a generic point
         tg_copy_(tg_module_get(m, "in_proj_bias"), tg_randn(TG_SHAPE(12), tg_opts{TG_FLOAT64}));
     }
     tg_opts o = {TG_FLOAT64, TG_CPU, true};
@@ -289,8 +295,8 @@ TEST_F(TgTest, MultiheadAttentionOptionsGradcheckStateDictAndErrors) {
     // PyTorch's state dict loads strictly under its names
     tg_module *fresh = tg_nn_multihead_attention(8, 2, tg_mha_opts{.kdim = 5, .vdim = 3});
     tg_tensor_map *from_torch = tg_tensor_map_new();
-    for (const char *k : {"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "out_proj.weight",
-                          "out_proj.bias"})
+    for (const char *k :
+         {"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"})
         tg_tensor_map_set(from_torch, k, fixture_tensor(fx(), std::string("mha_kdim.") + k).make(TG_FLOAT32));
     EXPECT_EQ(tg_module_load_state_map(fresh, from_torch, true, "PyTorch"), TG_OK) << tg_last_error();
     tg_tensor_map_free(from_torch);
@@ -298,12 +304,12 @@ TEST_F(TgTest, MultiheadAttentionOptionsGradcheckStateDictAndErrors) {
     tg_module_free(fresh);
 
     tg_tensor *out = nullptr;
-    tg_clear_error();  // the key has embed_dim features, not kdim
+    tg_clear_error(); // the key has embed_dim features, not kdim
     EXPECT_EQ(tg_mha_forward(m, in[0], in[0], in[2], tg_mha_call_opts{}, &out, nullptr), TG_ERROR);
     EXPECT_ERROR_CONTAINS("MultiheadAttention(embed_dim=4, num_heads=2): query [3, 2, 4], key [3, 2, 4] and value "
                           "[2, 2, 2] must be [L, B, E], [S, B, kdim=3], [S, B, vdim=2]");
     EXPECT_EQ(out, nullptr);
-    tg_clear_error();  // masks are given for the S keys the caller passed
+    tg_clear_error(); // masks are given for the S keys the caller passed
     tg_mha_call_opts bad = {};
     bad.key_padding_mask = tg_zeros(TG_SHAPE(2, 4), tg_opts{TG_BOOL});
     EXPECT_EQ(tg_mha_forward(m, in[0], in[1], in[2], bad, &out, nullptr), TG_ERROR);
@@ -331,10 +337,11 @@ TEST_F(TgTest, UpsampleBicubicMatchesPyTorch) {
     for (const Case &c : cases) {
         std::string n = std::string("bicubic_") + c.name;
         tg_interpolate_opts opts = c.opts;
-        check_case(n, 0, [opts] { return tg_nn_upsample(opts); }, 1, {},
-                   [opts](tg_module *m, const std::vector<tg_tensor *> &in) {
-                       return std::vector<tg_tensor *>{tg_forward(m, in[0])};
-                   });
+        check_case(
+            n, 0, [opts] { return tg_nn_upsample(opts); }, 1, {},
+            [opts](tg_module *m, const std::vector<tg_tensor *> &in) {
+                return std::vector<tg_tensor *>{tg_forward(m, in[0])};
+            });
         // float32: weights computed in float, as ATen's opmath type; the sums of positive and
         // negative taps differ from PyTorch's in a few float ulps of the terms (the largest
         // difference seen is 2.0e-6; float64 above agrees to 1e-12)

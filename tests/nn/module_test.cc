@@ -57,15 +57,15 @@ tg_module *make_user_module() {
 }
 
 tg_module *make_convnet() {
-    tg_module *features = TG_NN_SEQUENTIAL(tg_nn_conv2d(1, 4, 3, tg_conv_opts{.padding = 1}),
-                                           tg_nn_batch_norm2d(4, tg_batch_norm_opts{}), tg_nn_relu(),
-                                           tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2}));
+    tg_module *features =
+        TG_NN_SEQUENTIAL(tg_nn_conv2d(1, 4, 3, tg_conv_opts{.padding = 1}), tg_nn_batch_norm2d(4, tg_batch_norm_opts{}),
+                         tg_nn_relu(), tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2}));
     tg_module *classifier = TG_NN_SEQUENTIAL(tg_nn_flatten(1, -1), tg_nn_linear(4 * 3 * 3, 5, tg_linear_opts{}));
     tg_module *net = TG_NN_SEQUENTIAL(features, classifier);
     return net;
 }
 
-}  // namespace
+} // namespace
 
 class ModuleTest : public TgTest {};
 
@@ -104,8 +104,8 @@ TEST_F(ModuleTest, NestedStateDictOrderMatchesPyTorch) {
     ASSERT_NE(net, nullptr) << tg_last_error();
     int n = 0;
     const tg_named_tensor *params = tg_named_parameters(net, &n);
-    EXPECT_EQ(names_of(params, n), (std::vector<std::string>{"0.0.weight", "0.0.bias", "0.1.weight", "0.1.bias",
-                                                             "1.1.weight", "1.1.bias"}));
+    EXPECT_EQ(names_of(params, n),
+              (std::vector<std::string>{"0.0.weight", "0.0.bias", "0.1.weight", "0.1.bias", "1.1.weight", "1.1.bias"}));
     const tg_named_tensor *buffers = tg_named_buffers(net, &n);
     EXPECT_EQ(names_of(buffers, n),
               (std::vector<std::string>{"0.1.running_mean", "0.1.running_var", "0.1.num_batches_tracked"}));
@@ -131,8 +131,8 @@ TEST_F(ModuleTest, UserModuleNamesForwardAndFree) {
     ASSERT_FALSE(tg_has_error()) << tg_last_error();
     int n = 0;
     const tg_named_tensor *state = tg_state_dict(m, &n);
-    EXPECT_EQ(names_of(state, n), (std::vector<std::string>{"scale", "calls_seen", "fc1.weight", "fc1.bias",
-                                                            "fc2.weight", "fc2.bias"}));
+    EXPECT_EQ(names_of(state, n),
+              (std::vector<std::string>{"scale", "calls_seen", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
     tg_tensor *x = tensor_f32({1, 2, 3, -1, 0, 1}, TG_SHAPE(2, 3));
     tg_tensor *y = tg_forward(m, x);
     ASSERT_NE(y, nullptr) << tg_last_error();
@@ -160,8 +160,8 @@ TEST_F(ModuleTest, UserModuleNamesForwardAndFree) {
 }
 
 TEST_F(ModuleTest, ForwardResultBelongsToCallersScope) {
-    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(3, 8, tg_linear_opts{}), tg_nn_relu(),
-                                      tg_nn_linear(8, 2, tg_linear_opts{}));
+    tg_module *net =
+        TG_NN_SEQUENTIAL(tg_nn_linear(3, 8, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(8, 2, tg_linear_opts{}));
     tg_tensor *x = tg_retain(tensor_f32({1, 2, 3}, TG_SHAPE(1, 3)));
     long before = tg_live_tensors();
     TG_SCOPE {
@@ -206,7 +206,8 @@ TEST_F(ModuleTest, DropoutIsIdentityInEval) {
 }
 
 TEST_F(ModuleTest, CastAndMoveKeepTensorIdentity) {
-    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(3, 2, tg_linear_opts{}), tg_nn_batch_norm1d(2, tg_batch_norm_opts{}));
+    tg_module *net =
+        TG_NN_SEQUENTIAL(tg_nn_linear(3, 2, tg_linear_opts{}), tg_nn_batch_norm1d(2, tg_batch_norm_opts{}));
     tg_tensor *w = tg_module_get(net, "0.weight");
     std::vector<double> before = values(w);
     ASSERT_EQ(tg_module_cast(net, TG_FLOAT64), TG_OK) << tg_last_error();
@@ -276,16 +277,16 @@ TEST_F(ModuleTest, PrintNestedAndUserModules) {
     EXPECT_NE(s.find("fc1 (Linear)"), std::string::npos) << s;
     EXPECT_NE(s.find("[5, 4]"), std::string::npos) << s;
     EXPECT_NE(s.find("(own parameters)"), std::string::npos) << s;
-    EXPECT_NE(s.find("Total params: 28"), std::string::npos) << s;  // 2 + 16 + 10
+    EXPECT_NE(s.find("Total params: 28"), std::string::npos) << s; // 2 + 16 + 10
     tg_module_free(m);
 }
 
 TEST_F(ModuleTest, FreeingReleasesEverything) {
     long before = tg_live_tensors();
-    tg_scope_end();  // outside any scope: nothing is kept by a scope
-    tg_module *net = TG_NN_SEQUENTIAL(tg_nn_linear(8, 8, tg_linear_opts{}), tg_nn_layer_norm(TG_SHAPE(8), tg_layer_norm_opts{}),
-                                      tg_nn_embedding(10, 4, tg_embedding_opts{}), tg_nn_leaky_relu(0), tg_nn_gelu(),
-                                      tg_nn_sigmoid());
+    tg_scope_end(); // outside any scope: nothing is kept by a scope
+    tg_module *net = TG_NN_SEQUENTIAL(
+        tg_nn_linear(8, 8, tg_linear_opts{}), tg_nn_layer_norm(TG_SHAPE(8), tg_layer_norm_opts{}),
+        tg_nn_embedding(10, 4, tg_embedding_opts{}), tg_nn_leaky_relu(0), tg_nn_gelu(), tg_nn_sigmoid());
     tg_scope_begin();
     ASSERT_NE(net, nullptr) << tg_last_error();
     EXPECT_GT(tg_live_tensors(), before);
@@ -295,8 +296,8 @@ TEST_F(ModuleTest, FreeingReleasesEverything) {
 
 TEST_F(ModuleTest, BatchNormTracksBatchesAndFreezesInEval) {
     tg_module *bn = tg_nn_batch_norm1d(2, tg_batch_norm_opts{.cumulative = true});
-    tg_tensor *a = tensor_f64({1, 10, 3, 20}, TG_SHAPE(2, 2));  // channel means 2, 15
-    tg_tensor *b = tensor_f64({5, 0, 7, 2}, TG_SHAPE(2, 2));    // channel means 6, 1
+    tg_tensor *a = tensor_f64({1, 10, 3, 20}, TG_SHAPE(2, 2)); // channel means 2, 15
+    tg_tensor *b = tensor_f64({5, 0, 7, 2}, TG_SHAPE(2, 2));   // channel means 6, 1
     ASSERT_EQ(tg_module_cast(bn, TG_FLOAT64), TG_OK);
     ASSERT_NE(tg_forward(bn, a), nullptr) << tg_last_error();
     ASSERT_NE(tg_forward(bn, b), nullptr) << tg_last_error();
@@ -416,13 +417,13 @@ int num_pre_hooks(const tg_module *m) {
     while (tg_forward_pre_hook_at(m, n, nullptr, nullptr).id) n++;
     return n;
 }
-}  // namespace
+} // namespace
 
 TEST_F(ModuleTest, ForwardPreHooksAttributesAndUnregister) {
     tg_module *lin = tg_nn_linear(2, 2, tg_linear_opts{});
     double *factor = (double *)malloc(sizeof(double));
     *factor = 3.0;
-    tg_hook_handle h = tg_register_forward_pre_hook_owned(lin, scaling_hook, factor, free);  // lin frees factor
+    tg_hook_handle h = tg_register_forward_pre_hook_owned(lin, scaling_hook, factor, free); // lin frees factor
     ASSERT_NE(h.id, 0u);
     tg_forward_pre_hook_fn fn = nullptr;
     void *user = nullptr;
@@ -434,10 +435,10 @@ TEST_F(ModuleTest, ForwardPreHooksAttributesAndUnregister) {
     ASSERT_NE(tg_forward(lin, x), nullptr) << tg_last_error();
     EXPECT_EQ(hook_calls, 1);
     EXPECT_TRUE(tensor_near(tg_module_attr(lin, "scale"), {3, 6}, 0));
-    EXPECT_EQ(tg_module_param(lin, "scale"), tg_module_attr(lin, "scale"));  // getattr falls back
+    EXPECT_EQ(tg_module_param(lin, "scale"), tg_module_attr(lin, "scale")); // getattr falls back
     int n = 0;
     tg_state_dict(lin, &n);
-    EXPECT_EQ(n, 2);  // attributes are not state
+    EXPECT_EQ(n, 2); // attributes are not state
 
     tg_hook_handle failing = tg_register_forward_pre_hook(lin, failing_hook, nullptr);
     tg_clear_error();
@@ -445,7 +446,7 @@ TEST_F(ModuleTest, ForwardPreHooksAttributesAndUnregister) {
     EXPECT_ERROR_CONTAINS("failing_hook: refused");
     EXPECT_TRUE(tg_hook_remove(failing));
     EXPECT_EQ(num_pre_hooks(lin), 1);
-    EXPECT_FALSE(tg_hook_remove(failing));  // a second remove does nothing, as PyTorch's
+    EXPECT_FALSE(tg_hook_remove(failing)); // a second remove does nothing, as PyTorch's
 
     ASSERT_EQ(tg_module_set_attr(lin, "scale", nullptr), TG_OK);
     EXPECT_EQ(tg_module_attr(lin, "scale"), nullptr);
@@ -455,7 +456,7 @@ TEST_F(ModuleTest, ForwardPreHooksAttributesAndUnregister) {
     tg_clear_error();
     EXPECT_EQ(tg_unregister_buffer(lin, "bias"), TG_ERROR);
     EXPECT_ERROR_CONTAINS("Linear: no buffer named \"bias\" to remove");
-    tg_module_free(lin);  // frees the remaining hook's ctx
+    tg_module_free(lin); // frees the remaining hook's ctx
 }
 
 TEST_F(ModuleTest, ReplaceChild) {
@@ -463,12 +464,12 @@ TEST_F(ModuleTest, ReplaceChild) {
     tg_eval(seq);
     ASSERT_EQ(tg_module_replace_child(seq, "0", tg_nn_tanh()), TG_OK) << tg_last_error();
     EXPECT_STREQ(tg_module_type_of(tg_module_child(seq, "0"))->name, "Tanh");
-    EXPECT_FALSE(tg_is_training(tg_module_child(seq, "0")));  // takes the parent's mode
+    EXPECT_FALSE(tg_is_training(tg_module_child(seq, "0"))); // takes the parent's mode
     int n = 0;
     tg_state_dict(seq, &n);
-    EXPECT_EQ(n, 0);  // the Linear's members went with it
+    EXPECT_EQ(n, 0); // the Linear's members went with it
     tg_clear_error();
-    EXPECT_EQ(tg_module_replace_child(seq, "7", tg_nn_relu()), TG_ERROR);  // the new child is freed
+    EXPECT_EQ(tg_module_replace_child(seq, "7", tg_nn_relu()), TG_ERROR); // the new child is freed
     EXPECT_ERROR_CONTAINS("Sequential: no child module named \"7\" to replace");
     tg_clear_error();
     EXPECT_EQ(tg_module_replace_child(seq, "1", tg_module_child(seq, "0")), TG_ERROR);
@@ -482,16 +483,19 @@ TEST_F(ModuleTest, ReplaceChild) {
 // PyTorch in tests/ops/conv_test.cc).
 TEST_F(ModuleTest, Conv2dPerDimOptionsAndPaddingMode) {
     tg_manual_seed(6);
-    tg_module *same = tg_nn_conv2d(2, 3, 0, tg_conv_opts{.no_bias = true, .padding_same = true,
-                                                       .padding_mode = TG_PAD_CIRCULAR, .kernel_sizes = {3, 1}});
+    tg_module *same = tg_nn_conv2d(
+        2, 3, 0,
+        tg_conv_opts{.no_bias = true, .padding_same = true, .padding_mode = TG_PAD_CIRCULAR, .kernel_sizes = {3, 1}});
     ASSERT_NE(same, nullptr) << tg_last_error();
-    EXPECT_EQ(extra_repr(same), "2, 3, kernel_size=(3, 1), stride=(1, 1), padding=same, bias=False, padding_mode=circular");
+    EXPECT_EQ(extra_repr(same),
+              "2, 3, kernel_size=(3, 1), stride=(1, 1), padding=same, bias=False, padding_mode=circular");
     EXPECT_EQ(tg_shape_of(tg_module_get(same, "weight")).dims[2], 3);
     EXPECT_EQ(tg_shape_of(tg_module_get(same, "weight")).dims[3], 1);
-    tg_module *strided = tg_nn_conv2d(2, 4, 3, tg_conv_opts{.groups = 2, .strides = {1, 2}, .paddings = {2, 0},
-                                                           .dilations = {1, 2}});
+    tg_module *strided =
+        tg_nn_conv2d(2, 4, 3, tg_conv_opts{.groups = 2, .strides = {1, 2}, .paddings = {2, 0}, .dilations = {1, 2}});
     ASSERT_NE(strided, nullptr) << tg_last_error();
-    EXPECT_EQ(extra_repr(strided), "2, 4, kernel_size=(3, 3), stride=(1, 2), padding=(2, 0), dilation=(1, 2), groups=2");
+    EXPECT_EQ(extra_repr(strided),
+              "2, 4, kernel_size=(3, 3), stride=(1, 2), padding=(2, 0), dilation=(1, 2), groups=2");
     TG_SCOPE {
         tg_tensor *x = tg_randn(TG_SHAPE(2, 2, 5, 6), tg_opts{});
         tg_tensor *y = tg_forward(same, x);
@@ -518,8 +522,8 @@ TEST_F(ModuleTest, AdaptiveAvgPool2d) {
     ASSERT_NE(global, nullptr);
     EXPECT_EQ(extra_repr(global), "output_size=(1, 1)");
     TG_SCOPE {
-        tg_tensor *x = tg_requires_grad_(tensor_f32({1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, TG_SHAPE(1, 2, 2, 3)),
-                                        true);
+        tg_tensor *x =
+            tg_requires_grad_(tensor_f32({1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, TG_SHAPE(1, 2, 2, 3)), true);
         tg_tensor *y = tg_forward(global, x);
         ASSERT_NE(y, nullptr) << tg_last_error();
         EXPECT_EQ(tg_shape_of(y).ndim, 4);
@@ -557,7 +561,7 @@ TEST_F(ModuleTest, PrintWithAnExampleInputOfAnyDtype) {
     EXPECT_NE(s.find("Output: [2, 5, 4]"), std::string::npos) << s;
     EXPECT_EQ(s.find('?'), std::string::npos) << s;
     EXPECT_STREQ(tg_last_error(), "");
-    EXPECT_TRUE(tg_is_training(m));  // the mode is put back
+    EXPECT_TRUE(tg_is_training(m)); // the mode is put back
     EXPECT_EQ(values(tokens), (std::vector<double>{1, 2, 3, 4, 5, 9, 8, 7, 6, 0}));
     EXPECT_EQ(tg_module_print_input(m, nullptr, stdout), TG_ERROR);
     EXPECT_ERROR_CONTAINS("tg_module_print_input");

@@ -33,8 +33,7 @@ void load_from_pytorch(tg_module *m, const std::string &name, const std::vector<
     for (const std::string &k : keys) {
         tg_tensor *t = tg_module_get(m, k.c_str());
         ASSERT_NE(t, nullptr) << k;
-        ASSERT_EQ(tg_tensor_map_set(map, k.c_str(), fixture_tensor(fx(), name + "." + k).make(tg_dtype_of(t))),
-                  TG_OK);
+        ASSERT_EQ(tg_tensor_map_set(map, k.c_str(), fixture_tensor(fx(), name + "." + k).make(tg_dtype_of(t))), TG_OK);
     }
     bool strict = keys == state_names(m);
     EXPECT_EQ(tg_module_load_state_map(m, map, strict, "PyTorch"), TG_OK) << tg_last_error();
@@ -71,7 +70,7 @@ void gradcheck_module(tg_module *m, tg_shape input_shape) {
 
 class MoreLayersTest : public TgTest {};
 
-}  // namespace
+} // namespace
 
 // ---- Identity, Softmax, LogSoftmax ----
 
@@ -207,8 +206,8 @@ TEST_F(MoreLayersTest, Conv1dGradcheckUnbatchedAndErrors) {
 
 TEST_F(MoreLayersTest, ConvTranspose2dSameSeedSameWeightsAndMatchesPyTorch) {
     tg_manual_seed(13);
-    tg_module *m = tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1,
-                                                                           .output_padding = 1});
+    tg_module *m =
+        tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1, .output_padding = 1});
     ASSERT_NE(m, nullptr) << tg_last_error();
     EXPECT_EQ(state_names(m), (std::vector<std::string>{"weight", "bias"}));
     EXPECT_EQ(dims(tg_module_param(m, "weight")), (std::vector<int64_t>{3, 4, 3, 3})) << "[in, out, k, k]";
@@ -229,15 +228,15 @@ TEST_F(MoreLayersTest, ConvTranspose2dSameSeedSameWeightsAndMatchesPyTorch) {
 
     // output_padding >= stride (PyTorch allows it below dilation)
     tg_manual_seed(15);
-    tg_module *big = tg_nn_conv_transpose2d(2, 3, 3, tg_conv_transpose_opts{.stride = 1, .padding = 1,
-                                                                              .output_padding = 2, .dilation = 3});
+    tg_module *big = tg_nn_conv_transpose2d(
+        2, 3, 3, tg_conv_transpose_opts{.stride = 1, .padding = 1, .output_padding = 2, .dilation = 3});
     ASSERT_NE(big, nullptr) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_module_param(big, "weight"), want("conv_transpose_big_op.weight"), 0));
     ASSERT_EQ(tg_module_cast(big, TG_FLOAT64), TG_OK);
     check_case(big, "conv_transpose_big_op", 1e-12);
     tg_manual_seed(16);
-    tg_module *pad = tg_nn_conv_transpose2d(2, 2, 2, tg_conv_transpose_opts{.stride = 2, .padding = 3,
-                                                                              .output_padding = 3, .dilation = 4});
+    tg_module *pad = tg_nn_conv_transpose2d(
+        2, 2, 2, tg_conv_transpose_opts{.stride = 2, .padding = 3, .output_padding = 3, .dilation = 4});
     ASSERT_EQ(tg_module_cast(pad, TG_FLOAT64), TG_OK);
     check_case(pad, "conv_transpose_big_op_pad", 1e-12);
     tg_module_free(big);
@@ -248,7 +247,7 @@ namespace {
 tg_tensor *conv_transpose_fn(tg_tensor *const *in, void *user) {
     return tg_conv_transpose2d(in[0], in[1], in[2], *static_cast<tg_conv_transpose_opts *>(user));
 }
-}  // namespace
+} // namespace
 
 TEST_F(MoreLayersTest, ConvTranspose2dGradcheckSecondOrderAndErrors) {
     tg_manual_seed(6);
@@ -326,7 +325,7 @@ namespace {
 tg_tensor *interpolate_fn(tg_tensor *const *in, void *user) {
     return tg_interpolate(in[0], *static_cast<tg_interpolate_opts *>(user));
 }
-}  // namespace
+} // namespace
 
 TEST_F(MoreLayersTest, InterpolateGradcheckAndErrors) {
     tg_manual_seed(8);
@@ -361,8 +360,8 @@ TEST_F(MoreLayersTest, ConvStateDictsLoadBothWays) {
     // PyTorch's state (its names) into modules drawn from another seed, then out and back in
     tg_manual_seed(99);
     tg_module *c1 = tg_nn_conv1d(4, 6, 3, tg_conv_opts{.stride = 2, .padding = 1});
-    tg_module *ct = tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1,
-                                                                            .output_padding = 1});
+    tg_module *ct =
+        tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1, .output_padding = 1});
     load_from_pytorch(c1, "conv1d", {"weight", "bias"});
     load_from_pytorch(ct, "conv_transpose", {"weight", "bias"});
     EXPECT_TRUE(tensor_near(tg_module_param(c1, "weight"), want("conv1d.weight"), 0));
@@ -371,8 +370,8 @@ TEST_F(MoreLayersTest, ConvStateDictsLoadBothWays) {
         tg_tensor_map *map = tg_module_state_map(m);
         tg_module *fresh = tg_module_type_of(m) == tg_module_type_of(c1)
                                ? tg_nn_conv1d(4, 6, 3, tg_conv_opts{.stride = 2, .padding = 1})
-                               : tg_nn_conv_transpose2d(3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1,
-                                                                                         .output_padding = 1});
+                               : tg_nn_conv_transpose2d(
+                                     3, 4, 3, tg_conv_transpose_opts{.stride = 2, .padding = 1, .output_padding = 1});
         EXPECT_EQ(tg_module_load_state_map(fresh, map, true, nullptr), TG_OK) << tg_last_error();
         EXPECT_TRUE(tensor_near(tg_module_param(fresh, "weight"), values(tg_module_param(m, "weight")), 0));
         tg_tensor_map_free(map);
@@ -433,10 +432,10 @@ TEST_F(MoreLayersTest, InstanceNorm2dDefaultsMatchPyTorch) {
 }
 
 TEST_F(MoreLayersTest, InstanceNorm2dAffineWithRunningStats) {
-    tg_module *m = tg_nn_instance_norm2d(3, tg_instance_norm_opts{.momentum = 0.2, .affine = true,
-                                                                  .track_running_stats = true});
-    EXPECT_EQ(state_names(m), (std::vector<std::string>{"weight", "bias", "running_mean", "running_var",
-                                                        "num_batches_tracked"}));
+    tg_module *m =
+        tg_nn_instance_norm2d(3, tg_instance_norm_opts{.momentum = 0.2, .affine = true, .track_running_stats = true});
+    EXPECT_EQ(state_names(m),
+              (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
     ASSERT_EQ(tg_module_cast(m, TG_FLOAT64), TG_OK);
     load_from_pytorch(m, "instance_norm_track", {"weight", "bias"});
     check_case(m, "instance_norm_track", 1e-12);

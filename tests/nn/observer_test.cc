@@ -24,7 +24,7 @@ class ObserverTest : public TgTest {
                 tg_tensor *x = fixture_tensor(fx, std::string(input) + std::to_string(i)).make(TG_FLOAT32);
                 tg_tensor *y = tg_forward(obs, x);
                 ASSERT_NE(y, nullptr) << tg_last_error();
-                EXPECT_EQ(y, x);  // the input itself comes back
+                EXPECT_EQ(y, x); // the input itself comes back
                 EXPECT_TRUE(tensor_near(tg_reshape(tg_module_buffer(obs, "min_val"), TG_SHAPE(-1)),
                                         fixture_tensor(fx, p + "min_val").data, 0, 0))
                     << p;
@@ -32,8 +32,8 @@ class ObserverTest : public TgTest {
                                         fixture_tensor(fx, p + "max_val").data, 0, 0))
                     << p;
                 if (tg_module_buffer(obs, "histogram")) {
-                    EXPECT_TRUE(tensor_near(tg_module_buffer(obs, "histogram"), fixture_tensor(fx, p + "histogram").data,
-                                            0, 0))
+                    EXPECT_TRUE(
+                        tensor_near(tg_module_buffer(obs, "histogram"), fixture_tensor(fx, p + "histogram").data, 0, 0))
                         << p;
                 }
                 tg_tensor *scale, *zp;
@@ -59,7 +59,8 @@ TEST_F(ObserverTest, MinMaxMatchesPyTorch) {
 TEST_F(ObserverTest, MovingAverageMatchesPyTorch) {
     check("moving", tg_nn_moving_average_minmax_observer(tg_observer_opts{}), "act", 4);
     check("moving_c",
-          tg_nn_moving_average_minmax_observer(tg_observer_opts{.quant_min = 0, .quant_max = 127, .averaging_constant = 0.3}),
+          tg_nn_moving_average_minmax_observer(
+              tg_observer_opts{.quant_min = 0, .quant_max = 127, .averaging_constant = 0.3}),
           "act", 4);
 }
 
@@ -90,7 +91,8 @@ TEST_F(ObserverTest, HistogramOfScaledBatchesMatchesPyTorch) {
         for (int i = 0; i < 3; i++) {
             std::string p = "hist_relu_" + std::to_string(i) + "_";
             ASSERT_NE(tg_forward(relu, tg_mul_scalar(a, factors[i])), nullptr);
-            EXPECT_TRUE(tensor_near(tg_module_buffer(relu, "histogram"), fixture_tensor(fx, p + "histogram").data, 0, 0))
+            EXPECT_TRUE(
+                tensor_near(tg_module_buffer(relu, "histogram"), fixture_tensor(fx, p + "histogram").data, 0, 0))
                 << p;
             tg_tensor *scale, *zp;
             ASSERT_EQ(tg_observer_calculate_qparams(relu, &scale, &zp), TG_OK);
@@ -100,7 +102,8 @@ TEST_F(ObserverTest, HistogramOfScaledBatchesMatchesPyTorch) {
         for (int i = 0; i < 2; i++) {
             std::string p = "hist_small_" + std::to_string(i) + "_";
             ASSERT_NE(tg_forward(small, tg_mul_scalar(b, i ? 1.01 : 1.0)), nullptr);
-            EXPECT_TRUE(tensor_near(tg_module_buffer(small, "histogram"), fixture_tensor(fx, p + "histogram").data, 0, 0))
+            EXPECT_TRUE(
+                tensor_near(tg_module_buffer(small, "histogram"), fixture_tensor(fx, p + "histogram").data, 0, 0))
                 << p;
             tg_tensor *scale, *zp;
             ASSERT_EQ(tg_observer_calculate_qparams(small, &scale, &zp), TG_OK);
@@ -122,7 +125,7 @@ TEST_F(ObserverTest, StateDictNamesDefaultsAndErrors) {
     EXPECT_STREQ(sd[2].name, "min_val");
     EXPECT_STREQ(sd[3].name, "max_val");
     TG_SCOPE {
-        tg_tensor *scale, *zp;  // nothing observed: PyTorch's 1 and 0
+        tg_tensor *scale, *zp; // nothing observed: PyTorch's 1 and 0
         ASSERT_EQ(tg_observer_calculate_qparams(h, &scale, &zp), TG_OK);
         EXPECT_TRUE(tensor_near(scale, {1.0}, 0, 0));
         EXPECT_TRUE(tensor_near(zp, {0.0}, 0, 0));
@@ -175,4 +178,4 @@ TEST_F(ObserverTest, StateDictNamesDefaultsAndErrors) {
     tg_module_free(lin);
 }
 
-}  // namespace
+} // namespace

@@ -17,7 +17,7 @@ int num_pre_hooks(const tg_module *m) {
     while (tg_forward_pre_hook_at(m, n, nullptr, nullptr).id) n++;
     return n;
 }
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -58,21 +58,16 @@ class PruneTest : public TgTest {
 };
 
 TEST_F(PruneTest, L1UnstructuredMasks) {
-    check("l1_frac", linear_with("lin_w"), [](tg_module *m) {
-        return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.3));
-    });
-    check("l1_count", linear_with("lin_w"), [](tg_module *m) {
-        return tg_prune_l1_unstructured(m, "weight", tg_prune_count(7));
-    });
-    check("l1_half", linear_with("lin_w"), [](tg_module *m) {
-        return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.5));
-    });
-    check("l1_round", linear_with("lin_w"), [](tg_module *m) {
-        return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.0625));
-    });
-    check("l1_halfeven", linear_with("lin_w"), [](tg_module *m) {
-        return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.4375 / 4));
-    });
+    check("l1_frac", linear_with("lin_w"),
+          [](tg_module *m) { return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.3)); });
+    check("l1_count", linear_with("lin_w"),
+          [](tg_module *m) { return tg_prune_l1_unstructured(m, "weight", tg_prune_count(7)); });
+    check("l1_half", linear_with("lin_w"),
+          [](tg_module *m) { return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.5)); });
+    check("l1_round", linear_with("lin_w"),
+          [](tg_module *m) { return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.0625)); });
+    check("l1_halfeven", linear_with("lin_w"),
+          [](tg_module *m) { return tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.4375 / 4)); });
 }
 
 TEST_F(PruneTest, RandomUnstructuredMasksMatchTorchGenerator) {
@@ -87,21 +82,16 @@ TEST_F(PruneTest, RandomUnstructuredMasksMatchTorchGenerator) {
 }
 
 TEST_F(PruneTest, LnStructuredMasks) {
-    check("ln2_dim0", linear_with("lin_w"), [](tg_module *m) {
-        return tg_prune_ln_structured(m, "weight", tg_prune_fraction(0.5), 2, 0);
-    });
-    check("ln1_dim1", linear_with("lin_w"), [](tg_module *m) {
-        return tg_prune_ln_structured(m, "weight", tg_prune_count(3), 1, 1);
-    });
-    check("ln1_conv_dim0", conv_with("conv_w"), [](tg_module *m) {
-        return tg_prune_ln_structured(m, "weight", tg_prune_fraction(0.5), 1, 0);
-    });
-    check("ln2_conv_dim1", conv_with("conv_w"), [](tg_module *m) {
-        return tg_prune_ln_structured(m, "weight", tg_prune_count(1), 2, 1);
-    });
-    check("lninf_conv_dimm1", conv_with("conv_w"), [](tg_module *m) {
-        return tg_prune_ln_structured(m, "weight", tg_prune_count(1), INFINITY, -1);
-    });
+    check("ln2_dim0", linear_with("lin_w"),
+          [](tg_module *m) { return tg_prune_ln_structured(m, "weight", tg_prune_fraction(0.5), 2, 0); });
+    check("ln1_dim1", linear_with("lin_w"),
+          [](tg_module *m) { return tg_prune_ln_structured(m, "weight", tg_prune_count(3), 1, 1); });
+    check("ln1_conv_dim0", conv_with("conv_w"),
+          [](tg_module *m) { return tg_prune_ln_structured(m, "weight", tg_prune_fraction(0.5), 1, 0); });
+    check("ln2_conv_dim1", conv_with("conv_w"),
+          [](tg_module *m) { return tg_prune_ln_structured(m, "weight", tg_prune_count(1), 2, 1); });
+    check("lninf_conv_dimm1", conv_with("conv_w"),
+          [](tg_module *m) { return tg_prune_ln_structured(m, "weight", tg_prune_count(1), INFINITY, -1); });
 }
 
 TEST_F(PruneTest, IterativePruningComposesAsPruningContainer) {
@@ -163,7 +153,7 @@ TEST_F(PruneTest, StateDictNamesAndLoadBothWays) {
     tg_module *m = linear_with("lin_w", "lin_b");
     tg_tensor *w = tg_module_param(m, "weight");
     ASSERT_EQ(tg_prune_l1_unstructured(m, "weight", tg_prune_fraction(0.3)), TG_OK) << tg_last_error();
-    EXPECT_EQ(tg_module_param(m, "weight_orig"), w);  // the same tensor, moved
+    EXPECT_EQ(tg_module_param(m, "weight_orig"), w); // the same tensor, moved
     // PyTorch's state dict: sd_<i>_<name>, in order
     const char *expected[] = {"bias", "weight_orig", "weight_mask"};
     int n = 0;
@@ -234,8 +224,8 @@ TEST_F(PruneTest, TrainingKeepsPrunedWeightsAtZero) {
             }
             ASSERT_EQ(tg_optim_step(opt), TG_OK);
         }
-        EXPECT_TRUE(tensor_near(tg_module_param(m, "weight_orig"), fixture_tensor(fx, "train_weight_orig").data,
-                                1e-6, 1e-5));
+        EXPECT_TRUE(
+            tensor_near(tg_module_param(m, "weight_orig"), fixture_tensor(fx, "train_weight_orig").data, 1e-6, 1e-5));
         EXPECT_TRUE(tensor_near(tg_module_param(m, "bias"), fixture_tensor(fx, "train_bias").data, 1e-6, 1e-5));
         EXPECT_TRUE(tensor_near(tg_forward(m, x), fixture_tensor(fx, "train_out").data, 1e-5, 1e-5));
         EXPECT_DOUBLE_EQ(tg_prune_sparsity(m), 0.5);
@@ -270,7 +260,7 @@ TEST_F(PruneTest, BadInput) {
     tg_clear_error();
     EXPECT_EQ(tg_prune_l1_unstructured(nullptr, "weight", tg_prune_count(1)), TG_ERROR);
     EXPECT_ERROR_CONTAINS("module is NULL");
-    EXPECT_FALSE(tg_prune_is_pruned(m, "weight"));  // failures leave the module as it was
+    EXPECT_FALSE(tg_prune_is_pruned(m, "weight")); // failures leave the module as it was
     EXPECT_DOUBLE_EQ(tg_prune_sparsity(m), 0.0);
     tg_module *with_bias = linear_with("lin_w", "lin_b");
     tg_clear_error();
@@ -295,10 +285,10 @@ TEST_F(PruneTest, CustomFromMaskAndForwardPreHook) {
         EXPECT_DOUBLE_EQ(tg_prune_sparsity(m), 8.0 / 48.0);
         tg_tensor *x = tg_ones(TG_SHAPE(1, 8), tg_opts{});
         tg_tensor *y = tg_forward(m, x);
-        EXPECT_DOUBLE_EQ(values(y)[2], 0.0);  // row 2 of the weight is masked
+        EXPECT_DOUBLE_EQ(values(y)[2], 0.0); // row 2 of the weight is masked
         EXPECT_EQ(num_pre_hooks(m), 1);
     }
     tg_module_free(m);
 }
 
-}  // namespace
+} // namespace

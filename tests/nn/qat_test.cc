@@ -37,8 +37,8 @@ TEST_F(QatTest, LeNetTrainsAndConvertsAsPyTorch) {
     tg_tensor *test = tg_rand(TG_SHAPE(5, 1, 28, 28), tg_opts{});
     EXPECT_TRUE(tensor_near(tg_stack(ys.data(), 4, 0), fixture_tensor(fx, "labels").data, 0, 0));
 
-    for (auto [a, b] : {std::pair{"module.0", "module.1"}, std::pair{"module.3", "module.4"},
-                        std::pair{"module.7", "module.8"}})
+    for (auto [a, b] :
+         {std::pair{"module.0", "module.1"}, std::pair{"module.3", "module.4"}, std::pair{"module.7", "module.8"}})
         ASSERT_EQ(tg_fuse_modules(model, a, b), TG_OK) << tg_last_error();
     tg_qconfig qc = tg_get_default_qat_qconfig("onednn");
     ASSERT_EQ(tg_quant_prepare_qat(model, qc), TG_OK) << tg_last_error();
@@ -78,12 +78,13 @@ TEST_F(QatTest, LeNetTrainsAndConvertsAsPyTorch) {
                 << name;
         }
         tg_eval(model);
-        TG_NO_GRAD {  // PyTorch's eval forward still observes (FakeQuantize ignores eval)
+        TG_NO_GRAD { // PyTorch's eval forward still observes (FakeQuantize ignores eval)
             EXPECT_TRUE(tensor_near(tg_forward(model, test), fixture_tensor(fx, "qat_eval_out").data, 2e-5, 0));
         }
     }
     ASSERT_EQ(tg_quant_convert(model, qc), TG_OK) << tg_last_error();
-    EXPECT_STREQ(tg_module_type_of(tg_module_child(tg_module_child(model, "module"), "0"))->name, "QuantizedConvReLU2d");
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(tg_module_child(model, "module"), "0"))->name,
+                 "QuantizedConvReLU2d");
     EXPECT_STREQ(tg_module_type_of(tg_module_child(tg_module_child(model, "module"), "9"))->name, "QuantizedLinear");
     TG_SCOPE {
         EXPECT_TRUE(tensor_near(tg_module_get(model, "module.0.weight_scale"),
@@ -98,4 +99,4 @@ TEST_F(QatTest, LeNetTrainsAndConvertsAsPyTorch) {
     tg_module_free(model);
 }
 
-}  // namespace
+} // namespace

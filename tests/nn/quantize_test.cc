@@ -41,9 +41,10 @@ class QuantizeTest : public TgTempDirTest {
             TG_SCOPE {
                 // the int8 weights exactly, the scales as PyTorch's float32 values
                 EXPECT_TRUE(tensor_near(tg_quantized_linear_weight(q), fixture_tensor(fx, p + "_int").data, 0, 0)) << p;
-                EXPECT_TRUE(tensor_near(tg_module_buffer(q, "scale"), fixture_tensor(fx, p + "_scale").data, 0, 0)) << p;
-                EXPECT_TRUE(tensor_near(tg_module_buffer(q, "zero_point"), fixture_tensor(fx, p + "_zero_point").data, 0,
-                                        0))
+                EXPECT_TRUE(tensor_near(tg_module_buffer(q, "scale"), fixture_tensor(fx, p + "_scale").data, 0, 0))
+                    << p;
+                EXPECT_TRUE(
+                    tensor_near(tg_module_buffer(q, "zero_point"), fixture_tensor(fx, p + "_zero_point").data, 0, 0))
                     << p;
             }
         }
@@ -88,7 +89,8 @@ PackedCase packed_case(int64_t rows, int64_t cols, int64_t depth, bool extremes)
     c.want.assign(rows * cols, 0);
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
-            for (int64_t p = 0; p < depth; p++) c.want[i * cols + j] += (int32_t)c.x[i * depth + p] * c.w[j * depth + p];
+            for (int64_t p = 0; p < depth; p++)
+                c.want[i * cols + j] += (int32_t)c.x[i * depth + p] * c.w[j * depth + p];
     c.packed.reset(tg_qgemm_pack(cols, depth, c.w.data()));
     return c;
 }
@@ -116,14 +118,14 @@ TEST_F(QuantizeTest, PortableKernelMatchesVnni) {
     tg_qgemm_allow_vnni(true);
     EXPECT_EQ(fast, expect);
     EXPECT_EQ(slow, expect);
-    if (tg_qgemm_has_vnni()) {  // the packed layout of static quantisation (ops/cpu/qconv.h)
+    if (tg_qgemm_has_vnni()) { // the packed layout of static quantisation (ops/cpu/qconv.h)
         int8_t *packed = tg_qgemm_pack(n, k, b.data());
         std::vector<int32_t> packed_out(m * n);
         tg_qgemm_u8s8s32_packed(m, n, k, a.data(), k, packed, packed_out.data());
         free(packed);
         EXPECT_EQ(packed_out, expect);
     }
-    if (tg_qgemm_has_vnni()) {  // every row block (1..6 rows) and panel width (1..4 blocks) of the packed kernel
+    if (tg_qgemm_has_vnni()) { // every row block (1..6 rows) and panel width (1..4 blocks) of the packed kernel
         for (int64_t rows : {1, 5, 6, 13}) {
             for (int64_t cols : {10, 50, 64, 200}) {
                 for (int64_t depth : {25, 131, 1024}) {
@@ -189,7 +191,7 @@ TEST_F(QuantizeTest, PackedBatchGivesThePortableFloatsExactly) {
 
 TEST_F(QuantizeTest, ModelShapeAndErrors) {
     tg_module *lin = tg_nn_linear(4, 3, tg_linear_opts{});
-    tg_module *q = tg_quantize_dynamic(lin, tg_quantize_opts{});  // a Linear root is replaced
+    tg_module *q = tg_quantize_dynamic(lin, tg_quantize_opts{}); // a Linear root is replaced
     ASSERT_NE(q, nullptr) << tg_last_error();
     EXPECT_STREQ(tg_module_type_of(q)->name, "DynamicQuantizedLinear");
     int n = 0;
@@ -203,7 +205,8 @@ TEST_F(QuantizeTest, ModelShapeAndErrors) {
     TG_SCOPE {
         tg_clear_error();
         EXPECT_EQ(tg_forward(q, tg_ones(TG_SHAPE(2, 5), tg_opts{})), nullptr);
-        EXPECT_ERROR_CONTAINS("DynamicQuantizedLinear: expected a float32 CPU input of shape [..., 4], got float32 [2, 5]");
+        EXPECT_ERROR_CONTAINS(
+            "DynamicQuantizedLinear: expected a float32 CPU input of shape [..., 4], got float32 [2, 5]");
         tg_clear_error();
         EXPECT_EQ(tg_forward(q, tg_ones(TG_SHAPE(2, 4), tg_opts{.dtype = TG_FLOAT64})), nullptr);
         EXPECT_ERROR_CONTAINS("got float64");
@@ -218,7 +221,7 @@ TEST_F(QuantizeTest, ModelShapeAndErrors) {
     tg_clear_error();
     EXPECT_EQ(tg_quantize_dynamic(model, tg_quantize_opts{}), nullptr);
     EXPECT_ERROR_CONTAINS("every Linear must have a float32 CPU weight");
-    EXPECT_STREQ(tg_module_type_of(tg_module_child(model, "0"))->name, "Linear");  // untouched
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(model, "0"))->name, "Linear"); // untouched
     tg_clear_error();
     EXPECT_EQ(tg_quantized_linear_weight(model), nullptr);
     EXPECT_ERROR_CONTAINS("expected a DynamicQuantizedLinear, got Sequential");
@@ -239,8 +242,9 @@ TEST_F(QuantizeTest, NonFiniteInputsStayInTheirRow) {
         tg_module *q = tg_nn_linear(4, 3, tg_linear_opts{});
         TG_SCOPE {
             TG_NO_GRAD {
-                tg_copy_(tg_module_get(q, "weight"), tensor_f32({0.5f, -0.25f, 0.75f, 0.1f, -0.5f, 0.3f, -0.6f, 0.2f,
-                                                                 0.4f, 0.2f, 0.f, -0.3f}, TG_SHAPE(3, 4)));
+                tg_copy_(tg_module_get(q, "weight"),
+                         tensor_f32({0.5f, -0.25f, 0.75f, 0.1f, -0.5f, 0.3f, -0.6f, 0.2f, 0.4f, 0.2f, 0.f, -0.3f},
+                                    TG_SHAPE(3, 4)));
                 tg_copy_(tg_module_get(q, "bias"), tensor_f32({0.1f, -0.2f, 0.3f}, TG_SHAPE(3)));
             }
         }
@@ -251,7 +255,7 @@ TEST_F(QuantizeTest, NonFiniteInputsStayInTheirRow) {
             TG_SCOPE {
                 std::vector<float> x = {1.f, -2.f, 0.5f, 3.f, 0.25f, 1.5f, 0.f, -1.f, -0.75f, 2.f, 1.f, 0.5f};
                 std::vector<float> inf_in = x, nan_row = x;
-                inf_in[6] = inf;  // row 1, column 2
+                inf_in[6] = inf; // row 1, column 2
                 for (int p = 4; p < 8; p++) nan_row[p] = nan;
                 std::vector<double> ref = values(tg_forward(q, tensor_f32(x, TG_SHAPE(3, 4))));
                 std::vector<double> y = values(tg_forward(q, tensor_f32(inf_in, TG_SHAPE(3, 4))));
@@ -287,7 +291,7 @@ TEST_F(QuantizeTest, NonFiniteWeightIsRefused) {
     EXPECT_EQ(tg_quantize_dynamic(model, tg_quantize_opts{}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_quantize_dynamic: \"2.0.weight\" holds nan at [1, 2]: a weight with NaN or Inf "
                           "cannot be quantised, module unchanged");
-    EXPECT_STREQ(tg_module_type_of(tg_module_child(model, "0"))->name, "Linear");  // untouched, the first too
+    EXPECT_STREQ(tg_module_type_of(tg_module_child(model, "0"))->name, "Linear"); // untouched, the first too
     tg_module *lin = tg_nn_linear(4, 3, tg_linear_opts{});
     TG_SCOPE {
         TG_NO_GRAD { tg_fill_(tg_narrow(tg_narrow(tg_module_get(lin, "weight"), 0, 2, 1), 1, 0, 1), -INFINITY); }
@@ -328,7 +332,7 @@ TEST_F(QuantizeTest, SaveAndLoadTheQuantisedModel) {
         ASSERT_NE(q, nullptr) << tg_last_error();
         model = q;
         ASSERT_EQ(tg_save_state_dict(q, int8_path.c_str()), TG_OK) << tg_last_error();
-        tg_manual_seed(2);  // other weights, quantised the same way, then loaded
+        tg_manual_seed(2); // other weights, quantised the same way, then loaded
         tg_module *other = tg_quantize_dynamic(make(), tg_quantize_opts{.per_channel = per_channel});
         ASSERT_EQ(tg_load_state_dict(other, int8_path.c_str(), true), TG_OK) << tg_last_error();
         TG_SCOPE {
@@ -346,7 +350,7 @@ TEST_F(QuantizeTest, SaveAndLoadTheQuantisedModel) {
         fclose(f);
         fclose(g);
         EXPECT_GT(ratio, 3.5) << "float32 file / int8 file";
-        if (!per_channel) {  // back to a float model for the per-channel round
+        if (!per_channel) { // back to a float model for the per-channel round
             tg_module_free(model);
             tg_manual_seed(1);
             model = make();
@@ -355,4 +359,4 @@ TEST_F(QuantizeTest, SaveAndLoadTheQuantisedModel) {
     tg_module_free(model);
 }
 
-}  // namespace
+} // namespace

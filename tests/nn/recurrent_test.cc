@@ -48,9 +48,9 @@ void check_rnn(const RnnCase &c) {
     }
     tg_manual_seed(c.seed + 1000);
     tg_rnn_result r;
-    ASSERT_EQ(tg_rnn_forward(m, x, states.size() > 0 ? states[0] : nullptr, states.size() > 1 ? states[1] : nullptr,
-                             &r),
-              TG_OK)
+    ASSERT_EQ(
+        tg_rnn_forward(m, x, states.size() > 0 ? states[0] : nullptr, states.size() > 1 ? states[1] : nullptr, &r),
+        TG_OK)
         << tg_last_error();
     std::vector<tg_tensor *> outs;
     if (c.cell) {
@@ -82,7 +82,7 @@ void check_rnn(const RnnCase &c) {
 
 class RecurrentTest : public TgTest {};
 
-}  // namespace
+} // namespace
 
 TEST_F(RecurrentTest, SequenceModulesMatchPyTorch) {
     const RnnCase cases[] = {
@@ -92,10 +92,10 @@ TEST_F(RecurrentTest, SequenceModulesMatchPyTorch) {
         {"gru_dropout", 2, [] { return tg_nn_gru(5, 4, tg_rnn_opts{.num_layers = 3, .dropout = 0.3}); }, false, false,
          false, true},
         {"rnn_relu_unbatched", 3,
-         [] { return tg_nn_rnn(5, 3, tg_rnn_opts{.nonlinearity = TG_RNN_RELU, .no_bias = true}); }, false, false,
-         true, false},
-        {"rnn_tanh_bi", 4, [] { return tg_nn_rnn(3, 4, tg_rnn_opts{.num_layers = 2, .bidirectional = true}); },
-         false, false, false, false},
+         [] { return tg_nn_rnn(5, 3, tg_rnn_opts{.nonlinearity = TG_RNN_RELU, .no_bias = true}); }, false, false, true,
+         false},
+        {"rnn_tanh_bi", 4, [] { return tg_nn_rnn(3, 4, tg_rnn_opts{.num_layers = 2, .bidirectional = true}); }, false,
+         false, false, false},
         {"lstm_plain", 5, [] { return tg_nn_lstm(3, 5, tg_rnn_opts{}); }, true, false, false, false},
         {"gru_bi_batch_first", 6,
          [] { return tg_nn_gru(3, 2, tg_rnn_opts{.batch_first = true, .bidirectional = true}); }, false, false, true,
@@ -158,9 +158,9 @@ TEST_F(RecurrentTest, StateDictsLoadBothWays) {
             tg_tensor_map_set(from_torch, sd[i].name, fixture_tensor(fx(), name + "." + sd[i].name).make(TG_FLOAT32));
         ASSERT_EQ(tg_module_load_state_map(m, from_torch, true, "PyTorch"), TG_OK) << tg_last_error();
         tg_tensor_map_free(from_torch);
-        tg_module *fresh = m == lstm ? tg_nn_lstm(5, 4, tg_rnn_opts{.num_layers = 2, .batch_first = true,
-                                                                   .bidirectional = true})
-                                     : tg_nn_gru_cell(4, 3, tg_rnn_opts{});
+        tg_module *fresh =
+            m == lstm ? tg_nn_lstm(5, 4, tg_rnn_opts{.num_layers = 2, .batch_first = true, .bidirectional = true})
+                      : tg_nn_gru_cell(4, 3, tg_rnn_opts{});
         tg_tensor_map *mine = tg_module_state_map(m);
         ASSERT_EQ(tg_module_load_state_map(fresh, mine, true, nullptr), TG_OK) << tg_last_error();
         tg_tensor_map_free(mine);
@@ -186,7 +186,7 @@ tg_tensor *rnn_fn(tg_tensor *const *in, void *user) {
     tg_tensor *y = tg_add(tg_sum(tg_square(r.output)), tg_sum(r.h_n));
     return c->lstm ? tg_add(y, tg_sum(tg_mul_scalar(r.c_n, 0.5))) : y;
 }
-}  // namespace
+} // namespace
 
 TEST_F(RecurrentTest, GradcheckFloat64) {
     tg_manual_seed(4);
@@ -202,8 +202,8 @@ TEST_F(RecurrentTest, GradcheckFloat64) {
         GcCase c = {m, i == 0};
         tg_gradcheck_opts go = {};
         go.user = &c;
-        EXPECT_EQ(tg_gradcheck(rnn_fn, c.lstm ? 3 : 2, in, &go), TG_OK) << tg_module_type_of(m)->name << ": "
-                                                                        << tg_last_error();
+        EXPECT_EQ(tg_gradcheck(rnn_fn, c.lstm ? 3 : 2, in, &go), TG_OK)
+            << tg_module_type_of(m)->name << ": " << tg_last_error();
         tg_module_free(m);
     }
 }

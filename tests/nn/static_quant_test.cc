@@ -43,13 +43,13 @@ class StaticQuantTest : public TgTempDirTest {
 
     void SetUp() override {
         TgTempDirTest::SetUp();
-        tg_manual_seed(0);  // (the tensors below belong to the test's scope)
+        tg_manual_seed(0); // (the tensors below belong to the test's scope)
         lenet = make_lenet();
         for (int i = 0; i < 3; i++) calib.push_back(tg_rand(TG_SHAPE(8, 1, 28, 28), tg_opts{}));
         test = tg_rand(TG_SHAPE(5, 1, 28, 28), tg_opts{});
     }
     void TearDown() override {
-        if (lenet) tg_module_free(lenet);  // a test that did not quantise it
+        if (lenet) tg_module_free(lenet); // a test that did not quantise it
         TgTempDirTest::TearDown();
     }
 
@@ -63,7 +63,9 @@ class StaticQuantTest : public TgTempDirTest {
         tg_eval(m);
         EXPECT_EQ(tg_quant_prepare(m, qc), TG_OK) << tg_last_error();
         TG_NO_GRAD {
-            for (tg_tensor *c : calib) TG_SCOPE { EXPECT_NE(tg_forward(m, c), nullptr) << tg_last_error(); }
+            for (tg_tensor *c : calib) TG_SCOPE {
+                    EXPECT_NE(tg_forward(m, c), nullptr) << tg_last_error();
+                }
         }
         EXPECT_EQ(tg_quant_convert(m, qc), TG_OK) << tg_last_error();
         return m;
@@ -83,8 +85,16 @@ TEST_F(StaticQuantTest, LeNetMatchesPyTorchOnednn) {
         EXPECT_LE(max_diff(tg_forward(lenet, test), fixture_tensor(fx, "float_out").data), 1e-5);
     }
     tg_module *m = quantise(tg_get_default_qconfig("onednn"));
-    const char *types[] = {"QuantizedConvReLU2d", "Identity", "QuantizedMaxPool2d", "QuantizedConvReLU2d", "Identity",
-                           "QuantizedMaxPool2d", "Flatten", "QuantizedLinearReLU", "Identity", "QuantizedLinear"};
+    const char *types[] = {"QuantizedConvReLU2d",
+                           "Identity",
+                           "QuantizedMaxPool2d",
+                           "QuantizedConvReLU2d",
+                           "Identity",
+                           "QuantizedMaxPool2d",
+                           "Flatten",
+                           "QuantizedLinearReLU",
+                           "Identity",
+                           "QuantizedLinear"};
     tg_module *seq = tg_module_child(m, "module");
     for (int i = 0; i < 10; i++)
         EXPECT_STREQ(tg_module_type_of(tg_module_child(seq, std::to_string(i).c_str()))->name, types[i]) << i;
@@ -93,7 +103,8 @@ TEST_F(StaticQuantTest, LeNetMatchesPyTorchOnednn) {
     TG_SCOPE {
         // the quant stub's qparams: the histogram of the inputs, exactly
         EXPECT_TRUE(tensor_near(tg_module_get(m, "quant.scale"), fixture_tensor(fx, "quant_scale").data, 0, 0));
-        EXPECT_TRUE(tensor_near(tg_module_get(m, "quant.zero_point"), fixture_tensor(fx, "quant_zero_point").data, 0, 0));
+        EXPECT_TRUE(
+            tensor_near(tg_module_get(m, "quant.zero_point"), fixture_tensor(fx, "quant_zero_point").data, 0, 0));
         for (const char *i : {"0", "3", "7", "9"}) {
             std::string p = std::string("q") + i + "_", pre = std::string("module.") + i + ".";
             tg_tensor *w = tg_module_get(m, (pre + "weight").c_str());
@@ -105,8 +116,8 @@ TEST_F(StaticQuantTest, LeNetMatchesPyTorchOnednn) {
                 << p;
             // output qparams: the histogram of our float activations, which differ from
             // PyTorch's in the last bits (another summation order), so the scale may too
-            EXPECT_TRUE(tensor_near(tg_module_get(m, (pre + "scale").c_str()), fixture_tensor(fx, p + "scale").data, 0,
-                                    1e-5))
+            EXPECT_TRUE(
+                tensor_near(tg_module_get(m, (pre + "scale").c_str()), fixture_tensor(fx, p + "scale").data, 0, 1e-5))
                 << p;
             EXPECT_TRUE(tensor_near(tg_module_get(m, (pre + "zero_point").c_str()),
                                     fixture_tensor(fx, p + "zero_point").data, 0, 0))
@@ -152,9 +163,9 @@ TEST_F(StaticQuantTest, SaveAndLoadTheInt8Model) {
     std::vector<std::string> names;
     for (int i = 0; i < n; i++) names.push_back(sd[i].name);
     const std::vector<std::string> expect = {
-        "quant.scale", "quant.zero_point", "dequant.input_scale", "dequant.input_zero_point", "module.0.weight",
-        "module.0.bias", "module.0.weight_scale", "module.0.weight_zero_point", "module.0.scale", "module.0.zero_point",
-        "module.0.input_scale", "module.0.input_zero_point"};
+        "quant.scale",     "quant.zero_point",    "dequant.input_scale",   "dequant.input_zero_point",
+        "module.0.weight", "module.0.bias",       "module.0.weight_scale", "module.0.weight_zero_point",
+        "module.0.scale",  "module.0.zero_point", "module.0.input_scale",  "module.0.input_zero_point"};
     ASSERT_GE(names.size(), expect.size());
     EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 12), expect);
     double ratio = (double)file_size(float_path) / (double)file_size(int8_path);
@@ -165,8 +176,8 @@ TEST_F(StaticQuantTest, SaveAndLoadTheInt8Model) {
     // other weights, no calibration: the skeleton, then the file
     tg_manual_seed(5);
     tg_module *other = tg_quant_wrapper(make_lenet());
-    for (auto [a, b] : {std::pair{"module.0", "module.1"}, std::pair{"module.3", "module.4"},
-                        std::pair{"module.7", "module.8"}})
+    for (auto [a, b] :
+         {std::pair{"module.0", "module.1"}, std::pair{"module.3", "module.4"}, std::pair{"module.7", "module.8"}})
         ASSERT_EQ(tg_fuse_modules(other, a, b), TG_OK);
     ASSERT_EQ(tg_quant_prepare(other, qc), TG_OK);
     ASSERT_EQ(tg_quant_convert_for_load(other, qc), TG_OK) << tg_last_error();
@@ -210,9 +221,10 @@ TEST_F(StaticQuantTest, ConvOptionsAndPoolAgainstDequantisedReference) {
         tg_tensor *wscale = tg_module_get(m, "module.0.weight_scale");
         tg_tensor *wint = tg_sub_scalar(tg_cast(tg_module_get(m, "module.0.weight"), TG_FLOAT32), 128);
         tg_tensor *wdq = tg_mul(wint, tg_reshape(wscale, TG_SHAPE(4, 1, 1, 1)));
-        EXPECT_LE(max_diff(wdq, values(w)), values(tg_max(wscale))[0] / 2 + 1e-7);  // weights round to nearest
+        EXPECT_LE(max_diff(wdq, values(w)), values(tg_max(wscale))[0] / 2 + 1e-7); // weights round to nearest
         tg_tensor *ref = tg_conv2d(dequant(xq, xs, xz), wdq, b, co);
-        double ys = values(tg_module_get(m, "module.0.scale"))[0], yz = values(tg_module_get(m, "module.0.zero_point"))[0];
+        double ys = values(tg_module_get(m, "module.0.scale"))[0],
+               yz = values(tg_module_get(m, "module.0.zero_point"))[0];
         tg_tensor *yq = tg_forward(tg_module_child(seq, "0"), xq);
         ASSERT_NE(yq, nullptr) << tg_last_error();
         EXPECT_EQ(dims(yq), dims(ref));
@@ -240,8 +252,8 @@ TEST_F(StaticQuantTest, PortableKernelsGiveTheSameBytesAsVnni) {
     tg_conv_opts padded = {};
     padded.padding = 2;
     padded.dilation = 2;
-    tg_module *convs = tg_quant_wrapper(TG_NN_SEQUENTIAL(tg_nn_conv2d(3, 20, 3, strided), tg_nn_relu(),
-                                                          tg_nn_conv2d(20, 70, 3, padded)));
+    tg_module *convs = tg_quant_wrapper(
+        TG_NN_SEQUENTIAL(tg_nn_conv2d(3, 20, 3, strided), tg_nn_relu(), tg_nn_conv2d(20, 70, 3, padded)));
     ASSERT_EQ(tg_fuse_modules(convs, "module.0", "module.1"), TG_OK) << tg_last_error();
     tg_eval(convs);
     ASSERT_EQ(tg_quant_prepare(convs, qc), TG_OK);
@@ -293,7 +305,9 @@ TEST_F(StaticQuantTest, NonFiniteInputsAndWeightsAreRefused) {
             EXPECT_EQ(tg_forward(m, bad), nullptr);
             EXPECT_ERROR_CONTAINS("HistogramObserver: the input holds inf: a histogram needs a finite range");
         }
-        for (tg_tensor *c : calib) TG_SCOPE { ASSERT_NE(tg_forward(m, c), nullptr) << tg_last_error(); }
+        for (tg_tensor *c : calib) TG_SCOPE {
+                ASSERT_NE(tg_forward(m, c), nullptr) << tg_last_error();
+            }
         TG_SCOPE { tg_fill_(tg_narrow(tg_flatten(tg_module_get(m, "module.3.0.weight"), 0, -1), 0, 4, 1), NAN); }
     }
     tg_clear_error();
@@ -303,13 +317,14 @@ TEST_F(StaticQuantTest, NonFiniteInputsAndWeightsAreRefused) {
     tg_module_free(m);
 
     lenet = make_lenet();
-    m = quantise(tg_get_default_qconfig("onednn"));  // a fresh LeNet, quantised
+    m = quantise(tg_get_default_qconfig("onednn")); // a fresh LeNet, quantised
     TG_SCOPE {
         tg_tensor *x = tg_clone(test);
         tg_fill_(tg_narrow(tg_flatten(x, 0, -1), 0, 30, 1), NAN);
         tg_clear_error();
         EXPECT_EQ(tg_forward(m, x), nullptr);
-        EXPECT_ERROR_CONTAINS("Quantize: input [5, 1, 28, 28] holds nan at flat index 30: quint8 cannot hold NaN or Inf");
+        EXPECT_ERROR_CONTAINS(
+            "Quantize: input [5, 1, 28, 28] holds nan at flat index 30: quint8 cannot hold NaN or Inf");
         EXPECT_NE(tg_forward(m, test), nullptr) << tg_last_error();
     }
     tg_module_free(m);
@@ -327,16 +342,16 @@ TEST_F(StaticQuantTest, ErrorsAndUnfusedRelu) {
     tg_qconfig qc = tg_get_default_qconfig("onednn");
     ASSERT_EQ(tg_quant_prepare(m, qc), TG_OK);
     tg_clear_error();
-    EXPECT_EQ(tg_quant_convert(m, qc), TG_ERROR);  // nothing calibrated yet
+    EXPECT_EQ(tg_quant_convert(m, qc), TG_ERROR); // nothing calibrated yet
     EXPECT_ERROR_CONTAINS("\"quant\" was not calibrated (its observer saw no input)");
     TG_SCOPE { ASSERT_NE(tg_forward(m, calib[0]), nullptr) << tg_last_error(); }
     tg_clear_error();
-    EXPECT_EQ(tg_quant_convert(m, qc), TG_ERROR);  // ReLU "module.1" was not fused
+    EXPECT_EQ(tg_quant_convert(m, qc), TG_ERROR); // ReLU "module.1" was not fused
     EXPECT_ERROR_CONTAINS("ReLU \"module.1\" has no int8 version");
     tg_clear_error();
     tg_conv_opts co;
     EXPECT_EQ(tg_nn_conv2d_get_opts(tg_module_child(m, "quant"), &co), TG_ERROR);
-    EXPECT_ERROR_CONTAINS("tg_nn_conv2d_get_opts: expected a Conv2d, got Quantize");  // converted before the ReLU failed
+    EXPECT_ERROR_CONTAINS("tg_nn_conv2d_get_opts: expected a Conv2d, got Quantize"); // converted before the ReLU failed
     tg_module_free(m);
     tg_clear_error();
     tg_qconfig bad = tg_get_default_qconfig("tpu");
@@ -344,4 +359,4 @@ TEST_F(StaticQuantTest, ErrorsAndUnfusedRelu) {
     EXPECT_ERROR_CONTAINS("unknown backend \"tpu\"");
 }
 
-}  // namespace
+} // namespace

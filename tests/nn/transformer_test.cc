@@ -70,7 +70,7 @@ void check_run(tg_module *m, const std::string &n, bool decoder, bool causal) {
             << params[i].name;
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(TransformerTest, LayersMatchPyTorch) {
     int cases = 0;
@@ -84,8 +84,8 @@ TEST_F(TransformerTest, LayersMatchPyTorch) {
                     tg_manual_seed(1);
                     tg_transformer_layer_opts o = {};
                     o.dim_feedforward = 8, o.activation = act, o.batch_first = batch_first, o.norm_first = norm_first;
-                    tg_module *m = decoder ? tg_nn_transformer_decoder_layer(4, 2, o)
-                                           : tg_nn_transformer_encoder_layer(4, 2, o);
+                    tg_module *m =
+                        decoder ? tg_nn_transformer_decoder_layer(4, 2, o) : tg_nn_transformer_encoder_layer(4, 2, o);
                     ASSERT_NE(m, nullptr) << tg_last_error();
                     int count = 0;
                     const tg_named_tensor *params = tg_named_parameters(m, &count);
@@ -114,7 +114,8 @@ TEST_F(TransformerTest, StacksCopyTheLayerAsPyTorch) {
         if (decoder) o.activation = TG_TRANSFORMER_GELU, o.batch_first = true;
         else o.norm_first = true;
         tg_manual_seed(decoder ? 7 : 5);
-        tg_module *layer = decoder ? tg_nn_transformer_decoder_layer(4, 2, o) : tg_nn_transformer_encoder_layer(4, 2, o);
+        tg_module *layer =
+            decoder ? tg_nn_transformer_decoder_layer(4, 2, o) : tg_nn_transformer_encoder_layer(4, 2, o);
         tg_module *norm = tg_nn_layer_norm(TG_SHAPE(4), tg_layer_norm_opts{});
         tg_module *m = decoder ? tg_nn_transformer_decoder(layer, 2, norm) : tg_nn_transformer_encoder(layer, 2, norm);
         ASSERT_NE(m, nullptr) << tg_last_error();
@@ -143,10 +144,10 @@ TEST_F(TransformerTest, NamesDefaultsTrainingAndErrors) {
     std::vector<std::string> names;
     for (int i = 0; i < n; i++) names.push_back(sd[i].name);
     EXPECT_EQ(names, (std::vector<std::string>{"self_attn.in_proj_weight", "self_attn.in_proj_bias",
-                                               "self_attn.out_proj.weight", "self_attn.out_proj.bias",
-                                               "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
-                                               "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"}));
-    EXPECT_EQ(dims(tg_module_get(m, "linear1.weight")), (std::vector<int64_t>{2048, 8}));  // dim_feedforward 2048
+                                               "self_attn.out_proj.weight", "self_attn.out_proj.bias", "linear1.weight",
+                                               "linear1.bias", "linear2.weight", "linear2.bias", "norm1.weight",
+                                               "norm1.bias", "norm2.weight", "norm2.bias"}));
+    EXPECT_EQ(dims(tg_module_get(m, "linear1.weight")), (std::vector<int64_t>{2048, 8})); // dim_feedforward 2048
     // training: dropout 0.1 in the attention, after it, in and after the feed-forward;
     // the same seed gives the same output, eval gives the plain one
     tg_manual_seed(3);
@@ -178,7 +179,7 @@ TEST_F(TransformerTest, NamesDefaultsTrainingAndErrors) {
     EXPECT_EQ(tg_nn_transformer_encoder_layer(6, 4, tg_transformer_layer_opts{}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_nn_transformer_encoder_layer: d_model=6 must be divisible by nhead=4");
     tg_clear_error();
-    EXPECT_EQ(tg_nn_transformer_decoder(m, 2, nullptr), nullptr);  // takes m and frees it
+    EXPECT_EQ(tg_nn_transformer_decoder(m, 2, nullptr), nullptr); // takes m and frees it
     EXPECT_ERROR_CONTAINS("tg_nn_transformer_decoder: needs a TransformerDecoderLayer (got TransformerEncoderLayer)");
 
     tg_module *d = tg_nn_transformer_decoder_layer(8, 2, tg_transformer_layer_opts{.dim_feedforward = 16});

@@ -22,7 +22,8 @@ class OnnxExportTest : public TgTempDirTest {
         for (int64_t n : {1, 7}) {
             tg_tensor *x = batch_of(n), *y = tg_forward(model, x);
             ASSERT_NE(y, nullptr) << tg_last_error();
-            args += " " + raw_arg(x, dir_ + "/x" + std::to_string(n)) + " " + raw_arg(y, dir_ + "/y" + std::to_string(n));
+            args +=
+                " " + raw_arg(x, dir_ + "/x" + std::to_string(n)) + " " + raw_arg(y, dir_ + "/y" + std::to_string(n));
         }
         std::string log;
         EXPECT_EQ(run_checker(args, &log), 0) << log;
@@ -33,11 +34,10 @@ class OnnxExportTest : public TgTempDirTest {
 };
 
 tg_module *make_mlp() { // lesson 02
-    return TG_NN_SEQUENTIAL(tg_nn_flatten(1, -1), tg_nn_linear(784, 1024, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(1024, 512, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(512, 256, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(256, 128, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(128, 10, tg_linear_opts{}));
+    return TG_NN_SEQUENTIAL(
+        tg_nn_flatten(1, -1), tg_nn_linear(784, 1024, tg_linear_opts{}), tg_nn_relu(),
+        tg_nn_linear(1024, 512, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(512, 256, tg_linear_opts{}), tg_nn_relu(),
+        tg_nn_linear(256, 128, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(128, 10, tg_linear_opts{}));
 }
 
 tg_module *make_lenet(bool batch_norm) { // lessons 03 and 04
@@ -50,9 +50,9 @@ tg_module *make_lenet(bool batch_norm) { // lessons 03 and 04
                                 tg_nn_linear(500, 10, tg_linear_opts{}));
     tg_module *m = TG_NN_SEQUENTIAL(
         tg_nn_conv2d(1, 20, 5, tg_conv_opts{}), tg_nn_batch_norm2d(20, tg_batch_norm_opts{}), tg_nn_relu(),
-        tg_nn_max_pool2d(pool2), tg_nn_conv2d(20, 50, 5, tg_conv_opts{}),
-        tg_nn_batch_norm2d(50, tg_batch_norm_opts{}), tg_nn_relu(), tg_nn_max_pool2d(pool2), tg_nn_flatten(1, -1),
-        tg_nn_linear(800, 500, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(500, 10, tg_linear_opts{}));
+        tg_nn_max_pool2d(pool2), tg_nn_conv2d(20, 50, 5, tg_conv_opts{}), tg_nn_batch_norm2d(50, tg_batch_norm_opts{}),
+        tg_nn_relu(), tg_nn_max_pool2d(pool2), tg_nn_flatten(1, -1), tg_nn_linear(800, 500, tg_linear_opts{}),
+        tg_nn_relu(), tg_nn_linear(500, 10, tg_linear_opts{}));
     // running statistics other than 0 and 1: one training-mode forward
     tg_release(tg_forward(m, tg_mul_scalar(tg_add_scalar(tg_randn(TG_SHAPE(8, 1, 28, 28), tg_opts{}), 0.5), 2)));
     return m;
@@ -83,7 +83,8 @@ TEST_F(OnnxExportTest, InitializersCarryStateDictNamesAndBatchIsFree) {
         << tg_last_error();
     EXPECT_TRUE(tg_is_training(m)) << "training mode restored";
     std::string log;
-    std::string script = "import onnx; m = onnx.load('" + path + "'); g = m.graph; "
+    std::string script = "import onnx; m = onnx.load('" + path +
+                         "'); g = m.graph; "
                          "print(sorted(i.name for i in g.initializer if not i.name.startswith('const'))); "
                          "print([n.op_type for n in g.node]); "
                          "print(g.input[0].name, g.input[0].type.tensor_type.shape.dim[0].dim_param, "
@@ -103,8 +104,8 @@ TEST_F(OnnxExportTest, InitializersCarryStateDictNamesAndBatchIsFree) {
 // ---- errors: a clear message, no file left behind ----
 
 tg_tensor *no_onnx_forward(tg_ctx *, tg_tensor *const *in) { return tg_mul_scalar(in[0], 2); }
-const tg_function kNoOnnx = {.name = "double_it", .num_inputs = 1, .forward = no_onnx_forward,
-                             .low_precision = TG_LOW_PRECISION_NATIVE};
+const tg_function kNoOnnx = {
+    .name = "double_it", .num_inputs = 1, .forward = no_onnx_forward, .low_precision = TG_LOW_PRECISION_NATIVE};
 tg_tensor *doubler_forward(tg_module *, tg_tensor *x) { return tg_apply(&kNoOnnx, &x); }
 const tg_module_type kDoubler = {.name = "Doubler", .forward = doubler_forward};
 
@@ -155,10 +156,10 @@ TEST_F(OnnxExportTest, ConstantTakenFromTheBatchIsRefusedAndRngLeftAlone) {
     tg_tensor *expected = tg_randn(TG_SHAPE(3), tg_opts{});
     tg_manual_seed(7);
     EXPECT_EQ(tg_onnx_export(m, x, path.c_str(), nullptr), TG_ERROR);
-    EXPECT_NE(std::string(tg_last_error()).find("differs between batch 2 and 3"), std::string::npos)
-        << tg_last_error();
+    EXPECT_NE(std::string(tg_last_error()).find("differs between batch 2 and 3"), std::string::npos) << tg_last_error();
     EXPECT_NE(access(path.c_str(), F_OK), 0);
-    EXPECT_TRUE(tensor_near(tg_randn(TG_SHAPE(3), tg_opts{}), values(expected), 0)) << "the export drew from the stream";
+    EXPECT_TRUE(tensor_near(tg_randn(TG_SHAPE(3), tg_opts{}), values(expected), 0))
+        << "the export drew from the stream";
     tg_onnx_opts fixed = {};
     fixed.static_batch = true;
     EXPECT_EQ(tg_onnx_export(m, x, path.c_str(), &fixed), TG_OK) << tg_last_error();

@@ -19,8 +19,9 @@ using tg_onnx_test::Runtime;
 
 // Running statistics other than 0 and 1: a few training-mode forwards on shifted inputs.
 void warm_batch_norm(tg_module *m, const std::function<tg_tensor *(int64_t)> &batch_of) {
-    for (int i = 0; i < 2; i++)
-        TG_SCOPE { tg_forward(m, tg_add_scalar(tg_mul_scalar(batch_of(8), 1.5), 0.3)); }
+    for (int i = 0; i < 2; i++) TG_SCOPE {
+            tg_forward(m, tg_add_scalar(tg_mul_scalar(batch_of(8), 1.5), 0.3));
+        }
 }
 
 // ---- lesson 07: the VAE (fc1, fc21, fc22, fc3, fc4 as tutorials/07_vae/main.c) ----
@@ -129,7 +130,9 @@ TEST_F(OnnxTest, ResNet20RunsInOpenCv) {
     auto x = randn_batch({3, 32, 32});
     warm_batch_norm(net, x);
     std::string log = export_and_check(net, x);
-    EXPECT_NE(log.find("ops: Conv BatchNormalization Relu Add GlobalAveragePool Mul Div Reshape Gemm\n"), std::string::npos) << log;
+    EXPECT_NE(log.find("ops: Conv BatchNormalization Relu Add GlobalAveragePool Mul Div Reshape Gemm\n"),
+              std::string::npos)
+        << log;
 }
 
 // ---- lesson 10: the GPT (tutorials/10_gpt/model.c) ----

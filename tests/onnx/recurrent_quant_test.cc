@@ -90,9 +90,10 @@ class OnnxRecurrentQuantTest : public TgTempDirTest {
             EXPECT_NE(log.find("numpy: batch 1: max error"), std::string::npos) << log;
             EXPECT_NE(log.find("numpy: batch 7: max error"), std::string::npos) << log;
             // the graph's op types and initializers' element types, for the tests' own checks
-            run_python("-c \"import onnx, collections; g = onnx.load('" + path + "').graph; "
-                       "print('nodes:', ' '.join(n.op_type for n in g.node)); "
-                       "print('int8 initializers:', sum(i.data_type == 3 for i in g.initializer))\"",
+            run_python("-c \"import onnx, collections; g = onnx.load('" + path +
+                           "').graph; "
+                           "print('nodes:', ' '.join(n.op_type for n in g.node)); "
+                           "print('int8 initializers:', sum(i.data_type == 3 for i in g.initializer))\"",
                        &log);
         }
         printf("%s", log.c_str());
@@ -128,7 +129,7 @@ TEST_F(OnnxRecurrentQuantTest, TwoLayerLstmIsTwoStackedLstmNodes) {
     tg_module *m = TG_NN_SEQUENTIAL(tg_nn_lstm(6, 8, rnn_opts(2, true, false)), tg_nn_linear(8, 3, tg_linear_opts{}));
     std::string log = export_and_evaluate(m, randn_batch({5, 6})); // [B, T, I]
     std::string nodes = line(log, "nodes:");
-    EXPECT_EQ(count(nodes, " LSTM"), 2) << nodes;     // not unrolled: one node per layer
+    EXPECT_EQ(count(nodes, " LSTM"), 2) << nodes;      // not unrolled: one node per layer
     EXPECT_GE(count(nodes, " Transpose"), 2) << nodes; // batch_first in and out (and Linear's weight)
     EXPECT_EQ(count(nodes, " Sigmoid"), 0) << nodes;
 }
@@ -209,11 +210,10 @@ TEST_F(OnnxRecurrentQuantTest, LstmProjectionIsAClearError) {
 // ---- lesson 12's int8 models ----
 
 tg_module *make_mlp() {
-    return TG_NN_SEQUENTIAL(tg_nn_linear(784, 1024, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(1024, 512, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(512, 256, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(256, 128, tg_linear_opts{}), tg_nn_relu(),
-                            tg_nn_linear(128, 10, tg_linear_opts{}));
+    return TG_NN_SEQUENTIAL(
+        tg_nn_linear(784, 1024, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(1024, 512, tg_linear_opts{}),
+        tg_nn_relu(), tg_nn_linear(512, 256, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(256, 128, tg_linear_opts{}),
+        tg_nn_relu(), tg_nn_linear(128, 10, tg_linear_opts{}));
 }
 
 TEST_F(OnnxRecurrentQuantTest, DynamicInt8MlpIsQdq) {
@@ -238,9 +238,8 @@ TEST_F(OnnxRecurrentQuantTest, StaticInt8LeNetIsQdqWithinOneStep) {
     tg_pool_opts pool2 = {};
     pool2.kernel_size = 2;
     tg_module *lenet = TG_NN_SEQUENTIAL(tg_nn_conv2d(1, 20, 5, tg_conv_opts{}), tg_nn_relu(), tg_nn_max_pool2d(pool2),
-                                        tg_nn_conv2d(20, 50, 5, tg_conv_opts{}), tg_nn_relu(),
-                                        tg_nn_max_pool2d(pool2), tg_nn_flatten(1, -1),
-                                        tg_nn_linear(800, 500, tg_linear_opts{}), tg_nn_relu(),
+                                        tg_nn_conv2d(20, 50, 5, tg_conv_opts{}), tg_nn_relu(), tg_nn_max_pool2d(pool2),
+                                        tg_nn_flatten(1, -1), tg_nn_linear(800, 500, tg_linear_opts{}), tg_nn_relu(),
                                         tg_nn_linear(500, 10, tg_linear_opts{}));
     tg_module *q = tg_quant_wrapper(lenet); // as lesson 12
     ASSERT_EQ(tg_fuse_modules(q, "module.0", "module.1"), TG_OK) << tg_last_error();
@@ -254,7 +253,8 @@ TEST_F(OnnxRecurrentQuantTest, StaticInt8LeNetIsQdqWithinOneStep) {
     }
     ASSERT_EQ(tg_quant_convert(q, qconfig), TG_OK) << tg_last_error();
     // one step of the output: the scale its DeQuantize reads
-    float step = *static_cast<const float *>(tg_data_ptr(tg_module_buffer(tg_module_child(q, "dequant"), "input_scale")));
+    float step =
+        *static_cast<const float *>(tg_data_ptr(tg_module_buffer(tg_module_child(q, "dequant"), "input_scale")));
     char tol[64];
     snprintf(tol, sizeof tol, "--atol %.9g", step * 1.0001);
     std::string log = export_and_evaluate(q, randn_batch({1, 28, 28}), tol);

@@ -17,8 +17,8 @@ class AttentionFusedTest : public TgTest {};
 
 struct Case {
     const char *name;
-    std::vector<int64_t> q, k, v;  // the shapes the op sees
-    int mask = 0;                  // 0 none, 1 bool, 2 additive
+    std::vector<int64_t> q, k, v; // the shapes the op sees
+    int mask = 0;                 // 0 none, 1 bool, 2 additive
     std::vector<int64_t> mask_shape = {};
     bool causal = false, transposed = false, gqa = false;
     double scale = 0;
@@ -66,8 +66,7 @@ Outcome run(const Case &c, tg_dtype dt, bool fused) {
     return r;
 }
 
-::testing::AssertionResult near(const std::vector<double> &a, const std::vector<double> &b, double atol,
-                                double rtol) {
+::testing::AssertionResult near(const std::vector<double> &a, const std::vector<double> &b, double atol, double rtol) {
     if (a.size() != b.size()) return ::testing::AssertionFailure() << "sizes " << a.size() << " vs " << b.size();
     for (size_t i = 0; i < a.size(); i++) {
         if (std::isnan(a[i]) && std::isnan(b[i])) continue;
@@ -124,7 +123,7 @@ const std::vector<Case> &cases() {
     return all;
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(AttentionFusedTest, Float64MatchesComposed) {
     for (const Case &c : cases()) expect_match(c, TG_FLOAT64, 1e-12, 1e-11);
@@ -190,7 +189,7 @@ tg_tensor *fused_fn(tg_tensor *const *in, void *user) {
     o.is_causal = user != nullptr;
     return tg_scaled_dot_product_attention_opts(in[0], in[1], in[2], o);
 }
-}  // namespace
+} // namespace
 
 TEST_F(AttentionFusedTest, GradcheckFirstAndSecondOrder) {
     tg_manual_seed(4);
@@ -203,7 +202,7 @@ TEST_F(AttentionFusedTest, GradcheckFirstAndSecondOrder) {
     go.user = &causal;
     EXPECT_EQ(tg_gradcheck(fused_fn, 3, in, &go), TG_OK) << tg_last_error();
     go.user = nullptr;
-    EXPECT_EQ(tg_gradgradcheck(fused_fn, 4, in, &go), TG_OK) << tg_last_error();  // through the composed formula
+    EXPECT_EQ(tg_gradgradcheck(fused_fn, 4, in, &go), TG_OK) << tg_last_error(); // through the composed formula
 }
 
 TEST_F(AttentionFusedTest, ResultsDoNotDependOnTheThreadCount) {
@@ -246,14 +245,15 @@ size_t peak_bytes(bool fused) {
     }
     return peak;
 }
-}  // namespace
+} // namespace
 
 TEST_F(AttentionFusedTest, MemoryAtT4096IsUnderATenthOfTheComposed) {
     size_t fused = peak_bytes(true), composed = peak_bytes(false);
     RecordProperty("fused_peak_bytes", std::to_string(fused));
     RecordProperty("composed_peak_bytes", std::to_string(composed));
     std::printf("T=4096, 1 head of 64, float32, forward + backward peak beyond the inputs: fused %.2f MiB, composed "
-                "%.2f MiB\n", fused / 1048576.0, composed / 1048576.0);
+                "%.2f MiB\n",
+                fused / 1048576.0, composed / 1048576.0);
     EXPECT_LT(fused * 10, composed);
-    EXPECT_LT(fused, (size_t)16 << 20);  // O(T): outputs, gradients, statistics, never [T, T]
+    EXPECT_LT(fused, (size_t)16 << 20); // O(T): outputs, gradients, statistics, never [T, T]
 }

@@ -58,7 +58,8 @@ TEST_F(TgTest, IntegerFmodAndRemainder) {
 
 TEST_F(TgTest, FloatingModuloByZeroIsNan) {
     tg_tensor *a = tensor_f32({1.5f, -2}, TG_SHAPE(2));
-    std::vector<double> f = values(tg_fmod_scalar(a, 0.0)), r = values(tg_remainder(a, tg_zeros(TG_SHAPE(2), tg_opts{})));
+    std::vector<double> f = values(tg_fmod_scalar(a, 0.0)),
+                        r = values(tg_remainder(a, tg_zeros(TG_SHAPE(2), tg_opts{})));
     for (double v : f) EXPECT_TRUE(std::isnan(v));
     for (double v : r) EXPECT_TRUE(std::isnan(v));
 }
@@ -100,4 +101,4 @@ TEST_F(TgTest, BinaryMathErrors) {
     EXPECT_ERROR_CONTAINS("atan2: shapes [2, 3] and [2] cannot be broadcast together");
 }
 
-}  // namespace
+} // namespace

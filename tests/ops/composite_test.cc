@@ -32,8 +32,8 @@ void check_case(const std::string &name, const std::vector<std::string> &inputs,
     ASSERT_EQ(tg_backward(tg_sum(tg_mul(out, fixture_tensor(fx(), name + "_w").make(TG_FLOAT64)))), TG_OK)
         << tg_last_error();
     for (size_t i = 0; i < in.size(); i++)
-        EXPECT_TRUE(tensor_near(tg_grad(in[i]), fixture_tensor(fx(), name + "_grad" + std::to_string(i)).data, 1e-12,
-                                1e-12))
+        EXPECT_TRUE(
+            tensor_near(tg_grad(in[i]), fixture_tensor(fx(), name + "_grad" + std::to_string(i)).data, 1e-12, 1e-12))
             << "gradient of input " << i;
 }
 
@@ -62,13 +62,13 @@ TEST_F(TgTest, AmaxClampAndHardtanhMatchPyTorchIncludingTies) {
         int d[1] = {-1};
         return tg_amin(in[0], d, 1, true);
     });
-    check_case("amax_tie", {"tie"}, [](auto &in) {  // ties share the gradient
+    check_case("amax_tie", {"tie"}, [](auto &in) { // ties share the gradient
         int d[1] = {1};
         return tg_amax(in[0], d, 1, false);
     });
     check_case("amax_all", {"tie"}, [](auto &in) { return tg_amax(in[0], nullptr, 0, false); });
     check_case("clamp_tensor", {"x", "lo", "hi"}, [](auto &in) { return tg_clamp_tensor(in[0], in[1], in[2]); });
-    check_case("clamp_tie", {"tie"}, [](auto &in) {  // at a tie x keeps the gradient
+    check_case("clamp_tie", {"tie"}, [](auto &in) { // at a tie x keeps the gradient
         return tg_clamp_tensor(in[0], tensor_f64({3, 0, 2}, TG_SHAPE(3)), nullptr);
     });
     check_case("hardtanh", {"x"}, [](auto &in) { return tg_hardtanh(in[0], -0.5, 0.7); });
@@ -196,4 +196,4 @@ TEST_F(TgTest, CompositeErrorsNameTheOpAndShapes) {
     EXPECT_ERROR_CONTAINS("tg_hardtanh: min_val 1 must not exceed max_val -1");
 }
 
-}  // namespace
+} // namespace

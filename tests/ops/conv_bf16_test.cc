@@ -72,7 +72,9 @@ TEST_F(ConvBf16Test, MatchesPyTorchBfloat16) {
         EXPECT_TRUE(bf16_near(r.y, fx(c.name + "_y").data)) << "forward";
         EXPECT_TRUE(bf16_near(r.gx, fx(c.name + "_gx").data)) << "input gradient";
         EXPECT_TRUE(bf16_near(r.gw, fx(c.name + "_gw").data)) << "weight gradient";
-        if (r.gb) { EXPECT_TRUE(bf16_near(r.gb, fx(c.name + "_gb").data)) << "bias gradient"; }
+        if (r.gb) {
+            EXPECT_TRUE(bf16_near(r.gb, fx(c.name + "_gb").data)) << "bias gradient";
+        }
     }
 }
 
@@ -85,7 +87,9 @@ TEST_F(ConvBf16Test, IsTheFloat32ConvolutionRoundedOnce) {
         EXPECT_TRUE(bf16_near(lo.y, values(tg_cast(hi.y, TG_BFLOAT16))));
         EXPECT_TRUE(bf16_near(lo.gx, values(tg_cast(hi.gx, TG_BFLOAT16))));
         EXPECT_TRUE(bf16_near(lo.gw, values(tg_cast(hi.gw, TG_BFLOAT16))));
-        if (lo.gb) { EXPECT_EQ(values(lo.gb), values(tg_cast(hi.gb, TG_BFLOAT16))); } /* one float32 sum */
+        if (lo.gb) {
+            EXPECT_EQ(values(lo.gb), values(tg_cast(hi.gb, TG_BFLOAT16)));
+        } /* one float32 sum */
     }
 }
 
@@ -99,38 +103,39 @@ TEST_F(ConvBf16Test, LargeCallsMatchFloat32AndDoNotDependOnThreads) {
         int padding;
     };
     for (const Geometry &geo : {Geometry{TG_SHAPE(8, 20, 12, 12), TG_SHAPE(50, 20, 5, 5), 0},
-                                Geometry{TG_SHAPE(6, 16, 32, 32), TG_SHAPE(16, 16, 3, 3), 1}}) TG_SCOPE {
-        SCOPED_TRACE(geo.x.dims[0]);
-        tg_manual_seed(3);
-        tg_tensor *x32 = tg_randn(geo.x, tg_opts{}), *w32 = tg_randn(geo.w, tg_opts{});
-        // Fresh leaves holding the bfloat16 values, in dt (float32: the reference).
-        auto leaf = [](tg_tensor *t, tg_dtype dt) {
-            return tg_requires_grad_(tg_cast(tg_cast(t, TG_BFLOAT16), dt), true);
-        };
-        tg_shape y_shape = tg_shape_of(tg_conv2d(x32, w32, nullptr, tg_conv_opts{.padding = geo.padding}));
-        tg_tensor *gy = tg_cast(tg_cast(tg_randn(y_shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
-        auto grads = [&](tg_dtype dt) {
-            tg_tensor *xi = leaf(x32, dt), *wi = leaf(w32, dt);
-            tg_tensor *y = tg_conv2d(xi, wi, nullptr, tg_conv_opts{.padding = geo.padding});
-            EXPECT_EQ(tg_backward(tg_sum(tg_mul(y, tg_cast(gy, dt)))), TG_OK) << tg_last_error();
-            return std::vector<tg_tensor *>{y, tg_grad(xi), tg_grad(wi)};
-        };
-        int threads = tg_get_num_threads();
-        tg_set_num_threads(2);
-        std::vector<tg_tensor *> two = grads(TG_BFLOAT16), ref = grads(TG_FLOAT32);
-        tg_set_num_threads(1);
-        std::vector<tg_tensor *> one = grads(TG_BFLOAT16);
-        tg_set_num_threads(threads);
-        for (int i = 0; i < 3; i++) {
-            SCOPED_TRACE(i);
-            EXPECT_TRUE(bf16_near(two[i], values(tg_cast(ref[i], TG_BFLOAT16))));
-            EXPECT_TRUE(bf16_near(one[i], values(tg_cast(ref[i], TG_BFLOAT16))));
+                                Geometry{TG_SHAPE(6, 16, 32, 32), TG_SHAPE(16, 16, 3, 3), 1}})
+        TG_SCOPE {
+            SCOPED_TRACE(geo.x.dims[0]);
+            tg_manual_seed(3);
+            tg_tensor *x32 = tg_randn(geo.x, tg_opts{}), *w32 = tg_randn(geo.w, tg_opts{});
+            // Fresh leaves holding the bfloat16 values, in dt (float32: the reference).
+            auto leaf = [](tg_tensor *t, tg_dtype dt) {
+                return tg_requires_grad_(tg_cast(tg_cast(t, TG_BFLOAT16), dt), true);
+            };
+            tg_shape y_shape = tg_shape_of(tg_conv2d(x32, w32, nullptr, tg_conv_opts{.padding = geo.padding}));
+            tg_tensor *gy = tg_cast(tg_cast(tg_randn(y_shape, tg_opts{}), TG_BFLOAT16), TG_FLOAT32);
+            auto grads = [&](tg_dtype dt) {
+                tg_tensor *xi = leaf(x32, dt), *wi = leaf(w32, dt);
+                tg_tensor *y = tg_conv2d(xi, wi, nullptr, tg_conv_opts{.padding = geo.padding});
+                EXPECT_EQ(tg_backward(tg_sum(tg_mul(y, tg_cast(gy, dt)))), TG_OK) << tg_last_error();
+                return std::vector<tg_tensor *>{y, tg_grad(xi), tg_grad(wi)};
+            };
+            int threads = tg_get_num_threads();
+            tg_set_num_threads(2);
+            std::vector<tg_tensor *> two = grads(TG_BFLOAT16), ref = grads(TG_FLOAT32);
+            tg_set_num_threads(1);
+            std::vector<tg_tensor *> one = grads(TG_BFLOAT16);
+            tg_set_num_threads(threads);
+            for (int i = 0; i < 3; i++) {
+                SCOPED_TRACE(i);
+                EXPECT_TRUE(bf16_near(two[i], values(tg_cast(ref[i], TG_BFLOAT16))));
+                EXPECT_TRUE(bf16_near(one[i], values(tg_cast(ref[i], TG_BFLOAT16))));
+            }
+            // Each output and input-gradient element is one GEMM sum in k order whatever the
+            // threads; the weight gradient adds per-task partial sums (docs/design.md, Threads).
+            EXPECT_EQ(values(one[0]), values(two[0]));
+            EXPECT_EQ(values(one[1]), values(two[1]));
         }
-        // Each output and input-gradient element is one GEMM sum in k order whatever the
-        // threads; the weight gradient adds per-task partial sums (docs/design.md, Threads).
-        EXPECT_EQ(values(one[0]), values(two[0]));
-        EXPECT_EQ(values(one[1]), values(two[1]));
-    }
 }
 
 // The bias gradient of a bfloat16 output gradient is summed from the 2-byte elements
@@ -210,8 +215,7 @@ TEST_F(ConvBf16Test, SecondDerivativesMatchFloat32) {
         tg_tensor *y = tg_conv2d(x, w, nullptr, tg_conv_opts{.stride = 2, .padding = 1, .dilation = 2});
         tg_tensor *gy = fx("strided_gy").make(dt);
         tg_tensor *g[2] = {nullptr, nullptr}, *wrt[2] = {x, w};
-        EXPECT_EQ(tg_grad_of(&y, &gy, 1, wrt, 2, g, tg_backward_opts{.create_graph = true}), TG_OK)
-            << tg_last_error();
+        EXPECT_EQ(tg_grad_of(&y, &gy, 1, wrt, 2, g, tg_backward_opts{.create_graph = true}), TG_OK) << tg_last_error();
         // d/dx and d/dw of sum(gx^2) + sum(gw^2): every cross term of the bilinear op.
         tg_tensor *s = tg_add(tg_sum(tg_mul(g[0], g[0])), tg_sum(tg_mul(g[1], g[1])));
         EXPECT_EQ(tg_backward(tg_cast(s, TG_FLOAT32)), TG_OK) << tg_last_error();

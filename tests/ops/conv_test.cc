@@ -22,9 +22,8 @@ TEST_P(Conv2dTest, MatchesPyTorch) {
     check_nn_case("conv_per_dim", {"x", "w", "b"}, dt, [](auto &in) {
         return conv_fn(in, tg_conv_opts{.strides = {1, 2}, .paddings = {2, 0}, .dilations = {1, 2}});
     });
-    check_nn_case("conv_same_even", {"x", "w", "b"}, dt, [](auto &in) {
-        return conv_fn(in, tg_conv_opts{.dilations = TG_PAIR(1, 2), .padding_same = true});
-    });
+    check_nn_case("conv_same_even", {"x", "w", "b"}, dt,
+                  [](auto &in) { return conv_fn(in, tg_conv_opts{.dilations = TG_PAIR(1, 2), .padding_same = true}); });
     check_nn_case("conv_reflect", {"x", "w", "b"}, dt, [](auto &in) {
         return conv_fn(in, tg_conv_opts{.strides = {2, 1}, .paddings = {1, 2}, .padding_mode = TG_PAD_REFLECT});
     });
@@ -108,7 +107,8 @@ TEST_F(TgTest, Conv2dErrors) {
     EXPECT_ERROR_CONTAINS("tg_conv2d: input 1 is NULL");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(x, w, nullptr, {}), nullptr);
-    EXPECT_ERROR_CONTAINS("expected input [N, C, H, W] with C == 20 (weight [50, 20, 5, 5], groups 1), got [64, 10, 12, 12]");
+    EXPECT_ERROR_CONTAINS(
+        "expected input [N, C, H, W] with C == 20 (weight [50, 20, 5, 5], groups 1), got [64, 10, 12, 12]");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(tg_zeros(TG_SHAPE(12, 12), tg_opts{}), w, nullptr, {}), nullptr);
     EXPECT_ERROR_CONTAINS("expected input [N, C, H, W] (4-D, or 3-D unbatched), got [12, 12]");
@@ -124,7 +124,8 @@ TEST_F(TgTest, Conv2dErrors) {
     EXPECT_ERROR_CONTAINS("one floating dtype, got input float32, weight float64");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(tg_zeros(TG_SHAPE(1, 10, 5, 5), tg_opts{TG_INT64, TG_CPU, false}),
-                        tg_zeros(TG_SHAPE(5, 10, 5, 5), tg_opts{TG_INT64, TG_CPU, false}), nullptr, {}), nullptr);
+                        tg_zeros(TG_SHAPE(5, 10, 5, 5), tg_opts{TG_INT64, TG_CPU, false}), nullptr, {}),
+              nullptr);
     EXPECT_ERROR_CONTAINS("got input int64, weight int64");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(x, w10, nullptr, tg_conv_opts{.groups = 3}), nullptr);
@@ -146,9 +147,12 @@ TEST_F(TgTest, Conv2dErrors) {
     EXPECT_ERROR_CONTAINS("tg_conv2d: padding_mode 7 is not one of zeros, reflect, replicate, circular");
     tg_clear_error();
     EXPECT_EQ(tg_conv2d(tg_zeros(TG_SHAPE(1, 10, 4, 4), tg_opts{}), w10, nullptr, {}), nullptr);
-    EXPECT_ERROR_CONTAINS("output would be empty: input [1, 10, 4, 4] with kernel 5x5, stride (1, 1), padding (0, 0), dilation (1, 1) gives 0x0");
+    EXPECT_ERROR_CONTAINS("output would be empty: input [1, 10, 4, 4] with kernel 5x5, stride (1, 1), padding (0, 0), "
+                          "dilation (1, 1) gives 0x0");
     tg_clear_error();
-    EXPECT_EQ(tg_conv2d(tg_zeros(TG_SHAPE(1, 10, 4, 4), tg_opts{}), w10, nullptr, tg_conv_opts{.padding = 1, .dilation = 2}), nullptr);
+    EXPECT_EQ(
+        tg_conv2d(tg_zeros(TG_SHAPE(1, 10, 4, 4), tg_opts{}), w10, nullptr, tg_conv_opts{.padding = 1, .dilation = 2}),
+        nullptr);
     EXPECT_ERROR_CONTAINS("output would be empty");
 }
 

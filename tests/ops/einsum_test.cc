@@ -15,9 +15,8 @@ const std::map<std::string, FixtureTensor> &fx() {
 
 void check(const std::string &name, const char *eq) {
     for (tg_dtype dt : {TG_FLOAT64, TG_FLOAT32})
-        check_fixture_in(fx(), name, dt, [eq](auto &in, tg_tensor **) {
-            return tg_einsum(eq, in.data(), (int)in.size());
-        });
+        check_fixture_in(fx(), name, dt,
+                         [eq](auto &in, tg_tensor **) { return tg_einsum(eq, in.data(), (int)in.size()); });
 }
 
 TEST_F(TgTest, EinsumMatchesPyTorch) {
@@ -42,9 +41,7 @@ TEST_F(TgTest, EinsumMatchesPyTorch) {
     check("spaces", " i j , j k -> k i ");
 }
 
-tg_tensor *attention_fn(tg_tensor *const *in, void *) {
-    return tg_square(tg_einsum("bqd,bkd->bqk", in, 2));
-}
+tg_tensor *attention_fn(tg_tensor *const *in, void *) { return tg_square(tg_einsum("bqd,bkd->bqk", in, 2)); }
 tg_tensor *three_fn(tg_tensor *const *in, void *) { return tg_einsum("bn,anm,bm->ba", in, 3); }
 
 TEST_F(TgTest, EinsumIsDifferentiableTwice) {
@@ -83,4 +80,4 @@ TEST_F(TgTest, EinsumErrors) {
     }
 }
 
-}  // namespace
+} // namespace

@@ -60,8 +60,8 @@ tg_tensor *sliced64(int64_t n, int64_t m, unsigned seed, double lo = -1, double 
 }
 
 // gradcheck / gradgradcheck of fn with `user` passed through (default tolerances, or opts).
-::testing::AssertionResult gradcheck_ok(tg_gradcheck_fn fn, std::vector<tg_tensor *> in, void *user,
-                                        bool second_order, double eps = 0, double atol = 0) {
+::testing::AssertionResult gradcheck_ok(tg_gradcheck_fn fn, std::vector<tg_tensor *> in, void *user, bool second_order,
+                                        double eps = 0, double atol = 0) {
     tg_gradcheck_opts o = {};
     o.user = user;
     o.eps = eps;
@@ -139,23 +139,31 @@ struct BinaryCase {
     double a_lo, a_hi, b_lo, b_hi;
 };
 
-tg_tensor *run_binary(tg_tensor *const *in, void *user) { return static_cast<const BinaryCase *>(user)->f(in[0], in[1]); }
+tg_tensor *run_binary(tg_tensor *const *in, void *user) {
+    return static_cast<const BinaryCase *>(user)->f(in[0], in[1]);
+}
 
 const BinaryCase kBinaryCases[] = {
-    {"add", tg_add, -1, 1, -1, 1},           {"sub", tg_sub, -1, 1, -1, 1},
-    {"mul", tg_mul, -1, 1, -1, 1},           {"div", tg_div, -1, 1, 0.5, 2},
-    {"div_negative", tg_div, -1, 1, -2, -0.5}, {"maximum", tg_maximum, -1, 1, -1, 1},
-    {"minimum", tg_minimum, -1, 1, -1, 1},   {"pow", tg_pow, 0.3, 2, -1.5, 1.5},
+    {"add", tg_add, -1, 1, -1, 1},
+    {"sub", tg_sub, -1, 1, -1, 1},
+    {"mul", tg_mul, -1, 1, -1, 1},
+    {"div", tg_div, -1, 1, 0.5, 2},
+    {"div_negative", tg_div, -1, 1, -2, -0.5},
+    {"maximum", tg_maximum, -1, 1, -1, 1},
+    {"minimum", tg_minimum, -1, 1, -1, 1},
+    {"pow", tg_pow, 0.3, 2, -1.5, 1.5},
 };
 
-tg_tensor *run_where(tg_tensor *const *in, void *cond) { return tg_where(static_cast<tg_tensor *>(cond), in[0], in[1]); }
+tg_tensor *run_where(tg_tensor *const *in, void *cond) {
+    return tg_where(static_cast<tg_tensor *>(cond), in[0], in[1]);
+}
 tg_tensor *run_cast_roundtrip(tg_tensor *const *in, void *) {
     return tg_cast(tg_mul(tg_cast(in[0], TG_FLOAT32), tg_cast(in[1], TG_FLOAT32)), TG_FLOAT64);
 }
 tg_tensor *run_sum_to_31(tg_tensor *const *in, void *) { return tg_sum_to(in[0], TG_SHAPE(3, 1)); }
 tg_tensor *run_sum_to_14_of_square(tg_tensor *const *in, void *) { return tg_sum_to(tg_square(in[0]), TG_SHAPE(1, 4)); }
 
-}  // namespace
+} // namespace
 
 // ======================= PyTorch fixtures =======================
 
@@ -191,7 +199,7 @@ TEST_F(TgTest, NanGradientsAsPyTorch) {
     tg_tensor *x = tensor_f64({NAN, 0.5}, TG_SHAPE(2), true);
     ASSERT_EQ(tg_backward(tg_sum(tg_clamp(x, -1, 1))), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(x), {0, 1}, 0));
-    tg_tensor *r = tensor_f64({NAN, 0, -1, 2}, TG_SHAPE(4), true);  // relu: NaN passes, 0 does not
+    tg_tensor *r = tensor_f64({NAN, 0, -1, 2}, TG_SHAPE(4), true); // relu: NaN passes, 0 does not
     ASSERT_EQ(tg_backward(tg_sum(tg_relu(r))), TG_OK);
     EXPECT_TRUE(tensor_near(tg_grad(r), {1, 0, 0, 1}, 0));
     tg_tensor *a = tensor_f64({NAN, 1, 2, 3}, TG_SHAPE(4), true), *b = tensor_f64({1, NAN, 2, 1}, TG_SHAPE(4), true);
@@ -209,7 +217,8 @@ TEST_F(TgTest, NanGradientsAsPyTorch) {
 // or x is NaN, else 0, also where grad is NaN (a mask multiplied would give NaN there);
 // broadcast and float32; its own gradient is the same mask for grad and none for x.
 TEST_F(TgTest, ReluBackwardIsThresholdBackward) {
-    tg_tensor *g = tensor_f64({5, 6, 7, 8, NAN, NAN}, TG_SHAPE(6)), *x = tensor_f64({-1, 0, 2, NAN, -3, 4}, TG_SHAPE(6));
+    tg_tensor *g = tensor_f64({5, 6, 7, 8, NAN, NAN}, TG_SHAPE(6)),
+              *x = tensor_f64({-1, 0, 2, NAN, -3, 4}, TG_SHAPE(6));
     EXPECT_TRUE(tensor_near(tg_relu_backward(g, x), {0, 0, 7, 8, 0, NAN}, 0));
     tg_tensor *y = tg_relu_backward(tensor_f32({1, 2}, TG_SHAPE(2, 1)), tensor_f32({-1, 1, 0.5}, TG_SHAPE(3)));
     EXPECT_EQ(dims(y), (std::vector<int64_t>{2, 3}));
@@ -225,7 +234,7 @@ TEST_F(TgTest, ReluBackwardIsThresholdBackward) {
 TEST_F(TgTest, SoftplusFarBelowZero) {
     tg_tensor *y = tg_softplus(tensor_f32({-20, -50}, TG_SHAPE(2)), 1, 20);
     ASSERT_NE(y, nullptr);
-    EXPECT_TRUE(tensor_near(y, {2.0611536e-9, 1.9287499e-22}, 0, 1e-6));  // PyTorch 1.13 float32
+    EXPECT_TRUE(tensor_near(y, {2.0611536e-9, 1.9287499e-22}, 0, 1e-6)); // PyTorch 1.13 float32
 }
 
 // torch.can_cast for in-place ops: a float result does not go into an integer tensor.
@@ -242,13 +251,13 @@ TEST_F(TgTest, InPlaceRefusesALossyResultType) {
     ASSERT_EQ(tg_add_(i, tensor_i64({1, 1, 1}, TG_SHAPE(3))), TG_OK);
     EXPECT_TRUE(tensor_near(i, {3, 5, 7}, 0));
     tg_tensor *f = tensor_f64({1, 2}, TG_SHAPE(2));
-    ASSERT_EQ(tg_add_(f, tensor_i64({1, 1}, TG_SHAPE(2))), TG_OK);  // int into float is fine
+    ASSERT_EQ(tg_add_(f, tensor_i64({1, 1}, TG_SHAPE(2))), TG_OK); // int into float is fine
     EXPECT_TRUE(tensor_near(f, {2, 3}, 0));
 }
 
 TEST_F(TgTest, WhereMatchesPyTorch) {
     FixtureOp where = [](const std::vector<tg_tensor *> &in, tg_tensor **) {
-        return tg_where(tg_cast(in[0], TG_BOOL), in[1], in[2]);  // the bool fixture loads as int64
+        return tg_where(tg_cast(in[0], TG_BOOL), in[1], in[2]); // the bool fixture loads as int64
     };
     check_both("where", where);
     check_both("where_bcast", where);
@@ -268,34 +277,34 @@ TEST_F(TgTest, PowScalarMatchesPyTorchIncludingZeroBases) {
     check_both("pow_scalar3", with_scalar(tg_pow_scalar, 3));
     check_both("pow_scalar_half", with_scalar(tg_pow_scalar, 0.5));
     check_both("pow_scalar_neg", with_scalar(tg_pow_scalar, -1.5));
-    check_both("pow_scalar0", with_scalar(tg_pow_scalar, 0));  // 0^0 = 1, gradient 0
+    check_both("pow_scalar0", with_scalar(tg_pow_scalar, 0)); // 0^0 = 1, gradient 0
     check_both("pow_scalar2_zero", with_scalar(tg_pow_scalar, 2));
-    check_both("pow_scalar1_zero", with_scalar(tg_pow_scalar, 1));  // gradient 1 at 0
+    check_both("pow_scalar1_zero", with_scalar(tg_pow_scalar, 1)); // gradient 1 at 0
     check_both("pow_scalar3_zero", with_scalar(tg_pow_scalar, 3));
 }
 
 TEST_F(TgTest, UnaryMathMatchesPyTorch) {
     check_both("neg", unary(tg_neg));
-    check_both("abs", unary(tg_abs));  // gradient 0 at exactly 0 (and -0)
+    check_both("abs", unary(tg_abs)); // gradient 0 at exactly 0 (and -0)
     check_both("exp", unary(tg_exp));
     check_both("log", unary(tg_log));
     check_both("sqrt", unary(tg_sqrt));
     check_both("rsqrt", unary(tg_rsqrt));
-    check_both("erf", unary(tg_erf));  // including 0 and +-1e-3
+    check_both("erf", unary(tg_erf)); // including 0 and +-1e-3
     check_both("reciprocal", unary(tg_reciprocal));
     check_both("square", unary(tg_square));
     check_both("sin", unary(tg_sin));
     check_both("cos", unary(tg_cos));
-    check_both("sign", unary(tg_sign));  // gradient zero
+    check_both("sign", unary(tg_sign)); // gradient zero
 }
 
 TEST_F(TgTest, ActivationsMatchPyTorch) {
-    check_both("relu", unary(tg_relu));  // gradient 0 at exactly 0
-    check_both("leaky_relu", unary_of([](tg_tensor *x) { return tg_leaky_relu(x, 0.01); }));  // slope at 0
+    check_both("relu", unary(tg_relu));                                                      // gradient 0 at exactly 0
+    check_both("leaky_relu", unary_of([](tg_tensor *x) { return tg_leaky_relu(x, 0.01); })); // slope at 0
     check_both("leaky_relu02", unary_of([](tg_tensor *x) { return tg_leaky_relu(x, 0.2); }));
-    check_both("sigmoid", unary(tg_sigmoid));  // saturated at +-30
-    check_both("tanh", unary(tg_tanh));        // saturated at +-20
-    check_both("gelu", unary(tg_gelu));        // around 0 and in the tails
+    check_both("sigmoid", unary(tg_sigmoid)); // saturated at +-30
+    check_both("tanh", unary(tg_tanh));       // saturated at +-20
+    check_both("gelu", unary(tg_gelu));       // around 0 and in the tails
     check_both("gelu_tanh", unary(tg_gelu_tanh));
     check_both("silu", unary(tg_silu));
 }
@@ -320,7 +329,7 @@ TEST_F(TgTest, ComparisonsMatchPyTorch) {
     for (const auto &c : cmps) {
         BinaryFn fn = c.second;
         check_both(c.first, [fn](const std::vector<tg_tensor *> &in, tg_tensor **) {
-            tg_tensor *out = fn(in[0], in[1]);  // inputs require grad; the result does not
+            tg_tensor *out = fn(in[0], in[1]); // inputs require grad; the result does not
             EXPECT_EQ(tg_dtype_of(out), TG_BOOL);
             EXPECT_FALSE(tg_requires_grad(out));
             return out;
@@ -418,7 +427,7 @@ TEST_F(TgTest, WhereGradcheck) {
     EXPECT_TRUE(gradcheck_ok(run_where, in2, cond, false));
     EXPECT_TRUE(gradcheck_ok(run_where, in2, cond, true));
     tg_tensor *row = tensor_f64({1, 0, 1, 1}, TG_SHAPE(4));
-    tg_tensor *cond_row = tg_ne(row, tg_zeros(TG_SHAPE(4), tg_opts{TG_FLOAT64}));  // [4] broadcast to [3, 4]
+    tg_tensor *cond_row = tg_ne(row, tg_zeros(TG_SHAPE(4), tg_opts{TG_FLOAT64})); // [4] broadcast to [3, 4]
     std::vector<tg_tensor *> in3 = {in64(TG_SHAPE(3, 1), 5), sliced64(3, 4, 6)};
     EXPECT_TRUE(gradcheck_ok(run_where, in3, cond_row, false));
     EXPECT_TRUE(gradcheck_ok(run_where, in3, cond_row, true));
@@ -478,7 +487,7 @@ TEST_F(TgTest, BoolAndMixedComparisons) {
     tg_tensor *q = tg_from_data(cv, TG_SHAPE(4), tg_opts{TG_BOOL});
     EXPECT_TRUE(tensor_near(tg_eq(p, q), {1, 0, 0, 1}, 0));
     EXPECT_TRUE(tensor_near(tg_ne(p, q), {0, 1, 1, 0}, 0));
-    EXPECT_TRUE(tensor_near(tg_lt(p, q), {0, 1, 0, 0}, 0));  // false < true
+    EXPECT_TRUE(tensor_near(tg_lt(p, q), {0, 1, 0, 0}, 0)); // false < true
     EXPECT_TRUE(tensor_near(tg_ge(p, q), {1, 0, 1, 1}, 0));
     EXPECT_EQ(tg_dtype_of(tg_eq(p, q)), TG_BOOL);
     // int64 against float32 compares in float32 (promotion), not after truncation.
@@ -548,15 +557,15 @@ TEST_F(TgTest, IntegerArithmeticKeepsIntegerDtypes) {
 
 TEST_F(TgTest, CastsBetweenDtypes) {
     tg_tensor *f = tensor_f32({-1.7f, 2.9f, -0.5f, 3, -0.0f, 0.5f}, TG_SHAPE(2, 3));
-    tg_tensor *i = tg_cast(f, TG_INT64);  // truncation toward zero
+    tg_tensor *i = tg_cast(f, TG_INT64); // truncation toward zero
     EXPECT_EQ(tg_dtype_of(i), TG_INT64);
     EXPECT_EQ(dims(i), (std::vector<int64_t>{2, 3}));
     EXPECT_TRUE(tensor_near(i, {-1, 2, 0, 3, 0, 0}, 0));
     EXPECT_TRUE(tensor_near(tg_cast(f, TG_INT32), {-1, 2, 0, 3, 0, 0}, 0));
-    tg_tensor *b = tg_cast(f, TG_BOOL);  // nonzero -> true; -0.0 is zero
+    tg_tensor *b = tg_cast(f, TG_BOOL); // nonzero -> true; -0.0 is zero
     EXPECT_EQ(tg_dtype_of(b), TG_BOOL);
     EXPECT_TRUE(tensor_near(b, {1, 1, 1, 1, 0, 1}, 0));
-    EXPECT_TRUE(tensor_near(tg_cast(tensor_f64({NAN, 0}, TG_SHAPE(2)), TG_BOOL), {1, 0}, 0));  // NaN is true
+    EXPECT_TRUE(tensor_near(tg_cast(tensor_f64({NAN, 0}, TG_SHAPE(2)), TG_BOOL), {1, 0}, 0)); // NaN is true
     EXPECT_TRUE(tensor_near(tg_cast(tensor_i64({0, -3, 5}, TG_SHAPE(3)), TG_BOOL), {0, 1, 1}, 0));
     EXPECT_TRUE(tensor_near(tg_cast(b, TG_FLOAT32), {1, 1, 1, 1, 0, 1}, 0));
     EXPECT_TRUE(tensor_near(tg_cast(b, TG_INT64), {1, 1, 1, 1, 0, 1}, 0));
@@ -601,8 +610,8 @@ TEST_F(TgTest, IsfiniteAndAllFinite) {
     EXPECT_FALSE(tg_all_finite(tensor_f64({1, 2, NAN}, TG_SHAPE(3))));
     EXPECT_TRUE(tg_all_finite(tensor_f32({1, 2, -FLT_MAX}, TG_SHAPE(3))));
     EXPECT_TRUE(tg_all_finite(tensor_i64({1, 2}, TG_SHAPE(2))));
-    EXPECT_FALSE(tg_all_finite(tg_narrow(x, 1, 0, 1)));                          // [1, -inf]
-    EXPECT_FALSE(tg_all_finite(tg_narrow(tg_transpose(x, 0, 1), 0, 0, 1)));     // [1, -inf]
+    EXPECT_FALSE(tg_all_finite(tg_narrow(x, 1, 0, 1)));                     // [1, -inf]
+    EXPECT_FALSE(tg_all_finite(tg_narrow(tg_transpose(x, 0, 1), 0, 0, 1))); // [1, -inf]
     tg_tensor *finite_cols = tg_narrow(tensor_f32({1, NAN, 2, 3, INFINITY, 4}, TG_SHAPE(2, 3)), 1, 2, 1);
     EXPECT_TRUE(tg_all_finite(finite_cols));
     // isfinite of a tensor that requires grad is not differentiable.
@@ -616,8 +625,8 @@ TEST_F(TgTest, LargeStridedAndBroadcastInputsTakeTheParallelPath) {
     // Big enough for the thread pool; transposed and broadcast operands; checked element by element.
     const int64_t n = 300, m = 257;
     tg_tensor *base = tg_arange(0, (double)(n * m), 1, tg_opts{TG_FLOAT64});
-    tg_tensor *a = tg_transpose(tg_reshape(base, TG_SHAPE(m, n)), 0, 1);   // [n, m], a[i][j] = j * n + i
-    tg_tensor *b = tg_mul_scalar(tg_arange(0, (double)n, 1, tg_opts{TG_FLOAT64}), 0.5);  // [n]
+    tg_tensor *a = tg_transpose(tg_reshape(base, TG_SHAPE(m, n)), 0, 1);                // [n, m], a[i][j] = j * n + i
+    tg_tensor *b = tg_mul_scalar(tg_arange(0, (double)n, 1, tg_opts{TG_FLOAT64}), 0.5); // [n]
     tg_tensor *sum = tg_sub(a, tg_reshape(b, TG_SHAPE(n, 1)));
     std::vector<double> want((size_t)(n * m));
     for (int64_t i = 0; i < n; i++)
@@ -631,12 +640,11 @@ TEST_F(TgTest, LargeStridedAndBroadcastInputsTakeTheParallelPath) {
             want_g[(size_t)(i * m + j)] = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
         }
     EXPECT_TRUE(tensor_near(g, want_g, 1e-12, 1e-12));
-    tg_tensor *gt = tg_gt(a, tg_reshape(tg_mul_scalar(b, 400), TG_SHAPE(n, 1)));  // j * n + i > 200 i
+    tg_tensor *gt = tg_gt(a, tg_reshape(tg_mul_scalar(b, 400), TG_SHAPE(n, 1))); // j * n + i > 200 i
     std::vector<double> got_gt = values(gt);
     size_t mismatches = 0;
     for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < m; j++)
-            mismatches += got_gt[(size_t)(i * m + j)] != (double)((j * n + i) > 200 * i);
+        for (int64_t j = 0; j < m; j++) mismatches += got_gt[(size_t)(i * m + j)] != (double)((j * n + i) > 200 * i);
     EXPECT_EQ(mismatches, 0u);
 }
 
@@ -645,7 +653,7 @@ TEST_F(TgTest, LargeStridedAndBroadcastInputsTakeTheParallelPath) {
 TEST_F(TgTest, InPlaceOpsValuesAndVersions) {
     tg_tensor *a = tensor_f32({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
     uint64_t v0 = tg_version(a);
-    ASSERT_EQ(tg_add_(a, tensor_f32({10, 20, 30}, TG_SHAPE(3))), TG_OK) << tg_last_error();  // broadcast b
+    ASSERT_EQ(tg_add_(a, tensor_f32({10, 20, 30}, TG_SHAPE(3))), TG_OK) << tg_last_error(); // broadcast b
     EXPECT_TRUE(tensor_near(a, {11, 22, 33, 14, 25, 36}, 0));
     EXPECT_EQ(tg_version(a), v0 + 1);
     ASSERT_EQ(tg_mul_(a, tensor_f32({2, -1}, TG_SHAPE(2, 1))), TG_OK) << tg_last_error();
@@ -672,13 +680,13 @@ TEST_F(TgTest, InPlaceOpsValuesAndVersions) {
 
 TEST_F(TgTest, InPlaceThroughAViewWritesTheBaseAndBumpsItsVersion) {
     tg_tensor *base = tensor_f64({1, 2, 3, 4, 5, 6}, TG_SHAPE(2, 3));
-    tg_tensor *t = tg_transpose(base, 0, 1);  // [3, 2], non-contiguous
+    tg_tensor *t = tg_transpose(base, 0, 1); // [3, 2], non-contiguous
     uint64_t v0 = tg_version(base);
     ASSERT_EQ(tg_add_(t, tensor_f64({100, 200}, TG_SHAPE(2))), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(base, {101, 102, 103, 204, 205, 206}, 0));
     EXPECT_EQ(tg_version(base), v0 + 1);
     EXPECT_EQ(tg_version(t), v0 + 1);
-    tg_tensor *col = tg_narrow(base, 1, 1, 1);  // [2, 1]: the middle column
+    tg_tensor *col = tg_narrow(base, 1, 1, 1); // [2, 1]: the middle column
     ASSERT_EQ(tg_mul_scalar_(col, -1), TG_OK);
     ASSERT_EQ(tg_add_scaled_(col, tensor_f64({1}, TG_SHAPE(1)), 2), TG_OK);
     EXPECT_TRUE(tensor_near(base, {101, -100, 103, 204, -203, 206}, 0));
@@ -719,8 +727,8 @@ TEST_F(TgTest, InPlaceOnALeafThatRequiresGradIsRefusedAsInPyTorch) {
 TEST_F(TgTest, BackwardAfterAnInPlaceChangeOfASavedTensorFails) {
     tg_tensor *x = tensor_f64({1, 2}, TG_SHAPE(2), true);
     tg_tensor *w = tensor_f64({3, 4}, TG_SHAPE(2));
-    tg_tensor *y = tg_sum(tg_div(x, w));  // div saves w
-    ASSERT_EQ(tg_add_(tg_narrow(w, 0, 1, 1), tensor_f64({1}, TG_SHAPE(1))), TG_OK);  // through a view
+    tg_tensor *y = tg_sum(tg_div(x, w));                                            // div saves w
+    ASSERT_EQ(tg_add_(tg_narrow(w, 0, 1, 1), tensor_f64({1}, TG_SHAPE(1))), TG_OK); // through a view
     EXPECT_EQ(tg_backward(y), TG_ERROR);
     EXPECT_ERROR_CONTAINS("modified by an in-place operation");
     // exp saves its output: changing the output in place is caught too.
@@ -764,9 +772,9 @@ TEST_F(TgTest, InPlaceErrors) {
 
 TEST_F(TgTest, IncompatibleBroadcastsNameTheOpAndShapes) {
     const std::pair<const char *, BinaryFn> ops[] = {
-        {"add", tg_add}, {"sub", tg_sub}, {"mul", tg_mul}, {"div", tg_div}, {"maximum", tg_maximum},
-        {"minimum", tg_minimum}, {"pow", tg_pow}, {"eq", tg_eq}, {"ne", tg_ne}, {"lt", tg_lt},
-        {"le", tg_le}, {"gt", tg_gt}, {"ge", tg_ge}};
+        {"add", tg_add},         {"sub", tg_sub}, {"mul", tg_mul}, {"div", tg_div}, {"maximum", tg_maximum},
+        {"minimum", tg_minimum}, {"pow", tg_pow}, {"eq", tg_eq},   {"ne", tg_ne},   {"lt", tg_lt},
+        {"le", tg_le},           {"gt", tg_gt},   {"ge", tg_ge}};
     tg_tensor *a = tg_ones(TG_SHAPE(2, 3), tg_opts{});
     tg_tensor *b = tg_ones(TG_SHAPE(4), tg_opts{});
     tg_tensor *c = tg_ones(TG_SHAPE(5, 1, 2), tg_opts{TG_FLOAT64});
@@ -802,9 +810,10 @@ TEST_F(TgTest, IncompatibleBroadcastsNameTheOpAndShapes) {
 TEST_F(TgTest, UnaryErrors) {
     tg_tensor *ints = tensor_i64({1, 2}, TG_SHAPE(2));
     const std::pair<const char *, UnaryFn> float_only[] = {
-        {"exp", tg_exp},         {"log", tg_log},     {"sqrt", tg_sqrt},       {"rsqrt", tg_rsqrt},
-        {"erf", tg_erf},         {"reciprocal", tg_reciprocal}, {"sin", tg_sin}, {"cos", tg_cos},
-        {"sigmoid", tg_sigmoid}, {"tanh", tg_tanh},   {"gelu", tg_gelu},       {"gelu_tanh", tg_gelu_tanh},
+        {"exp", tg_exp},     {"log", tg_log},   {"sqrt", tg_sqrt},
+        {"rsqrt", tg_rsqrt}, {"erf", tg_erf},   {"reciprocal", tg_reciprocal},
+        {"sin", tg_sin},     {"cos", tg_cos},   {"sigmoid", tg_sigmoid},
+        {"tanh", tg_tanh},   {"gelu", tg_gelu}, {"gelu_tanh", tg_gelu_tanh},
         {"silu", tg_silu}};
     for (const auto &op : float_only) {
         SCOPED_TRACE(op.first);

@@ -24,7 +24,8 @@ TEST_F(FakeQuantizeOpTest, PerTensorMatchesPyTorch) {
             EXPECT_EQ(tg_dtype_of(y), dt);
             EXPECT_TRUE(tensor_near(y, fixture_tensor(fx, std::string("pt_") + tag + "_y").data, 0, 0)) << tag;
             ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, fixture_tensor(fx, "g").make(dt)))), TG_OK);
-            EXPECT_TRUE(tensor_near(tg_grad(x), fixture_tensor(fx, std::string("pt_") + tag + "_grad").data, 0, 0)) << tag;
+            EXPECT_TRUE(tensor_near(tg_grad(x), fixture_tensor(fx, std::string("pt_") + tag + "_grad").data, 0, 0))
+                << tag;
         }
     }
 }
@@ -101,15 +102,16 @@ TEST_F(FakeQuantizeOpTest, Errors) {
         EXPECT_EQ(tg_fake_quantize_per_channel_affine(x, s3, z3, 2, 0, 255), nullptr);
         EXPECT_ERROR_CONTAINS("`axis` must be between 0 and the number of dimensions of the input (2), got 2");
         tg_clear_error();
-        EXPECT_EQ(tg_fake_quantize_per_channel_affine(x, tg_ones(TG_SHAPE(3), tg_opts{.dtype = TG_FLOAT64}), z3, 1, 0, 255),
-                  nullptr);
+        EXPECT_EQ(
+            tg_fake_quantize_per_channel_affine(x, tg_ones(TG_SHAPE(3), tg_opts{.dtype = TG_FLOAT64}), z3, 1, 0, 255),
+            nullptr);
         EXPECT_ERROR_CONTAINS("expected a float32 scale and an int32 or int64 zero_point, got float64 and int32");
         tg_clear_error();
-        EXPECT_EQ(tg_fake_quantize_per_channel_affine(x, s3, tg_full(TG_SHAPE(3), -1, tg_opts{.dtype = TG_INT32}), 1, 0,
-                                                      255),
-                  nullptr);
+        EXPECT_EQ(
+            tg_fake_quantize_per_channel_affine(x, s3, tg_full(TG_SHAPE(3), -1, tg_opts{.dtype = TG_INT32}), 1, 0, 255),
+            nullptr);
         EXPECT_ERROR_CONTAINS("`zero_point` must be between `quant_min` and `quant_max`, got -1 not in [0, 255]");
     }
 }
 
-}  // namespace
+} // namespace

@@ -12,9 +12,7 @@ tg_tensor *gc_cat_t(tg_tensor *const *in, void *) {
 tg_tensor *gc_stack(tg_tensor *const *in, void *) { return tg_stack(in, 3, -1); }
 
 // The index is a fixed int64 tensor passed through `user`.
-tg_tensor *gc_index_select(tg_tensor *const *in, void *index) {
-    return tg_index_select(in[0], 1, (tg_tensor *)index);
-}
+tg_tensor *gc_index_select(tg_tensor *const *in, void *index) { return tg_index_select(in[0], 1, (tg_tensor *)index); }
 tg_tensor *gc_index_select_t(tg_tensor *const *in, void *index) {
     return tg_index_select(tg_transpose(in[0], 0, 1), 0, (tg_tensor *)index);
 }
@@ -25,9 +23,7 @@ tg_tensor *gc_gather_narrow(tg_tensor *const *in, void *index) {
 tg_tensor *gc_scatter_add(tg_tensor *const *in, void *index) {
     return tg_scatter_add(in[0], 1, (tg_tensor *)index, in[1]);
 }
-tg_tensor *gc_index_add(tg_tensor *const *in, void *index) {
-    return tg_index_add(in[0], 0, (tg_tensor *)index, in[1]);
-}
+tg_tensor *gc_index_add(tg_tensor *const *in, void *index) { return tg_index_add(in[0], 0, (tg_tensor *)index, in[1]); }
 tg_tensor *gc_embedding(tg_tensor *const *in, void *index) {
     return tg_embedding(in[0], (tg_tensor *)index, tg_embedding_opts{});
 }
@@ -67,27 +63,35 @@ tg_status gradcheck_with(tg_gradcheck_fn fn, tg_tensor *x, tg_tensor *index, boo
     return second ? tg_gradgradcheck(fn, 1, &x, &o) : tg_gradcheck(fn, 1, &x, &o);
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, CatStackMatchPyTorch) {
-    check_fixture_both("cat1", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_cat(in.data(), 2, 1); });
-    check_fixture_both("cat0_3", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_cat(in.data(), 3, 0); });
-    check_fixture_both("stack0", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_stack(in.data(), 2, 0); });
+    check_fixture_both("cat1",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_cat(in.data(), 2, 1); });
+    check_fixture_both("cat0_3",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_cat(in.data(), 3, 0); });
+    check_fixture_both("stack0",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_stack(in.data(), 2, 0); });
     check_fixture_both("stack_last",
                        [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_stack(in.data(), 3, -1); });
 }
 
 TEST_F(TgTest, IndexSelectGatherMatchPyTorch) {
-    check_fixture_both("index_select0",
-                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_index_select(in[0], 0, in[1]); });
-    check_fixture_both("index_select1",
-                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_index_select(in[0], 1, in[1]); });
-    check_fixture_both("gather1", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_gather(in[0], 1, in[1]); });
-    check_fixture_both("gather0", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_gather(in[0], 0, in[1]); });
+    check_fixture_both("index_select0", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
+        return tg_index_select(in[0], 0, in[1]);
+    });
+    check_fixture_both("index_select1", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
+        return tg_index_select(in[0], 1, in[1]);
+    });
+    check_fixture_both("gather1",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_gather(in[0], 1, in[1]); });
+    check_fixture_both("gather0",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_gather(in[0], 0, in[1]); });
 }
 
 TEST_F(TgTest, OneHotEmbeddingMatchPyTorch) {
-    check_fixture("one_hot", TG_FLOAT32, [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_one_hot(in[0], 4); });
+    check_fixture("one_hot", TG_FLOAT32,
+                  [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_one_hot(in[0], 4); });
     check_fixture("one_hot_infer", TG_FLOAT32,
                   [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_one_hot(in[0], -1); });
     check_fixture_both("embedding", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
@@ -189,8 +193,7 @@ TEST_F(TgTest, GatherFamilyGradcheck) {
     EXPECT_EQ(gradcheck_with(gc_embedding_sq, rand64(TG_SHAPE(5, 3), 14), emb_idx, true), TG_OK) << tg_last_error();
     tg_tensor *pad_idx = tensor_i64({4, 2, 2, 0, 4, 1}, TG_SHAPE(2, 3));
     EXPECT_EQ(gradcheck_with(gc_embedding_pad_sq, rand64(TG_SHAPE(5, 3), 17), pad_idx), TG_OK) << tg_last_error();
-    EXPECT_EQ(gradcheck_with(gc_embedding_pad_sq, rand64(TG_SHAPE(5, 3), 18), pad_idx, true), TG_OK)
-        << tg_last_error();
+    EXPECT_EQ(gradcheck_with(gc_embedding_pad_sq, rand64(TG_SHAPE(5, 3), 18), pad_idx, true), TG_OK) << tg_last_error();
 
     tg_gradcheck_opts o = {};
     o.user = gidx;
@@ -260,7 +263,8 @@ TEST_F(TgTest, GatherFamilyErrors) {
     EXPECT_ERROR_CONTAINS("tg_embedding: index must be int64 or int32, got float32");
     tg_clear_error();
     EXPECT_EQ(tg_embedding(x, tensor_i64({2}, TG_SHAPE(1)), padding(5)), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_embedding: padding_idx 5 is out of range for 5 embeddings (expected -5 <= padding_idx < 5)");
+    EXPECT_ERROR_CONTAINS(
+        "tg_embedding: padding_idx 5 is out of range for 5 embeddings (expected -5 <= padding_idx < 5)");
     tg_clear_error();
     EXPECT_EQ(tg_embedding(x, tensor_i64({2}, TG_SHAPE(1)), padding(-6)), nullptr);
     EXPECT_ERROR_CONTAINS("tg_embedding: padding_idx -6 is out of range for 5 embeddings");
@@ -282,7 +286,8 @@ TEST_F(TgTest, GatherFamilyErrors) {
     tg_tensor *ab[] = {a, b};
     tg_clear_error();
     EXPECT_EQ(tg_cat(ab, 2, 1), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_cat: sizes of tensors must match except in dim 1: [2, 3] (position 0) and [3, 3] (position 1)");
+    EXPECT_ERROR_CONTAINS(
+        "tg_cat: sizes of tensors must match except in dim 1: [2, 3] (position 0) and [3, 3] (position 1)");
     tg_clear_error();
     EXPECT_EQ(tg_stack(ab, 2, 0), nullptr);
     EXPECT_ERROR_CONTAINS("tg_stack: expected tensors of equal shape, got [2, 3] (position 0) and [3, 3] (position 1)");
@@ -336,7 +341,7 @@ TEST_F(TgTest, CatSkipsEmptyOneDimensionalTensors) {
     tg_tensor *y = tg_cat(all_empty, 2, 0);
     ASSERT_NE(y, nullptr);
     EXPECT_EQ(tg_numel(y), 0);
-    tg_tensor *bad[2] = {p, tg_zeros(TG_SHAPE(0, 3), tg_opts{TG_FLOAT64})};  // only 1-D [0] is skipped
+    tg_tensor *bad[2] = {p, tg_zeros(TG_SHAPE(0, 3), tg_opts{TG_FLOAT64})}; // only 1-D [0] is skipped
     EXPECT_EQ(tg_cat(bad, 2, 0), nullptr);
     EXPECT_ERROR_CONTAINS("tg_cat: sizes of tensors must match except in dim 0");
 }

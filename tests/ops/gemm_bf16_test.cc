@@ -47,9 +47,9 @@ Matrix random_matrix(int64_t rows, int64_t cols, bool transposed, std::mt19937 &
             }
             double got = c[i * n + j], bound = (double)(k + 1) * std::ldexp(magnitude, -24) + 1e-37;
             if (!(std::fabs(got - exact) <= bound))
-                return ::testing::AssertionFailure() << "C[" << i << ", " << j << "] = " << got << ", want " << exact
-                                                     << " +- " << bound << " (m " << m << ", n " << n << ", k " << k
-                                                     << ")";
+                return ::testing::AssertionFailure()
+                       << "C[" << i << ", " << j << "] = " << got << ", want " << exact << " +- " << bound << " (m "
+                       << m << ", n " << n << ", k " << k << ")";
         }
     return ::testing::AssertionSuccess();
 }
@@ -67,7 +67,8 @@ class GemmBf16Test : public TgTest, public ::testing::WithParamInterface<bool> {
     void SetUp() override {
         TgTest::SetUp();
         if (!tg_gemm_bf16_supported()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
-        if (GetParam() && !tg_gemm_bf16_amx_available()) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
+        if (GetParam() && !tg_gemm_bf16_amx_available())
+            GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
         amx_ = tg_gemm_bf16_set_amx(GetParam());
     }
     void TearDown() override {
@@ -82,7 +83,7 @@ class GemmBf16Test : public TgTest, public ::testing::WithParamInterface<bool> {
 TEST_P(GemmBf16Test, RandomMatricesOfOddSizesAndTransposes) {
     std::mt19937 rng(1);
     // m, n, k: tiles of 8 x 32, k in pairs, slices of 384 k, 96 rows and 3072 columns.
-    const int64_t sizes[][3] = {{1, 1, 1},   {1, 1, 2},     {3, 5, 7},   {8, 32, 2},   {9, 33, 3},
+    const int64_t sizes[][3] = {{1, 1, 1},    {1, 1, 2},     {3, 5, 7},     {8, 32, 2},     {9, 33, 3},
                                 {17, 31, 65}, {96, 64, 384}, {97, 65, 385}, {130, 70, 771}, {5, 3100, 9}};
     int cases = 0;
     for (auto &s : sizes)
@@ -143,7 +144,8 @@ TEST_P(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
     EXPECT_EQ(tg_gemm_bf16_rounds(1024), GetParam());
     EXPECT_FALSE(tg_gemm_bf16_rounds(1025));
     std::mt19937 rng(3);
-    const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 7}, {9, 33, 3}, {17, 31, 65}, {97, 65, 384}, {300, 784, 64}, {64, 40, 2}};
+    const int64_t sizes[][3] = {{1, 1, 1},     {3, 5, 7},      {9, 33, 3}, {17, 31, 65},
+                                {97, 65, 384}, {300, 784, 64}, {64, 40, 2}};
     for (int threads : {1, 2}) {
         tg_set_num_threads(threads);
         for (auto &s : sizes)
@@ -170,7 +172,8 @@ TEST_P(GemmBf16Test, RoundedOutputIsTheFloat32ResultCastOnce) {
 // values stored as float32) are the float32 result cast once; on one and two threads.
 TEST_P(GemmBf16Test, Float32BRoundedWhilePackedIsTheCastFirst) {
     std::mt19937 rng(5);
-    const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 7}, {9, 33, 3}, {17, 31, 65}, {64, 100, 384}, {40, 64, 784}, {64, 1030, 33}};
+    const int64_t sizes[][3] = {{1, 1, 1},      {3, 5, 7},     {9, 33, 3},    {17, 31, 65},
+                                {64, 100, 384}, {40, 64, 784}, {64, 1030, 33}};
     for (int threads : {1, 2}) {
         tg_set_num_threads(threads);
         for (auto &s : sizes)
@@ -181,8 +184,8 @@ TEST_P(GemmBf16Test, Float32BRoundedWhilePackedIsTheCastFirst) {
                 std::vector<float> b32((size_t)((layout == 1 ? n : k) * ld));
                 std::normal_distribution<float> normal;
                 for (auto &v : b32) v = normal(rng);
-                const float specials[] = {NAN, INFINITY, -INFINITY, 1.00390625f /* a tie: 0x3F808000 */, 1e-40f, -0.0f,
-                                          3.0e38f};
+                const float specials[] = {NAN,    INFINITY, -INFINITY, 1.00390625f /* a tie: 0x3F808000 */,
+                                          1e-40f, -0.0f,    3.0e38f};
                 for (size_t i = 0; i < 7 && i < b32.size(); i++) b32[(i * 7919) % b32.size()] = specials[i];
                 std::vector<uint16_t> b16(b32.size());
                 for (size_t i = 0; i < b32.size(); i++) b16[i] = bf16_of(b32[i]);
@@ -201,7 +204,8 @@ TEST_P(GemmBf16Test, Float32BRoundedWhilePackedIsTheCastFirst) {
                 tg_gemm_bf16(m, n, k, a.data.data(), a.rs(), a.cs(), b16.data(), rs, cs, false, plain.data(), n);
                 std::vector<uint16_t> want16(plain.size()), got16(plain.size(), 0xAAAA);
                 std::vector<float> want32(plain.size()), got32(plain.size(), -7.0f);
-                for (size_t i = 0; i < plain.size(); i++) want16[i] = bf16_of(plain[i]), want32[i] = float_of(want16[i]);
+                for (size_t i = 0; i < plain.size(); i++)
+                    want16[i] = bf16_of(plain[i]), want32[i] = float_of(want16[i]);
                 g.accumulate = false, g.c_kind = TG_BF16_C_BF16, g.c = got16.data();
                 tg_gemm_bf16_general(g);
                 EXPECT_EQ(got16, want16) << what;
@@ -278,16 +282,18 @@ TEST_P(GemmBf16Test, MatmulAndLinearUseItAndAgreeWithFloat32) {
     tg_tensor *at = tg_transpose(a, -1, -2);
     EXPECT_TRUE(within_one_bf16_step(tg_matmul(at, a), tg_matmul(tg_transpose(a32, -1, -2), a32)));
     // Large enough to split over threads, 1-D operand.
-    tg_tensor *x = tg_cast(tg_randn(TG_SHAPE(300, 257), {}), TG_BFLOAT16), *v = tg_cast(tg_randn(TG_SHAPE(257), {}), TG_BFLOAT16);
+    tg_tensor *x = tg_cast(tg_randn(TG_SHAPE(300, 257), {}), TG_BFLOAT16),
+              *v = tg_cast(tg_randn(TG_SHAPE(257), {}), TG_BFLOAT16);
     EXPECT_TRUE(within_one_bf16_step(tg_matmul(x, v), tg_matmul(tg_cast(x, TG_FLOAT32), tg_cast(v, TG_FLOAT32))));
     // Linear with bias, 3-D input.
     tg_tensor *in = tg_cast(tg_randn(TG_SHAPE(4, 33, 70), {}), TG_BFLOAT16);
-    tg_tensor *w = tg_cast(tg_randn(TG_SHAPE(50, 70), {}), TG_BFLOAT16), *bias = tg_cast(tg_randn(TG_SHAPE(50), {}), TG_BFLOAT16);
+    tg_tensor *w = tg_cast(tg_randn(TG_SHAPE(50, 70), {}), TG_BFLOAT16),
+              *bias = tg_cast(tg_randn(TG_SHAPE(50), {}), TG_BFLOAT16);
     tg_tensor *y = tg_linear(in, w, bias);
     ASSERT_NE(y, nullptr) << tg_last_error();
     EXPECT_EQ(tg_dtype_of(y), TG_BFLOAT16);
-    EXPECT_TRUE(within_one_bf16_step(
-        y, tg_linear(tg_cast(in, TG_FLOAT32), tg_cast(w, TG_FLOAT32), tg_cast(bias, TG_FLOAT32))));
+    EXPECT_TRUE(
+        within_one_bf16_step(y, tg_linear(tg_cast(in, TG_FLOAT32), tg_cast(w, TG_FLOAT32), tg_cast(bias, TG_FLOAT32))));
     EXPECT_TRUE(within_one_bf16_step(tg_linear(in, w, nullptr),
                                      tg_linear(tg_cast(in, TG_FLOAT32), tg_cast(w, TG_FLOAT32), nullptr)));
     // Empty inner dim: zeros (plus the bias).
@@ -297,7 +303,8 @@ TEST_P(GemmBf16Test, MatmulAndLinearUseItAndAgreeWithFloat32) {
 
 TEST_P(GemmBf16Test, GradientsOfMatmulAndLinearAreBfloat16) {
     tg_manual_seed(4);
-    tg_tensor *x = tg_cast(tg_randn(TG_SHAPE(6, 9), {}), TG_BFLOAT16), *w = tg_cast(tg_randn(TG_SHAPE(5, 9), {}), TG_BFLOAT16);
+    tg_tensor *x = tg_cast(tg_randn(TG_SHAPE(6, 9), {}), TG_BFLOAT16),
+              *w = tg_cast(tg_randn(TG_SHAPE(5, 9), {}), TG_BFLOAT16);
     tg_requires_grad_(x, true);
     tg_requires_grad_(w, true);
     ASSERT_EQ(tg_backward(tg_sum(tg_linear(x, w, nullptr))), TG_OK) << tg_last_error();

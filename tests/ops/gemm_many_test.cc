@@ -25,7 +25,16 @@ struct Product {
 Product random_product(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, double beta,
                        std::mt19937 &rng) {
     std::normal_distribution<double> normal;
-    Product p{f64, ta, tb, m, n, k, alpha, beta, std::vector<double>(m * k), std::vector<double>(k * n),
+    Product p{f64,
+              ta,
+              tb,
+              m,
+              n,
+              k,
+              alpha,
+              beta,
+              std::vector<double>(m * k),
+              std::vector<double>(k * n),
               std::vector<double>(m * n)};
     for (auto *v : {&p.a, &p.b, &p.c0})
         for (auto &x : *v) x = f64 ? normal(rng) : (double)(float)normal(rng);
@@ -127,8 +136,7 @@ TEST_F(GemmManyTest, EachProductAsAloneOnOneThreadOnAnyThreadCount) {
         for (size_t i = 0; i < products.size(); i++)
             if (gemm_split_keeps_bits() || products[i].f64)
                 EXPECT_EQ(bufs[i].result(products[i]), alone[i]) << "product " << i << " on " << threads << " threads";
-            else
-                EXPECT_TRUE(close_as_gemm(bufs[i].result(products[i]), alone[i])) << "product " << i;
+            else EXPECT_TRUE(close_as_gemm(bufs[i].result(products[i]), alone[i])) << "product " << i;
     }
 }
 
@@ -156,8 +164,7 @@ TEST_F(GemmManyTest, OneProductSameBitsOnAnyThreadCount) {
             } else {
                 if (gemm_split_keeps_bits())
                     EXPECT_EQ(buf.result(p), first) << p.m << " x " << p.n << " on " << threads << " threads";
-                else
-                    EXPECT_TRUE(close_as_gemm(buf.result(p), first)) << p.m << " x " << p.n << " on " << threads;
+                else EXPECT_TRUE(close_as_gemm(buf.result(p), first)) << p.m << " x " << p.n << " on " << threads;
             }
         }
     }
@@ -191,7 +198,8 @@ TEST_F(GemmManyTest, LinearGradientsSideBySideEqualTheRecordedPath) {
                 ASSERT_EQ(got.size(), want.size());
                 double tol = dt == TG_FLOAT32 ? 1e-4 : 1e-12;
                 for (size_t j = 0; j < got.size(); j++)
-                    ASSERT_NEAR(got[j], want[j], tol * (1 + std::fabs(want[j]))) << "gradient " << i << " element " << j;
+                    ASSERT_NEAR(got[j], want[j], tol * (1 + std::fabs(want[j])))
+                        << "gradient " << i << " element " << j;
             }
         }
     }

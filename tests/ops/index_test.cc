@@ -60,7 +60,7 @@ TEST_F(TgTest, IndexPutMatchesPyTorch) {
         tg_tensor *idx[1] = {i64("rep")};
         return tg_index_put(in[0], idx, 1, in[1], true);
     });
-    check_case("index_put_mask", {"x", "v_row"}, [](auto &in) {  // x[mask] = v (masked assignment)
+    check_case("index_put_mask", {"x", "v_row"}, [](auto &in) { // x[mask] = v (masked assignment)
         tg_tensor *idx[1] = {mask("mask")};
         return tg_index_put(in[0], idx, 1, in[1], false);
     });
@@ -75,10 +75,10 @@ TEST_F(TgTest, IndexPutWithoutAccumulateKeepsTheLastWrite) {
     tg_tensor *v = tensor_f64({10, 20, 30}, TG_SHAPE(3), true);
     tg_tensor *idx[1] = {tensor_i64({0, 2, 0}, TG_SHAPE(3))};
     tg_tensor *out = tg_index_put(x, idx, 1, v, false);
-    EXPECT_TRUE(tensor_near(out, {30, 2, 20}, 0));  // the NaN it overwrote is gone
+    EXPECT_TRUE(tensor_near(out, {30, 2, 20}, 0)); // the NaN it overwrote is gone
     ASSERT_EQ(tg_backward(tg_sum(out)), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_grad(v), {0, 1, 1}, 0));
-    EXPECT_TRUE(tensor_near(x, {NAN, 2, 3}, 0));  // x itself untouched
+    EXPECT_TRUE(tensor_near(x, {NAN, 2, 3}, 0)); // x itself untouched
 }
 
 tg_tensor *put_fn(tg_tensor *const *in, void *) {
@@ -91,12 +91,14 @@ tg_tensor *acc_fn(tg_tensor *const *in, void *) {
 }
 tg_tensor *select_fn(tg_tensor *const *in, void *) {
     tg_tensor *m = tg_gt_scalar(tg_detach(in[0]), 0);
-    return tg_add(tg_square(tg_masked_select(in[0], m)), tg_sum(tg_index_mask(in[1], tg_select(tg_gt_scalar(tg_detach(in[1]), 0), 1, 0))));
+    return tg_add(tg_square(tg_masked_select(in[0], m)),
+                  tg_sum(tg_index_mask(in[1], tg_select(tg_gt_scalar(tg_detach(in[1]), 0), 1, 0))));
 }
 
 TEST_F(TgTest, IndexingGradcheck) {
     tg_gradcheck_opts o = {};
-    tg_tensor *in[2] = {fixture_tensor(fx(), "x").make(TG_FLOAT64, true), tensor_f64({1, -2, 3, 4, -5, 6}, TG_SHAPE(3, 2), true)};
+    tg_tensor *in[2] = {fixture_tensor(fx(), "x").make(TG_FLOAT64, true),
+                        tensor_f64({1, -2, 3, 4, -5, 6}, TG_SHAPE(3, 2), true)};
     tg_tensor *x3 = rand64(TG_SHAPE(3, 4, 2), 3), *v3 = rand64(TG_SHAPE(3, 2), 4);
     tg_tensor *gc[2] = {x3, v3};
     for (tg_gradcheck_fn fn : {put_fn, acc_fn}) {
@@ -144,4 +146,4 @@ TEST_F(TgTest, IndexingErrors) {
     EXPECT_ERROR_CONTAINS("tg_index_put: the bool index of shape [3, 3] does not match dims 0.. of the input's [3, 4]");
 }
 
-}  // namespace
+} // namespace

@@ -66,13 +66,15 @@ TEST_F(TgTest, BinaryCrossEntropyMatchesPyTorch) {
     check("bce_sum_weight", [](auto &in, tg_dtype dt) {
         return tg_binary_cross_entropy_opts(in[0], in[1], bce(TG_REDUCTION_SUM, constant("bce_weight", dt)));
     });
-    check("bce_none", [](auto &in, tg_dtype) {
-        return tg_binary_cross_entropy_opts(in[0], in[1], bce(TG_REDUCTION_NONE));
-    });
+    check("bce_none",
+          [](auto &in, tg_dtype) { return tg_binary_cross_entropy_opts(in[0], in[1], bce(TG_REDUCTION_NONE)); });
     // log clamped at -100, gradients divided by max(x (1 - x), 1e-12)
-    check("bce_edge", [](auto &in, tg_dtype dt) {
-        return tg_binary_cross_entropy_opts(in[0], constant("bce_edge_target", dt), bce(TG_REDUCTION_NONE));
-    }, true);
+    check(
+        "bce_edge",
+        [](auto &in, tg_dtype dt) {
+            return tg_binary_cross_entropy_opts(in[0], constant("bce_edge_target", dt), bce(TG_REDUCTION_NONE));
+        },
+        true);
 }
 
 TEST_F(TgTest, KlDivMatchesPyTorch) {
@@ -82,7 +84,7 @@ TEST_F(TgTest, KlDivMatchesPyTorch) {
     check("kl_none_broadcast", [](auto &in, tg_dtype) { return tg_kl_div_opts(in[0], in[1], kl(TG_REDUCTION_NONE)); });
     check("kl_log_target",
           [](auto &in, tg_dtype) { return tg_kl_div_opts(in[0], in[1], kl(TG_REDUCTION_BATCHMEAN, true)); });
-    check("kl_zero_target", [](auto &in, tg_dtype dt) {  // a zero target contributes 0, not NaN
+    check("kl_zero_target", [](auto &in, tg_dtype dt) { // a zero target contributes 0, not NaN
         return tg_kl_div_opts(in[0], constant("kl_target_zero", dt), kl(TG_REDUCTION_SUM));
     });
 }
@@ -99,7 +101,7 @@ TEST_F(TgTest, SmoothL1AndHuberMatchPyTorchAtTheKinks) {
     check("smooth_l1_mean", [](auto &in, tg_dtype) { return tg_smooth_l1_loss(in[0], in[1]); });
     check("smooth_l1_beta",
           [](auto &in, tg_dtype) { return tg_smooth_l1_loss_opts(in[0], in[1], smooth(TG_REDUCTION_SUM, 0.5)); });
-    check("smooth_l1_beta0", [](auto &in, tg_dtype) {  // TG_ZERO: a real beta 0, an L1 loss
+    check("smooth_l1_beta0", [](auto &in, tg_dtype) { // TG_ZERO: a real beta 0, an L1 loss
         return tg_smooth_l1_loss_opts(in[0], in[1], smooth(TG_REDUCTION_NONE, TG_ZERO));
     });
     check("smooth_l1_broadcast",
@@ -120,7 +122,8 @@ TEST_F(TgTest, DistancesMatchPyTorch) {
     check("cos_broadcast", [](auto &in, tg_dtype) { return tg_cosine_similarity(in[0], in[1], -1, 1e-8); });
     check("cos_dim0_3d", [](auto &in, tg_dtype) { return tg_cosine_similarity(in[0], in[1], 0, 1e-6); });
     // norms below eps: clamped, with PyTorch's gradient through the clamped norm
-    check("cos_clamped", [](auto &in, tg_dtype) { return tg_cosine_similarity(in[0], in[1], 1, 1e-8); }, true);
+    check(
+        "cos_clamped", [](auto &in, tg_dtype) { return tg_cosine_similarity(in[0], in[1], 1, 1e-8); }, true);
     check("pd_default", [](auto &in, tg_dtype) { return tg_pairwise_distance(in[0], in[1], 2, 1e-6, false); });
     check("pd_p1", [](auto &in, tg_dtype) { return tg_pairwise_distance(in[0], in[1], 1, 1e-3, false); });
     check("pd_p3_keepdim", [](auto &in, tg_dtype) { return tg_pairwise_distance(in[0], in[1], 3, 1e-6, true); });
@@ -140,7 +143,8 @@ TEST_F(TgTest, TripletMarginLossMatchesPyTorch) {
     tg_tensor *anchor = tg_zeros(TG_SHAPE(1, 2), tg_opts{TG_FLOAT64});
     tg_tensor *positive = tensor_f64({1, 1}, TG_SHAPE(1, 2), true);
     tg_tensor *negative = tensor_f64({1, 1}, TG_SHAPE(1, 2));
-    tg_tensor *loss = tg_triplet_margin_loss_opts(anchor, positive, negative, triplet(TG_REDUCTION_MEAN, TG_ZERO, 0, 0, false));
+    tg_tensor *loss =
+        tg_triplet_margin_loss_opts(anchor, positive, negative, triplet(TG_REDUCTION_MEAN, TG_ZERO, 0, 0, false));
     EXPECT_TRUE(tensor_near(loss, {0}, 0));
     ASSERT_EQ(tg_backward(loss), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_grad(positive), {std::sqrt(0.5), std::sqrt(0.5)}, 1e-6));
@@ -172,7 +176,7 @@ TEST_F(TgTest, LossesAndDistancesAreDifferentiableTwice) {
         std::vector<tg_tensor *> in = {rand64(TG_SHAPE(3, 4), 10 + kind), rand64(TG_SHAPE(3, 4), 20 + kind)};
         if (kind == 0) in[1] = tg_requires_grad_(tg_mul_scalar(tg_add_scalar(tg_detach(in[1]), 1), 0.5), true);
         if (kind == 0 || kind == 7) in.push_back(rand64(TG_SHAPE(3, 4), 30 + kind));
-        if (kind == 0) in[2] = tg_requires_grad_(tg_add_scalar(tg_detach(in[2]), 2), true);  // a positive weight
+        if (kind == 0) in[2] = tg_requires_grad_(tg_add_scalar(tg_detach(in[2]), 2), true); // a positive weight
         EXPECT_EQ(tg_gradcheck(gc_fn, (int)in.size(), in.data(), &o), TG_OK) << tg_last_error();
         EXPECT_EQ(tg_gradgradcheck(gc_fn, (int)in.size(), in.data(), &o), TG_OK) << tg_last_error();
     }
@@ -236,4 +240,4 @@ TEST_F(TgTest, LossMoreErrors) {
     EXPECT_ERROR_CONTAINS("tg_pairwise_distance: p must be positive (or INFINITY), got 0");
 }
 
-}  // namespace
+} // namespace

@@ -37,12 +37,10 @@ TEST_P(LossTest, CrossEntropyMatchesPyTorch) {
     check_nn_case("ce_smooth", {"x", "t"}, dt, [](auto &in) {
         return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, false, 0, 0.1));
     });
-    check_nn_case("ce_smooth_ignore_sum", {"x", "t"}, dt, [](auto &in) {
-        return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_SUM, true, 1, 0.2));
-    });
-    check_nn_case("ce_smooth_ignore_mean", {"x", "t"}, dt, [](auto &in) {
-        return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, true, 1, 0.2));
-    });
+    check_nn_case("ce_smooth_ignore_sum", {"x", "t"}, dt,
+                  [](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_SUM, true, 1, 0.2)); });
+    check_nn_case("ce_smooth_ignore_mean", {"x", "t"}, dt,
+                  [](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, true, 1, 0.2)); });
     check_nn_case("ce_spatial", {"x", "t"}, dt, [](auto &in) {
         return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, false, 0, 0.1));
     });
@@ -52,16 +50,20 @@ TEST_P(LossTest, CrossEntropyMatchesPyTorch) {
 
 TEST_P(LossTest, OtherLossesMatchPyTorch) {
     tg_dtype dt = GetParam();
-    check_nn_case("nll_mean", {"x", "t"}, dt, [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN)); });
+    check_nn_case("nll_mean", {"x", "t"}, dt,
+                  [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN)); });
     check_nn_case("nll_ignore", {"x", "t"}, dt,
                   [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, true, 3)); });
-    check_nn_case("nll_none", {"x", "t"}, dt, [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_NONE)); });
+    check_nn_case("nll_none", {"x", "t"}, dt,
+                  [](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(TG_REDUCTION_NONE)); });
     const char *names[] = {"mean", "sum", "none"};
     tg_reduction reds[] = {TG_REDUCTION_MEAN, TG_REDUCTION_SUM, TG_REDUCTION_NONE};
     for (int i = 0; i < 3; i++) {
         tg_reduction r = reds[i];
-        check_nn_case(std::string("mse_") + names[i], {"x", "y"}, dt, [r](auto &in) { return tg_mse_loss_opts(in[0], in[1], tg_loss_opts{r}); });
-        check_nn_case(std::string("l1_") + names[i], {"x", "y"}, dt, [r](auto &in) { return tg_l1_loss_opts(in[0], in[1], tg_loss_opts{r}); });
+        check_nn_case(std::string("mse_") + names[i], {"x", "y"}, dt,
+                      [r](auto &in) { return tg_mse_loss_opts(in[0], in[1], tg_loss_opts{r}); });
+        check_nn_case(std::string("l1_") + names[i], {"x", "y"}, dt,
+                      [r](auto &in) { return tg_l1_loss_opts(in[0], in[1], tg_loss_opts{r}); });
         check_nn_case(std::string("bce_") + names[i], {"x", "y"}, dt,
                       [r](auto &in) { return tg_binary_cross_entropy_with_logits_opts(in[0], in[1], tg_bce_opts{r}); });
     }
@@ -75,18 +77,14 @@ TEST_P(LossTest, WeightedLossesMatchPyTorch) {
     for (int i = 0; i < 3; i++) {
         tg_reduction r = reds[i];
         std::string n = names[i];
-        check_nn_case("ce_w_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
-            return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0, in[2]));
-        });
-        check_nn_case("ce_w_spatial_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
-            return tg_cross_entropy_opts(in[0], in[1], lopts(r, true, 2, 0, in[2]));
-        });
-        check_nn_case("ce_w_smooth_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
-            return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0.15, in[2]));
-        });
-        check_nn_case("ce_w_smooth_spatial_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
-            return tg_cross_entropy_opts(in[0], in[1], lopts(r, true, 0, 0.3, in[2]));
-        });
+        check_nn_case("ce_w_" + n, {"x", "t", "wt"}, dt,
+                      [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0, in[2])); });
+        check_nn_case("ce_w_spatial_" + n, {"x", "t", "wt"}, dt,
+                      [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r, true, 2, 0, in[2])); });
+        check_nn_case("ce_w_smooth_" + n, {"x", "t", "wt"}, dt,
+                      [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0.15, in[2])); });
+        check_nn_case("ce_w_smooth_spatial_" + n, {"x", "t", "wt"}, dt,
+                      [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r, true, 0, 0.3, in[2])); });
         check_nn_case("nll_w_" + n, {"x", "t", "wt"}, dt,
                       [r](auto &in) { return tg_nll_loss_opts(in[0], in[1], lopts(r, true, 3, 0, in[2])); });
         check_nn_case("bce_pw_" + n, {"x", "y", "pw"}, dt, [r](auto &in) {
@@ -107,10 +105,10 @@ TEST_P(LossTest, ProbabilityTargetsMatchPyTorch) {
     for (int i = 0; i < 3; i++) {
         tg_reduction r = reds[i];
         std::string n = names[i];
-        check_nn_case("ce_prob_" + n, {"x", "t"}, dt, [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r)); });
-        check_nn_case("ce_prob_w_smooth_" + n, {"x", "t", "wt"}, dt, [r](auto &in) {
-            return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0.2, in[2]));
-        });
+        check_nn_case("ce_prob_" + n, {"x", "t"}, dt,
+                      [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r)); });
+        check_nn_case("ce_prob_w_smooth_" + n, {"x", "t", "wt"}, dt,
+                      [r](auto &in) { return tg_cross_entropy_opts(in[0], in[1], lopts(r, false, 0, 0.2, in[2])); });
     }
     check_nn_case("ce_prob_spatial", {"x", "t"}, dt, [](auto &in) {
         return tg_cross_entropy_opts(in[0], in[1], lopts(TG_REDUCTION_MEAN, false, 0, 0.1));
@@ -154,7 +152,7 @@ TEST_F(TgTest, LossGradcheck) {
     tg_tensor *t_spatial = tensor_i64({0, 2, 1, 1, 2, 0}, TG_SHAPE(2, 3));
     LossCase cases[] = {
         {0, lopts(TG_REDUCTION_MEAN, true, 0, 0.1), t4, false},
-        {0, lopts(TG_REDUCTION_NONE), t4, true},               // non-contiguous logits
+        {0, lopts(TG_REDUCTION_NONE), t4, true}, // non-contiguous logits
         {0, lopts(TG_REDUCTION_SUM, false, 0, 0.3), t_spatial, false},
         {1, lopts(TG_REDUCTION_MEAN, true, 2), t4, false},
         {1, lopts(TG_REDUCTION_NONE), t4, true},
@@ -162,8 +160,8 @@ TEST_F(TgTest, LossGradcheck) {
     for (auto &c : cases) {
         SCOPED_TRACE(c.kind);
         tg_tensor *x = c.target == t_spatial ? tg_randn(TG_SHAPE(2, 3, 3), f64)
-                       : c.transpose          ? tg_randn(TG_SHAPE(3, 4), f64)
-                                              : tg_randn(TG_SHAPE(4, 3), f64);
+                       : c.transpose         ? tg_randn(TG_SHAPE(3, 4), f64)
+                                             : tg_randn(TG_SHAPE(4, 3), f64);
         tg_requires_grad_(x, true);
         tg_tensor *in[] = {x};
         tg_gradcheck_opts o = {};
@@ -177,7 +175,8 @@ TEST_F(TgTest, LossGradcheck) {
             LossCase c = {kind, lopts(broadcast ? TG_REDUCTION_SUM : TG_REDUCTION_MEAN), nullptr, broadcast};
             tg_tensor *x = tg_requires_grad_(tg_randn(broadcast ? TG_SHAPE(4, 3) : TG_SHAPE(3, 4), f64), true);
             // l1 is not differentiable at 0: keep |x - y| away from it.
-            tg_tensor *y = kind == 4 ? tg_rand(TG_SHAPE(3, 4), f64) : tg_add_scalar(tg_mul_scalar(tg_rand(TG_SHAPE(3, 4), f64), 0.1), 5);
+            tg_tensor *y = kind == 4 ? tg_rand(TG_SHAPE(3, 4), f64)
+                                     : tg_add_scalar(tg_mul_scalar(tg_rand(TG_SHAPE(3, 4), f64), 0.1), 5);
             if (kind == 4) tg_requires_grad_(y, true);
             tg_tensor *in[] = {x, y};
             tg_gradcheck_opts o = {};
@@ -207,8 +206,8 @@ TEST_F(TgTest, WeightedLossGradcheck) {
     for (auto &c : cases) {
         SCOPED_TRACE(&c - cases);
         tg_tensor *x = c.target == t_spatial ? tg_randn(TG_SHAPE(2, 3, 3), f64)
-                       : c.transpose          ? tg_randn(TG_SHAPE(3, 4), f64)
-                                              : tg_randn(TG_SHAPE(4, 3), f64);
+                       : c.transpose         ? tg_randn(TG_SHAPE(3, 4), f64)
+                                             : tg_randn(TG_SHAPE(4, 3), f64);
         tg_requires_grad_(x, true);
         tg_tensor *in[] = {x};
         tg_gradcheck_opts o = {};
@@ -272,8 +271,8 @@ TEST_F(TgTest, ProbabilityTargetRules) {
     ASSERT_TRUE(by_index) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_cross_entropy(x, onehot), {tg_item(by_index)}, 1e-12));
     // a negative ignore_index other than -100 is accepted (and changes nothing)
-    EXPECT_TRUE(tensor_near(tg_cross_entropy_opts(x, onehot, lopts(TG_REDUCTION_MEAN, true, -5)), {tg_item(by_index)},
-                            1e-12));
+    EXPECT_TRUE(
+        tensor_near(tg_cross_entropy_opts(x, onehot, lopts(TG_REDUCTION_MEAN, true, -5)), {tg_item(by_index)}, 1e-12));
     // float32 logits with float64 probabilities: float64, as PyTorch promotes
     tg_tensor *l = tg_cross_entropy(tg_cast(x, TG_FLOAT32), onehot);
     ASSERT_TRUE(l) << tg_last_error();
@@ -353,7 +352,8 @@ TEST_F(TgTest, CrossEntropyIgnoresMinus100ByDefault) {
     o.use_ignore_index = true;
     o.ignore_index = 1;
     EXPECT_EQ(tg_cross_entropy_opts(x, t, o), nullptr);
-    EXPECT_ERROR_CONTAINS("target -100 is out of bounds for 3 classes (expected 0 <= target < 3, or the ignore_index 1)");
+    EXPECT_ERROR_CONTAINS(
+        "target -100 is out of bounds for 3 classes (expected 0 <= target < 3, or the ignore_index 1)");
 }
 
 TEST_F(TgTest, LossErrors) {
@@ -384,7 +384,8 @@ TEST_F(TgTest, LossErrors) {
     EXPECT_EQ(tg_cross_entropy(x, tensor_i64({0, 1, 2}, TG_SHAPE(3))), nullptr);
     EXPECT_ERROR_CONTAINS("expected target of the input's shape without dim 1 for input [4, 5]");
     tg_clear_error();
-    EXPECT_EQ(tg_cross_entropy_opts(x, tensor_i64({0, 1, 2, 3}, TG_SHAPE(4)), lopts(TG_REDUCTION_MEAN, false, 0, 1.5)), nullptr);
+    EXPECT_EQ(tg_cross_entropy_opts(x, tensor_i64({0, 1, 2, 3}, TG_SHAPE(4)), lopts(TG_REDUCTION_MEAN, false, 0, 1.5)),
+              nullptr);
     EXPECT_ERROR_CONTAINS("label_smoothing must be in [0, 1], got 1.5");
     tg_clear_error();
     EXPECT_EQ(tg_mse_loss(x, tg_zeros(TG_SHAPE(3, 5), tg_opts{})), nullptr);
@@ -404,36 +405,42 @@ TEST_F(TgTest, WeightedLossErrors) {
     tg_tensor *x = tg_zeros(TG_SHAPE(4, 5), tg_opts{});
     tg_tensor *t = tensor_i64({0, 1, 4, 2}, TG_SHAPE(4));
     tg_clear_error();
-    EXPECT_EQ(tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(4), tg_opts{}))), nullptr);
+    EXPECT_EQ(tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(4), tg_opts{}))),
+              nullptr);
     EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected weight of shape [5] (one per class) for input [4, 5], got [4]");
     tg_clear_error();
-    EXPECT_EQ(tg_nll_loss_opts(x, t, lopts(TG_REDUCTION_SUM, false, 0, 0, tg_ones(TG_SHAPE(1, 5), tg_opts{}))), nullptr);
+    EXPECT_EQ(tg_nll_loss_opts(x, t, lopts(TG_REDUCTION_SUM, false, 0, 0, tg_ones(TG_SHAPE(1, 5), tg_opts{}))),
+              nullptr);
     EXPECT_ERROR_CONTAINS("tg_nll_loss: expected weight of shape [5] (one per class) for input [4, 5], got [1, 5]");
     tg_clear_error();
-    EXPECT_EQ(tg_cross_entropy_opts(x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0.1,
-                                                tg_ones(TG_SHAPE(5), tg_opts{TG_FLOAT64, TG_CPU, false}))),
-              nullptr);
+    EXPECT_EQ(
+        tg_cross_entropy_opts(
+            x, t, lopts(TG_REDUCTION_MEAN, false, 0, 0.1, tg_ones(TG_SHAPE(5), tg_opts{TG_FLOAT64, TG_CPU, false}))),
+        nullptr);
     EXPECT_ERROR_CONTAINS("tg_cross_entropy: expected weight of the input's dtype float32, got float64");
     tg_clear_error();
     // the target check comes first
     EXPECT_EQ(tg_nll_loss_opts(x, tensor_i64({0, 1, 9, 2}, TG_SHAPE(4)),
-                          lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(5), tg_opts{}))),
+                               lopts(TG_REDUCTION_MEAN, false, 0, 0, tg_ones(TG_SHAPE(5), tg_opts{}))),
               nullptr);
     EXPECT_ERROR_CONTAINS("tg_nll_loss: target 9 is out of bounds for 5 classes");
     tg_tensor *y = tg_zeros(TG_SHAPE(4, 5), tg_opts{});
     tg_clear_error();
-    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(x, y, bopts(TG_REDUCTION_MEAN, nullptr, tg_ones(TG_SHAPE(4), tg_opts{}))),
+    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(
+                  x, y, bopts(TG_REDUCTION_MEAN, nullptr, tg_ones(TG_SHAPE(4), tg_opts{}))),
               nullptr);
     EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: pos_weight [4] does not broadcast to input [4, 5]");
     tg_clear_error();
-    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(x, y, bopts(TG_REDUCTION_SUM, tg_ones(TG_SHAPE(2, 4, 5), tg_opts{}), nullptr)),
+    EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(
+                  x, y, bopts(TG_REDUCTION_SUM, tg_ones(TG_SHAPE(2, 4, 5), tg_opts{}), nullptr)),
               nullptr);
     EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: weight [2, 4, 5] does not broadcast to input [4, 5]");
     tg_clear_error();
     EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(
                   x, y, bopts(TG_REDUCTION_NONE, nullptr, tg_ones(TG_SHAPE(5), tg_opts{TG_FLOAT64, TG_CPU, false}))),
               nullptr);
-    EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: expected pos_weight of the input's dtype float32, got float64");
+    EXPECT_ERROR_CONTAINS(
+        "tg_binary_cross_entropy_with_logits: expected pos_weight of the input's dtype float32, got float64");
     tg_clear_error();
     EXPECT_EQ(tg_binary_cross_entropy_with_logits_opts(x, y, bopts((tg_reduction)7, nullptr, nullptr)), nullptr);
     EXPECT_ERROR_CONTAINS("tg_binary_cross_entropy_with_logits: unknown reduction 7");

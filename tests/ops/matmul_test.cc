@@ -18,7 +18,7 @@ tg_tensor *gc_matmul_narrowed(tg_tensor *const *in, void *) {
 tg_tensor *gc_linear(tg_tensor *const *in, void *) { return tg_linear(in[0], in[1], in[2]); }
 tg_tensor *gc_linear_no_bias(tg_tensor *const *in, void *) { return tg_linear(in[0], in[1], nullptr); }
 
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, MatmulMatchesPyTorch) {
     for (const char *name : {"mm", "bmm_broadcast", "bmm_broadcast2", "mv", "vm", "dot", "vbm", "bmv"})
@@ -35,8 +35,9 @@ TEST_F(TgTest, LinearMatchesPyTorch) {
     auto with_bias = [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_linear(in[0], in[1], in[2]); };
     check_fixture_both("linear", with_bias);
     check_fixture_both("linear_1d", with_bias);
-    check_fixture_both("linear_nobias",
-                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_linear(in[0], in[1], nullptr); });
+    check_fixture_both("linear_nobias", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
+        return tg_linear(in[0], in[1], nullptr);
+    });
 }
 
 TEST_F(TgTest, MatmulShapes) {
@@ -51,9 +52,9 @@ TEST_F(TgTest, MatmulShapes) {
 
 TEST_F(TgTest, MatmulGradcheck) {
     EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(3, 4), 1), rand64(TG_SHAPE(4, 2), 2));
-    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(2, 1, 3, 4), 3), rand64(TG_SHAPE(3, 4, 2), 4));  // broadcast batch
-    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(4), 5), rand64(TG_SHAPE(2, 4, 3), 6));           // 1-D left
-    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(2, 3, 4), 7), rand64(TG_SHAPE(4), 8));           // 1-D right
+    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(2, 1, 3, 4), 3), rand64(TG_SHAPE(3, 4, 2), 4)); // broadcast batch
+    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(4), 5), rand64(TG_SHAPE(2, 4, 3), 6));          // 1-D left
+    EXPECT_GRADCHECK(gc_matmul, rand64(TG_SHAPE(2, 3, 4), 7), rand64(TG_SHAPE(4), 8));          // 1-D right
     EXPECT_GRADCHECK(gc_matmul_transposed, rand64(TG_SHAPE(4, 3), 9), rand64(TG_SHAPE(2, 4), 10));
     EXPECT_GRADCHECK(gc_matmul_narrowed, rand64(TG_SHAPE(2, 4), 11), rand64(TG_SHAPE(5, 5), 12));
 }
@@ -67,9 +68,9 @@ TEST_F(TgTest, MatmulGradgradcheck) {
 TEST_F(TgTest, LinearGradcheck) {
     EXPECT_GRADCHECK(gc_linear, rand64(TG_SHAPE(2, 3, 4), 1), rand64(TG_SHAPE(5, 4), 2), rand64(TG_SHAPE(5), 3));
     // A transposed (non-contiguous) input.
-    EXPECT_GRADCHECK([](tg_tensor *const *in, void *) -> tg_tensor * {
-        return tg_linear(tg_transpose(in[0], 0, 1), in[1], in[2]);
-    }, rand64(TG_SHAPE(4, 3), 4), rand64(TG_SHAPE(2, 4), 5), rand64(TG_SHAPE(2), 6));
+    EXPECT_GRADCHECK(
+        [](tg_tensor *const *in, void *) -> tg_tensor * { return tg_linear(tg_transpose(in[0], 0, 1), in[1], in[2]); },
+        rand64(TG_SHAPE(4, 3), 4), rand64(TG_SHAPE(2, 4), 5), rand64(TG_SHAPE(2), 6));
     EXPECT_GRADCHECK(gc_linear_no_bias, rand64(TG_SHAPE(4), 7), rand64(TG_SHAPE(3, 4), 8));
     EXPECT_GRADGRADCHECK(gc_linear, rand64(TG_SHAPE(2, 3), 1), rand64(TG_SHAPE(4, 3), 2), rand64(TG_SHAPE(4), 3));
 }
@@ -94,7 +95,8 @@ TEST_F(TgTest, MatmulErrors) {
     EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 3), tg_opts{}), tg_ones(TG_SHAPE(3, 2), tg_opts{TG_FLOAT64})), nullptr);
     EXPECT_ERROR_CONTAINS("float32 and float64");
     tg_clear_error();
-    EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 3), tg_opts{TG_INT64}), tg_ones(TG_SHAPE(3, 2), tg_opts{TG_INT64})), nullptr);
+    EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 3), tg_opts{TG_INT64}), tg_ones(TG_SHAPE(3, 2), tg_opts{TG_INT64})),
+              nullptr);
     EXPECT_ERROR_CONTAINS("expected float32, float64, float16 or bfloat16 tensors, got int64");
     tg_clear_error();
     EXPECT_EQ(tg_matmul(tg_ones(TG_SHAPE(2, 2, 3), tg_opts{}), tg_ones(TG_SHAPE(3, 3, 2), tg_opts{})), nullptr);

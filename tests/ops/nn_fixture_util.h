@@ -55,8 +55,8 @@ inline std::vector<tg_tensor *> check_nn_case(const std::string &name, const std
     for (size_t i = 0; i < inputs.size(); i++) {
         std::string g = name + ".grad." + inputs[i];
         if (!nn_fixture_has(g)) continue;
-        EXPECT_TRUE(tensor_near(tg_grad(in[i]), nn_fixture(g).data, nn_atol(dt), nn_rtol(dt))) << "gradient of "
-                                                                                               << inputs[i];
+        EXPECT_TRUE(tensor_near(tg_grad(in[i]), nn_fixture(g).data, nn_atol(dt), nn_rtol(dt)))
+            << "gradient of " << inputs[i];
     }
     return in;
 }

@@ -11,12 +11,11 @@ TEST_P(NormTest, BatchNormMatchesPyTorch) {
     for (std::string tag : {"4d", "2d"}) {
         for (bool training : {true, false}) {
             std::string name = std::string(training ? "bn_train_" : "bn_eval_") + tag;
-            std::vector<tg_tensor *> in =
-                check_nn_case(name, {"x", "w", "b", "rm", "rv"}, dt, [training](auto &in) {
-                    tg_requires_grad_(in[3], false);
-                    tg_requires_grad_(in[4], false);
-                    return tg_batch_norm(in[0], in[3], in[4], in[1], in[2], training, 0.1, 1e-5);
-                });
+            std::vector<tg_tensor *> in = check_nn_case(name, {"x", "w", "b", "rm", "rv"}, dt, [training](auto &in) {
+                tg_requires_grad_(in[3], false);
+                tg_requires_grad_(in[4], false);
+                return tg_batch_norm(in[0], in[3], in[4], in[1], in[2], training, 0.1, 1e-5);
+            });
             SCOPED_TRACE(name);
             EXPECT_TRUE(tensor_near(in[3], nn_fixture(name + ".rm_after").data, nn_atol(dt), nn_rtol(dt)));
             EXPECT_TRUE(tensor_near(in[4], nn_fixture(name + ".rv_after").data, nn_atol(dt), nn_rtol(dt)));
@@ -53,7 +52,8 @@ TEST_F(TgTest, NormGradcheck) {
             SCOPED_TRACE(kind * 10 + transpose);
             // Running stats are updated by every call: fresh ones are fine for gradcheck.
             NormCase c = {kind, transpose, tg_zeros(TG_SHAPE(3), f64), tg_ones(TG_SHAPE(3), f64)};
-            tg_tensor *x = tg_requires_grad_(tg_randn(transpose ? TG_SHAPE(2, 3, 4, 3) : TG_SHAPE(2, 3, 3, 4), f64), true);
+            tg_tensor *x =
+                tg_requires_grad_(tg_randn(transpose ? TG_SHAPE(2, 3, 4, 3) : TG_SHAPE(2, 3, 3, 4), f64), true);
             tg_shape ps = kind == 2 ? TG_SHAPE(3, 4) : TG_SHAPE(3);
             tg_tensor *w = tg_requires_grad_(tg_randn(ps, f64), true);
             tg_tensor *b = tg_requires_grad_(tg_randn(ps, f64), true);
@@ -70,8 +70,8 @@ TEST_F(TgTest, BatchNormWithoutAffineOrRunningStats) {
     tg_tensor *x = tensor_f64({1, 2, 3, 5}, TG_SHAPE(4, 1));
     tg_tensor *y = tg_batch_norm(x, nullptr, nullptr, nullptr, nullptr, true, 0.1, 0);
     double m = 2.75, v = (1.75 * 1.75 + 0.75 * 0.75 + 0.25 * 0.25 + 2.25 * 2.25) / 4;
-    EXPECT_TRUE(tensor_near(y, {(1 - m) / std::sqrt(v), (2 - m) / std::sqrt(v), (3 - m) / std::sqrt(v),
-                                (5 - m) / std::sqrt(v)}, 1e-12));
+    EXPECT_TRUE(tensor_near(
+        y, {(1 - m) / std::sqrt(v), (2 - m) / std::sqrt(v), (3 - m) / std::sqrt(v), (5 - m) / std::sqrt(v)}, 1e-12));
 }
 
 TEST_F(TgTest, NormErrors) {
@@ -81,16 +81,20 @@ TEST_F(TgTest, NormErrors) {
     EXPECT_EQ(tg_batch_norm(nullptr, c3, c3, c3, c3, true, 0.1, 1e-5), nullptr);
     EXPECT_ERROR_CONTAINS("tg_batch_norm: input 0 is NULL");
     tg_clear_error();
-    EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(4), tg_opts{}), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5), nullptr);
+    EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(4), tg_opts{}), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5),
+              nullptr);
     EXPECT_ERROR_CONTAINS("expected input [N, C, ...] (at least 2-D), got [4]");
     tg_clear_error();
     EXPECT_EQ(tg_batch_norm(x, c3, c3, tg_ones(TG_SHAPE(4), tg_opts{}), c3, true, 0.1, 1e-5), nullptr);
     EXPECT_ERROR_CONTAINS("tg_batch_norm: expected weight of shape [3] for input [4, 3, 2, 2], got [4]");
     tg_clear_error();
-    EXPECT_EQ(tg_batch_norm(x, tg_zeros(TG_SHAPE(3), tg_opts{TG_FLOAT64, TG_CPU, false}), c3, c3, c3, true, 0.1, 1e-5), nullptr);
+    EXPECT_EQ(tg_batch_norm(x, tg_zeros(TG_SHAPE(3), tg_opts{TG_FLOAT64, TG_CPU, false}), c3, c3, c3, true, 0.1, 1e-5),
+              nullptr);
     EXPECT_ERROR_CONTAINS("expected running_mean of the input's dtype float32, got float64");
     tg_clear_error();
-    EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(4, 3), tg_opts{TG_INT64, TG_CPU, false}), nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5), nullptr);
+    EXPECT_EQ(tg_batch_norm(tg_zeros(TG_SHAPE(4, 3), tg_opts{TG_INT64, TG_CPU, false}), nullptr, nullptr, nullptr,
+                            nullptr, true, 0.1, 1e-5),
+              nullptr);
     EXPECT_ERROR_CONTAINS("expected a float32, float64, float16 or bfloat16 input, got int64");
     tg_clear_error();
     EXPECT_EQ(tg_batch_norm(x, nullptr, nullptr, c3, c3, false, 0.1, 1e-5), nullptr);

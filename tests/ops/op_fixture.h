@@ -22,8 +22,8 @@ inline const std::map<std::string, FixtureTensor> &matmul_reduce_fixtures() {
 
 // Float inputs are made in `dtype` and require grad; int64 fixtures stay int64.
 // `fx` is a loaded fixture file in this format (e.g. elementwise.txt).
-inline void check_fixture_in(const std::map<std::string, FixtureTensor> &fx, const std::string &name,
-                             tg_dtype dtype, const FixtureOp &op) {
+inline void check_fixture_in(const std::map<std::string, FixtureTensor> &fx, const std::string &name, tg_dtype dtype,
+                             const FixtureOp &op) {
     SCOPED_TRACE("fixture case " + name + " in " + tg_dtype_name(dtype));
     double atol = dtype == TG_FLOAT32 ? 1e-5 : 1e-10, rtol = dtype == TG_FLOAT32 ? 1e-4 : 1e-10;
     TG_SCOPE {
@@ -87,17 +87,17 @@ inline tg_tensor *rand64(tg_shape shape, unsigned seed, bool requires_grad = tru
     return tensor_f64(v, shape, requires_grad);
 }
 
-#define EXPECT_GRADCHECK(fn, ...)                                                              \
-    do {                                                                                       \
-        tg_tensor *gc_in_[] = {__VA_ARGS__};                                                   \
-        int gc_n_ = (int)(sizeof gc_in_ / sizeof gc_in_[0]);                                   \
-        EXPECT_EQ(tg_gradcheck((fn), gc_n_, gc_in_, nullptr), TG_OK) << tg_last_error();       \
+#define EXPECT_GRADCHECK(fn, ...)                                                        \
+    do {                                                                                 \
+        tg_tensor *gc_in_[] = {__VA_ARGS__};                                             \
+        int gc_n_ = (int)(sizeof gc_in_ / sizeof gc_in_[0]);                             \
+        EXPECT_EQ(tg_gradcheck((fn), gc_n_, gc_in_, nullptr), TG_OK) << tg_last_error(); \
     } while (0)
-#define EXPECT_GRADGRADCHECK(fn, ...)                                                          \
-    do {                                                                                       \
-        tg_tensor *gc_in_[] = {__VA_ARGS__};                                                   \
-        int gc_n_ = (int)(sizeof gc_in_ / sizeof gc_in_[0]);                                   \
-        EXPECT_EQ(tg_gradgradcheck((fn), gc_n_, gc_in_, nullptr), TG_OK) << tg_last_error();   \
+#define EXPECT_GRADGRADCHECK(fn, ...)                                                        \
+    do {                                                                                     \
+        tg_tensor *gc_in_[] = {__VA_ARGS__};                                                 \
+        int gc_n_ = (int)(sizeof gc_in_ / sizeof gc_in_[0]);                                 \
+        EXPECT_EQ(tg_gradgradcheck((fn), gc_n_, gc_in_, nullptr), TG_OK) << tg_last_error(); \
     } while (0)
 
 #endif

@@ -55,13 +55,20 @@ TEST_F(TgTest, PadCircularCropsThenWraps) {
         {{1, 1, 5}, {2, -1}, {1, 1, 6}, {2, 3, 0, 1, 2, 3}, {3, 4, 6, 8, 0}},
         {{1, 1, 5}, {3, -2}, {1, 1, 6}, {0, 1, 2, 0, 1, 2}, {5, 7, 9, 0, 0}},
         {{1, 1, 5}, {-2, -1}, {1, 1, 2}, {2, 3}, {0, 0, 1, 2, 0}},
-        {{1, 1, 3, 4}, {-1, 2, 1, -1}, {1, 1, 3, 5},
+        {{1, 1, 3, 4},
+         {-1, 2, 1, -1},
+         {1, 1, 3, 5},
          {5, 6, 7, 5, 6, 1, 2, 3, 1, 2, 5, 6, 7, 5, 6},
          {0, 15, 17, 8, 0, 30, 34, 16, 0, 0, 0, 0}},
-        {{1, 2, 3, 4}, {2, -1, -1, 1}, {1, 2, 3, 5},
+        {{1, 2, 3, 4},
+         {2, -1, -1, 1},
+         {1, 2, 3, 5},
          {5, 6, 4, 5, 6, 9, 10, 8, 9, 10, 5, 6, 4, 5, 6, 17, 18, 16, 17, 18, 21, 22, 20, 21, 22, 17, 18, 16, 17, 18},
          {0, 0, 0, 0, 16, 30, 34, 0, 8, 15, 17, 0, 0, 0, 0, 0, 46, 90, 94, 0, 23, 45, 47, 0}},
-        {{1, 1, 3, 4}, {1, -2, -1, 2}, {1, 1, 4, 3}, {5, 4, 5, 9, 8, 9, 5, 4, 5, 9, 8, 9},
+        {{1, 1, 3, 4},
+         {1, -2, -1, 2},
+         {1, 1, 4, 3},
+         {5, 4, 5, 9, 8, 9, 5, 4, 5, 9, 8, 9},
          {0, 0, 0, 0, 10, 20, 0, 0, 16, 32, 0, 0}},
     };
     for (auto &c : cases) {
@@ -120,7 +127,7 @@ TEST_F(TgTest, PadIsDifferentiableTwice) {
             int64_t p[4] = {4, 3, 1, 2};
             return tg_square(tg_pad(in[0], p, 4, TG_PAD_CIRCULAR, 0));
         },
-        [](tg_tensor *const *in, void *) {  // circular, cropping then wrapping
+        [](tg_tensor *const *in, void *) { // circular, cropping then wrapping
             int64_t p[4] = {-1, 2, 1, -1};
             return tg_square(tg_pad(in[0], p, 4, TG_PAD_CIRCULAR, 0));
         },
@@ -133,12 +140,13 @@ TEST_F(TgTest, PadIsDifferentiableTwice) {
 
 TEST_F(TgTest, PadErrors) {
     tg_tensor *x = tg_zeros(TG_SHAPE(1, 3, 4), tg_opts{});
-    int64_t p3[3] = {1, 2, 3}, p8[8] = {1, 1, 0, 0, 0, 0, 1, 1}, big[2] = {4, 1}, crop[2] = {1, -6}, p4[4] = {1, 1, 1, 1};
+    int64_t p3[3] = {1, 2, 3}, p8[8] = {1, 1, 0, 0, 0, 0, 1, 1}, big[2] = {4, 1}, crop[2] = {1, -6},
+            p4[4] = {1, 1, 1, 1};
     int64_t wrap[2] = {5, 0}, crop_wrap[2] = {-3, 3};
     struct {
         const int64_t *pad;
         int count;
-        int mode;  // an int: an out-of-range value in a C++ enum object is undefined
+        int mode; // an int: an out-of-range value in a C++ enum object is undefined
         double value;
         tg_tensor *input;
         const char *msg;
@@ -151,7 +159,8 @@ TEST_F(TgTest, PadErrors) {
         {crop_wrap, 2, TG_PAD_CIRCULAR, 0, x,
          "tg_pad: padding (-3, 3) of dim 2 of input [1, 3, 4] would wrap around more than once (pads larger than "
          "what cropping leaves)"},
-        {crop, 2, TG_PAD_CONSTANT, 0, x, "tg_pad: padding (1, -6) of dim 2 of input [1, 3, 4] would give a negative size"},
+        {crop, 2, TG_PAD_CONSTANT, 0, x,
+         "tg_pad: padding (1, -6) of dim 2 of input [1, 3, 4] would give a negative size"},
         {p4, 4, TG_PAD_REPLICATE, 0, tg_zeros(TG_SHAPE(3, 4), tg_opts{}),
          "tg_pad: replicate padding of the last 2 dims needs an input of 3 or 4 dims, got [3, 4]"},
         {p4, 4, TG_PAD_REFLECT, 1.0, x, "tg_pad: padding mode reflect does not take a value (got 1)"},
@@ -164,4 +173,4 @@ TEST_F(TgTest, PadErrors) {
     }
 }
 
-}  // namespace
+} // namespace

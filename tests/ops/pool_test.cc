@@ -54,7 +54,8 @@ TEST_P(PoolTest, AvgMatchesPyTorch) {
         return tg_avg_pool2d(in[0], tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1});
     });
     check_nn_case("avgpool_exclude", {"x"}, dt, [](auto &in) {
-        return tg_avg_pool2d(in[0], tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1, .count_exclude_pad = true});
+        return tg_avg_pool2d(in[0],
+                             tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1, .count_exclude_pad = true});
     });
     check_nn_case("avgpool_ceil", {"x"}, dt, [](auto &in) {
         return tg_avg_pool2d(in[0], tg_pool_opts{.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true});
@@ -62,7 +63,10 @@ TEST_P(PoolTest, AvgMatchesPyTorch) {
     check_nn_case("adaptive_34", {"x"}, dt, [](auto &in) { return tg_adaptive_avg_pool2d(in[0], 3, 4); });
     check_nn_case("adaptive_11", {"x"}, dt, [](auto &in) { return tg_adaptive_avg_pool2d(in[0], 1, 1); });
     check_nn_case("avgpool_per_dim", {"x"}, dt, [](auto &in) {
-        tg_pool_opts o = {.ceil_mode = true, .count_exclude_pad = true, .kernel_sizes = {2, 3}, .strides = {1, 2},
+        tg_pool_opts o = {.ceil_mode = true,
+                          .count_exclude_pad = true,
+                          .kernel_sizes = {2, 3},
+                          .strides = {1, 2},
                           .paddings = {1, 1}};
         return tg_avg_pool2d(in[0], o);
     });
@@ -137,8 +141,9 @@ TEST_F(TgTest, PoolErrors) {
     EXPECT_EQ(tg_max_pool2d(tg_zeros(TG_SHAPE(4, 4), tg_opts{}), tg_pool_opts{.kernel_size = 2}, nullptr), nullptr);
     EXPECT_ERROR_CONTAINS("tg_max_pool2d: expected input [N, C, H, W] or [C, H, W], got [4, 4]");
     tg_clear_error();
-    EXPECT_EQ(tg_avg_pool2d(tg_zeros(TG_SHAPE(1, 1, 4, 4), tg_opts{TG_INT64, TG_CPU, false}), tg_pool_opts{.kernel_size = 2}),
-              nullptr);
+    EXPECT_EQ(
+        tg_avg_pool2d(tg_zeros(TG_SHAPE(1, 1, 4, 4), tg_opts{TG_INT64, TG_CPU, false}), tg_pool_opts{.kernel_size = 2}),
+        nullptr);
     EXPECT_ERROR_CONTAINS("tg_avg_pool2d: expected a float32, float64, float16 or bfloat16 input, got int64");
     tg_clear_error();
     EXPECT_EQ(tg_max_pool2d(x, tg_pool_opts{}, nullptr), nullptr);
@@ -151,11 +156,13 @@ TEST_F(TgTest, PoolErrors) {
     EXPECT_ERROR_CONTAINS("padding 2 should be at most half of kernel_size 2");
     tg_clear_error();
     EXPECT_EQ(tg_max_pool2d(x, tg_pool_opts{.kernel_size = 5}, nullptr), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_max_pool2d: output would be empty: input [2, 3, 4, 4] with kernel_size 5, stride 5, padding 0 gives 0x0");
+    EXPECT_ERROR_CONTAINS(
+        "tg_max_pool2d: output would be empty: input [2, 3, 4, 4] with kernel_size 5, stride 5, padding 0 gives 0x0");
     tg_pool_opts dilated = {.kernel_size = 2, .stride = 1, .dilation = 4};
     tg_clear_error();
     EXPECT_EQ(tg_max_pool2d(x, dilated, nullptr), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_max_pool2d: output would be empty: input [2, 3, 4, 4] with kernel_size 2, stride 1, padding 0, dilation 4 gives 0x0");
+    EXPECT_ERROR_CONTAINS("tg_max_pool2d: output would be empty: input [2, 3, 4, 4] with kernel_size 2, stride 1, "
+                          "padding 0, dilation 4 gives 0x0");
     dilated.dilation = -1;
     tg_clear_error();
     EXPECT_EQ(tg_max_pool2d(x, dilated, nullptr), nullptr);
@@ -183,14 +190,13 @@ TEST_F(TgTest, PoolErrors) {
 
 namespace {
 
-template <typename T>
-std::vector<T> raw(tg_tensor *t) {
+template <typename T> std::vector<T> raw(tg_tensor *t) {
     std::vector<T> out((size_t)tg_numel(t));
     EXPECT_EQ(tg_copy_to_host(tg_contiguous(t), out.data(), out.size() * sizeof(T)), TG_OK) << tg_last_error();
     return out;
 }
 
-}  // namespace
+} // namespace
 
 // 2x2 stride-2 max pooling runs in AVX-512 registers for float32 and bfloat16
 // (ops/cpu/max_pool2x2.c); float64 keeps the scalar loop of ops/pool.c, which the vector
@@ -201,9 +207,10 @@ std::vector<T> raw(tg_tensor *t) {
 TEST_F(TgTest, MaxPool2x2VectorKernelEqualsTheScalarLoop) {
     bool was = tg_get_flush_denormal();
     for (bool flush : {false, true})
-        for (tg_shape shape : {TG_SHAPE(2, 3, 24, 24), TG_SHAPE(1, 2, 25, 71), TG_SHAPE(3, 1, 4, 5), TG_SHAPE(64, 20, 8, 8)}) {
-            SCOPED_TRACE(testing::Message() << "flush " << flush << ", shape [" << shape.dims[0] << ", " << shape.dims[1]
-                                            << ", " << shape.dims[2] << ", " << shape.dims[3] << "]");
+        for (tg_shape shape :
+             {TG_SHAPE(2, 3, 24, 24), TG_SHAPE(1, 2, 25, 71), TG_SHAPE(3, 1, 4, 5), TG_SHAPE(64, 20, 8, 8)}) {
+            SCOPED_TRACE(testing::Message() << "flush " << flush << ", shape [" << shape.dims[0] << ", "
+                                            << shape.dims[1] << ", " << shape.dims[2] << ", " << shape.dims[3] << "]");
             tg_set_flush_denormal(flush);
             /* small integers: many ties; a few -0, Inf; bfloat16-exact so all three dtypes hold the same values */
             tg_tensor *x64 = tg_sub_scalar(tg_floor(tg_mul_scalar(tg_rand(shape, tg_opts{.dtype = TG_FLOAT64}), 4)), 2);
@@ -212,8 +219,9 @@ TEST_F(TgTest, MaxPool2x2VectorKernelEqualsTheScalarLoop) {
                                        tg_ones(TG_SCALAR_SHAPE, tg_opts{.dtype = TG_FLOAT64})));
             ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(x64, 0, 0, 1), 1, 0, 1), 3, 1, 1), INFINITY), TG_OK);
             if (shape.dims[0] > 1) {
-                ASSERT_EQ(tg_fill_(tg_narrow(tg_narrow(tg_narrow(tg_narrow(x64, 0, 1, 1), 1, 0, 1), 2, 2, 1), 3, 3, 1), NAN),
-                          TG_OK);
+                ASSERT_EQ(
+                    tg_fill_(tg_narrow(tg_narrow(tg_narrow(tg_narrow(x64, 0, 1, 1), 1, 0, 1), 2, 2, 1), 3, 3, 1), NAN),
+                    TG_OK);
             }
             tg_pool_opts o{.kernel_size = 2};
             tg_tensor *i64 = nullptr, *y64 = tg_max_pool2d(x64, o, &i64);
@@ -224,7 +232,8 @@ TEST_F(TgTest, MaxPool2x2VectorKernelEqualsTheScalarLoop) {
                 tg_tensor *y = tg_max_pool2d(x, o, &i);
                 ASSERT_NE(y, nullptr) << tg_last_error();
                 EXPECT_EQ(raw<int64_t>(i), raw<int64_t>(i64));
-                EXPECT_EQ(raw<uint32_t>(tg_cast(y, TG_FLOAT32)), raw<uint32_t>(tg_cast(y64, TG_FLOAT32))); /* bits: NaN, -0 */
+                EXPECT_EQ(raw<uint32_t>(tg_cast(y, TG_FLOAT32)),
+                          raw<uint32_t>(tg_cast(y64, TG_FLOAT32))); /* bits: NaN, -0 */
                 /* gradients: -0, NaN and subnormals (+-2^-130) among them, made unflushed */
                 tg_set_flush_denormal(false);
                 tg_tensor *g32 = tg_randn(tg_shape_of(y), tg_opts{});

@@ -12,7 +12,7 @@ tg_tensor *ints(std::vector<int64_t> v, tg_dtype dt = TG_INT64) {
     return tg_cast(tensor_i64(v, TG_SHAPE((int64_t)v.size())), dt);
 }
 
-}  // namespace
+} // namespace
 
 // torch.tensor([1, 2, 3]) / 2 -> float32 [0.5, 1, 1.5]; * 2.5 -> float32; + 2 -> int64.
 TEST_F(TgTest, IntegerTensorWithScalarPromotesAsPyTorch) {
@@ -48,7 +48,7 @@ TEST_F(TgTest, IntegerTensorWithScalarPromotesAsPyTorch) {
 TEST_F(TgTest, IntegerToNegativeIntegerPowerIsAnError) {
     EXPECT_EQ(tg_pow_scalar(ints({1, 2}), -1), nullptr);
     EXPECT_ERROR_CONTAINS("tg_pow_scalar: integers to negative integer powers are not allowed (int64 tensor");
-    tg_tensor *y = tg_pow_scalar(ints({1, 2}), -0.5);  // a fractional exponent makes it float32
+    tg_tensor *y = tg_pow_scalar(ints({1, 2}), -0.5); // a fractional exponent makes it float32
     ASSERT_NE(y, nullptr) << tg_last_error();
     EXPECT_TRUE(tensor_near(y, {1, 1 / std::sqrt(2.0)}, 1e-6));
 }
@@ -66,7 +66,7 @@ TEST_F(TgTest, DivScalarIsTrueDivision) {
         EXPECT_EQ((float)got[i], xs[i] / 3.0f) << "x = " << xs[i];
         differs_from_reciprocal += xs[i] / 3.0f != xs[i] * (float)(1.0 / 3);
     }
-    EXPECT_GT(differs_from_reciprocal, 0);  // the test can tell the two apart
+    EXPECT_GT(differs_from_reciprocal, 0); // the test can tell the two apart
     // and its gradient is g / s
     tg_tensor *x = tensor_f64({1, 2}, TG_SHAPE(2), true);
     ASSERT_EQ(tg_backward(tg_sum(tg_div_scalar(x, 4))), TG_OK);

@@ -57,7 +57,7 @@ TEST_F(TgTest, ComparisonsWithAScalar) {
 TEST_F(TgTest, WhereWithScalars) {
     tg_tensor *cond = bools({1, 0, 1}, TG_SHAPE(3));
     tg_tensor *x = tensor_f32({1, 2, 3}, TG_SHAPE(3), true);
-    tg_tensor *w = tg_where_scalar(cond, x, 0.0);  // torch.where(cond, x, 0.0)
+    tg_tensor *w = tg_where_scalar(cond, x, 0.0); // torch.where(cond, x, 0.0)
     ASSERT_NE(w, nullptr) << tg_last_error();
     EXPECT_EQ(tg_dtype_of(w), TG_FLOAT32);
     EXPECT_TRUE(tensor_near(w, {1, 0, 3}, 0));
@@ -80,13 +80,13 @@ TEST_F(TgTest, WhereWithScalars) {
     EXPECT_EQ(tg_where_scalar(cond, nullptr, 0), nullptr);
     EXPECT_STREQ(tg_last_error(), "tg_where_scalar: input 1 is NULL");
     tg_clear_error();
-    EXPECT_EQ(tg_where_scalar(tensor_f32({1, 0, 1}, TG_SHAPE(3)), x, 0), nullptr);  // cond must be bool
+    EXPECT_EQ(tg_where_scalar(tensor_f32({1, 0, 1}, TG_SHAPE(3)), x, 0), nullptr); // cond must be bool
     EXPECT_ERROR_CONTAINS("where");
 }
 
 TEST_F(TgTest, LossesTakeTwoArgumentsWithPyTorchsDefaults) {
     tg_tensor *x = tensor_f32({1, 2, 3}, TG_SHAPE(3)), *zero = tensor_f32({0, 0, 0}, TG_SHAPE(3));
-    EXPECT_NEAR(tg_item(tg_mse_loss(x, zero)), 14.0 / 3, 1e-6);  // F.mse_loss(x, y): mean
+    EXPECT_NEAR(tg_item(tg_mse_loss(x, zero)), 14.0 / 3, 1e-6); // F.mse_loss(x, y): mean
     EXPECT_NEAR(tg_item(tg_l1_loss(x, zero)), 2.0, 1e-6);
     EXPECT_NEAR(tg_item(tg_mse_loss_opts(x, zero, tg_loss_opts{TG_REDUCTION_SUM})), 14.0, 1e-6);
     EXPECT_TRUE(tensor_near(tg_l1_loss_opts(x, zero, tg_loss_opts{TG_REDUCTION_NONE}), {1, 2, 3}, 1e-6));

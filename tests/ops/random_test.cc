@@ -39,8 +39,7 @@ const std::map<std::string, FixtureTensor> &random_fixtures() {
         return ::testing::AssertionFailure() << name << ": " << v.size() << " values, PyTorch has " << f.data.size();
     for (size_t i = 0; i < v.size(); i++)
         if (v[i] != f.data[i])
-            return ::testing::AssertionFailure()
-                   << name << "[" << i << "] = " << v[i] << ", PyTorch: " << f.data[i];
+            return ::testing::AssertionFailure() << name << "[" << i << "] = " << v[i] << ", PyTorch: " << f.data[i];
     return ::testing::AssertionSuccess();
 }
 
@@ -114,7 +113,8 @@ TEST_F(TgTest, BernoulliAndDropoutAreTorchsForTheSameSeed) {
     tg_manual_seed(12);
     tg_tensor *x = tg_reshape(tg_div_scalar(tg_sub_scalar(tg_arange(0, 37 * 29, 1, F32), 500), 64), TG_SHAPE(37, 29));
     EXPECT_TRUE(same_as_torch("dropout_f32", tg_dropout(x, 0.3, true)));
-    EXPECT_TRUE(same_as_torch("dropout_f64", tg_dropout(tg_div_scalar(tg_sub_scalar(tg_arange(0, 100, 1, F64), 50), 8), 0.5, true)));
+    EXPECT_TRUE(same_as_torch("dropout_f64",
+                              tg_dropout(tg_div_scalar(tg_sub_scalar(tg_arange(0, 100, 1, F64), 50), 8), 0.5, true)));
 }
 
 TEST_F(TgTest, InitialisersAndModulesGetTorchsWeightsForTheSameSeed) {
@@ -147,17 +147,25 @@ TEST_F(TgTest, InitialisersAndModulesGetTorchsWeightsForTheSameSeed) {
                                tg_nn_linear(128, 10, {})};
     tg_module *mlp = tg_nn_sequential(9, mlp_layers);
     ASSERT_TRUE(mlp) << tg_last_error();
-    EXPECT_TRUE(same_as_torch("mlp.fc1.weight_head",
-                              tg_narrow(tg_flatten(tg_module_param(tg_module_child(mlp, "0"), "weight"), 0, -1), 0, 0, 200)));
+    EXPECT_TRUE(
+        same_as_torch("mlp.fc1.weight_head",
+                      tg_narrow(tg_flatten(tg_module_param(tg_module_child(mlp, "0"), "weight"), 0, -1), 0, 0, 200)));
     EXPECT_TRUE(same_as_torch("mlp.fc5.weight", tg_module_param(tg_module_child(mlp, "8"), "weight")));
     EXPECT_TRUE(same_as_torch("mlp.fc5.bias", tg_module_param(tg_module_child(mlp, "8"), "bias")));
     tg_module_free(mlp);
     tg_manual_seed(1);
-    tg_module *lenet_layers[] = {tg_nn_conv2d(1, 20, 5, tg_conv_opts{}), tg_nn_batch_norm2d(20, tg_batch_norm_opts{}),
-                                 tg_nn_relu(), tg_nn_max_pool2d(tg_pool_opts{2}),
-                                 tg_nn_conv2d(20, 50, 5, tg_conv_opts{}), tg_nn_batch_norm2d(50, tg_batch_norm_opts{}),
-                                 tg_nn_relu(), tg_nn_max_pool2d(tg_pool_opts{2}), tg_nn_flatten(1, -1),
-                                 tg_nn_linear(800, 500, {}), tg_nn_relu(), tg_nn_linear(500, 10, {})};
+    tg_module *lenet_layers[] = {tg_nn_conv2d(1, 20, 5, tg_conv_opts{}),
+                                 tg_nn_batch_norm2d(20, tg_batch_norm_opts{}),
+                                 tg_nn_relu(),
+                                 tg_nn_max_pool2d(tg_pool_opts{2}),
+                                 tg_nn_conv2d(20, 50, 5, tg_conv_opts{}),
+                                 tg_nn_batch_norm2d(50, tg_batch_norm_opts{}),
+                                 tg_nn_relu(),
+                                 tg_nn_max_pool2d(tg_pool_opts{2}),
+                                 tg_nn_flatten(1, -1),
+                                 tg_nn_linear(800, 500, {}),
+                                 tg_nn_relu(),
+                                 tg_nn_linear(500, 10, {})};
     tg_module *lenet = tg_nn_sequential(12, lenet_layers);
     ASSERT_TRUE(lenet) << tg_last_error();
     EXPECT_TRUE(same_as_torch("lenet.conv1.weight", tg_module_param(tg_module_child(lenet, "0"), "weight")));
@@ -264,7 +272,8 @@ TEST_F(TgTest, MultinomialDrawsAreTorchsForTheSameSeed) {
     for (double v : values(out)) EXPECT_TRUE(v != 1 && v != 4) << "a category of weight 0 was drawn";
 
     EXPECT_EQ(tg_multinomial(w1, 5, false), nullptr);
-    EXPECT_ERROR_CONTAINS("tg_multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement (5 > 4)");
+    EXPECT_ERROR_CONTAINS(
+        "tg_multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement (5 > 4)");
     tg_clear_error();
     EXPECT_EQ(tg_multinomial(w1, 0, true), nullptr);
     EXPECT_ERROR_CONTAINS("cannot sample n_sample <= 0 samples");
@@ -284,7 +293,7 @@ TEST_F(TgTest, MultinomialDrawsAreTorchsForTheSameSeed) {
 
 TEST_F(TgTest, RngStateSavesAndRestoresEveryGenerator) {
     tg_manual_seed(21);
-    tg_randn(TG_SHAPE(3), F64);  // leaves a kept normal value behind
+    tg_randn(TG_SHAPE(3), F64); // leaves a kept normal value behind
     tg_tensor *state = tg_get_rng_state();
     ASSERT_TRUE(state);
     EXPECT_EQ(tg_dtype_of(state), TG_UINT8);

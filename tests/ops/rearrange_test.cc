@@ -35,7 +35,7 @@ TEST_F(TgTest, RearrangingOpsMatchPyTorch) {
         int64_t r[4] = {2, 1, 1, 2};
         return tg_repeat(x, r, 4);
     });
-    check_case("repeat_wide", [](tg_tensor *x) {  // 6 dims: the dim-by-dim path
+    check_case("repeat_wide", [](tg_tensor *x) { // 6 dims: the dim-by-dim path
         int64_t r[6] = {1, 2, 1, 1, 1, 3};
         return tg_repeat(x, r, 6);
     });
@@ -50,12 +50,13 @@ TEST_F(TgTest, RearrangingOpsMatchPyTorch) {
 TEST_F(TgTest, RepeatInterleaveMatchesPyTorch) {
     check_case("repeat_interleave", [](tg_tensor *x) { return tg_repeat_interleave(x, 2, 1); });
     check_case("repeat_interleave_last", [](tg_tensor *x) { return tg_repeat_interleave(x, 3, -1); });
-    check_case("repeat_interleave_tensor",
-               [](tg_tensor *x) { return tg_repeat_interleave_tensor(x, tensor_i64({2, 0, 1}, TG_SHAPE(3)), 1); });
-    check_case("repeat_interleave_one", [](tg_tensor *x) {  // one repeat for every element, int32
+    check_case("repeat_interleave_tensor", [](tg_tensor *x) {
+        return tg_repeat_interleave_tensor(x, tensor_i64({2, 0, 1}, TG_SHAPE(3)), 1);
+    });
+    check_case("repeat_interleave_one", [](tg_tensor *x) { // one repeat for every element, int32
         return tg_repeat_interleave_tensor(x, tg_cast(tensor_i64({3}, TG_SHAPE(1)), TG_INT32), 0);
     });
-    check_case("repeat_interleave_flat", [](tg_tensor *x) {  // PyTorch's dim=None: flatten first
+    check_case("repeat_interleave_flat", [](tg_tensor *x) { // PyTorch's dim=None: flatten first
         return tg_repeat_interleave_tensor(tg_flatten(x, 0, -1),
                                            tg_remainder_scalar(tg_arange(0, 24, 1, tg_opts{TG_INT64}), 3), 0);
     });
@@ -69,7 +70,7 @@ TEST_F(TgTest, RepeatAlwaysCopies) {
     ASSERT_NE(r, nullptr);
     EXPECT_FALSE(tg_same_storage(r, x));
     tg_tensor *m = tg_movedim(tg_zeros(TG_SHAPE(2, 3), tg_opts{}), 0, 1);
-    EXPECT_EQ(tg_size(m, 0), 3);  // movedim is a view: [3, 2]
+    EXPECT_EQ(tg_size(m, 0), 3); // movedim is a view: [3, 2]
 }
 
 TEST_F(TgTest, RearrangingOpsAreDifferentiableTwice) {
@@ -132,4 +133,4 @@ TEST_F(TgTest, RearrangingErrorsNameTheOp) {
                           "float32 with 1 dims");
 }
 
-}  // namespace
+} // namespace

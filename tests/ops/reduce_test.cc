@@ -16,10 +16,14 @@ tg_tensor *gc_min_dim_keep_t(tg_tensor *const *in, void *) {
     return tg_min_dim(tg_transpose(in[0], 0, 1), 0, true, nullptr);
 }
 tg_tensor *gc_var(tg_tensor *const *in, void *) { return tg_var(in[0], d1, 1, true, false); }
-tg_tensor *gc_var_all_t(tg_tensor *const *in, void *) { return tg_var(tg_transpose(in[0], 0, 1), nullptr, 0, false, false); }
+tg_tensor *gc_var_all_t(tg_tensor *const *in, void *) {
+    return tg_var(tg_transpose(in[0], 0, 1), nullptr, 0, false, false);
+}
 tg_tensor *gc_var_02(tg_tensor *const *in, void *) { return tg_var(in[0], d02, 2, true, true); }
 tg_tensor *gc_std(tg_tensor *const *in, void *) { return tg_std(in[0], d0, 1, true, true); }
-tg_tensor *gc_std_narrow(tg_tensor *const *in, void *) { return tg_std(tg_narrow(in[0], 1, 1, 3), dm1, 1, false, false); }
+tg_tensor *gc_std_narrow(tg_tensor *const *in, void *) {
+    return tg_std(tg_narrow(in[0], 1, 1, 3), dm1, 1, false, false);
+}
 tg_tensor *gc_lse(tg_tensor *const *in, void *) { return tg_logsumexp(in[0], 1, false); }
 tg_tensor *gc_lse_t(tg_tensor *const *in, void *) { return tg_logsumexp(tg_transpose(in[0], 0, 1), 0, true); }
 tg_tensor *gc_norm2(tg_tensor *const *in, void *) { return tg_norm(in[0], 2, nullptr, 0, false); }
@@ -33,7 +37,7 @@ FixtureOp values_and_indices(tg_tensor *(*fn)(tg_tensor *, int, bool, tg_tensor 
     };
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, MaxMinMatchPyTorch) {
     check_fixture_both("max_all", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_max(in[0]); });
@@ -51,9 +55,8 @@ TEST_F(TgTest, ArgmaxArgminMatchPyTorch) {
 }
 
 TEST_F(TgTest, VarStdMatchPyTorch) {
-    check_fixture_both("var_dim1", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
-        return tg_var(in[0], d1, 1, true, false);
-    });
+    check_fixture_both(
+        "var_dim1", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_var(in[0], d1, 1, true, false); });
     check_fixture_both("var_all_biased", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
         return tg_var(in[0], nullptr, 0, false, false);
     });
@@ -69,27 +72,23 @@ TEST_F(TgTest, VarStdMatchPyTorch) {
 }
 
 TEST_F(TgTest, LogsumexpMatchesPyTorch) {
-    check_fixture_both("logsumexp1", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
-        return tg_logsumexp(in[0], 1, false);
-    });
-    check_fixture_both("logsumexp0_keep", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
-        return tg_logsumexp(in[0], 0, true);
-    });
+    check_fixture_both("logsumexp1",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_logsumexp(in[0], 1, false); });
+    check_fixture_both("logsumexp0_keep",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_logsumexp(in[0], 0, true); });
 }
 
 TEST_F(TgTest, NormMatchesPyTorch) {
     check_fixture_both("norm2_all", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
         return tg_norm(in[0], 2, nullptr, 0, false);
     });
-    check_fixture_both("norm1_dim1", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
-        return tg_norm(in[0], 1, d1, 1, false);
-    });
+    check_fixture_both(
+        "norm1_dim1", [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_norm(in[0], 1, d1, 1, false); });
     check_fixture_both("norminf_dim0", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
         return tg_norm(in[0], INFINITY, d0, 1, false);
     });
-    check_fixture_both("norm3_dim1_keep", [](const std::vector<tg_tensor *> &in, tg_tensor **) {
-        return tg_norm(in[0], 3, d1, 1, true);
-    });
+    check_fixture_both("norm3_dim1_keep",
+                       [](const std::vector<tg_tensor *> &in, tg_tensor **) { return tg_norm(in[0], 3, d1, 1, true); });
 }
 
 TEST_F(TgTest, ExtremaEdgeCases) {
@@ -119,7 +118,7 @@ TEST_F(TgTest, ExtremaEdgeCases) {
     tg_tensor *z = tensor_f64({0, 0}, TG_SHAPE(2), true);
     tg_tensor *n = tg_norm(z, 2, nullptr, 0, false);
     ASSERT_EQ(tg_backward(n), TG_OK);
-    EXPECT_TRUE(tensor_near(tg_grad(z), {0, 0}, 0));  // masked, not NaN
+    EXPECT_TRUE(tensor_near(tg_grad(z), {0, 0}, 0)); // masked, not NaN
     EXPECT_EQ(tg_item(tg_logsumexp(tensor_f64({-INFINITY, -INFINITY}, TG_SHAPE(2)), 0, false)), -INFINITY);
     EXPECT_EQ(tg_item(tg_logsumexp(tensor_f64({INFINITY, 1}, TG_SHAPE(2)), 0, false)), INFINITY);
 }
@@ -185,28 +184,38 @@ TEST_F(TgTest, ReductionErrors) {
     tg_clear_error();
     EXPECT_EQ(tg_norm(tg_ones(TG_SHAPE(3), tg_opts{TG_INT32}), 2, nullptr, 0, false), nullptr);
     EXPECT_ERROR_CONTAINS("tg_norm: expected a float32, float64, float16 or bfloat16 tensor, got int32");
-    const char *names[] = {"tg_max", "tg_min", "tg_max_dim", "tg_min_dim", "tg_argmax", "tg_argmin",
-                           "tg_var", "tg_std", "tg_logsumexp", "tg_norm"};
+    const char *names[] = {"tg_max",    "tg_min", "tg_max_dim", "tg_min_dim",   "tg_argmax",
+                           "tg_argmin", "tg_var", "tg_std",     "tg_logsumexp", "tg_norm"};
     tg_tensor *results[10];
-    tg_clear_error(); results[0] = tg_max(nullptr);
+    tg_clear_error();
+    results[0] = tg_max(nullptr);
     EXPECT_ERROR_CONTAINS(std::string(names[0]) + ": input 0 is NULL");
-    tg_clear_error(); results[1] = tg_min(nullptr);
+    tg_clear_error();
+    results[1] = tg_min(nullptr);
     EXPECT_ERROR_CONTAINS(std::string(names[1]) + ": input 0 is NULL");
-    tg_clear_error(); results[2] = tg_max_dim(nullptr, 0, false, nullptr);
+    tg_clear_error();
+    results[2] = tg_max_dim(nullptr, 0, false, nullptr);
     EXPECT_ERROR_CONTAINS(std::string(names[2]) + ": input 0 is NULL");
-    tg_clear_error(); results[3] = tg_min_dim(nullptr, 0, false, nullptr);
+    tg_clear_error();
+    results[3] = tg_min_dim(nullptr, 0, false, nullptr);
     EXPECT_ERROR_CONTAINS(std::string(names[3]) + ": input 0 is NULL");
-    tg_clear_error(); results[4] = tg_argmax(nullptr, 0, false);
+    tg_clear_error();
+    results[4] = tg_argmax(nullptr, 0, false);
     EXPECT_ERROR_CONTAINS(std::string(names[4]) + ": input 0 is NULL");
-    tg_clear_error(); results[5] = tg_argmin(nullptr, 0, false);
+    tg_clear_error();
+    results[5] = tg_argmin(nullptr, 0, false);
     EXPECT_ERROR_CONTAINS(std::string(names[5]) + ": input 0 is NULL");
-    tg_clear_error(); results[6] = tg_var(nullptr, nullptr, 0, true, false);
+    tg_clear_error();
+    results[6] = tg_var(nullptr, nullptr, 0, true, false);
     EXPECT_ERROR_CONTAINS(std::string(names[6]) + ": input 0 is NULL");
-    tg_clear_error(); results[7] = tg_std(nullptr, nullptr, 0, true, false);
+    tg_clear_error();
+    results[7] = tg_std(nullptr, nullptr, 0, true, false);
     EXPECT_ERROR_CONTAINS(std::string(names[7]) + ": input 0 is NULL");
-    tg_clear_error(); results[8] = tg_logsumexp(nullptr, 0, false);
+    tg_clear_error();
+    results[8] = tg_logsumexp(nullptr, 0, false);
     EXPECT_ERROR_CONTAINS(std::string(names[8]) + ": input 0 is NULL");
-    tg_clear_error(); results[9] = tg_norm(nullptr, 2, nullptr, 0, false);
+    tg_clear_error();
+    results[9] = tg_norm(nullptr, 2, nullptr, 0, false);
     EXPECT_ERROR_CONTAINS(std::string(names[9]) + ": input 0 is NULL");
     for (tg_tensor *r : results) EXPECT_EQ(r, nullptr);
 }
@@ -232,5 +241,5 @@ TEST_F(TgTest, VarOfNothingIsNan) {
     EXPECT_TRUE(std::isnan(tg_item(tg_var(x, nullptr, 0, true, false))));
     int dim0 = 0;
     EXPECT_TRUE(tensor_near(tg_std(x, &dim0, 1, true, false), {NAN, NAN, NAN}, 0));
-    EXPECT_TRUE(std::isnan(tg_item(tg_var(tensor_f64({4}, TG_SHAPE(1)), nullptr, 0, true, false))));  // N = 1, unbiased
+    EXPECT_TRUE(std::isnan(tg_item(tg_var(tensor_f64({4}, TG_SHAPE(1)), nullptr, 0, true, false)))); // N = 1, unbiased
 }

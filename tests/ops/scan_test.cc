@@ -84,7 +84,7 @@ TEST_F(TgTest, CumprodAndProdAreDifferentiableTwiceWithZeros) {
         [](tg_tensor *const *in, void *) { return tg_cumprod(in[0], 1); },
         [](tg_tensor *const *in, void *) { return tg_cumprod(in[0], 2); },
         [](tg_tensor *const *in, void *) { return tg_prod_dim(in[0], 2, false); },
-        [](tg_tensor *const *in, void *) { return tg_prod(tg_narrow(in[0], 0, 1, 1)); },  // two zeros
+        [](tg_tensor *const *in, void *) { return tg_prod(tg_narrow(in[0], 0, 1, 1)); }, // two zeros
     };
     for (tg_tensor *t : {x, z}) {
         for (tg_gradcheck_fn fn : fns) {
@@ -122,4 +122,4 @@ TEST_F(TgTest, CumsumErrors) {
     EXPECT_ERROR_CONTAINS("tg_prod: input 0 is NULL");
 }
 
-}  // namespace
+} // namespace

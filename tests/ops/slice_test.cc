@@ -72,9 +72,9 @@ TEST_F(TgTest, ChunkSplitAndUnbindMatchPyTorch) {
 
 TEST_F(TgTest, ChunkCountsAsPyTorch) {
     tg_tensor *p[8];
-    EXPECT_EQ(tg_chunk(tg_zeros(TG_SHAPE(5), tg_opts{}), 4, 0, p, 8), 3);  // pieces of 2, 2, 1
+    EXPECT_EQ(tg_chunk(tg_zeros(TG_SHAPE(5), tg_opts{}), 4, 0, p, 8), 3); // pieces of 2, 2, 1
     EXPECT_EQ(tg_numel(p[2]), 1);
-    EXPECT_EQ(tg_chunk(tg_zeros(TG_SHAPE(2, 0), tg_opts{}), 3, 1, p, 8), 3);  // three empty pieces
+    EXPECT_EQ(tg_chunk(tg_zeros(TG_SHAPE(2, 0), tg_opts{}), 3, 1, p, 8), 3); // three empty pieces
     EXPECT_EQ(tg_numel(p[0]), 0);
 }
 
@@ -138,7 +138,7 @@ TEST_F(TgTest, SliceErrorsNameTheOpAndTheValues) {
     EXPECT_ERROR_CONTAINS("tg_unbind: makes 3 parts, but parts has room for 2");
 }
 
-}  // namespace
+} // namespace
 
 // Views of empty tensors at any offset are valid, as PyTorch's: the backward of narrow,
 // select, diagonal and pad over an empty input makes them (found by the op fuzzer,

@@ -17,7 +17,7 @@ FixtureOp along(tg_tensor *(*fn)(tg_tensor *, int), int dim) {
     return [fn, dim](const std::vector<tg_tensor *> &in, tg_tensor **) { return fn(in[0], dim); };
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(TgTest, SoftmaxMatchesPyTorch) {
     check_fixture_both("softmax_last", along(tg_softmax, -1));
@@ -42,7 +42,7 @@ TEST_F(TgTest, SoftmaxLargeRowsInParallel) {
     tg_tensor *x = tg_mul_scalar(tg_arange(0, 300 * 257, 1, tg_opts{}), 0.001);
     tg_tensor *y = tg_softmax(tg_reshape(x, TG_SHAPE(300, 257)), -1);
     EXPECT_TRUE(tensor_near(tg_sum_dim(y, 1, false), std::vector<double>(300, 1.0), 1e-5));
-    tg_tensor *z = tg_softmax(tg_reshape(x, TG_SHAPE(257, 300)), 0);  // strided rows
+    tg_tensor *z = tg_softmax(tg_reshape(x, TG_SHAPE(257, 300)), 0); // strided rows
     EXPECT_TRUE(tensor_near(tg_sum_dim(z, 0, false), std::vector<double>(300, 1.0), 1e-5));
 }
 

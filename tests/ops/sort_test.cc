@@ -87,7 +87,7 @@ TEST_F(TgTest, SortIntegersScalarsAndEmpty) {
 // threads, and sorted.
 TEST_F(TgTest, SortSplitsLinesOverThreads) {
     int threads = tg_get_num_threads();
-    tg_tensor *x = tg_round(tg_mul_scalar(rand64(TG_SHAPE(40, 3000), 11, false), 50));  // ties too
+    tg_tensor *x = tg_round(tg_mul_scalar(rand64(TG_SHAPE(40, 3000), 11, false), 50)); // ties too
     tg_set_num_threads(1);
     tg_tensor *one = tg_argsort(x, 1, true);
     tg_set_num_threads(3);
@@ -97,7 +97,7 @@ TEST_F(TgTest, SortSplitsLinesOverThreads) {
     EXPECT_TRUE(tensor_near(three, values(one), 0));
     std::vector<double> v = values(tg_gather(x, 1, one)), idx = values(one);
     for (size_t i = 0; i + 1 < v.size(); i++) {
-        if ((i + 1) % 3000 == 0) continue;  // the next line starts
+        if ((i + 1) % 3000 == 0) continue; // the next line starts
         ASSERT_TRUE(v[i] > v[i + 1] || (v[i] == v[i + 1] && idx[i] < idx[i + 1])) << "position " << i;
     }
 }
@@ -139,4 +139,4 @@ TEST_F(TgTest, SortFamilyErrors) {
     EXPECT_ERROR_CONTAINS("tg_argsort: input 0 is NULL");
 }
 
-}  // namespace
+} // namespace

@@ -31,7 +31,8 @@ const std::vector<std::pair<std::string, UnaryFn>> &cases() {
         {"mish", tg_mish},
         {"hardswish", tg_hardswish},
         {"hardsigmoid", tg_hardsigmoid},
-        {"softmin", [](tg_tensor *x) { return tg_reshape(tg_softmin(tg_reshape(x, TG_SHAPE(4, 8)), 1), TG_SHAPE(32)); }},
+        {"softmin",
+         [](tg_tensor *x) { return tg_reshape(tg_softmin(tg_reshape(x, TG_SHAPE(4, 8)), 1), TG_SHAPE(32)); }},
         {"softsign", tg_softsign}, /* added as docs/design.md shows: a row and a declaration */
     };
     return c;
@@ -84,4 +85,4 @@ TEST_F(TgTest, MoreUnaryOpsRefuseIntegers) {
     }
 }
 
-}  // namespace
+} // namespace

@@ -14,13 +14,13 @@ TEST_F(DecayGroupsTest, MatricesDecayVectorsDoNot) {
                                     tg_nn_layer_norm(TG_SHAPE(4), tg_layer_norm_opts{}),
                                     tg_nn_linear(4, 3, tg_linear_opts{}), tg_nn_linear(3, 2, tg_linear_opts{}));
     ASSERT_NE(m, nullptr) << tg_last_error();
-    tg_requires_grad_(tg_module_get(m, "3.weight"), false);  // frozen: in neither group
+    tg_requires_grad_(tg_module_get(m, "3.weight"), false); // frozen: in neither group
     tg_optim *opt = tg_adamw_decay_groups(m, tg_adamw_opts{.lr = 0.1, .weight_decay = 0.5});
     ASSERT_NE(opt, nullptr) << tg_last_error();
     ASSERT_EQ(tg_optim_num_groups(opt), 2);
     std::vector<tg_tensor *> want = {tg_module_get(m, "0.weight"), tg_module_get(m, "2.weight"),
                                      tg_module_get(m, "1.weight"), tg_module_get(m, "1.bias"),
-                                     tg_module_get(m, "2.bias"), tg_module_get(m, "3.bias")};
+                                     tg_module_get(m, "2.bias"),   tg_module_get(m, "3.bias")};
     ASSERT_EQ(tg_optim_num_params(opt), 6);
     for (int i = 0; i < 6; i++) EXPECT_EQ(tg_optim_param(opt, i), want[(size_t)i]) << i;
     EXPECT_EQ(tg_optim_group_num_params(opt, 0), 2);

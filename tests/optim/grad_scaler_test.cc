@@ -257,7 +257,7 @@ TEST_F(GradScalerTest, ScaleStopsAtTheSmallestNormalFloat) {
     EXPECT_TRUE(skipped);
     EXPECT_EQ(tg_grad_scaler_get_scale(s), TG_GRAD_SCALER_MIN_SCALE);
     EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 202);
-    EXPECT_EQ(values(p[0]), std::vector<double>({1, 1}));  // every step skipped
+    EXPECT_EQ(values(p[0]), std::vector<double>({1, 1})); // every step skipped
     // The next finite step runs: gradients 2 * 2^-126 unscale to exactly 2; 1 - 0.25 * 2.
     ASSERT_EQ(floor_iteration(s, opt, p, false, &skipped), TG_OK) << tg_last_error();
     EXPECT_FALSE(skipped);
@@ -268,7 +268,8 @@ TEST_F(GradScalerTest, ScaleStopsAtTheSmallestNormalFloat) {
     // A backoff factor that does not land on the floor is clamped to it: 2^-125 * 0.3.
     ASSERT_EQ(tg_grad_scaler_set_state(s, std::ldexp(1.0, -125), 0,
                                        tg_grad_scaler_opts{.backoff_factor = 0.3, .max_consecutive_nonfinite = -1}),
-              TG_OK) << tg_last_error();
+              TG_OK)
+        << tg_last_error();
     ASSERT_EQ(floor_iteration(s, opt, p, true, &skipped), TG_OK) << tg_last_error();
     EXPECT_EQ(tg_grad_scaler_get_scale(s), TG_GRAD_SCALER_MIN_SCALE);
     // A scale that is 0 as a float32 is refused where one is set.
@@ -298,10 +299,10 @@ TEST_F(GradScalerTest, FailsAfterTooManyNonFiniteIterationsInARow) {
     EXPECT_ERROR_CONTAINS("tg_grad_scaler_step: 3 iterations in a row with Inf or NaN gradients "
                           "(max_consecutive_nonfinite 3, scale 16384); now the gradient of parameter 1 "
                           "(float32 [3]) of SGD holds Inf or NaN; the step is skipped");
-    EXPECT_EQ(values(p[1]), std::vector<double>({1, 1, 1}));  // not stepped
-    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 3);          // the update still counted it
+    EXPECT_EQ(values(p[1]), std::vector<double>({1, 1, 1})); // not stepped
+    EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 3);         // the update still counted it
     tg_clear_error();
-    EXPECT_NE(floor_iteration(s, opt, p, true, &skipped), TG_OK);  // and every later one fails
+    EXPECT_NE(floor_iteration(s, opt, p, true, &skipped), TG_OK); // and every later one fails
     EXPECT_ERROR_CONTAINS("4 iterations in a row");
     // A finite iteration resets the count; the next Inf is 1 of 3 again.
     EXPECT_EQ(floor_iteration(s, opt, p, false, &skipped), TG_OK) << tg_last_error();
@@ -318,7 +319,7 @@ TEST_F(GradScalerTest, CheckpointKeepsTheNonFiniteCountAndOldFilesLoad) {
     tg_module *m = initial_model();
     tg_optim *opt = tg_sgd(m, tg_sgd_opts{.lr = 0.05});
     tg_grad_scaler *s = tg_grad_scaler_new(opt, tg_grad_scaler_opts{.max_consecutive_nonfinite = 7});
-    for (int step = 0; step < 3; step++) run_step(step, m, opt, s);  // step 2 has an Inf: count 1
+    for (int step = 0; step < 3; step++) run_step(step, m, opt, s); // step 2 has an Inf: count 1
     EXPECT_EQ(tg_grad_scaler_nonfinite_steps(s), 1);
     ASSERT_EQ(tg_save_checkpoint(path.c_str(), m, opt, tg_checkpoint_info{3, 0}), TG_OK) << tg_last_error();
     // The same file as a tapegrad from before the limit wrote it: without the two new keys.
@@ -358,7 +359,7 @@ TEST_F(GradScalerTest, CheckpointKeepsTheNonFiniteCountAndOldFilesLoad) {
     tg_module_free(m);
 }
 
-}  // namespace
+} // namespace
 
 // unscale_ reaches every element of every gradient (expect_unscale_finds_inf_and_nan,
 // tests/test_util.h; its CUDA twin is in tests/cuda/lowp_kernels_test.cc).

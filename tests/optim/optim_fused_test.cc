@@ -59,11 +59,10 @@ enum Rule { SGD_NESTEROV, ADAM_AMSGRAD, ADAMW, RMSPROP_CENTERED };
 tg_optim *make(Rule rule, tg_tensor *const *params, int count) {
     switch (rule) {
     case SGD_NESTEROV:
-        return tg_sgd_params(params, count, tg_sgd_opts{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
-    case ADAM_AMSGRAD:
-        return tg_adam_params(params, count, tg_adam_opts{.lr = 0.01, .amsgrad = true});
-    case ADAMW:
-        return tg_adamw_params(params, count, tg_adamw_opts{.lr = 0.01, .weight_decay = 0.1});
+        return tg_sgd_params(params, count,
+                             tg_sgd_opts{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+    case ADAM_AMSGRAD: return tg_adam_params(params, count, tg_adam_opts{.lr = 0.01, .amsgrad = true});
+    case ADAMW: return tg_adamw_params(params, count, tg_adamw_opts{.lr = 0.01, .weight_decay = 0.1});
     case RMSPROP_CENTERED:
         return tg_rmsprop_params(params, count, tg_rmsprop_opts{.lr = 0.01, .momentum = 0.5, .centered = true});
     }
@@ -149,7 +148,7 @@ template <typename T> void adam_against_formula(bool decoupled) {
             if (i % 1019 == 0) v[i] = std::numeric_limits<T>::quiet_NaN();
         }
         double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = decoupled ? 0.01 : 0;
-        tg_adam_args a = {lr, b1, b2, eps, wd, 1 - std::pow(b1, step), std::sqrt(1 - std::pow(b2, step)),
+        tg_adam_args a = {lr,    b1,        b2,   eps, wd, 1 - std::pow(b1, step), std::sqrt(1 - std::pow(b2, step)),
                           false, decoupled, false};
         std::vector<T> want_p(p), want_m(m), want_v(v);
         for (int64_t i = 0; i < n; i++) {
@@ -161,10 +160,8 @@ template <typename T> void adam_against_formula(bool decoupled) {
         }
         tg_optim_tensor t = {p.data(), g.data(), {m.data(), v.data(), nullptr}, n, {}};
         t.args.adam = a;
-        if (sizeof(T) == 4)
-            tg_optim_kernel_f32(TG_RULE_ADAM, &t, 1);
-        else
-            tg_optim_kernel_f64(TG_RULE_ADAM, &t, 1);
+        if (sizeof(T) == 4) tg_optim_kernel_f32(TG_RULE_ADAM, &t, 1);
+        else tg_optim_kernel_f64(TG_RULE_ADAM, &t, 1);
         ASSERT_EQ(0, std::memcmp(m.data(), want_m.data(), n * sizeof(T)));
         ASSERT_EQ(0, std::memcmp(v.data(), want_v.data(), n * sizeof(T)));
         for (int64_t i = 0; i < n; i++) {
@@ -209,8 +206,16 @@ TEST_F(OptimFusedTest, AdamNearTheSubnormalsHasTheVectorLoopsBits) {
         std::vector<float> p2(p), m2(m), v2(v);
         for (int step = 1; step <= 30; step++) {
             double lr = 1e-3, b1 = 0.9, b2 = 0.999;
-            tg_adam_args a = {lr, b1, b2, 1e-8, decoupled ? 0.01 : 0, 1 - std::pow(b1, step),
-                              std::sqrt(1 - std::pow(b2, step)), false, decoupled, false};
+            tg_adam_args a = {lr,
+                              b1,
+                              b2,
+                              1e-8,
+                              decoupled ? 0.01 : 0,
+                              1 - std::pow(b1, step),
+                              std::sqrt(1 - std::pow(b2, step)),
+                              false,
+                              decoupled,
+                              false};
             tg_optim_tensor t = {p.data(), g.data(), {m.data(), v.data(), nullptr}, n, {}};
             tg_optim_tensor t2 = {p2.data(), g.data(), {m2.data(), v2.data(), nullptr}, n, {}};
             t.args.adam = t2.args.adam = a;

@@ -44,9 +44,11 @@ tg_optim *make_optimizer(const std::string &config, tg_module *m) {
 
 tg_module *make_net(const std::string &net) {
     if (net == "mlp")
-        return TG_NN_SEQUENTIAL(tg_nn_linear(6, 8, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(8, 3, tg_linear_opts{}));
-    return TG_NN_SEQUENTIAL(tg_nn_conv2d(1, 3, 3, tg_conv_opts{.padding = 1}), tg_nn_batch_norm2d(3, tg_batch_norm_opts{}),
-                            tg_nn_relu(), tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2}), tg_nn_flatten(1, -1),
+        return TG_NN_SEQUENTIAL(tg_nn_linear(6, 8, tg_linear_opts{}), tg_nn_relu(),
+                                tg_nn_linear(8, 3, tg_linear_opts{}));
+    return TG_NN_SEQUENTIAL(tg_nn_conv2d(1, 3, 3, tg_conv_opts{.padding = 1}),
+                            tg_nn_batch_norm2d(3, tg_batch_norm_opts{}), tg_nn_relu(),
+                            tg_nn_max_pool2d(tg_pool_opts{.kernel_size = 2}), tg_nn_flatten(1, -1),
                             tg_nn_linear(3 * 3 * 3, 3, tg_linear_opts{}));
 }
 
@@ -61,7 +63,7 @@ tg_module *load_net(const std::string &net, tg_dtype dtype) {
     TG_SCOPE {
         for (int i = 0; i < n; i++) {
             std::string key = net + ".init." + state[i].name;
-            if (!fixtures().count(key)) continue;  // num_batches_tracked: stays 0
+            if (!fixtures().count(key)) continue; // num_batches_tracked: stays 0
             TG_NO_GRAD { EXPECT_EQ(tg_copy_(state[i].tensor, fx(key).make(TG_FLOAT64)), TG_OK) << tg_last_error(); }
         }
     }
@@ -163,7 +165,7 @@ void check_against_pytorch(const std::string &net, const std::string &config) {
     tg_module_free(m);
 }
 
-}  // namespace
+} // namespace
 
 class OptimTest : public TgTest {};
 
@@ -379,12 +381,12 @@ TEST_F(OptimTest, ClipGradValueClampsEveryGradient) {
     tg_tensor *params[3];
     params[0] = tg_requires_grad_(tg_zeros(TG_SHAPE(4), tg_opts{TG_FLOAT64}), true);
     params[1] = tg_requires_grad_(tg_zeros(TG_SHAPE(2, 2), tg_opts{}), true);
-    params[2] = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true);  // no gradient
+    params[2] = tg_requires_grad_(tg_zeros(TG_SHAPE(1), tg_opts{}), true); // no gradient
     tg_set_grad(params[0], tensor_f64({-2, -0.25, 0.5, 3}, TG_SHAPE(4)));
     tg_set_grad(params[1], tensor_f32({0.75f, -0.5f, 0.1f, NAN}, TG_SHAPE(2, 2)));
     ASSERT_EQ(tg_clip_grad_value_params(params, 3, 0.5), TG_OK) << tg_last_error();
     EXPECT_TRUE(tensor_near(tg_grad(params[0]), {-0.5, -0.25, 0.5, 0.5}, 0));
-    EXPECT_TRUE(tensor_near(tg_grad(params[1]), {0.5, -0.5, 0.1, NAN}, 1e-7));  // NaN stays, as clamp_
+    EXPECT_TRUE(tensor_near(tg_grad(params[1]), {0.5, -0.5, 0.1, NAN}, 1e-7)); // NaN stays, as clamp_
     EXPECT_EQ(tg_grad(params[2]), nullptr);
     EXPECT_EQ(tg_clip_grad_value_params(params, 3, NAN), TG_ERROR);
     EXPECT_ERROR_CONTAINS("tg_clip_grad_value: clip_value is NaN");
@@ -395,7 +397,7 @@ TEST_F(OptimTest, ClipGradValueClampsEveryGradient) {
     int n = 0;
     tg_tensor *const *ps = tg_parameters(lin, &n);
     for (int i = 0; i < n; i++)
-        for (double v : values(tg_grad(ps[i]))) EXPECT_EQ(v, 1.0);  // 40 (weight) and 40 (bias) clipped to 1
+        for (double v : values(tg_grad(ps[i]))) EXPECT_EQ(v, 1.0); // 40 (weight) and 40 (bias) clipped to 1
     tg_module_free(lin);
 }
 
@@ -496,8 +498,8 @@ tg_optim *make_group_optimizer(const std::string &config, tg_tensor *const *p) {
         opt = tg_adamw_params(s.weights, 2, tg_adamw_opts{.lr = 1e-2, .weight_decay = 0.1});
         g1 = {.weight_decay = TG_ZERO, .eps = 1e-6};
     } else if (config == "rmsprop") {
-        opt = tg_rmsprop_params(s.weights, 2, tg_rmsprop_opts{.lr = 1e-2, .weight_decay = 1e-3, .momentum = 0.9,
-                                                              .centered = true});
+        opt = tg_rmsprop_params(s.weights, 2,
+                                tg_rmsprop_opts{.lr = 1e-2, .weight_decay = 1e-3, .momentum = 0.9, .centered = true});
         g1 = {.lr = 5e-3, .momentum = TG_ZERO, .alpha = 0.9};
     } else if (config == "adam_onecycle") {
         opt = tg_adam_params(s.weights, 2, tg_adam_opts{.lr = 1e-2, .weight_decay = 1e-2});
@@ -518,23 +520,31 @@ const double kTrainMaxLrs[] = {0.5, 0.2};
 tg_one_cycle_opts one_cycle_opts(const std::string &config) {
     if (config == "sgd_cos") return tg_one_cycle_opts{.max_lr = 1.0, .total_steps = 30};
     if (config == "sgd_linear")
-        return tg_one_cycle_opts{.max_lr = 0.4, .total_steps = 25, .pct_start = 0.25,
-                                 .anneal_strategy = TG_ANNEAL_LINEAR, .div_factor = 10, .final_div_factor = 100};
+        return tg_one_cycle_opts{.max_lr = 0.4,
+                                 .total_steps = 25,
+                                 .pct_start = 0.25,
+                                 .anneal_strategy = TG_ANNEAL_LINEAR,
+                                 .div_factor = 10,
+                                 .final_div_factor = 100};
     if (config == "sgd_three_phase")
-        return tg_one_cycle_opts{.max_lr = 2.0, .total_steps = 40, .three_phase = true, .base_momentum = 0.7,
-                                 .max_momentum = 0.9};
+        return tg_one_cycle_opts{
+            .max_lr = 2.0, .total_steps = 40, .three_phase = true, .base_momentum = 0.7, .max_momentum = 0.9};
     if (config == "sgd_no_cycle")
         return tg_one_cycle_opts{.max_lr = 1.0, .epochs = 3, .steps_per_epoch = 5, .no_cycle_momentum = true};
     if (config == "adam_cos")
-        return tg_one_cycle_opts{.max_lr = 0.01, .epochs = 4, .steps_per_epoch = 7, .base_momentum = 0.8,
-                                 .max_momentum = 0.9};
+        return tg_one_cycle_opts{
+            .max_lr = 0.01, .epochs = 4, .steps_per_epoch = 7, .base_momentum = 0.8, .max_momentum = 0.9};
     if (config == "adamw_linear_three_phase")
-        return tg_one_cycle_opts{.max_lr = 0.02, .total_steps = 33, .pct_start = 0.2,
-                                 .anneal_strategy = TG_ANNEAL_LINEAR, .three_phase = true};
+        return tg_one_cycle_opts{.max_lr = 0.02,
+                                 .total_steps = 33,
+                                 .pct_start = 0.2,
+                                 .anneal_strategy = TG_ANNEAL_LINEAR,
+                                 .three_phase = true};
     if (config == "rmsprop_cos") return tg_one_cycle_opts{.max_lr = 0.05, .total_steps = 20};
     if (config == "sgd_groups_list") return tg_one_cycle_opts{.max_lrs = kMaxLrs, .num_max_lrs = 2, .total_steps = 20};
     if (config == "adam_groups_single") return tg_one_cycle_opts{.max_lr = 0.3, .total_steps = 15, .three_phase = true};
-    if (config == "sgd_onecycle") return tg_one_cycle_opts{.max_lrs = kTrainMaxLrs, .num_max_lrs = 2, .total_steps = 10};
+    if (config == "sgd_onecycle")
+        return tg_one_cycle_opts{.max_lrs = kTrainMaxLrs, .num_max_lrs = 2, .total_steps = 10};
     if (config == "adam_onecycle") return tg_one_cycle_opts{.max_lr = 0.05, .total_steps = 10, .three_phase = true};
     ADD_FAILURE() << "unknown OneCycleLR config " << config;
     return tg_one_cycle_opts{};
@@ -550,7 +560,7 @@ std::vector<tg_tensor *> mlp_shaped_params() {
     return p;
 }
 
-}  // namespace
+} // namespace
 
 TEST_F(OptimTest, OneCycleMatchesPyTorch) {
     for (const char *name : {"sgd_cos", "sgd_linear", "sgd_three_phase", "sgd_no_cycle", "adam_cos",
@@ -602,8 +612,8 @@ TEST_F(OptimTest, OneCycleErrors) {
     EXPECT_EQ(tg_one_cycle_lr(plain, tg_one_cycle_opts{.max_lr = 1, .total_steps = 10}), nullptr);
     EXPECT_ERROR_CONTAINS("tg_one_cycle_lr: cycle_momentum needs momentum, but SGD group 0 has none");
     EXPECT_EQ(tg_optim_get_lr(plain), 0.1) << "a failed constructor changes nothing";
-    tg_lr_scheduler *ok = tg_one_cycle_lr(plain, tg_one_cycle_opts{.max_lr = 1, .total_steps = 10,
-                                                                   .no_cycle_momentum = true});
+    tg_lr_scheduler *ok =
+        tg_one_cycle_lr(plain, tg_one_cycle_opts{.max_lr = 1, .total_steps = 10, .no_cycle_momentum = true});
     EXPECT_NE(ok, nullptr) << tg_last_error();
     EXPECT_NEAR(tg_optim_get_lr(plain), 1.0 / 25, 1e-15) << "max_lr / div_factor";
     EXPECT_EQ(tg_optim_get_group_momentum(plain, 0), 0.0);
@@ -625,13 +635,14 @@ TEST_F(OptimTest, OneCycleErrors) {
     EXPECT_ERROR_CONTAINS("tg_one_cycle_lr: you must define either total_steps OR (epochs AND steps_per_epoch)");
     EXPECT_EQ(tg_one_cycle_lr(sgd, tg_one_cycle_opts{.max_lr = 1, .epochs = 3, .no_cycle_momentum = true}), nullptr);
     EXPECT_ERROR_CONTAINS("you must define either total_steps");
-    EXPECT_EQ(tg_one_cycle_lr(sgd, tg_one_cycle_opts{.max_lr = 1, .total_steps = 5, .pct_start = 1.5,
-                                                     .no_cycle_momentum = true}),
+    EXPECT_EQ(tg_one_cycle_lr(
+                  sgd, tg_one_cycle_opts{.max_lr = 1, .total_steps = 5, .pct_start = 1.5, .no_cycle_momentum = true}),
               nullptr);
     EXPECT_ERROR_CONTAINS("tg_one_cycle_lr: expected pct_start between 0 and 1, got 1.5");
-    EXPECT_EQ(tg_one_cycle_lr(sgd, tg_one_cycle_opts{.max_lrs = kMaxLrs, .num_max_lrs = 1, .total_steps = 5,
-                                                     .no_cycle_momentum = true}),
-              nullptr);
+    EXPECT_EQ(
+        tg_one_cycle_lr(
+            sgd, tg_one_cycle_opts{.max_lrs = kMaxLrs, .num_max_lrs = 1, .total_steps = 5, .no_cycle_momentum = true}),
+        nullptr);
     EXPECT_ERROR_CONTAINS("tg_one_cycle_lr: expected 2 values for max_lr (one per parameter group), got 1");
     tg_optim_free(sgd);
 
@@ -732,7 +743,8 @@ TEST_F(OptimTest, LambdaAndSequentialSchedulesMatchPyTorch) {
         std::vector<double> lrs[2];
         schedule_two_groups(c.second, lrs);
         for (int g = 0; g < 2; g++) {
-            const std::vector<double> &want = gfx(std::string("schedule_chain.") + c.first + ".g" + std::to_string(g)).data;
+            const std::vector<double> &want =
+                gfx(std::string("schedule_chain.") + c.first + ".g" + std::to_string(g)).data;
             ASSERT_EQ(lrs[g].size(), want.size());
             for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(lrs[g][i], want[i]) << "group " << g << " step " << i;
         }
@@ -771,7 +783,9 @@ TEST_F(OptimTest, ParamGroupsTrainLikePyTorch) {
             ASSERT_NE(opt, nullptr) << tg_last_error();
             ASSERT_EQ(tg_optim_num_groups(opt), 2);
             tg_lr_scheduler *sched = has_one_cycle(config) ? tg_one_cycle_lr(opt, one_cycle_opts(config)) : nullptr;
-            if (has_one_cycle(config)) { ASSERT_NE(sched, nullptr) << tg_last_error(); }
+            if (has_one_cycle(config)) {
+                ASSERT_NE(sched, nullptr) << tg_last_error();
+            }
             std::vector<double> losses;
             TG_SCOPE {
                 tg_tensor *xs = gfx("groups.x").make(dtype), *ys = gfx("groups.y").make(TG_INT64);
@@ -780,7 +794,9 @@ TEST_F(OptimTest, ParamGroupsTrainLikePyTorch) {
                         tg_tensor *loss = cross_entropy(tg_forward(m, batch(xs, step)), batch(ys, step));
                         ASSERT_EQ(tg_backward(loss), TG_OK) << tg_last_error();
                         ASSERT_EQ(tg_optim_step(opt), TG_OK) << tg_last_error();
-                        if (sched) { ASSERT_EQ(tg_scheduler_step(sched), TG_OK) << tg_last_error(); }
+                        if (sched) {
+                            ASSERT_EQ(tg_scheduler_step(sched), TG_OK) << tg_last_error();
+                        }
                         tg_optim_zero_grad(opt);
                         losses.push_back(tg_item(loss));
                     }
@@ -792,15 +808,14 @@ TEST_F(OptimTest, ParamGroupsTrainLikePyTorch) {
                 EXPECT_TRUE(near_rel(losses, gfx(prefix + ".losses").data, 1e-8, 0));
                 const tg_named_tensor *state = tg_state_dict(m, &n);
                 for (int i = 0; i < n; i++)
-                    EXPECT_TRUE(near_rel(values(state[i].tensor), gfx(prefix + ".final." + state[i].name).data, 1e-8,
-                                         1e-12))
+                    EXPECT_TRUE(
+                        near_rel(values(state[i].tensor), gfx(prefix + ".final." + state[i].name).data, 1e-8, 1e-12))
                         << state[i].name;
                 EXPECT_TRUE(near_rel({tg_optim_get_group_lr(opt, 0), tg_optim_get_group_lr(opt, 1)},
                                      gfx(prefix + ".lrs").data, 1e-13, 0));
                 // Every state entry, named as PyTorch's state_dict numbers parameters across groups.
                 int count = tg_optim_state_count(opt), expected = 0;
-                for (const auto &kv : group_fixtures())
-                    expected += kv.first.rfind(prefix + ".state.", 0) == 0;
+                for (const auto &kv : group_fixtures()) expected += kv.first.rfind(prefix + ".state.", 0) == 0;
                 EXPECT_EQ(count, expected);
                 for (int i = 0; i < count; i++) {
                     const char *entry = nullptr;

@@ -30,8 +30,8 @@ namespace {
 constexpr int kSteps = 3;
 constexpr int kBatch = 8;
 constexpr int kSamples = 32;
-constexpr double kRtol64 = 1e-10;  // float64: losses, checksums, samples, eval outputs
-constexpr double kRtol32 = 1e-4;   // float32: losses
+constexpr double kRtol64 = 1e-10; // float64: losses, checksums, samples, eval outputs
+constexpr double kRtol32 = 1e-4;  // float32: losses
 
 const std::map<std::string, FixtureTensor> &fixtures() {
     static const std::map<std::string, FixtureTensor> fx = load_fixtures("tests/fixtures/training_models.txt");
@@ -82,9 +82,9 @@ std::vector<double> init_value(tg_module *m, const std::string &name, tg_tensor 
         for (double &v : u) v = 0.1 * v;
     } else if (leaf == "running_var") {
         for (double &v : u) v = 1.25 + 0.25 * v;
-    } else if (leaf == "weight" && ndim == 1) {  // BatchNorm's gamma
+    } else if (leaf == "weight" && ndim == 1) { // BatchNorm's gamma
         for (double &v : u) v = 1.0 + 0.125 * v;
-    } else if (leaf == "bias" && weight && tg_shape_of(weight).ndim == 1) {  // BatchNorm's beta
+    } else if (leaf == "bias" && weight && tg_shape_of(weight).ndim == 1) { // BatchNorm's beta
         for (double &v : u) v = 0.1 * v;
     } else {
         scale = 1.0 / std::sqrt((double)fan_in(leaf == "bias" ? weight : t));
@@ -140,14 +140,16 @@ tg_module *initial_model(const std::string &net, tg_dtype dtype) {
     int n = 0;
     const tg_named_tensor *state = tg_state_dict(m, &n);
     for (int i = 0; i < n; i++) {
-        if (!tg_dtype_is_floating(tg_dtype_of(state[i].tensor))) continue;  // num_batches_tracked stays 0
+        if (!tg_dtype_is_floating(tg_dtype_of(state[i].tensor))) continue; // num_batches_tracked stays 0
         std::vector<double> v = init_value(m, state[i].name, state[i].tensor, i);
         TG_SCOPE {
             tg_tensor *src = tensor_f64(v, tg_shape_of(state[i].tensor));
             TG_NO_GRAD { EXPECT_EQ(tg_copy_(state[i].tensor, src), TG_OK) << state[i].name << ": " << tg_last_error(); }
         }
     }
-    if (dtype != TG_FLOAT64) { EXPECT_EQ(tg_module_cast(m, dtype), TG_OK) << tg_last_error(); }
+    if (dtype != TG_FLOAT64) {
+        EXPECT_EQ(tg_module_cast(m, dtype), TG_OK) << tg_last_error();
+    }
     return m;
 }
 
@@ -155,7 +157,7 @@ tg_optim *make_optimizer(const std::string &config, tg_module *m) {
     if (config == "sgd_momentum") return tg_sgd(m, tg_sgd_opts{.lr = 0.05, .momentum = 0.9});
     if (config == "sgd_momentum_wd") return tg_sgd(m, tg_sgd_opts{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-2});
     if (config == "adam") return tg_adam(m, tg_adam_opts{.lr = 1e-3});
-    if (config == "adamw") return tg_adamw(m, tg_adamw_opts{.lr = 1e-3});  // weight_decay 1e-2 (default)
+    if (config == "adamw") return tg_adamw(m, tg_adamw_opts{.lr = 1e-3}); // weight_decay 1e-2 (default)
     if (config == "rmsprop") return tg_rmsprop(m, tg_rmsprop_opts{.lr = 1e-4});
     ADD_FAILURE() << "unknown optimizer config " << config;
     return nullptr;
@@ -211,7 +213,7 @@ double max_rel(const std::vector<double> &got, const std::vector<double> &want, 
     double worst = 0;
     for (size_t i = 0; i < got.size(); i++) {
         double d = std::fabs(got[i] - want[i]) / std::max(std::fabs(want[i]), scale_floor);
-        if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;  // NaN counts as a failure
+        if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d; // NaN counts as a failure
     }
     return worst;
 }
@@ -281,7 +283,7 @@ void check_against_pytorch(const std::string &net, const std::string &config) {
     int n = 0;
     const tg_named_tensor *state = tg_state_dict(m, &n);
     EXPECT_EQ(n, (int)fx(net + ".state_count").data.at(0)) << "state-dict entries differ from PyTorch's";
-    double d_state = 0, d_stats = 0, d_noise = 0;  // d_noise: the entries of state_rtol's 1e-8
+    double d_state = 0, d_stats = 0, d_noise = 0; // d_noise: the entries of state_rtol's 1e-8
     for (int i = 0; i < n; i++) {
         std::string name = state[i].name;
         double d = check_checksum(prefix + ".f64.final." + name, state[i].tensor, state_rtol(net, config, name));
@@ -297,7 +299,7 @@ void check_against_pytorch(const std::string &net, const std::string &config) {
     TG_SCOPE {
         tg_eval(m);
         tg_tensor *out = forward(net, m, images(kSteps, TG_FLOAT64));
-        EXPECT_NE(out, nullptr) << tg_last_error();  // (no ASSERT inside a scope: it would stay open)
+        EXPECT_NE(out, nullptr) << tg_last_error(); // (no ASSERT inside a scope: it would stay open)
         const FixtureTensor &want = fx(prefix + ".f64.eval_out");
         EXPECT_EQ(dims(out), want.shape);
         // Relative to the outputs' scale: an output near zero is a difference of larger terms.
@@ -327,7 +329,7 @@ void check_against_pytorch(const std::string &net, const std::string &config) {
                     net.c_str(), config.c_str(), d_loss, d_state, d_stats, d_noise, d_eval, d_loss32);
 }
 
-}  // namespace
+} // namespace
 
 class TrainingModelsTest : public TgTest {};
 

@@ -7,7 +7,8 @@ TEST(Faults, FailedAllocationMidStepLeavesTheModelUsable) {
     long live = tg_live_tensors(), storages = tg_live_storages(), nodes = tg_live_graph_nodes();
     TG_SCOPE {
         tg_manual_seed(3);
-        tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(20, 30, tg_linear_opts{}), tg_nn_relu(), tg_nn_linear(30, 4, tg_linear_opts{}));
+        tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(20, 30, tg_linear_opts{}), tg_nn_relu(),
+                                        tg_nn_linear(30, 4, tg_linear_opts{}));
         tg_optim *opt = tg_adam(m, tg_adam_opts{1e-2});
         tg_tensor *x = tg_randn(TG_SHAPE(16, 20), tg_opts{});
         tg_tensor *y = tg_randint(0, 4, TG_SHAPE(16), tg_opts{});

@@ -21,7 +21,9 @@ long resident_kib() {
 
 struct Counts {
     long tensors, storages, nodes;
-    bool operator==(const Counts &o) const { return tensors == o.tensors && storages == o.storages && nodes == o.nodes; }
+    bool operator==(const Counts &o) const {
+        return tensors == o.tensors && storages == o.storages && nodes == o.nodes;
+    }
 };
 Counts counts() { return {tg_live_tensors(), tg_live_storages(), tg_live_graph_nodes()}; }
 
@@ -45,26 +47,27 @@ void train_checked(tg_module *model, tg_optim *opt, tg_shape batch_shape, int st
             last_loss = tg_item(loss);
             if (step == 0) first_loss = last_loss;
         }
-        if (step == 1) {  // step 0 creates the optimizer state
+        if (step == 1) { // step 0 creates the optimizer state
             baseline = counts();
             system_allocs = tg_cpu_memory_stats().system_allocs;
         }
         if (step > 1) {
             ASSERT_TRUE(counts() == baseline) << "step " << step << ": live objects changed";
-            ASSERT_EQ(tg_cpu_memory_stats().system_allocs, system_allocs) << "step " << step << " allocated from the system";
+            ASSERT_EQ(tg_cpu_memory_stats().system_allocs, system_allocs)
+                << "step " << step << " allocated from the system";
         }
         if (step == 20) rss_after_warmup = resident_kib();
     }
     long growth_kib = resident_kib() - rss_after_warmup;
-#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's quarantine holds freed memory on purpose
+#ifndef __SANITIZE_ADDRESS__ // AddressSanitizer's quarantine holds freed memory on purpose
     EXPECT_LT(growth_kib, 2048) << "resident memory grew by " << growth_kib << " KiB over " << steps - 20 << " steps";
 #else
     (void)growth_kib;
 #endif
-    EXPECT_LT(last_loss, first_loss);  // it did train (memorising one batch)
+    EXPECT_LT(last_loss, first_loss); // it did train (memorising one batch)
 }
 
-}  // namespace
+} // namespace
 
 TEST(LeakFreeTraining, Mlp200Steps) {
     Counts before = counts();

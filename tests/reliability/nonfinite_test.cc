@@ -9,7 +9,8 @@ TEST_F(TgTest, IsFiniteMarksNanAndInf) {
     EXPECT_FALSE(tg_all_finite(x));
     EXPECT_TRUE(tg_all_finite(tensor_f64({1e300, -1e-300}, TG_SHAPE(2))));
     EXPECT_TRUE(tg_all_finite(tensor_i64({5}, TG_SHAPE(1))));
-    EXPECT_TRUE(tensor_near(tg_isfinite(tg_transpose(tensor_f64({NAN, 1, 2, 3}, TG_SHAPE(2, 2)), 0, 1)), {0, 1, 1, 1}, 0));
+    EXPECT_TRUE(
+        tensor_near(tg_isfinite(tg_transpose(tensor_f64({NAN, 1, 2, 3}, TG_SHAPE(2, 2)), 0, 1)), {0, 1, 1, 1}, 0));
 }
 
 TEST_F(TgTest, OptimizerSkipsNonFiniteGradients) {
@@ -21,14 +22,14 @@ TEST_F(TgTest, OptimizerSkipsNonFiniteGradients) {
         ASSERT_EQ(tg_optim_step_if_finite(sgd, &skipped), TG_OK);
     }
     EXPECT_TRUE(skipped);
-    EXPECT_TRUE(tensor_near(w, {1, 2}, 0));  // untouched
+    EXPECT_TRUE(tensor_near(w, {1, 2}, 0)); // untouched
     tg_optim_zero_grad(sgd);
     TG_SCOPE {
         ASSERT_EQ(tg_backward(tg_sum(tg_mul(w, tensor_f32({2, 4}, TG_SHAPE(2))))), TG_OK);
         ASSERT_EQ(tg_optim_step_if_finite(sgd, &skipped), TG_OK);
     }
     EXPECT_FALSE(skipped);
-    EXPECT_TRUE(tensor_near(w, {0, 0}, 1e-7));  // w - 0.5 * [2, 4]
+    EXPECT_TRUE(tensor_near(w, {0, 0}, 1e-7)); // w - 0.5 * [2, 4]
     tg_optim_free(sgd);
 }
 
@@ -40,5 +41,5 @@ TEST_F(TgTest, AnomalyModeFromTheEnvironmentNamesTheFirstBadNode) {
     EXPECT_EQ(tg_backward(y), TG_ERROR);
     tg_set_detect_anomaly(false);
     EXPECT_ERROR_CONTAINS("backward of 'sqrt'");
-    EXPECT_EQ(tg_grad(x), nullptr);  // nothing was accumulated
+    EXPECT_EQ(tg_grad(x), nullptr); // nothing was accumulated
 }

@@ -12,7 +12,8 @@ namespace {
 std::vector<double> train(int steps, double lr) {
     std::vector<double> losses;
     TG_SCOPE {
-        tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(8, 16, tg_linear_opts{}), tg_nn_tanh(), tg_nn_linear(16, 3, tg_linear_opts{}));
+        tg_module *m = TG_NN_SEQUENTIAL(tg_nn_linear(8, 16, tg_linear_opts{}), tg_nn_tanh(),
+                                        tg_nn_linear(16, 3, tg_linear_opts{}));
         int n = 0;
         tg_tensor *const *params = tg_parameters(m, &n);
         TG_NO_GRAD {
@@ -42,7 +43,7 @@ std::vector<double> train(int steps, double lr) {
     return losses;
 }
 
-}  // namespace
+} // namespace
 
 TEST(Threads, TwoThreadsTrainSeparateModelsWithoutInterference) {
     long live = tg_live_tensors(), nodes = tg_live_graph_nodes();
@@ -52,7 +53,7 @@ TEST(Threads, TwoThreadsTrainSeparateModelsWithoutInterference) {
     std::thread tb([&] { b = train(300, 0.2); });
     ta.join();
     tb.join();
-    EXPECT_EQ(a, alone_a);  // bit for bit: nothing shared between the two runs
+    EXPECT_EQ(a, alone_a); // bit for bit: nothing shared between the two runs
     EXPECT_EQ(b, alone_b);
     EXPECT_NE(a, b);
     EXPECT_LT(a.back(), a.front());
@@ -66,7 +67,7 @@ TEST(Threads, ErrorsAndGradModeArePerThread) {
     bool grad_in_thread = false;
     TG_NO_GRAD {
         std::thread t([&] {
-            grad_in_thread = tg_is_grad_enabled();  // a new thread starts with grad on
+            grad_in_thread = tg_is_grad_enabled(); // a new thread starts with grad on
             tg_zeros(TG_SHAPE(-5), tg_opts{});
             seen_in_thread = tg_last_error();
         });

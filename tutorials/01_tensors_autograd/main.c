@@ -19,7 +19,9 @@ static tg_tensor *neuron(tg_tensor *w, tg_tensor *x, tg_tensor *b) {
 
 int main(int argc, char **argv) {
     const char *dot_path = NULL;
-    tut_option extra[] = {{.name = "--dot", .metavar = "FILE", .value = &dot_path,
+    tut_option extra[] = {{.name = "--dot",
+                           .metavar = "FILE",
+                           .value = &dot_path,
                            .help = "also write the graph to FILE (render: dot -Tsvg FILE)"}};
     tut_args args = {.options = TUT_OPT_DEVICE | TUT_OPT_SEED, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 01: tensors, views, scopes, a gradient, no-grad, the graph as DOT.", &args,
@@ -54,16 +56,16 @@ int main(int argc, char **argv) {
     printf("\n== 3. views share storage ==\n");
     TG_SCOPE {
         tg_tensor *m = tg_arange(0, 12, 1, (tg_opts){0});
-        tg_tensor *grid = tg_view(m, TG_SHAPE(3, 4));  /* same 12 floats, seen as 3 x 4 */
-        tg_tensor *t = tg_transpose(grid, 0, 1);       /* 4 x 3, strides swapped, nothing copied */
-        tg_tensor *col = tg_narrow(grid, 1, 1, 1);     /* column 1: [3, 1] */
+        tg_tensor *grid = tg_view(m, TG_SHAPE(3, 4)); /* same 12 floats, seen as 3 x 4 */
+        tg_tensor *t = tg_transpose(grid, 0, 1);      /* 4 x 3, strides swapped, nothing copied */
+        tg_tensor *col = tg_narrow(grid, 1, 1, 1);    /* column 1: [3, 1] */
         printf("grid strides [%lld, %lld], transposed strides [%lld, %lld], contiguous: %s / %s\n",
                (long long)tg_stride(grid, 0), (long long)tg_stride(grid, 1), (long long)tg_stride(t, 0),
                (long long)tg_stride(t, 1), tg_is_contiguous(grid) ? "yes" : "no", tg_is_contiguous(t) ? "yes" : "no");
         printf("same storage: %s\n", tg_same_storage(m, t) && tg_same_storage(m, col) ? "yes" : "no");
-        tg_fill_(col, -1);                             /* writes through the view ... */
-        tg_print(grid);                                /* ... and the original sees it */
-        tg_tensor *c = tg_contiguous(t);               /* a real copy, row-major */
+        tg_fill_(col, -1);               /* writes through the view ... */
+        tg_print(grid);                  /* ... and the original sees it */
+        tg_tensor *c = tg_contiguous(t); /* a real copy, row-major */
         printf("contiguous copy shares storage: %s\n", tg_same_storage(c, m) ? "yes" : "no");
     }
 

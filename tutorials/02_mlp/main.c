@@ -15,11 +15,9 @@
 
 static tg_module *make_mlp(void) {
     return TG_NN_SEQUENTIAL(
-        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(1024, 512, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(128, 10, (tg_linear_opts){0}));
+        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(1024, 512, (tg_linear_opts){0}),
+        tg_nn_relu(), tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
+        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(128, 10, (tg_linear_opts){0}));
 }
 
 /* ---- checkpoints: the state dict as a safetensors file ---- */
@@ -51,10 +49,17 @@ static void load_checkpoint(tg_module *model, const char *path) {
 
 int main(int argc, char **argv) {
     const char *checkpoint = "mlp_02.safetensors";
-    tut_option extra[] = {{.name = "--checkpoint", .metavar = "FILE", .value = &checkpoint,
+    tut_option extra[] = {{.name = "--checkpoint",
+                           .metavar = "FILE",
+                           .value = &checkpoint,
                            .help = "where to save the model (default mlp_02.safetensors)"}};
-    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
-                     .epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1, .plot_path = "loss_02_mlp.svg"};
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE |
+                                TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
+                     .epochs = 1,
+                     .batch_size = 64,
+                     .lr = 1e-3,
+                     .seed = 1,
+                     .plot_path = "loss_02_mlp.svg"};
     tut_parse_args(argc, argv, "Lesson 02: an MLP on Fashion-MNIST with Adam, and a checkpoint.", &args, extra, 1);
 
     /* ---- data ---- */
@@ -73,12 +78,12 @@ int main(int argc, char **argv) {
      * bfloat16 / float16 for each matmul. float16 gradients can underflow, so fp16 scales
      * the loss (GradScaler); bf16 has float32's range and needs none, as in PyTorch. A
      * disabled scaler passes the loss through and steps the optimizer unchanged. */
-    tg_grad_scaler *scaler = tg_grad_scaler_new(
-        opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
+    tg_grad_scaler *scaler =
+        tg_grad_scaler_new(opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
 
-    tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
-                                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                       .seed = args.seed, .device = args.device});
+    tg_loader *loader = tg_loader_new(
+        data.train_x, data.train_y,
+        (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed, .device = args.device});
     if (args.show_order) {
         int64_t n = tg_loader_num_samples(loader), *perm = malloc((size_t)n * sizeof *perm);
         tg_random_permutation(perm, n, args.seed, 0); /* what the loader draws for epoch 0 */
@@ -106,7 +111,7 @@ int main(int argc, char **argv) {
         /* each pass over the loader is the next epoch, reshuffled, as with a DataLoader */
         TG_FOR_EACH_BATCH(loader, x, y) { /* a scope per batch: the step's temporaries die here */
             if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
-            tut_step_memory_begin(); /* the step's activation peak, for --result-line */
+            tut_step_memory_begin();                             /* the step's activation peak, for --result-line */
             tg_tensor *loss = NULL;
             TG_AUTOCAST_IF(args.device.kind, args.amp_dtype, args.amp) {
                 tg_tensor *logits = tg_forward(model, x); /* [B, 10]; bfloat16 under --amp bf16 */
@@ -133,8 +138,8 @@ int main(int argc, char **argv) {
         tut_log_row(log, epoch + 1, step, train_loss, test.loss, test.accuracy, tg_optim_get_lr(opt), epoch_seconds);
     }
     tut_log_close(log);
-    if (args.plot_path && tut_plot_svg(args.plot_path, "02_mlp: training loss", &curve,
-                                       tg_loader_num_batches(loader), 50) == 0)
+    if (args.plot_path &&
+        tut_plot_svg(args.plot_path, "02_mlp: training loss", &curve, tg_loader_num_batches(loader), 50) == 0)
         printf("loss curve: %s\n", tut_output_path(args.plot_path));
 
     /* ---- checkpoint: save, reload into a fresh model, compare ---- */

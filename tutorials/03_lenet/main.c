@@ -10,26 +10,27 @@
 #include "tutorials/common/common.h"
 
 static tg_module *make_lenet(void) {
-    tg_pool_opts pool2 = {.kernel_size = 2};  /* stride defaults to the kernel size */
-    return TG_NN_SEQUENTIAL(
-        tg_nn_conv2d(1, 20, 5, (tg_conv_opts){0}),  /* [B, 1, 28, 28] -> [B, 20, 24, 24] */
-        tg_nn_relu(),
-        tg_nn_max_pool2d(pool2),                    /* -> [B, 20, 12, 12] */
-        tg_nn_conv2d(20, 50, 5, (tg_conv_opts){0}), /* -> [B, 50, 8, 8] */
-        tg_nn_relu(),
-        tg_nn_max_pool2d(pool2),                    /* -> [B, 50, 4, 4] */
-        tg_nn_flatten(1, -1),                       /* -> [B, 800] */
-        tg_nn_linear(800, 500, (tg_linear_opts){0}),
-        tg_nn_relu(),
-        tg_nn_linear(500, 10, (tg_linear_opts){0}));
+    tg_pool_opts pool2 = {.kernel_size = 2};                            /* stride defaults to the kernel size */
+    return TG_NN_SEQUENTIAL(tg_nn_conv2d(1, 20, 5, (tg_conv_opts){0}),  /* [B, 1, 28, 28] -> [B, 20, 24, 24] */
+                            tg_nn_relu(), tg_nn_max_pool2d(pool2),      /* -> [B, 20, 12, 12] */
+                            tg_nn_conv2d(20, 50, 5, (tg_conv_opts){0}), /* -> [B, 50, 8, 8] */
+                            tg_nn_relu(), tg_nn_max_pool2d(pool2),      /* -> [B, 50, 4, 4] */
+                            tg_nn_flatten(1, -1),                       /* -> [B, 800] */
+                            tg_nn_linear(800, 500, (tg_linear_opts){0}), tg_nn_relu(),
+                            tg_nn_linear(500, 10, (tg_linear_opts){0}));
 }
 
 int main(int argc, char **argv) {
     const char *momentum_text = "0.9";
-    tut_option extra[] = {{.name = "--momentum", .metavar = "X", .value = &momentum_text,
-                           .help = "SGD momentum (default 0.9)"}};
-    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT,
-                     .epochs = 1, .batch_size = 64, .lr = 0.01, .seed = 1, .plot_path = "loss_03_lenet.svg"};
+    tut_option extra[] = {
+        {.name = "--momentum", .metavar = "X", .value = &momentum_text, .help = "SGD momentum (default 0.9)"}};
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE |
+                                TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT,
+                     .epochs = 1,
+                     .batch_size = 64,
+                     .lr = 0.01,
+                     .seed = 1,
+                     .plot_path = "loss_03_lenet.svg"};
     tut_parse_args(argc, argv, "Lesson 03: LeNet on Fashion-MNIST with SGD and momentum.", &args, extra, 1);
     double momentum = atof(momentum_text);
 
@@ -45,9 +46,9 @@ int main(int argc, char **argv) {
     /* Zero option fields mean PyTorch's defaults; SGD's lr has none, so it is always given. */
     tg_optim *opt = tg_sgd(model, (tg_sgd_opts){.lr = args.lr, .momentum = momentum});
 
-    tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
-                                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                       .seed = args.seed, .device = args.device});
+    tg_loader *loader = tg_loader_new(
+        data.train_x, data.train_y,
+        (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed, .device = args.device});
     if (args.show_order) {
         int64_t n = tg_loader_num_samples(loader), *perm = malloc((size_t)n * sizeof *perm);
         tg_random_permutation(perm, n, args.seed, 0);
@@ -91,8 +92,8 @@ int main(int argc, char **argv) {
         tut_log_row(log, epoch + 1, step, train_loss, test.loss, test.accuracy, tg_optim_get_lr(opt), epoch_seconds);
     }
     tut_log_close(log);
-    if (args.plot_path && tut_plot_svg(args.plot_path, "03_lenet: training loss", &curve,
-                                       tg_loader_num_batches(loader), 50) == 0)
+    if (args.plot_path &&
+        tut_plot_svg(args.plot_path, "03_lenet: training loss", &curve, tg_loader_num_batches(loader), 50) == 0)
         printf("loss curve: %s\n", tut_output_path(args.plot_path));
     if (args.result_line) tut_print_result("lenet_epoch", epoch_seconds, accuracy);
     int exported = tut_export_onnx(model, TG_SHAPE(1, 1, 28, 28), TG_FLOAT32, &args, NULL); /* --export-onnx */

@@ -14,17 +14,12 @@
 static tg_module *make_lenet_bn(void) {
     tg_pool_opts pool2 = {.kernel_size = 2};
     return TG_NN_SEQUENTIAL(
-        tg_nn_conv2d(1, 20, 5, (tg_conv_opts){0}),        /* [B, 20, 24, 24] */
+        tg_nn_conv2d(1, 20, 5, (tg_conv_opts){0}),       /* [B, 20, 24, 24] */
         tg_nn_batch_norm2d(20, (tg_batch_norm_opts){0}), /* per-channel mean 0, variance 1, then scale + shift */
-        tg_nn_relu(),
-        tg_nn_max_pool2d(pool2),                          /* [B, 20, 12, 12] */
-        tg_nn_conv2d(20, 50, 5, (tg_conv_opts){0}),       /* [B, 50, 8, 8] */
-        tg_nn_batch_norm2d(50, (tg_batch_norm_opts){0}),
-        tg_nn_relu(),
-        tg_nn_max_pool2d(pool2),                          /* [B, 50, 4, 4] */
-        tg_nn_flatten(1, -1),
-        tg_nn_linear(800, 500, (tg_linear_opts){0}),
-        tg_nn_relu(),
+        tg_nn_relu(), tg_nn_max_pool2d(pool2),           /* [B, 20, 12, 12] */
+        tg_nn_conv2d(20, 50, 5, (tg_conv_opts){0}),      /* [B, 50, 8, 8] */
+        tg_nn_batch_norm2d(50, (tg_batch_norm_opts){0}), tg_nn_relu(), tg_nn_max_pool2d(pool2), /* [B, 50, 4, 4] */
+        tg_nn_flatten(1, -1), tg_nn_linear(800, 500, (tg_linear_opts){0}), tg_nn_relu(),
         tg_nn_linear(500, 10, (tg_linear_opts){0}));
 }
 
@@ -32,8 +27,8 @@ static tg_module *make_lenet_bn(void) {
  * forward and loss run under autocast (convolutions and linears in bfloat16 / float16,
  * batch norm's statistics and the loss in float32) and `scaler` scales the loss (a
  * disabled scaler, for bf16, passes it through). The weights stay float32. */
-static double train_step(tg_module *model, tg_optim *opt, const tut_args *args, tg_grad_scaler *scaler,
-                         tg_tensor *x, tg_tensor *y) {
+static double train_step(tg_module *model, tg_optim *opt, const tut_args *args, tg_grad_scaler *scaler, tg_tensor *x,
+                         tg_tensor *y) {
     double value = 0;
     bool amp = args && args->amp;
     TG_SCOPE {
@@ -80,10 +75,17 @@ static double time_steps(tg_device device, tg_tensor *x, tg_tensor *y, int steps
 
 int main(int argc, char **argv) {
     const char *compare_text = "20";
-    tut_option extra[] = {{.name = "--compare-steps", .metavar = "N", .value = &compare_text,
+    tut_option extra[] = {{.name = "--compare-steps",
+                           .metavar = "N",
+                           .value = &compare_text,
                            .help = "time N steps on the CPU and the GPU at the end (default 20, 0: skip)"}};
-    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
-                     .device_name = "auto", .epochs = 1, .batch_size = 64, .lr = 0.01, .seed = 1};
+    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE |
+                                TUT_OPT_SHOW_ORDER | TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
+                     .device_name = "auto",
+                     .epochs = 1,
+                     .batch_size = 64,
+                     .lr = 0.01,
+                     .seed = 1};
     tut_parse_args(argc, argv, "Lesson 04: LeNet + BatchNorm2d on the GPU (or the CPU), with an LR schedule.", &args,
                    extra, 1);
     int compare_steps = atoi(compare_text);
@@ -92,8 +94,8 @@ int main(int argc, char **argv) {
     if (args.device.kind == TG_DEVICE_CUDA)
         printf("device: %s (%d CUDA device(s); %s)\n", device_text, tg_cuda_device_count(), tg_build_info());
     else
-        printf("device: cpu (%s)\n", tg_cuda_available() ? "asked for with --device cpu"
-                                                          : "no CUDA device here; running on the CPU");
+        printf("device: cpu (%s)\n",
+               tg_cuda_available() ? "asked for with --device cpu" : "no CUDA device here; running on the CPU");
 
     tut_data data = tut_load_data(&args, true);
     printf("data: %s, %lld training and %lld test images\n", data.name, (long long)tg_size(data.train_x, 0),
@@ -107,13 +109,13 @@ int main(int argc, char **argv) {
     tg_optim *opt = tg_sgd(model, (tg_sgd_opts){.lr = args.lr, .momentum = 0.9});
     tg_lr_scheduler *schedule = tg_step_lr(opt, 1, 0.7); /* lr *= 0.7 after every epoch */
     /* Loss scaling for --amp fp16 only (bfloat16 has float32's range, as in PyTorch). */
-    tg_grad_scaler *scaler = tg_grad_scaler_new(
-        opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
+    tg_grad_scaler *scaler =
+        tg_grad_scaler_new(opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
 
     /* The data set stays on the CPU; the loader copies one batch at a time to the device. */
-    tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
-                                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                       .seed = args.seed, .device = args.device});
+    tg_loader *loader = tg_loader_new(
+        data.train_x, data.train_y,
+        (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed, .device = args.device});
     if (args.show_order) {
         int64_t n = tg_loader_num_samples(loader), *perm = malloc((size_t)n * sizeof *perm);
         tg_random_permutation(perm, n, args.seed, 0);
@@ -139,7 +141,7 @@ int main(int argc, char **argv) {
         tg_tensor *x, *y;
         TG_FOR_EACH_BATCH(loader, x, y) {
             if (args.max_steps && step >= args.max_steps) break; /* the batch's scope ends on the way out */
-            tut_step_memory_begin(); /* the step's activation peak, for --result-line */
+            tut_step_memory_begin();                             /* the step's activation peak, for --result-line */
             double value = train_step(model, opt, &args, scaler, x, y);
             tut_step_memory_end();
             tut_progress_update(&bar, value);
@@ -159,8 +161,8 @@ int main(int argc, char **argv) {
         tg_scheduler_step(schedule); /* after the epoch's optimizer steps, as in PyTorch */
     }
     tut_log_close(log);
-    if (args.plot_path && tut_plot_svg(args.plot_path, "04_batchnorm_gpu: training loss", &curve,
-                                       tg_loader_num_batches(loader), 50) == 0)
+    if (args.plot_path &&
+        tut_plot_svg(args.plot_path, "04_batchnorm_gpu: training loss", &curve, tg_loader_num_batches(loader), 50) == 0)
         printf("loss curve: %s\n", tut_output_path(args.plot_path));
     tut_curve_free(&curve);
 

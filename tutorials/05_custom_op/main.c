@@ -43,8 +43,8 @@ static tg_tensor *bias_swish_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *x = in[0], *b = in[1];
     char xs[64], bs[64];
     if (tg_ndim(x) != 2 || tg_ndim(b) != 1 || tg_size(b, 0) != tg_size(x, 1)) {
-        tg_error("bias_swish: x must be [N, F] and b [F], got %s and %s",
-                 tg_shape_str(tg_shape_of(x), xs, sizeof xs), tg_shape_str(tg_shape_of(b), bs, sizeof bs));
+        tg_error("bias_swish: x must be [N, F] and b [F], got %s and %s", tg_shape_str(tg_shape_of(x), xs, sizeof xs),
+                 tg_shape_str(tg_shape_of(b), bs, sizeof bs));
         return NULL;
     }
     tg_dtype dt = tg_dtype_of(x);
@@ -68,8 +68,7 @@ static tg_tensor *bias_swish_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (device.kind == TG_DEVICE_CPU) {
         if (dt == TG_FLOAT32)
             bias_swish_cpu_f32(tg_data_ptr(x), tg_data_ptr(b), tg_data_ptr(y), rows, cols, (float)args->beta);
-        else
-            bias_swish_cpu_f64(tg_data_ptr(x), tg_data_ptr(b), tg_data_ptr(y), rows, cols, args->beta);
+        else bias_swish_cpu_f64(tg_data_ptr(x), tg_data_ptr(b), tg_data_ptr(y), rows, cols, args->beta);
     } else {
 #ifdef TUT_WITH_CUDA
         char err[256];
@@ -108,16 +107,19 @@ static tg_status bias_swish_onnx(tg_onnx_op *op) {
     const swish_args *args = tg_onnx_attrs(op);
     const char *z = tg_onnx_value(op), *bz = tg_onnx_value(op), *s = tg_onnx_value(op);
     const char *beta = tg_onnx_const_scalar(op, tg_dtype_of(tg_onnx_input(op, 0)), args->beta);
-    bool ok = tg_onnx_add_node(op, "Add", 2, (const char *[]){tg_onnx_input_name(op, 0), tg_onnx_input_name(op, 1)},
-                               1, &z) &&
-              tg_onnx_add_node(op, "Mul", 2, (const char *[]){z, beta}, 1, &bz) && /* beta NULL: refused there */
-              tg_onnx_add_node(op, "Sigmoid", 1, &bz, 1, &s) &&
-              tg_onnx_add_node(op, "Mul", 2, (const char *[]){z, s}, 1, (const char *[]){tg_onnx_output_name(op, 0)});
+    bool ok =
+        tg_onnx_add_node(op, "Add", 2, (const char *[]){tg_onnx_input_name(op, 0), tg_onnx_input_name(op, 1)}, 1, &z) &&
+        tg_onnx_add_node(op, "Mul", 2, (const char *[]){z, beta}, 1, &bz) && /* beta NULL: refused there */
+        tg_onnx_add_node(op, "Sigmoid", 1, &bz, 1, &s) &&
+        tg_onnx_add_node(op, "Mul", 2, (const char *[]){z, s}, 1, (const char *[]){tg_onnx_output_name(op, 0)});
     return ok ? TG_OK : TG_ERROR;
 }
 
-static const tg_function bias_swish_fn = {.name = "bias_swish", .num_inputs = 2, .forward = bias_swish_forward,
-                                          .backward = bias_swish_backward, .onnx = bias_swish_onnx};
+static const tg_function bias_swish_fn = {.name = "bias_swish",
+                                          .num_inputs = 2,
+                                          .forward = bias_swish_forward,
+                                          .backward = bias_swish_backward,
+                                          .onnx = bias_swish_onnx};
 
 /* bias_swish(x [N, F], b [F], beta): a new reference, recorded for autograd like any op. */
 static tg_tensor *bias_swish(tg_tensor *x, tg_tensor *b, double beta) {
@@ -207,9 +209,9 @@ int main(int argc, char **argv) {
     tg_to(model, args.device);
     tg_module_print(model, TG_SHAPE(args.batch_size, 784), stdout);
     tg_optim *opt = tg_adam(model, (tg_adam_opts){.lr = args.lr});
-    tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
-                                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                       .seed = args.seed, .device = args.device});
+    tg_loader *loader = tg_loader_new(
+        data.train_x, data.train_y,
+        (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed, .device = args.device});
     int64_t step = 0;
     /* --max-steps may end the run before --epochs: no epoch starts without a step left */
     for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {

@@ -7,8 +7,7 @@
 #include "tutorials/05_custom_op/swish_cuda.h"
 
 // y [rows, cols] = z * sigmoid(beta * z), z = x [rows, cols] + b [cols]; a grid-stride loop.
-template <typename T>
-__global__ void bias_swish_kernel(const T *x, const T *b, T *y, int64_t n, int64_t cols, T beta) {
+template <typename T> __global__ void bias_swish_kernel(const T *x, const T *b, T *y, int64_t n, int64_t cols, T beta) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         T z = x[i] + b[i % cols];
         y[i] = z / (T(1) + exp(-beta * z));
@@ -24,11 +23,11 @@ extern "C" int tut_bias_swish_cuda(void *stream, const void *x, const void *b, v
     int blocks = (int)(want < 4096 ? want : 4096);
     cudaStream_t s = (cudaStream_t)stream;
     if (is_double)
-        bias_swish_kernel<double><<<blocks, threads, 0, s>>>((const double *)x, (const double *)b, (double *)y, n,
-                                                             cols, beta);
+        bias_swish_kernel<double>
+            <<<blocks, threads, 0, s>>>((const double *)x, (const double *)b, (double *)y, n, cols, beta);
     else
-        bias_swish_kernel<float><<<blocks, threads, 0, s>>>((const float *)x, (const float *)b, (float *)y, n, cols,
-                                                            (float)beta);
+        bias_swish_kernel<float>
+            <<<blocks, threads, 0, s>>>((const float *)x, (const float *)b, (float *)y, n, cols, (float)beta);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         snprintf(err, err_size, "bias_swish: CUDA launch failed: %s", cudaGetErrorString(e));

@@ -14,8 +14,8 @@ extern "C" {
  * arrays x, y [rows, cols] and b [cols] of float (is_double 0) or double (1).
  * Queued on `stream` (a cudaStream_t: tapegrad's, from tg_cuda_stream). Returns 0,
  * or -1 with a message in err. */
-int tut_bias_swish_cuda(void *stream, const void *x, const void *b, void *y, int64_t rows, int64_t cols,
-                        double beta, int is_double, char *err, size_t err_size);
+int tut_bias_swish_cuda(void *stream, const void *x, const void *b, void *y, int64_t rows, int64_t cols, double beta,
+                        int is_double, char *err, size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -25,9 +25,9 @@ typedef struct {
 } run;
 
 static tg_module *make_model(void) {
-    return TG_NN_SEQUENTIAL(
-        tg_nn_linear(784, 256, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_dropout(0.2), /* dropout: uses the RNG */
-        tg_nn_linear(256, 10, (tg_linear_opts){0}));
+    return TG_NN_SEQUENTIAL(tg_nn_linear(784, 256, (tg_linear_opts){0}), tg_nn_relu(),
+                            tg_nn_dropout(0.2), /* dropout: uses the RNG */
+                            tg_nn_linear(256, 10, (tg_linear_opts){0}));
 }
 
 static run run_new(const tut_args *args, tut_data *data, uint64_t init_seed) {
@@ -36,9 +36,9 @@ static run run_new(const tut_args *args, tut_data *data, uint64_t init_seed) {
     r.model = make_model();
     tg_to(r.model, args->device);
     r.opt = tg_adam(r.model, (tg_adam_opts){.lr = args->lr});
-    r.loader = tg_loader_new(data->train_x, data->train_y,
-                             (tg_loader_opts){.batch_size = args->batch_size, .shuffle = true, .seed = args->seed,
-                                              .device = args->device});
+    r.loader = tg_loader_new(
+        data->train_x, data->train_y,
+        (tg_loader_opts){.batch_size = args->batch_size, .shuffle = true, .seed = args->seed, .device = args->device});
     return r;
 }
 
@@ -166,12 +166,17 @@ int main(int argc, char **argv) {
     const char *checkpoint = "resume_06.safetensors", *stop_text = NULL, *resume = NULL;
     bool compare = false;
     tut_option extra[] = {
-        {.name = "--stop-after", .metavar = "N", .value = &stop_text,
+        {.name = "--stop-after",
+         .metavar = "N",
+         .value = &stop_text,
          .help = "save a checkpoint after step N and stop (with --compare: where to interrupt)"},
-        {.name = "--checkpoint", .metavar = "FILE", .value = &checkpoint,
+        {.name = "--checkpoint",
+         .metavar = "FILE",
+         .value = &checkpoint,
          .help = "checkpoint to write (default resume_06.safetensors)"},
         {.name = "--resume", .metavar = "FILE", .value = &resume, .help = "continue from a checkpoint"},
-        {.name = "--compare", .flag = &compare,
+        {.name = "--compare",
+         .flag = &compare,
          .help = "run straight through, then interrupted + resumed, and compare the losses"},
     };
     tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG, .epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1};
@@ -203,7 +208,7 @@ int main(int argc, char **argv) {
         train_steps(&b, 0, stop, losses);
         save_checkpoint(&b, stop, path);
         run_free(&b);
-        tg_manual_seed(999); /* scramble the generator: the checkpoint must restore it */
+        tg_manual_seed(999);                          /* scramble the generator: the checkpoint must restore it */
         run c = run_new(&args, &data, args.seed + 1); /* other initial weights: the checkpoint must replace them */
         int64_t from = load_checkpoint(&c, path);
         printf("resumed at step %lld from %s\n", (long long)from, path);
@@ -216,12 +221,12 @@ int main(int argc, char **argv) {
             bool same = memcmp(&straight[s], &losses[s], sizeof(double)) == 0;
             differ += !same;
             if (s < 3 || (s >= stop - 2 && s < stop + 3) || s >= total - 2 || !same)
-                printf("%5lld   %.17g   %.17g%s%s\n", (long long)s + 1, straight[s], losses[s], s == stop ? "   <- resumed" : "",
-                       same ? "" : "   DIFFERENT");
-            else if (s == 3 || s == stop + 3)
-                printf("  ...\n");
+                printf("%5lld   %.17g   %.17g%s%s\n", (long long)s + 1, straight[s], losses[s],
+                       s == stop ? "   <- resumed" : "", same ? "" : "   DIFFERENT");
+            else if (s == 3 || s == stop + 3) printf("  ...\n");
         }
-        printf("identical: %s (%lld of %lld losses differ)\n", differ ? "no" : "yes", (long long)differ, (long long)total);
+        printf("identical: %s (%lld of %lld losses differ)\n", differ ? "no" : "yes", (long long)differ,
+               (long long)total);
         status |= differ != 0;
         free(straight);
     } else {
@@ -239,8 +244,7 @@ int main(int argc, char **argv) {
         if (stop < total)
             printf("stopped after step %lld; checkpoint %s (resume with --resume %s)\n", (long long)stop, path,
                    checkpoint);
-        else
-            printf("finished at step %lld; checkpoint %s\n", (long long)stop, path);
+        else printf("finished at step %lld; checkpoint %s\n", (long long)stop, path);
         tut_log_close(r.log);
         status = tut_export_onnx(r.model, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL); /* --export-onnx */
         run_free(&r);

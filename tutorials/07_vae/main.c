@@ -97,9 +97,13 @@ static double test_loss(tg_module *vae, tg_tensor *test_x, int64_t batch_size, t
 
 int main(int argc, char **argv) {
     tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE | TUT_OPT_SAVE_INIT,
-                     .epochs = 1, .batch_size = 128, .lr = 1e-3, .seed = 1, .plot_path = "loss_07_vae.svg"};
-    tut_parse_args(argc, argv, "Lesson 07: a variational autoencoder on Fashion-MNIST (pytorch/examples vae).",
-                   &args, NULL, 0);
+                     .epochs = 1,
+                     .batch_size = 128,
+                     .lr = 1e-3,
+                     .seed = 1,
+                     .plot_path = "loss_07_vae.svg"};
+    tut_parse_args(argc, argv, "Lesson 07: a variational autoencoder on Fashion-MNIST (pytorch/examples vae).", &args,
+                   NULL, 0);
 
     tg_tensor *train_x, *test_x;
     load_pixels(&args, &train_x, &test_x);
@@ -114,8 +118,9 @@ int main(int argc, char **argv) {
     tg_module_print(vae, TG_SHAPE(args.batch_size, 784), stdout);
     tg_manual_seed(args.seed); /* tg_module_print drew eps for its dummy batch: start the eps afresh */
     tg_optim *opt = tg_adam(vae, (tg_adam_opts){.lr = args.lr});
-    tg_loader *loader = tg_loader_new(train_x, NULL, (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                                      .seed = args.seed, .device = args.device});
+    tg_loader *loader = tg_loader_new(
+        train_x, NULL,
+        (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed, .device = args.device});
 
     FILE *log = tut_log_open(args.log_path);
     tut_curve curve = {0};
@@ -155,8 +160,8 @@ int main(int argc, char **argv) {
         tut_log_row(log, epoch + 1, step, train_loss, test, 0, tg_optim_get_lr(opt), epoch_seconds);
     }
     tut_log_close(log);
-    if (args.plot_path && tut_plot_svg(args.plot_path, "07_vae: training loss per image", &curve,
-                                       tg_loader_num_batches(loader), 50) == 0)
+    if (args.plot_path &&
+        tut_plot_svg(args.plot_path, "07_vae: training loss per image", &curve, tg_loader_num_batches(loader), 50) == 0)
         printf("loss curve: %s\n", tut_output_path(args.plot_path));
     if (args.result_line) tut_print_result("vae_epoch", epoch_seconds, test); /* "check": the test loss */
     /* --export-onnx: what tg_forward gives, x [B, 784] -> the reconstruction [B, 784] */

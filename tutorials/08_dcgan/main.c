@@ -22,9 +22,9 @@ static tg_module *make_generator(void) {
         tg_nn_conv_transpose2d(NZ, NGF * 2, 7, (tg_conv_transpose_opts){.no_bias = true}), /* [B, 128, 7, 7] */
         tg_nn_batch_norm2d(NGF * 2, (tg_batch_norm_opts){0}), tg_nn_relu(),
         tg_nn_conv_transpose2d(NGF * 2, NGF, 4, (tg_conv_transpose_opts){.stride = 2, .padding = 1, .no_bias = true}),
-        tg_nn_batch_norm2d(NGF, (tg_batch_norm_opts){0}), tg_nn_relu(),                      /* [B, 64, 14, 14] */
+        tg_nn_batch_norm2d(NGF, (tg_batch_norm_opts){0}), tg_nn_relu(), /* [B, 64, 14, 14] */
         tg_nn_conv_transpose2d(NGF, 1, 4, (tg_conv_transpose_opts){.stride = 2, .padding = 1, .no_bias = true}),
-        tg_nn_tanh());                                                                       /* [B, 1, 28, 28] */
+        tg_nn_tanh()); /* [B, 1, 28, 28] */
 }
 
 static tg_module *make_discriminator(void) {
@@ -103,12 +103,14 @@ static tg_tensor *bce_against(tg_tensor *output, double label) {
 
 int main(int argc, char **argv) {
     const char *png_path = "dcgan_08.png";
-    tut_option extra[] = {{.name = "--png", .metavar = "FILE", .value = &png_path,
+    tut_option extra[] = {{.name = "--png",
+                           .metavar = "FILE",
+                           .value = &png_path,
                            .help = "where to write the grid of generated images (default dcgan_08.png)"}};
-    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_RESULT_LINE,
-                     .epochs = 1, .batch_size = 128, .lr = 2e-4, .seed = 1};
-    tut_parse_args(argc, argv, "Lesson 08: a DCGAN on Fashion-MNIST (pytorch/examples dcgan), a PNG of samples.",
-                   &args, extra, 1);
+    tut_args args = {
+        .options = TUT_OPT_TRAINING | TUT_OPT_RESULT_LINE, .epochs = 1, .batch_size = 128, .lr = 2e-4, .seed = 1};
+    tut_parse_args(argc, argv, "Lesson 08: a DCGAN on Fashion-MNIST (pytorch/examples dcgan), a PNG of samples.", &args,
+                   extra, 1);
 
     /* ---- data: pixels scaled to [-1, 1] (the generator ends in tanh) ---- */
     tg_tensor *train_x = NULL;
@@ -142,8 +144,9 @@ int main(int argc, char **argv) {
     }
     tg_optim *optD = tg_adam(netD, (tg_adam_opts){.lr = args.lr, .betas = {0.5, 0.999}});
     tg_optim *optG = tg_adam(netG, (tg_adam_opts){.lr = args.lr, .betas = {0.5, 0.999}});
-    tg_loader *loader = tg_loader_new(train_x, NULL, (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                                      .seed = args.seed, .device = args.device});
+    tg_loader *loader = tg_loader_new(
+        train_x, NULL,
+        (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed, .device = args.device});
 
     int64_t step = 0;
     double epoch_seconds = 0, loss_d = 0, loss_g = 0, d_x = 0, d_g_z1 = 0, d_g_z2 = 0;

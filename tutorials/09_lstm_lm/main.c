@@ -24,7 +24,7 @@ static const char *const corpus_files[] = {"wisdom", "literature", "science", "p
 typedef struct {
     int64_t *ids; /* the text as vocabulary indices */
     int64_t length;
-    int vocab;        /* distinct bytes */
+    int vocab;                /* distinct bytes */
     unsigned char chars[256]; /* index -> byte, in byte order */
 } corpus;
 
@@ -124,7 +124,8 @@ static double evaluate(tg_module *lm, tg_tensor *data) {
         for (int64_t i = 0; i < rows - 1; i += BPTT) {
             TG_SCOPE {
                 int64_t len = rows - 1 - i < BPTT ? rows - 1 - i : BPTT;
-                tg_tensor *x = tg_narrow(data, 0, i, len), *target = tg_reshape(tg_narrow(data, 0, i + 1, len), TG_SHAPE(-1));
+                tg_tensor *x = tg_narrow(data, 0, i, len),
+                          *target = tg_reshape(tg_narrow(data, 0, i + 1, len), TG_SHAPE(-1));
                 tg_tensor *hs = h, *cs = c;
                 tg_tensor *loss = tg_cross_entropy(lm_run(lm, x, &hs, &cs), target);
                 total += (double)len * tg_item(loss);
@@ -141,12 +142,18 @@ static double evaluate(tg_module *lm, tg_tensor *data) {
 
 int main(int argc, char **argv) {
     const char *clip_text = "0.25";
-    tut_option extra[] = {{.name = "--clip", .metavar = "X", .value = &clip_text,
-                           .help = "gradient norm clipping (default 0.25)"}};
+    tut_option extra[] = {
+        {.name = "--clip", .metavar = "X", .value = &clip_text, .help = "gradient norm clipping (default 0.25)"}};
     tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_RESULT_LINE | TUT_OPT_SAVE_INIT,
-                     .epochs = 1, .batch_size = 32, .lr = 20, .seed = 1, .data_dir = "/usr/share/games/fortunes"};
-    tut_parse_args(argc, argv, "Lesson 09: a character-level LSTM language model on Debian's fortunes "
-                   "(--data: the folder of fortune files).", &args, extra, 1);
+                     .epochs = 1,
+                     .batch_size = 32,
+                     .lr = 20,
+                     .seed = 1,
+                     .data_dir = "/usr/share/games/fortunes"};
+    tut_parse_args(argc, argv,
+                   "Lesson 09: a character-level LSTM language model on Debian's fortunes "
+                   "(--data: the folder of fortune files).",
+                   &args, extra, 1);
     double clip = atof(clip_text);
 
     /* ---- data: 90% to train, the last 10% to validate ---- */
@@ -166,8 +173,8 @@ int main(int argc, char **argv) {
     tg_tensor *const *params = tg_parameters(lm, &count);
     int64_t total_params = 0;
     for (int i = 0; i < count; i++) total_params += tg_numel(params[i]);
-    printf("model: Embedding(%d, %d) -> LSTM(%d, %d, layers %d) -> Linear(%d, %d), %lld parameters\n",
-           text.vocab, EMBED, EMBED, HIDDEN, LAYERS, HIDDEN, text.vocab, (long long)total_params);
+    printf("model: Embedding(%d, %d) -> LSTM(%d, %d, layers %d) -> Linear(%d, %d), %lld parameters\n", text.vocab,
+           EMBED, EMBED, HIDDEN, LAYERS, HIDDEN, text.vocab, (long long)total_params);
     tg_optim *opt = tg_sgd(lm, (tg_sgd_opts){.lr = args.lr}); /* p -= lr * grad, as the example's loop */
 
     FILE *log = tut_log_open(args.log_path);
@@ -185,7 +192,7 @@ int main(int argc, char **argv) {
             if (args.max_steps && step >= args.max_steps) break;
             TG_SCOPE {
                 int64_t len = rows - 1 - i < BPTT ? rows - 1 - i : BPTT;
-                tg_tensor *x = tg_narrow(train, 0, i, len);                                   /* [len, B] */
+                tg_tensor *x = tg_narrow(train, 0, i, len);                                    /* [len, B] */
                 tg_tensor *target = tg_reshape(tg_narrow(train, 0, i + 1, len), TG_SHAPE(-1)); /* the next characters */
                 tg_tensor *hs = h, *cs = c; /* detached: backward stops at this window's start */
                 tg_optim_zero_grad(opt);

@@ -98,44 +98,66 @@ static void print_text(const gpt_corpus *c, const int64_t *ids, int64_t n) {
 
 int main(int argc, char **argv) {
     const char *n_layer_text = "4", *n_head_text = "4", *n_embd_text = "128", *block_text = "128",
-               *eval_interval_text = "100", *eval_iters_text = "20", *log_interval_text = "10",
-               *warmup_text = "100", *weight_decay_text = "0.1", *clip_text = "1.0", *tokens_text = "500",
-               *temperature_text = "0.8", *top_k_text = "200";
+               *eval_interval_text = "100", *eval_iters_text = "20", *log_interval_text = "10", *warmup_text = "100",
+               *weight_decay_text = "0.1", *clip_text = "1.0", *tokens_text = "500", *temperature_text = "0.8",
+               *top_k_text = "200";
     bool no_kv_cache = false, compare_kv_cache = false, checkpoint_activations = false;
     tut_option extra[] = {
         {.name = "--n-layer", .metavar = "N", .value = &n_layer_text, .help = "transformer blocks (default 4)"},
         {.name = "--n-head", .metavar = "N", .value = &n_head_text, .help = "attention heads (default 4)"},
         {.name = "--n-embd", .metavar = "N", .value = &n_embd_text, .help = "model width (default 128)"},
         {.name = "--block-size", .metavar = "N", .value = &block_text, .help = "context length (default 128)"},
-        {.name = "--eval-interval", .metavar = "N", .value = &eval_interval_text,
+        {.name = "--eval-interval",
+         .metavar = "N",
+         .value = &eval_interval_text,
          .help = "estimate train/val loss every N steps (default 100)"},
-        {.name = "--eval-iters", .metavar = "N", .value = &eval_iters_text,
+        {.name = "--eval-iters",
+         .metavar = "N",
+         .value = &eval_iters_text,
          .help = "batches per loss estimate (default 20)"},
-        {.name = "--log-interval", .metavar = "N", .value = &log_interval_text,
+        {.name = "--log-interval",
+         .metavar = "N",
+         .value = &log_interval_text,
          .help = "print the step's loss every N steps (default 10)"},
-        {.name = "--warmup-steps", .metavar = "N", .value = &warmup_text,
+        {.name = "--warmup-steps",
+         .metavar = "N",
+         .value = &warmup_text,
          .help = "linear warmup before the cosine decay (default 100)"},
-        {.name = "--weight-decay", .metavar = "X", .value = &weight_decay_text,
+        {.name = "--weight-decay",
+         .metavar = "X",
+         .value = &weight_decay_text,
          .help = "AdamW weight decay of the matrices (default 0.1)"},
         {.name = "--clip", .metavar = "X", .value = &clip_text, .help = "gradient norm clipping (default 1.0)"},
-        {.name = "--sample-tokens", .metavar = "N", .value = &tokens_text,
+        {.name = "--sample-tokens",
+         .metavar = "N",
+         .value = &tokens_text,
          .help = "characters generated at the end (default 500; 0: none)"},
-        {.name = "--temperature", .metavar = "X", .value = &temperature_text,
+        {.name = "--temperature",
+         .metavar = "X",
+         .value = &temperature_text,
          .help = "sampling temperature (default 0.8)"},
-        {.name = "--top-k", .metavar = "N", .value = &top_k_text,
+        {.name = "--top-k",
+         .metavar = "N",
+         .value = &top_k_text,
          .help = "sample from the k likeliest tokens (default 200; 0: all)"},
         {.name = "--no-kv-cache", .flag = &no_kv_cache, .help = "sample by recomputing the whole window each token"},
-        {.name = "--compare-kv-cache", .flag = &compare_kv_cache,
+        {.name = "--compare-kv-cache",
+         .flag = &compare_kv_cache,
          .help = "sample both ways from the same generator state and check the texts are equal"},
-        {.name = "--checkpoint-activations", .flag = &checkpoint_activations,
+        {.name = "--checkpoint-activations",
+         .flag = &checkpoint_activations,
          .help = "recompute each block in backward instead of keeping its activations"},
     };
     tut_args args = {.options = TUT_OPT_DEVICE | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED | TUT_OPT_DATA |
                                 TUT_OPT_MAX_STEPS | TUT_OPT_FLUSH_DENORMAL | TUT_OPT_LOG | TUT_OPT_RESULT_LINE |
                                 TUT_OPT_SAVE_INIT | TUT_OPT_AMP | TUT_OPT_EXPORT_ONNX,
-                     .batch_size = 32, .lr = 1e-3, .seed = 1337, .max_steps = 2000,
+                     .batch_size = 32,
+                     .lr = 1e-3,
+                     .seed = 1337,
+                     .max_steps = 2000,
                      .data_dir = "/usr/share/games/fortunes"};
-    tut_parse_args(argc, argv, "Lesson 10: a character-level GPT (nanoGPT) on Debian's fortunes. "
+    tut_parse_args(argc, argv,
+                   "Lesson 10: a character-level GPT (nanoGPT) on Debian's fortunes. "
                    "--data: a text file, or a folder with lesson 09's four fortune files; --synthetic: uniform "
                    "token ids of a vocabulary of 96; --max-steps: the run's length, which the cosine schedule spans "
                    "(default 2000); --batch-size: sequences of --block-size tokens per step; --log: a row per "
@@ -190,11 +212,11 @@ int main(int argc, char **argv) {
            cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.vocab, (long long)tg_module_num_params(gpt),
            cfg.checkpoint_activations ? ", activation checkpointing" : "");
     /* nanoGPT's configure_optimizers: decay on the 2-D weights, none on biases and norms */
-    tg_optim *opt = tg_adamw_decay_groups(
-        gpt, (tg_adamw_opts){.lr = args.lr, .betas = {0.9, 0.99}, .weight_decay = weight_decay});
+    tg_optim *opt =
+        tg_adamw_decay_groups(gpt, (tg_adamw_opts){.lr = args.lr, .betas = {0.9, 0.99}, .weight_decay = weight_decay});
     /* fp16 (CUDA only) scales the loss; a disabled scaler (float32, bf16) passes through */
-    tg_grad_scaler *scaler = tg_grad_scaler_new(
-        opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
+    tg_grad_scaler *scaler =
+        tg_grad_scaler_new(opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
     /* nanoGPT's get_lr as two schedulers: lr * (step + 1) / (warmup + 1) for the warmup
      * steps (LinearLR from 1 / (warmup + 1)), then a cosine down to lr / 10 at the last step */
     if (warmup >= args.max_steps) warmup = (int)(args.max_steps / 10);
@@ -252,21 +274,19 @@ int main(int argc, char **argv) {
     }
     tut_log_close(log);
     double step_seconds = train_seconds / (double)args.max_steps;
-    printf("training: %lld steps in %.1f s, %.0f ms/step, %.0f tokens/s\n", (long long)args.max_steps,
-           train_seconds, step_seconds * 1000, (double)args.batch_size * cfg.block_size / step_seconds);
+    printf("training: %lld steps in %.1f s, %.0f ms/step, %.0f tokens/s\n", (long long)args.max_steps, train_seconds,
+           step_seconds * 1000, (double)args.batch_size * cfg.block_size / step_seconds);
 
     /* ---- sampling: nanoGPT's sample.py, starting from a newline ---- */
     if (sample_tokens > 0) {
         int64_t prompt = 0, *out = malloc((size_t)sample_tokens * sizeof *out);
         for (int i = 0; i < text.vocab; i++)
             if (text.chars[i] == '\n') prompt = i;
-        gpt_sample_opts so = {.tokens = sample_tokens, .temperature = temperature, .top_k = top_k,
-                              .kv_cache = !no_kv_cache};
+        gpt_sample_opts so = {
+            .tokens = sample_tokens, .temperature = temperature, .top_k = top_k, .kv_cache = !no_kv_cache};
         tg_rng_state before = tg_rng_get_state();
         double seconds = 0;
-        TG_AUTOCAST_IF(args.device.kind, args.amp_dtype, args.amp) {
-            seconds = gpt_generate(gpt, &prompt, 1, so, out);
-        }
+        TG_AUTOCAST_IF(args.device.kind, args.amp_dtype, args.amp) { seconds = gpt_generate(gpt, &prompt, 1, so, out); }
         printf("sample (temperature %g, top-k %d, %s, %.2f ms/token):\n", temperature, top_k,
                so.kv_cache ? "key/value cache" : "whole window each token", seconds * 1000 / sample_tokens);
         print_text(&text, out, sample_tokens);
@@ -288,8 +308,7 @@ int main(int argc, char **argv) {
                 printf("kv cache vs whole window: identical (%lld tokens), %.2f ms/token with the cache, %.2f "
                        "without\n",
                        (long long)sample_tokens, cached * 1000 / sample_tokens, full * 1000 / sample_tokens);
-            else
-                printf("kv cache vs whole window: DIFFERENT from token %lld\n", (long long)first_difference);
+            else printf("kv cache vs whole window: DIFFERENT from token %lld\n", (long long)first_difference);
             free(other);
             if (first_difference >= 0) return 1;
         }

@@ -27,8 +27,9 @@ static tg_tensor *attention_forward(tg_module *self, tg_tensor *x) {
     int64_t C = tg_size(x, 2);
     tg_tensor *qkv[3];
     tg_split(tg_forward(tg_module_child(self, "c_attn"), x), C, 2, qkv, 3);
-    tg_tensor *y = tg_scaled_dot_product_attention(gpt_split_heads(qkv[0], s->n_head), gpt_split_heads(qkv[1], s->n_head),
-                                                   gpt_split_heads(qkv[2], s->n_head), NULL, 0.0, true);
+    tg_tensor *y =
+        tg_scaled_dot_product_attention(gpt_split_heads(qkv[0], s->n_head), gpt_split_heads(qkv[1], s->n_head),
+                                        gpt_split_heads(qkv[2], s->n_head), NULL, 0.0, true);
     return tg_forward(tg_module_child(self, "c_proj"), gpt_merge_heads(y));
 }
 
@@ -57,9 +58,7 @@ static tg_tensor *module_dict_forward(tg_module *self, tg_tensor *x) {
 }
 
 /* tg_checkpoint's segment: one block, recomputed in backward. */
-static tg_tensor *run_block(tg_tensor *const *inputs, void *block) {
-    return tg_forward(block, inputs[0]);
-}
+static tg_tensor *run_block(tg_tensor *const *inputs, void *block) { return tg_forward(block, inputs[0]); }
 
 tg_module *gpt_block(tg_module *gpt, int layer) {
     return tg_nn_module_list_get(tg_module_child(tg_module_child(gpt, "transformer"), "h"), layer);

@@ -29,7 +29,7 @@ static tg_tensor *cached_block(tg_module *block, tg_tensor *x, tg_tensor **keys,
     tg_split(tg_forward(tg_module_child(attn, "c_attn"), tg_forward(tg_module_child(block, "ln_1"), x)), C, 2, qkv, 3);
     tg_tensor *q = gpt_split_heads(qkv[0], n_head), *k = gpt_split_heads(qkv[1], n_head),
               *v = gpt_split_heads(qkv[2], n_head); /* [1, H, n, hs] */
-    if (!*keys) { /* made on first use: the dtype of k (bfloat16 under autocast) */
+    if (!*keys) {                                   /* made on first use: the dtype of k (bfloat16 under autocast) */
         tg_opts opts = {.dtype = tg_dtype_of(k), .device = tg_device_of(k)};
         *keys = tg_retain(tg_zeros(TG_SHAPE(1, n_head, block_size, C / n_head), opts));
         *values = tg_retain(tg_zeros(TG_SHAPE(1, n_head, block_size, C / n_head), opts));
@@ -48,13 +48,12 @@ static tg_tensor *cached_forward(tg_module *gpt, kv_cache *cache, tg_tensor *idx
     const gpt_config *cfg = gpt_config_of(gpt);
     tg_module *transformer = tg_module_child(gpt, "transformer");
     int64_t n = tg_size(idx, 1);
-    tg_tensor *pos = tg_arange((double)start, (double)(start + n), 1,
-                               (tg_opts){.dtype = TG_INT64, .device = tg_device_of(idx)});
+    tg_tensor *pos =
+        tg_arange((double)start, (double)(start + n), 1, (tg_opts){.dtype = TG_INT64, .device = tg_device_of(idx)});
     tg_tensor *x = tg_add(tg_forward(tg_module_child(transformer, "wte"), idx),
                           tg_forward(tg_module_child(transformer, "wpe"), pos));
     for (int i = 0; i < cfg->n_layer; i++)
-        x = cached_block(gpt_block(gpt, i), x, &cache->keys[i], &cache->values[i], start, cfg->n_head,
-                         cfg->block_size);
+        x = cached_block(gpt_block(gpt, i), x, &cache->keys[i], &cache->values[i], start, cfg->n_head, cfg->block_size);
     cache->length = start + n;
     x = tg_forward(tg_module_child(transformer, "ln_f"), tg_narrow(x, 1, n - 1, 1));
     return tg_reshape(tg_forward(tg_module_child(gpt, "lm_head"), x), TG_SHAPE(1, -1));
@@ -66,8 +65,8 @@ static int64_t draw_token(tg_tensor *logits, gpt_sample_opts opts) {
     logits = tg_div_scalar(tg_cast(logits, TG_FLOAT32), opts.temperature);
     int64_t vocab = tg_size(logits, 1);
     if (opts.top_k > 0 && opts.top_k < vocab) {
-        tg_tensor *top = tg_topk(logits, opts.top_k, 1, true, true, NULL);        /* [1, k], sorted */
-        tg_tensor *kth = tg_narrow(top, 1, opts.top_k - 1, 1);                   /* the k-th largest */
+        tg_tensor *top = tg_topk(logits, opts.top_k, 1, true, true, NULL); /* [1, k], sorted */
+        tg_tensor *kth = tg_narrow(top, 1, opts.top_k - 1, 1);             /* the k-th largest */
         logits = tg_masked_fill(logits, tg_lt(logits, kth), -INFINITY);
     }
     return (int64_t)tg_item(tg_multinomial(tg_softmax(logits, 1), 1, false));
@@ -102,7 +101,8 @@ double gpt_generate(tg_module *gpt, const int64_t *prompt, int64_t count, gpt_sa
                                                   (tg_opts){.dtype = TG_INT64, .device = device});
                     logits = cached_forward(gpt, &cache, idx, from);
                 } else {
-                    tg_tensor *idx = tg_from_data(window, TG_SHAPE(1, length), (tg_opts){.dtype = TG_INT64, .device = device});
+                    tg_tensor *idx =
+                        tg_from_data(window, TG_SHAPE(1, length), (tg_opts){.dtype = TG_INT64, .device = device});
                     logits = tg_select(tg_forward(gpt, idx), 1, length - 1); /* [1, vocab] */
                 }
                 out[t] = window[length++] = draw_token(logits, opts);

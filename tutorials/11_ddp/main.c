@@ -41,12 +41,14 @@ int main(int argc, char **argv) {
     bool chief = rank == 0; /* rank 0 prints, evaluates and saves */
 
     const char *momentum_text = "0.9", *checkpoint_path = NULL;
-    tut_option extra[] = {{.name = "--momentum", .metavar = "X", .value = &momentum_text,
-                           .help = "SGD momentum (default 0.9)"},
-                          {.name = "--checkpoint", .metavar = "FILE", .value = &checkpoint_path,
-                           .help = "rank 0 saves model + optimizer there at the end; every rank loads it back"}};
-    tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_RESULT_LINE, .epochs = 1, .batch_size = 32, .lr = 0.01,
-                     .seed = 1};
+    tut_option extra[] = {
+        {.name = "--momentum", .metavar = "X", .value = &momentum_text, .help = "SGD momentum (default 0.9)"},
+        {.name = "--checkpoint",
+         .metavar = "FILE",
+         .value = &checkpoint_path,
+         .help = "rank 0 saves model + optimizer there at the end; every rank loads it back"}};
+    tut_args args = {
+        .options = TUT_OPT_TRAINING | TUT_OPT_RESULT_LINE, .epochs = 1, .batch_size = 32, .lr = 0.01, .seed = 1};
     tut_parse_args(argc, argv, "Lesson 11: LeNet data-parallel over MPI ranks (DDP).", &args, extra, 2);
     /* One GPU per rank: the local rank picks it (mpirun numbers the ranks of a machine). */
     if (args.device.kind == TG_DEVICE_CUDA) args.device = tg_cuda(tg_dist_local_rank());
@@ -66,9 +68,12 @@ int main(int argc, char **argv) {
 
     /* This rank's shard: DistributedSampler(shuffle=True, seed), a new order each epoch. */
     tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
-                                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                       .seed = args.seed, .device = args.device,
-                                                       .world_size = world, .rank = rank});
+                                      (tg_loader_opts){.batch_size = args.batch_size,
+                                                       .shuffle = true,
+                                                       .seed = args.seed,
+                                                       .device = args.device,
+                                                       .world_size = world,
+                                                       .rank = rank});
     int64_t step = 0;
     double epoch_seconds = 0, accuracy = 0;
     for (int epoch = 0; epoch < args.epochs && !(args.max_steps && step >= args.max_steps); epoch++) {
@@ -113,8 +118,9 @@ int main(int argc, char **argv) {
         tg_dist_barrier();
         tg_checkpoint_info info;
         tg_load_checkpoint(checkpoint_path, model, opt, &info);
-        if (chief) printf("checkpoint: %s saved by rank 0 at step %lld, loaded on %d rank(s)\n", checkpoint_path,
-                          (long long)info.step, world);
+        if (chief)
+            printf("checkpoint: %s saved by rank 0 at step %lld, loaded on %d rank(s)\n", checkpoint_path,
+                   (long long)info.step, world);
     }
     if (chief && args.result_line) tut_print_result("ddp_epoch", epoch_seconds, accuracy);
     /* --export-onnx: rank 0 writes the model (every rank holds the same weights) */

@@ -20,11 +20,9 @@
 
 static tg_module *make_mlp(void) {
     return TG_NN_SEQUENTIAL(
-        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(1024, 512, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(),
-        tg_nn_linear(128, 10, (tg_linear_opts){0}));
+        tg_nn_linear(784, 1024, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(1024, 512, (tg_linear_opts){0}),
+        tg_nn_relu(), tg_nn_linear(512, 256, (tg_linear_opts){0}), tg_nn_relu(),
+        tg_nn_linear(256, 128, (tg_linear_opts){0}), tg_nn_relu(), tg_nn_linear(128, 10, (tg_linear_opts){0}));
 }
 
 static tg_module *make_lenet(void) {
@@ -121,24 +119,33 @@ static stage report(const char *name, tg_module *model, tg_tensor *test_x, tg_te
 int main(int argc, char **argv) {
     const char *finetune = "300", *amount = "0.9", *calib = "16";
     tut_option extra[] = {
-        {.name = "--finetune-steps", .metavar = "N", .value = &finetune, .help = "fine-tuning steps after pruning (300)"},
+        {.name = "--finetune-steps",
+         .metavar = "N",
+         .value = &finetune,
+         .help = "fine-tuning steps after pruning (300)"},
         {.name = "--amount", .metavar = "F", .value = &amount, .help = "share of the weights to prune (0.9)"},
-        {.name = "--calib-batches", .metavar = "N", .value = &calib,
+        {.name = "--calib-batches",
+         .metavar = "N",
+         .value = &calib,
          .help = "training batches that calibrate LeNet's static quantisation (16)"}};
     tut_args args = {.options = TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED | TUT_OPT_DATA |
                                 TUT_OPT_MAX_STEPS | TUT_OPT_EXPORT_ONNX,
-                     .epochs = 1, .batch_size = 64, .lr = 1e-3, .seed = 1};
+                     .epochs = 1,
+                     .batch_size = 64,
+                     .lr = 1e-3,
+                     .seed = 1};
     tut_parse_args(argc, argv, "Lesson 12: prune the MLP and LeNet to 90%, fine-tune, quantise them to int8.", &args,
                    extra, 3);
 
     tut_data data = tut_load_data(&args, false);
     printf("data: %s, %lld training and %lld test images\n", data.name, (long long)tg_size(data.train_x, 0),
            (long long)tg_size(data.test_x, 0));
-    tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
-                                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed});
+    tg_loader *loader =
+        tg_loader_new(data.train_x, data.train_y,
+                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed});
     printf("int8 GEMM kernel: %s\n", tg_quantize_uses_amx()    ? "AMX (batches), AVX512-VNNI (single rows)"
-                                      : tg_quantize_uses_vnni() ? "AVX512-VNNI"
-                                                                : "portable C");
+                                     : tg_quantize_uses_vnni() ? "AVX512-VNNI"
+                                                               : "portable C");
 
     /* ---- 1. the float32 model ---- */
     tg_manual_seed(args.seed);
@@ -173,8 +180,8 @@ int main(int argc, char **argv) {
     printf("int8 file: %s, reloaded accuracy %.2f%% (%s)\n", int8_path, reloaded,
            reloaded == after.accuracy ? "identical" : "DIFFERENT");
     printf("float32 -> pruned int8: accuracy %+.2f points, file %.2fx smaller, batch 1 %.2fx, batch 64 %.2fx faster\n",
-           after.accuracy - before.accuracy, (double)before.bytes / (double)after.bytes,
-           after.per_s_1 / before.per_s_1, after.per_s_64 / before.per_s_64);
+           after.accuracy - before.accuracy, (double)before.bytes / (double)after.bytes, after.per_s_1 / before.per_s_1,
+           after.per_s_64 / before.per_s_64);
 
     /* --export-onnx FILE: the int8 MLP as QuantizeLinear / DequantizeLinear around int8 weights */
     int exported = tut_export_onnx(model, TG_SHAPE(1, 784), TG_FLOAT32, &args, NULL);
@@ -187,12 +194,13 @@ int main(int argc, char **argv) {
     printf("\nLeNet\n");
     tg_tensor *train_img = tg_reshape(data.train_x, TG_SHAPE(-1, 1, 28, 28));
     tg_tensor *test_img = tg_reshape(data.test_x, TG_SHAPE(-1, 1, 28, 28));
-    tg_loader *img_loader = tg_loader_new(train_img, data.train_y,
-                                          (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed});
+    tg_loader *img_loader = tg_loader_new(
+        train_img, data.train_y, (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true, .seed = args.seed});
     tg_manual_seed(args.seed);
     tg_module *lenet = make_lenet();
     for (int epoch = 0; epoch < args.epochs; epoch++) train(lenet, img_loader, args.lr, args.max_steps, "training");
-    stage lenet_before = report("float32", lenet, test_img, data.test_y, tut_output_path("lenet_12_float32.safetensors"));
+    stage lenet_before =
+        report("float32", lenet, test_img, data.test_y, tut_output_path("lenet_12_float32.safetensors"));
 
     /* ---- 5. prune 90% of the conv and fc weights together, fine-tune, make it permanent ---- */
     tg_module *layers[4];
@@ -204,7 +212,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) tg_prune_remove(layers[i], "weight");
 
     /* ---- 6. static int8 quantisation: fuse, observe, calibrate, convert ---- */
-    tg_module *qlenet = tg_quant_wrapper(lenet); /* quant stub -> LeNet -> dequant stub */
+    tg_module *qlenet = tg_quant_wrapper(lenet);     /* quant stub -> LeNet -> dequant stub */
     tg_fuse_modules(qlenet, "module.0", "module.1"); /* conv1 + ReLU */
     tg_fuse_modules(qlenet, "module.3", "module.4"); /* conv2 + ReLU */
     tg_fuse_modules(qlenet, "module.7", "module.8"); /* fc1 + ReLU */

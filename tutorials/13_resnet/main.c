@@ -58,28 +58,42 @@ static tut_eval evaluate(tg_module *model, const image_data *data, tg_device dev
 }
 
 int main(int argc, char **argv) {
-    lesson_options o = {.model = "resnet20", .workers = "2", .label_smoothing = "0", .schedule = "onecycle",
-                        .weight_decay = "5e-4"};
+    lesson_options o = {
+        .model = "resnet20", .workers = "2", .label_smoothing = "0", .schedule = "onecycle", .weight_decay = "5e-4"};
     tut_option extra[] = {
         {.name = "--model", .metavar = "NAME", .value = &o.model, .help = "resnet20 (default) or resnet18"},
-        {.name = "--workers", .metavar = "N", .value = &o.workers,
+        {.name = "--workers",
+         .metavar = "N",
+         .value = &o.workers,
          .help = "loader worker threads making augmented batches ahead (default 2; 0: on the training thread)"},
-        {.name = "--label-smoothing", .metavar = "X", .value = &o.label_smoothing,
+        {.name = "--label-smoothing",
+         .metavar = "X",
+         .value = &o.label_smoothing,
          .help = "cross entropy's label_smoothing (default 0)"},
-        {.name = "--schedule", .metavar = "NAME", .value = &o.schedule,
+        {.name = "--schedule",
+         .metavar = "NAME",
+         .value = &o.schedule,
          .help = "onecycle (default: OneCycleLR, max lr --lr) or cosine (CosineAnnealingLR from --lr), per batch"},
         {.name = "--weight-decay", .metavar = "X", .value = &o.weight_decay, .help = "SGD weight decay (default 5e-4)"},
-        {.name = "--checkpoint", .metavar = "FILE", .value = &o.checkpoint,
+        {.name = "--checkpoint",
+         .metavar = "FILE",
+         .value = &o.checkpoint,
          .help = "write model, optimizer, schedule and RNG after every epoch and at the end"},
         {.name = "--resume", .metavar = "FILE", .value = &o.resume, .help = "continue the run saved in FILE"},
-        {.name = "--save-grid", .metavar = "FILE", .value = &o.save_grid,
+        {.name = "--save-grid",
+         .metavar = "FILE",
+         .value = &o.save_grid,
          .help = "write a PNG of 8 training images and 7 augmentations of each"},
     };
     tut_args args = {.options = TUT_OPT_TRAINING | TUT_OPT_LOG | TUT_OPT_PLOT | TUT_OPT_RESULT_LINE |
                                 TUT_OPT_SAVE_INIT | TUT_OPT_AMP,
-                     .device_name = "auto", .epochs = 10, .batch_size = 128, .lr = 0.2, .seed = 1};
-    tut_parse_args(argc, argv, "Lesson 13: ResNet-20 (or ResNet-18) on 32 x 32 images with augmentation.", &args,
-                   extra, (int)(sizeof extra / sizeof extra[0]));
+                     .device_name = "auto",
+                     .epochs = 10,
+                     .batch_size = 128,
+                     .lr = 0.2,
+                     .seed = 1};
+    tut_parse_args(argc, argv, "Lesson 13: ResNet-20 (or ResNet-18) on 32 x 32 images with augmentation.", &args, extra,
+                   (int)(sizeof extra / sizeof extra[0]));
     bool resnet18 = !strcmp(o.model, "resnet18"), cosine = !strcmp(o.schedule, "cosine");
     int workers = atoi(o.workers);
     double label_smoothing = atof(o.label_smoothing), weight_decay = atof(o.weight_decay);
@@ -105,21 +119,24 @@ int main(int argc, char **argv) {
 
     /* Batches are augmented per sample by the loader (in its workers when --workers > 0). */
     tg_loader *loader = tg_loader_new(data.train_x, data.train_y,
-                                      (tg_loader_opts){.batch_size = args.batch_size, .shuffle = true,
-                                                       .seed = args.seed, .device = args.device,
+                                      (tg_loader_opts){.batch_size = args.batch_size,
+                                                       .shuffle = true,
+                                                       .seed = args.seed,
+                                                       .device = args.device,
                                                        .transform = image_data_augmentation(&data, true),
                                                        .num_workers = workers});
     int64_t per_epoch = tg_loader_num_batches(loader);
-    tg_optim *opt = tg_sgd(model, (tg_sgd_opts){.lr = args.lr, .momentum = 0.9, .nesterov = true,
-                                                .weight_decay = weight_decay});
+    tg_optim *opt =
+        tg_sgd(model, (tg_sgd_opts){.lr = args.lr, .momentum = 0.9, .nesterov = true, .weight_decay = weight_decay});
     /* Both schedules are stepped once per batch over the --epochs the run is planned for. */
     int total_steps = (int)(per_epoch * args.epochs);
-    tg_lr_scheduler *schedule =
-        cosine ? tg_cosine_annealing_lr(opt, total_steps, 0)
-               : tg_one_cycle_lr(opt, (tg_one_cycle_opts){.max_lr = args.lr, .total_steps = total_steps,
-                                                          .pct_start = 0.25, .no_cycle_momentum = true});
-    tg_grad_scaler *scaler = tg_grad_scaler_new(
-        opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
+    tg_lr_scheduler *schedule = cosine ? tg_cosine_annealing_lr(opt, total_steps, 0)
+                                       : tg_one_cycle_lr(opt, (tg_one_cycle_opts){.max_lr = args.lr,
+                                                                                  .total_steps = total_steps,
+                                                                                  .pct_start = 0.25,
+                                                                                  .no_cycle_momentum = true});
+    tg_grad_scaler *scaler =
+        tg_grad_scaler_new(opt, (tg_grad_scaler_opts){.disabled = !(args.amp && args.amp_dtype == TG_FLOAT16)});
 
     int64_t step = 0;
     if (o.resume) { /* model, optimizer (momentum buffers, lr), schedule, scaler, RNG, step */

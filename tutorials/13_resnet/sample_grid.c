@@ -46,7 +46,8 @@ int save_augmentation_grid(const char *path, tg_tensor *images, const tg_compose
                     for (int x = 0; x < side_w; x++)
                         for (int k = 0; k < channels; k++) /* planes -> interleaved RGB */
                             pixels[((size_t)(GAP + r * (side_h + GAP) + y) * width + GAP + c * (side_w + GAP) + x) *
-                                       channels + k] = planes[((size_t)k * side_h + y) * side_w + x];
+                                       channels +
+                                   k] = planes[((size_t)k * side_h + y) * side_w + x];
             }
     int status = write_png(path, pixels, width, height, channels);
     free(pixels);

@@ -125,8 +125,7 @@ static void set_common(const char *prog, const char *name, const char *value, tu
     }
 }
 
-void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, const tut_option *extra,
-                    int count) {
+void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, const tut_option *extra, int count) {
     const char *prog = argc > 0 ? argv[0] : "tutorial";
     const char *slash = strrchr(prog, '/');
     if (slash) prog = slash + 1;
@@ -140,8 +139,8 @@ void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, co
     int n = 0;
     for (int i = 0; i < NUM_COMMONS; i++)
         if (args->options & commons[i].bit)
-            table[n++] = (struct option){commons[i].name, commons[i].metavar ? required_argument : no_argument,
-                                         NULL, OPT_COMMON + i};
+            table[n++] = (struct option){commons[i].name, commons[i].metavar ? required_argument : no_argument, NULL,
+                                         OPT_COMMON + i};
     for (int i = 0; i < count; i++) {
         const char *name = extra[i].name;
         while (*name == '-') name++;
@@ -197,8 +196,10 @@ void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, co
     args->amp = args->amp_name != NULL;
     args->amp_dtype = args->amp && !strcmp(args->amp_name, "fp16") ? TG_FLOAT16 : TG_BFLOAT16;
     if (args->amp && on_cpu && args->amp_dtype == TG_FLOAT16) {
-        fprintf(stderr, "%s: --amp fp16 needs a CUDA device: autocast on the CPU is bfloat16 only, as PyTorch's "
-                        "(use --amp bf16)\n", prog);
+        fprintf(stderr,
+                "%s: --amp fp16 needs a CUDA device: autocast on the CPU is bfloat16 only, as PyTorch's "
+                "(use --amp bf16)\n",
+                prog);
         exit(2);
     }
 }

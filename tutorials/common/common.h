@@ -17,24 +17,24 @@
  * tut_args.options, and the others are refused as unknown (every flag honoured or
  * refused: none is accepted and then ignored). */
 enum {
-    TUT_OPT_DEVICE = 1u << 0,      /* --device */
-    TUT_OPT_EPOCHS = 1u << 1,      /* --epochs */
-    TUT_OPT_BATCH_SIZE = 1u << 2,  /* --batch-size */
-    TUT_OPT_LR = 1u << 3,          /* --lr */
-    TUT_OPT_SEED = 1u << 4,        /* --seed */
-    TUT_OPT_DATA = 1u << 5,        /* --data, --synthetic (tut_load_data) */
-    TUT_OPT_MAX_STEPS = 1u << 6,   /* --max-steps */
-    TUT_OPT_LOG = 1u << 7,         /* --log (tut_log_open) */
-    TUT_OPT_PLOT = 1u << 8,        /* --plot (tut_plot_svg) */
-    TUT_OPT_RESULT_LINE = 1u << 9, /* --result-line (tut_print_result) */
-    TUT_OPT_SHOW_ORDER = 1u << 10, /* --show-order */
-    TUT_OPT_SAVE_INIT = 1u << 11,  /* --save-init (tut_save_init) */
-    TUT_OPT_AMP = 1u << 12,        /* --amp bf16|fp16 */
+    TUT_OPT_DEVICE = 1u << 0,          /* --device */
+    TUT_OPT_EPOCHS = 1u << 1,          /* --epochs */
+    TUT_OPT_BATCH_SIZE = 1u << 2,      /* --batch-size */
+    TUT_OPT_LR = 1u << 3,              /* --lr */
+    TUT_OPT_SEED = 1u << 4,            /* --seed */
+    TUT_OPT_DATA = 1u << 5,            /* --data, --synthetic (tut_load_data) */
+    TUT_OPT_MAX_STEPS = 1u << 6,       /* --max-steps */
+    TUT_OPT_LOG = 1u << 7,             /* --log (tut_log_open) */
+    TUT_OPT_PLOT = 1u << 8,            /* --plot (tut_plot_svg) */
+    TUT_OPT_RESULT_LINE = 1u << 9,     /* --result-line (tut_print_result) */
+    TUT_OPT_SHOW_ORDER = 1u << 10,     /* --show-order */
+    TUT_OPT_SAVE_INIT = 1u << 11,      /* --save-init (tut_save_init) */
+    TUT_OPT_AMP = 1u << 12,            /* --amp bf16|fp16 */
     TUT_OPT_FLUSH_DENORMAL = 1u << 13, /* --flush-denormal (tg_set_flush_denormal) */
     TUT_OPT_EXPORT_ONNX = 1u << 14,    /* --export-onnx FILE (tut_export_onnx) */
     /* what a training lesson honours at least */
-    TUT_OPT_TRAINING = TUT_OPT_DEVICE | TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED |
-                       TUT_OPT_DATA | TUT_OPT_MAX_STEPS | TUT_OPT_FLUSH_DENORMAL | TUT_OPT_EXPORT_ONNX,
+    TUT_OPT_TRAINING = TUT_OPT_DEVICE | TUT_OPT_EPOCHS | TUT_OPT_BATCH_SIZE | TUT_OPT_LR | TUT_OPT_SEED | TUT_OPT_DATA |
+                       TUT_OPT_MAX_STEPS | TUT_OPT_FLUSH_DENORMAL | TUT_OPT_EXPORT_ONNX,
 };
 
 /* A lesson-specific option taking a value ("--stop-after 50"), or a flag when
@@ -43,12 +43,12 @@ typedef struct {
     const char *name;    /* "--resume" */
     const char *metavar; /* "FILE" (NULL for a flag) */
     const char *help;
-    const char **value;  /* where the string goes (left as is when absent) */
-    bool *flag;          /* for flags */
+    const char **value; /* where the string goes (left as is when absent) */
+    bool *flag;         /* for flags */
 } tut_option;
 
 typedef struct {
-    unsigned options;        /* TUT_OPT_* bits: the common options this lesson honours */
+    unsigned options; /* TUT_OPT_* bits: the common options this lesson honours */
     /* The common options, with their defaults filled in. */
     const char *device_name; /* "cpu", "cuda", "cuda:1", "auto" */
     tg_device device;        /* resolved */
@@ -56,14 +56,14 @@ typedef struct {
     int64_t batch_size;
     double lr;
     uint64_t seed;
-    const char *data_dir;  /* TG_FASHION_MNIST_DIR unless --data */
-    const char *log_path;  /* --log FILE (metrics CSV), NULL: none */
-    const char *plot_path; /* --plot FILE (loss-curve SVG), NULL: none */
-    int64_t max_steps;     /* --max-steps N: stop training after N steps (0: no limit) */
-    bool synthetic;        /* --synthetic: generated data instead of the data set */
-    bool result_line;      /* --result-line: print one RESULT {...} line for bench/compare.sh */
-    bool show_order;       /* --show-order: print the first 10 sample indices of epoch 0 */
-    const char *save_init_path; /* --save-init FILE: the initial weights, for the PyTorch twin */
+    const char *data_dir;         /* TG_FASHION_MNIST_DIR unless --data */
+    const char *log_path;         /* --log FILE (metrics CSV), NULL: none */
+    const char *plot_path;        /* --plot FILE (loss-curve SVG), NULL: none */
+    int64_t max_steps;            /* --max-steps N: stop training after N steps (0: no limit) */
+    bool synthetic;               /* --synthetic: generated data instead of the data set */
+    bool result_line;             /* --result-line: print one RESULT {...} line for bench/compare.sh */
+    bool show_order;              /* --show-order: print the first 10 sample indices of epoch 0 */
+    const char *save_init_path;   /* --save-init FILE: the initial weights, for the PyTorch twin */
     const char *export_onnx_path; /* --export-onnx FILE: the trained model as ONNX (tut_export_onnx) */
     /* --amp bf16|fp16: mixed precision as PyTorch's recipe, autocast around forward and
      * loss (TG_AUTOCAST_IF(device.kind, amp_dtype, amp)), float32 master weights, and
@@ -83,8 +83,7 @@ typedef struct {
  * Resolves the device: "auto" is CUDA when tg_cuda_available(), else the CPU;
  * asking for CUDA without it exits with a message. Also sets tapegrad's error mode to
  * TG_ERRORS_EXIT (print the message and exit), so the lessons need no error checks. */
-void tut_parse_args(int argc, char **argv, const char *about, tut_args *args,
-                    const tut_option *extra, int count);
+void tut_parse_args(int argc, char **argv, const char *about, tut_args *args, const tut_option *extra, int count);
 
 /* Where to write an output file given on the command line: `bazel run` runs the
  * program in its runfiles folder, so a relative path is taken relative to
@@ -105,8 +104,7 @@ void tut_save_init(tg_module *model, const tut_args *args);
  * stand and only its exit status says the export failed. `suffix` NULL writes FILE; a
  * lesson with a second model names it: "lenet" writes FILE with "_lenet" before its
  * extension (a.onnx -> a_lenet.onnx). Without the option: does nothing, returns 0. */
-int tut_export_onnx(tg_module *model, tg_shape example_shape, tg_dtype dtype, const tut_args *args,
-                    const char *suffix);
+int tut_export_onnx(tg_module *model, tg_shape example_shape, tg_dtype dtype, const tut_args *args, const char *suffix);
 
 /* Seconds on a monotonic clock. */
 double tut_now(void);
@@ -122,7 +120,7 @@ double tut_peak_rss_mib(void);
 typedef struct {
     tg_tensor *train_x, *train_y; /* owned references; x float32 normalised, y int64 */
     tg_tensor *test_x, *test_y;
-    const char *name;             /* "Fashion-MNIST", "generated", ... */
+    const char *name; /* "Fashion-MNIST", "generated", ... */
 } tut_data;
 
 /* Loads args->data_dir (train and test splits), scales to [0, 1] and normalises
@@ -158,7 +156,7 @@ typedef struct {
     int64_t step;
     int64_t first_step; /* a resumed epoch starts at this step (for images/s) */
     double start, last_draw;
-    double loss_sum;  /* running mean of the epoch's loss */
+    double loss_sum; /* running mean of the epoch's loss */
     int64_t loss_count;
     bool tty;
 } tut_progress;
@@ -176,8 +174,8 @@ double tut_progress_end(tut_progress *p);
  * "epoch,step,train_loss,test_loss,test_accuracy,lr,seconds". NULL path: returns
  * NULL and tut_log_row does nothing. */
 FILE *tut_log_open(const char *path);
-void tut_log_row(FILE *f, int epoch, int64_t step, double train_loss, double test_loss, double test_accuracy,
-                 double lr, double seconds);
+void tut_log_row(FILE *f, int epoch, int64_t step, double train_loss, double test_loss, double test_accuracy, double lr,
+                 double seconds);
 void tut_log_close(FILE *f);
 
 /* ---- loss curve ---- */

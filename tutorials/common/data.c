@@ -54,7 +54,8 @@ tut_data tut_load_data(const tut_args *args, bool image_shape) {
         tg_tensor **xs[2] = {&d.train_x, &d.test_x};
         for (int i = 0; i < 2; i++) {
             int64_t n = tg_size(*xs[i], 0);
-            tg_tensor *r = image_shape ? tg_reshape(*xs[i], TG_SHAPE(n, 1, 28, 28)) : tg_reshape(*xs[i], TG_SHAPE(n, 784));
+            tg_tensor *r =
+                image_shape ? tg_reshape(*xs[i], TG_SHAPE(n, 1, 28, 28)) : tg_reshape(*xs[i], TG_SHAPE(n, 784));
             tg_release(*xs[i]);
             *xs[i] = tg_retain(r);
         }

@@ -41,8 +41,12 @@ static bool interactive_stdout(void) {
 }
 
 void tut_progress_begin(tut_progress *p, int epoch, int epochs, int64_t total_steps, int64_t batch_size) {
-    *p = (tut_progress){.epoch = epoch, .epochs = epochs, .total_steps = total_steps, .batch_size = batch_size,
-                        .start = tut_now(), .tty = interactive_stdout()};
+    *p = (tut_progress){.epoch = epoch,
+                        .epochs = epochs,
+                        .total_steps = total_steps,
+                        .batch_size = batch_size,
+                        .start = tut_now(),
+                        .tty = interactive_stdout()};
     p->last_draw = p->start;
     if (p->tty) tg_set_error_prelude(end_bar_line, NULL);
 }
@@ -50,7 +54,8 @@ void tut_progress_begin(tut_progress *p, int epoch, int epochs, int64_t total_st
 static void draw(tut_progress *p, bool final) {
     double now = tut_now(), elapsed = now - p->start;
     double rate = elapsed > 0 ? (double)((p->step - p->first_step) * p->batch_size) / elapsed : 0;
-    double eta = p->step > p->first_step ? elapsed / (double)(p->step - p->first_step) * (double)(p->total_steps - p->step) : -1;
+    double eta =
+        p->step > p->first_step ? elapsed / (double)(p->step - p->first_step) * (double)(p->total_steps - p->step) : -1;
     double loss = p->loss_count ? p->loss_sum / (double)p->loss_count : NAN;
     char eta_text[16];
     format_eta(final ? elapsed : eta, eta_text, sizeof eta_text);
@@ -103,8 +108,8 @@ FILE *tut_log_open(const char *path) {
     return f;
 }
 
-void tut_log_row(FILE *f, int epoch, int64_t step, double train_loss, double test_loss, double test_accuracy,
-                 double lr, double seconds) {
+void tut_log_row(FILE *f, int epoch, int64_t step, double train_loss, double test_loss, double test_accuracy, double lr,
+                 double seconds) {
     if (!f) return;
     fprintf(f, "%d,%lld,%.6f,%.6f,%.4f,%g,%.3f\n", epoch, (long long)step, train_loss, test_loss, test_accuracy, lr,
             seconds);
@@ -158,8 +163,10 @@ int tut_plot_svg(const char *path, const char *title, const tut_curve *c, int64_
     double xmax = c->count > 1 ? (double)(c->count - 1) : 1;
 #define X(i) (L + (W - L - R) * (double)(i) / xmax)
 #define Y(v) (T + (H - T - B) * (1 - (v) / ymax))
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-               "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            W, H, W, H);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n", W / 2, title);
     /* grid and y labels */
@@ -175,13 +182,17 @@ int tut_plot_svg(const char *path, const char *title, const tut_curve *c, int64_
     /* epoch boundaries */
     if (steps_per_epoch > 0)
         for (int64_t s = steps_per_epoch; s < c->count; s += steps_per_epoch)
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#9ab\" "
-                       "stroke-dasharray=\"4 4\"/>\n", X(s), T, X(s), H - B);
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#9ab\" "
+                    "stroke-dasharray=\"4 4\"/>\n",
+                    X(s), T, X(s), H - B);
     fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", L, H - B, W - R, H - B);
     fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", L, T, L, H - B);
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">training step</text>\n", (L + W - R) / 2, H - 10);
-    fprintf(f, "<text x=\"16\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 16 %.0f)\">"
-               "cross-entropy loss</text>\n", (T + H - B) / 2, (T + H - B) / 2);
+    fprintf(f,
+            "<text x=\"16\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 16 %.0f)\">"
+            "cross-entropy loss</text>\n",
+            (T + H - B) / 2, (T + H - B) / 2);
     /* raw loss, then its moving average; at most ~2000 points each */
     int64_t stride = c->count > 2000 ? c->count / 2000 : 1;
     fprintf(f, "<polyline fill=\"none\" stroke=\"#c8c8c8\" stroke-width=\"1\" points=\"");
