@@ -66,47 +66,21 @@ static inline unsigned tg_cuda_blocks(int64_t n, int device) {
 
 /* Runs the statement `__VA_ARGS__` with `scalar_t` the C++ type of dtype `dt`;
  * returns an error naming op for dtypes without CUDA kernels. */
-#define TG_CUDA_DISPATCH_ALL(op, dt, ...)                                                 \
-    switch (dt) {                                                                         \
-    case TG_FLOAT32: {                                                                    \
-        typedef float scalar_t;                                                           \
-        __VA_ARGS__;                                                                      \
-    } break;                                                                              \
-    case TG_FLOAT64: {                                                                    \
-        typedef double scalar_t;                                                          \
-        __VA_ARGS__;                                                                      \
-    } break;                                                                              \
-    case TG_INT64: {                                                                      \
-        typedef int64_t scalar_t;                                                         \
-        __VA_ARGS__;                                                                      \
-    } break;                                                                              \
-    case TG_INT32: {                                                                      \
-        typedef int32_t scalar_t;                                                         \
-        __VA_ARGS__;                                                                      \
-    } break;                                                                              \
-    case TG_UINT8: {                                                                      \
-        typedef uint8_t scalar_t;                                                         \
-        __VA_ARGS__;                                                                      \
-    } break;                                                                              \
-    case TG_BOOL: {                                                                       \
-        typedef bool scalar_t;                                                            \
-        __VA_ARGS__;                                                                      \
-    } break;                                                                              \
-    default: return tg_error("%s: dtype %s has no CUDA kernel", (op), tg_dtype_name(dt)); \
+/* clang-format off */
+#define TG_CUDA_CASE(DT, T, ...) case DT: { typedef T scalar_t; __VA_ARGS__; } break;
+#define TG_CUDA_DISPATCH_ALL(op, dt, ...)                                                        \
+    switch (dt) {                                                                                \
+    TG_CUDA_CASE(TG_FLOAT32, float, __VA_ARGS__) TG_CUDA_CASE(TG_FLOAT64, double, __VA_ARGS__)    \
+    TG_CUDA_CASE(TG_INT64, int64_t, __VA_ARGS__) TG_CUDA_CASE(TG_INT32, int32_t, __VA_ARGS__)     \
+    TG_CUDA_CASE(TG_UINT8, uint8_t, __VA_ARGS__) TG_CUDA_CASE(TG_BOOL, bool, __VA_ARGS__)         \
+    default: return tg_error("%s: dtype %s has no CUDA kernel", (op), tg_dtype_name(dt));        \
     }
-
-#define TG_CUDA_DISPATCH_FLOATING(op, dt, ...)                                                            \
-    switch (dt) {                                                                                         \
-    case TG_FLOAT32: {                                                                                    \
-        typedef float scalar_t;                                                                           \
-        __VA_ARGS__;                                                                                      \
-    } break;                                                                                              \
-    case TG_FLOAT64: {                                                                                    \
-        typedef double scalar_t;                                                                          \
-        __VA_ARGS__;                                                                                      \
-    } break;                                                                                              \
+#define TG_CUDA_DISPATCH_FLOATING(op, dt, ...)                                                   \
+    switch (dt) {                                                                                \
+    TG_CUDA_CASE(TG_FLOAT32, float, __VA_ARGS__) TG_CUDA_CASE(TG_FLOAT64, double, __VA_ARGS__)    \
     default: return tg_error("%s: expected float32 or float64 on CUDA, got %s", (op), tg_dtype_name(dt)); \
     }
+/* clang-format on */
 
 /* The accumulator of reductions: double for float32 too, as the CPU kernels do. */
 template <typename T> struct tg_acc_type { typedef T type; };

@@ -513,37 +513,30 @@ void tg_gemm_bf16_general(tg_gemm_bf16_args x) {
 #endif
 }
 
+/* The operands of both entry points; the caller sets c_kind, c, ldc and accumulate. */
+static tg_gemm_bf16_args operands(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
+                                  const uint16_t *b, int64_t b_rs, int64_t b_cs) {
+    return (tg_gemm_bf16_args){
+        .m = m, .n = n, .k = k, .a = a, .a_rs = a_rs, .a_cs = a_cs, .b = b, .b_rs = b_rs, .b_cs = b_cs};
+}
+
 void tg_gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs, const uint16_t *b,
                   int64_t b_rs, int64_t b_cs, bool accumulate, float *c, int64_t ldc) {
-    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m,
-                                             .n = n,
-                                             .k = k,
-                                             .a = a,
-                                             .a_rs = a_rs,
-                                             .a_cs = a_cs,
-                                             .b = b,
-                                             .b_rs = b_rs,
-                                             .b_cs = b_cs,
-                                             .c_kind = TG_BF16_C_F32,
-                                             .accumulate = accumulate,
-                                             .c = c,
-                                             .ldc = ldc});
+    tg_gemm_bf16_args args = operands(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs);
+    args.c_kind = TG_BF16_C_F32;
+    args.accumulate = accumulate;
+    args.c = c;
+    args.ldc = ldc;
+    tg_gemm_bf16_general(args);
 }
 
 void tg_gemm_bf16_rounded(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
                           const uint16_t *b, int64_t b_rs, int64_t b_cs, uint16_t *c, int64_t ldc) {
-    tg_gemm_bf16_general((tg_gemm_bf16_args){.m = m,
-                                             .n = n,
-                                             .k = k,
-                                             .a = a,
-                                             .a_rs = a_rs,
-                                             .a_cs = a_cs,
-                                             .b = b,
-                                             .b_rs = b_rs,
-                                             .b_cs = b_cs,
-                                             .c_kind = TG_BF16_C_BF16,
-                                             .c = c,
-                                             .ldc = ldc});
+    tg_gemm_bf16_args args = operands(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs);
+    args.c_kind = TG_BF16_C_BF16;
+    args.c = c;
+    args.ldc = ldc;
+    tg_gemm_bf16_general(args);
 }
 
 bool tg_gemm_bf16_amx_available(void) {
