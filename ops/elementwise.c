@@ -277,8 +277,8 @@ static tg_status low_precision_into(const char *op, int kind, bool binary, tg_te
  * the CUDA kernels widen each element in registers (ops/cuda/elementwise.cu), with no float32
  * copies; mixed dtypes and the CPU go through low_precision_into. */
 static bool cuda_low_precision_native(tg_tensor *out, tg_tensor *a, tg_tensor *b, bool compare) {
-    return out->storage->device.kind == TG_DEVICE_CUDA && tg_dtype_is_low_precision(a->dtype) &&
-           (!b || b->dtype == a->dtype) && out->dtype == (compare ? TG_BOOL : a->dtype);
+    return tg_on_cuda(out) && tg_dtype_is_low_precision(a->dtype) && (!b || b->dtype == a->dtype) &&
+           out->dtype == (compare ? TG_BOOL : a->dtype);
 }
 
 tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_tensor *x, double a, double b) {
@@ -286,7 +286,7 @@ tg_status tg_unary_into(const char *op, tg_unary_kind kind, tg_tensor *out, tg_t
         if (cuda_low_precision_native(out, x, NULL, false)) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
         return low_precision_into(op, kind, false, out, x, NULL, a, b);
     }
-    if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
+    if (tg_on_cuda(out)) return TG_CUDA_CALL(op, tg_cuda_unary, kind, out, x, a, b);
     tg_iter_row_fn row = NULL;
     switch (x->dtype) {
     case TG_FLOAT32: row = unary_row_f32; break;
@@ -311,7 +311,7 @@ tg_status tg_binary_into(const char *op, tg_binary_kind kind, tg_tensor *out, tg
             return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
         return low_precision_into(op, kind, true, out, a, b, 0, 0);
     }
-    if (out->storage->device.kind == TG_DEVICE_CUDA) return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
+    if (tg_on_cuda(out)) return TG_CUDA_CALL(op, tg_cuda_binary, kind, out, a, b);
     tg_iter_row_fn row = binary_row_for(a->dtype);
     if (!row) return tg_error("%s: not implemented for dtype %s", op, tg_dtype_name(a->dtype));
     tg_iter it;
@@ -748,7 +748,7 @@ static tg_tensor *where_forward(tg_ctx *ctx, tg_tensor *const *in) {
     if (b->dtype != dtype) b = tg_cast(b, dtype);
     tg_tensor *out = a && b ? tg_empty(shape, (tg_opts){.dtype = dtype, .device = a->storage->device}) : NULL;
     if (!out) return NULL;
-    if (out->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(out)) {
         if (TG_CUDA_CALL("tg_where", tg_cuda_where, out, cond, a, b)) return NULL;
     } else {
         size_t es = tg_dtype_size(dtype);

@@ -52,7 +52,7 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
               *var = tg_empty(TG_SHAPE(a->groups), o);
     if (!y || !mean || !var) return NULL;
     tg_tensor *stats = NULL;
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(x)) {
         if (TG_CUDA_CALL(a->layer ? "tg_layer_norm" : "tg_batch_norm", tg_cuda_norm_forward, y, mean, var, x, w, b, a))
             return NULL;
     } else {

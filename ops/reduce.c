@@ -39,7 +39,7 @@ static tg_tensor *sum_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_shape shape = tg_reduced_shape(x->shape, a->reduce, a->keepdim);
     tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = dtype, .device = x->storage->device});
     if (!out) return NULL;
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(x)) {
         if (TG_CUDA_CALL("tg_sum", tg_cuda_sum, out, x, a->reduce)) return NULL;
         return out;
     }

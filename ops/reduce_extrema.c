@@ -18,8 +18,7 @@
 /* values (x's dtype) and/or indices (int64): contiguous, the reduced shape. */
 static tg_status extreme_compute(const char *op, tg_tensor *values, tg_tensor *indices, tg_tensor *x, const bool *mask,
                                  bool is_max) {
-    if (x->storage->device.kind == TG_DEVICE_CUDA)
-        return TG_CUDA_CALL(op, tg_cuda_extreme, values, indices, x, mask, is_max);
+    if (tg_on_cuda(x)) return TG_CUDA_CALL(op, tg_cuda_extreme, values, indices, x, mask, is_max);
     tg_reduce_plan p;
     tg_reduce_plan_init(&p, x, mask);
     void *v = values ? tg_data_ptr(values) : NULL;

@@ -38,7 +38,7 @@ static tg_tensor *stat_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *out = tg_empty(tg_reduced_shape(x->shape, a->reduce, a->keepdim),
                               (tg_opts){.dtype = x->dtype, .device = x->storage->device});
     if (!out) return NULL;
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(x)) {
         if (TG_CUDA_CALL(op->op, tg_cuda_stat, op->op, out, x, a->reduce, op->kind, a->param)) return NULL;
     } else {
         tg_reduce_plan p;

@@ -24,7 +24,7 @@ static tg_tensor *softmax_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *x = in[0];
     tg_tensor *out = tg_empty(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device});
     if (!out) return NULL;
-    if (x->storage->device.kind == TG_DEVICE_CUDA) {
+    if (tg_on_cuda(x)) {
         if (x->shape.ndim > 0 &&
             TG_CUDA_CALL(a->log ? "tg_log_softmax" : "tg_softmax", tg_cuda_softmax, out, x, a->dim, a->log))
             return NULL;
