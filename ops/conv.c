@@ -35,6 +35,7 @@
 #include "onnx/graph.h"
 #include "ops/conv_index.h"
 #include "ops/cpu/conv.h"
+#include "ops/cpu/depthwise_conv.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -57,6 +58,8 @@ static bool bf16_kernel_for(const tg_tensor *t) {
 static bool computed_widened(const tg_tensor *t) { return tg_dtype_is_low_precision(t->dtype) && !bf16_kernel_for(t); }
 static tg_tensor *widen(tg_tensor *t) { return t ? tg_cast(t, TG_FLOAT32) : NULL; }
 static tg_tensor *narrow_to(tg_tensor *t, tg_dtype dtype) { return t ? tg_cast(t, dtype) : NULL; }
+/* groups == C > 1: float32 / float64 on the CPU run ops/cpu/depthwise_conv.c's direct kernels. */
+static bool depthwise(const tg_conv_geom *g) { return g->groups == g->c && g->groups > 1; }
 
 /* ======================= the three functions ======================= */
 
@@ -107,6 +110,13 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_dtype acc = bf16 ? TG_FLOAT32 : x->dtype;
     if (bf16 && b && !(b = tg_cast(b, TG_FLOAT32))) return NULL;
     tg_tensor *y = tg_empty(TG_SHAPE(g.n, g.co, g.ho, g.wo), (tg_opts){.dtype = x->dtype});
+    if (y && !bf16 && depthwise(&g)) {
+        void *bias = b ? tg_data_ptr(b) : NULL;
+        if (x->dtype == TG_FLOAT32)
+            tg_cpu_depthwise_conv_forward_f32(&g, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y));
+        else tg_cpu_depthwise_conv_forward_f64(&g, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y));
+        return y;
+    }
     void *col, *tmp;
     conv_plan pl = tg_conv_make_plan(&g, tg_dtype_size(x->dtype));
     if (!y || workspaces(&g, pl, acc, &col, &tmp, NULL)) return NULL;
@@ -286,6 +296,12 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     bool bf16 = g->dtype == TG_BFLOAT16;
     tg_dtype acc = bf16 ? TG_FLOAT32 : g->dtype;
     tg_tensor *gx = tg_empty(TG_SHAPE(geom.n, geom.c, geom.h, geom.w), (tg_opts){.dtype = acc});
+    if (gx && !bf16 && depthwise(&geom)) {
+        if (g->dtype == TG_FLOAT32)
+            tg_cpu_depthwise_conv_input_grad_f32(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx));
+        else tg_cpu_depthwise_conv_input_grad_f64(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx));
+        return gx;
+    }
     void *col, *mat;
     conv_plan pl = tg_conv_make_plan(&geom, tg_dtype_size(acc)); /* the columns col2im reads are `acc` */
     if (!gx || workspaces(&geom, pl, acc, &col, &mat, NULL)) return NULL;
@@ -329,6 +345,12 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
     bool bf16 = x->dtype == TG_BFLOAT16;
     tg_dtype acc = bf16 ? TG_FLOAT32 : x->dtype;
     tg_tensor *gw = tg_empty(wshape, (tg_opts){.dtype = acc});
+    if (gw && !bf16 && depthwise(&geom)) {
+        if (x->dtype == TG_FLOAT32)
+            tg_cpu_depthwise_conv_weight_grad_f32(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw));
+        else tg_cpu_depthwise_conv_weight_grad_f64(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw));
+        return gw;
+    }
     void *col, *mat, *part;
     conv_plan pl = tg_conv_make_plan(&geom, tg_dtype_size(x->dtype));
     if (!gw || workspaces(&geom, pl, acc, &col, &mat, &part)) return NULL;
