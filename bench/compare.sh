@@ -14,6 +14,9 @@
 #   bench/compare.sh --flush-denormal  the epochs with subnormals flushed to zero: the
 #                                    tutorials' --flush-denormal, torch.set_flush_denormal in
 #                                    the PyTorch twins; JAX flushes in every run (its own table)
+#   bench/compare.sh --peers resnet gpt  issues 32 and 33: the ResNet-20 step and lesson 10's
+#                                    GPT (300 steps, or MAX_STEPS; by name only: a round of it
+#                                    takes 15 minutes or more on 2 cores)
 # Each program prints "RESULT {json}" lines; the median over rounds is reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,15 +28,16 @@ while [[ $# -gt 0 ]]; do
     --busy) busy=$2; shift 2 ;;
     --busy=*) busy=${1#*=}; shift ;;
     --flush-denormal) flush=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
 ALL_PAIRS=(overhead matmul add conv random resnet mlp lenet lenet_bn mlp_amp lenet_bn_amp qmlp qlenet)
 [[ $peers == 0 ]] || ALL_PAIRS=(overhead matmul conv resnet mlp lenet lenet_bn mlp_amp lenet_bn_amp)
-# Micro pairs without a JAX twin in bench/peers/jax_micro.py (resnet_torch.py times
-# torch.compile itself under PyTorch 2: a second RESULT line).
-declare -A NO_JAX=([resnet]=1)
+# The JAX twin of a pair when not bench/peers/jax_epoch.py PAIR (epochs) or
+# bench/peers/jax_micro.py PAIR (the others). resnet_torch.py times torch.compile itself
+# under PyTorch 2: a second RESULT line.
+declare -A JAX_TWIN=([resnet]=bench/peers/jax_resnet.py [gpt]=bench/peers/jax_gpt.py)
 MAX_STEPS=${MAX_STEPS:-}
 PAIRS=("$@")
 [[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=("${ALL_PAIRS[@]}")
@@ -58,16 +62,21 @@ fi
 # others are bench/<pair>.c. Binaries are taken from the opt output folder, not the
 # bazel-bin symlink (which follows whatever configuration was built last).
 declare -A TARGET=([mlp]=//tutorials/02_mlp [lenet]=//tutorials/03_lenet [lenet_bn]=//tutorials/04_batchnorm_gpu
-                   [mlp_amp]=//tutorials/02_mlp [lenet_bn_amp]=//tutorials/04_batchnorm_gpu)
+                   [mlp_amp]=//tutorials/02_mlp [lenet_bn_amp]=//tutorials/04_batchnorm_gpu
+                   [gpt]=//tutorials/10_gpt)
 declare -A OUTPUTS=([mlp]="--plot @/loss.svg --checkpoint @/ckpt.safetensors" [lenet]="--plot @/loss.svg" [lenet_bn]=""
                     [mlp_amp]="--amp bf16 --plot @/loss.svg --checkpoint @/ckpt.safetensors"
-                    [lenet_bn_amp]="--amp bf16")
+                    [lenet_bn_amp]="--amp bf16" [gpt]="--sample-tokens 0")
+# Pairs that train a fixed number of steps unless MAX_STEPS: the GPT's cosine schedule
+# spans its run (300: the lesson's README run); its RESULT is seconds per step.
+declare -A STEPS=([gpt]=300)
 # The twin of a pair: bench/<pair>_torch.py unless named here (the autocast pairs are
 # the float32 twins with --amp).
 declare -A TWIN=([mlp_amp]="bench/mlp_torch.py --amp" [lenet_bn_amp]="bench/lenet_bn_torch.py --amp")
-steps_args=""
-[[ -z $MAX_STEPS ]] || steps_args="--max-steps $MAX_STEPS"
-[[ $flush == 0 ]] || steps_args+=" --flush-denormal"
+steps_for() {
+  local steps=${MAX_STEPS:-${STEPS[$1]:-}}
+  echo "${steps:+--max-steps $steps}$([[ $flush == 0 ]] || echo " --flush-denormal")"
+}
 # The epoch pairs start from the same weights: the same seed already gives both the
 # same weights (tapegrad draws PyTorch's numbers); the tutorial also saves its initial
 # weights (--save-init) and the twin loads them (--init), a guard against drift.
@@ -86,7 +95,7 @@ command_for() {
   local t=${TARGET[$1]:-}
   if [[ -n $t ]]; then
     local path=${t#//}
-    echo "$bin/$path/$(basename "$path") --result-line ${OUTPUTS[$1]//@/$scratch} --save-init $scratch/init_$1.safetensors $steps_args"
+    echo "$bin/$path/$(basename "$path") --result-line ${OUTPUTS[$1]//@/$scratch} --save-init $scratch/init_$1.safetensors $(steps_for "$1")"
   else
     echo "$bin/bench/$1"
   fi
@@ -106,8 +115,8 @@ for round in $(seq "$ROUNDS"); do
     # shellcheck disable=SC2046
     measure tapegrad $(command_for "$pair")
     twin_args=()
-    # shellcheck disable=SC2206
-    [[ -n ${TARGET[$pair]:-} ]] && twin_args=(--init "$scratch/init_$pair.safetensors" $steps_args)
+    # shellcheck disable=SC2207
+    [[ -n ${TARGET[$pair]:-} ]] && twin_args=(--init "$scratch/init_$pair.safetensors" $(steps_for "$pair"))
     # shellcheck disable=SC2206
     twin=(${TWIN[$pair]:-bench/${pair}_torch.py})
     measure "PyTorch 1.13" /usr/bin/python3 "${twin[@]}" "${twin_args[@]}"
@@ -117,9 +126,13 @@ for round in $(seq "$ROUNDS"); do
       : # autocast pairs: no torch.compile or JAX twin
     elif [[ -n ${TARGET[$pair]:-} ]]; then
       measure "PyTorch 2 compile" "$peer_python" "bench/${pair}_torch.py" --compile "${twin_args[@]}"
-      measure JAX "$peer_python" bench/peers/jax_epoch.py "$pair" "${twin_args[@]}"
-    elif [[ -z ${NO_JAX[$pair]:-} ]]; then
-      measure JAX "$peer_python" bench/peers/jax_micro.py "$pair"
+      # shellcheck disable=SC2206
+      jax=(${JAX_TWIN[$pair]:-bench/peers/jax_epoch.py $pair})
+      measure JAX "$peer_python" "${jax[@]}" "${twin_args[@]}"
+    else
+      # shellcheck disable=SC2206
+      jax=(${JAX_TWIN[$pair]:-bench/peers/jax_micro.py $pair})
+      measure JAX "$peer_python" "${jax[@]}"
     fi
   done
 done

@@ -10,6 +10,12 @@ order. Prints the same lines and RESULT ("check": the last validation loss).
 
     bazel-bin/tutorials/10_gpt/10_gpt --max-steps 50 --save-init gpt_init.safetensors
     /usr/bin/python3 bench/gpt_torch.py --max-steps 50 --init gpt_init.safetensors
+    $(bench/peers/setup.sh) bench/gpt_torch.py --compile ...   # PyTorch 2, torch.compile
+
+With --compile (PyTorch 2) the model runs through torch.compile; it is compiled before
+the clock by one forward and backward of a fixed batch (no window drawn, no optimizer
+step, the gradients dropped), so the step time is the compiled program's, not the
+compiler's (the compile time is printed).
 
 Attention: F.scaled_dot_product_attention(is_causal=True) where PyTorch has it (2.0+),
 else the composed formula (PyTorch 1.13, Debian's): softmax(q k^T / sqrt(hs) + causal
@@ -150,7 +156,12 @@ def main():
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--amp", choices=["bf16"], help="CPU autocast to bfloat16")
     p.add_argument("--init", help="start from these weights (the lesson's --save-init safetensors file)")
+    p.add_argument("--compile", action="store_true", help="train through torch.compile (PyTorch 2)")
+    p.add_argument("--flush-denormal", action="store_true",
+                   help="torch.set_flush_denormal(True) (the lesson's --flush-denormal)")
     args = p.parse_args()
+    if args.flush_denormal and not torch.set_flush_denormal(True):
+        raise SystemExit("torch.set_flush_denormal is not supported on this CPU")
 
     ids, vocab = load_ids(args.data, args.synthetic, args.seed)
     n = len(ids) * 9 // 10
@@ -175,9 +186,11 @@ def main():
         sched = cosine
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp == "bf16")
 
+    forward = torch.compile(model) if args.compile else model
+
     def loss_of(x, y):
         with autocast:
-            logits = model(x)
+            logits = forward(x)
             return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
 
     @torch.no_grad()
@@ -186,6 +199,13 @@ def main():
         total = sum(loss_of(*get_batch(data, args.batch_size, args.block_size)).item() for _ in range(args.eval_iters))
         model.train()
         return total / args.eval_iters
+
+    if args.compile:  # compile forward and backward before the clock, leaving the weights as they are
+        start = time.perf_counter()
+        x = train[:args.batch_size * args.block_size + 1]
+        loss_of(x[:-1].view(args.batch_size, -1), x[1:].view(args.batch_size, -1)).backward()
+        opt.zero_grad(set_to_none=True)
+        print(f"compile: {time.perf_counter() - start:.1f} s (not timed)")
 
     torch.manual_seed(args.seed)  # the lesson's batches start from the seed afresh
     train_seconds, val_loss = 0.0, float("nan")
@@ -212,7 +232,7 @@ def main():
     step_seconds = train_seconds / args.max_steps
     print(f"training: {args.max_steps} steps in {train_seconds:.1f} s, {step_seconds * 1000:.0f} ms/step, "
           f"{args.batch_size * args.block_size / step_seconds:.0f} tokens/s")
-    print_result("gpt_step", step_seconds, val_loss)
+    print_result("gpt_step", step_seconds, val_loss, args.compile)
 
 
 if __name__ == "__main__":
