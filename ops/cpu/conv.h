@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Elements above which a loop is split across threads. */
 #define TG_CONV_GRAIN 32768
 
@@ -65,5 +69,9 @@ void tg_cpu_conv_weight_grad_f64(const tg_conv_geom *g, tg_conv_plan pl, const d
                                  double *gw, void *col_all, void *gmat_all, double *part);
 void tg_cpu_conv_weight_grad_bf16(const tg_conv_geom *g, tg_conv_plan pl, const uint16_t *x, const uint16_t *grad,
                                   float *gw, void *col_all, void *gmat_all, float *part);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
