@@ -108,6 +108,8 @@
 #define tg_fmod(...) TG_TRACED_PTR_(tg_tensor, tg_fmod, tg_fmod(__VA_ARGS__))
 #define tg_remainder(...) TG_TRACED_PTR_(tg_tensor, tg_remainder, tg_remainder(__VA_ARGS__))
 #define tg_relu_backward(...) TG_TRACED_PTR_(tg_tensor, tg_relu_backward, tg_relu_backward(__VA_ARGS__))
+#define tg_gelu_backward(...) TG_TRACED_PTR_(tg_tensor, tg_gelu_backward, tg_gelu_backward(__VA_ARGS__))
+#define tg_gelu_tanh_backward(...) TG_TRACED_PTR_(tg_tensor, tg_gelu_tanh_backward, tg_gelu_tanh_backward(__VA_ARGS__))
 #define tg_fmod_scalar(...) TG_TRACED_PTR_(tg_tensor, tg_fmod_scalar, tg_fmod_scalar(__VA_ARGS__))
 #define tg_remainder_scalar(...) TG_TRACED_PTR_(tg_tensor, tg_remainder_scalar, tg_remainder_scalar(__VA_ARGS__))
 #define tg_eq(...) TG_TRACED_PTR_(tg_tensor, tg_eq, tg_eq(__VA_ARGS__))

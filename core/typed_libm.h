@@ -58,11 +58,13 @@ TG_LIBM_2(tg_libm_fmod, fmodf, fmod)
 
 #else
 
+#include "core/vector_libm.h"
+
 #define TG_EXP(x) _Generic((x), float : expf, default : exp)(x)
 #define TG_LOG(x) _Generic((x), float : logf, default : log)(x)
 #define TG_LOG1P(x) _Generic((x), float : log1pf, default : log1p)(x)
 #define TG_SQRT(x) _Generic((x), float : sqrtf, default : sqrt)(x)
-#define TG_TANH(x) _Generic((x), float : tanhf, default : tanh)(x)
+#define TG_TANH(x) _Generic((x), float : tg_vtanhf, default : tanh)(x) /* vectorizable: core/vector_libm.h */
 #define TG_ERF(x) _Generic((x), float : erff, default : erf)(x)
 #define TG_FABS(x) _Generic((x), float : fabsf, default : fabs)(x)
 #define TG_SIN(x) _Generic((x), float : sinf, default : sin)(x)

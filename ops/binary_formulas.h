@@ -18,6 +18,10 @@
 #ifndef TG_OPS_BINARY_FORMULAS_H
 #define TG_OPS_BINARY_FORMULAS_H
 
+#include "core/host_device.h"
+#include "core/typed_libm.h"
+#include "ops/unary_formulas.h" /* TG_SQRT1_2, TG_SQRT2_PI, TG_INV_SQRT_2PI */
+
 /* Every dtype (bool follows C's arithmetic: true + true is true). */
 /* clang-format off */
 #define TG_BINARY_FORMULAS(X)                                                                \
@@ -70,8 +74,42 @@
       tg_neg(tg_mul(g, tg_floor(tg_div(a, b)))))                                             \
     X(RELU_BACKWARD, relu_backward, y <= 0 ? (scalar_t)0 : x, AB, /* aten threshold_backward */ \
       tg_relu_backward(g, b), /* the same mask; NaN in b passes g, as in relu's forward */   \
-      tg_zeros_like(b))
+      tg_zeros_like(b))                                                                      \
+    X(GELU_BACKWARD, gelu_backward, x * TG_GELU_DERIVATIVE(y), AB, /* aten gelu_backward */  \
+      tg_gelu_backward(g, b),                                                                \
+      tg_mul(tg_mul(g, a), gelu_second_derivative(b)))                                       \
+    X(GELU_TANH_BACKWARD, gelu_tanh_backward, x * TG_GELU_TANH_DERIVATIVE(y), AB,            \
+      tg_gelu_tanh_backward(g, b),                                                           \
+      tg_mul(tg_mul(g, a), gelu_tanh_second_derivative(b)))
 /* clang-format on */
+
+/* GELU's derivatives at v, for the one-pass backward rows above (ten passes of composed ops
+ * before): exact, Phi(v) + v phi(v); tanh approximation, with t = tanh(k (v + c v^3)),
+ * 0.5 (1 + t) + 0.5 v (1 - t^2) k (1 + 3 c v^2). For float and double (C picks by _Generic,
+ * nvcc by overloading; a C++ host file that includes this table for its kinds gets neither). */
+#if defined(__CUDACC__) || !defined(__cplusplus)
+#define TG_GELU_DERIVATIVES(T, S)                                                                              \
+    TG_HD_INLINE T tg_gelu_derivative_##S(T v) {                                                               \
+        return (T)0.5 * ((T)1 + TG_ERF(v * (T)TG_SQRT1_2)) + v * (T)TG_INV_SQRT_2PI * TG_EXP((T)-0.5 * v * v); \
+    }                                                                                                          \
+    TG_HD_INLINE T tg_gelu_tanh_derivative_##S(T v) {                                                          \
+        T k = (T)TG_SQRT2_PI, c = (T)0.044715, t = TG_TANH(k * (v + c * v * v * v));                           \
+        return (T)0.5 * ((T)1 + t) + (T)0.5 * v * ((T)1 - t * t) * k * ((T)1 + (T)3 * c * v * v);              \
+    }
+TG_GELU_DERIVATIVES(float, f32)
+TG_GELU_DERIVATIVES(double, f64)
+#undef TG_GELU_DERIVATIVES
+#ifdef __CUDACC__
+TG_HD_INLINE float TG_GELU_DERIVATIVE(float v) { return tg_gelu_derivative_f32(v); }
+TG_HD_INLINE double TG_GELU_DERIVATIVE(double v) { return tg_gelu_derivative_f64(v); }
+TG_HD_INLINE float TG_GELU_TANH_DERIVATIVE(float v) { return tg_gelu_tanh_derivative_f32(v); }
+TG_HD_INLINE double TG_GELU_TANH_DERIVATIVE(double v) { return tg_gelu_tanh_derivative_f64(v); }
+#else
+#define TG_GELU_DERIVATIVE(v) _Generic((v), float : tg_gelu_derivative_f32, default : tg_gelu_derivative_f64)(v)
+#define TG_GELU_TANH_DERIVATIVE(v) \
+    _Generic((v), float : tg_gelu_tanh_derivative_f32, default : tg_gelu_tanh_derivative_f64)(v)
+#endif
+#endif
 
 /* pow of integers (and bools), as int64 then cast to the element type: x^y in double,
  * rounded to the integer it is (core/typed_libm.h's tg_int_pow). */

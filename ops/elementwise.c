@@ -365,19 +365,22 @@ static tg_tensor *mask_of(const char *op, tg_unary_kind kind, tg_tensor *x, doub
 
 /* The derivatives that take more than one expression, named by their rows' gradient
  * column (ops/unary_formulas.h); v is x, a and b the kind's parameters. */
-static tg_tensor *gelu_derivative(tg_tensor *v) { /* Phi(x) + x phi(x) */
-    tg_tensor *cdf = tg_mul_scalar(tg_add_scalar(tg_erf(tg_mul_scalar(v, TG_SQRT1_2)), 1), 0.5);
-    tg_tensor *pdf = tg_mul_scalar(tg_exp(tg_mul_scalar(tg_mul(v, v), -0.5)), 0.39894228040143267794);
-    return tg_add(cdf, tg_mul(v, pdf));
+/* GELU's second derivatives, for the gradients of the one-pass backward rows (ops/binary_formulas.h):
+ * exact, phi(x) (2 - x^2); tanh approximation, (1 - t^2) (u' - x t u'^2 + 3 k c x^2) with
+ * u = k (x + c x^3), u' = k (1 + 3 c x^2), t = tanh(u). */
+static tg_tensor *gelu_second_derivative(tg_tensor *v) {
+    tg_tensor *x2 = tg_mul(v, v);
+    tg_tensor *pdf = tg_mul_scalar(tg_exp(tg_mul_scalar(x2, -0.5)), TG_INV_SQRT_2PI);
+    return tg_mul(pdf, tg_rsub_scalar(x2, 2));
 }
 
-static tg_tensor *gelu_tanh_derivative(tg_tensor *v) {
-    /* 0.5(1+t) + 0.5x(1-t^2) k (1 + 3c x^2), t = tanh(k(x + c x^3)) */
+static tg_tensor *gelu_tanh_second_derivative(tg_tensor *v) {
+    const double k = TG_SQRT2_PI, c = 0.044715;
     tg_tensor *x2 = tg_mul(v, v);
-    tg_tensor *t = tg_tanh(tg_mul_scalar(tg_add(v, tg_mul_scalar(tg_mul(x2, v), 0.044715)), TG_SQRT2_PI));
-    tg_tensor *left = tg_mul_scalar(tg_add_scalar(t, 1), 0.5);
-    tg_tensor *inner = tg_mul_scalar(tg_add_scalar(tg_mul_scalar(x2, 3 * 0.044715), 1), TG_SQRT2_PI);
-    return tg_add(left, tg_mul(tg_mul_scalar(v, 0.5), tg_mul(tg_rsub_scalar(tg_mul(t, t), 1), inner)));
+    tg_tensor *t = tg_tanh(tg_mul_scalar(tg_add(v, tg_mul_scalar(tg_mul(x2, v), c)), k));
+    tg_tensor *du = tg_mul_scalar(tg_add_scalar(tg_mul_scalar(x2, 3 * c), 1), k);
+    tg_tensor *inner = tg_sub(tg_add(du, tg_mul_scalar(x2, 3 * k * c)), tg_mul(tg_mul(v, t), tg_mul(du, du)));
+    return tg_mul(tg_rsub_scalar(tg_mul(t, t), 1), inner);
 }
 
 static tg_tensor *silu_derivative(tg_tensor *v) {

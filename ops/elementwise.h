@@ -35,6 +35,10 @@ tg_tensor *tg_remainder(tg_tensor *a, tg_tensor *b);
 /* aten's threshold_backward at 0, relu's gradient in one pass: grad where x > 0 (or x
  * is NaN, which relu passes), else 0 (also where grad is NaN). */
 tg_tensor *tg_relu_backward(tg_tensor *grad, tg_tensor *x);
+/* grad * GELU'(x), exact and tanh approximation, in one pass (aten's gelu_backward); their
+ * own gradients are ops, so GELU differentiates twice. */
+tg_tensor *tg_gelu_backward(tg_tensor *grad, tg_tensor *x);
+tg_tensor *tg_gelu_tanh_backward(tg_tensor *grad, tg_tensor *x);
 /* The same with a scalar divisor (read as the scalar arithmetic reads it: torch.fmod(x, 2)). */
 tg_tensor *tg_fmod_scalar(tg_tensor *a, double b);
 tg_tensor *tg_remainder_scalar(tg_tensor *a, double b);

@@ -21,8 +21,9 @@
 #ifndef TG_OPS_UNARY_FORMULAS_H
 #define TG_OPS_UNARY_FORMULAS_H
 
-#define TG_SQRT1_2 0.70710678118654752440  /* 1/sqrt(2) */
-#define TG_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define TG_SQRT1_2 0.70710678118654752440      /* 1/sqrt(2) */
+#define TG_SQRT2_PI 0.79788456080286535588     /* sqrt(2/pi) */
+#define TG_INV_SQRT_2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
 /* torch.clamp is min(max(x, lo), hi) (so lo > hi gives hi); a NaN bound is no bound. */
 #define TG_CLAMP_LO(x, lo) ((lo) == (lo) && (x) < (lo) ? (lo) : (x))
 #define TG_CLAMP_HI(y, hi) ((hi) == (hi) && (scalar_t)(y) > (hi) ? (hi) : (scalar_t)(y))
@@ -110,10 +111,10 @@
       tg_mul(g, tg_rsub_scalar(tg_mul(v, v), 1)))                                                                     \
     X(GELU, gelu, PLAIN, x, NONE,                                                                                     \
       (scalar_t)0.5 * x * ((scalar_t)1 + TG_ERF(x * (scalar_t)TG_SQRT1_2)),                                           \
-      tg_mul(g, gelu_derivative(v)))                                                                                  \
+      tg_gelu_backward(g, v)) /* one pass: ops/binary_formulas.h */                                                                                  \
     X(GELU_TANH, gelu_tanh, PLAIN, x, NONE,                                                                           \
       (scalar_t)0.5 * x * ((scalar_t)1 + TG_TANH((scalar_t)TG_SQRT2_PI * (x + (scalar_t)0.044715 * x * x * x))),      \
-      tg_mul(g, gelu_tanh_derivative(v)))                                                                             \
+      tg_gelu_tanh_backward(g, v))                                                                             \
     X(SILU, silu, PLAIN, x, NONE,                                                                                     \
       x / ((scalar_t)1 + TG_EXP(-x)),                                                                                 \
       tg_mul(g, silu_derivative(v)))                                                                                  \
