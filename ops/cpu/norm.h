@@ -1,5 +1,5 @@
 /* CPU kernels of ops/norm.c: batch norm's and layer norm's forward (statistics in
- * double, two passes) and batch norm's fused training backward, float32 and float64
+ * double, two passes) and their fused training backward, float32 and float64
  * from one body each (ops/cpu/norm_kernels.h). Results depend on the shapes only,
  * never on the number of threads. */
 #ifndef TG_OPS_CPU_NORM_H
@@ -34,5 +34,14 @@ void tg_cpu_bn_backward_f32(int64_t O, int64_t C, int64_t I, const float *g, con
                             const double *stats, float *gx, float *gw, float *gb);
 void tg_cpu_bn_backward_f64(int64_t O, int64_t C, int64_t I, const double *g, const double *x, const double *w,
                             const double *stats, double *gx, double *gw, double *gb);
+
+/* Layer norm training backward for x [R, D] from the forward's stats: gx (or NULL), and gw,
+ * gb [D] (both or neither: NULL). part: a workspace of tg_cpu_ln_backward_workspace(R, D)
+ * elements (the column sums of fixed blocks of rows, so no result depends on the threads). */
+int64_t tg_cpu_ln_backward_workspace(int64_t R, int64_t D);
+void tg_cpu_ln_backward_f32(int64_t R, int64_t D, const float *g, const float *x, const float *w, const double *stats,
+                            float *gx, float *gw, float *gb, float *part);
+void tg_cpu_ln_backward_f64(int64_t R, int64_t D, const double *g, const double *x, const double *w,
+                            const double *stats, double *gx, double *gw, double *gb, double *part);
 
 #endif

@@ -152,6 +152,73 @@ void NAME(tg_cpu_bn_backward)(int64_t O, int64_t C, int64_t I, const T *g, const
     tg_parallel_for(C, O * C * I >= 32768 && C > 1 ? 1 : C, NAME(bn_backward_chunk), &j_);
 }
 
+/* Layer norm training backward for x [R, D] from the forward's stats (mean, invstd per row,
+ * double), w [D]: per row, with xhat = (x - mean) * invstd and dxhat = g * w,
+ * gx = invstd * (dxhat - sum(dxhat) / D - xhat * sum(dxhat * xhat) / D); over the rows,
+ * gw = sum(g * xhat), gb = sum(g). Rows go in fixed blocks of LN_ROW_BLOCK, each block's column
+ * sums into its own slice of part [blocks][2][D], added block by block at the end, so the
+ * results do not depend on the thread count. gx, gw (with gb) may be NULL. */
+typedef struct {
+    int64_t R, D;
+    const T *g, *x, *w;
+    const double *stats;
+    T *gx, *part;
+} NAME(ln_backward_job);
+static void NAME(ln_backward_blocks)(int64_t b0, int64_t b1, void *arg) {
+    const NAME(ln_backward_job) *j = arg;
+    int64_t D = j->D;
+    for (int64_t blk = b0; blk < b1; blk++) {
+        T *pw = j->part ? j->part + blk * 2 * D : NULL, *pb = pw ? pw + D : NULL;
+        if (pw)
+            for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;
+        int64_t r1 = (blk + 1) * LN_ROW_BLOCK < j->R ? (blk + 1) * LN_ROW_BLOCK : j->R;
+        for (int64_t r = blk * LN_ROW_BLOCK; r < r1; r++) {
+            const T *g = j->g + r * D, *x = j->x + r * D;
+            const T mean = (T)j->stats[2 * r], invstd = (T)j->stats[2 * r + 1];
+            if (pw)
+                for (int64_t i = 0; i < D; i++) {
+                    pw[i] += g[i] * ((x[i] - mean) * invstd);
+                    pb[i] += g[i];
+                }
+            if (!j->gx) continue;
+            T a[LANES] = {0}, b[LANES] = {0};
+            int64_t i = 0;
+            for (; i + LANES <= D; i += LANES)
+                for (int l = 0; l < LANES; l++) {
+                    T dxhat = g[i + l] * j->w[i + l];
+                    a[l] += dxhat;
+                    b[l] += dxhat * ((x[i + l] - mean) * invstd);
+                }
+            T s1 = 0, s2 = 0;
+            for (int l = 0; l < LANES; l++) {
+                s1 += a[l];
+                s2 += b[l];
+            }
+            for (; i < D; i++) {
+                T dxhat = g[i] * j->w[i];
+                s1 += dxhat;
+                s2 += dxhat * ((x[i] - mean) * invstd);
+            }
+            const T m1 = s1 / (T)D, m2 = s2 / (T)D;
+            T *q = j->gx + r * D;
+            for (int64_t k = 0; k < D; k++) q[k] = invstd * (g[k] * j->w[k] - m1 - ((x[k] - mean) * invstd) * m2);
+        }
+    }
+}
+void NAME(tg_cpu_ln_backward)(int64_t R, int64_t D, const T *g, const T *x, const T *w, const double *stats, T *gx,
+                              T *gw, T *gb, T *part) {
+    int64_t blocks = (R + LN_ROW_BLOCK - 1) / LN_ROW_BLOCK;
+    NAME(ln_backward_job) j = {R, D, g, x, w, stats, gx, gw ? part : NULL};
+    tg_parallel_for(blocks, R * D >= 32768 ? 1 : blocks, NAME(ln_backward_blocks), &j);
+    if (!gw) return;
+    for (int64_t i = 0; i < D; i++) gw[i] = gb[i] = 0;
+    for (int64_t blk = 0; blk < blocks; blk++)
+        for (int64_t i = 0; i < D; i++) {
+            gw[i] += part[blk * 2 * D + i];
+            gb[i] += part[blk * 2 * D + D + i];
+        }
+}
+
 /* The parameters end with this instantiation. */
 #undef T
 #undef NAME

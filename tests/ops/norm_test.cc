@@ -1,5 +1,7 @@
 // Batch norm (train and eval, running statistics) and layer norm: PyTorch fixtures,
 // gradcheck / gradgradcheck, bad inputs.
+#include <cmath>
+
 #include "nn_fixture_util.h"
 
 namespace {
@@ -64,6 +66,48 @@ TEST_F(TgTest, NormGradcheck) {
             EXPECT_EQ(tg_gradgradcheck(norm_gc, 3, in, &o), TG_OK) << tg_last_error();
         }
     }
+}
+
+// Layer norm's fused CPU backward (ops/cpu/norm_kernels.h, taken when the backward is not
+// recorded) against the composed formula (taken with create_graph), on rows that span several
+// of its 64-row blocks and a width with a tail past its 16 lanes; and the same bits on 1, 2
+// and 3 threads.
+std::vector<std::vector<double>> layer_norm_grads(tg_dtype dt, bool create_graph) {
+    tg_manual_seed(11);
+    tg_opts o = {dt, TG_CPU, false};
+    tg_tensor *x = tg_requires_grad_(tg_add_scalar(tg_randn(TG_SHAPE(3, 100, 37), o), 3), true);
+    tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(37), o), true);
+    tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(37), o), true);
+    tg_tensor *g = tg_randn(TG_SHAPE(3, 100, 37), o);
+    tg_tensor *y = tg_layer_norm(x, 1, w, b, 1e-5);
+    tg_tensor *in[] = {x, w, b}, *grads[3];
+    tg_backward_opts bo = {};
+    bo.create_graph = create_graph;
+    EXPECT_EQ(tg_grad_of(&y, &g, 1, in, 3, grads, bo), TG_OK) << tg_last_error();
+    return {values(grads[0]), values(grads[1]), values(grads[2])};
+}
+
+TEST_F(TgTest, LayerNormFusedBackwardMatchesComposed) {
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64}) {
+        SCOPED_TRACE(tg_dtype_name(dt));
+        double tol = dt == TG_FLOAT64 ? 1e-12 : 1e-4;
+        auto fused = layer_norm_grads(dt, false), composed = layer_norm_grads(dt, true);
+        const char *what[] = {"input", "weight", "bias"};
+        for (int i = 0; i < 3; i++) {
+            ASSERT_EQ(fused[i].size(), composed[i].size());
+            for (size_t k = 0; k < fused[i].size(); k++)
+                ASSERT_NEAR(fused[i][k], composed[i][k], tol * (1 + std::fabs(composed[i][k]))) << what[i] << " " << k;
+        }
+    }
+    int saved = tg_get_num_threads();
+    std::vector<std::vector<double>> first;
+    for (int threads : {1, 2, 3}) {
+        tg_set_num_threads(threads);
+        auto now = layer_norm_grads(TG_FLOAT32, false);
+        if (first.empty()) first = now;
+        else EXPECT_TRUE(now == first) << threads << " threads";
+    }
+    tg_set_num_threads(saved);
 }
 
 TEST_F(TgTest, BatchNormWithoutAffineOrRunningStats) {
