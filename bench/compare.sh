@@ -16,7 +16,8 @@
 #                                    the PyTorch twins; JAX flushes in every run (its own table)
 #   bench/compare.sh --peers resnet gpt  issues 32 and 33: the ResNet-20 step and lesson 10's
 #                                    GPT (300 steps, or MAX_STEPS; by name only: a round of it
-#                                    takes 15 minutes or more on 2 cores)
+#                                    takes 15 minutes or more on 2 cores). Named pairs write a
+#                                    table of their own in docs/perf.md (its marker names them)
 # Each program prints "RESULT {json}" lines; the median over rounds is reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --busy) busy=$2; shift 2 ;;
     --busy=*) busy=${1#*=}; shift ;;
     --flush-denormal) flush=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -40,6 +41,7 @@ ALL_PAIRS=(overhead matmul add conv random resnet mlp lenet lenet_bn mlp_amp len
 declare -A JAX_TWIN=([resnet]=bench/peers/jax_resnet.py [gpt]=bench/peers/jax_gpt.py)
 MAX_STEPS=${MAX_STEPS:-}
 PAIRS=("$@")
+NAMED=("$@") # pairs named on the command line write their own table (below)
 [[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=("${ALL_PAIRS[@]}")
 source bench/load.sh
 trap stop_load EXIT
@@ -150,6 +152,9 @@ if [[ $flush == 1 ]]; then
   TG_BENCH_LOAD="${TG_BENCH_LOAD:+$TG_BENCH_LOAD }Subnormals flushed to zero in every program (tapegrad's and PyTorch's option; JAX always)."
   export TG_BENCH_LOAD
 fi
+# A run of named pairs gets a table of its own ("... --busy 0 resnet gpt"), so that it does
+# not replace the full run's table, whose rows it would drop.
+[[ ${#NAMED[@]} -eq 0 ]] || marker+=" ${NAMED[*]}"
 if [[ -n $MAX_STEPS ]]; then # a smoke run: the table goes to a scratch copy, printed
   cp docs/perf.md "$scratch/perf.md"
   /usr/bin/python3 bench/report.py "$results" "$scratch/perf.md" "$marker"
