@@ -439,6 +439,27 @@ fail:
     return NULL;
 }
 
+/* The groups' saved momenta (beta1 for Adam) are checked here, before the model is changed,
+ * by the optimizer's own rule: set, then put back. A value it refuses (a momentum of 1.9)
+ * fails the load with the model untouched (found by tests/fuzz/checkpoint_fuzzer). */
+static bool group_momenta_ok(const char *op, const char *path, tg_tensor_map *ck, tg_optim *opt) {
+    for (int g = 0; g < tg_optim_num_groups(opt); g++) {
+        char key[64];
+        snprintf(key, sizeof key, "optim.group.%d.momentum", g);
+        double momentum, old = tg_optim_get_group_momentum(opt, g);
+        if (!tg_tensor_map_metadata(ck, key)) continue; /* absent in files from before it was saved */
+        if (!meta_double(op, path, ck, key, &momentum)) return false;
+        if (tg_optim_set_group_momentum(opt, g, momentum)) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", tg_last_error());
+            tg_error("%s: %s: the optimizer's parameter group %d: %s", op, path, g, why);
+            return false;
+        }
+        tg_optim_set_group_momentum(opt, g, old);
+    }
+    return true;
+}
+
 tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt, tg_checkpoint_info *info) {
     const char *op = "tg_load_checkpoint";
     if (!model) return tg_error("%s: model is NULL", op);
@@ -477,6 +498,7 @@ tg_status tg_load_checkpoint(const char *path, tg_module *model, tg_optim *opt, 
         bool scheds_ok;
         scheds = read_schedulers(op, path, ck, opt, &scheds_ok);
         if (!scheds_ok || !read_scaler(op, path, ck, opt, &scaler)) goto done;
+        if (has_groups && !group_momenta_ok(op, path, ck, opt)) goto done;
     }
     /* Checked here, before the model is changed; set at the end. */
     tg_tensor *rng = tg_tensor_map_get(ck, "rng.state");

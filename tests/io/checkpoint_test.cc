@@ -271,6 +271,27 @@ TEST_F(CheckpointTest, ParamGroupLrs) {
     EXPECT_ERROR_CONTAINS("parameter group 0 has 4 parameters in the file, 3 in the optimizer (SGD)");
     EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), before);
 
+    // A saved momentum the optimizer refuses: an error before the model or the optimizer
+    // changes (tests/fuzz/checkpoint_fuzzer found Adam's beta1 1.9 restoring the model first).
+    MapPtr bad(tg_tensor_map_new(), tg_tensor_map_free);
+    ASSERT_EQ(tg_tensor_map_merge(bad.get(), file.get(), ""), TG_OK);
+    for (int64_t i = 0; i < tg_tensor_map_metadata_size(file.get()); i++) {
+        std::string key = tg_tensor_map_metadata_key(file.get(), i);
+        tg_tensor_map_set_metadata(bad.get(), key.c_str(),
+                                   key == "optim.group.1.momentum" ? "-1"
+                                                                   : tg_tensor_map_metadata_value(file.get(), i));
+    }
+    std::string bad_path = dir_ + "/bad_momentum.safetensors";
+    ASSERT_EQ(tg_safetensors_save(bad.get(), bad_path.c_str()), TG_OK);
+    OptimPtr refused = make_opt(other.get(), 4, 0.5, 0.5);
+    EXPECT_EQ(tg_load_checkpoint(bad_path.c_str(), other.get(), refused.get(), nullptr), TG_ERROR);
+    EXPECT_ERROR_CONTAINS("the optimizer's parameter group 1: tg_optim_set_group_momentum (SGD): momentum must be "
+                          "non-negative, got -1");
+    EXPECT_EQ(values(tg_module_get(other.get(), "0.weight")), before);
+    EXPECT_EQ(tg_optim_get_group_lr(refused.get(), 0), 0.5);
+    EXPECT_EQ(tg_optim_get_group_momentum(refused.get(), 0), 0.9);
+    EXPECT_EQ(tg_optim_get_group_momentum(refused.get(), 1), 0.9);
+
     // A file from before parameter groups: the same file without the group metadata.
     MapPtr old(tg_tensor_map_new(), tg_tensor_map_free);
     ASSERT_EQ(tg_tensor_map_merge(old.get(), file.get(), ""), TG_OK);
