@@ -34,7 +34,8 @@ extern "C" {
 #endif
 
 /* True when this CPU has the instructions and g is a convolution the kernels take:
- * groups 1, stride 1, dilation 1, at most 64 taps, padding smaller than the kernel. */
+ * groups 1, stride 1, dilation 1, at most 64 taps, padding smaller than the kernel, and a
+ * padded grid that drops at most a quarter of its outputs (else the GEMM path is faster). */
 bool tg_cpu_direct_conv_applies(const tg_conv_geom *g);
 
 /* Each call takes a float32 workspace of the size its *_workspace function gives, which
