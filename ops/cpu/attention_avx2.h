@@ -77,17 +77,39 @@ AF_TARGET static void af_tile_any(int rows, int nv, int64_t k, const float *a, i
 #undef AF_CASE
 }
 
+/* Which part of a product a causal block needs. Element (r, c) of a score block (query
+ * i0 + r, key j0 + c) is seen iff c <= r + diag, diag = i0 - j0; a masked score's p and ds
+ * are exactly 0, so the products skip them (FlashAttention's causal skipping, on tiles):
+ *   AF_SCORES       C is a score block [queries, keys]: tiles with no seen element are
+ *                   not computed (zeros are stored when not accumulating);
+ *   AF_SUM_KEYS     the sum runs over keys t for query rows r: t <= r + diag;
+ *   AF_SUM_QUERIES  the sum runs over queries t for key rows r: t >= r - diag. */
+typedef enum { AF_DENSE, AF_SCORES, AF_SUM_KEYS, AF_SUM_QUERIES } af_causal;
+
 /* C [m, n] (+)= alpha A B, n a multiple of 8: A's element (r, t) at a[r ars + t acs] (a
  * transposed operand is a stride), B's 16-column chunks bcs apart, rows ldb apart (16
  * and ldb for a row-major B; k * 16 and 16 for af_pack_t's panels). A chunk of B (k x
- * 16) stays in L1 while the tiles of A go by. */
+ * 16) stays in L1 while the tiles of A go by. Under `causal` (not AF_DENSE) only the
+ * part of the product the causal mask leaves is computed; dropped terms are exact zeros,
+ * so the sums are the same. */
 AF_TARGET static void af_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t ars, int64_t acs,
-                              const float *b, int64_t ldb, int64_t bcs, float *c, int64_t ldc, bool acc) {
+                              const float *b, int64_t ldb, int64_t bcs, float *c, int64_t ldc, bool acc,
+                              af_causal causal, int64_t diag) {
     for (int64_t n0 = 0; n0 < n; n0 += 16) {
         int nv = n - n0 >= 16 ? 2 : 1;
-        for (int64_t r0 = 0; r0 < m; r0 += AF_MR)
-            af_tile_any(m - r0 < AF_MR ? (int)(m - r0) : AF_MR, nv, k, a + r0 * ars, ars, acs, b + n0 / 16 * bcs, ldb,
+        for (int64_t r0 = 0; r0 < m; r0 += AF_MR) {
+            int rows = m - r0 < AF_MR ? (int)(m - r0) : AF_MR;
+            int64_t t0 = 0, t1 = k; /* the terms [t0, t1) of the tile's sum */
+            if (causal == AF_SCORES && n0 > r0 + rows - 1 + diag) t1 = 0;
+            if (causal == AF_SUM_KEYS && r0 + rows + diag < t1) t1 = r0 + rows + diag;
+            if (causal == AF_SUM_QUERIES && r0 - diag > 0) t0 = r0 - diag;
+            if (t1 <= t0) {
+                if (acc) continue;
+                t0 = t1 = 0; /* stores zeros */
+            }
+            af_tile_any(rows, nv, t1 - t0, a + r0 * ars + t0 * acs, ars, acs, b + n0 / 16 * bcs + t0 * ldb, ldb,
                         c + r0 * ldc + n0, ldc, alpha, acc);
+        }
     }
 }
 
@@ -102,25 +124,25 @@ static void af_pack_t(const float *src, int64_t ld, int64_t n, int64_t k, float 
 
 static int64_t af_pad16(int64_t n) { return (n + 15) / 16 * 16; }
 
-/* attn_expf (ops/cpu/attention.c) on 8 lanes, its steps and constants, with FMAs (GCC
- * does not vectorise attn_expf's selects inside these target functions). Masked scores
- * (-inf) give exactly 0, NaN stays NaN (min/max return their second operand on NaN). */
+/* attn_expf (ops/cpu/attention.c) on 8 lanes, its constants, with FMAs, n rounded to
+ * nearest (even) and the polynomial by Estrin's scheme: the loops that call it are bound
+ * by the latency of one exp, and this halves its dependency chain (GCC does not
+ * vectorise attn_expf's selects inside these target functions). Masked scores (-inf)
+ * give exactly 0, NaN stays NaN (min/max return their second operand on NaN). */
 AF_TARGET static inline __m256 af_exp8(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-87.3365478515625f);
     __m256 xc = _mm256_max_ps(lo, _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), x));
-    __m256 t = _mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f));
-    __m256 half = _mm256_or_ps(_mm256_and_ps(t, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.5f)); /* +-0.5 as t's sign */
-    __m256i n = _mm256_cvttps_epi32(_mm256_add_ps(t, half));
-    __m256 fn = _mm256_cvtepi32_ps(n);
+    __m256 fn = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), xc);
     r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-    y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    __m256 r2 = _mm256_mul_ps(r, r), r4 = _mm256_mul_ps(r2, r2);
+    __m256 p01 = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 p23 = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073e-3f), r, _mm256_set1_ps(4.1665795894e-2f));
+    __m256 p45 = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+    __m256 poly = _mm256_fmadd_ps(p45, r4, _mm256_fmadd_ps(p23, r2, p01));
+    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(poly, r2, r), _mm256_set1_ps(1.0f));
+    __m256i n = _mm256_cvtps_epi32(fn);
     __m256 two_n = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
     return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), _mm256_mul_ps(y, two_n));
 }
@@ -182,11 +204,12 @@ AF_TARGET static void af_forward_chunk(int64_t begin, int64_t end, void *ctx) {
         for (int64_t j0 = 0; j0 < kend; j0 += AF_BK) {
             int64_t bj = kend - j0 < AF_BK ? kend - j0 : AF_BK;
             af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
+            af_causal scores = p->causal ? AF_SCORES : AF_DENSE, sum_keys = p->causal ? AF_SUM_KEYS : AF_DENSE;
             af_gemm(bi, af_pad16(bj), e, (float)p->scale, q + i0 * p->q_row, p->q_row, 1, kt, 16, 16 * e, s, AF_BK,
-                    false);
+                    false, scores, i0 - j0);
             mask_block_f32(p, mask, i0, bi, j0, bj, s, AF_BK);
-            online_rows_f32(s, AF_BK, bi, bj, ev, m, l, acc, af_row_max, af_exp_row);
-            af_gemm(bi, ev, bj, 1.0f, s, AF_BK, 1, v + j0 * p->v_row, p->v_row, 16, acc, ev, true);
+            online_rows_f32(p, i0, j0, s, AF_BK, bi, bj, m, l, acc, af_row_max, af_exp_row);
+            af_gemm(bi, ev, bj, 1.0f, s, AF_BK, 1, v + j0 * p->v_row, p->v_row, 16, acc, ev, true, sum_keys, i0 - j0);
         }
         finish_rows_f32(j, b, i0, bi, m, l, acc);
     }
@@ -217,7 +240,7 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
         float *dq = g == 0 ? j->dq + b * p->l * e : w->dq_part + ((g - 1) * p->batch + b) * p->l * e;
         for (int64_t x = 0; x < p->l * e; x++) dq[x] = 0;
         for (int64_t kb = g; kb < nk; kb += w->parts) {
-            int64_t j0 = kb * AF_BK, bj = p->s - j0 < AF_BK ? p->s - j0 : AF_BK, bjp = af_pad16(bj);
+            int64_t j0 = kb * AF_BK, bj = p->s - j0 < AF_BK ? p->s - j0 : AF_BK;
             float *dk = j->dk + (b * p->s + j0) * e, *dv = j->dv + (b * p->s + j0) * ev;
             for (int64_t x = 0; x < bj * e; x++) dk[x] = 0;
             for (int64_t x = 0; x < bj * ev; x++) dv[x] = 0;
@@ -225,18 +248,27 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
             af_pack_t(v + j0 * p->v_row, p->v_row, bj, ev, vt);
             int64_t first = p->causal ? j0 / AF_BQ * AF_BQ : 0; /* query i sees key j only if i >= j */
             for (int64_t i0 = first; i0 < p->l; i0 += AF_BQ) {
-                int64_t bi = p->l - i0 < AF_BQ ? p->l - i0 : AF_BQ;
+                int64_t bi = p->l - i0 < AF_BQ ? p->l - i0 : AF_BQ, diag = i0 - j0;
+                int64_t seen = p->causal ? tg_attn_causal_end(i0 + bi - 1, p->s) - j0 : bj; /* keys this block sees */
+                seen = seen < bj ? seen : bj;
+                if (seen <= 0) continue;
+                af_causal scores = p->causal ? AF_SCORES : AF_DENSE, sum_keys = p->causal ? AF_SUM_KEYS : AF_DENSE,
+                          sum_queries = p->causal ? AF_SUM_QUERIES : AF_DENSE;
                 const float *qi = q + i0 * p->q_row, *dout = j->dout + (b * p->l + i0) * ev;
-                af_gemm(bi, bjp, e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false);
-                mask_block_f32(p, mask, i0, bi, j0, bj, s, AF_BK);
-                af_gemm(bi, bjp, ev, 1.0f, dout, ev, 1, vt, 16, 16 * ev, ds, AF_BK, false);
-                for (int64_t r = 0; r < bi; r++)
-                    af_dscore_row(s + r * AF_BK, ds + r * AF_BK, bj, j->lse[b * p->l + i0 + r],
+                af_gemm(bi, af_pad16(seen), e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false,
+                        scores, diag);
+                mask_block_f32(p, mask, i0, bi, j0, seen, s, AF_BK);
+                af_gemm(bi, af_pad16(seen), ev, 1.0f, dout, ev, 1, vt, 16, 16 * ev, ds, AF_BK, false, scores, diag);
+                for (int64_t r = 0; r < bi; r++) {
+                    int64_t n = row_keys_f32(p, i0 + r, j0, seen);
+                    af_dscore_row(s + r * AF_BK, ds + r * AF_BK, n, j->lse[b * p->l + i0 + r],
                                   j->delta[b * p->l + i0 + r]);
-                af_gemm(bj, ev, bi, 1.0f, s, 1, AF_BK, dout, ev, 16, dv, ev, true);
-                af_gemm(bj, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, e, true);
-                af_gemm(bi, e, bj, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * e, e,
-                        true);
+                    for (int64_t c = n; c < seen; c++) s[r * AF_BK + c] = ds[r * AF_BK + c] = 0; /* hidden: p = 0 */
+                }
+                af_gemm(seen, ev, bi, 1.0f, s, 1, AF_BK, dout, ev, 16, dv, ev, true, sum_queries, diag);
+                af_gemm(seen, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, e, true, sum_queries, diag);
+                af_gemm(bi, e, seen, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * e, e,
+                        true, sum_keys, diag);
             }
         }
     }

@@ -89,21 +89,34 @@ static ATT_T ATT_FN(row_max)(const ATT_T *row, int64_t n) {
     return mx;
 }
 
-/* The online softmax over one score block s [bi, bj] (row stride lds), rows' running max
- * m and sum l: s becomes exp(s - m_new), and the rows of the output accumulator acc
- * [bi, ev] are rescaled when their max rose (the block's P V is added after). The row
- * loops are parameters (the generic ones above, or ops/cpu/attention_avx2.h's). */
-static inline void ATT_FN(online_rows)(ATT_T *s, int64_t lds, int64_t bi, int64_t bj, int64_t ev, double *m, double *l,
-                                       ATT_T *acc, ATT_T (*max_of)(const ATT_T *, int64_t),
+/* The keys of a block [j0, j0 + bj) that query i sees: under is_causal the ones before its
+ * causal end (its other scores are -inf, their p exactly 0), else all. */
+static inline int64_t ATT_FN(row_keys)(const tg_attn_plan *p, int64_t i, int64_t j0, int64_t bj) {
+    if (!p->causal) return bj;
+    int64_t n = tg_attn_causal_end(i, p->s) - j0;
+    return n < 0 ? 0 : n < bj ? n : bj;
+}
+
+/* The online softmax over one score block s [bi, bj] (queries from i0, keys from j0; row
+ * stride lds), rows' running max m and sum l: s becomes exp(s - m_new) (the causally
+ * hidden tail of a row is set to 0 without an exp), and the rows of the output
+ * accumulator acc [bi, ev] are rescaled when their max rose (the block's P V is added
+ * after). The row loops are parameters (the generic ones above, or
+ * ops/cpu/attention_avx2.h's). */
+static inline void ATT_FN(online_rows)(const tg_attn_plan *p, int64_t i0, int64_t j0, ATT_T *s, int64_t lds, int64_t bi,
+                                       int64_t bj, double *m, double *l, ATT_T *acc,
+                                       ATT_T (*max_of)(const ATT_T *, int64_t),
                                        ATT_T (*exp_of)(ATT_T *restrict, int64_t, ATT_T)) {
     for (int64_t r = 0; r < bi; r++) {
-        ATT_T *row = s + r * lds, block_max = max_of(row, bj);
+        int64_t n = ATT_FN(row_keys)(p, i0 + r, j0, bj);
+        ATT_T *row = s + r * lds, block_max = max_of(row, n);
         double rescale;
         m[r] = tg_attn_online_max(m[r], (double)block_max, &rescale);
-        ATT_T sum = exp_of(row, bj, (ATT_T)tg_attn_shift(m[r]));
+        ATT_T sum = exp_of(row, n, (ATT_T)tg_attn_shift(m[r]));
+        for (int64_t c = n; c < bj; c++) row[c] = 0;
         l[r] = l[r] * rescale + (double)sum;
         if (rescale != 1.0)
-            for (int64_t x = 0; x < ev; x++) acc[r * ev + x] *= (ATT_T)rescale;
+            for (int64_t x = 0; x < p->ev; x++) acc[r * p->ev + x] *= (ATT_T)rescale;
     }
 }
 
@@ -139,7 +152,7 @@ static void ATT_FN(forward_chunk)(int64_t begin, int64_t end, void *ctx) {
         for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BLOCK_K) {
             int64_t bj = kend - j0 < ATTN_BLOCK_K ? kend - j0 : ATTN_BLOCK_K;
             ATT_FN(score_block)(p, q, k, mask, i0, bi, j0, bj, s);
-            ATT_FN(online_rows)(s, ATTN_BLOCK_K, bi, bj, p->ev, m, l, acc, ATT_FN(row_max), ATT_FN(exp_row));
+            ATT_FN(online_rows)(p, i0, j0, s, ATTN_BLOCK_K, bi, bj, m, l, acc, ATT_FN(row_max), ATT_FN(exp_row));
             ATT_GEMM(false, false, bi, p->ev, bj, (ATT_T)1, s, ATTN_BLOCK_K, v + j0 * p->v_row, p->v_row, (ATT_T)1, acc,
                      p->ev);
         }
