@@ -12,6 +12,7 @@
 #define TO_FLOAT(a) ((float)(a))
 #define TO_BF16(a) tg_float_to_bf16_bits((float)(a))
 #define TO_HALF(a) tg_float_to_half_bits((float)(a))
+#define SUM_STRIP 32 /* columns summed together in registers (ops/cpu/sum_kernels.h) */
 
 #define T float
 #define ACC double

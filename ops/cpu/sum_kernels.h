@@ -16,17 +16,28 @@ typedef struct {
     const tg_reduce_plan *p;
     const T *x;
     T *out;
-    ACC *acc;
 } NAME(sum_job);
-/* Columns [c0, c1) in blocks of 256 (block b covers columns 256b ..). */
+/* Strips [b0, b1) of SUM_STRIP columns (strip b covers columns SUM_STRIP b ..): each strip's
+ * sums stay in registers while the rows go by (an array of accumulators in memory cost a
+ * load and a store per element), and a wide matrix gives one task per strip. */
 static void NAME(sum_cols)(int64_t b0, int64_t b1, void *arg) {
     const NAME(sum_job) *j = arg;
     int64_t cols = j->p->outer_numel, inner = j->p->inner_numel, st = j->p->inner_strides[0];
     for (int64_t b = b0; b < b1; b++) {
-        int64_t c0 = b * 256, c1 = c0 + 256 < cols ? c0 + 256 : cols;
-        for (int64_t r = 0; r < inner; r++) {
-            const T *row = j->x + r * st;
-            for (int64_t c = c0; c < c1; c++) j->acc[c] += LOAD(row[c]);
+        int64_t c0 = b * SUM_STRIP;
+        if (c0 + SUM_STRIP <= cols) {
+            ACC acc[SUM_STRIP] = {0};
+            for (int64_t r = 0; r < inner; r++) {
+                const T *row = j->x + r * st + c0;
+                for (int u = 0; u < SUM_STRIP; u++) acc[u] += LOAD(row[u]);
+            }
+            for (int u = 0; u < SUM_STRIP; u++) j->out[c0 + u] = STORE(acc[u]);
+        } else {
+            for (int64_t c = c0; c < cols; c++) {
+                ACC acc = 0;
+                for (int64_t r = 0; r < inner; r++) acc += LOAD(j->x[r * st + c]);
+                j->out[c] = STORE(acc);
+            }
         }
     }
 }
@@ -56,15 +67,11 @@ static void NAME(sum_rows)(int64_t o0, int64_t o1, void *arg) {
 }
 void NAME(tg_cpu_sum)(const tg_reduce_plan *p, const T *x, T *out) {
     int64_t inner = p->inner_numel;
-    NAME(sum_job) j = {p, x, out, NULL};
+    NAME(sum_job) j = {p, x, out};
     if (p->outer_ndim == 1 && p->outer_strides[0] == 1 && p->inner_ndim == 1 && p->outer_numel > 1) {
-        int64_t cols = p->outer_numel, blocks = (cols + 255) / 256;
-        j.acc = calloc((size_t)cols, sizeof(ACC));
-        TG_ASSERT(j.acc != NULL);
-        bool par = cols * inner >= TG_REDUCE_GRAIN && cols >= 256;
-        tg_parallel_for(blocks, par ? 1 : blocks, NAME(sum_cols), &j);
-        for (int64_t c = 0; c < cols; c++) out[c] = STORE(j.acc[c]);
-        free(j.acc);
+        int64_t cols = p->outer_numel, strips = (cols + SUM_STRIP - 1) / SUM_STRIP;
+        bool par = cols * inner >= TG_REDUCE_GRAIN && strips > 1;
+        tg_parallel_for(strips, par ? 1 : strips, NAME(sum_cols), &j);
         return;
     }
     int64_t outer = p->outer_numel;

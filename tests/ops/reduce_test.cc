@@ -1,4 +1,5 @@
-// Reductions beyond sum/mean: max/min (all and along a dim, with indices),
+// A sum over the leading dim (the bias gradient's layout) against its definition. Reductions
+// beyond sum/mean: max/min (all and along a dim, with indices),
 // argmax/argmin, var/std, logsumexp, vector norm. PyTorch fixtures, gradcheck and
 // gradgradcheck (including non-contiguous inputs), error paths.
 #include <cmath>
@@ -236,6 +237,26 @@ TEST_F(TgTest, NormGradientAtZeroForSmallP) {
 }
 
 // var/std divide by max(0, N - correction): an empty reduction is NaN, as in PyTorch.
+// [rows, cols] -> [cols] (the column kernel: strips of 32 columns and a tail): each column
+// summed in row order in double and rounded once, for any thread count.
+TEST_F(TgTest, SumOverLeadingDimIsEachColumnsSumInDouble) {
+    const int rows = 37, cols = 70;
+    std::vector<float> x(rows * cols);
+    for (int i = 0; i < rows * cols; i++) x[i] = 1.0f / (float)(i % 97 + 1) - 0.01f * (float)(i % 13);
+    int saved = tg_get_num_threads();
+    for (int threads : {1, 2, 3}) {
+        tg_set_num_threads(threads);
+        std::vector<double> got = values(tg_sum_dims(tensor_f32(x, TG_SHAPE(rows, cols)), d0, 1, false));
+        ASSERT_EQ(got.size(), (size_t)cols);
+        for (int c = 0; c < cols; c++) {
+            double want = 0;
+            for (int r = 0; r < rows; r++) want += (double)x[r * cols + c];
+            EXPECT_EQ(got[c], (double)(float)want) << "column " << c << ", " << threads << " threads";
+        }
+    }
+    tg_set_num_threads(saved);
+}
+
 TEST_F(TgTest, VarOfNothingIsNan) {
     tg_tensor *x = tg_zeros(TG_SHAPE(0, 3), tg_opts{TG_FLOAT64});
     EXPECT_TRUE(std::isnan(tg_item(tg_var(x, nullptr, 0, true, false))));
