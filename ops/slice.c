@@ -7,6 +7,7 @@
 #include "autograd/function.h"
 #include "core/scope.h"
 #include "core/tensor_impl.h"
+#include "onnx/graph.h"
 #include "ops/shape.h"
 
 typedef enum { PICK_SELECT, PICK_SLICE, PICK_DIAGONAL } pick_kind;
@@ -181,6 +182,58 @@ static bool room(const char *op, int needed, int max_parts) {
     return false;
 }
 
+/* A split into at most TG_MAX_OP_OUTPUTS pieces is one node with one output per piece
+ * (PyTorch's SplitBackward): its gradient is the pieces' gradients concatenated, one pass,
+ * where a narrow per piece pads each gradient with zeros to the full shape and the engine
+ * adds the padded tensors (GPT's q, k, v split: six full-size passes). Longer splits are
+ * narrows. The pieces are views of the input either way. */
+typedef struct {
+    int dim, count;
+    int64_t starts[TG_MAX_OP_OUTPUTS], lengths[TG_MAX_OP_OUTPUTS];
+} split_args;
+
+static tg_tensor *split_piece(tg_tensor *t, const split_args *a, int i) {
+    tg_shape shape = t->shape;
+    shape.dims[a->dim] = a->lengths[i];
+    return tg_make_view("split", t, shape, t->strides, t->offset + a->starts[i] * t->strides[a->dim]);
+}
+
+static tg_tensor *split_forward(tg_ctx *ctx, tg_tensor *const *in) {
+    const split_args *a = tg_ctx_attrs(ctx);
+    for (int i = 1; i < a->count; i++) {
+        tg_tensor *piece = split_piece(in[0], a, i);
+        if (!piece) return NULL;
+        tg_ctx_set_output(ctx, i, piece);
+    }
+    return split_piece(in[0], a, 0);
+}
+
+static void split_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    const split_args *a = tg_ctx_attrs(ctx);
+    tg_tensor *grads[TG_MAX_OP_OUTPUTS];
+    for (int i = 0; i < a->count; i++) grads[i] = tg_ctx_grad_output(ctx, i); /* zeros where none flowed */
+    grad_in[0] = tg_cat(grads, a->count, a->dim);
+}
+
+static tg_status split_onnx(tg_onnx_op *op) { /* one Slice per piece, as narrow's */
+    const split_args *a = tg_onnx_attrs(op);
+    for (int i = 0; i < a->count; i++) {
+        int64_t start = a->starts[i], end = a->starts[i] + a->lengths[i], dim = a->dim;
+        const char *in[] = {tg_onnx_input_name(op, 0), tg_onnx_const_ints(op, &start, 1),
+                            tg_onnx_const_ints(op, &end, 1), tg_onnx_const_ints(op, &dim, 1)};
+        if (!tg_onnx_add_node(op, "Slice", 4, in, 1, (const char *[]){tg_onnx_output_name(op, i)})) return TG_ERROR;
+    }
+    return TG_OK;
+}
+
+#define SPLIT_FN(N)                                                                                               \
+    {                                                                                                             \
+        .name = "split", .num_inputs = 1, .num_outputs = N, .forward = split_forward, .backward = split_backward, \
+        .low_precision = TG_LOW_PRECISION_NATIVE, .onnx = split_onnx                                              \
+    }
+static const tg_function split_fns[TG_MAX_OP_OUTPUTS + 1] = {[2] = SPLIT_FN(2), [3] = SPLIT_FN(3), [4] = SPLIT_FN(4)};
+#undef SPLIT_FN
+
 /* Pieces of the given sizes along dim d (sizes checked by the caller). */
 static int narrow_parts(const char *op, tg_tensor *t, int d, const int64_t *sizes, int count, int64_t every,
                         tg_tensor **parts, int max_parts) {
@@ -189,11 +242,18 @@ static int narrow_parts(const char *op, tg_tensor *t, int d, const int64_t *size
     int made = -1;
     TG_SCOPE {
         tg_tensor *pieces[count > 0 ? count : 1];
+        split_args a = {.dim = d, .count = count};
         int64_t start = 0;
         for (int i = 0; i < count; i++) {
             int64_t len = sizes ? sizes[i] : (t->shape.dims[d] - start < every ? t->shape.dims[d] - start : every);
-            pieces[i] = tg_narrow(t, d, start, len);
+            if (count < 2 || count > TG_MAX_OP_OUTPUTS) pieces[i] = tg_narrow(t, d, start, len);
+            else a.starts[i] = start, a.lengths[i] = len;
             start += len;
+        }
+        if (count >= 2 && count <= TG_MAX_OP_OUTPUTS) {
+            tg_tensor *out[TG_MAX_OP_OUTPUTS];
+            bool ok = tg_apply_multi_args(&split_fns[count], &t, &a, sizeof a, out) == TG_OK;
+            for (int i = 0; i < count; i++) pieces[i] = ok ? out[i] : NULL;
         }
         made = finish_parts(count, pieces, parts);
     }

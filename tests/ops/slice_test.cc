@@ -85,6 +85,18 @@ TEST_F(TgTest, SlicesAreDifferentiableTwice) {
         [](tg_tensor *const *in, void *) { return tg_mul(tg_select(in[0], 2, 1), tg_select(in[0], 2, 3)); },
         [](tg_tensor *const *in, void *) { return tg_square(tg_slice(in[0], 1, 0, TG_SLICE_END, 3)); },
         [](tg_tensor *const *in, void *) { return tg_exp(tg_diagonal(in[0], 0, 1, 2)); },
+        // a split of up to four pieces is one node (its gradient a cat): a piece without a
+        // gradient, a transposed input; five pieces or more are narrows
+        [](tg_tensor *const *in, void *) {
+            tg_tensor *p[4];
+            if (tg_split(tg_transpose(in[0], 1, 2), 2, 1, p, 4) != 3) return (tg_tensor *)nullptr;
+            return tg_mul(p[0], tg_square(p[2]));
+        },
+        [](tg_tensor *const *in, void *) {
+            tg_tensor *p[8];
+            if (tg_chunk(in[0], 5, 2, p, 8) != 5) return (tg_tensor *)nullptr;
+            return tg_mul(p[1], tg_exp(p[4]));
+        },
     };
     for (tg_gradcheck_fn fn : fns) {
         EXPECT_EQ(tg_gradcheck(fn, 1, &x, &o), TG_OK) << tg_last_error();
