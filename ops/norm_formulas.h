@@ -29,11 +29,11 @@ TG_HD_INLINE tg_norm_stats tg_norm_stats_of(double s, double ss, double count, d
     return r;
 }
 
-/* Layer norm's output, in double (then rounded to the element type): w, b the weight
- * and bias of the element's position (1 and 0 without). */
-TG_HD_INLINE double tg_layer_norm_out(double x, const tg_norm_stats *st, double w, double b) {
-    return (x - st->mean) * st->invstd * w + b;
-}
+/* Layer norm's output in the element type T (as PyTorch's vectorized CPU kernel, which
+ * works in float): tm, ti the row's mean and invstd rounded to T, w, b the weight and
+ * bias of the element's position (1 and 0 without). Computing it in double took 0.45 ms
+ * for a [4096, 128] float32 forward, seven times an add of that size. */
+#define TG_LAYER_NORM_OUT(x, tm, ti, w, b) (((x) - (tm)) * (ti) * (w) + (b))
 
 /* Batch norm's output as one multiply-add per element in the element type:
  * y = (x - tm) * scale + shift, with tm the mean rounded to the element type (given,

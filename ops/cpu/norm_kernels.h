@@ -90,7 +90,8 @@ static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
             const T *p = x + (o * G + c) * I;
             T *q = y + (o * G + c) * I;
             if (a->layer) {
-                for (int64_t i = 0; i < I; i++) q[i] = (T)tg_layer_norm_out(p[i], &st, w ? w[i] : 1, b ? b[i] : 0);
+                const T tm = (T)st.mean, ti = (T)st.invstd;
+                for (int64_t i = 0; i < I; i++) q[i] = TG_LAYER_NORM_OUT(p[i], tm, ti, w ? w[i] : 1, b ? b[i] : 0);
             } else {
                 const T tm = (T)st.mean;
                 const tg_bn_fold f = tg_bn_fold_of(&st, tm, w ? w[c] : 1, b ? b[c] : 0);

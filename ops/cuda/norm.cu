@@ -53,9 +53,10 @@ __global__ void norm_forward_kernel(T *y, T *mean_out, T *var_out, const T *x, c
             var_out[c] = (T)st.var;
         }
         if (a.layer) { // w, b [I]
+            const T tm = (T)st.mean, ti = (T)st.invstd;
             for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
                 int64_t i = k % I, at = ((k / I) * G + c) * I + i;
-                y[at] = (T)tg_layer_norm_out((double)x[at], &st, (double)w[i], (double)b[i]);
+                y[at] = TG_LAYER_NORM_OUT(x[at], tm, ti, w[i], b[i]);
             }
         } else { // batch norm: w, b [G]
             const T tm = (T)st.mean;
