@@ -211,8 +211,15 @@ static tg_tensor *split_forward(tg_ctx *ctx, tg_tensor *const *in) {
 static void split_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const split_args *a = tg_ctx_attrs(ctx);
     tg_tensor *grads[TG_MAX_OP_OUTPUTS];
-    for (int i = 0; i < a->count; i++) grads[i] = tg_ctx_grad_output(ctx, i); /* zeros where none flowed */
-    grad_in[0] = tg_cat(grads, a->count, a->dim);
+    /* tg_cat leaves out 1-D empty tensors, and with them their place in the graph
+     * (PyTorch's rule for a growing accumulator): a 1-D input's empty piece is one, so
+     * 1-D gradients are concatenated as rows [1, n], keeping every piece's link. */
+    bool rows = tg_ctx_input_shape(ctx, 0).ndim == 1;
+    for (int i = 0; i < a->count; i++) { /* zeros where none flowed */
+        grads[i] = tg_ctx_grad_output(ctx, i);
+        if (rows) grads[i] = tg_unsqueeze(grads[i], 0);
+    }
+    grad_in[0] = rows ? tg_squeeze(tg_cat(grads, a->count, 1), 0) : tg_cat(grads, a->count, a->dim);
 }
 
 static tg_status split_onnx(tg_onnx_op *op) { /* one Slice per piece, as narrow's */

@@ -92,6 +92,12 @@ TEST_F(TgTest, SlicesAreDifferentiableTwice) {
             if (tg_split(tg_transpose(in[0], 1, 2), 2, 1, p, 4) != 3) return (tg_tensor *)nullptr;
             return tg_mul(p[0], tg_square(p[2]));
         },
+        [](tg_tensor *const *in, void *) { // a 1-D input's empty piece keeps its link (op_diff seed 1)
+            tg_tensor *p[2];
+            int64_t sizes[2] = {0, 60};
+            if (tg_split_sizes(tg_flatten(in[0], 0, -1), sizes, 2, 0, p, 2) != 2) return (tg_tensor *)nullptr;
+            return p[0];
+        },
         [](tg_tensor *const *in, void *) {
             tg_tensor *p[8];
             if (tg_chunk(in[0], 5, 2, p, 8) != 5) return (tg_tensor *)nullptr;
