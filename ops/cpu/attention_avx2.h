@@ -159,6 +159,11 @@ AF_TARGET static float af_row_max(const float *row, int64_t n) {
     return m;
 }
 
+/* Lanes [0, rem) of a vector, for a row's last partial vector (causal rows end anywhere). */
+AF_TARGET static inline __m256i af_first_lanes(int64_t rem) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 AF_TARGET static float af_exp_row(float *restrict row, int64_t n, float shift) {
     __m256 sh = _mm256_set1_ps(shift), sum = _mm256_setzero_ps();
     int64_t c = 0;
@@ -167,7 +172,15 @@ AF_TARGET static float af_exp_row(float *restrict row, int64_t n, float shift) {
         _mm256_storeu_ps(row + c, y);
         sum = _mm256_add_ps(sum, y);
     }
-    float lanes[8], total = exp_row_f32(row + c, n - c, shift);
+    if (c < n) { /* the other lanes as -inf: exp gives them 0 */
+        __m256i in = af_first_lanes(n - c);
+        __m256 x =
+            _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(row + c, in), _mm256_castsi256_ps(in));
+        __m256 y = af_exp8(_mm256_sub_ps(x, sh));
+        _mm256_maskstore_ps(row + c, in, y);
+        sum = _mm256_add_ps(sum, y);
+    }
+    float lanes[8], total = 0;
     _mm256_storeu_ps(lanes, sum);
     for (int u = 0; u < 8; u++) total += lanes[u];
     return total;
@@ -182,7 +195,12 @@ AF_TARGET static void af_dscore_row(float *restrict pr, float *restrict dr, int6
         _mm256_storeu_ps(pr + c, p);
         _mm256_storeu_ps(dr + c, _mm256_mul_ps(p, _mm256_sub_ps(_mm256_loadu_ps(dr + c), d)));
     }
-    dscore_row_f32(pr + c, dr + c, n - c, lse, delta);
+    if (c < n) {
+        __m256i in = af_first_lanes(n - c);
+        __m256 p = af_exp8(_mm256_sub_ps(_mm256_maskload_ps(pr + c, in), ls));
+        _mm256_maskstore_ps(pr + c, in, p);
+        _mm256_maskstore_ps(dr + c, in, _mm256_mul_ps(p, _mm256_sub_ps(_mm256_maskload_ps(dr + c, in), d)));
+    }
 }
 
 /* Forward of tasks (problem, query block of AF_BQ) in [begin, end). */
