@@ -21,9 +21,26 @@ static double round_to(tg_dtype dtype, double v) {
     return tg_load_as_double(&bits, dtype);
 }
 
+/* The 2-norm of a contiguous float32 CPU gradient read in place, in double with 8 partial
+ * sums: the cast to float64 and the copy below were 1.8 ms of lesson 10's step
+ * (822 016 parameters, TG_PROFILE). */
+static double float_2norm_in_place(const float *x, int64_t n) {
+    double part[8] = {0, 0, 0, 0, 0, 0, 0, 0}, acc = 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int u = 0; u < 8; u++) part[u] += (double)x[i + u] * (double)x[i + u];
+    for (; i < n; i++) acc += (double)x[i] * (double)x[i];
+    for (int u = 0; u < 8; u++) acc += part[u];
+    return sqrt(acc);
+}
+
 /* p-norm of one gradient (host copy in double), rounded to its dtype. */
 static tg_status grad_norm(tg_tensor *g, double p, double *out) {
     int64_t n = tg_numel(g);
+    if (p == 2 && tg_device_of(g).kind == TG_DEVICE_CPU && tg_dtype_of(g) == TG_FLOAT32 && tg_is_contiguous(g)) {
+        *out = round_to(TG_FLOAT32, float_2norm_in_place(tg_data_ptr(g), n));
+        return TG_OK;
+    }
     double *h = malloc((size_t)(n ? n : 1) * sizeof *h);
     if (!h) return tg_error("tg_clip_grad_norm: out of memory");
     tg_status status = TG_ERROR;
