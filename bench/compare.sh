@@ -18,6 +18,8 @@
 #                                    GPT (300 steps, or MAX_STEPS; by name only: a round of it
 #                                    takes 15 minutes or more on 2 cores). Named pairs write a
 #                                    table of their own in docs/perf.md (its marker names them)
+#   NO_TORCH113=1 bench/compare.sh --peers --busy 2 gpt   without Debian's PyTorch 1.13 (a busy
+#                                    machine starves its OpenMP threads: 6% of a core)
 # Each program prints "RESULT {json}" lines; the median over rounds is reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,7 @@ while [[ $# -gt 0 ]]; do
     --busy) busy=$2; shift 2 ;;
     --busy=*) busy=${1#*=}; shift ;;
     --flush-denormal) flush=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -121,7 +123,7 @@ for round in $(seq "$ROUNDS"); do
     [[ -n ${TARGET[$pair]:-} ]] && twin_args=(--init "$scratch/init_$pair.safetensors" $(steps_for "$pair"))
     # shellcheck disable=SC2206
     twin=(${TWIN[$pair]:-bench/${pair}_torch.py})
-    measure "PyTorch 1.13" /usr/bin/python3 "${twin[@]}" "${twin_args[@]}"
+    [[ ${NO_TORCH113:-0} == 1 ]] || measure "PyTorch 1.13" /usr/bin/python3 "${twin[@]}" "${twin_args[@]}"
     [[ $peers == 1 ]] || continue
     measure "PyTorch 2" "$peer_python" "${twin[@]}" "${twin_args[@]}"
     if [[ -n ${TWIN[$pair]:-} ]]; then
