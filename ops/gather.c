@@ -60,20 +60,41 @@ static tg_status index_error(const char *op, int64_t value, int dim, tg_shape sh
 
 #define CAT_MAX TG_MAX_OP_INPUTS
 
+/* Among other tensors, PyTorch skips 1-D empty ones (shape [0]: the accumulator that
+ * starts as torch.tensor([]) and grows by cat([acc, x])). A skipped tensor stays an input
+ * of the node, so a gradient still reaches it (an empty one), but takes no part in the
+ * shape, dtype and device checks. */
+static bool is_empty_1d(const tg_tensor *t) { return t && t->shape.ndim == 1 && t->shape.dims[0] == 0; }
+
+/* Whether the cat skips tensors[i]: none is skipped when all are 1-D empty (count small). */
+static bool is_skipped_input(tg_tensor *const *tensors, int count, int i) {
+    if (!is_empty_1d(tensors[i])) return false;
+    for (int k = 0; k < count; k++)
+        if (!is_empty_1d(tensors[k])) return true;
+    return false;
+}
+
+static bool is_skipped(unsigned mask, int i) { return mask >> i & 1; }
+
 typedef struct {
     int dim, count;
-    int64_t sizes[CAT_MAX]; /* each input's size along dim */
+    unsigned skipped;           /* bit i: input i is skipped */
+    int64_t sizes[CAT_MAX];     /* each input's size along dim (0 where skipped) */
+    tg_device devices[CAT_MAX]; /* each input's device, for a skipped input's gradient */
 } cat_args;
 
 static tg_tensor *cat_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const cat_args *a = tg_ctx_attrs(ctx);
-    tg_shape shape = in[0]->shape;
+    int first = 0;
+    while (is_skipped(a->skipped, first)) first++;
+    tg_shape shape = in[first]->shape;
     shape.dims[a->dim] = 0;
     for (int i = 0; i < a->count; i++) shape.dims[a->dim] += a->sizes[i];
-    tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = in[0]->dtype, .device = in[0]->storage->device});
+    tg_tensor *out = tg_empty(shape, (tg_opts){.dtype = in[first]->dtype, .device = in[first]->storage->device});
     if (!out) return NULL;
     int64_t offset = 0;
     for (int i = 0; i < a->count; i++) { /* copy into a window of out: works on any device */
+        if (is_skipped(a->skipped, i)) continue;
         tg_tensor *window = tg_as_strided(out, in[i]->shape, out->strides, offset * out->strides[a->dim]);
         if (!window || tg_copy_values_(window, in[i])) return NULL;
         offset += a->sizes[i];
@@ -85,16 +106,27 @@ static void cat_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const cat_args *a = tg_ctx_attrs(ctx);
     int64_t offset = 0;
     for (int i = 0; i < a->count; i++) {
-        if (tg_ctx_needs_input_grad(ctx, i)) grad_in[i] = tg_narrow(g, a->dim, offset, a->sizes[i]);
+        if (!tg_ctx_needs_input_grad(ctx, i)) {
+        } else if (is_skipped(a->skipped, i)) {
+            grad_in[i] = tg_zeros(TG_SHAPE(0), (tg_opts){.dtype = tg_ctx_input_dtype(ctx, i), .device = a->devices[i]});
+        } else {
+            grad_in[i] = tg_narrow(g, a->dim, offset, a->sizes[i]);
+        }
         offset += a->sizes[i];
     }
 }
 
 /* tg_function has a fixed input count: one per count (longer lists are cat'ed in groups). */
 static tg_status cat_onnx(tg_onnx_op *op) {
-    tg_onnx_node *n = tg_onnx_add_node_same(op, "Concat");
-    tg_onnx_attr_int(n, "axis", ((const cat_args *)tg_onnx_attrs(op))->dim);
-    return n ? TG_OK : TG_ERROR;
+    const cat_args *a = tg_onnx_attrs(op);
+    const char *inputs[CAT_MAX];
+    int n = 0;
+    for (int i = 0; i < a->count; i++)
+        if (!is_skipped(a->skipped, i)) inputs[n++] = tg_onnx_input_name(op, i);
+    const char *output = tg_onnx_output_name(op, 0);
+    tg_onnx_node *node = tg_onnx_add_node(op, "Concat", n, inputs, 1, &output);
+    tg_onnx_attr_int(node, "axis", a->dim);
+    return node ? TG_OK : TG_ERROR;
 }
 
 #define CAT_FN(N)                                                                         \
@@ -105,13 +137,18 @@ static tg_status cat_onnx(tg_onnx_op *op) {
 static const tg_function cat_fns[CAT_MAX + 1] = {CAT_FN(0), CAT_FN(1), CAT_FN(2), CAT_FN(3), CAT_FN(4),
                                                  CAT_FN(5), CAT_FN(6), CAT_FN(7), CAT_FN(8)};
 
+/* tensors checked by check_cat; dim wrapped. */
 static tg_tensor *cat_checked(const char *op, tg_tensor *const *tensors, int count, int dim) {
     if (count <= CAT_MAX) {
-        cat_args a = {dim, count, {0}};
-        for (int i = 0; i < count; i++) a.sizes[i] = tensors[i]->shape.dims[dim];
+        cat_args a = {.dim = dim, .count = count};
+        for (int i = 0; i < count; i++) {
+            if (is_skipped_input(tensors, count, i)) a.skipped |= 1u << i;
+            a.sizes[i] = is_skipped(a.skipped, i) ? 0 : tensors[i]->shape.dims[dim];
+            a.devices[i] = tensors[i]->storage->device;
+        }
         return tg_apply_args(&cat_fns[count], tensors, &a, sizeof a);
     }
-    tg_tensor *result = NULL;
+    tg_tensor *result = NULL; /* groups of at most CAT_MAX; a group of 1-D empties is one, skipped in turn */
     TG_SCOPE {
         tg_tensor *parts[CAT_MAX];
         int n = 0, per = (count + CAT_MAX - 1) / CAT_MAX;
@@ -128,46 +165,35 @@ static tg_status check_cat(const char *op, tg_tensor *const *tensors, int count,
     if (!tensors || count <= 0) return tg_error("%s: expected a non-empty list of tensors", op);
     for (int i = 0; i < count; i++)
         if (tg_unusable_(tensors[i])) return tg_error_unusable_input(op, tensors[i], i);
-    tg_tensor *first = tensors[0];
+    int f = 0; /* the first tensor not skipped */
+    while (f < count && is_empty_1d(tensors[f])) f++;
+    if (f == count) f = 0;
+    tg_tensor *first = tensors[f];
     int nd = first->shape.ndim;
-    if (nd == 0) return tg_error("%s: zero-dimensional tensor (at position 0) cannot be concatenated", op);
+    if (nd == 0) return tg_error("%s: zero-dimensional tensor (at position %d) cannot be concatenated", op, f);
     int d = tg_wrap_dim(dim, nd);
     if (d < 0) return tg_error("%s: dim %d out of range for tensors with %d dims", op, dim, nd);
     char s0[128], si[128];
     tg_shape_str(first->shape, s0, sizeof s0);
-    for (int i = 1; i < count; i++) {
+    for (int i = f + 1; i < count; i++) {
         tg_tensor *t = tensors[i];
+        if (is_empty_1d(t)) continue; /* skipped: f is not */
         tg_shape_str(t->shape, si, sizeof si);
         if (t->dtype != first->dtype)
-            return tg_error("%s: expected tensors of one dtype, got %s (position 0) and %s (position %d)", op,
-                            tg_dtype_name(first->dtype), tg_dtype_name(t->dtype), i);
+            return tg_error("%s: expected tensors of one dtype, got %s (position %d) and %s (position %d)", op,
+                            tg_dtype_name(first->dtype), f, tg_dtype_name(t->dtype), i);
         if (tg_check_same_device(op, first, t, "all tensors")) return TG_ERROR;
         bool ok = t->shape.ndim == nd;
         for (int k = 0; ok && k < nd; k++) ok = k == d || t->shape.dims[k] == first->shape.dims[k];
         if (!ok)
-            return tg_error("%s: sizes of tensors must match except in dim %d: %s (position 0) and %s (position %d)",
-                            op, d, s0, si, i);
+            return tg_error("%s: sizes of tensors must match except in dim %d: %s (position %d) and %s (position %d)",
+                            op, d, s0, f, si, i);
     }
     *wrapped = d;
     return TG_OK;
 }
 
-static bool is_empty_1d(const tg_tensor *t) { return t && t->shape.ndim == 1 && t->shape.dims[0] == 0; }
-
 tg_tensor *tg_cat(tg_tensor *const *tensors, int count, int dim) {
-    /* Among other tensors, PyTorch skips 1-D empty ones (shape [0]): the accumulator that
-     * starts as torch.tensor([]) and grows by cat([acc, x]). */
-    int kept = 0;
-    for (int i = 0; tensors && i < count; i++) kept += !is_empty_1d(tensors[i]);
-    if (tensors && kept > 0 && kept < count) {
-        tg_tensor **rest = malloc(sizeof *rest * (size_t)kept);
-        if (!rest) return tg_error("tg_cat: out of memory"), NULL;
-        for (int i = 0, k = 0; i < count; i++)
-            if (!is_empty_1d(tensors[i])) rest[k++] = tensors[i];
-        tg_tensor *result = tg_cat(rest, kept, dim);
-        free(rest);
-        return result;
-    }
     int d;
     if (check_cat("tg_cat", tensors, count, dim, &d)) return NULL;
     return cat_checked("tg_cat", tensors, count, d);

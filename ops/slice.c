@@ -211,15 +211,8 @@ static tg_tensor *split_forward(tg_ctx *ctx, tg_tensor *const *in) {
 static void split_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const split_args *a = tg_ctx_attrs(ctx);
     tg_tensor *grads[TG_MAX_OP_OUTPUTS];
-    /* tg_cat leaves out 1-D empty tensors, and with them their place in the graph
-     * (PyTorch's rule for a growing accumulator): a 1-D input's empty piece is one, so
-     * 1-D gradients are concatenated as rows [1, n], keeping every piece's link. */
-    bool rows = tg_ctx_input_shape(ctx, 0).ndim == 1;
-    for (int i = 0; i < a->count; i++) { /* zeros where none flowed */
-        grads[i] = tg_ctx_grad_output(ctx, i);
-        if (rows) grads[i] = tg_unsqueeze(grads[i], 0);
-    }
-    grad_in[0] = rows ? tg_squeeze(tg_cat(grads, a->count, 1), 0) : tg_cat(grads, a->count, a->dim);
+    for (int i = 0; i < a->count; i++) grads[i] = tg_ctx_grad_output(ctx, i); /* zeros where none flowed */
+    grad_in[0] = tg_cat(grads, a->count, a->dim);
 }
 
 static tg_status split_onnx(tg_onnx_op *op) { /* one Slice per piece, as narrow's */
@@ -250,14 +243,15 @@ static int narrow_parts(const char *op, tg_tensor *t, int d, const int64_t *size
     TG_SCOPE {
         tg_tensor *pieces[count > 0 ? count : 1];
         split_args a = {.dim = d, .count = count};
+        bool one_node = count >= 2 && count <= TG_MAX_OP_OUTPUTS; /* else a narrow per piece */
         int64_t start = 0;
         for (int i = 0; i < count; i++) {
             int64_t len = sizes ? sizes[i] : (t->shape.dims[d] - start < every ? t->shape.dims[d] - start : every);
-            if (count < 2 || count > TG_MAX_OP_OUTPUTS) pieces[i] = tg_narrow(t, d, start, len);
-            else a.starts[i] = start, a.lengths[i] = len;
+            if (one_node) a.starts[i] = start, a.lengths[i] = len;
+            else pieces[i] = tg_narrow(t, d, start, len);
             start += len;
         }
-        if (count >= 2 && count <= TG_MAX_OP_OUTPUTS) {
+        if (one_node) {
             tg_tensor *out[TG_MAX_OP_OUTPUTS];
             bool ok = tg_apply_multi_args(&split_fns[count], &t, &a, sizeof a, out) == TG_OK;
             for (int i = 0; i < count; i++) pieces[i] = ok ? out[i] : NULL;

@@ -212,6 +212,7 @@ AF_TARGET static void af_forward_chunk(int64_t begin, int64_t end, void *ctx) {
     if (!s) return tg_kernel_fail("out of memory for the attention's score block");
     float *acc = s + AF_BQ * AF_BK, *kt = acc + AF_BQ * ev;
     double *m = (double *)(kt + AF_BK * e), *l = m + AF_BQ;
+    af_causal scores = p->causal ? AF_SCORES : AF_DENSE, sum_keys = p->causal ? AF_SUM_KEYS : AF_DENSE;
     for (int64_t t = begin; t < end; t++) {
         int64_t b = t / nq, i0 = t % nq * AF_BQ, bi = p->l - i0 < AF_BQ ? p->l - i0 : AF_BQ;
         const float *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
@@ -222,7 +223,6 @@ AF_TARGET static void af_forward_chunk(int64_t begin, int64_t end, void *ctx) {
         for (int64_t j0 = 0; j0 < kend; j0 += AF_BK) {
             int64_t bj = kend - j0 < AF_BK ? kend - j0 : AF_BK;
             af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
-            af_causal scores = p->causal ? AF_SCORES : AF_DENSE, sum_keys = p->causal ? AF_SUM_KEYS : AF_DENSE;
             af_gemm(bi, af_pad16(bj), e, (float)p->scale, q + i0 * p->q_row, p->q_row, 1, kt, 16, 16 * e, s, AF_BK,
                     false, scores, i0 - j0);
             mask_block_f32(p, mask, i0, bi, j0, bj, s, AF_BK);
@@ -251,6 +251,8 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
     float *s = malloc(sizeof(float) * (2 * AF_BQ * AF_BK + AF_BK * (e + ev)));
     if (!s) return tg_kernel_fail("out of memory for the attention's score block");
     float *ds = s + AF_BQ * AF_BK, *kt = ds + AF_BQ * AF_BK, *vt = kt + AF_BK * e;
+    af_causal scores = p->causal ? AF_SCORES : AF_DENSE, sum_keys = p->causal ? AF_SUM_KEYS : AF_DENSE,
+              sum_queries = p->causal ? AF_SUM_QUERIES : AF_DENSE;
     for (int64_t t = begin; t < end; t++) {
         int64_t b = t / w->parts, g = t % w->parts;
         const float *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
@@ -270,8 +272,6 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
                 int64_t seen = p->causal ? tg_attn_causal_end(i0 + bi - 1, p->s) - j0 : bj; /* keys this block sees */
                 seen = seen < bj ? seen : bj;
                 if (seen <= 0) continue;
-                af_causal scores = p->causal ? AF_SCORES : AF_DENSE, sum_keys = p->causal ? AF_SUM_KEYS : AF_DENSE,
-                          sum_queries = p->causal ? AF_SUM_QUERIES : AF_DENSE;
                 const float *qi = q + i0 * p->q_row, *dout = j->dout + (b * p->l + i0) * ev;
                 af_gemm(bi, af_pad16(seen), e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false,
                         scores, diag);

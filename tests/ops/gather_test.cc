@@ -345,3 +345,29 @@ TEST_F(TgTest, CatSkipsEmptyOneDimensionalTensors) {
     EXPECT_EQ(tg_cat(bad, 2, 0), nullptr);
     EXPECT_ERROR_CONTAINS("tg_cat: sizes of tensors must match except in dim 0");
 }
+
+// A skipped 1-D empty tensor stays in the graph (PyTorch: its .grad is an empty tensor),
+// in short lists and in the grouped cat of more than 8.
+TEST_F(TgTest, CatSkippedEmptyTensorsStillGetAGradient) {
+    tg_tensor *p = tg_requires_grad_(tensor_f64({1, 2, 3, 4}, TG_SHAPE(2, 2)), true);
+    tg_tensor *empty = tg_requires_grad_(tg_zeros(TG_SHAPE(0), tg_opts{TG_FLOAT64}), true);
+    tg_tensor *parts[2] = {empty, p};
+    tg_tensor *y = tg_cat(parts, 2, 1);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(y, tensor_f64({1, 2, 3, 4}, TG_SHAPE(2, 2))))), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(p), {1, 2, 3, 4}, 0));
+    ASSERT_NE(tg_grad(empty), nullptr);
+    EXPECT_EQ(dims(tg_grad(empty)), (std::vector<int64_t>{0}));
+
+    tg_tensor *rows[11];
+    tg_tensor *last_empty = tg_requires_grad_(tg_zeros(TG_SHAPE(0), tg_opts{TG_FLOAT64}), true);
+    for (int i = 0; i < 10; i++) rows[i] = tg_requires_grad_(tg_full(TG_SHAPE(1, 2), i, tg_opts{TG_FLOAT64}), true);
+    rows[10] = last_empty; // alone in the last group of the grouped cat
+    tg_tensor *z = tg_cat(rows, 11, 0);
+    ASSERT_NE(z, nullptr) << tg_last_error();
+    EXPECT_EQ(dims(z), (std::vector<int64_t>{10, 2}));
+    ASSERT_EQ(tg_backward(tg_sum(tg_mul(z, z))), TG_OK) << tg_last_error();
+    EXPECT_TRUE(tensor_near(tg_grad(rows[7]), {14, 14}, 0));
+    ASSERT_NE(tg_grad(last_empty), nullptr);
+    EXPECT_EQ(tg_numel(tg_grad(last_empty)), 0);
+}
