@@ -110,7 +110,9 @@ measure() {
   shift
   echo "  $name" >&2
   start_load "$busy"
-  "$@" | grep '^RESULT ' >>"$results" || echo "$name failed" >&2
+  # Each RESULT to the results and its time to the log, so a median's rounds can be read.
+  "$@" | grep '^RESULT ' | tee -a "$results" | sed 's/.*"bench": "\([^"]*\)".*"seconds": \([^,]*\),.*/    \1: \2 s/' >&2 ||
+    echo "$name failed" >&2
   stop_load
 }
 for round in $(seq "$ROUNDS"); do
