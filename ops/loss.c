@@ -1,8 +1,9 @@
 /* Loss functions (CUDA kernels: ops/cuda/loss.cu).
  *
- * cross_entropy is a fused log_softmax + nll kernel; its backward (and nll's) is
- * written with ops on constants built from the targets, so both are
- * differentiable to any order. With eps = label_smoothing, a non-ignored
+ * cross_entropy is a fused log_softmax + nll kernel; its first-order backward is
+ * another (ops/loss_formulas.h's tg_ce_grad on both devices); under create_graph, and
+ * for nll, the backward is written with ops on constants built from the targets, so
+ * both are differentiable to any order. With eps = label_smoothing, a non-ignored
  * element's loss and gradient are (PyTorch's cross_entropy_loss_label_smoothing,
  * aten/src/ATen/native/LossNLL.cpp):
  *   loss = -(1 - eps) log p_t - (eps / C) sum_c log p_c
@@ -20,6 +21,7 @@
 
 #include "autograd/autocast_impl.h"
 #include "autograd/function.h"
+#include "autograd/grad_mode.h"
 #include "core/option_defaults.h"
 #include "core/parallel.h"
 #include "core/scope.h"
@@ -169,11 +171,31 @@ static tg_tensor *broadcast_grad(tg_tensor *g, const ce_args *a, tg_shape x_shap
     return tg_reshape(g, keep_class_dim(x_shape));
 }
 
+/* The first-order gradient in one pass on either device (tg_ce_grad per element): no
+ * host-built constants, so no host wait on CUDA. Not when backward records a graph
+ * (create_graph): then the composed expression below, differentiable again. */
+static tg_tensor *ce_backward_fused(const ce_args *a, tg_tensor *x, tg_tensor *target, tg_tensor *lse, tg_tensor *g) {
+    x = tg_contiguous(x), target = tg_contiguous(target), lse = tg_contiguous(lse), g = tg_contiguous(g);
+    tg_tensor *gx = x ? tg_empty(x->shape, (tg_opts){.dtype = x->dtype, .device = x->storage->device}) : NULL;
+    if (!gx || !target || !lse || !g) return NULL;
+    if (TG_DEVICE_DISPATCH(x,
+                           TG_CUDA_CALL("tg_cross_entropy", tg_cuda_cross_entropy_backward, gx, x, target, lse, g, a),
+                           tg_cpu_cross_entropy_backward_f32, tg_cpu_cross_entropy_backward_f64, a, tg_data_ptr(x),
+                           tg_data_ptr(target), tg_data_ptr(lse), tg_data_ptr(g), tg_data_ptr(gx)))
+        return NULL;
+    return gx;
+}
+
 static void ce_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const ce_args *a = tg_ctx_attrs(ctx);
     tg_tensor *x = tg_ctx_saved(ctx, 0), *target = tg_ctx_saved(ctx, 1), *lse = tg_ctx_saved(ctx, 2);
+    if (!x || !target || !lse) return;
+    if (!tg_is_grad_enabled() && g->dtype == x->dtype && (x->dtype == TG_FLOAT32 || x->dtype == TG_FLOAT64)) {
+        grad_in[0] = ce_backward_fused(a, x, target, lse, g);
+        return;
+    }
     tg_tensor *weight, *dist;
-    if (!x || !target || !lse || target_constants(x, target, a, a->smoothing, &weight, &dist)) return;
+    if (target_constants(x, target, a, a->smoothing, &weight, &dist)) return;
     /* softmax as e / sum(e) with e = exp(x - lse): lse is only a constant shift here,
      * so the expression stays exact for higher derivatives. */
     tg_tensor *e = tg_exp(tg_sub(x, tg_detach(lse)));

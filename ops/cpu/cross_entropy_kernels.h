@@ -44,6 +44,35 @@ void NAME(tg_cpu_cross_entropy)(const tg_ce_args *a, const T *x, const int64_t *
     tg_parallel_for(rows, a->n * a->c * a->d >= 32768 ? 1 : rows, NAME(ce_forward_chunk), &j_);
 }
 
+/* gx [n, c, d] of the loss from x [n, c, d], its lse [n*d] and the upstream gradient g
+ * (g[r] per element for reduction none, else g[0]): tg_ce_grad per element. */
+typedef struct {
+    const tg_ce_args *a;
+    const T *x, *lse, *g;
+    const int64_t *target;
+    T *gx;
+} NAME(ce_backward_job);
+static void NAME(ce_backward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
+    const NAME(ce_backward_job) *j_ = arg_;
+    const tg_ce_args *a = j_->a;
+    int64_t C = a->c, D = a->d;
+    bool per_element = a->reduction == TG_REDUCTION_NONE, mean = a->reduction == TG_REDUCTION_MEAN;
+    for (int64_t r = lo_; r < hi_; r++) {
+        int64_t n = r / D, d = r % D, t = j_->target[r];
+        double scale = tg_ce_factor(tg_ce_ignored(a, t), mean, a->count) * (double)j_->g[per_element ? r : 0];
+        const T *row = j_->x + n * C * D + d;
+        T *out = j_->gx + n * C * D + d;
+        double l = j_->lse[r];
+        for (int64_t c = 0; c < C; c++) out[c * D] = (T)tg_ce_grad(row[c * D], l, c == t, C, a->smoothing, scale);
+    }
+}
+void NAME(tg_cpu_cross_entropy_backward)(const tg_ce_args *a, const T *x, const int64_t *target, const T *lse,
+                                         const T *g, T *gx) {
+    NAME(ce_backward_job) j_ = {a, x, lse, g, target, gx};
+    int64_t rows = a->n * a->d;
+    tg_parallel_for(rows, a->n * a->c * a->d >= 32768 ? 1 : rows, NAME(ce_backward_chunk), &j_);
+}
+
 /* The parameters end with this instantiation. */
 #undef T
 #undef NAME

@@ -55,6 +55,19 @@ __global__ void cross_entropy_forward_kernel(const T *x, const int64_t *target, 
     }
 }
 
+// gx [n, c, d]: one thread per element (n, c, d), grid-stride; g[r] or g[0] read here.
+template <typename T>
+__global__ void cross_entropy_backward_kernel(const T *x, const int64_t *target, const T *lse, const T *g, T *gx,
+                                              int64_t N, int64_t C, int64_t D, bool use_ignore, int64_t ignore_index,
+                                              double eps, bool per_element, bool mean, int64_t count) {
+    int64_t total = N * C * D, step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        int64_t n = i / (C * D), c = i / D % C, d = i % D, r = n * D + d, t = target[r];
+        double scale = tg_ce_factor(use_ignore && t == ignore_index, mean, count) * (double)g[per_element ? r : 0];
+        gx[i] = (T)tg_ce_grad((double)x[i], (double)lse[r], c == t, C, eps, scale);
+    }
+}
+
 // ============================ launchers ============================
 
 template <typename T>
@@ -71,6 +84,19 @@ static tg_status launch_cross_entropy(tg_tensor *loss, tg_tensor *lse, tg_tensor
     return tg_cuda_check_launch("tg_cross_entropy");
 }
 
+template <typename T>
+static tg_status launch_cross_entropy_backward(tg_tensor *gx, tg_tensor *x, tg_tensor *target, tg_tensor *lse,
+                                               tg_tensor *g, const tg_ce_args *a, cudaStream_t stream) {
+    int64_t total = a->n * a->c * a->d;
+    if (total == 0) return TG_OK;
+    int64_t blocks = (total + 255) / 256, cap = (int64_t)tg_cuda_sm_count(tg_cuda_device_of(x)) * 32;
+    cross_entropy_backward_kernel<T><<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, stream>>>(
+        (const T *)tg_elem_ptr(x), (const int64_t *)tg_elem_ptr(target), (const T *)tg_elem_ptr(lse),
+        (const T *)tg_elem_ptr(g), (T *)tg_elem_ptr(gx), a->n, a->c, a->d, a->use_ignore, a->ignore_index, a->smoothing,
+        a->reduction == TG_REDUCTION_NONE, a->reduction == TG_REDUCTION_MEAN, a->count);
+    return tg_cuda_check_launch("tg_cross_entropy backward");
+}
+
 // ============================ entry points ============================
 
 extern "C" tg_status tg_cuda_cross_entropy_forward(tg_tensor *loss, tg_tensor *lse, tg_tensor *x, tg_tensor *target,
@@ -84,5 +110,17 @@ extern "C" tg_status tg_cuda_cross_entropy_forward(tg_tensor *loss, tg_tensor *l
     TG_CUDA_DISPATCH_FLOATING(
         op, x->dtype,
         return launch_cross_entropy<scalar_t>(loss, lse, x, target, n, c, d, use_ignore, ignore_index, eps, stream));
+    return TG_OK;
+}
+
+extern "C" tg_status tg_cuda_cross_entropy_backward(tg_tensor *gx, tg_tensor *x, tg_tensor *target, tg_tensor *lse,
+                                                    tg_tensor *g, const tg_ce_args *a) {
+    const char *op = "tg_cross_entropy backward";
+    if (!tg_is_contiguous(gx) || !tg_is_contiguous(x) || !tg_is_contiguous(target) || !tg_is_contiguous(lse) ||
+        !tg_is_contiguous(g))
+        return tg_error("%s: CUDA kernel expects contiguous tensors", op);
+    TG_CUDA_ENTER(op, x);
+    TG_CUDA_DISPATCH_FLOATING(op, x->dtype,
+                              return launch_cross_entropy_backward<scalar_t>(gx, x, target, lse, g, a, stream));
     return TG_OK;
 }

@@ -79,6 +79,7 @@ TEST(CudaBuild, EntryPointsAreLinkedInCudaBuildsOnly) {
     EXPECT_EQ(tg_cuda_gemm != nullptr, expect);
     EXPECT_EQ(tg_cuda_softmax != nullptr, expect);
     EXPECT_EQ(tg_cuda_cross_entropy_forward != nullptr, expect);
+    EXPECT_EQ(tg_cuda_cross_entropy_backward != nullptr, expect);
     EXPECT_EQ(tg_cuda_index_select != nullptr, expect);
     EXPECT_EQ(tg_cuda_index_add != nullptr, expect);
     EXPECT_EQ(tg_cuda_gather != nullptr, expect);

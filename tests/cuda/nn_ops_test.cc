@@ -44,6 +44,12 @@ TEST_F(TgTest, CudaCrossEntropyMatchesCpu) {
     EXPECT_TRUE(
         compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_cross_entropy_opts(in[0], in[1], opts); },
                         {logits, target}));
+    // reduction none: the fused backward reads one upstream gradient per element
+    tg_loss_opts none = {};
+    none.reduction = TG_REDUCTION_NONE;
+    EXPECT_TRUE(
+        compare_devices([&](const std::vector<tg_tensor *> &in) { return tg_cross_entropy_opts(in[0], in[1], none); },
+                        {logits, target}));
     // [N, C, d] logits with [N, d] targets
     tg_tensor *l3 = random_cpu(TG_SHAPE(4, 5, 7), TG_FLOAT64, 3);
     tg_tensor *t3 = tg_cast(random_cpu(TG_SHAPE(4, 7), TG_FLOAT64, 4, 0, 4.99), TG_INT64);
