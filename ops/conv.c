@@ -37,6 +37,7 @@
 #include "ops/cpu/conv.h"
 #include "ops/cpu/depthwise_conv.h"
 #include "ops/cpu/direct_conv.h"
+#include "ops/cpu/winograd_conv.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -61,7 +62,11 @@ static tg_tensor *widen(tg_tensor *t) { return t ? tg_cast(t, TG_FLOAT32) : NULL
 static tg_tensor *narrow_to(tg_tensor *t, tg_dtype dtype) { return t ? tg_cast(t, dtype) : NULL; }
 /* groups == C > 1: float32 / float64 on the CPU run ops/cpu/depthwise_conv.c's direct kernels. */
 static bool depthwise(const tg_conv_geom *g) { return g->groups == g->c && g->groups > 1; }
-/* Dense stride-1 float32 convolutions (the ResNets' 3x3) run ops/cpu/direct_conv.c's kernels. */
+/* Float32 3x3 stride-1 convolutions of 8 or more channels (the ResNets') run ops/cpu/winograd_conv.c's
+ * kernels; other dense stride-1 float32 ones ops/cpu/direct_conv.c's. */
+static bool winograd(const tg_conv_geom *g, tg_dtype dtype) {
+    return dtype == TG_FLOAT32 && tg_cpu_winograd_conv_applies(g);
+}
 static bool direct(const tg_conv_geom *g, tg_dtype dtype) {
     return dtype == TG_FLOAT32 && tg_cpu_direct_conv_applies(g);
 }
@@ -125,6 +130,13 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
         if (x->dtype == TG_FLOAT32)
             tg_cpu_depthwise_conv_forward_f32(&g, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y));
         else tg_cpu_depthwise_conv_forward_f64(&g, tg_data_ptr(x), tg_data_ptr(w), bias, tg_data_ptr(y));
+        return y;
+    }
+    if (y && winograd(&g, x->dtype)) {
+        float *work = direct_workspace(tg_cpu_winograd_conv_forward_workspace(&g));
+        if (!work) return NULL;
+        tg_cpu_winograd_conv_forward(&g, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y),
+                                     work);
         return y;
     }
     if (y && direct(&g, x->dtype)) {
@@ -318,6 +330,12 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
         else tg_cpu_depthwise_conv_input_grad_f64(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx));
         return gx;
     }
+    if (gx && winograd(&geom, g->dtype)) {
+        float *work = direct_workspace(tg_cpu_winograd_conv_input_grad_workspace(&geom));
+        if (!work) return NULL;
+        tg_cpu_winograd_conv_input_grad(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), work);
+        return gx;
+    }
     if (gx && direct(&geom, g->dtype)) {
         float *work = direct_workspace(tg_cpu_direct_conv_input_grad_workspace(&geom));
         if (!work) return NULL;
@@ -371,6 +389,12 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
         if (x->dtype == TG_FLOAT32)
             tg_cpu_depthwise_conv_weight_grad_f32(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw));
         else tg_cpu_depthwise_conv_weight_grad_f64(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw));
+        return gw;
+    }
+    if (gw && winograd(&geom, x->dtype)) {
+        float *work = direct_workspace(tg_cpu_winograd_conv_weight_grad_workspace(&geom));
+        if (!work) return NULL;
+        tg_cpu_winograd_conv_weight_grad(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), work);
         return gw;
     }
     if (gw && direct(&geom, x->dtype)) {

@@ -1,5 +1,6 @@
 // Dense stride-1 float32 conv2d (groups 1, dilation 1): the direct CPU kernels of
-// ops/cpu/direct_conv.c (issue 32), forward and the three gradients, against the float64
+// ops/cpu/direct_conv.c (issue 32; 3x3 ones with multiples of 8 channels take
+// ops/cpu/winograd_conv.c's instead), forward and the three gradients, against the float64
 // im2col + GEMM path on the same values (odd sizes, every padding the kernels take, kernels
 // from 1x1 to 5x5 and non-square, channel counts that are not a multiple of the 4-channel
 // tile, one image), the same bits on 1, 2, 3 and 5 threads, and their reach (which
@@ -18,7 +19,7 @@ struct Shape {
     bool bias;
 };
 const std::vector<Shape> shapes = {
-    {2, 16, 16, 8, 8, 3, 3, 1, 1, true},  // a ResNet stage's block (8x8: the grid's widest margin)
+    {2, 12, 16, 8, 8, 3, 3, 1, 1, true},  // a ResNet stage's 8x8 block (12 channels: 16 take Winograd's kernels)
     {3, 3, 5, 11, 13, 3, 3, 1, 1, false}, // the stem's 3 channels, odd sizes, 5 output channels
     {2, 6, 7, 9, 20, 5, 5, 2, 2, true},   // "same" 5x5
     {2, 5, 9, 28, 28, 5, 5, 0, 0, true},  // LeNet's conv1: valid 5x5 on 28x28
