@@ -1,4 +1,4 @@
-/* The 3x3 stride-1 convolution's Winograd F(2x2, 3x3) CPU kernels (ops/cpu/winograd_conv.h):
+/* The 3x3 stride-1 convolution's Winograd F(4x4, 3x3) CPU kernels (ops/cpu/winograd_conv.h):
  * AVX2 + FMA on vectors of 8 channels. */
 #include "ops/cpu/winograd_conv.h"
 
@@ -7,23 +7,27 @@
 #include "core/parallel.h"
 
 enum {
-    POS = 16,               /* elements of a transformed 4x4 tile */
+    OUT = 4,                /* a tile: 4x4 outputs */
+    IN = 6,                 /* from a 6x6 input patch */
+    POS = IN * IN,          /* elements of a transformed tile */
+    RING = 8,               /* input rows a task keeps, channels last (a tile row reads 6, the next 4 more) */
     LANES = 8,              /* floats in a vector: channels are taken 8 at a time */
     TILE_ROWS = 6,          /* tiles (or input channels) of a product tile */
     MAX_VECS = 2,           /* vectors of output channels in a product tile: 6 x 2 accumulators */
-    BLOCK_FLOATS = 4096,    /* a block's tiles times (C + Co): its V and M stay in L2 */
+    BLOCK_FLOATS = 2048,    /* a block's tiles times (C + Co): its V and M (36 of each) stay in L2 */
     CHUNK_FLOATS = 1 << 21, /* the weight gradient's transformed tiles at a time (8 MiB) */
     SPAN = 256              /* tiles a weight-gradient product tile sums before the next tile */
 };
 
 /* A 3x3 stride-1 convolution seen as tiles: input [n, c, h, w] padded by ph, pw, output
- * [n, co, ho, wo] in th x tw tiles of 2x2 (the last row or column cut where ho or wo is odd).
+ * [n, co, ho, wo] in th x tw tiles of 4x4 (the last row and column cut where ho or wo is not
+ * a multiple of 4).
  * Tile rows are numbered across images (image b's row ty is b * th + ty); a block is `rows`
  * consecutive tile rows, its tiles in `tb` slots (a multiple of the product tile's 6; the
  * rest zeros). */
 typedef struct {
     int64_t n, c, h, w, co, ph, pw, ho, wo;
-    int64_t th, tw, wpad; /* wpad: a padded input row, 2 * tw + 2 */
+    int64_t th, tw, wpad; /* wpad: a padded input row, 4 * tw + 2 */
     int64_t rows, tb, blocks;
 } wgrid;
 
@@ -34,12 +38,17 @@ static wgrid make_wgrid(int64_t n, int64_t c, int64_t h, int64_t w, int64_t co, 
     wgrid g = {.n = n, .c = c, .h = h, .w = w, .co = co, .ph = ph, .pw = pw};
     g.ho = h + 2 * ph - 2;
     g.wo = w + 2 * pw - 2;
-    g.th = (g.ho + 1) / 2;
-    g.tw = (g.wo + 1) / 2;
-    g.wpad = 2 * g.tw + 2;
-    int64_t target = BLOCK_FLOATS / (c + co);
-    g.rows = target / g.tw > 0 ? target / g.tw : 1;
-    g.rows = min64(g.rows, n * g.th);
+    g.th = (g.ho + OUT - 1) / OUT;
+    g.tw = (g.wo + OUT - 1) / OUT;
+    g.wpad = OUT * g.tw + 2;
+    int64_t most = BLOCK_FLOATS / (c + co) / g.tw;
+    most = min64(most > 0 ? most : 1, n * g.th);
+    g.rows = most; /* the most rows whose tiles fill whole product tiles, if any do */
+    for (int64_t r = most; r > 0; r--)
+        if (r * g.tw % TILE_ROWS == 0) {
+            g.rows = r;
+            break;
+        }
     g.tb = round_up(g.rows * g.tw, TILE_ROWS);
     g.blocks = (n * g.th + g.rows - 1) / g.rows;
     return g;
@@ -73,54 +82,56 @@ static void task_range(int64_t t, int64_t tasks, int64_t items, int64_t *i0, int
     *i0 = items * t / tasks;
     *i1 = items * (t + 1) / tasks;
 }
-/* A task's scratch: a tile row's 4 input rows, channels last, and its 2 output (or
+/* A task's scratch: its ring of input rows, channels last, then a tile row's 4 output (or
  * gradient) rows. */
-static int64_t scratch_size(const wgrid *g) { return 4 * g->wpad * g->c + 2 * g->wpad * g->co; }
+static int64_t ring_size(const wgrid *g) { return RING * g->wpad * g->c; }
+static int64_t scratch_size(const wgrid *g) { return ring_size(g) + OUT * g->wpad * g->co; }
 
 /* ======================= the filter transforms (double, rounded once) ======================= */
 
-/* U = G g G^T (4x4) of the 3x3 filter g, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. */
-static void filter_transform(const double g[3][3], double u[4][4]) {
-    double gg[4][3];
-    for (int j = 0; j < 3; j++) {
-        gg[0][j] = g[0][j];
-        gg[1][j] = 0.5 * (g[0][j] + g[1][j] + g[2][j]);
-        gg[2][j] = 0.5 * (g[0][j] - g[1][j] + g[2][j]);
-        gg[3][j] = g[2][j];
-    }
-    for (int a = 0; a < 4; a++) {
-        u[a][0] = gg[a][0];
-        u[a][1] = 0.5 * (gg[a][0] + gg[a][1] + gg[a][2]);
-        u[a][2] = 0.5 * (gg[a][0] - gg[a][1] + gg[a][2]);
-        u[a][3] = gg[a][2];
-    }
+/* F(4x4, 3x3) from the points 0, 1, -1, 2, -2 and infinity (Lavin and Gray 2015):
+ * Y = A^T [(G g G^T) . (B^T d B)] A. */
+static const double G[IN][3] = {{1.0 / 4, 0, 0},
+                                {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                {0, 0, 1}};
+
+/* u = G f G^T (6x6) of the 3x3 filter f. */
+static void filter_transform(const double f[3][3], double u[IN][IN]) {
+    double gf[IN][3] = {{0}};
+    for (int a = 0; a < IN; a++)
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < 3; j++) gf[a][j] += G[a][k] * f[k][j];
+    for (int a = 0; a < IN; a++)
+        for (int b = 0; b < IN; b++) u[a][b] = gf[a][0] * G[b][0] + gf[a][1] * G[b][1] + gf[a][2] * G[b][2];
 }
 
-/* The weight gradient's way back: dg = G^T du G (3x3) of the transformed-domain sum du. */
-static void filter_gradient(const double du[4][4], float *dg) {
-    double t[3][4];
-    for (int j = 0; j < 4; j++) {
-        t[0][j] = du[0][j] + 0.5 * (du[1][j] + du[2][j]);
-        t[1][j] = 0.5 * (du[1][j] - du[2][j]);
-        t[2][j] = 0.5 * (du[1][j] + du[2][j]) + du[3][j];
-    }
-    for (int i = 0; i < 3; i++) {
-        dg[i * 3 + 0] = (float)(t[i][0] + 0.5 * (t[i][1] + t[i][2]));
-        dg[i * 3 + 1] = (float)(0.5 * (t[i][1] - t[i][2]));
-        dg[i * 3 + 2] = (float)(0.5 * (t[i][1] + t[i][2]) + t[i][3]);
-    }
+/* The weight gradient's way back: df = G^T du G (3x3) of the transformed-domain sum du. */
+static void filter_gradient(const double du[IN][IN], float *df) {
+    double t[3][IN] = {{0}};
+    for (int i = 0; i < 3; i++)
+        for (int a = 0; a < IN; a++)
+            for (int b = 0; b < IN; b++) t[i][b] += G[a][i] * du[a][b];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double sum = 0;
+            for (int b = 0; b < IN; b++) sum += t[i][b] * G[b][j];
+            df[i * 3 + j] = (float)sum;
+        }
 }
 
-/* u [16][cin][co] = G g G^T of every filter: forward, g = w [co][cin][3][3]; flipped (the
+/* u [36][cin][co] = G f G^T of every filter: forward, f = w [co][cin][3][3]; flipped (the
  * input gradient), w [cin][co][3][3] with its taps reversed. */
 static void transform_weight(const wgrid *g, const float *w, bool flipped, float *u) {
     for (int64_t co = 0; co < g->co; co++)
         for (int64_t ci = 0; ci < g->c; ci++) {
-            double f[3][3], t[4][4];
+            double f[3][3], t[IN][IN];
             for (int k = 0; k < 9; k++)
                 f[k / 3][k % 3] = flipped ? w[(ci * g->co + co) * 9 + (8 - k)] : w[(co * g->c + ci) * 9 + k];
             filter_transform(f, t);
-            for (int pos = 0; pos < POS; pos++) u[(pos * g->c + ci) * g->co + co] = (float)t[pos / 4][pos % 4];
+            for (int pos = 0; pos < POS; pos++) u[(pos * g->c + ci) * g->co + co] = (float)t[pos / IN][pos % IN];
         }
 }
 
@@ -194,110 +205,131 @@ static void stage_input_row(const wgrid *g, const float *x, int64_t b, int64_t y
 
 /* ======================= tile transforms ======================= */
 
-/* B^T d B: the 1-D transform (d0, d1, d2, d3) -> (d0 - d2, d1 + d2, d2 - d1, d1 - d3) down
- * the patch's columns, then along its rows. */
-TILE_INLINE void input_tile(const __m256 d[4][4], __m256 v[4][4]) {
-    __m256 t[4][4];
-    for (int j = 0; j < 4; j++) {
-        t[0][j] = _mm256_sub_ps(d[0][j], d[2][j]);
-        t[1][j] = _mm256_add_ps(d[1][j], d[2][j]);
-        t[2][j] = _mm256_sub_ps(d[2][j], d[1][j]);
-        t[3][j] = _mm256_sub_ps(d[1][j], d[3][j]);
-    }
-    for (int i = 0; i < 4; i++) {
-        v[i][0] = _mm256_sub_ps(t[i][0], t[i][2]);
-        v[i][1] = _mm256_add_ps(t[i][1], t[i][2]);
-        v[i][2] = _mm256_sub_ps(t[i][2], t[i][1]);
-        v[i][3] = _mm256_sub_ps(t[i][1], t[i][3]);
-    }
+#define SPLAT(v) _mm256_set1_ps(v)
+
+/* B^T d: (d0 .. d5) -> (4 d0 - 5 d2 + d4, -4 (d1 + d2) + d3 + d4, 4 (d1 - d2) - d3 + d4,
+ * 2 (d3 - d1) - d2 + d4, -2 (d3 - d1) - d2 + d4, 4 d1 - 5 d3 + d5), applied down the patch's
+ * columns and then along its rows. */
+TILE_INLINE void input_1d(const __m256 d[IN], __m256 v[IN]) {
+    __m256 d12 = _mm256_add_ps(d[1], d[2]), d34 = _mm256_add_ps(d[3], d[4]);
+    __m256 d1m2 = _mm256_sub_ps(d[1], d[2]), d4m3 = _mm256_sub_ps(d[4], d[3]);
+    __m256 d3m1 = _mm256_sub_ps(d[3], d[1]), d4m2 = _mm256_sub_ps(d[4], d[2]);
+    v[0] = _mm256_fmadd_ps(SPLAT(4), d[0], _mm256_fnmadd_ps(SPLAT(5), d[2], d[4]));
+    v[1] = _mm256_fnmadd_ps(SPLAT(4), d12, d34);
+    v[2] = _mm256_fmadd_ps(SPLAT(4), d1m2, d4m3);
+    v[3] = _mm256_fmadd_ps(SPLAT(2), d3m1, d4m2);
+    v[4] = _mm256_fnmadd_ps(SPLAT(2), d3m1, d4m2);
+    v[5] = _mm256_fmadd_ps(SPLAT(4), d[1], _mm256_fnmadd_ps(SPLAT(5), d[3], d[5]));
 }
 
-/* v [16][pstride][c], slots [slot, slot + tw) = B^T d B of the tile row (b, ty)'s tiles. */
-WINO_TARGET static void transform_input_row(const wgrid *g, const float *x, int64_t b, int64_t ty, float *v,
-                                            int64_t pstride, int64_t slot, float *rows) {
-    int64_t rs = g->wpad * g->c;
-    for (int i = 0; i < 4; i++) stage_input_row(g, x, b, 2 * ty + i - g->ph, rows + i * rs);
+/* The ring's row for padded input row y (0 is the first padding row of image b's plane). */
+static float *ring_row(const wgrid *g, float *ring, int64_t y) { return ring + (y % RING) * g->wpad * g->c; }
+
+/* v [36][pstride][c], slots [slot, slot + tw) = B^T d B of the tile row (b, ty)'s tiles.
+ * `continues`: the ring already holds this tile row's first 2 input rows (the previous
+ * tile row of the same image was the task's last). */
+WINO_TARGET static void transform_input_row(const wgrid *g, const float *x, int64_t b, int64_t ty, bool continues,
+                                            float *v, int64_t pstride, int64_t slot, float *ring) {
+    const float *rows[IN];
+    for (int i = 0; i < IN; i++) {
+        float *row = ring_row(g, ring, OUT * ty + i);
+        if (i >= 2 || !continues) stage_input_row(g, x, b, OUT * ty + i - g->ph, row);
+        rows[i] = row;
+    }
     for (int64_t tx = 0; tx < g->tw; tx++)
         for (int64_t c0 = 0; c0 < g->c; c0 += LANES) {
-            __m256 d[4][4], t[4][4];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++) d[i][j] = _mm256_loadu_ps(rows + i * rs + (2 * tx + j) * g->c + c0);
-            input_tile(d, t);
-            for (int pos = 0; pos < POS; pos++)
-                _mm256_storeu_ps(v + (pos * pstride + slot + tx) * g->c + c0, t[pos / 4][pos % 4]);
+            __m256 t[IN][IN];
+            for (int j = 0; j < IN; j++) {
+                __m256 d[IN], col[IN];
+                for (int i = 0; i < IN; i++) d[i] = _mm256_loadu_ps(rows[i] + (OUT * tx + j) * g->c + c0);
+                input_1d(d, col);
+                for (int i = 0; i < IN; i++) t[i][j] = col[i];
+            }
+            float *out = v + (slot + tx) * g->c + c0;
+            for (int i = 0; i < IN; i++) {
+                __m256 o[IN];
+                input_1d(t[i], o);
+                for (int j = 0; j < IN; j++) _mm256_storeu_ps(out + (i * IN + j) * pstride * g->c, o[j]);
+            }
         }
 }
 
-/* A^T m A (2x2) with A^T = [1 1 1 0; 0 1 -1 -1]. */
-TILE_INLINE void output_tile(const __m256 m[4][4], __m256 y[2][2]) {
-    __m256 s[2][4];
-    for (int j = 0; j < 4; j++) {
-        s[0][j] = _mm256_add_ps(_mm256_add_ps(m[0][j], m[1][j]), m[2][j]);
-        s[1][j] = _mm256_sub_ps(_mm256_sub_ps(m[1][j], m[2][j]), m[3][j]);
-    }
-    for (int a = 0; a < 2; a++) {
-        y[a][0] = _mm256_add_ps(_mm256_add_ps(s[a][0], s[a][1]), s[a][2]);
-        y[a][1] = _mm256_sub_ps(_mm256_sub_ps(s[a][1], s[a][2]), s[a][3]);
-    }
+/* A^T m: (m0 .. m5) -> (m0 + (m1 + m2) + (m3 + m4), (m1 - m2) + 2 (m3 - m4),
+ * (m1 + m2) + 4 (m3 + m4), (m1 - m2) + 8 (m3 - m4) + m5). */
+TILE_INLINE void output_1d(const __m256 m[IN], __m256 y[OUT]) {
+    __m256 a = _mm256_add_ps(m[1], m[2]), b = _mm256_sub_ps(m[1], m[2]);
+    __m256 c = _mm256_add_ps(m[3], m[4]), d = _mm256_sub_ps(m[3], m[4]);
+    y[0] = _mm256_add_ps(_mm256_add_ps(m[0], a), c);
+    y[1] = _mm256_fmadd_ps(SPLAT(2), d, b);
+    y[2] = _mm256_fmadd_ps(SPLAT(4), c, a);
+    y[3] = _mm256_add_ps(_mm256_fmadd_ps(SPLAT(8), d, b), m[5]);
 }
 
-/* The tile row (b, ty) of y [n][co][ho][wo] (plus the bias) from m [16][tb][co], its
- * tiles at slots [slot, slot + tw). */
+/* The tile row (b, ty) of y [n][co][ho][wo] (plus the bias) from m [36][tb][co], its tiles
+ * at slots [slot, slot + tw). */
 WINO_TARGET static void transform_output_row(const wgrid *g, const float *m, int64_t slot, int64_t b, int64_t ty,
                                              const float *bias, float *y, float *rows) {
-    int64_t rs = 2 * g->tw * g->co;
+    int64_t rs = OUT * g->tw * g->co;
     for (int64_t tx = 0; tx < g->tw; tx++)
         for (int64_t c0 = 0; c0 < g->co; c0 += LANES) {
-            __m256 t[4][4], o[2][2], add = bias ? _mm256_loadu_ps(bias + c0) : _mm256_setzero_ps();
-            for (int pos = 0; pos < POS; pos++)
-                t[pos / 4][pos % 4] = _mm256_loadu_ps(m + (pos * g->tb + slot + tx) * g->co + c0);
-            output_tile(t, o);
-            for (int a = 0; a < 2; a++)
-                for (int k = 0; k < 2; k++)
-                    _mm256_storeu_ps(rows + a * rs + (2 * tx + k) * g->co + c0, _mm256_add_ps(o[a][k], add));
+            __m256 s[OUT][IN], add = bias ? _mm256_loadu_ps(bias + c0) : _mm256_setzero_ps();
+            const float *in = m + (slot + tx) * g->co + c0;
+            for (int j = 0; j < IN; j++) {
+                __m256 col[IN], o[OUT];
+                for (int i = 0; i < IN; i++) col[i] = _mm256_loadu_ps(in + (i * IN + j) * g->tb * g->co);
+                output_1d(col, o);
+                for (int a = 0; a < OUT; a++) s[a][j] = o[a];
+            }
+            for (int a = 0; a < OUT; a++) {
+                __m256 o[OUT];
+                output_1d(s[a], o);
+                for (int k = 0; k < OUT; k++)
+                    _mm256_storeu_ps(rows + a * rs + (OUT * tx + k) * g->co + c0, _mm256_add_ps(o[k], add));
+            }
         }
-    for (int a = 0; a < 2 && 2 * ty + a < g->ho; a++)
-        from_channels_last(rows + a * rs, g->co, g->wo, y + (b * g->co * g->ho + 2 * ty + a) * g->wo, g->ho * g->wo);
+    for (int a = 0; a < OUT && OUT * ty + a < g->ho; a++)
+        from_channels_last(rows + a * rs, g->co, g->wo, y + (b * g->co * g->ho + OUT * ty + a) * g->wo, g->ho * g->wo);
 }
 
-/* A dY A^T (4x4) of a 2x2 gradient tile: (d0, d1) -> (d0, d0 + d1, d0 - d1, -d1) along its
- * rows, then down its columns. */
-TILE_INLINE void grad_tile(const __m256 d[2][2], __m256 v[4][4]) {
-    __m256 zero = _mm256_setzero_ps(), r[2][4];
-    for (int a = 0; a < 2; a++) {
-        r[a][0] = d[a][0];
-        r[a][1] = _mm256_add_ps(d[a][0], d[a][1]);
-        r[a][2] = _mm256_sub_ps(d[a][0], d[a][1]);
-        r[a][3] = _mm256_sub_ps(zero, d[a][1]);
-    }
-    for (int j = 0; j < 4; j++) {
-        v[0][j] = r[0][j];
-        v[1][j] = _mm256_add_ps(r[0][j], r[1][j]);
-        v[2][j] = _mm256_sub_ps(r[0][j], r[1][j]);
-        v[3][j] = _mm256_sub_ps(zero, r[1][j]);
-    }
+/* A d (the transform the gradient takes back): (d0 .. d3) -> (d0, d0 + d1 + d2 + d3,
+ * d0 - d1 + d2 - d3, d0 + 2 d1 + 4 d2 + 8 d3, d0 - 2 d1 + 4 d2 - 8 d3, d3). */
+TILE_INLINE void grad_1d(const __m256 d[OUT], __m256 e[IN]) {
+    __m256 p = _mm256_add_ps(d[0], d[2]), q = _mm256_add_ps(d[1], d[3]);
+    __m256 r = _mm256_fmadd_ps(SPLAT(4), d[2], d[0]), s = _mm256_fmadd_ps(SPLAT(8), d[3], _mm256_add_ps(d[1], d[1]));
+    e[0] = d[0];
+    e[1] = _mm256_add_ps(p, q);
+    e[2] = _mm256_sub_ps(p, q);
+    e[3] = _mm256_add_ps(r, s);
+    e[4] = _mm256_sub_ps(r, s);
+    e[5] = d[3];
 }
 
-/* mg [16][pstride][co], slots [slot, slot + tw) = A dY A^T of the tile row (b, ty)'s
+/* mg [36][pstride][co], slots [slot, slot + tw) = A dY A^T of the tile row (b, ty)'s
  * gradient tiles of grad [n][co][ho][wo] (zero past ho and wo). */
 WINO_TARGET static void transform_grad_row(const wgrid *g, const float *grad, int64_t b, int64_t ty, float *mg,
                                            int64_t pstride, int64_t slot, float *rows) {
-    int64_t rs = 2 * g->tw * g->co;
-    for (int a = 0; a < 2; a++) {
+    int64_t rs = OUT * g->tw * g->co;
+    for (int a = 0; a < OUT; a++) {
         float *row = rows + a * rs;
-        int64_t oy = 2 * ty + a;
+        int64_t oy = OUT * ty + a, from = oy < g->ho ? g->wo : 0;
         if (oy < g->ho) to_channels_last(grad + (b * g->co * g->ho + oy) * g->wo, g->ho * g->wo, g->co, g->wo, row);
-        int64_t from = oy < g->ho ? g->wo : 0;
-        memset(row + from * g->co, 0, (size_t)((2 * g->tw - from) * g->co) * sizeof(float));
+        memset(row + from * g->co, 0, (size_t)((OUT * g->tw - from) * g->co) * sizeof(float));
     }
     for (int64_t tx = 0; tx < g->tw; tx++)
         for (int64_t c0 = 0; c0 < g->co; c0 += LANES) {
-            __m256 d[2][2], t[4][4];
-            for (int a = 0; a < 2; a++)
-                for (int k = 0; k < 2; k++) d[a][k] = _mm256_loadu_ps(rows + a * rs + (2 * tx + k) * g->co + c0);
-            grad_tile(d, t);
-            for (int pos = 0; pos < POS; pos++)
-                _mm256_storeu_ps(mg + (pos * pstride + slot + tx) * g->co + c0, t[pos / 4][pos % 4]);
+            __m256 t[IN][OUT];
+            for (int k = 0; k < OUT; k++) {
+                __m256 d[OUT], col[IN];
+                for (int a = 0; a < OUT; a++) d[a] = _mm256_loadu_ps(rows + a * rs + (OUT * tx + k) * g->co + c0);
+                grad_1d(d, col);
+                for (int i = 0; i < IN; i++) t[i][k] = col[i];
+            }
+            float *out = mg + (slot + tx) * g->co + c0;
+            for (int i = 0; i < IN; i++) {
+                __m256 o[IN];
+                grad_1d(t[i], o);
+                for (int j = 0; j < IN; j++) _mm256_storeu_ps(out + (i * IN + j) * pstride * g->co, o[j]);
+            }
         }
 }
 
@@ -403,9 +435,9 @@ WINO_TARGET static void gradient_span(const wgrid *g, const float *v, const floa
 }
 #else
 /* tg_cpu_winograd_conv_applies is false here: nothing below runs. */
-static void transform_input_row(const wgrid *g, const float *x, int64_t b, int64_t ty, float *v, int64_t pstride,
-                                int64_t slot, float *rows) {
-    (void)g, (void)x, (void)b, (void)ty, (void)v, (void)pstride, (void)slot, (void)rows;
+static void transform_input_row(const wgrid *g, const float *x, int64_t b, int64_t ty, bool continues, float *v,
+                                int64_t pstride, int64_t slot, float *ring) {
+    (void)g, (void)x, (void)b, (void)ty, (void)continues, (void)v, (void)pstride, (void)slot, (void)ring;
 }
 static void transform_output_row(const wgrid *g, const float *m, int64_t slot, int64_t b, int64_t ty, const float *bias,
                                  float *y, float *rows) {
@@ -448,13 +480,16 @@ static void conv_tasks(int64_t t0, int64_t t1, void *arg) {
     const conv_job *j = arg;
     const wgrid *g = j->g;
     for (int64_t t = t0; t < t1; t++) {
-        float *v = j->work + t * block_work_size(g), *m = v + POS * g->tb * g->c, *rows = m + POS * g->tb * g->co;
+        float *v = j->work + t * block_work_size(g), *m = v + POS * g->tb * g->c, *ring = m + POS * g->tb * g->co;
+        float *rows = ring + ring_size(g);
         int64_t k0, k1;
         task_range(t, j->tasks, g->blocks, &k0, &k1);
         for (int64_t k = k0; k < k1; k++) {
             int64_t r0 = k * g->rows, r1 = min64(r0 + g->rows, g->n * g->th);
-            for (int64_t r = r0; r < r1; r++)
-                transform_input_row(g, j->x, r / g->th, r % g->th, v, g->tb, (r - r0) * g->tw, rows);
+            for (int64_t r = r0; r < r1; r++) {
+                bool continues = r % g->th > 0 && (r > r0 || k > k0);
+                transform_input_row(g, j->x, r / g->th, r % g->th, continues, v, g->tb, (r - r0) * g->tw, ring);
+            }
             zero_slots(v, g->tb, g->c, (r1 - r0) * g->tw, g->tb);
             multiply_block(g, v, j->u, m);
             for (int64_t r = r0; r < r1; r++)
@@ -517,14 +552,15 @@ static void weight_transform_tasks(int64_t t0, int64_t t1, void *arg) {
     const weight_job *j = arg;
     const wgrid *g = j->g;
     for (int64_t t = t0; t < t1; t++) {
-        float *rows = j->scratch + t * scratch_size(g);
+        float *ring = j->scratch + t * scratch_size(g), *rows = ring + ring_size(g);
         int64_t k0, k1;
         task_range(t, j->tasks, j->chunk_blocks, &k0, &k1);
         for (int64_t k = k0; k < k1; k++) {
             int64_t r0 = (j->chunk0 + k) * g->rows, r1 = min64(r0 + g->rows, g->n * g->th);
             for (int64_t r = r0; r < r1; r++) {
                 int64_t slot = k * g->tb + (r - r0) * g->tw;
-                transform_input_row(g, j->x, r / g->th, r % g->th, j->v, j->span, slot, rows);
+                bool continues = r % g->th > 0 && (r > r0 || k > k0);
+                transform_input_row(g, j->x, r / g->th, r % g->th, continues, j->v, j->span, slot, ring);
                 transform_grad_row(g, j->grad, r / g->th, r % g->th, j->mg, j->span, slot, rows);
             }
             zero_slots(j->v, j->span, g->c, k * g->tb + (r1 - r0) * g->tw, (k + 1) * g->tb);
@@ -562,8 +598,8 @@ void tg_cpu_winograd_conv_weight_grad(const tg_conv_geom *g, const float *x, con
     }
     for (int64_t co = 0; co < gr.co; co++)
         for (int64_t ci = 0; ci < gr.c; ci++) {
-            double du[4][4];
-            for (int pos = 0; pos < POS; pos++) du[pos / 4][pos % 4] = j.du[(pos * gr.c + ci) * gr.co + co];
+            double du[IN][IN];
+            for (int pos = 0; pos < POS; pos++) du[pos / IN][pos % IN] = j.du[(pos * gr.c + ci) * gr.co + co];
             filter_gradient(du, gw + (co * gr.c + ci) * 9);
         }
 }

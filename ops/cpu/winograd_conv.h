@@ -1,26 +1,28 @@
-/* CPU kernels of the 3x3 stride-1 convolution by Winograd's minimal filtering F(2x2, 3x3)
+/* CPU kernels of the 3x3 stride-1 convolution by Winograd's minimal filtering F(4x4, 3x3)
  * (Lavin and Gray 2015; issue 32): the ResNets' 3x3 convolutions in float32 on a CPU with
  * AVX2 and FMA, forward, input gradient and weight gradient.
  *
- * Each 2x2 block of outputs (a tile) is A^T [(G g G^T) . (B^T d B)] A for its 4x4 input
- * patch d and every 3x3 filter g: summed over input channels, the 16 elementwise products
- * become 16 matrix products [tiles x C] x [C x Co], 16 multiplies per tile and channel pair
- * where a direct convolution needs 36 (2.25x fewer). The transforms are additions (B, A)
- * and halves (G).
+ * Each 4x4 block of outputs (a tile) is A^T [(G g G^T) . (B^T d B)] A for its 6x6 input
+ * patch d and every 3x3 filter g: summed over input channels, the 36 elementwise products
+ * become 36 matrix products [tiles x C] x [C x Co], 36 multiplies per tile and channel pair
+ * where a direct convolution needs 144 (4x fewer). The transforms are additions and small
+ * constant factors (B: up to 5, A: up to 8, G: 1/4 to 1/24).
  *
- * - Forward: blocks of tile rows are transformed into V [16][tiles][C], multiplied by the
- *   transformed weights U [16][C][Co] into M [16][tiles][Co], and M is transformed back.
- *   A tile's values are vectors of 8 channels (a tile row's input rows are transposed to channels
- *   last first, its output rows back after), so every transform and product runs on full
- *   vectors whatever the image's width.
+ * - Forward: blocks of tile rows are transformed into V [36][tiles][C], multiplied by the
+ *   transformed weights U [36][C][Co] into M [36][tiles][Co], and M is transformed back.
+ *   A tile's values are vectors of 8 channels (a tile row's input rows are transposed to
+ *   channels last first, its output rows back after), so every transform and product runs
+ *   on full vectors whatever the image's width.
  * - Input gradient: the forward convolution of the gradient padded by 2 - pH, 2 - pW, with
  *   the weight's channels swapped and its taps reversed (as ops/cpu/direct_conv.h).
- * - Weight gradient: dU [16][C][Co] = sum over tiles of V (A dY A^T), then G^T dU G.
+ * - Weight gradient: dU [36][C][Co] = sum over tiles of V (A dY A^T), then G^T dU G.
  *
  * Every result element is summed by one thread in a fixed order (over channels, or the
  * weight gradient's over tiles in order), so results do not depend on the thread count.
- * They differ from the direct and GEMM paths' in the last bits: the transforms round, about
- * as much as one more addition per sum (float32, within 1e-4 of float64 in the tests). */
+ * They differ from the direct and GEMM paths' by more than those differ from each other:
+ * the transforms' factors round, to about 1e-5 of a sum's spread where float32 sums in order
+ * reach 1e-6 (tests/ops/winograd_conv_test.cc), the price of the 4x fewer multiplies that
+ * oneDNN's and NNPACK's Winograd convolutions pay too. */
 #ifndef TG_OPS_CPU_WINOGRAD_CONV_H
 #define TG_OPS_CPU_WINOGRAD_CONV_H
 
