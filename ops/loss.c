@@ -151,12 +151,11 @@ static tg_status target_constants(tg_tensor *x, tg_tensor *target, const ce_args
     if (!host_t || !w || !p) return TG_ERROR;
     const int64_t *t = tg_data_ptr(host_t);
     double *wd = tg_data_ptr(w), *pd = tg_data_ptr(p);
-    double factor = a->reduction == TG_REDUCTION_MEAN ? 1.0 / (double)a->count : 1.0;
     int64_t C = a->c, D = a->d;
     for (int64_t r = 0; r < a->n * D; r++) {
         int64_t n = r / D, d = r % D;
         bool skip = ignored(a, t[r]);
-        wd[r] = skip ? 0 : factor;
+        wd[r] = tg_ce_factor(skip, a->reduction == TG_REDUCTION_MEAN, a->count);
         for (int64_t c = 0; c < C; c++)
             pd[n * C * D + c * D + d] = skip ? 0 : (1 - eps) * (c == t[r]) + eps / (double)C;
     }

@@ -125,8 +125,8 @@ static void filter_gradient(const double du[IN][IN], float *df) {
 /* u [36][cin][co] = G f G^T of every filter: forward, f = w [co][cin][3][3]; flipped (the
  * input gradient), w [cin][co][3][3] with its taps reversed. */
 static void transform_weight(const wgrid *g, const float *w, bool flipped, float *u) {
-    for (int64_t co = 0; co < g->co; co++)
-        for (int64_t ci = 0; ci < g->c; ci++) {
+    for (int64_t ci = 0; ci < g->c; ci++) /* co innermost: u's rows are written in order */
+        for (int64_t co = 0; co < g->co; co++) {
             double f[3][3], t[IN][IN];
             for (int k = 0; k < 9; k++)
                 f[k / 3][k % 3] = flipped ? w[(ci * g->co + co) * 9 + (8 - k)] : w[(co * g->c + ci) * 9 + k];
