@@ -62,8 +62,9 @@ static tg_tensor *widen(tg_tensor *t) { return t ? tg_cast(t, TG_FLOAT32) : NULL
 static tg_tensor *narrow_to(tg_tensor *t, tg_dtype dtype) { return t ? tg_cast(t, dtype) : NULL; }
 /* groups == C > 1: float32 / float64 on the CPU run ops/cpu/depthwise_conv.c's direct kernels. */
 static bool depthwise(const tg_conv_geom *g) { return g->groups == g->c && g->groups > 1; }
-/* Float32 3x3 stride-1 convolutions of 8 or more channels (the ResNets') run ops/cpu/winograd_conv.c's
- * kernels; other dense stride-1 float32 ones ops/cpu/direct_conv.c's. */
+/* Float32 3x3 stride-1 convolutions whose channel counts are multiples of 8 (the ResNets')
+ * run ops/cpu/winograd_conv.c's kernels; other dense stride-1 float32 ones
+ * ops/cpu/direct_conv.c's. */
 static bool winograd(const tg_conv_geom *g, tg_dtype dtype) {
     return dtype == TG_FLOAT32 && tg_cpu_winograd_conv_applies(g);
 }
@@ -71,7 +72,7 @@ static bool direct(const tg_conv_geom *g, tg_dtype dtype) {
     return dtype == TG_FLOAT32 && tg_cpu_direct_conv_applies(g);
 }
 /* A float32 workspace of n elements (freed with the op's other temporaries). */
-static float *direct_workspace(int64_t n) {
+static float *kernel_workspace(int64_t n) {
     tg_tensor *t = tg_empty(TG_SHAPE(n), (tg_opts){.dtype = TG_FLOAT32});
     return t ? tg_data_ptr(t) : NULL;
 }
@@ -133,14 +134,14 @@ static tg_tensor *conv_forward(tg_ctx *ctx, tg_tensor *const *in) {
         return y;
     }
     if (y && winograd(&g, x->dtype)) {
-        float *work = direct_workspace(tg_cpu_winograd_conv_forward_workspace(&g));
+        float *work = kernel_workspace(tg_cpu_winograd_conv_forward_workspace(&g));
         if (!work) return NULL;
         tg_cpu_winograd_conv_forward(&g, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y),
                                      work);
         return y;
     }
     if (y && direct(&g, x->dtype)) {
-        float *work = direct_workspace(tg_cpu_direct_conv_forward_workspace(&g));
+        float *work = kernel_workspace(tg_cpu_direct_conv_forward_workspace(&g));
         if (!work) return NULL;
         tg_cpu_direct_conv_forward(&g, tg_data_ptr(x), tg_data_ptr(w), b ? tg_data_ptr(b) : NULL, tg_data_ptr(y), work);
         return y;
@@ -331,13 +332,13 @@ static tg_tensor *input_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
         return gx;
     }
     if (gx && winograd(&geom, g->dtype)) {
-        float *work = direct_workspace(tg_cpu_winograd_conv_input_grad_workspace(&geom));
+        float *work = kernel_workspace(tg_cpu_winograd_conv_input_grad_workspace(&geom));
         if (!work) return NULL;
         tg_cpu_winograd_conv_input_grad(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), work);
         return gx;
     }
     if (gx && direct(&geom, g->dtype)) {
-        float *work = direct_workspace(tg_cpu_direct_conv_input_grad_workspace(&geom));
+        float *work = kernel_workspace(tg_cpu_direct_conv_input_grad_workspace(&geom));
         if (!work) return NULL;
         tg_cpu_direct_conv_input_grad(&geom, tg_data_ptr(g), tg_data_ptr(w), tg_data_ptr(gx), work);
         return gx;
@@ -392,13 +393,13 @@ static tg_tensor *weight_grad_forward(tg_ctx *ctx, tg_tensor *const *in) {
         return gw;
     }
     if (gw && winograd(&geom, x->dtype)) {
-        float *work = direct_workspace(tg_cpu_winograd_conv_weight_grad_workspace(&geom));
+        float *work = kernel_workspace(tg_cpu_winograd_conv_weight_grad_workspace(&geom));
         if (!work) return NULL;
         tg_cpu_winograd_conv_weight_grad(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), work);
         return gw;
     }
     if (gw && direct(&geom, x->dtype)) {
-        float *work = direct_workspace(tg_cpu_direct_conv_weight_grad_workspace(&geom));
+        float *work = kernel_workspace(tg_cpu_direct_conv_weight_grad_workspace(&geom));
         if (!work) return NULL;
         tg_cpu_direct_conv_weight_grad(&geom, tg_data_ptr(x), tg_data_ptr(g), tg_data_ptr(gw), work);
         return gw;

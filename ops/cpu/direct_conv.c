@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "ops/cpu/conv_tasks.h"
 
 enum {
     CO_BLOCK = 4,   /* output channels of a tile (broadcast weights) */
@@ -51,14 +52,6 @@ static grid input_grad_grid(const tg_conv_geom *g) {
     return make_grid(g->n, g->co, g->ho, g->wo, g->c, g->kh, g->kw, g->kh - 1 - g->ph, g->kw - 1 - g->pw);
 }
 
-static bool cpu_has_avx2_fma(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return false;
-#endif
-}
-
 /* The grid computes q outputs per plane for Ho * Wo useful ones: kW - 1 dropped columns a row
  * (a "valid" 5x5 on 12x12 computes 96 for 64, slower than the GEMM path: LeNet's conv2, 7.0
  * against 8.8 ms forward + backward), so at most a quarter dropped. */
@@ -68,7 +61,7 @@ static bool grid_dense_enough(const tg_conv_geom *g) {
 }
 
 bool tg_cpu_direct_conv_applies(const tg_conv_geom *g) {
-    return cpu_has_avx2_fma() && g->groups == 1 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
+    return tg_conv_cpu_has_avx2_fma() && g->groups == 1 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
            g->kh * g->kw <= MAX_TAPS && g->ph < g->kh && g->pw < g->kw && g->ho > 0 && g->wo > 0 &&
            grid_dense_enough(g);
 }
@@ -78,16 +71,6 @@ static void pad_plane(const grid *gr, const float *src, float *dst) {
     memset(dst, 0, (size_t)gr->plane * sizeof(float));
     float *row = dst + gr->ph * gr->wp + gr->pw;
     for (int64_t i = 0; i < gr->h; i++, row += gr->wp) memcpy(row, src + i * gr->w, (size_t)gr->w * sizeof(float));
-}
-
-/* The number of tasks a call splits into: one per thread, none idle for want of images. */
-static int64_t task_count(int64_t items) {
-    int64_t nt = tg_in_parallel_region() ? 1 : tg_get_num_threads();
-    return items < nt ? (items > 0 ? items : 1) : nt;
-}
-static void task_range(int64_t t, int64_t tasks, int64_t items, int64_t *i0, int64_t *i1) {
-    *i0 = items * t / tasks;
-    *i1 = items * (t + 1) / tasks;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -185,7 +168,7 @@ static void pack_weight(const grid *gr, const float *w, bool flipped, float *wpk
 static int64_t packed_weight_size(const grid *gr) { return gr->co_pad * gr->c * gr->taps; }
 static int64_t image_work_size(const grid *gr) { return gr->c * gr->plane + gr->co_pad * gr->q; }
 static int64_t conv_work_size(const grid *gr) {
-    return packed_weight_size(gr) + task_count(gr->n) * image_work_size(gr);
+    return packed_weight_size(gr) + tg_conv_task_count(gr->n) * image_work_size(gr);
 }
 
 typedef struct {
@@ -202,7 +185,7 @@ static void conv_tasks(int64_t t0, int64_t t1, void *arg) {
     for (int64_t t = t0; t < t1; t++) {
         float *xp = j->work + t * image_work_size(gr), *out = xp + gr->c * gr->plane;
         int64_t b0, b1;
-        task_range(t, j->tasks, gr->n, &b0, &b1);
+        tg_conv_task_range(t, j->tasks, gr->n, &b0, &b1);
         for (int64_t b = b0; b < b1; b++) {
             for (int64_t ci = 0; ci < gr->c; ci++)
                 pad_plane(gr, j->x + (b * gr->c + ci) * gr->h * gr->w, xp + ci * gr->plane);
@@ -220,7 +203,7 @@ static void conv_tasks(int64_t t0, int64_t t1, void *arg) {
 static void run_conv(const grid *gr, const float *x, const float *w, bool flipped, const float *bias, float *y,
                      float *work) {
     pack_weight(gr, w, flipped, work);
-    conv_job j = {gr, x, work, bias, y, work + packed_weight_size(gr), task_count(gr->n)};
+    conv_job j = {gr, x, work, bias, y, work + packed_weight_size(gr), tg_conv_task_count(gr->n)};
     tg_parallel_for(j.tasks, 1, conv_tasks, &j);
 }
 
@@ -316,7 +299,7 @@ static void weight_tasks(int64_t t0, int64_t t1, void *arg) {
     int64_t tiles = tile_count(j->gr);
     for (int64_t t = t0; t < t1; t++) {
         int64_t k0, k1;
-        task_range(t, j->tasks, tiles, &k0, &k1);
+        tg_conv_task_range(t, j->tasks, tiles, &k0, &k1);
         for (int64_t b0 = 0; b0 < j->gr->n; b0 += IMAGE_BLOCK) {
             int64_t b1 = b0 + IMAGE_BLOCK < j->gr->n ? b0 + IMAGE_BLOCK : j->gr->n;
             for (int64_t k = k0; k < k1; k++) weight_tile_images(j, k, b0, b1);
@@ -329,7 +312,7 @@ void tg_cpu_direct_conv_weight_grad(const tg_conv_geom *g, const float *x, const
     int64_t tiles = tile_count(&gr), pairs = gr.c * gr.taps;
     float *xp = work, *gq = xp + gr.n * gr.c * gr.plane, *acc = gq + gr.n * gr.co_pad * gr.q;
     memset(acc, 0, (size_t)(tiles * TILE_ACC) * sizeof(float));
-    weight_job j = {&gr, x, grad, xp, gq, acc, gw, task_count(tiles)};
+    weight_job j = {&gr, x, grad, xp, gq, acc, gw, tg_conv_task_count(tiles)};
     tg_parallel_for(gr.n, 1, weight_prepare, &j);
     tg_parallel_for(j.tasks, 1, weight_tasks, &j);
     /* Each accumulator's 8 lanes, in lane order. */

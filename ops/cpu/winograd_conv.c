@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/parallel.h"
+#include "ops/cpu/conv_tasks.h"
 
 enum {
     OUT = 4,                /* a tile: 4x4 outputs */
@@ -59,29 +60,12 @@ static wgrid input_grad_grid(const tg_conv_geom *g) {
     return make_wgrid(g->n, g->co, g->ho, g->wo, g->c, 2 - g->ph, 2 - g->pw);
 }
 
-static bool cpu_has_avx2_fma(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return false;
-#endif
-}
-
 bool tg_cpu_winograd_conv_applies(const tg_conv_geom *g) {
-    return cpu_has_avx2_fma() && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 &&
-           g->dw == 1 && g->ph >= 0 && g->ph <= 2 && g->pw >= 0 && g->pw <= 2 && g->ho > 0 && g->wo > 0 &&
+    return tg_conv_cpu_has_avx2_fma() && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 &&
+           g->dh == 1 && g->dw == 1 && g->ph >= 0 && g->ph <= 2 && g->pw >= 0 && g->pw <= 2 && g->ho > 0 && g->wo > 0 &&
            g->c % LANES == 0 && g->co % LANES == 0 && g->c > 0 && g->co > 0;
 }
 
-/* The number of tasks a call splits into: one per thread, none idle for want of blocks. */
-static int64_t task_count(int64_t items) {
-    int64_t nt = tg_in_parallel_region() ? 1 : tg_get_num_threads();
-    return items < nt ? (items > 0 ? items : 1) : nt;
-}
-static void task_range(int64_t t, int64_t tasks, int64_t items, int64_t *i0, int64_t *i1) {
-    *i0 = items * t / tasks;
-    *i1 = items * (t + 1) / tasks;
-}
 /* A task's scratch: its ring of input rows, channels last, then a tile row's 4 output (or
  * gradient) rows. */
 static int64_t ring_size(const wgrid *g) { return RING * g->wpad * g->c; }
@@ -335,10 +319,13 @@ WINO_TARGET static void transform_grad_row(const wgrid *g, const float *grad, in
 
 /* ======================= products ======================= */
 
-/* out [6][ostride] = sum over input channels ci of a [6][astride] (broadcast a[r][ci]) times
- * b [ci][bstride] (8 vecs outputs): 6 x vecs accumulators, one FMA chain each in order. */
-TILE_INLINE void product_tile(int vecs, int rows, int64_t k, const float *a, int64_t astride, const float *b,
-                              int64_t bstride, float *out, int64_t ostride, bool accumulate) {
+/* out [rows][ostride] (+)= sum over i < k of a [r][i] (broadcast, at a + r * row_stride +
+ * i * k_stride) times b [i][bstride] (8 vecs outputs): rows x vecs accumulators, one FMA
+ * chain each in order. The forward's products run it with tiles as rows and input
+ * channels as k; the weight gradient's with input channels as rows and tiles as k,
+ * accumulating on out. */
+TILE_INLINE void product_tile(int vecs, int rows, int64_t k, const float *a, int64_t row_stride, int64_t k_stride,
+                              const float *b, int64_t bstride, float *out, int64_t ostride, bool accumulate) {
     __m256 acc[TILE_ROWS][MAX_VECS];
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++)
@@ -351,7 +338,7 @@ TILE_INLINE void product_tile(int vecs, int rows, int64_t k, const float *a, int
         for (int v = 0; v < vecs; v++) bv[v] = _mm256_loadu_ps(b + i * bstride + v * LANES);
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++) {
-            __m256 av = _mm256_broadcast_ss(a + r * astride + i);
+            __m256 av = _mm256_broadcast_ss(a + r * row_stride + i * k_stride);
 #pragma GCC unroll 2
             for (int v = 0; v < vecs; v++) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
         }
@@ -362,7 +349,7 @@ TILE_INLINE void product_tile(int vecs, int rows, int64_t k, const float *a, int
         for (int v = 0; v < vecs; v++) _mm256_storeu_ps(out + r * ostride + v * LANES, acc[r][v]);
 }
 
-/* m [16][tb][co] = the block's 16 products V [pos] U [pos]: rows of 6 tiles against 16
+/* m [36][tb][co] = the block's 36 products V [pos] U [pos]: rows of 6 tiles against 16
  * (or the last 8) output channels, summed over the input channels. */
 WINO_TARGET static void multiply_block(const wgrid *g, const float *v, const float *u, float *m) {
     for (int pos = 0; pos < POS; pos++)
@@ -371,38 +358,10 @@ WINO_TARGET static void multiply_block(const wgrid *g, const float *v, const flo
             for (int64_t o0 = 0; o0 < g->co; o0 += MAX_VECS * LANES) {
                 const float *up = u + pos * g->c * g->co + o0;
                 float *mp = m + (pos * g->tb + t0) * g->co + o0;
-                if (g->co - o0 >= 2 * LANES) product_tile(2, 6, g->c, vp, g->c, up, g->co, mp, g->co, false);
-                else product_tile(1, 6, g->c, vp, g->c, up, g->co, mp, g->co, false);
+                if (g->co - o0 >= 2 * LANES) product_tile(2, 6, g->c, vp, g->c, 1, up, g->co, mp, g->co, false);
+                else product_tile(1, 6, g->c, vp, g->c, 1, up, g->co, mp, g->co, false);
             }
         }
-}
-
-/* du [cin][co] (position pos's) += sum over tiles [t0, t1) of v [t][ci] mg [t][co]: rows of
- * 6 input channels against 16 (or the last 8) output channels. The products' "k" runs over
- * tiles, so a's rows are channels (stride 1 apart along a tile's c values: astride 1, and
- * consecutive tiles c apart). */
-TILE_INLINE void gradient_rows(int vecs, int rows, int64_t span, const float *v, int64_t c, const float *mg, int64_t co,
-                               float *out) {
-    __m256 acc[TILE_ROWS][MAX_VECS];
-#pragma GCC unroll 6
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 2
-        for (int k = 0; k < vecs; k++) acc[r][k] = _mm256_loadu_ps(out + r * co + k * LANES);
-    for (int64_t t = 0; t < span; t++) {
-        __m256 gv[MAX_VECS];
-#pragma GCC unroll 2
-        for (int k = 0; k < vecs; k++) gv[k] = _mm256_loadu_ps(mg + t * co + k * LANES);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; r++) {
-            __m256 xv = _mm256_broadcast_ss(v + t * c + r);
-#pragma GCC unroll 2
-            for (int k = 0; k < vecs; k++) acc[r][k] = _mm256_fmadd_ps(xv, gv[k], acc[r][k]);
-        }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 2
-        for (int k = 0; k < vecs; k++) _mm256_storeu_ps(out + r * co + k * LANES, acc[r][k]);
 }
 
 /* du [cin][co] += position pos's sums over the slots [t0, t1) of v [pstride][c] and
@@ -418,16 +377,16 @@ WINO_TARGET static void gradient_span(const wgrid *g, const float *v, const floa
             bool two = g->co - o0 >= 2 * LANES;
             switch (rows) { /* constant row counts, so the accumulators stay in registers */
             case 6:
-                two ? gradient_rows(2, 6, span, vp + c0, g->c, mp + o0, g->co, out)
-                    : gradient_rows(1, 6, span, vp + c0, g->c, mp + o0, g->co, out);
+                two ? product_tile(2, 6, span, vp + c0, 1, g->c, mp + o0, g->co, out, g->co, true)
+                    : product_tile(1, 6, span, vp + c0, 1, g->c, mp + o0, g->co, out, g->co, true);
                 break;
             case 4:
-                two ? gradient_rows(2, 4, span, vp + c0, g->c, mp + o0, g->co, out)
-                    : gradient_rows(1, 4, span, vp + c0, g->c, mp + o0, g->co, out);
+                two ? product_tile(2, 4, span, vp + c0, 1, g->c, mp + o0, g->co, out, g->co, true)
+                    : product_tile(1, 4, span, vp + c0, 1, g->c, mp + o0, g->co, out, g->co, true);
                 break;
             default: /* c is a multiple of 8: 6-row blocks leave 2 or 4 */
-                two ? gradient_rows(2, 2, span, vp + c0, g->c, mp + o0, g->co, out)
-                    : gradient_rows(1, 2, span, vp + c0, g->c, mp + o0, g->co, out);
+                two ? product_tile(2, 2, span, vp + c0, 1, g->c, mp + o0, g->co, out, g->co, true)
+                    : product_tile(1, 2, span, vp + c0, 1, g->c, mp + o0, g->co, out, g->co, true);
                 break;
             }
         }
@@ -455,7 +414,7 @@ static void gradient_span(const wgrid *g, const float *v, const float *mg, int64
 }
 #endif
 
-/* Zeros in slots [from, to) of every position of a [16][pstride][c]. */
+/* Zeros in slots [from, to) of every position of a [36][pstride][c]. */
 static void zero_slots(float *a, int64_t pstride, int64_t c, int64_t from, int64_t to) {
     if (to > from)
         for (int pos = 0; pos < POS; pos++)
@@ -466,7 +425,9 @@ static void zero_slots(float *a, int64_t pstride, int64_t c, int64_t from, int64
 
 static int64_t weight_size(const wgrid *g) { return POS * g->c * g->co; }
 static int64_t block_work_size(const wgrid *g) { return POS * g->tb * (g->c + g->co) + scratch_size(g); }
-static int64_t conv_work_size(const wgrid *g) { return weight_size(g) + task_count(g->blocks) * block_work_size(g); }
+static int64_t conv_work_size(const wgrid *g) {
+    return weight_size(g) + tg_conv_task_count(g->blocks) * block_work_size(g);
+}
 
 typedef struct {
     const wgrid *g;
@@ -483,7 +444,7 @@ static void conv_tasks(int64_t t0, int64_t t1, void *arg) {
         float *v = j->work + t * block_work_size(g), *m = v + POS * g->tb * g->c, *ring = m + POS * g->tb * g->co;
         float *rows = ring + ring_size(g);
         int64_t k0, k1;
-        task_range(t, j->tasks, g->blocks, &k0, &k1);
+        tg_conv_task_range(t, j->tasks, g->blocks, &k0, &k1);
         for (int64_t k = k0; k < k1; k++) {
             int64_t r0 = k * g->rows, r1 = min64(r0 + g->rows, g->n * g->th);
             for (int64_t r = r0; r < r1; r++) {
@@ -501,7 +462,7 @@ static void conv_tasks(int64_t t0, int64_t t1, void *arg) {
 static void run_conv(const wgrid *g, const float *x, const float *w, bool flipped, const float *bias, float *y,
                      float *work) {
     transform_weight(g, w, flipped, work);
-    conv_job j = {g, x, work, bias, y, work + weight_size(g), task_count(g->blocks)};
+    conv_job j = {g, x, work, bias, y, work + weight_size(g), tg_conv_task_count(g->blocks)};
     tg_parallel_for(j.tasks, 1, conv_tasks, &j);
 }
 
@@ -527,8 +488,8 @@ void tg_cpu_winograd_conv_input_grad(const tg_conv_geom *g, const float *grad, c
 /* ======================= weight gradient ======================= */
 
 /* The batch goes in chunks of `per_chunk` blocks: a chunk's input and gradient tiles are
- * transformed (in parallel over its blocks) into v [16][span][c] and mg [16][span][co], then
- * each position's sums du [16][c][co] go on (in parallel over the 16 positions) over the
+ * transformed (in parallel over its blocks) into v [36][span][c] and mg [36][span][co], then
+ * each position's sums du [36][c][co] go on (in parallel over the 36 positions) over the
  * chunk's tiles in order, chunk after chunk. */
 typedef struct {
     const wgrid *g;
@@ -545,7 +506,8 @@ static int64_t blocks_per_chunk(const wgrid *g) {
 int64_t tg_cpu_winograd_conv_weight_grad_workspace(const tg_conv_geom *g) {
     wgrid gr = forward_grid(g);
     int64_t per_chunk = blocks_per_chunk(&gr);
-    return POS * (gr.c + gr.co) * per_chunk * gr.tb + weight_size(&gr) + task_count(per_chunk) * scratch_size(&gr);
+    return POS * (gr.c + gr.co) * per_chunk * gr.tb + weight_size(&gr) +
+           tg_conv_task_count(per_chunk) * scratch_size(&gr);
 }
 
 static void weight_transform_tasks(int64_t t0, int64_t t1, void *arg) {
@@ -554,7 +516,7 @@ static void weight_transform_tasks(int64_t t0, int64_t t1, void *arg) {
     for (int64_t t = t0; t < t1; t++) {
         float *ring = j->scratch + t * scratch_size(g), *rows = ring + ring_size(g);
         int64_t k0, k1;
-        task_range(t, j->tasks, j->chunk_blocks, &k0, &k1);
+        tg_conv_task_range(t, j->tasks, j->chunk_blocks, &k0, &k1);
         for (int64_t k = k0; k < k1; k++) {
             int64_t r0 = (j->chunk0 + k) * g->rows, r1 = min64(r0 + g->rows, g->n * g->th);
             for (int64_t r = r0; r < r1; r++) {
@@ -589,7 +551,7 @@ void tg_cpu_winograd_conv_weight_grad(const tg_conv_geom *g, const float *x, con
     j.du = j.mg + POS * span * gr.co;
     j.scratch = j.du + weight_size(&gr);
     memset(j.du, 0, (size_t)weight_size(&gr) * sizeof(float));
-    int64_t tasks = task_count(per_chunk);
+    int64_t tasks = tg_conv_task_count(per_chunk);
     for (j.chunk0 = 0; j.chunk0 < gr.blocks; j.chunk0 += per_chunk) {
         j.chunk_blocks = min64(per_chunk, gr.blocks - j.chunk0);
         j.tasks = min64(tasks, j.chunk_blocks);
