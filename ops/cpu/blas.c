@@ -8,7 +8,14 @@
  * user's value put back right after), it starts no thread at all; tapegrad's pool splits large products
  * instead (ops/cpu/gemm.c). Debian's pthread build is the one loaded: its buffer pool is
  * locked, so concurrent calls are safe (the serial build gave wrong results when two
- * threads called dgemm at once). */
+ * threads called dgemm at once).
+ *
+ * OpenBLAS picks its kernels by the CPU's model number, and a model newer than its table
+ * gets the SSE3 "Prescott" kernels: Debian 12's 0.3.21 on an Emerald Rapids Xeon (family 6,
+ * model 207) ran every float32 product at a third of the AVX-512 kernels' speed (the GPT
+ * lesson's step 416 against 148 ms). So when the user has not chosen OPENBLAS_CORETYPE and
+ * the core loaded has no AVX2 kernels on a CPU that has AVX2 and FMA, OpenBLAS is loaded
+ * again with the core this CPU's features call for. */
 #include "ops/cpu/blas.h"
 
 #include <cblas.h> /* the enums; the functions come from dlsym */
@@ -18,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -31,7 +39,8 @@ typedef void (*dgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRAN
 static struct {
     sgemm_fn sgemm;
     dgemm_fn dgemm;
-    char error[400]; /* why it could not be loaded, for tg_kernel_fail */
+    char core_name[40]; /* openblas_get_corename's, "" when it has none */
+    char error[400];    /* why it could not be loaded, for tg_kernel_fail */
 } blas;
 static _Atomic bool loaded; /* sgemm and dgemm are set */
 static bool missing;        /* no OpenBLAS on this machine: no use trying again */
@@ -43,6 +52,44 @@ static const char *const library_names[] = {
     "libopenblas.so.0",
     "libopenblas.so",
 };
+
+/* Cores of OpenBLAS 0.3.x that have AVX2 kernels (openblas_get_corename's names). */
+static bool core_has_avx2_kernels(const char *name) {
+    static const char *const names[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", "Excavator"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcasecmp(name, names[i]) == 0) return true;
+    return false;
+}
+
+/* The OpenBLAS core for this CPU's vector features, or NULL when it lacks AVX2 + FMA
+ * (OpenBLAS's own choice then stands). */
+static const char *core_for_this_cpu(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
+    bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512cd");
+    if (avx512 && __builtin_cpu_supports("avx512bf16")) return "COOPERLAKE";
+    return avx512 ? "SKYLAKEX" : "HASWELL";
+}
+
+static const char *loaded_core_name(void *handle) {
+    char *(*corename)(void) = (char *(*)(void))dlsym(handle, "openblas_get_corename");
+    return corename ? corename() : NULL;
+}
+
+/* OpenBLAS loaded again with OPENBLAS_CORETYPE set when its own choice has no AVX2
+ * kernels on a CPU that has AVX2 (see the top); the handle to use. */
+static void *load_with_fitting_core(void *handle, const char *library) {
+    if (getenv("OPENBLAS_CORETYPE")) return handle; /* the user's choice */
+    const char *name = loaded_core_name(handle), *fitting = core_for_this_cpu();
+    if (!name || !fitting || core_has_avx2_kernels(name)) return handle;
+    dlclose(handle);
+    setenv("OPENBLAS_CORETYPE", fitting, 1);
+    void *again = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    unsetenv("OPENBLAS_CORETYPE");
+    return again ? again : dlopen(library, RTLD_NOW | RTLD_LOCAL);
+}
 
 /* One try (under load_lock). A library that is there but cannot be mapped (a memory
  * limit) is out of memory, tried again by the next product; one that is not there
@@ -57,6 +104,7 @@ static void load(void) {
         handle = dlopen(library_names[i], RTLD_NOW | RTLD_LOCAL);
         const char *text = handle ? NULL : dlerror(); /* copied at once: the next dlopen reuses it */
         if (!handle && i == 0 && text) snprintf(why, sizeof why, "%s", text);
+        if (handle) handle = load_with_fitting_core(handle, library_names[i]);
     }
     if (saved) {
         setenv("OPENBLAS_NUM_THREADS", saved, 1);
@@ -80,6 +128,8 @@ static void load(void) {
     if (shutdown) shutdown();
     blas.sgemm = (sgemm_fn)dlsym(handle, "cblas_sgemm");
     blas.dgemm = (dgemm_fn)dlsym(handle, "cblas_dgemm");
+    const char *core = loaded_core_name(handle);
+    snprintf(blas.core_name, sizeof blas.core_name, "%s", core ? core : "");
     if (!blas.sgemm || !blas.dgemm) {
         missing = true;
         snprintf(blas.error, sizeof blas.error, "the OpenBLAS that was loaded has no cblas_sgemm / cblas_dgemm");
@@ -107,6 +157,11 @@ static bool ensure_loaded(void) {
     pthread_mutex_unlock(&load_lock);
     if (!ok) tg_kernel_fail(blas.error);
     return ok;
+}
+
+const char *tg_blas_core_name(void) {
+    if (!ensure_loaded()) return NULL;
+    return blas.core_name;
 }
 
 /* ---- OpenBLAS's buffers under a memory limit ----

@@ -18,6 +18,10 @@ extern "C" {
 bool tg_blas_gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 
+/* The kernels OpenBLAS runs ("SkylakeX", "Haswell", ...; openblas_get_corename), "" when
+ * the library does not say; NULL after tg_kernel_fail when it cannot be loaded. */
+const char *tg_blas_core_name(void);
+
 #ifdef __cplusplus
 }
 #endif

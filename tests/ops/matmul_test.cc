@@ -1,5 +1,9 @@
 // tg_matmul and tg_linear: PyTorch fixture values and gradients, gradcheck (first and
 // second order) on plain, broadcast and non-contiguous operands, and the error paths.
+#include <cstdlib>
+#include <string>
+
+#include "ops/cpu/blas.h"
 #include "tests/ops/op_fixture.h"
 
 namespace {
@@ -132,4 +136,23 @@ TEST_F(TgTest, LinearErrors) {
     tg_clear_error();
     EXPECT_EQ(tg_linear(x, nullptr, nullptr), nullptr);
     EXPECT_ERROR_CONTAINS("tg_linear: input 1 is NULL");
+}
+
+// OpenBLAS 0.3.21 gives a CPU model newer than its table (an Emerald Rapids Xeon) its SSE3
+// "Prescott" kernels; ops/cpu/blas.c then loads it again with the core the CPU's features
+// call for. The user's OPENBLAS_CORETYPE is left alone.
+TEST_F(TgTest, OpenBlasRunsVectorKernelsTheCpuHas) {
+    const char *core = tg_blas_core_name();
+    ASSERT_NE(core, nullptr) << tg_last_error();
+    if (getenv("OPENBLAS_CORETYPE")) GTEST_SKIP() << "OPENBLAS_CORETYPE is set: the user's choice";
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2 + FMA";
+    std::string name = core;
+    EXPECT_TRUE(name == "Haswell" || name == "Zen" || name == "SkylakeX" || name == "Cooperlake" ||
+                name == "SapphireRapids" || name == "Excavator")
+        << "OpenBLAS runs its " << name << " kernels on a CPU with AVX2 and FMA";
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+        EXPECT_TRUE(name == "SkylakeX" || name == "Cooperlake" || name == "SapphireRapids")
+            << "OpenBLAS runs its " << name << " kernels on a CPU with AVX-512";
 }
