@@ -10,10 +10,12 @@
  * block) in the dk/dv pass, so every element is summed in a fixed order by one thread
  * and the results do not depend on the thread count. A scratch allocation that fails
  * is reported with tg_kernel_fail. float32 on CPUs with AVX2 and FMA takes
- * ops/cpu/attention_avx2.h instead: its own block kernels and a one-pass backward. */
+ * ops/cpu/attention_avx2.h instead: its own block kernels and a one-pass backward, whose
+ * leaf kernels are ops/cpu/attention_avx512.h's on CPUs with AVX-512. */
 #ifndef TG_OPS_CPU_ATTENTION_H
 #define TG_OPS_CPU_ATTENTION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ops/attention_formulas.h"
@@ -41,6 +43,11 @@ void tg_cpu_attention_backward_f32(const tg_attn_plan *plan, const int64_t *offs
 void tg_cpu_attention_backward_f64(const tg_attn_plan *plan, const int64_t *offsets, const double *q, const double *k,
                                    const double *v, const void *mask, const double *out, const double *dout,
                                    const double *lse, double *delta, double *dq, double *dk, double *dv);
+
+/* Whether float32 takes the AVX-512 leaf kernels where the CPU has them (the default);
+ * false keeps the AVX2 ones, so that tests check both on one machine. Returns the
+ * previous setting (false where this build has no x86-64 kernels). */
+bool tg_cpu_attention_set_avx512(bool on);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,9 @@
  * g + 2G, ... (interleaved, so that causal work is balanced), writes their dk and dv,
  * and adds dS K into its own dq partial [l, e]; the G partials are summed in the order
  * g = 0, 1, ... afterwards. G depends on the shape only (never the thread count), so
- * every element is summed in a fixed order and the bits do not depend on the threads. */
+ * every element is summed in a fixed order and the bits do not depend on the threads.
+ * On CPUs with AVX-512 the drivers take ops/cpu/attention_avx512.h's leaf kernels (16
+ * lanes, 6 x 32 tiles) through a table, af_kernels. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
@@ -86,6 +88,16 @@ AF_TARGET static void af_tile_any(int rows, int nv, int64_t k, const float *a, i
  *   AF_SUM_QUERIES  the sum runs over queries t for key rows r: t >= r - diag. */
 typedef enum { AF_DENSE, AF_SCORES, AF_SUM_KEYS, AF_SUM_QUERIES } af_causal;
 
+/* The terms [t0, t1) of a tile's sum (rows [r0, r0 + rows), columns from n0) that the
+ * causal mask leaves, out of [0, k); t1 <= t0 when none (AVX2 and AVX-512 tiles alike). */
+static inline void af_tile_terms(af_causal causal, int64_t r0, int rows, int64_t n0, int64_t k, int64_t diag,
+                                 int64_t *t0, int64_t *t1) {
+    *t0 = 0, *t1 = k;
+    if (causal == AF_SCORES && n0 > r0 + rows - 1 + diag) *t1 = 0;
+    if (causal == AF_SUM_KEYS && r0 + rows + diag < *t1) *t1 = r0 + rows + diag;
+    if (causal == AF_SUM_QUERIES && r0 - diag > 0) *t0 = r0 - diag;
+}
+
 /* C [m, n] (+)= alpha A B, n a multiple of 8: A's element (r, t) at a[r ars + t acs] (a
  * transposed operand is a stride), B's 16-column chunks bcs apart, rows ldb apart (16
  * and ldb for a row-major B; k * 16 and 16 for af_pack_t's panels). A chunk of B (k x
@@ -99,10 +111,8 @@ AF_TARGET static void af_gemm(int64_t m, int64_t n, int64_t k, float alpha, cons
         int nv = n - n0 >= 16 ? 2 : 1;
         for (int64_t r0 = 0; r0 < m; r0 += AF_MR) {
             int rows = m - r0 < AF_MR ? (int)(m - r0) : AF_MR;
-            int64_t t0 = 0, t1 = k; /* the terms [t0, t1) of the tile's sum */
-            if (causal == AF_SCORES && n0 > r0 + rows - 1 + diag) t1 = 0;
-            if (causal == AF_SUM_KEYS && r0 + rows + diag < t1) t1 = r0 + rows + diag;
-            if (causal == AF_SUM_QUERIES && r0 - diag > 0) t0 = r0 - diag;
+            int64_t t0, t1;
+            af_tile_terms(causal, r0, rows, n0, k, diag, &t0, &t1);
             if (t1 <= t0) {
                 if (acc) continue;
                 t0 = t1 = 0; /* stores zeros */
@@ -203,9 +213,38 @@ AF_TARGET static void af_dscore_row(float *restrict pr, float *restrict dr, int6
     }
 }
 
+#include "ops/cpu/attention_avx512.h"
+
+/* The leaf kernels the drivers below call: AVX-512's where the CPU has it (and
+ * tg_cpu_attention_set_avx512 has not turned them off), else AVX2's; chosen once per call
+ * of the op, so that all its blocks take the same ones. */
+typedef struct {
+    void (*gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t ars, int64_t acs, const float *b,
+                 int64_t ldb, int64_t bcs, float *c, int64_t ldc, bool acc, af_causal causal, int64_t diag);
+    float (*row_max)(const float *row, int64_t n);
+    float (*exp_row)(float *restrict row, int64_t n, float shift);
+    void (*dscore_row)(float *restrict pr, float *restrict dr, int64_t n, float lse, float delta);
+} af_kernels;
+static const af_kernels af_kernels_avx2 = {af_gemm, af_row_max, af_exp_row, af_dscore_row};
+static const af_kernels af_kernels_avx512 = {af512_gemm, af512_row_max, af512_exp_row, af512_dscore_row};
+static _Atomic bool af_avx512_on = true;
+
+static const af_kernels *af_kernels_here(void) {
+    return atomic_load(&af_avx512_on) && __builtin_cpu_supports("avx512f") ? &af_kernels_avx512 : &af_kernels_avx2;
+}
+
+bool tg_cpu_attention_set_avx512(bool on) { return atomic_exchange(&af_avx512_on, on); }
+
+typedef struct {
+    const attn_job_f32 *j;
+    const af_kernels *kn;
+} af_fwd_job;
+
 /* Forward of tasks (problem, query block of AF_BQ) in [begin, end). */
 AF_TARGET static void af_forward_chunk(int64_t begin, int64_t end, void *ctx) {
-    const attn_job_f32 *j = ctx;
+    const af_fwd_job *w = ctx;
+    const attn_job_f32 *j = w->j;
+    const af_kernels *kn = w->kn;
     const tg_attn_plan *p = j->p;
     int64_t nq = (p->l + AF_BQ - 1) / AF_BQ, e = p->e, ev = p->ev;
     float *s = malloc(sizeof(float) * (AF_BQ * AF_BK + AF_BQ * ev + AF_BK * e) + 2 * sizeof(double) * AF_BQ);
@@ -223,11 +262,11 @@ AF_TARGET static void af_forward_chunk(int64_t begin, int64_t end, void *ctx) {
         for (int64_t j0 = 0; j0 < kend; j0 += AF_BK) {
             int64_t bj = kend - j0 < AF_BK ? kend - j0 : AF_BK;
             af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
-            af_gemm(bi, af_pad16(bj), e, (float)p->scale, q + i0 * p->q_row, p->q_row, 1, kt, 16, 16 * e, s, AF_BK,
-                    false, scores, i0 - j0);
+            kn->gemm(bi, af_pad16(bj), e, (float)p->scale, q + i0 * p->q_row, p->q_row, 1, kt, 16, 16 * e, s, AF_BK,
+                     false, scores, i0 - j0);
             mask_block_f32(p, mask, i0, bi, j0, bj, s, AF_BK);
-            online_rows_f32(p, i0, j0, s, AF_BK, bi, bj, m, l, acc, af_row_max, af_exp_row);
-            af_gemm(bi, ev, bj, 1.0f, s, AF_BK, 1, v + j0 * p->v_row, p->v_row, 16, acc, ev, true, sum_keys, i0 - j0);
+            online_rows_f32(p, i0, j0, s, AF_BK, bi, bj, m, l, acc, kn->row_max, kn->exp_row);
+            kn->gemm(bi, ev, bj, 1.0f, s, AF_BK, 1, v + j0 * p->v_row, p->v_row, 16, acc, ev, true, sum_keys, i0 - j0);
         }
         finish_rows_f32(j, b, i0, bi, m, l, acc);
     }
@@ -236,6 +275,7 @@ AF_TARGET static void af_forward_chunk(int64_t begin, int64_t end, void *ctx) {
 
 typedef struct {
     const attn_job_f32 *j;
+    const af_kernels *kn;
     int64_t parts;  /* G: key-block parts per problem */
     float *dq_part; /* parts 1 .. G-1, [G - 1][batch][l][e] (part 0 is dq itself) */
 } af_bwd_job;
@@ -246,6 +286,7 @@ typedef struct {
 AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
     const af_bwd_job *w = ctx;
     const attn_job_f32 *j = w->j;
+    const af_kernels *kn = w->kn;
     const tg_attn_plan *p = j->p;
     int64_t e = p->e, ev = p->ev, nk = (p->s + AF_BK - 1) / AF_BK;
     float *s = malloc(sizeof(float) * (2 * AF_BQ * AF_BK + AF_BK * (e + ev)));
@@ -273,20 +314,20 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
                 seen = seen < bj ? seen : bj;
                 if (seen <= 0) continue;
                 const float *qi = q + i0 * p->q_row, *dout = j->dout + (b * p->l + i0) * ev;
-                af_gemm(bi, af_pad16(seen), e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false,
-                        scores, diag);
+                kn->gemm(bi, af_pad16(seen), e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false,
+                         scores, diag);
                 mask_block_f32(p, mask, i0, bi, j0, seen, s, AF_BK);
-                af_gemm(bi, af_pad16(seen), ev, 1.0f, dout, ev, 1, vt, 16, 16 * ev, ds, AF_BK, false, scores, diag);
+                kn->gemm(bi, af_pad16(seen), ev, 1.0f, dout, ev, 1, vt, 16, 16 * ev, ds, AF_BK, false, scores, diag);
                 for (int64_t r = 0; r < bi; r++) {
                     int64_t n = row_keys_f32(p, i0 + r, j0, seen);
-                    af_dscore_row(s + r * AF_BK, ds + r * AF_BK, n, j->lse[b * p->l + i0 + r],
-                                  j->delta[b * p->l + i0 + r]);
+                    kn->dscore_row(s + r * AF_BK, ds + r * AF_BK, n, j->lse[b * p->l + i0 + r],
+                                   j->delta[b * p->l + i0 + r]);
                     for (int64_t c = n; c < seen; c++) s[r * AF_BK + c] = ds[r * AF_BK + c] = 0; /* hidden: p = 0 */
                 }
-                af_gemm(seen, ev, bi, 1.0f, s, 1, AF_BK, dout, ev, 16, dv, ev, true, sum_queries, diag);
-                af_gemm(seen, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, e, true, sum_queries, diag);
-                af_gemm(bi, e, seen, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * e, e,
-                        true, sum_keys, diag);
+                kn->gemm(seen, ev, bi, 1.0f, s, 1, AF_BK, dout, ev, 16, dv, ev, true, sum_queries, diag);
+                kn->gemm(seen, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, e, true, sum_queries, diag);
+                kn->gemm(bi, e, seen, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * e, e,
+                         true, sum_keys, diag);
             }
         }
     }
@@ -311,7 +352,8 @@ static bool af_usable(const tg_attn_plan *p) {
 static bool attn_fast_forward_f32(const attn_job_f32 *j) {
     if (!af_usable(j->p)) return false;
     int64_t tasks = j->p->batch * ((j->p->l + AF_BQ - 1) / AF_BQ);
-    tg_parallel_for(tasks, grain_f32(j->p, tasks), af_forward_chunk, (void *)j);
+    af_fwd_job w = {.j = j, .kn = af_kernels_here()};
+    tg_parallel_for(tasks, grain_f32(j->p, tasks), af_forward_chunk, &w);
     return true;
 }
 
@@ -320,7 +362,7 @@ static bool attn_fast_backward_f32(const attn_job_f32 *j) {
     const tg_attn_plan *p = j->p;
     if (!af_usable(p)) return false;
     int64_t nk = (p->s + AF_BK - 1) / AF_BK, parts = (AF_TASKS + p->batch - 1) / p->batch;
-    af_bwd_job w = {.j = j, .parts = parts < nk ? parts : nk};
+    af_bwd_job w = {.j = j, .kn = af_kernels_here(), .parts = parts < nk ? parts : nk};
     if (w.parts > 1) {
         w.dq_part = malloc(sizeof(float) * (size_t)((w.parts - 1) * p->batch * p->l * p->e));
         if (!w.dq_part) {
@@ -339,6 +381,7 @@ static bool attn_fast_backward_f32(const attn_job_f32 *j) {
 }
 
 #else
+bool tg_cpu_attention_set_avx512(bool on) { return (void)on, false; }
 static bool attn_fast_forward_f32(const attn_job_f32 *j) { return false; }
 static bool attn_fast_backward_f32(const attn_job_f32 *j) { return false; }
 #endif

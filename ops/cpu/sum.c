@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/lowp.h"
 #include "core/parallel.h"
+#include "core/simd.h"
 
 #define AS_IS(v) (v)
 #define TO_FLOAT(a) ((float)(a))

@@ -20,7 +20,7 @@ typedef struct {
 /* Strips [b0, b1) of SUM_STRIP columns (strip b covers columns SUM_STRIP b ..): each strip's
  * sums stay in registers while the rows go by (an array of accumulators in memory cost a
  * load and a store per element), and a wide matrix gives one task per strip. */
-static void NAME(sum_cols)(int64_t b0, int64_t b1, void *arg) {
+TG_VECTOR_CLONES static void NAME(sum_cols)(int64_t b0, int64_t b1, void *arg) {
     const NAME(sum_job) *j = arg;
     int64_t cols = j->p->outer_numel, inner = j->p->inner_numel, st = j->p->inner_strides[0];
     for (int64_t b = b0; b < b1; b++) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/cpu/attention.h"
 #include "test_util.h"
 
 namespace {
@@ -118,6 +119,11 @@ const std::vector<Case> &cases() {
         scaled.scale = 0.7;
         v.push_back(scaled);
         v.push_back({"unbatched", {5, 4}, {9, 4}, {9, 3}});
+        // head dims of 32 and 24: the AVX-512 tiles' full and masked 32-column chunks
+        v.push_back({"head_dims_32_24", {2, 2, 100, 32}, {2, 2, 140, 32}, {2, 2, 140, 24}});
+        Case causal_32 = {"causal_head_dims_32_24", {1, 3, 150, 32}, {1, 3, 150, 32}, {1, 3, 150, 24}};
+        causal_32.causal = true;
+        v.push_back(causal_32);
         return v;
     }();
     return all;
@@ -129,8 +135,15 @@ TEST_F(AttentionFusedTest, Float64MatchesComposed) {
     for (const Case &c : cases()) expect_match(c, TG_FLOAT64, 1e-12, 1e-11);
 }
 
+// On a CPU with AVX-512 both sets of leaf kernels (ops/cpu/attention_avx512.h and
+// attention_avx2.h's) are checked.
 TEST_F(AttentionFusedTest, Float32MatchesComposed) {
-    for (const Case &c : cases()) expect_match(c, TG_FLOAT32, 2e-5, 2e-4);
+    for (bool avx512 : {true, false}) {
+        SCOPED_TRACE(avx512 ? "AVX-512 kernels where the CPU has them" : "AVX2 kernels");
+        bool was = tg_cpu_attention_set_avx512(avx512);
+        for (const Case &c : cases()) expect_match(c, TG_FLOAT32, 2e-5, 2e-4);
+        tg_cpu_attention_set_avx512(was);
+    }
 }
 
 // bfloat16: computed in float32 and rounded once; the composed path rounds after every
@@ -207,18 +220,22 @@ TEST_F(AttentionFusedTest, GradcheckFirstAndSecondOrder) {
 
 TEST_F(AttentionFusedTest, ResultsDoNotDependOnTheThreadCount) {
     int threads = tg_get_num_threads();
-    std::vector<Outcome> runs;
     Case c = {"threads", {1, 4, 200, 32}, {1, 4, 200, 32}, {1, 4, 200, 32}};
-    for (int n : {1, 2, 3}) {
-        tg_set_num_threads(n);
-        runs.push_back(run(c, TG_FLOAT32, true));
-    }
-    tg_set_num_threads(threads);
-    for (size_t i = 1; i < runs.size(); i++) {
-        EXPECT_EQ(runs[i].y, runs[0].y);
-        EXPECT_EQ(runs[i].dq, runs[0].dq);
-        EXPECT_EQ(runs[i].dk, runs[0].dk);
-        EXPECT_EQ(runs[i].dv, runs[0].dv);
+    for (bool avx512 : {true, false}) {
+        bool was = tg_cpu_attention_set_avx512(avx512);
+        std::vector<Outcome> runs;
+        for (int n : {1, 2, 3}) {
+            tg_set_num_threads(n);
+            runs.push_back(run(c, TG_FLOAT32, true));
+        }
+        tg_set_num_threads(threads);
+        tg_cpu_attention_set_avx512(was);
+        for (size_t i = 1; i < runs.size(); i++) {
+            EXPECT_EQ(runs[i].y, runs[0].y);
+            EXPECT_EQ(runs[i].dq, runs[0].dq);
+            EXPECT_EQ(runs[i].dk, runs[0].dk);
+            EXPECT_EQ(runs[i].dv, runs[0].dv);
+        }
     }
 }
 
