@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "core/parallel.h"
+#include "core/simd.h"
 #include "ops/norm_formulas.h"
 
 #define LANES 16        /* interleaved partial sums per row (ops/cpu/norm_kernels.h) */

@@ -63,7 +63,7 @@ typedef struct {
     T *y, *mean_out, *var_out;
     double *stats;
 } NAME(norm_forward_job);
-static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
+TG_VECTOR_CLONES static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
     const NAME(norm_forward_job) *j_ = arg_;
     const tg_norm_args *a = j_->a;
     const T *x = j_->x, *w = j_->w, *b = j_->b;
@@ -117,7 +117,7 @@ typedef struct {
     const double *stats;
     T *gx, *gw, *gb;
 } NAME(bn_backward_job);
-static void NAME(bn_backward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
+TG_VECTOR_CLONES static void NAME(bn_backward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
     const NAME(bn_backward_job) *j_ = arg_;
     int64_t O = j_->O, C = j_->C, I = j_->I;
     const T *g = j_->g, *x = j_->x, *w = j_->w;
@@ -165,7 +165,7 @@ typedef struct {
     const double *stats;
     T *gx, *part;
 } NAME(ln_backward_job);
-static void NAME(ln_backward_blocks)(int64_t b0, int64_t b1, void *arg) {
+TG_VECTOR_CLONES static void NAME(ln_backward_blocks)(int64_t b0, int64_t b1, void *arg) {
     const NAME(ln_backward_job) *j = arg;
     int64_t D = j->D;
     for (int64_t blk = b0; blk < b1; blk++) {
