@@ -1,7 +1,8 @@
 /* The 3x3 stride-1 convolution's Winograd F(4x4, 3x3) CPU kernels (ops/cpu/winograd_conv.h):
- * AVX2 + FMA on vectors of 8 channels. */
+ * AVX2 + FMA on vectors of 8 channels; the products on AVX-512 where the CPU has it. */
 #include "ops/cpu/winograd_conv.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/parallel.h"
@@ -349,9 +350,107 @@ TILE_INLINE void product_tile(int vecs, int rows, int64_t k, const float *a, int
         for (int v = 0; v < vecs; v++) _mm256_storeu_ps(out + r * ostride + v * LANES, acc[r][v]);
 }
 
+/* ---- the products on AVX-512 ----
+ * product_tile on zmm: 16 output channels a vector, so the tile is 6 rows x 32 output
+ * channels (the last vector's lanes `last`, 8 or 16: channel counts are multiples of 8)
+ * and each FMA does twice the AVX2 one's work. Every output is still one FMA chain over k
+ * in k order from the same start, so the bits are the AVX2 tile's. Taken where the CPU
+ * has AVX-512F (tg_cpu_winograd_set_avx512 turns it off, so tests compare the two). */
+#define TILE512_INLINE __attribute__((target("avx512f"), always_inline)) static inline
+#define WINO512_TARGET __attribute__((target("avx512f")))
+enum { LANES512 = 16 };
+
+TILE512_INLINE void product_tile512(int vecs, int rows, __mmask16 last, int64_t k, const float *a, int64_t row_stride,
+                                    int64_t k_stride, const float *b, int64_t bstride, float *out, int64_t ostride,
+                                    bool accumulate) {
+    __mmask16 mask[MAX_VECS];
+    __m512 acc[TILE_ROWS][MAX_VECS];
+#pragma GCC unroll 2
+    for (int v = 0; v < vecs; v++) mask[v] = v < vecs - 1 ? (__mmask16)0xffff : last;
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < vecs; v++)
+            acc[r][v] =
+                accumulate ? _mm512_maskz_loadu_ps(mask[v], out + r * ostride + v * LANES512) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < k; i++) {
+        __m512 bv[MAX_VECS];
+#pragma GCC unroll 2
+        for (int v = 0; v < vecs; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], b + i * bstride + v * LANES512);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; r++) {
+            __m512 av = _mm512_set1_ps(a[r * row_stride + i * k_stride]);
+#pragma GCC unroll 2
+            for (int v = 0; v < vecs; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < vecs; v++) _mm512_mask_storeu_ps(out + r * ostride + v * LANES512, mask[v], acc[r][v]);
+}
+
+/* Output channels [o0, o0 + 32) or fewer: how many vectors, and the last one's lanes. */
+static int vectors_from(int64_t co, int64_t o0, __mmask16 *last) {
+    int64_t width = min64(co - o0, 2 * LANES512);
+    *last = width % LANES512 ? (__mmask16)((1u << (width % LANES512)) - 1) : (__mmask16)0xffff;
+    return width > LANES512 ? 2 : 1;
+}
+
+WINO512_TARGET static void multiply_block512(const wgrid *g, const float *v, const float *u, float *m) {
+    for (int pos = 0; pos < POS; pos++)
+        for (int64_t t0 = 0; t0 < g->tb; t0 += TILE_ROWS) {
+            const float *vp = v + (pos * g->tb + t0) * g->c;
+            for (int64_t o0 = 0; o0 < g->co; o0 += MAX_VECS * LANES512) {
+                const float *up = u + pos * g->c * g->co + o0;
+                float *mp = m + (pos * g->tb + t0) * g->co + o0;
+                __mmask16 last;
+                if (vectors_from(g->co, o0, &last) == 2)
+                    product_tile512(2, 6, last, g->c, vp, g->c, 1, up, g->co, mp, g->co, false);
+                else product_tile512(1, 6, last, g->c, vp, g->c, 1, up, g->co, mp, g->co, false);
+            }
+        }
+}
+
+/* product_tile512 with constant row and vector counts, so the accumulators stay in registers. */
+WINO512_TARGET static void gradient_tile512(int rows, int vecs, __mmask16 last, int64_t span, const float *vp,
+                                            int64_t c, const float *mp, int64_t co, float *out) {
+#define GRADIENT_CASE(R)                                                                   \
+    case R:                                                                                \
+        if (vecs == 2) product_tile512(2, R, last, span, vp, 1, c, mp, co, out, co, true); \
+        else product_tile512(1, R, last, span, vp, 1, c, mp, co, out, co, true);           \
+        break;
+    switch (rows) { GRADIENT_CASE(6) GRADIENT_CASE(4) default : GRADIENT_CASE(2) }
+#undef GRADIENT_CASE
+}
+
+WINO512_TARGET static void gradient_span512(const wgrid *g, const float *v, const float *mg, int64_t t0, int64_t t1,
+                                            float *du) {
+    int64_t span = t1 - t0;
+    const float *vp = v + t0 * g->c, *mp = mg + t0 * g->co;
+    for (int64_t c0 = 0; c0 < g->c; c0 += TILE_ROWS) {
+        int rows = (int)min64(TILE_ROWS, g->c - c0); /* 6, else 4 or 2 (c a multiple of 8) */
+        for (int64_t o0 = 0; o0 < g->co; o0 += MAX_VECS * LANES512) {
+            __mmask16 last;
+            int vecs = vectors_from(g->co, o0, &last);
+            gradient_tile512(rows, vecs, last, span, vp + c0, g->c, mp + o0, g->co, du + c0 * g->co + o0);
+        }
+    }
+}
+
+static _Atomic bool avx512_on = true;
+
+bool tg_cpu_winograd_set_avx512(bool on) { return atomic_exchange(&avx512_on, on); }
+
+static bool avx512_here(void) { return atomic_load(&avx512_on) && __builtin_cpu_supports("avx512f"); }
+
 /* m [36][tb][co] = the block's 36 products V [pos] U [pos]: rows of 6 tiles against 16
  * (or the last 8) output channels, summed over the input channels. */
 WINO_TARGET static void multiply_block(const wgrid *g, const float *v, const float *u, float *m) {
+    if (avx512_here()) {
+        multiply_block512(g, v, u, m);
+        return;
+    }
     for (int pos = 0; pos < POS; pos++)
         for (int64_t t0 = 0; t0 < g->tb; t0 += TILE_ROWS) {
             const float *vp = v + (pos * g->tb + t0) * g->c;
@@ -368,6 +467,10 @@ WINO_TARGET static void multiply_block(const wgrid *g, const float *v, const flo
  * mg [pstride][co] (both already at pos). */
 WINO_TARGET static void gradient_span(const wgrid *g, const float *v, const float *mg, int64_t t0, int64_t t1,
                                       float *du) {
+    if (avx512_here()) {
+        gradient_span512(g, v, mg, t0, t1, du);
+        return;
+    }
     int64_t span = t1 - t0;
     const float *vp = v + t0 * g->c, *mp = mg + t0 * g->co;
     for (int64_t c0 = 0; c0 < g->c; c0 += TILE_ROWS) {
@@ -394,6 +497,7 @@ WINO_TARGET static void gradient_span(const wgrid *g, const float *v, const floa
 }
 #else
 /* tg_cpu_winograd_conv_applies is false here: nothing below runs. */
+bool tg_cpu_winograd_set_avx512(bool on) { return (void)on, false; }
 static void transform_input_row(const wgrid *g, const float *x, int64_t b, int64_t ty, bool continues, float *v,
                                 int64_t pstride, int64_t slot, float *ring) {
     (void)g, (void)x, (void)b, (void)ty, (void)continues, (void)v, (void)pstride, (void)slot, (void)ring;

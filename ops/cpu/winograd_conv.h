@@ -54,6 +54,11 @@ void tg_cpu_winograd_conv_input_grad(const tg_conv_geom *g, const float *grad, c
 /* gw [Co, C, 3, 3] = the weight gradient (every element written). */
 void tg_cpu_winograd_conv_weight_grad(const tg_conv_geom *g, const float *x, const float *grad, float *gw, float *work);
 
+/* Whether the products take their AVX-512 tiles where the CPU has AVX-512F (the default;
+ * the same bits as the AVX2 tiles, twice the work per instruction); false keeps the AVX2
+ * ones, so that tests compare the two. Returns the previous setting. */
+bool tg_cpu_winograd_set_avx512(bool on);
+
 #ifdef __cplusplus
 }
 #endif

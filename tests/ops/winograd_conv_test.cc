@@ -1,8 +1,9 @@
-// The 3x3 stride-1 float32 convolution by Winograd F(2x2, 3x3) (ops/cpu/winograd_conv.c,
+// The 3x3 stride-1 float32 convolution by Winograd F(4x4, 3x3) (ops/cpu/winograd_conv.c,
 // issue 32): the kernels called on their own, forward, input gradient and weight gradient,
 // against the float64 convolution on the same values (odd sizes and cut tiles, every
 // padding the kernels take, 8 to 64 channels, blocks that span images), the same bits on 1,
-// 2, 3 and 5 threads, their reach, and tg_conv2d taking them for a ResNet block.
+// 2, 3 and 5 threads, the same bits with the AVX-512 product tiles as with the AVX2 ones,
+// their reach, and tg_conv2d taking them for a ResNet block.
 // tests/ops/conv_test.cc checks tg_conv2d against PyTorch's fixtures.
 #include <cmath>
 #include <cstdio>
@@ -37,9 +38,6 @@ std::vector<float> floats(tg_tensor *t) {
     std::vector<float> out((size_t)tg_numel(c));
     std::memcpy(out.data(), tg_data_ptr(c), out.size() * sizeof(float));
     return out;
-}
-tg_tensor *from(const std::vector<float> &v, tg_shape s) {
-    return tg_from_data(v.data(), s, tg_opts{TG_FLOAT32, TG_CPU, false});
 }
 // The largest |actual - expected| over `scale`, the spread of the sums.
 double max_scaled_error(const std::vector<float> &actual, const std::vector<double> &expected, double scale) {
@@ -140,6 +138,30 @@ TEST_F(TgTest, WinogradConvSameBitsOnAnyThreadCount) {
         EXPECT_TRUE(bits(now.gw) == bits(first.gw)) << "weight gradient differs from 1 thread's";
     }
     tg_set_num_threads(saved);
+}
+
+// The AVX-512 product tiles (6 x 32 output channels, the last vector 8 lanes when Co is
+// not a multiple of 16) sum each output in the AVX2 tiles' order: the same bits.
+TEST_F(TgTest, WinogradConvAvx512TilesGiveTheAvx2Bits) {
+    if (!cpu_has_avx2_fma() || !__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 here";
+    tg_manual_seed(35);
+    for (const Shape &s : {Shape{3, 24, 40, 9, 12, 1, 1, true}, Shape{2, 64, 16, 8, 8, 1, 1, false},
+                           Shape{1, 16, 8, 7, 9, 2, 2, true}}) {
+        tg_conv_geom g = geom_of(s);
+        std::vector<float> x = floats(tg_randn(TG_SHAPE(s.n, s.c, s.h, s.w), tg_opts{}));
+        std::vector<float> w = floats(tg_randn(TG_SHAPE(s.co, s.c, 3, 3), tg_opts{}));
+        std::vector<float> b = floats(tg_randn(TG_SHAPE(s.co), tg_opts{}));
+        std::vector<float> gy = floats(tg_randn(TG_SHAPE(s.n, s.co, g.ho, g.wo), tg_opts{}));
+        bool was = tg_cpu_winograd_set_avx512(true);
+        Results wide = run_kernels(g, x, w, s.bias ? &b : nullptr, gy);
+        tg_cpu_winograd_set_avx512(false);
+        Results narrow = run_kernels(g, x, w, s.bias ? &b : nullptr, gy);
+        tg_cpu_winograd_set_avx512(was);
+        SCOPED_TRACE(testing::Message() << "c " << s.c << " co " << s.co);
+        EXPECT_TRUE(bits(wide.y) == bits(narrow.y)) << "forward";
+        EXPECT_TRUE(bits(wide.gx) == bits(narrow.gx)) << "input gradient";
+        EXPECT_TRUE(bits(wide.gw) == bits(narrow.gw)) << "weight gradient";
+    }
 }
 
 // What the kernels take: 3x3, stride 1, dilation 1, groups 1, padding 0 to 2, channel counts
