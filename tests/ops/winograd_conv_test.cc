@@ -146,7 +146,7 @@ TEST_F(TgTest, WinogradConvAvx512TilesGiveTheAvx2Bits) {
     if (!cpu_has_avx2_fma() || !__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 here";
     tg_manual_seed(35);
     for (const Shape &s : {Shape{3, 24, 40, 9, 12, 1, 1, true}, Shape{2, 64, 16, 8, 8, 1, 1, false},
-                           Shape{1, 16, 8, 7, 9, 2, 2, true}}) {
+                           Shape{1, 16, 8, 7, 9, 2, 2, true}, Shape{2, 16, 32, 20, 37, 1, 1, true}}) {
         tg_conv_geom g = geom_of(s);
         std::vector<float> x = floats(tg_randn(TG_SHAPE(s.n, s.c, s.h, s.w), tg_opts{}));
         std::vector<float> w = floats(tg_randn(TG_SHAPE(s.co, s.c, 3, 3), tg_opts{}));
