@@ -390,51 +390,26 @@ TILE512_INLINE void product_tile512(int vecs, int rows, __mmask16 last, int64_t 
         for (int v = 0; v < vecs; v++) _mm512_mask_storeu_ps(out + r * ostride + v * LANES512, mask[v], acc[r][v]);
 }
 
-/* Output channels [o0, o0 + 32) or fewer: how many vectors, and the last one's lanes. */
-static int vectors_from(int64_t co, int64_t o0, __mmask16 *last) {
-    int64_t width = min64(co - o0, 2 * LANES512);
-    *last = width % LANES512 ? (__mmask16)((1u << (width % LANES512)) - 1) : (__mmask16)0xffff;
-    return width > LANES512 ? 2 : 1;
-}
-
-WINO512_TARGET static void multiply_block512(const wgrid *g, const float *v, const float *u, float *m) {
-    for (int pos = 0; pos < POS; pos++)
-        for (int64_t t0 = 0; t0 < g->tb; t0 += TILE_ROWS) {
-            const float *vp = v + (pos * g->tb + t0) * g->c;
-            for (int64_t o0 = 0; o0 < g->co; o0 += MAX_VECS * LANES512) {
-                const float *up = u + pos * g->c * g->co + o0;
-                float *mp = m + (pos * g->tb + t0) * g->co + o0;
-                __mmask16 last;
-                if (vectors_from(g->co, o0, &last) == 2)
-                    product_tile512(2, 6, last, g->c, vp, g->c, 1, up, g->co, mp, g->co, false);
-                else product_tile512(1, 6, last, g->c, vp, g->c, 1, up, g->co, mp, g->co, false);
-            }
-        }
-}
-
-/* product_tile512 with constant row and vector counts, so the accumulators stay in registers. */
-WINO512_TARGET static void gradient_tile512(int rows, int vecs, __mmask16 last, int64_t span, const float *vp,
-                                            int64_t c, const float *mp, int64_t co, float *out) {
-#define GRADIENT_CASE(R)                                                                   \
-    case R:                                                                                \
-        if (vecs == 2) product_tile512(2, R, last, span, vp, 1, c, mp, co, out, co, true); \
-        else product_tile512(1, R, last, span, vp, 1, c, mp, co, out, co, true);           \
+/* out [rows][co] (+)= the band's sums (a's rows, k terms) against every output channel of
+ * b [k][co], 32 at a time (the last vector masked): product_tile512 with constant row and
+ * vector counts, so the accumulators stay in registers. rows is 6, 4 or 2 (c is a multiple
+ * of 8). The forward's bands are 6 tiles over the input channels, the weight gradient's
+ * input channels over a span of tiles. */
+WINO512_TARGET static void product_band512(int rows, int64_t k, const float *a, int64_t row_stride, int64_t k_stride,
+                                           const float *b, int64_t co, float *out, bool accumulate) {
+    for (int64_t o0 = 0; o0 < co; o0 += MAX_VECS * LANES512) {
+        int64_t width = min64(co - o0, MAX_VECS * LANES512);
+        int vecs = width > LANES512 ? 2 : 1;
+        __mmask16 last = width % LANES512 ? (__mmask16)((1u << (width % LANES512)) - 1) : (__mmask16)0xffff;
+        const float *bp = b + o0;
+        float *op = out + o0;
+#define BAND_CASE(R)                                                                                        \
+    case R:                                                                                                 \
+        if (vecs == 2) product_tile512(2, R, last, k, a, row_stride, k_stride, bp, co, op, co, accumulate); \
+        else product_tile512(1, R, last, k, a, row_stride, k_stride, bp, co, op, co, accumulate);           \
         break;
-    switch (rows) { GRADIENT_CASE(6) GRADIENT_CASE(4) default : GRADIENT_CASE(2) }
-#undef GRADIENT_CASE
-}
-
-WINO512_TARGET static void gradient_span512(const wgrid *g, const float *v, const float *mg, int64_t t0, int64_t t1,
-                                            float *du) {
-    int64_t span = t1 - t0;
-    const float *vp = v + t0 * g->c, *mp = mg + t0 * g->co;
-    for (int64_t c0 = 0; c0 < g->c; c0 += TILE_ROWS) {
-        int rows = (int)min64(TILE_ROWS, g->c - c0); /* 6, else 4 or 2 (c a multiple of 8) */
-        for (int64_t o0 = 0; o0 < g->co; o0 += MAX_VECS * LANES512) {
-            __mmask16 last;
-            int vecs = vectors_from(g->co, o0, &last);
-            gradient_tile512(rows, vecs, last, span, vp + c0, g->c, mp + o0, g->co, du + c0 * g->co + o0);
-        }
+        switch (rows) { BAND_CASE(6) BAND_CASE(4) BAND_CASE(2) }
+#undef BAND_CASE
     }
 }
 
@@ -447,13 +422,15 @@ static bool avx512_here(void) { return atomic_load(&avx512_on) && __builtin_cpu_
 /* m [36][tb][co] = the block's 36 products V [pos] U [pos]: rows of 6 tiles against 16
  * (or the last 8) output channels, summed over the input channels. */
 WINO_TARGET static void multiply_block(const wgrid *g, const float *v, const float *u, float *m) {
-    if (avx512_here()) {
-        multiply_block512(g, v, u, m);
-        return;
-    }
+    bool wide = avx512_here();
     for (int pos = 0; pos < POS; pos++)
         for (int64_t t0 = 0; t0 < g->tb; t0 += TILE_ROWS) {
             const float *vp = v + (pos * g->tb + t0) * g->c;
+            if (wide) {
+                product_band512(6, g->c, vp, g->c, 1, u + pos * g->c * g->co, g->co, m + (pos * g->tb + t0) * g->co,
+                                false);
+                continue;
+            }
             for (int64_t o0 = 0; o0 < g->co; o0 += MAX_VECS * LANES) {
                 const float *up = u + pos * g->c * g->co + o0;
                 float *mp = m + (pos * g->tb + t0) * g->co + o0;
@@ -467,14 +444,15 @@ WINO_TARGET static void multiply_block(const wgrid *g, const float *v, const flo
  * mg [pstride][co] (both already at pos). */
 WINO_TARGET static void gradient_span(const wgrid *g, const float *v, const float *mg, int64_t t0, int64_t t1,
                                       float *du) {
-    if (avx512_here()) {
-        gradient_span512(g, v, mg, t0, t1, du);
-        return;
-    }
+    bool wide = avx512_here();
     int64_t span = t1 - t0;
     const float *vp = v + t0 * g->c, *mp = mg + t0 * g->co;
     for (int64_t c0 = 0; c0 < g->c; c0 += TILE_ROWS) {
         int rows = (int)min64(TILE_ROWS, g->c - c0);
+        if (wide) {
+            product_band512(rows, span, vp + c0, 1, g->c, mp, g->co, du + c0 * g->co, true);
+            continue;
+        }
         for (int64_t o0 = 0; o0 < g->co; o0 += MAX_VECS * LANES) {
             float *out = du + c0 * g->co + o0;
             bool two = g->co - o0 >= 2 * LANES;
