@@ -174,13 +174,22 @@ const char *tg_blas_core_name(void) {
  * it, under a lock held through the call, and fails as its op's out-of-memory error
  * when there is no room. The margin over 129 MiB covers small allocations of other
  * threads between the check and OpenBLAS's own mapping. Later calls cost two atomic
- * additions. */
+ * additions.
+ * A thread counts as having its buffer only after a product that surely took one: on the
+ * AVX-512 cores (SkylakeX, Cooperlake) OpenBLAS 0.3.x runs products of m n k <= 100^3 with
+ * small-matrix kernels that take no buffer, and a thread whose first products were such
+ * was let through unchecked to a large one, which then hung under `ulimit -v` (lesson 03's
+ * evaluation in CI). Vector products (m or n of 1) are left out too: newer OpenBLAS sends
+ * them to gemv. */
 #define BUFFER_ROOM ((size_t)(129 + 16) << 20)
+#define SMALL_PRODUCT_MAX 1e6 /* m n k of OpenBLAS's small-matrix kernels, 100^3 */
 #define NO_ROOM                                                                                            \
     "out of memory: OpenBLAS needs a new work buffer of 128 MiB of address space for this thread and the " \
     "process has no room for it (a memory limit such as ulimit -v?)"
 
-static _Atomic int running_calls, most_running; /* calls now, and the most at once that had their buffers */
+static _Atomic int running_calls;  /* calls now, each of which may take a buffer */
+static _Atomic int buffered_calls; /* those of them that surely take one */
+static _Atomic int most_running;   /* the most calls at once that surely had their buffers */
 static _Thread_local bool ran_here;
 static pthread_mutex_t room_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -202,6 +211,11 @@ static bool room_for_a_buffer(void) {
     return true;
 }
 
+/* Whether OpenBLAS surely took a work buffer for this product (see above). */
+static bool takes_a_buffer(int64_t m, int64_t n, int64_t k) {
+    return m > 1 && n > 1 && (double)m * (double)n * (double)k > SMALL_PRODUCT_MAX;
+}
+
 static void call(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
     enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
@@ -215,8 +229,9 @@ static void call(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, int
 bool tg_blas_gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
     if (!ensure_loaded()) return false;
-    bool ok = true;
+    bool ok = true, buffered = takes_a_buffer(m, n, k);
     int running = atomic_fetch_add(&running_calls, 1) + 1;
+    int holding = buffered ? atomic_fetch_add(&buffered_calls, 1) + 1 : 0;
     if (ran_here && running <= atomic_load(&most_running)) {
         call(f64, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {
@@ -225,15 +240,16 @@ bool tg_blas_gemm(bool f64, bool trans_a, bool trans_b, int64_t m, int64_t n, in
         ok = room_for_a_buffer();
         if (ok) {
             call(f64, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-            ran_here = true;
+            ran_here = ran_here || buffered;
             int most = atomic_load(&most_running);
-            while (running > most && !atomic_compare_exchange_weak(&most_running, &most, running)) {
+            while (holding > most && !atomic_compare_exchange_weak(&most_running, &most, holding)) {
             }
         } else {
             tg_kernel_fail(NO_ROOM);
         }
         pthread_mutex_unlock(&room_lock);
     }
+    if (buffered) atomic_fetch_sub(&buffered_calls, 1);
     atomic_fetch_sub(&running_calls, 1);
     return ok;
 }

@@ -1,8 +1,17 @@
 // tg_matmul and tg_linear: PyTorch fixture values and gradients, gradcheck (first and
 // second order) on plain, broadcast and non-contiguous operands, and the error paths.
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/parallel.h"
 #include "ops/cpu/blas.h"
 #include "tests/ops/op_fixture.h"
 
@@ -154,3 +163,43 @@ TEST_F(TgTest, OpenBlasRunsVectorKernelsTheCpuHas) {
                 name == "SapphireRapids" || name == "Excavator")
         << "OpenBLAS runs its " << name << " kernels on a CPU with AVX2 and FMA";
 }
+
+#ifndef __SANITIZE_ADDRESS__ // AddressSanitizer reserves terabytes of shadow: no address-space limit applies
+/* Under `ulimit -v`, a large product on a thread whose earlier products were small must
+ * fail with the out-of-memory error, not hang: on the AVX-512 cores OpenBLAS's
+ * small-matrix kernels take no work buffer, so the large one is the thread's first to
+ * map one (lesson 03 hung in CI at 700 MB). Run in a child under an alarm. */
+static long address_space_bytes() {
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld", &pages) != 1) pages = 0;
+    if (f) fclose(f);
+    return pages * sysconf(_SC_PAGESIZE);
+}
+
+TEST_F(TgTest, OpenBlasLargeProductAfterSmallOnesFailsUnderAMemoryLimit) {
+    ASSERT_NE(tg_blas_core_name(), nullptr) << tg_last_error();
+    std::vector<float> a(512 * 512, 1.0f), b(512 * 512, 1.0f), c(512 * 512);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        alarm(20); /* a hang ends as SIGALRM */
+        if (!tg_blas_gemm(false, false, false, 32, 32, 32, 1.0, a.data(), 32, b.data(), 32, 0.0, c.data(), 32))
+            _exit(2);
+        if (c[0] != 32.0f) _exit(3);
+        struct rlimit limit = {(rlim_t)address_space_bytes() + (64 << 20), RLIM_INFINITY};
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(4);
+        bool ran =
+            tg_blas_gemm(false, false, false, 512, 512, 512, 1.0, a.data(), 512, b.data(), 512, 0.0, c.data(), 512);
+        if (ran) _exit(5);                          /* no room for a 128 MiB buffer under this limit */
+        const char *why = tg_kernel_failure_take(); /* the op that called the product reports it */
+        _exit(why && strstr(why, "out of memory") ? 0 : 6);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status)
+                                   << (WTERMSIG(status) == SIGALRM ? " (it hung in OpenBLAS)" : "");
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "2: small product failed, 3: wrong value, 4: setrlimit failed, "
+                                         "5: the large product ran, 6: the error is not out of memory";
+}
+#endif
