@@ -63,10 +63,10 @@ static tg_tensor *narrow_to(tg_tensor *t, tg_dtype dtype) { return t ? tg_cast(t
 /* groups == C > 1: float32 / float64 on the CPU run ops/cpu/depthwise_conv.c's direct kernels. */
 static bool depthwise(const tg_conv_geom *g) { return g->groups == g->c && g->groups > 1; }
 /* Float32 3x3 stride-1 convolutions whose channel counts are multiples of 8 (the ResNets')
- * run ops/cpu/winograd_conv.c's kernels; other dense stride-1 float32 ones
- * ops/cpu/direct_conv.c's. */
+ * run ops/cpu/winograd_conv.c's kernels where the batch has tiles enough to pay for the
+ * transformed weights; other dense stride-1 float32 ones ops/cpu/direct_conv.c's. */
 static bool winograd(const tg_conv_geom *g, tg_dtype dtype) {
-    return dtype == TG_FLOAT32 && tg_cpu_winograd_conv_applies(g);
+    return dtype == TG_FLOAT32 && tg_cpu_winograd_conv_applies(g) && tg_cpu_winograd_conv_pays(g);
 }
 static bool direct(const tg_conv_geom *g, tg_dtype dtype) {
     return dtype == TG_FLOAT32 && tg_cpu_direct_conv_applies(g);

@@ -2,6 +2,7 @@
  * AVX2 + FMA on vectors of 8 channels; the products on AVX-512 where the CPU has it. */
 #include "ops/cpu/winograd_conv.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -59,6 +60,20 @@ static wgrid forward_grid(const tg_conv_geom *g) { return make_wgrid(g->n, g->c,
 /* The input gradient's: the forward convolution of the gradient padded by 2 - pH, 2 - pW. */
 static wgrid input_grad_grid(const tg_conv_geom *g) {
     return make_wgrid(g->n, g->co, g->ho, g->wo, g->c, 2 - g->ph, 2 - g->pw);
+}
+
+/* Whether the call has tiles enough to pay for its transformed weights: each call
+ * transforms all c x co filters (36 floats each) forward, flipped and back, a cost the
+ * tiles share, and the products stream a position's c x co weights once per block of
+ * tiles, so wide layers pay more. Measured forward + backward against the GEMM path (2
+ * threads, AVX-512 Xeon; ms): c = co = 64 on 8 x 8, 16 tiles 1.85 vs 0.86, 32 tiles
+ * 2.11 vs 2.51; 128: 32 tiles 8.7 vs 5.9, 64 tiles 9.9 vs 14.4; 256: 64 tiles 46 vs 44,
+ * 128 tiles 59 vs 89; 512 on 4 x 4: 64 tiles 292 vs 75, 256 tiles 532 vs 283 (ResNet-18's
+ * last stage at batch 4 took 1.1 s a step this way against 0.24 s). */
+bool tg_cpu_winograd_conv_pays(const tg_conv_geom *g) {
+    int64_t tiles = g->n * ((g->ho + OUT - 1) / OUT) * ((g->wo + OUT - 1) / OUT);
+    double width = sqrt((double)g->c * (double)g->co);
+    return width <= 256 && (double)tiles >= 16 + width / 4;
 }
 
 bool tg_cpu_winograd_conv_applies(const tg_conv_geom *g) {

@@ -40,6 +40,12 @@ extern "C" {
  * multiples of 8 (a vector; fewer make products too thin to gain on the direct kernels). */
 bool tg_cpu_winograd_conv_applies(const tg_conv_geom *g);
 
+/* True when g has tiles enough (4 x 4 outputs of all images) to pay for transforming
+ * every filter, as measured against the GEMM path: at least 16 + sqrt(c co) / 4 tiles,
+ * and sqrt(c co) at most 256 (wider layers stream their transformed weights per block
+ * of tiles; see the measurements in winograd_conv.c). ops/conv.c asks both. */
+bool tg_cpu_winograd_conv_pays(const tg_conv_geom *g);
+
 /* Each call takes a float32 workspace of the size its *_workspace function gives, which
  * the caller allocates (ops/conv.c: a tensor, so the allocator's cache serves it). */
 int64_t tg_cpu_winograd_conv_forward_workspace(const tg_conv_geom *g);

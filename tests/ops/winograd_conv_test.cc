@@ -184,13 +184,25 @@ TEST_F(TgTest, WinogradConvReach) {
     EXPECT_FALSE(applies(16, 16, 1, 3, 1, 1, 3)); // padding 3
     EXPECT_FALSE(applies(16, 16, 1, 0, 1, 1, 1)); // 1x1
     EXPECT_FALSE(applies(16, 16, 1, 2, 1, 1, 5)); // 5x5
+    // Where tg_conv2d takes them: tiles enough to pay for the transformed weights.
+    auto applies_at = [](int64_t n, int64_t c, int64_t hw) {
+        tg_conv_params p = {1, 1, 1, 1, 1, 1, 1, 3, 3, hw, hw};
+        tg_conv_geom g = tg_conv_make_geom(n, c, c, &p);
+        return tg_cpu_winograd_conv_applies(&g) && tg_cpu_winograd_conv_pays(&g);
+    };
+    EXPECT_TRUE(applies_at(8, 64, 8));     // 32 tiles of 64 channels
+    EXPECT_FALSE(applies_at(4, 64, 8));    // 16
+    EXPECT_TRUE(applies_at(64, 256, 8));   // 256 tiles of 256 channels
+    EXPECT_FALSE(applies_at(8, 256, 8));   // 32
+    EXPECT_FALSE(applies_at(256, 512, 4)); // 512 channels: the GEMM path at any batch
+    EXPECT_TRUE(applies_at(128, 64, 8));   // ResNet-20's last stage at batch 128
 }
 
 // tg_conv2d takes the kernels for a ResNet block's convolution: its values are the kernels'.
 TEST_F(TgTest, Conv2dTakesWinogradForResNetBlocks) {
     if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA: every convolution takes another path";
     tg_manual_seed(36);
-    Shape s = {2, 16, 16, 8, 8, 1, 1, false};
+    Shape s = {4, 16, 16, 16, 16, 1, 1, false}; /* 64 tiles: enough to pay */
     tg_conv_geom g = geom_of(s);
     tg_tensor *x = tg_randn(TG_SHAPE(s.n, s.c, s.h, s.w), tg_opts{});
     tg_tensor *w = tg_randn(TG_SHAPE(s.co, s.c, 3, 3), tg_opts{});
