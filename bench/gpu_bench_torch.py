@@ -2,7 +2,9 @@
 
   matmul_4096 (float32 with TF32 off / on, bf16, fp16), add_256M, copy_256M,
   mlp_step_64, mlp_step_4096, lenet_bn_step_64, each step also under
-  torch.autocast("cuda", bfloat16 / float16) (fp16 with torch.amp.GradScaler).
+  torch.autocast("cuda", bfloat16 / float16) (fp16 with torch.amp.GradScaler);
+  under PyTorch 2 also mlp_step_64 through torch.compile(mode="reduce-overhead")
+  (impl "torch-reduce-overhead").
 Prints the same RESULT lines (impl "torch"). Run by tools/gpu_check.sh run."""
 import json
 import statistics
@@ -75,10 +77,13 @@ def make_lenet_bn():
                          nn.Flatten(), nn.Linear(800, 500), nn.ReLU(), nn.Linear(500, 10))
 
 
-def bench_step(model_name, batch, amp=None):
+def bench_step(model_name, batch, amp=None, compile_mode=None):
+    """compile_mode: None (eager) or torch.compile's mode ("reduce-overhead": CUDA graphs)
+    for the model's forward and backward; the optimizer steps eagerly, as users write it."""
     torch.manual_seed(0)
     lenet = model_name == "lenet_bn"
     model = (make_lenet_bn() if lenet else make_mlp()).cuda()
+    forward = torch.compile(model, mode=compile_mode) if compile_mode else model
     if lenet:
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         x = torch.rand(batch, 1, 28, 28, device="cuda")
@@ -92,16 +97,17 @@ def bench_step(model_name, batch, amp=None):
 
     def step():
         with torch.autocast("cuda", dtype=dtype, enabled=amp is not None):
-            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss = torch.nn.functional.cross_entropy(forward(x), y)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         opt.zero_grad()
         state["loss"] = loss
 
-    t = timed(step, warmup=3)
+    t = timed(step, warmup=3 if not compile_mode else 10)  # compilation and graph capture untimed
     name = "%s_step_%d%s" % (model_name, batch, "_amp_" + amp if amp else "")
-    result(name, t, t * 1e3, "ms/step", loss=round(state["loss"].item(), 4))
+    line = {"impl": "torch-" + compile_mode} if compile_mode else {}
+    result(name, t, t * 1e3, "ms/step", loss=round(state["loss"].item(), 4), **line)
 
 
 def main():
@@ -116,6 +122,8 @@ def main():
         bench_step("mlp", 64, amp)
         bench_step("mlp", 4096, amp)
         bench_step("lenet_bn", 64, amp)
+    if hasattr(torch, "compile"):  # issue 34's peer: the step's launches replayed as a CUDA graph
+        bench_step("mlp", 64, None, compile_mode="reduce-overhead")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,14 @@
 #       cuda/nccl_test is the 1-rank NCCL all-reduce (//distributed's NCCL half, no MPI);
 #       NCCL itself is the GPU machine's, in its toolkit (/usr/local/cuda/lib64).
 #
+#   tools/gpu_check.sh models      (on the GPU machine, gpu_stage/stage.tar.xz carried)
+#       The models past MNIST (issues 32 and 33): bench/gpu_models (lesson 13's ResNet-20 at
+#       batch 128 and ResNet-18 at 256, lesson 10's GPT at GPT-2 small's shape; float32 and
+#       autocast bf16; the GPT's tokens/s and MFU against the GPU's bf16 peak), then its
+#       twin bench/gpu_models_torch.py eager, torch.compile and (the GPT)
+#       mode="reduce-overhead", one model a process, within TG_GPU_CHECK_BUDGET seconds
+#       (default 540); the RESULT lines gathered in models_results.txt.
+#
 #   tools/gpu_check.sh tutorials   (on the GPU machine, gpu_stage/tutorials.tar carried)
 #       Puts the data where the tutorials look (/usr/share/datasets/fashion-mnist), then
 #       trains each tutorial on cuda:0 for one epoch, float32 and under --amp bf16 / fp16
@@ -25,6 +33,7 @@
 #       TG_PROFILE=1 (float32 and fp16); logs and summary.txt as `run`.
 #
 # With the device tool:  run(command="tools/gpu_check.sh run", carry=["gpu_stage/stage.tar.xz"])
+#                        run(command="tools/gpu_check.sh models", carry=["gpu_stage/stage.tar.xz"])
 #                        run(command="tools/gpu_check.sh tutorials", carry=["gpu_stage/tutorials.tar"])
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -200,7 +209,7 @@ run() {
     fi
     for b in "$pack"/bench/*; do
         local name; name=$(basename "$b")
-        [ "$name" = gpu_bench ] && continue
+        case "$name" in gpu_bench | gpu_models) continue ;; esac # gpu_models: the models command
         run_one "bench_$name" 60 "$b"
     done
     grep -h "^RESULT" "$out"/gpu_bench*.log > "$out/gpu_results.txt" 2>/dev/null || true
@@ -209,12 +218,49 @@ run() {
     return $failed
 }
 
+# The dense bf16 Tensor Core peak of this GPU in TFLOP/s, for MFU (0: not known).
+bf16_peak_tflops() {
+    case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+    *H100*PCIe*) echo 756 ;;
+    *H100* | *H200*) echo 989.4 ;;
+    *A100*) echo 312 ;;
+    *) echo 0 ;;
+    esac
+}
+
+models() {
+    local out=${OUT:-$STAGE/out} budget=${TG_GPU_CHECK_BUDGET:-540} work
+    mkdir -p "$out"
+    work=$(mktemp -d /tmp/tg_gpu_models.XXXXXX)
+    tar -C "$work" -xJf "$STAGE/stage.tar.xz"
+    local pack="$work/pack"
+    export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    local summary="$out/summary.txt" failed=0 start=$SECONDS peak m mode
+    peak=$(bf16_peak_tflops)
+    begin_summary "models at commit $(cat "$pack/commit.txt" 2>/dev/null), bf16 peak $peak TFLOP/s"
+    run_one gpu_models 150 "$pack/bench/gpu_models" --peak-tflops "$peak"
+    run_one gpu_models_torch 120 python3 bench/gpu_models_torch.py --peak-tflops "$peak"
+    for mode in compile reduce-overhead; do
+        for m in gpt2 resnet18 resnet20; do
+            [ "$mode" = reduce-overhead ] && [ "$m" != gpt2 ] && continue
+            run_one "gpu_models_torch_${mode}_$m" 150 \
+                python3 bench/gpu_models_torch.py --mode "$mode" --only "$m" --peak-tflops "$peak"
+        done
+    done
+    grep -h "^RESULT" "$out"/gpu_models*.log > "$out/models_results.txt" 2>/dev/null || true
+    sed "s/^/    /" "$out/models_results.txt" >> "$summary"
+    echo "total $((SECONDS - start)) s" | tee -a "$summary"
+    rm -rf "$work"
+    return $failed
+}
+
 case "${1:-}" in
 build) build ;;
 run) run ;;
+models) models ;;
 tutorials) tutorials ;;
 *)
-    echo "usage: tools/gpu_check.sh build|run|tutorials" >&2
+    echo "usage: tools/gpu_check.sh build|run|models|tutorials" >&2
     exit 2
     ;;
 esac
