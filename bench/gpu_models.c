@@ -16,7 +16,7 @@
  * --peak-tflops (tools/gpu_check.sh passes 989.4 for an H100 / H200 SXM), for the
  * float32 run too, as nanoGPT and llm.c report it.
  *
- *   gpu_models [--device cpu] [--smoke] [--peak-tflops X]
+ *   gpu_models [--device cpu] [--smoke] [--peak-tflops X] [--only resnet20|resnet18|gpt2]
  * --smoke runs each step WARMUP + 1 times at toy sizes (batch 4, GPT 2 x 2 x 64, context
  * 64, vocabulary 96): a check of the program itself, on a machine without a GPU too. */
 #include <stdio.h>
@@ -33,7 +33,8 @@ enum { WARMUP = 3, REPS = 10 };
 typedef struct {
     tg_device device;
     bool smoke;
-    double peak; /* the GPU's dense bf16 flop/s for MFU (--peak-tflops; 0: not reported) */
+    const char *only; /* resnet20, resnet18 or gpt2 (--only); NULL: all three */
+    double peak;      /* the GPU's dense bf16 flop/s for MFU (--peak-tflops; 0: not reported) */
 } run_opts;
 
 typedef struct {
@@ -159,8 +160,10 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--smoke")) o.smoke = true;
         else if (!strcmp(argv[i], "--device") && i + 1 < argc && !strcmp(argv[i + 1], "cpu")) o.device = TG_CPU, i++;
         else if (!strcmp(argv[i], "--peak-tflops") && i + 1 < argc) o.peak = atof(argv[++i]) * 1e12;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) o.only = argv[++i];
         else {
-            fprintf(stderr, "usage: gpu_models [--device cpu] [--smoke] [--peak-tflops X]\n");
+            fprintf(stderr,
+                    "usage: gpu_models [--device cpu] [--smoke] [--peak-tflops X] [--only resnet20|resnet18|gpt2]\n");
             return 2;
         }
     }
@@ -169,8 +172,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     printf("# %s\n", tg_build_info());
-    bench_resnet(o.smoke ? "resnet20_step_4" : "resnet20_step_128", false, o.smoke ? 4 : 128, &o);
-    bench_resnet(o.smoke ? "resnet18_step_4" : "resnet18_step_256", true, o.smoke ? 4 : 256, &o);
-    bench_gpt(&o);
+    if (!o.only || !strcmp(o.only, "resnet20"))
+        bench_resnet(o.smoke ? "resnet20_step_4" : "resnet20_step_128", false, o.smoke ? 4 : 128, &o);
+    if (!o.only || !strcmp(o.only, "resnet18"))
+        bench_resnet(o.smoke ? "resnet18_step_4" : "resnet18_step_256", true, o.smoke ? 4 : 256, &o);
+    if (!o.only || !strcmp(o.only, "gpt2")) bench_gpt(&o);
     return 0;
 }
