@@ -18,6 +18,7 @@ enum {
     TILE_ROWS = 6,          /* tiles (or input channels) of a product tile */
     MAX_VECS = 2,           /* vectors of output channels in a product tile: 6 x 2 accumulators */
     BLOCK_FLOATS = 2048,    /* a block's tiles times (C + Co): its V and M (36 of each) stay in L2 */
+    MIN_BLOCK_TILES = 16,   /* but no fewer tiles: each block streams all 36 C x Co weight slices */
     CHUNK_FLOATS = 1 << 21, /* the weight gradient's transformed tiles at a time (8 MiB) */
     SPAN = 256              /* tiles a weight-gradient product tile sums before the next tile */
 };
@@ -44,7 +45,7 @@ static wgrid make_wgrid(int64_t n, int64_t c, int64_t h, int64_t w, int64_t co, 
     g.th = (g.ho + OUT - 1) / OUT;
     g.tw = (g.wo + OUT - 1) / OUT;
     g.wpad = OUT * g.tw + 2;
-    int64_t most = BLOCK_FLOATS / (c + co) / g.tw;
+    int64_t most = (BLOCK_FLOATS / (c + co) > MIN_BLOCK_TILES ? BLOCK_FLOATS / (c + co) : MIN_BLOCK_TILES) / g.tw;
     most = min64(most > 0 ? most : 1, n * g.th);
     g.rows = most; /* the most rows whose tiles fill whole product tiles, if any do */
     for (int64_t r = most; r > 0; r--)

@@ -27,6 +27,7 @@ const std::vector<Shape> shapes = {
     {2, 32, 16, 5, 6, 0, 0, false},  // "valid"
     {1, 64, 64, 8, 8, 1, 1, true},   // 64 channels: 6-row blocks leave 4
     {5, 8, 8, 32, 32, 1, 1, true},   // ResNet's first stage size, several blocks an image
+    {3, 96, 72, 10, 11, 1, 1, true}, // wide: blocks of at least 16 tiles, more than C + Co alone gives
 };
 
 tg_conv_geom geom_of(const Shape &s) {
