@@ -223,6 +223,7 @@
 
 /* ops/norm.h */
 #define tg_batch_norm(...) TG_TRACED_PTR_(tg_tensor, tg_batch_norm, tg_batch_norm(__VA_ARGS__))
+#define tg_batch_norm_add_relu(...) TG_TRACED_PTR_(tg_tensor, tg_batch_norm_add_relu, tg_batch_norm_add_relu(__VA_ARGS__))
 #define tg_layer_norm(...) TG_TRACED_PTR_(tg_tensor, tg_layer_norm, tg_layer_norm(__VA_ARGS__))
 
 /* ops/pool.h */
@@ -357,6 +358,7 @@
 #define tg_nn_max_pool2d_get_opts(...) TG_TRACED_STATUS_(tg_nn_max_pool2d_get_opts, tg_nn_max_pool2d_get_opts(__VA_ARGS__))
 #define tg_nn_batch_norm1d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm1d, tg_nn_batch_norm1d(__VA_ARGS__))
 #define tg_nn_batch_norm2d(...) TG_TRACED_PTR_(tg_module, tg_nn_batch_norm2d, tg_nn_batch_norm2d(__VA_ARGS__))
+#define tg_nn_batch_norm_add_relu(...) TG_TRACED_PTR_(tg_tensor, tg_nn_batch_norm_add_relu, tg_nn_batch_norm_add_relu(__VA_ARGS__))
 #define tg_nn_layer_norm(...) TG_TRACED_PTR_(tg_module, tg_nn_layer_norm, tg_nn_layer_norm(__VA_ARGS__))
 #define tg_nn_dropout(...) TG_TRACED_PTR_(tg_module, tg_nn_dropout, tg_nn_dropout(__VA_ARGS__))
 #define tg_nn_dropout2d(...) TG_TRACED_PTR_(tg_module, tg_nn_dropout2d, tg_nn_dropout2d(__VA_ARGS__))

@@ -251,7 +251,8 @@ tg_module *tg_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w) {
 /* ---- BatchNorm1d / 2d ---- */
 
 /* torch/nn/modules/batchnorm.py _BatchNorm.forward. */
-static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
+/* BatchNorm1d/2d's forward, then (relu) + residual and ReLU through tg_batch_norm_add_relu. */
+static tg_tensor *batch_norm_apply(tg_module *self, tg_tensor *x, bool relu, tg_tensor *residual) {
     nn_batch_norm_state *s = tg_module_state(self);
     const char *type = tg_module_type_of(self)->name;
     bool is2d = type[9] == '2'; /* "BatchNorm2d" */
@@ -267,10 +268,13 @@ static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) {
     double factor;
     if (nn_batch_norm_factor(self, s, &factor)) return NULL;
     bool use_batch_stats = tg_is_training(self) || !s->track;
-    return tg_batch_norm(x, tg_module_buffer(self, "running_mean"), tg_module_buffer(self, "running_var"),
-                         tg_module_param(self, "weight"), tg_module_param(self, "bias"), use_batch_stats, factor,
-                         s->eps);
+    tg_tensor *mean = tg_module_buffer(self, "running_mean"), *var = tg_module_buffer(self, "running_var");
+    tg_tensor *w = tg_module_param(self, "weight"), *b = tg_module_param(self, "bias");
+    if (relu) return tg_batch_norm_add_relu(x, residual, mean, var, w, b, use_batch_stats, factor, s->eps);
+    return tg_batch_norm(x, mean, var, w, b, use_batch_stats, factor, s->eps);
 }
+
+static tg_tensor *batch_norm_forward(tg_module *self, tg_tensor *x) { return batch_norm_apply(self, x, false, NULL); }
 
 static const tg_module_type batch_norm1d_type = {"BatchNorm1d", batch_norm_forward, NULL, nn_batch_norm_repr};
 static const tg_module_type batch_norm2d_type = {"BatchNorm2d", batch_norm_forward, NULL, nn_batch_norm_repr};
@@ -280,6 +284,20 @@ tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts) {
 }
 tg_module *tg_nn_batch_norm2d(int64_t num_features, tg_batch_norm_opts opts) {
     return nn_batch_norm_new(&batch_norm2d_type, "tg_nn_batch_norm2d", num_features, opts);
+}
+
+tg_tensor *tg_nn_batch_norm_add_relu(tg_module *bn, tg_tensor *x, tg_tensor *residual) {
+    if (!bn) return tg_error("tg_nn_batch_norm_add_relu: the module is NULL"), NULL;
+    const tg_module_type *type = tg_module_type_of(bn);
+    if ((type == &batch_norm1d_type || type == &batch_norm2d_type) && !tg_module_has_hooks(bn))
+        return batch_norm_apply(bn, x, true, residual);
+    tg_tensor *y = NULL; /* another norm (SyncBatchNorm after conversion) or hooks to run: the three ops */
+    TG_SCOPE {
+        tg_tensor *n = tg_forward(bn, x);
+        if (n && residual) n = tg_add(n, residual);
+        if (n) y = tg_scope_return(tg_relu(n));
+    }
+    return y;
 }
 
 /* ---- LayerNorm ---- */

@@ -76,6 +76,12 @@ typedef struct {
  * variance); eval uses the running ones. */
 tg_module *tg_nn_batch_norm1d(int64_t num_features, tg_batch_norm_opts opts);
 tg_module *tg_nn_batch_norm2d(int64_t num_features, tg_batch_norm_opts opts);
+/* relu(bn(x) + residual) (residual NULL: relu(bn(x))), the same bits as
+ * tg_relu(tg_add(tg_forward(bn, x), residual)). A BatchNorm1d/2d without hooks runs
+ * tg_batch_norm_add_relu (ops/norm.h: one pass on the CPU in training) with its
+ * parameters, running statistics and mode; any other norm module (a SyncBatchNorm after
+ * conversion) or one with hooks runs those three ops. */
+tg_tensor *tg_nn_batch_norm_add_relu(tg_module *bn, tg_tensor *x, tg_tensor *residual);
 
 typedef struct {
     double eps;           /* 0: 1e-5 */

@@ -464,6 +464,8 @@ int64_t tg_module_num_params(tg_module *m) { return m ? own_and_descendant_param
 
 /* ---- hooks ---- */
 
+bool tg_module_has_hooks(const tg_module *m) { return m && m->num_hooks > 0; }
+
 static tg_hook_handle add_hook(tg_module *m, hook h) {
     if (m->num_hooks == m->hooks_capacity) {
         int cap = m->hooks_capacity ? 2 * m->hooks_capacity : 4;

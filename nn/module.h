@@ -177,6 +177,10 @@ bool tg_hook_remove(tg_hook_handle handle);
  * pruning's (quant/prune.h). */
 tg_hook_handle tg_register_forward_pre_hook_owned(tg_module *m, tg_forward_pre_hook_fn fn, void *user,
                                                   void (*free_user)(void *user));
+/* Whether m has any forward pre-hook or forward hook (a caller that runs a module's
+ * computation without tg_forward, as tg_nn_batch_norm_add_relu, goes through tg_forward
+ * when it does). */
+bool tg_module_has_hooks(const tg_module *m);
 /* The i-th forward pre-hook of m (registration order), its function and user pointer
  * (borrowed) through the pointers that are not NULL; {NULL, 0} past the end. Lets code
  * find a hook it added before (pruning finds its own by function and name). */

@@ -48,7 +48,8 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     bool mixed = tg_dtype_is_low_precision(in[0]->dtype);
     tg_tensor *x = mixed ? tg_cast(in[0], TG_FLOAT32) : tg_contiguous(in[0]);
     tg_tensor *w = tg_contiguous(in[1]), *b = tg_contiguous(in[2]);
-    if (!x || !w || !b) return NULL;
+    tg_tensor *residual = tg_ctx_function(ctx)->num_inputs == 4 ? tg_contiguous(in[3]) : NULL;
+    if (!x || !w || !b || (tg_ctx_function(ctx)->num_inputs == 4 && !residual)) return NULL;
     tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
     tg_tensor *y = tg_empty(x->shape, o), *mean = tg_empty(TG_SHAPE(a->groups), o),
               *var = tg_empty(TG_SHAPE(a->groups), o);
@@ -61,16 +62,18 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
         /* The CPU also keeps (mean, invstd) per channel or row in double for the fused backwards. */
         if (!(stats = tg_empty(TG_SHAPE(a->groups, 2), (tg_opts){.dtype = TG_FLOAT64}))) return NULL;
         double *st = stats ? tg_data_ptr(stats) : NULL;
+        const void *r = residual ? tg_data_ptr(residual) : NULL;
         if (x->dtype == TG_FLOAT32)
-            tg_cpu_norm_forward_f32(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y),
+            tg_cpu_norm_forward_f32(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), r, tg_data_ptr(y),
                                     tg_data_ptr(mean), tg_data_ptr(var), st);
         else
-            tg_cpu_norm_forward_f64(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), tg_data_ptr(y),
+            tg_cpu_norm_forward_f64(a, tg_data_ptr(x), tg_data_ptr(w), tg_data_ptr(b), r, tg_data_ptr(y),
                                     tg_data_ptr(mean), tg_data_ptr(var), st);
     }
     tg_ctx_save(ctx, in[0]);
     tg_ctx_save(ctx, in[1]);
     if (stats) tg_ctx_save(ctx, stats); /* saved 2: on the CPU only */
+    if (a->relu) tg_ctx_save(ctx, y);   /* saved 3: the ReLU's mask for backward */
     tg_ctx_set_output(ctx, 1, mean);
     tg_ctx_set_output(ctx, 2, var);
     tg_ctx_mark_non_differentiable(ctx, 1);
@@ -278,6 +281,31 @@ static const tg_function norm_fn = {.name = "batch_norm",
                                     .num_outputs = 3,
                                     .low_precision = TG_LOW_PRECISION_IN_FLOAT32,
                                     .autocast = TG_AUTOCAST_NONE};
+/* batch_norm_add_relu (CPU, float32 / float64, training; tg_batch_norm_add_relu decides):
+ * relu(batch_norm(x, w, b) + residual) by norm_forward with the kernels' epilogue; inputs
+ * x, w, b and (bn_add_relu_fn) the residual, outputs as batch_norm's. Backward: the ReLU's
+ * mask on the gradient from the saved output (tg_relu_backward), then batch norm's
+ * backward on it; the residual's gradient is the masked gradient. */
+static void bn_relu_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
+    tg_tensor *y = tg_ctx_saved(ctx, 3), *masked = y ? tg_relu_backward(g, y) : NULL;
+    if (!masked) return;
+    norm_backward(ctx, masked, grad_in);
+    if (tg_ctx_function(ctx)->num_inputs == 4 && tg_ctx_needs_input_grad(ctx, 3)) grad_in[3] = masked;
+}
+
+static const tg_function bn_relu_fn = {.name = "batch_norm_relu",
+                                       .num_inputs = 3,
+                                       .forward = norm_forward,
+                                       .backward = bn_relu_backward,
+                                       .num_outputs = 3,
+                                       .autocast = TG_AUTOCAST_NONE};
+static const tg_function bn_add_relu_fn = {.name = "batch_norm_add_relu",
+                                           .num_inputs = 4,
+                                           .forward = norm_forward,
+                                           .backward = bn_relu_backward,
+                                           .num_outputs = 3,
+                                           .autocast = TG_AUTOCAST_NONE};
+
 /* Mixed batch norm on the CPU: a bfloat16 / float16 x with float32 weight and bias. The
  * forward widens x for its own use and saves x itself, so the activation kept for
  * backward stays 2-byte; backward widens it again. */
@@ -434,9 +462,11 @@ static const tg_function bn_eval_fn = {.name = "batch_norm",
                                        .autocast = TG_AUTOCAST_NONE,
                                        .onnx = bn_eval_onnx};
 
-tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
-                         tg_tensor *bias, bool training, double momentum, double eps) {
-    const char *op = "tg_batch_norm";
+/* tg_batch_norm, and tg_batch_norm_add_relu where batch_norm_fuses_relu: relu true runs
+ * the fused function (the residual, or NULL, added before the ReLU). */
+static tg_tensor *batch_norm(const char *op, tg_tensor *x, tg_tensor *residual, bool relu, tg_tensor *running_mean,
+                             tg_tensor *running_var, tg_tensor *weight, tg_tensor *bias, bool training, double momentum,
+                             double eps) {
     if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
     char xs[128];
     tg_shape_str(x->shape, xs, sizeof xs);
@@ -492,15 +522,50 @@ tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *runni
             norm_args a = {.eps = eps, .outer = x->shape.dims[0], .groups = c, .inner = count / x->shape.dims[0]};
             for (int d = 0; d < x->shape.ndim; d++)
                 if (d != 1) a.dims[a.num_dims++] = d;
-            tg_tensor *in[3] = {x, param_or(weight, cshape, x, 1), param_or(bias, cshape, x, 0)};
+            a.relu = relu;
+            tg_tensor *in[4] = {x, param_or(weight, cshape, x, 1), param_or(bias, cshape, x, 0), residual};
+            const tg_function *fn = !relu ? &norm_fn : residual ? &bn_add_relu_fn : &bn_relu_fn;
             tg_tensor *out[3];
-            if (!tg_apply_multi_args(&norm_fn, in, &a, sizeof a, out)) {
+            if (!tg_apply_multi_args(fn, in, &a, sizeof a, out)) {
                 /* out[2] is the biased variance normalising used; running_var takes the unbiased one */
                 if (!running_mean || !tg_norm_update_running(running_mean, running_var, out[1], out[2],
                                                              (double)count / (double)(count - 1), momentum))
                     y = tg_scope_return(out[0]);
             }
         }
+    }
+    return y;
+}
+
+tg_tensor *tg_batch_norm(tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var, tg_tensor *weight,
+                         tg_tensor *bias, bool training, double momentum, double eps) {
+    return batch_norm("tg_batch_norm", x, NULL, false, running_mean, running_var, weight, bias, training, momentum,
+                      eps);
+}
+
+/* The fused kernels' cases: training on the CPU in float32 or float64, the parameters of
+ * x's dtype (or absent), the residual (if any) of x's shape, dtype and device. */
+static bool batch_norm_fuses_relu(tg_tensor *x, tg_tensor *residual, tg_tensor *weight, tg_tensor *bias,
+                                  bool training) {
+    bool ok = training && x->storage->device.kind == TG_DEVICE_CPU &&
+              (x->dtype == TG_FLOAT32 || x->dtype == TG_FLOAT64) && (!weight || weight->dtype == x->dtype) &&
+              (!bias || bias->dtype == x->dtype);
+    return ok && (!residual || (residual->dtype == x->dtype && tg_shape_equal(residual->shape, x->shape) &&
+                                tg_device_equal(residual->storage->device, x->storage->device)));
+}
+
+tg_tensor *tg_batch_norm_add_relu(tg_tensor *x, tg_tensor *residual, tg_tensor *running_mean, tg_tensor *running_var,
+                                  tg_tensor *weight, tg_tensor *bias, bool training, double momentum, double eps) {
+    const char *op = "tg_batch_norm_add_relu";
+    if (tg_unusable_(x)) return tg_error_unusable_input(op, x, 0), NULL;
+    if (residual && tg_unusable_(residual)) return tg_error_unusable_input(op, residual, 1), NULL;
+    if (batch_norm_fuses_relu(x, residual, weight, bias, training))
+        return batch_norm(op, x, residual, true, running_mean, running_var, weight, bias, training, momentum, eps);
+    tg_tensor *y = NULL; /* the composed ops: the same values */
+    TG_SCOPE {
+        tg_tensor *n = tg_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps);
+        if (n && residual) n = tg_add(n, residual);
+        if (n) y = tg_scope_return(tg_relu(n));
     }
     return y;
 }

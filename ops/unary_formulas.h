@@ -94,11 +94,15 @@
       tg_mul(g, tg_mul_scalar(tg_exp(tg_neg(tg_mul(v, v))), 1.12837916709551257390)))
 /* clang-format on */
 
+/* ReLU of x in type T, NaN passing (as PyTorch's): the RELU row below and batch norm's
+ * fused ReLU (ops/cpu/norm_kernels.h). */
+#define TG_RELU_OF(x, T) ((x) > 0 ? (x) : ((x) != (x) ? (x) : (T)0))
+
 /* Activations */
 /* clang-format off */
 #define TG_UNARY_ACTIVATION_FORMULAS(X)                                                                               \
     X(RELU, relu, PLAIN, x, NONE, /* NaN passes, as PyTorch's threshold_backward */                                   \
-      x > 0 ? x : (x != x ? x : (scalar_t)0),                                                                         \
+      TG_RELU_OF(x, scalar_t),                                                                                        \
       tg_relu_backward(g, v)) /* one pass: g where v > 0 or NaN, else 0 */                                            \
     X(LEAKY_RELU, leaky_relu, OWN, x, NONE,                                                                           \
       x > 0 ? x : x * a,                                                                                              \

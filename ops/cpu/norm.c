@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 #include "core/simd.h"
 #include "ops/norm_formulas.h"
+#include "ops/unary_formulas.h" /* TG_RELU_OF */
 
 #define LANES 16        /* interleaved partial sums per row (ops/cpu/norm_kernels.h) */
 #define LN_ROW_BLOCK 64 /* rows per block of layer norm's column sums */

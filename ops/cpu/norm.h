@@ -19,14 +19,17 @@ typedef struct {
     int dims[TG_MAX_DIMS];        /* the reduced dims of x */
     int num_dims;
     bool layer; /* layer norm: stats per row (groups = rows, outer = 1), weight over the normalized dims */
+    bool relu;  /* batch norm only: y = relu(y + residual), tg_batch_norm_add_relu's epilogue */
 } tg_norm_args;
 
 /* y = (x - mean) * invstd * w + b per group; mean_out, var_out [groups] (biased var);
- * stats (or NULL) gets mean and invstd in double, for tg_cpu_bn_backward. w, b may be NULL. */
-void tg_cpu_norm_forward_f32(const tg_norm_args *a, const float *x, const float *w, const float *b, float *y,
-                             float *mean_out, float *var_out, double *stats);
-void tg_cpu_norm_forward_f64(const tg_norm_args *a, const double *x, const double *w, const double *b, double *y,
-                             double *mean_out, double *var_out, double *stats);
+ * stats (or NULL) gets mean and invstd in double, for tg_cpu_bn_backward. w, b may be NULL.
+ * Batch norm: residual (or NULL, x's shape) is added to y, then ReLU when a->relu, in the
+ * same pass, with the bits of the separate add and ReLU ops. */
+void tg_cpu_norm_forward_f32(const tg_norm_args *a, const float *x, const float *w, const float *b,
+                             const float *residual, float *y, float *mean_out, float *var_out, double *stats);
+void tg_cpu_norm_forward_f64(const tg_norm_args *a, const double *x, const double *w, const double *b,
+                             const double *residual, double *y, double *mean_out, double *var_out, double *stats);
 
 /* Batch norm training backward for x [O, C, I] from the forward's stats: gx, gw, gb
  * (any may be NULL). */

@@ -59,10 +59,22 @@ static inline void NAME(grad_sums)(const T *restrict g, const T *restrict x, int
  * formulas ops/cuda/norm.cu runs). stats (or NULL) gets mean, invstd in double. */
 typedef struct {
     const tg_norm_args *a;
-    const T *x, *w, *b;
+    const T *x, *w, *b, *residual;
     T *y, *mean_out, *var_out;
     double *stats;
 } NAME(norm_forward_job);
+
+/* One row of batch norm's output, q = bn(p) (+ r) (ReLU'd when relu): the add and the ReLU
+ * over the row just written, while it is in L1, instead of two more passes over y. */
+static inline void NAME(bn_out_row)(const T *restrict p, const T *restrict r, T *restrict q, int64_t n, T tm, T sc,
+                                    T sh, bool relu) {
+    if (r)
+        for (int64_t i = 0; i < n; i++) q[i] = TG_BN_OUT(p[i], tm, sc, sh) + r[i];
+    else
+        for (int64_t i = 0; i < n; i++) q[i] = TG_BN_OUT(p[i], tm, sc, sh);
+    if (relu)
+        for (int64_t i = 0; i < n; i++) q[i] = TG_RELU_OF(q[i], T);
+}
 TG_VECTOR_CLONES static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, void *arg_) {
     const NAME(norm_forward_job) *j_ = arg_;
     const tg_norm_args *a = j_->a;
@@ -96,14 +108,15 @@ TG_VECTOR_CLONES static void NAME(norm_forward_chunk)(int64_t lo_, int64_t hi_, 
                 const T tm = (T)st.mean;
                 const tg_bn_fold f = tg_bn_fold_of(&st, tm, w ? w[c] : 1, b ? b[c] : 0);
                 const T sc = (T)f.scale, sh = (T)f.shift;
-                for (int64_t i = 0; i < I; i++) q[i] = TG_BN_OUT(p[i], tm, sc, sh);
+                const T *r = j_->residual ? j_->residual + (o * G + c) * I : NULL;
+                NAME(bn_out_row)(p, r, q, I, tm, sc, sh, a->relu);
             }
         }
     }
 }
-void NAME(tg_cpu_norm_forward)(const tg_norm_args *a, const T *x, const T *w, const T *b, T *y, T *mean_out, T *var_out,
-                               double *stats) {
-    NAME(norm_forward_job) j_ = {a, x, w, b, y, mean_out, var_out, stats};
+void NAME(tg_cpu_norm_forward)(const tg_norm_args *a, const T *x, const T *w, const T *b, const T *residual, T *y,
+                               T *mean_out, T *var_out, double *stats) {
+    NAME(norm_forward_job) j_ = {a, x, w, b, residual, y, mean_out, var_out, stats};
     int64_t G = a->groups;
     bool par = a->outer * G * a->inner >= 32768 && G > 1;
     tg_parallel_for(G, par ? 1 : G, NAME(norm_forward_chunk), &j_);

@@ -325,6 +325,64 @@ namespace {
 tg_tensor *interpolate_fn(tg_tensor *const *in, void *user) {
     return tg_interpolate(in[0], *static_cast<tg_interpolate_opts *>(user));
 }
+// tg_nn_batch_norm_add_relu with a BatchNorm2d: the bits of relu(bn(x) + r) written as
+// three ops, running statistics and num_batches_tracked included, in train and eval
+// mode; a module with a hook, and a module that is not a BatchNorm, go through
+// tg_forward (the hook runs).
+std::vector<std::vector<double>> block_end(bool fused, bool training) {
+    tg_manual_seed(31);
+    tg_module *bn = tg_nn_batch_norm2d(4, tg_batch_norm_opts{});
+    tg_train(bn, training);
+    tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(2, 4, 5, 5), tg_opts{}), true);
+    tg_tensor *r = tg_requires_grad_(tg_randn(TG_SHAPE(2, 4, 5, 5), tg_opts{}), true);
+    std::vector<std::vector<double>> out;
+    for (int step = 0; step < 2; step++) {
+        tg_tensor *y = fused ? tg_nn_batch_norm_add_relu(bn, x, r) : tg_relu(tg_add(tg_forward(bn, x), r));
+        EXPECT_NE(y, nullptr) << tg_last_error();
+        if (!y) break;
+        EXPECT_EQ(tg_backward(tg_sum(tg_mul(y, y))), TG_OK) << tg_last_error();
+        out.push_back(values(y));
+    }
+    for (const char *name : {"running_mean", "running_var", "num_batches_tracked"})
+        out.push_back(values(tg_module_buffer(bn, name)));
+    out.push_back(values(tg_grad(x)));
+    out.push_back(values(tg_grad(r)));
+    out.push_back(values(tg_grad(tg_module_param(bn, "weight"))));
+    tg_module_free(bn);
+    return out;
+}
+
+TEST_F(TgTest, BatchNormAddReluModuleHasTheBitsOfTheThreeOps) {
+    for (bool training : {true, false}) {
+        SCOPED_TRACE(training ? "train" : "eval");
+        EXPECT_TRUE(block_end(true, training) == block_end(false, training));
+    }
+}
+
+tg_status count_calls(tg_module *, tg_tensor *, tg_tensor **, void *user) {
+    ++*static_cast<int *>(user);
+    return TG_OK;
+}
+
+TEST_F(TgTest, BatchNormAddReluModuleRunsHooksAndOtherNorms) {
+    tg_module *bn = tg_nn_batch_norm2d(3, tg_batch_norm_opts{});
+    int calls = 0;
+    tg_register_forward_hook(bn, count_calls, &calls);
+    tg_tensor *x = tg_randn(TG_SHAPE(2, 3, 4, 4), tg_opts{});
+    tg_tensor *y = tg_nn_batch_norm_add_relu(bn, x, nullptr);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    EXPECT_EQ(calls, 1);
+    tg_module *group = tg_nn_group_norm(1, 3, tg_group_norm_opts{});
+    tg_tensor *z = tg_nn_batch_norm_add_relu(group, x, x);
+    ASSERT_NE(z, nullptr) << tg_last_error();
+    EXPECT_TRUE(values(z) == values(tg_relu(tg_add(tg_forward(group, x), x))));
+    tg_clear_error();
+    EXPECT_EQ(tg_nn_batch_norm_add_relu(nullptr, x, nullptr), nullptr);
+    EXPECT_ERROR_CONTAINS("tg_nn_batch_norm_add_relu");
+    tg_module_free(bn);
+    tg_module_free(group);
+}
+
 } // namespace
 
 TEST_F(MoreLayersTest, InterpolateGradcheckAndErrors) {

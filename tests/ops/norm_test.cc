@@ -110,6 +110,105 @@ TEST_F(TgTest, LayerNormFusedBackwardMatchesComposed) {
     tg_set_num_threads(saved);
 }
 
+// tg_batch_norm_add_relu against the three ops it replaces, relu(batch_norm(x) + r): the
+// fused CPU kernels (training, float32 / float64) give the same bits for the output, the
+// running statistics and every gradient (x, weight, bias, residual), with and without a
+// residual, on 1 and 2 threads; eval mode and a broadcast residual take the composed ops.
+struct BnReluRun {
+    std::vector<std::vector<double>> values; // y, running mean, running var, dx, dw, db, dr
+};
+
+BnReluRun bn_relu_run(tg_dtype dt, bool fused, bool residual, bool training, tg_shape rshape) {
+    tg_manual_seed(21);
+    tg_opts o = {dt, TG_CPU, false};
+    tg_tensor *x = tg_requires_grad_(tg_add_scalar(tg_randn(TG_SHAPE(3, 5, 7, 9), o), 0.5), true);
+    tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(5), o), true);
+    tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(5), o), true);
+    tg_tensor *r = residual ? tg_requires_grad_(tg_randn(rshape, o), true) : nullptr;
+    tg_tensor *rm = tg_zeros(TG_SHAPE(5), o), *rv = tg_ones(TG_SHAPE(5), o);
+    tg_tensor *g = tg_randn(TG_SHAPE(3, 5, 7, 9), o);
+    tg_tensor *y = nullptr;
+    if (fused) {
+        y = tg_batch_norm_add_relu(x, r, rm, rv, w, b, training, 0.1, 1e-5);
+    } else {
+        tg_tensor *n = tg_batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5);
+        y = tg_relu(r ? tg_add(n, r) : n);
+    }
+    EXPECT_NE(y, nullptr) << tg_last_error();
+    BnReluRun run;
+    if (!y) return run;
+    run.values = {values(y), values(rm), values(rv)};
+    tg_tensor *in[] = {x, w, b, r}, *grads[4] = {};
+    EXPECT_EQ(tg_grad_of(&y, &g, 1, in, residual ? 4 : 3, grads, tg_backward_opts{}), TG_OK) << tg_last_error();
+    for (int i = 0; i < (residual ? 4 : 3); i++) run.values.push_back(values(grads[i]));
+    return run;
+}
+
+TEST_F(TgTest, BatchNormAddReluHasTheBitsOfTheThreeOps) {
+    const char *what[] = {"y", "running_mean", "running_var", "dx", "dweight", "dbias", "dresidual"};
+    int saved = tg_get_num_threads();
+    for (tg_dtype dt : {TG_FLOAT32, TG_FLOAT64})
+        for (bool residual : {false, true})
+            for (bool training : {true, false})
+                for (int threads : {1, 2}) {
+                    tg_set_num_threads(threads);
+                    SCOPED_TRACE(testing::Message() << tg_dtype_name(dt) << (residual ? " residual" : "")
+                                                    << (training ? " train " : " eval ") << threads << " threads");
+                    BnReluRun fused = bn_relu_run(dt, true, residual, training, TG_SHAPE(3, 5, 7, 9));
+                    BnReluRun composed = bn_relu_run(dt, false, residual, training, TG_SHAPE(3, 5, 7, 9));
+                    ASSERT_EQ(fused.values.size(), composed.values.size());
+                    for (size_t i = 0; i < fused.values.size(); i++)
+                        EXPECT_TRUE(fused.values[i] == composed.values[i]) << what[i];
+                }
+    tg_set_num_threads(saved);
+    // A residual that broadcasts ([5, 1, 1] against [3, 5, 7, 9]) takes the composed ops.
+    BnReluRun fused = bn_relu_run(TG_FLOAT32, true, true, true, TG_SHAPE(5, 1, 1));
+    BnReluRun composed = bn_relu_run(TG_FLOAT32, false, true, true, TG_SHAPE(5, 1, 1));
+    EXPECT_TRUE(fused.values == composed.values);
+}
+
+// The ReLU's mask: the output is 0 where bn(x) + r < 0, and the gradient of x, w, b and r
+// is 0 there (the fused path's masked gradient against finite differences, float64).
+tg_tensor *bn_add_relu_gc(tg_tensor *const *in, void *user) {
+    return tg_batch_norm_add_relu(in[0], in[3], nullptr, nullptr, in[1], in[2], true, 0.1, 1e-5);
+}
+
+TEST_F(TgTest, BatchNormAddReluGradcheck) {
+    tg_manual_seed(22);
+    tg_opts f64 = {TG_FLOAT64, TG_CPU, false};
+    tg_tensor *x = tg_requires_grad_(tg_randn(TG_SHAPE(2, 3, 3, 4), f64), true);
+    tg_tensor *w = tg_requires_grad_(tg_randn(TG_SHAPE(3), f64), true);
+    tg_tensor *b = tg_requires_grad_(tg_randn(TG_SHAPE(3), f64), true);
+    tg_tensor *r = tg_requires_grad_(tg_randn(TG_SHAPE(2, 3, 3, 4), f64), true);
+    tg_tensor *in[] = {x, w, b, r};
+    tg_tensor *y = bn_add_relu_gc(in, nullptr);
+    ASSERT_NE(y, nullptr) << tg_last_error();
+    std::vector<double> v = values(y);
+    int zeros = 0;
+    for (double e : v) zeros += e == 0;
+    EXPECT_GT(zeros, 0) << "the ReLU masks some outputs";
+    EXPECT_LT(zeros, (int)v.size());
+    EXPECT_EQ(tg_gradcheck(bn_add_relu_gc, 4, in, nullptr), TG_OK) << tg_last_error();
+}
+
+TEST_F(TgTest, BatchNormAddReluErrorsNameTheOp) {
+    tg_tensor *x = tg_zeros(TG_SHAPE(4, 3, 2, 2), tg_opts{});
+    tg_tensor *c2 = tg_ones(TG_SHAPE(2), tg_opts{});
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm_add_relu(x, nullptr, nullptr, nullptr, c2, nullptr, true, 0.1, 1e-5), nullptr);
+    EXPECT_NE(std::string(tg_last_error()).find("tg_batch_norm_add_relu"), std::string::npos) << tg_last_error();
+    tg_clear_error();
+    EXPECT_EQ(tg_batch_norm_add_relu(nullptr, x, nullptr, nullptr, nullptr, nullptr, true, 0.1, 1e-5), nullptr);
+    EXPECT_NE(std::string(tg_last_error()).find("tg_batch_norm_add_relu"), std::string::npos) << tg_last_error();
+    tg_clear_error();
+    // A residual that does not broadcast: the add's error.
+    EXPECT_EQ(tg_batch_norm_add_relu(x, tg_zeros(TG_SHAPE(4, 2, 2, 2), tg_opts{}), nullptr, nullptr, nullptr, nullptr,
+                                     true, 0.1, 1e-5),
+              nullptr);
+    EXPECT_TRUE(tg_has_error());
+    tg_clear_error();
+}
+
 TEST_F(TgTest, BatchNormWithoutAffineOrRunningStats) {
     tg_tensor *x = tensor_f64({1, 2, 3, 5}, TG_SHAPE(4, 1));
     tg_tensor *y = tg_batch_norm(x, nullptr, nullptr, nullptr, nullptr, true, 0.1, 0);

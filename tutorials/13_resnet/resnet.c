@@ -9,14 +9,17 @@ static tg_module *conv3x3(int64_t in, int64_t out, int stride) {
 
 static tg_module *batch_norm(int64_t channels) { return tg_nn_batch_norm2d(channels, (tg_batch_norm_opts){0}); }
 
-/* ---- BasicBlock: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)) ---- */
+/* ---- BasicBlock: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)) ----
+ * Each relu(bn(..) (+ shortcut)) is one tg_nn_batch_norm_add_relu: the values of the
+ * three ops PyTorch's block writes, in one pass over the activation on the CPU. */
 
 static tg_tensor *basic_block_forward(tg_module *self, tg_tensor *x) {
-    tg_tensor *out = tg_relu(tg_forward(tg_module_child(self, "bn1"), tg_forward(tg_module_child(self, "conv1"), x)));
-    out = tg_forward(tg_module_child(self, "bn2"), tg_forward(tg_module_child(self, "conv2"), out));
     tg_module *downsample = tg_module_child(self, "downsample"); /* NULL: the identity shortcut */
     tg_tensor *shortcut = downsample ? tg_forward(downsample, x) : x;
-    return tg_relu(tg_add(out, shortcut));
+    tg_tensor *out = tg_forward(tg_module_child(self, "conv1"), x);
+    out = tg_nn_batch_norm_add_relu(tg_module_child(self, "bn1"), out, NULL);
+    out = tg_forward(tg_module_child(self, "conv2"), out);
+    return tg_nn_batch_norm_add_relu(tg_module_child(self, "bn2"), out, shortcut);
 }
 
 static const tg_module_type basic_block_type = {.name = "BasicBlock", .forward = basic_block_forward};
@@ -44,7 +47,7 @@ static tg_module *stage(int64_t in, int64_t out, int blocks, int stride) {
 /* ---- the network: stem, stages, global average pool, classifier ---- */
 
 static tg_tensor *resnet_forward(tg_module *self, tg_tensor *x) {
-    x = tg_relu(tg_forward(tg_module_child(self, "bn1"), tg_forward(tg_module_child(self, "conv1"), x)));
+    x = tg_nn_batch_norm_add_relu(tg_module_child(self, "bn1"), tg_forward(tg_module_child(self, "conv1"), x), NULL);
     for (int i = 1; i <= 4; i++) {
         char name[8];
         snprintf(name, sizeof name, "layer%d", i);
