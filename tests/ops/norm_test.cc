@@ -189,6 +189,7 @@ TEST_F(TgTest, BatchNormAddReluGradcheck) {
     EXPECT_GT(zeros, 0) << "the ReLU masks some outputs";
     EXPECT_LT(zeros, (int)v.size());
     EXPECT_EQ(tg_gradcheck(bn_add_relu_gc, 4, in, nullptr), TG_OK) << tg_last_error();
+    EXPECT_EQ(tg_gradgradcheck(bn_add_relu_gc, 4, in, nullptr), TG_OK) << tg_last_error();
 }
 
 TEST_F(TgTest, BatchNormAddReluErrorsNameTheOp) {
