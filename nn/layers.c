@@ -250,8 +250,8 @@ tg_module *tg_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w) {
 
 /* ---- BatchNorm1d / 2d ---- */
 
-/* torch/nn/modules/batchnorm.py _BatchNorm.forward. */
-/* BatchNorm1d/2d's forward, then (relu) + residual and ReLU through tg_batch_norm_add_relu. */
+/* torch/nn/modules/batchnorm.py _BatchNorm.forward; with relu, relu(bn(x) + residual)
+ * through tg_batch_norm_add_relu. */
 static tg_tensor *batch_norm_apply(tg_module *self, tg_tensor *x, bool relu, tg_tensor *residual) {
     nn_batch_norm_state *s = tg_module_state(self);
     const char *type = tg_module_type_of(self)->name;

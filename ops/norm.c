@@ -48,8 +48,9 @@ static tg_tensor *norm_forward(tg_ctx *ctx, tg_tensor *const *in) {
     bool mixed = tg_dtype_is_low_precision(in[0]->dtype);
     tg_tensor *x = mixed ? tg_cast(in[0], TG_FLOAT32) : tg_contiguous(in[0]);
     tg_tensor *w = tg_contiguous(in[1]), *b = tg_contiguous(in[2]);
-    tg_tensor *residual = tg_ctx_function(ctx)->num_inputs == 4 ? tg_contiguous(in[3]) : NULL;
-    if (!x || !w || !b || (tg_ctx_function(ctx)->num_inputs == 4 && !residual)) return NULL;
+    bool has_residual = tg_ctx_function(ctx)->num_inputs == 4; /* bn_add_relu_fn */
+    tg_tensor *residual = has_residual ? tg_contiguous(in[3]) : NULL;
+    if (!x || !w || !b || (has_residual && !residual)) return NULL;
     tg_opts o = {.dtype = x->dtype, .device = x->storage->device};
     tg_tensor *y = tg_empty(x->shape, o), *mean = tg_empty(TG_SHAPE(a->groups), o),
               *var = tg_empty(TG_SHAPE(a->groups), o);

@@ -183,13 +183,20 @@ tutorials() {
     return $failed
 }
 
-run() {
-    local out=${OUT:-$STAGE/out} budget=${TG_GPU_CHECK_BUDGET:-270} work
+# Unpacks gpu_stage/stage.tar.xz into a fresh /tmp/tg_gpu_$1.* folder, sets the caller's
+# work (that folder) and pack (its binaries), puts the staged libraries on
+# LD_LIBRARY_PATH and makes the caller's $out. Shared by run and models.
+unpack_stage() {
     mkdir -p "$out"
-    work=$(mktemp -d /tmp/tg_gpu_stage.XXXXXX)
+    work=$(mktemp -d "/tmp/tg_gpu_$1.XXXXXX")
     tar -C "$work" -xJf "$STAGE/stage.tar.xz"
-    local pack="$work/pack"
+    pack="$work/pack"
     export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+run() {
+    local out=${OUT:-$STAGE/out} budget=${TG_GPU_CHECK_BUDGET:-270} work pack
+    unpack_stage stage
     local summary="$out/summary.txt" failed=0 start=$SECONDS
     begin_summary "commit $(cat "$pack/commit.txt" 2>/dev/null) archs $(cat "$pack/archs.txt")"
     for t in "$pack"/tests/*; do
@@ -229,12 +236,8 @@ bf16_peak_tflops() {
 }
 
 models() {
-    local out=${OUT:-$STAGE/out} budget=${TG_GPU_CHECK_BUDGET:-540} work
-    mkdir -p "$out"
-    work=$(mktemp -d /tmp/tg_gpu_models.XXXXXX)
-    tar -C "$work" -xJf "$STAGE/stage.tar.xz"
-    local pack="$work/pack"
-    export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    local out=${OUT:-$STAGE/out} budget=${TG_GPU_CHECK_BUDGET:-540} work pack
+    unpack_stage models
     local summary="$out/summary.txt" failed=0 start=$SECONDS peak m mode
     peak=$(bf16_peak_tflops)
     begin_summary "models at commit $(cat "$pack/commit.txt" 2>/dev/null), bf16 peak $peak TFLOP/s"

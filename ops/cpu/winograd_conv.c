@@ -45,8 +45,9 @@ static wgrid make_wgrid(int64_t n, int64_t c, int64_t h, int64_t w, int64_t co, 
     g.th = (g.ho + OUT - 1) / OUT;
     g.tw = (g.wo + OUT - 1) / OUT;
     g.wpad = OUT * g.tw + 2;
-    int64_t most = (BLOCK_FLOATS / (c + co) > MIN_BLOCK_TILES ? BLOCK_FLOATS / (c + co) : MIN_BLOCK_TILES) / g.tw;
-    most = min64(most > 0 ? most : 1, n * g.th);
+    int64_t block_tiles = BLOCK_FLOATS / (c + co);
+    if (block_tiles < MIN_BLOCK_TILES) block_tiles = MIN_BLOCK_TILES;
+    int64_t most = min64(block_tiles / g.tw > 0 ? block_tiles / g.tw : 1, n * g.th);
     g.rows = most; /* the most rows whose tiles fill whole product tiles, if any do */
     for (int64_t r = most; r > 0; r--)
         if (r * g.tw % TILE_ROWS == 0) {
@@ -72,7 +73,8 @@ static wgrid input_grad_grid(const tg_conv_geom *g) {
  * 128 tiles 59 vs 89; 512 on 4 x 4: 64 tiles 292 vs 75, 256 tiles 532 vs 283 (ResNet-18's
  * last stage at batch 4 took 1.1 s a step this way against 0.24 s). */
 bool tg_cpu_winograd_conv_pays(const tg_conv_geom *g) {
-    int64_t tiles = g->n * ((g->ho + OUT - 1) / OUT) * ((g->wo + OUT - 1) / OUT);
+    wgrid gr = forward_grid(g);
+    int64_t tiles = gr.n * gr.th * gr.tw;
     double width = sqrt((double)g->c * (double)g->co);
     return width <= 256 && (double)tiles >= 16 + width / 4;
 }
