@@ -8,6 +8,7 @@
 #include "core/parallel.h"
 #include "core/simd.h"
 #include "ops/cpu/blas.h"
+#include "ops/cpu/onednn_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) /* as core/simd.h: its helpers are GCC-only */
 #define HAVE_DOT_KERNEL 1                                           /* gemm_dot below */
@@ -20,13 +21,42 @@
 
 #define BLOCK_ALIGN 16 /* block edges on a multiple of the micro-kernels' tile sizes */
 
+/* A product cut into blocks of C along its longer dim: block b is units
+ * [units b / blocks, units (b + 1) / blocks) of BLOCK_ALIGN rows (or columns). */
 typedef struct {
     tg_gemm_args p;
-    bool by_rows; /* blocks are rows of C (else columns) */
+    bool by_rows;          /* blocks are rows of C (else columns) */
+    bool onednn;           /* oneDNN's, in blocks fixed by the shape (else OpenBLAS's, a block per thread) */
+    int64_t units, blocks; /* blocks of whole units */
 } gemm_job;
 
 static void call_blas(const tg_gemm_args *g, int64_t m, int64_t n, const void *a, const void *b, void *c) {
     tg_blas_gemm(g->f64, g->trans_a, g->trans_b, m, n, g->k, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
+}
+
+/* ---- oneDNN's products ----
+ * A float32 product of m n k > 100^3 that none of our own kernels below takes runs on
+ * oneDNN's sgemm when it is installed (ops/cpu/onednn_gemm.h). oneDNN picks its kernels
+ * by the shape it is given, so a block of C is not always summed as the whole product
+ * would be (seen: 128 x 4096 x 1024 cut at 48 rows). So that results stay independent of
+ * the thread count, such a product is always cut into the same blocks along the longer
+ * side of C, their number fixed by the shape: blocks of about ONEDNN_BLOCK_WORK
+ * multiply-adds (0.1 ms of a core), at least ONEDNN_BLOCK_MIN rows, an even number of
+ * them so that two threads share them evenly; the threads take blocks as they finish. */
+#define ONEDNN_BLOCK_WORK (INT64_C(1) << 24)
+#define ONEDNN_BLOCK_MIN 128
+
+static bool use_onednn(const tg_gemm_args *g) {
+    return !g->f64 && (double)g->m * (double)g->n * (double)g->k > 1e6 && tg_onednn_available();
+}
+
+static int64_t onednn_blocks(const tg_gemm_args *g, bool by_rows, int64_t units) {
+    int64_t side = by_rows ? g->m : g->n, row_work = (by_rows ? g->n : g->m) * g->k;
+    int64_t rows = ONEDNN_BLOCK_WORK / (row_work > 0 ? row_work : 1);
+    rows = rows < ONEDNN_BLOCK_MIN ? ONEDNN_BLOCK_MIN : rows;
+    int64_t blocks = (side + rows / 2) / rows;
+    blocks = blocks < 2 ? 2 : blocks + (blocks & 1);
+    return blocks < units ? blocks : units;
 }
 
 static bool use_dot(const tg_gemm_args *g);
@@ -53,10 +83,22 @@ static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
     if (use_skinny(g)) /* the kernel the whole product runs alone, so the same bits (a block of it is eligible too) */
         skinny_serial(&part);
     else if (use_panel(g)) panel_serial(&part);
+    else if (j->onednn)
+        tg_onednn_sgemm(part.trans_a, part.trans_b, part.m, part.n, part.k, (float)part.alpha, part.a, part.lda, part.b,
+                        part.ldb, (float)part.beta, part.c, part.ldc);
     else call_blas(&part, part.m, part.n, part.a, part.b, part.c);
 }
 
-static void gemm_block(int64_t u0, int64_t u1, void *arg) { gemm_units(arg, u0, u1); }
+/* The job's blocks [b0, b1). */
+static void gemm_blocks(int64_t b0, int64_t b1, void *arg) {
+    const gemm_job *j = arg;
+    for (int64_t b = b0; b < b1; b++) gemm_units(j, j->units * b / j->blocks, j->units * (b + 1) / j->blocks);
+}
+
+/* Units [u0, u1) of OpenBLAS's product, one block of whole grains per thread: OpenBLAS's
+ * float64 kernels give a block of 16 rows other bits than one of 32, so the cuts of earlier
+ * versions stay (tests/ops/gemm_many_test.cc). */
+static void gemm_unit_range(int64_t u0, int64_t u1, void *arg) { gemm_units(arg, u0, u1); }
 
 /* The CPU's own kernels: whether gemm_dot and the others below can run here. */
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
@@ -68,11 +110,15 @@ static void detect_cpu(void) {
 #endif
 }
 
-/* One block per thread along the longer dim of C: the other operand is packed once per
- * block, so few large blocks (OpenBLAS packs B's panel per call). */
-static int64_t units_of(gemm_job *j) {
-    j->by_rows = j->p.m >= j->p.n;
-    return ((j->by_rows ? j->p.m : j->p.n) + BLOCK_ALIGN - 1) / BLOCK_ALIGN;
+/* The job of product g in `blocks` blocks along the longer dim of C (at most one per
+ * unit), or in oneDNN's fixed blocks. OpenBLAS's: one block per thread, since the other
+ * operand is packed once per block (OpenBLAS packs B's panel per call). */
+static gemm_job job_of(const tg_gemm_args *g, int64_t blocks) {
+    gemm_job j = {.p = *g, .by_rows = g->m >= g->n};
+    j.units = ((j.by_rows ? g->m : g->n) + BLOCK_ALIGN - 1) / BLOCK_ALIGN;
+    j.onednn = !use_dot(g) && !use_skinny(g) && !use_panel(g) && use_onednn(g);
+    j.blocks = j.onednn ? onednn_blocks(g, j.by_rows, j.units) : blocks < 1 ? 1 : blocks < j.units ? blocks : j.units;
+    return j;
 }
 
 static bool on_one_thread(int threads, int64_t work) {
@@ -390,14 +436,15 @@ static void gemm(const tg_gemm_args *g) {
         gemm_skinny(g, threads);
         return;
     }
+    gemm_job j = job_of(g, threads);
     if (on_one_thread(threads, g->m * g->n * g->k)) {
         if (use_panel(g)) panel_serial(g);
+        else if (j.onednn) gemm_blocks(0, j.blocks, &j);
         else call_blas(g, g->m, g->n, g->a, g->b, g->c);
         return;
     }
-    gemm_job j = {*g, false};
-    int64_t units = units_of(&j);
-    tg_parallel_for(units, (units + threads - 1) / threads, gemm_block, &j);
+    if (j.onednn) tg_parallel_for(j.blocks, 1, gemm_blocks, &j);
+    else tg_parallel_for(j.units, (j.units + threads - 1) / threads, gemm_unit_range, &j);
 }
 
 /* ---- several products at once ---- */
@@ -406,19 +453,17 @@ enum { MANY_MAX = 8 };
 
 typedef struct {
     gemm_job job[MANY_MAX];
-    int64_t units[MANY_MAX], blocks[MANY_MAX], first[MANY_MAX + 1]; /* first[i]: product i's first block */
+    int64_t first[MANY_MAX + 1]; /* first[i]: product i's first block */
     int count;
 } many_job;
 
-/* Blocks [b0, b1) of all the products: block j of product i is its units
- * [units * j / blocks, units * (j + 1) / blocks). */
+/* Blocks [b0, b1) of all the products, numbered product after product. */
 static void many_blocks(int64_t b0, int64_t b1, void *arg) {
     const many_job *mj = arg;
     for (int64_t b = b0; b < b1; b++) {
         int i = 0;
         while (b >= mj->first[i + 1]) i++;
-        int64_t j = b - mj->first[i], units = mj->units[i], blocks = mj->blocks[i];
-        gemm_units(&mj->job[i], units * j / blocks, units * (j + 1) / blocks);
+        gemm_blocks(b - mj->first[i], b - mj->first[i] + 1, (void *)&mj->job[i]);
     }
 }
 
@@ -438,13 +483,10 @@ void tg_gemm_many(const tg_gemm_args *products, int count) {
         const tg_gemm_args *g = &products[i];
         if (g->m <= 0 || g->n <= 0) continue;
         int c = mj.count++;
-        mj.job[c].p = *g;
-        mj.units[c] = units_of(&mj.job[c]);
         /* threads shared in proportion to the multiply-adds, at least one block each */
         int64_t blocks = (int64_t)(threads * ((double)g->m * g->n * g->k) / total + 0.5);
-        blocks = blocks < 1 || use_dot(g) ? 1 : blocks > mj.units[c] ? mj.units[c] : blocks;
-        mj.blocks[c] = blocks;
-        mj.first[c + 1] = mj.first[c] + blocks;
+        mj.job[c] = job_of(g, use_dot(g) ? 1 : blocks);
+        mj.first[c + 1] = mj.first[c] + mj.job[c].blocks;
     }
     tg_parallel_for(mj.first[mj.count], 1, many_blocks, &mj);
 }

@@ -1,6 +1,8 @@
 /* CPU GEMM for the ops (matmul, linear, conv2d): OpenBLAS held to one thread, spread
- * over tapegrad's thread pool (core/parallel.h) by blocks of C when large; and our own
- * bfloat16 GEMM (AVX512-BF16) for matmul and linear, split the same way. */
+ * over tapegrad's thread pool (core/parallel.h) by blocks of C when large, with oneDNN's
+ * sgemm for the large float32 products where Debian's libdnnl2 is installed
+ * (ops/cpu/onednn_gemm.h); and our own bfloat16 GEMM (AVX512-BF16) for matmul and linear,
+ * split the same way. */
 #ifndef TG_OPS_CPU_GEMM_H
 #define TG_OPS_CPU_GEMM_H
 
@@ -12,7 +14,9 @@ extern "C" {
 #endif
 
 /* C [m, n] = alpha * op(A) op(B) + beta * C, all row-major (cblas_?gemm's arguments with
- * CblasRowMajor). Below TG_GEMM_PARALLEL_MIN multiply-adds, with one thread, or inside a
+ * CblasRowMajor). A float32 product of m n k > 100^3 runs on oneDNN when it is installed,
+ * cut into blocks fixed by its shape whatever the thread count (TG_ONEDNN=0 in the
+ * environment keeps OpenBLAS). Below TG_GEMM_PARALLEL_MIN multiply-adds, with one thread, or inside a
  * parallel loop: one cblas call on this thread. Otherwise C is cut into one block of rows
  * (or of columns, whichever dim is longer) per thread, each block its own cblas call; every
  * element of C is still computed by one call over all of k. A small C (at most 1024

@@ -8,9 +8,11 @@
 // linear's two gradients against the products tg_matmul makes on the recorded path
 // (create_graph), for a 3-D input and a non-contiguous incoming gradient.
 #include <cstring>
+#include <unistd.h>
 #include <random>
 
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/onednn_gemm.h"
 #include "test_util.h"
 
 namespace {
@@ -201,6 +203,45 @@ TEST_F(GemmManyTest, LinearGradientsSideBySideEqualTheRecordedPath) {
                     ASSERT_NEAR(got[j], want[j], tol * (1 + std::fabs(want[j])))
                         << "gradient " << i << " element " << j;
             }
+        }
+    }
+}
+
+// oneDNN's products (ops/cpu/onednn_gemm.h): float32 products of m n k > 100^3 run on
+// dnnl_sgemm where Debian's libdnnl2 is installed (./bazelw installs it), in blocks fixed by
+// the shape. Each against the float64 reference, and bit for bit on 1, 2 and 3 threads, alone
+// and beside another product in tg_gemm_many; among them the shapes where oneDNN gives a cut
+// block other bits than the whole product (A B^T with n 128 and k >= 1024 cut into columns
+// of 64; A B with n 4096 cut at 48 rows), lesson 10's layer shapes, alpha and beta.
+TEST_F(GemmManyTest, OneDnnProductsMatchTheReferenceAndKeepTheirBitsOnAnyThreadCount) {
+    if (access("/usr/lib/x86_64-linux-gnu/libdnnl.so.2", R_OK) == 0) EXPECT_TRUE(tg_onednn_available());
+    if (!tg_onednn_available()) GTEST_SKIP() << "oneDNN (libdnnl2) is not installed: OpenBLAS runs these products";
+    std::mt19937 rng(7);
+    std::vector<Product> products = {
+        random_product(false, false, true, 128, 128, 1024, 1, 0, rng),
+        random_product(false, false, false, 128, 2048, 128, 1, 0, rng),
+        random_product(false, false, true, 512, 384, 128, 1, 0, rng),  // lesson 10's qkv, forward
+        random_product(false, true, false, 384, 128, 512, 1, 0, rng),  // its weight gradient
+        random_product(false, false, false, 512, 128, 384, 1, 0, rng), // its input gradient
+        random_product(false, true, true, 300, 200, 100, -0.5, 2, rng),
+    };
+    std::vector<std::vector<double>> first(products.size());
+    for (int threads : {1, 2, 3}) {
+        tg_set_num_threads(threads);
+        for (size_t i = 0; i < products.size(); i++) {
+            const Product &p = products[i];
+            Buffers alone, beside, other;
+            tg_gemm_args a = alone.args(p);
+            tg_gemm_f32(a.trans_a, a.trans_b, a.m, a.n, a.k, (float)a.alpha, (const float *)a.a, a.lda,
+                        (const float *)a.b, a.ldb, (float)a.beta, (float *)a.c, a.ldc);
+            tg_gemm_args two[2] = {beside.args(p), other.args(products[(i + 1) % products.size()])};
+            tg_gemm_many(two, 2);
+            if (threads == 1) {
+                first[i] = alone.result(p);
+                EXPECT_TRUE(matches_reference(p, first[i])) << "product " << i;
+            }
+            EXPECT_EQ(alone.result(p), first[i]) << "product " << i << " on " << threads << " threads";
+            EXPECT_EQ(beside.result(p), first[i]) << "product " << i << " beside another, " << threads << " threads";
         }
     }
 }

@@ -13,6 +13,7 @@
 
 #include "core/parallel.h"
 #include "ops/cpu/blas.h"
+#include "ops/cpu/onednn_gemm.h"
 #include "tests/ops/op_fixture.h"
 
 namespace {
@@ -201,5 +202,36 @@ TEST_F(TgTest, OpenBlasLargeProductAfterSmallOnesFailsUnderAMemoryLimit) {
                                    << (WTERMSIG(status) == SIGALRM ? " (it hung in OpenBLAS)" : "");
     EXPECT_EQ(WEXITSTATUS(status), 0) << "2: small product failed, 3: wrong value, 4: setrlimit failed, "
                                          "5: the large product ran, 6: the error is not out of memory";
+}
+
+/* oneDNN's products under `ulimit -v`: with no address space left, the product either fails
+ * with the out-of-memory error or runs in memory already mapped (no retry loop, no crash);
+ * with room it gives the right values. Its kernels are made by a first product before the
+ * limit, as in a training run. */
+TEST_F(TgTest, OneDnnProductUnderAMemoryLimitFailsOrRunsRight) {
+    if (!tg_onednn_available()) GTEST_SKIP() << "oneDNN (libdnnl2) is not installed";
+    const int n = 1024;
+    std::vector<float> a((size_t)n * n, 1.0f), b((size_t)n * n, 1.0f), c((size_t)n * n);
+    for (int room_mib : {0, 256}) {
+        pid_t child = fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            alarm(20);
+            if (!tg_onednn_sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n)) _exit(2);
+            struct rlimit limit = {(rlim_t)address_space_bytes() + ((rlim_t)room_mib << 20), RLIM_INFINITY};
+            if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(4);
+            std::fill(c.begin(), c.end(), 0.0f);
+            bool ran = tg_onednn_sgemm(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+            if (ran) _exit(c[0] == (float)n && c[(size_t)n * n - 1] == (float)n ? 0 : 3);
+            const char *why = tg_kernel_failure_take();
+            _exit(room_mib == 0 && why && strstr(why, "out of memory") ? 0 : 6);
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(child, &status, 0), child);
+        ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+        EXPECT_EQ(WEXITSTATUS(status), 0) << "room " << room_mib << " MiB; 2: the first product failed, 3: wrong "
+                                          << "values, 4: setrlimit failed, 6: failed without room to spare or not "
+                                          << "as out of memory";
+    }
 }
 #endif
