@@ -366,7 +366,10 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_tensor *out = tg_empty(TG_SHAPE(rows, out_features), opts);
     tg_tensor *x2 = tg_reshape(x, TG_SHAPE(rows, in_features)); /* a view unless x is scattered */
     if (!out || !x2) return NULL;
-    if (bias ? tg_copy_values_(out, bias) : tg_fill_values_(out, 0)) return NULL; /* bias broadcast over the rows */
+    /* float32 on the CPU: the bias added by the GEMM to blocks of out while they are in cache */
+    bool gemm_adds_bias = bias && x->dtype == TG_FLOAT32 && x->storage->device.kind == TG_DEVICE_CPU && in_features > 0;
+    if (!gemm_adds_bias && (bias ? tg_copy_values_(out, bias) : tg_fill_values_(out, 0)))
+        return NULL; /* bias broadcast over the rows */
     gemm_desc g = {.dtype = x->dtype,
                    .device = x->storage->device,
                    .m = rows,
@@ -377,8 +380,15 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
                    .beta = 1};
     tg_tensor *wt = tg_transpose(w, 0, 1); /* [in, out]: a transposed view, no copy */
     if (!wt || !(x2 = blas_operand(x2, &g.la)) || !(wt = blas_operand(wt, &g.lb))) return NULL;
-    if (in_features > 0 && gemm_run("tg_linear", &g, tg_elem_ptr(x2), 0, tg_elem_ptr(wt), 0, tg_elem_ptr(out), 0, 1))
+    if (gemm_adds_bias) {
+        tg_tensor *b = tg_contiguous(bias);
+        if (!b) return NULL;
+        tg_gemm_f32_bias(g.la.trans, g.lb.trans, rows, out_features, in_features, tg_elem_ptr(x2), g.la.ld,
+                         tg_elem_ptr(wt), g.lb.ld, tg_elem_ptr(b), tg_elem_ptr(out), out_features);
+    } else if (in_features > 0 &&
+               gemm_run("tg_linear", &g, tg_elem_ptr(x2), 0, tg_elem_ptr(wt), 0, tg_elem_ptr(out), 0, 1)) {
         return NULL;
+    }
     tg_ctx_save(ctx, x);
     tg_ctx_save(ctx, w);
     return tg_reshape(out, out_shape);

@@ -28,6 +28,7 @@ typedef struct {
     bool by_rows;          /* blocks are rows of C (else columns) */
     bool onednn;           /* oneDNN's, in blocks fixed by the shape (else OpenBLAS's, a block per thread) */
     int64_t units, blocks; /* blocks of whole units */
+    const float *bias;     /* oneDNN's only: added to each row of a block right after its product */
 } gemm_job;
 
 static void call_blas(const tg_gemm_args *g, int64_t m, int64_t n, const void *a, const void *b, void *c) {
@@ -66,6 +67,12 @@ static void skinny_serial(const tg_gemm_args *g);
 static bool use_panel(const tg_gemm_args *g);
 static void panel_serial(const tg_gemm_args *g);
 
+/* bias [n] added to each of C's m rows. */
+static void add_bias(float *c, int64_t ldc, int64_t m, int64_t n, const float *bias) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] += bias[j];
+}
+
 /* Units [u0, u1) of BLOCK_ALIGN rows (or columns) of C. */
 static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
     const tg_gemm_args *g = &j->p;
@@ -83,10 +90,12 @@ static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
     if (use_skinny(g)) /* the kernel the whole product runs alone, so the same bits (a block of it is eligible too) */
         skinny_serial(&part);
     else if (use_panel(g)) panel_serial(&part);
-    else if (j->onednn)
-        tg_onednn_sgemm(part.trans_a, part.trans_b, part.m, part.n, part.k, (float)part.alpha, part.a, part.lda, part.b,
-                        part.ldb, (float)part.beta, part.c, part.ldc);
-    else call_blas(&part, part.m, part.n, part.a, part.b, part.c);
+    else if (j->onednn) {
+        if (tg_onednn_sgemm(part.trans_a, part.trans_b, part.m, part.n, part.k, (float)part.alpha, part.a, part.lda,
+                            part.b, part.ldb, (float)part.beta, part.c, part.ldc) &&
+            j->bias)
+            add_bias(part.c, part.ldc, part.m, part.n, j->by_rows ? j->bias : j->bias + lo);
+    } else call_blas(&part, part.m, part.n, part.a, part.b, part.c);
 }
 
 /* The job's blocks [b0, b1). */
@@ -424,6 +433,11 @@ static bool use_dot(const tg_gemm_args *g) {
     return dot_supported && !g->f64 && !g->trans_a && g->trans_b && g->m * g->n <= 1024 && g->k >= 256;
 }
 
+static void run_onednn(const gemm_job *j, int threads) {
+    if (on_one_thread(threads, j->p.m * j->p.n * j->p.k)) gemm_blocks(0, j->blocks, (void *)j);
+    else tg_parallel_for(j->blocks, 1, gemm_blocks, (void *)j);
+}
+
 static void gemm(const tg_gemm_args *g) {
     pthread_once(&cpu_once, detect_cpu);
     if (g->m <= 0 || g->n <= 0) return;
@@ -437,14 +451,16 @@ static void gemm(const tg_gemm_args *g) {
         return;
     }
     gemm_job j = job_of(g, threads);
+    if (j.onednn) {
+        run_onednn(&j, threads);
+        return;
+    }
     if (on_one_thread(threads, g->m * g->n * g->k)) {
         if (use_panel(g)) panel_serial(g);
-        else if (j.onednn) gemm_blocks(0, j.blocks, &j);
         else call_blas(g, g->m, g->n, g->a, g->b, g->c);
         return;
     }
-    if (j.onednn) tg_parallel_for(j.blocks, 1, gemm_blocks, &j);
-    else tg_parallel_for(j.units, (j.units + threads - 1) / threads, gemm_unit_range, &j);
+    tg_parallel_for(j.units, (j.units + threads - 1) / threads, gemm_unit_range, &j);
 }
 
 /* ---- several products at once ---- */
@@ -494,6 +510,22 @@ void tg_gemm_many(const tg_gemm_args *products, int count) {
 void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     gemm(&(tg_gemm_args){false, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
+}
+
+void tg_gemm_f32_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+    pthread_once(&cpu_once, detect_cpu);
+    if (m <= 0 || n <= 0) return;
+    tg_gemm_args g = {false, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0, c, ldc};
+    gemm_job j = job_of(&g, 1);
+    if (j.onednn) {
+        j.bias = bias;
+        run_onednn(&j, tg_get_num_threads());
+        return;
+    }
+    for (int64_t i = 0; i < m; i++) memcpy(c + i * ldc, bias, (size_t)n * sizeof(float));
+    g.beta = 1; /* the product added to the bias */
+    gemm(&g);
 }
 
 void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,

@@ -34,6 +34,12 @@ extern "C" {
 #define TG_GEMM_PARALLEL_MIN (INT64_C(1) << 18)
 void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* C [m, n] = op(A) op(B) + bias, bias [n] added to every row (a linear layer's forward).
+ * On oneDNN's blocks the bias is added to each block right after its product, while the
+ * block is in cache; elsewhere C starts as the bias and the product is added (beta 1).
+ * Either way each element is the product's sum plus the bias, rounded once more. */
+void tg_gemm_f32_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc);
 void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                  int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 

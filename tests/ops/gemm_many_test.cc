@@ -246,4 +246,39 @@ TEST_F(GemmManyTest, OneDnnProductsMatchTheReferenceAndKeepTheirBitsOnAnyThreadC
     }
 }
 
+// tg_gemm_f32_bias (linear's forward): op(A) op(B) + bias on every row, on oneDNN's blocks
+// (the bias added per block) and on the other paths (C starting as the bias), against the
+// float64 reference and bit for bit on 1, 2 and 3 threads.
+TEST_F(GemmManyTest, ProductPlusBiasMatchesTheReferenceOnAnyThreadCount) {
+    std::mt19937 rng(8);
+    std::normal_distribution<double> normal;
+    for (Product p : {random_product(false, false, true, 600, 384, 128, 1, 1, rng), // oneDNN's where installed
+                      random_product(false, true, true, 200, 700, 64, 1, 1, rng),   // cut into columns
+                      random_product(false, false, true, 64, 100, 50, 1, 1, rng),   // the short-batch kernel
+                      random_product(false, false, false, 30, 20, 10, 1, 1, rng)}) {
+        // the reference's beta C0 is the bias broadcast over the rows
+        std::vector<float> bias(p.n);
+        for (auto &v : bias) v = (float)normal(rng);
+        for (int64_t i = 0; i < p.m; i++)
+            for (int64_t j = 0; j < p.n; j++) p.c0[i * p.n + j] = bias[j];
+        std::vector<double> first;
+        for (int threads : {1, 2, 3}) {
+            tg_set_num_threads(threads);
+            Buffers buf;
+            tg_gemm_args a = buf.args(p);
+            std::fill(buf.cf.begin(), buf.cf.end(), NAN); // C's old values are not read
+            tg_gemm_f32_bias(a.trans_a, a.trans_b, a.m, a.n, a.k, (const float *)a.a, a.lda, (const float *)a.b, a.ldb,
+                             bias.data(), (float *)a.c, a.ldc);
+            if (threads == 1) {
+                first = buf.result(p);
+                EXPECT_TRUE(matches_reference(p, first)) << p.m << " x " << p.n << " x " << p.k;
+            } else if (gemm_split_keeps_bits() || (tg_onednn_available() && p.m * p.n * p.k > 1000000)) {
+                EXPECT_EQ(buf.result(p), first) << p.m << " x " << p.n << " on " << threads << " threads";
+            } else {
+                EXPECT_TRUE(close_as_gemm(buf.result(p), first)) << p.m << " x " << p.n << " on " << threads;
+            }
+        }
+    }
+}
+
 } // namespace
