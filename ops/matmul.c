@@ -395,7 +395,8 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
 }
 
 /* Both gradients of a float32/float64 CPU linear as two GEMMs side by side
- * (tg_gemm_many): dx = g w and dw = g^T x. False when this path does not apply. Not
+ * (tg_gemm_many): dx = g w and dw = g^T x, and in float32 the bias gradient summed from
+ * the blocks of g that dx's product reads. False when this path does not apply. Not
  * when backward records a graph (create_graph): then the products go through tg_matmul
  * so that they are differentiable themselves. */
 static bool linear_grads_side_by_side(tg_ctx *ctx, tg_tensor *g, tg_tensor *x, tg_tensor *w, tg_tensor **grad_in) {
@@ -418,14 +419,21 @@ static bool linear_grads_side_by_side(tg_ctx *ctx, tg_tensor *g, tg_tensor *x, t
     tg_gemm_args products[2] = {
         /* dx [rows, in] = g [rows, out] w [out, in] */
         {f64, lg.trans, lw.trans, rows, in_features, out_features, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(w), lw.ld, 0,
-         tg_elem_ptr(dx), in_features},
+         tg_elem_ptr(dx), in_features, NULL},
         /* dw [out, in] = g^T [out, rows] x [rows, in] */
         {f64, !lg.trans, lx.trans, out_features, in_features, rows, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(x2), lx.ld,
-         0, tg_elem_ptr(dw), in_features},
+         0, tg_elem_ptr(dw), in_features, NULL},
     };
+    /* float32: the bias gradient (g's column sums) from the blocks of g that dx's product reads */
+    tg_tensor *db = NULL;
+    if (!f64 && tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2)) {
+        if (!(db = tg_empty(TG_SHAPE(out_features), opts))) return true;
+        products[0].a_col_sums = tg_elem_ptr(db);
+    }
     tg_gemm_many(products, 2);
     grad_in[0] = tg_reshape(dx, xs);
     grad_in[1] = dw;
+    if (db) grad_in[2] = db;
     return true;
 }
 
@@ -433,7 +441,7 @@ static void linear_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_tensor *x = tg_ctx_saved(ctx, 0), *w = tg_ctx_saved(ctx, 1);
     if (!x || !w) return;
     if (linear_grads_side_by_side(ctx, g, x, w, grad_in)) {
-        if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2))
+        if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2) && !grad_in[2])
             grad_in[2] = tg_sum_to(g, tg_ctx_input_shape(ctx, 2));
         return;
     }

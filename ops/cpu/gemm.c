@@ -29,6 +29,7 @@ typedef struct {
     bool onednn;           /* oneDNN's, in blocks fixed by the shape (else OpenBLAS's, a block per thread) */
     int64_t units, blocks; /* blocks of whole units */
     const float *bias;     /* oneDNN's only: added to each row of a block right after its product */
+    float *col_partials;   /* oneDNN's by rows with p.a_col_sums: [blocks, k] sums of A's rows per block */
 } gemm_job;
 
 static void call_blas(const tg_gemm_args *g, int64_t m, int64_t n, const void *a, const void *b, void *c) {
@@ -98,10 +99,54 @@ static void gemm_units(const gemm_job *j, int64_t u0, int64_t u1) {
     } else call_blas(&part, part.m, part.n, part.a, part.b, part.c);
 }
 
+/* sums [k] = rows [r0, r1) of op(A) [m, k] summed, in row order. */
+static void sum_a_rows(const tg_gemm_args *g, int64_t r0, int64_t r1, float *sums) {
+    const float *a = g->a;
+    int64_t k = g->k;
+    if (g->trans_a) { /* op(A)'s rows are A's columns: each sum runs along a row of A */
+        for (int64_t q = 0; q < k; q++) {
+            float s = 0;
+            for (int64_t r = r0; r < r1; r++) s += a[q * g->lda + r];
+            sums[q] = s;
+        }
+        return;
+    }
+    for (int64_t q = 0; q < k; q++) sums[q] = 0;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t q = 0; q < k; q++) sums[q] += a[r * g->lda + q];
+}
+
 /* The job's blocks [b0, b1). */
 static void gemm_blocks(int64_t b0, int64_t b1, void *arg) {
     const gemm_job *j = arg;
-    for (int64_t b = b0; b < b1; b++) gemm_units(j, j->units * b / j->blocks, j->units * (b + 1) / j->blocks);
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t u0 = j->units * b / j->blocks, u1 = j->units * (b + 1) / j->blocks;
+        gemm_units(j, u0, u1);
+        if (j->col_partials)
+            sum_a_rows(&j->p, u0 * BLOCK_ALIGN, u1 * BLOCK_ALIGN < j->p.m ? u1 * BLOCK_ALIGN : j->p.m,
+                       j->col_partials + b * j->p.k);
+    }
+}
+
+/* p.a_col_sums: per block when oneDNN's blocks are rows (col_partials, NULL if it cannot be
+ * had), finished by col_sums_finish after the product. */
+static void col_sums_start(gemm_job *j) {
+    if (j->p.a_col_sums && j->onednn && j->by_rows)
+        j->col_partials = malloc((size_t)(j->blocks * j->p.k) * sizeof(float));
+}
+
+static void col_sums_finish(gemm_job *j) {
+    float *sums = j->p.a_col_sums;
+    if (!sums) return;
+    if (!j->col_partials) {
+        sum_a_rows(&j->p, 0, j->p.m, sums);
+        return;
+    }
+    memcpy(sums, j->col_partials, (size_t)j->p.k * sizeof(float));
+    for (int64_t b = 1; b < j->blocks; b++)
+        for (int64_t q = 0; q < j->p.k; q++) sums[q] += j->col_partials[b * j->p.k + q];
+    free(j->col_partials);
+    j->col_partials = NULL;
 }
 
 /* Units [u0, u1) of OpenBLAS's product, one block of whole grains per thread: OpenBLAS's
@@ -438,9 +483,8 @@ static void run_onednn(const gemm_job *j, int threads) {
     else tg_parallel_for(j->blocks, 1, gemm_blocks, (void *)j);
 }
 
-static void gemm(const tg_gemm_args *g) {
-    pthread_once(&cpu_once, detect_cpu);
-    if (g->m <= 0 || g->n <= 0) return;
+/* The product, without its column sums. */
+static void gemm_product(const tg_gemm_args *g, gemm_job *j) {
     int threads = tg_get_num_threads();
     if (use_dot(g)) { /* one thread whatever the count: faster there than OpenBLAS on two */
         gemm_dot(g);
@@ -450,9 +494,8 @@ static void gemm(const tg_gemm_args *g) {
         gemm_skinny(g, threads);
         return;
     }
-    gemm_job j = job_of(g, threads);
-    if (j.onednn) {
-        run_onednn(&j, threads);
+    if (j->onednn) {
+        run_onednn(j, threads);
         return;
     }
     if (on_one_thread(threads, g->m * g->n * g->k)) {
@@ -460,7 +503,16 @@ static void gemm(const tg_gemm_args *g) {
         else call_blas(g, g->m, g->n, g->a, g->b, g->c);
         return;
     }
-    tg_parallel_for(j.units, (j.units + threads - 1) / threads, gemm_unit_range, &j);
+    tg_parallel_for(j->units, (j->units + threads - 1) / threads, gemm_unit_range, j);
+}
+
+static void gemm(const tg_gemm_args *g) {
+    pthread_once(&cpu_once, detect_cpu);
+    if (g->m <= 0 || g->n <= 0) return;
+    gemm_job j = job_of(g, tg_get_num_threads());
+    col_sums_start(&j);
+    gemm_product(g, &j);
+    col_sums_finish(&j);
 }
 
 /* ---- several products at once ---- */
@@ -504,19 +556,21 @@ void tg_gemm_many(const tg_gemm_args *products, int count) {
         mj.job[c] = job_of(g, use_dot(g) ? 1 : blocks);
         mj.first[c + 1] = mj.first[c] + mj.job[c].blocks;
     }
+    for (int c = 0; c < mj.count; c++) col_sums_start(&mj.job[c]);
     tg_parallel_for(mj.first[mj.count], 1, many_blocks, &mj);
+    for (int c = 0; c < mj.count; c++) col_sums_finish(&mj.job[c]);
 }
 
 void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    gemm(&(tg_gemm_args){false, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
+    gemm(&(tg_gemm_args){false, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL});
 }
 
 void tg_gemm_f32_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                       const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
     pthread_once(&cpu_once, detect_cpu);
     if (m <= 0 || n <= 0) return;
-    tg_gemm_args g = {false, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0, c, ldc};
+    tg_gemm_args g = {false, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, NULL};
     gemm_job j = job_of(&g, 1);
     if (j.onednn) {
         j.bias = bias;
@@ -530,5 +584,5 @@ void tg_gemm_f32_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 
 void tg_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                  int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
-    gemm(&(tg_gemm_args){true, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
+    gemm(&(tg_gemm_args){true, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL});
 }

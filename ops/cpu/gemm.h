@@ -61,6 +61,12 @@ typedef struct {
     double beta;
     void *c;
     int64_t ldc;
+    /* Optional (float32, m, n, k > 0): set to op(A)'s columns summed over its m rows ([k]),
+     * a linear layer's bias gradient beside its dx = g w. Where the product runs in
+     * oneDNN's blocks of rows, each block's rows are summed right after its product has
+     * read them (in cache) and the blocks' sums are added in block order; elsewhere in one
+     * pass after the product. Either way independent of the thread count. */
+    float *a_col_sums;
 } tg_gemm_args;
 void tg_gemm_many(const tg_gemm_args *products, int count);
 

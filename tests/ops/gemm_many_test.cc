@@ -210,11 +210,13 @@ TEST_F(GemmManyTest, LinearGradientsSideBySideEqualTheRecordedPath) {
 // oneDNN's products (ops/cpu/onednn_gemm.h): float32 products of m n k > 100^3 run on
 // dnnl_sgemm where Debian's libdnnl2 is installed (./bazelw installs it), in blocks fixed by
 // the shape. Each against the float64 reference, and bit for bit on 1, 2 and 3 threads, alone
-// and beside another product in tg_gemm_many; among them the shapes where oneDNN gives a cut
-// block other bits than the whole product (A B^T with n 128 and k >= 1024 cut into columns
-// of 64; A B with n 4096 cut at 48 rows), lesson 10's layer shapes, alpha and beta.
+// and beside another product in tg_gemm_many; among them a shape where oneDNN gives a block
+// other bits than the whole product (A B^T with n 128 and k >= 1024, were it cut into two
+// columns of 64 by a split per thread), lesson 10's layer shapes, alpha and beta.
 TEST_F(GemmManyTest, OneDnnProductsMatchTheReferenceAndKeepTheirBitsOnAnyThreadCount) {
-    if (access("/usr/lib/x86_64-linux-gnu/libdnnl.so.2", R_OK) == 0) EXPECT_TRUE(tg_onednn_available());
+    if (access("/usr/lib/x86_64-linux-gnu/libdnnl.so.2", R_OK) == 0) {
+        EXPECT_TRUE(tg_onednn_available());
+    }
     if (!tg_onednn_available()) GTEST_SKIP() << "oneDNN (libdnnl2) is not installed: OpenBLAS runs these products";
     std::mt19937 rng(7);
     std::vector<Product> products = {
@@ -278,6 +280,38 @@ TEST_F(GemmManyTest, ProductPlusBiasMatchesTheReferenceOnAnyThreadCount) {
                 EXPECT_TRUE(close_as_gemm(buf.result(p), first)) << p.m << " x " << p.n << " on " << threads;
             }
         }
+    }
+}
+
+// tg_gemm_args.a_col_sums (linear's bias gradient beside dx = g w): op(A)'s columns summed
+// over its rows, per block of oneDNN's rows then in block order, or in one pass elsewhere;
+// against float64 sums and bit for bit on 1, 2 and 3 threads, alone and in tg_gemm_many.
+TEST_F(GemmManyTest, ColumnSumsOfABesideTheProduct) {
+    std::mt19937 rng(9);
+    for (Product p : {random_product(false, false, false, 1000, 128, 384, 1, 0, rng),   // oneDNN's blocks of rows
+                      random_product(false, true, false, 700, 64, 200, 1, 0, rng),      // A transposed
+                      random_product(false, false, false, 40, 30, 20, 1, 0, rng),       // small: one pass
+                      random_product(false, false, false, 100, 2000, 64, 1, 0, rng)}) { // blocks of columns
+        std::vector<double> want(p.k, 0.0);
+        for (int64_t i = 0; i < p.m; i++)
+            for (int64_t q = 0; q < p.k; q++) want[q] += p.ta ? p.a[q * p.m + i] : p.a[i * p.k + q];
+        std::vector<float> first;
+        for (int threads : {1, 2, 3})
+            for (int many = 0; many < 2; many++) {
+                tg_set_num_threads(threads);
+                Buffers buf, other;
+                std::vector<float> sums(p.k, NAN);
+                tg_gemm_args a[2] = {buf.args(p), other.args(p)};
+                a[0].a_col_sums = sums.data();
+                tg_gemm_many(a, many ? 2 : 1);
+                EXPECT_TRUE(matches_reference(p, buf.result(p)));
+                if (first.empty()) {
+                    first = sums;
+                    for (int64_t q = 0; q < p.k; q++)
+                        EXPECT_NEAR(sums[q], want[q], 1e-5 * (double)p.m) << "column " << q << " of " << p.m << " rows";
+                }
+                EXPECT_EQ(sums, first) << p.m << " x " << p.k << " on " << threads << " threads, many " << many;
+            }
     }
 }
 
