@@ -395,8 +395,8 @@ static tg_tensor *linear_forward(tg_ctx *ctx, tg_tensor *const *in) {
 }
 
 /* Both gradients of a float32/float64 CPU linear as two GEMMs side by side
- * (tg_gemm_many): dx = g w and dw = g^T x, and in float32 the bias gradient summed from
- * the blocks of g that dx's product reads. False when this path does not apply. Not
+ * (tg_gemm_many): dx = g w and dw = g^T x, and where dx runs in oneDNN's blocks of rows
+ * the bias gradient summed from the blocks of g that it reads. False when this path does not apply. Not
  * when backward records a graph (create_graph): then the products go through tg_matmul
  * so that they are differentiable themselves. */
 static bool linear_grads_side_by_side(tg_ctx *ctx, tg_tensor *g, tg_tensor *x, tg_tensor *w, tg_tensor **grad_in) {
@@ -424,9 +424,10 @@ static bool linear_grads_side_by_side(tg_ctx *ctx, tg_tensor *g, tg_tensor *x, t
         {f64, !lg.trans, lx.trans, out_features, in_features, rows, 1, tg_elem_ptr(g2), lg.ld, tg_elem_ptr(x2), lx.ld,
          0, tg_elem_ptr(dw), in_features, NULL},
     };
-    /* float32: the bias gradient (g's column sums) from the blocks of g that dx's product reads */
+    /* the bias gradient (g's column sums) from the blocks of g that dx's product reads */
     tg_tensor *db = NULL;
-    if (!f64 && tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2)) {
+    if (tg_ctx_function(ctx)->num_inputs == 3 && tg_ctx_needs_input_grad(ctx, 2) &&
+        tg_gemm_sums_a_in_blocks(&products[0])) {
         if (!(db = tg_empty(TG_SHAPE(out_features), opts))) return true;
         products[0].a_col_sums = tg_elem_ptr(db);
     }

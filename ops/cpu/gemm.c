@@ -561,6 +561,13 @@ void tg_gemm_many(const tg_gemm_args *products, int count) {
     for (int c = 0; c < mj.count; c++) col_sums_finish(&mj.job[c]);
 }
 
+bool tg_gemm_sums_a_in_blocks(const tg_gemm_args *g) {
+    pthread_once(&cpu_once, detect_cpu);
+    if (g->f64 || g->m <= 0 || g->n <= 0 || g->k <= 0) return false;
+    gemm_job j = job_of(g, 1);
+    return j.onednn && j.by_rows;
+}
+
 void tg_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     gemm(&(tg_gemm_args){false, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL});

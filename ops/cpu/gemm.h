@@ -69,6 +69,11 @@ typedef struct {
     float *a_col_sums;
 } tg_gemm_args;
 void tg_gemm_many(const tg_gemm_args *products, int count);
+/* Whether g's a_col_sums would be summed from the blocks its product reads (float32 on
+ * oneDNN's blocks of rows): only there does it save a pass; a linear layer asks first and
+ * sums its bias gradient apart otherwise (as fast for the small products, whose other
+ * kernels read g once anyway). */
+bool tg_gemm_sums_a_in_blocks(const tg_gemm_args *g);
 
 /* bfloat16 GEMM (ops/cpu/gemm_bf16.c): C [m, n] (float32, row-major) = A B, plus C's old values
  * when `accumulate`. A [m, k] and B [k, n] are bfloat16 bit patterns read at element
