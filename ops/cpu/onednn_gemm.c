@@ -6,11 +6,10 @@
  * with dlopen (no header or link dependency; the declarations below are oneDNN's C API,
  * stable since 1.0), and the products keep running on OpenBLAS when it is not there.
  *
- * Debian builds oneDNN with OpenMP. One thread: OMP_NUM_THREADS=1 is in the environment
- * while libgomp is loaded (its constructor reads it), and each thread that calls
- * dnnl_sgemm first sets its own count to 1, for a libgomp the program had loaded before.
- * So no OpenMP worker threads exist (their spinning collapsed a busy machine, see BUILD)
- * and tapegrad's pool does the splitting (ops/cpu/gemm.c). */
+ * Debian builds oneDNN with OpenMP. One thread: each call sets the calling thread's
+ * OpenMP count to 1 and puts the old count back after, so oneDNN starts no OpenMP team
+ * (their spinning threads collapsed a busy machine, see BUILD), tapegrad's pool does the
+ * splitting (ops/cpu/gemm.c), and a program's own OpenMP code keeps its thread count. */
 #include "ops/cpu/onednn_gemm.h"
 
 #include <dlfcn.h>
@@ -26,15 +25,16 @@ enum { DNNL_SUCCESS = 0, DNNL_OUT_OF_MEMORY = 1 };
 typedef int (*dnnl_sgemm_fn)(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                              int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 typedef void (*omp_set_num_threads_fn)(int);
+typedef int (*omp_get_max_threads_fn)(void);
 
 /* Debian 12's library, then newer sonames (the C API is the same). */
 static const char *const library_names[] = {"libdnnl.so.2", "libdnnl.so.3"};
 
 static dnnl_sgemm_fn sgemm;
 static omp_set_num_threads_fn set_omp_threads;
+static omp_get_max_threads_fn get_omp_threads;
 static _Atomic int state; /* 0 not tried, 1 loaded, 2 absent or turned off */
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local bool one_omp_thread; /* this thread's OpenMP count is 1 */
 
 static void load(void) {
     const char *off = getenv("TG_ONEDNN");
@@ -42,21 +42,14 @@ static void load(void) {
         atomic_store(&state, 2);
         return;
     }
-    const char *user = getenv("OMP_NUM_THREADS");
-    char *saved = user ? strdup(user) : NULL;
-    setenv("OMP_NUM_THREADS", "1", 1);
     void *handle = NULL;
     for (size_t i = 0; !handle && i < sizeof library_names / sizeof *library_names; i++)
         handle = dlopen(library_names[i], RTLD_NOW | RTLD_LOCAL);
-    if (saved) {
-        setenv("OMP_NUM_THREADS", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("OMP_NUM_THREADS");
-    }
     sgemm = handle ? (dnnl_sgemm_fn)dlsym(handle, "dnnl_sgemm") : NULL;
     set_omp_threads = handle ? (omp_set_num_threads_fn)dlsym(handle, "omp_set_num_threads") : NULL;
-    atomic_store(&state, sgemm ? 1 : 2);
+    get_omp_threads = handle ? (omp_get_max_threads_fn)dlsym(handle, "omp_get_max_threads") : NULL;
+    bool omp = set_omp_threads && get_omp_threads; /* else a build without OpenMP: one thread anyway */
+    atomic_store(&state, sgemm && (omp || (!set_omp_threads && !get_omp_threads)) ? 1 : 2);
 }
 
 bool tg_onednn_available(void) {
@@ -72,11 +65,10 @@ bool tg_onednn_available(void) {
 
 bool tg_onednn_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    if (!one_omp_thread) {
-        if (set_omp_threads) set_omp_threads(1);
-        one_omp_thread = true;
-    }
+    int omp_threads = get_omp_threads ? get_omp_threads() : 1;
+    if (omp_threads != 1) set_omp_threads(1);
     int status = sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (omp_threads != 1) set_omp_threads(omp_threads);
     if (status == DNNL_SUCCESS) return true;
     tg_kernel_fail(status == DNNL_OUT_OF_MEMORY ? "out of memory: oneDNN could not allocate its GEMM's packing buffers"
                                                 : "oneDNN's dnnl_sgemm failed");

@@ -8,8 +8,10 @@
 // linear's two gradients against the products tg_matmul makes on the recorded path
 // (create_graph), for a 3-D input and a non-contiguous incoming gradient.
 #include <cstring>
+#include <dlfcn.h>
 #include <unistd.h>
 #include <random>
+#include <thread>
 
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/onednn_gemm.h"
@@ -313,6 +315,33 @@ TEST_F(GemmManyTest, ColumnSumsOfABesideTheProduct) {
                 EXPECT_EQ(sums, first) << p.m << " x " << p.k << " on " << threads << " threads, many " << many;
             }
     }
+}
+
+// oneDNN runs each product with one OpenMP thread and leaves the caller's OpenMP thread
+// count as it was (a program's own OpenMP code keeps its threads).
+TEST_F(GemmManyTest, OneDnnLeavesTheCallersOpenMpThreadCount) {
+    if (!tg_onednn_available()) GTEST_SKIP() << "oneDNN (libdnnl2) is not installed";
+    std::mt19937 rng(10);
+    Product p = random_product(false, false, true, 512, 384, 128, 1, 0, rng);
+    Buffers buf;
+    tg_gemm_args a = buf.args(p);
+    tg_set_num_threads(1); // the products on this thread
+    tg_gemm_many(&a, 1);   // oneDNN (and its libgomp) loaded
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!gomp) GTEST_SKIP() << "this oneDNN does not use libgomp";
+    auto set = (void (*)(int))dlsym(gomp, "omp_set_num_threads");
+    auto get = (int (*)(void))dlsym(gomp, "omp_get_max_threads");
+    ASSERT_TRUE(set && get);
+    int after = 0;
+    std::thread fresh([&] { // a thread's first product (an earlier version set its count to 1 for good)
+        set(3);
+        tg_gemm_many(&a, 1);
+        after = get();
+    });
+    fresh.join();
+    EXPECT_EQ(after, 3);
+    EXPECT_TRUE(matches_reference(p, buf.result(p)));
+    dlclose(gomp);
 }
 
 } // namespace
