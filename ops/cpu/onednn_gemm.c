@@ -48,8 +48,9 @@ static void load(void) {
     sgemm = handle ? (dnnl_sgemm_fn)dlsym(handle, "dnnl_sgemm") : NULL;
     set_omp_threads = handle ? (omp_set_num_threads_fn)dlsym(handle, "omp_set_num_threads") : NULL;
     get_omp_threads = handle ? (omp_get_max_threads_fn)dlsym(handle, "omp_get_max_threads") : NULL;
-    bool omp = set_omp_threads && get_omp_threads; /* else a build without OpenMP: one thread anyway */
-    atomic_store(&state, sgemm && (omp || (!set_omp_threads && !get_omp_threads)) ? 1 : 2);
+    if (!set_omp_threads || !get_omp_threads) /* a build without OpenMP: one thread anyway */
+        set_omp_threads = NULL, get_omp_threads = NULL;
+    atomic_store(&state, sgemm ? 1 : 2);
 }
 
 bool tg_onednn_available(void) {
