@@ -9,7 +9,16 @@
  * Debian builds oneDNN with OpenMP. One thread: each call sets the calling thread's
  * OpenMP count to 1 and puts the old count back after, so oneDNN starts no OpenMP team
  * (their spinning threads collapsed a busy machine, see BUILD), tapegrad's pool does the
- * splitting (ops/cpu/gemm.c), and a program's own OpenMP code keeps its thread count. */
+ * splitting (ops/cpu/gemm.c), and a program's own OpenMP code keeps its thread count.
+ *
+ * Out of memory: oneDNN sets up its JIT GEMM kernels (about 6 MB) inside the first
+ * dnnl_sgemm, under a std::call_once, and there a failed allocation throws std::bad_alloc
+ * that nothing catches: the process aborted (seen under `ulimit -v` in
+ * tests/reliability/ulimit_test.sh, when the first large product was the evaluation's).
+ * So load() makes that first call itself, on a tiny product, right after checking that
+ * LOAD_HEADROOM bytes can be allocated; when they cannot, oneDNN is left unused and the
+ * products run on OpenBLAS, whose failures are statuses. Later calls allocate only their
+ * packing buffers, and report failing to as a status. */
 #include "ops/cpu/onednn_gemm.h"
 
 #include <dlfcn.h>
@@ -36,6 +45,22 @@ static omp_get_max_threads_fn get_omp_threads;
 static _Atomic int state; /* 0 not tried, 1 loaded, 2 absent or turned off */
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Twice and a half what oneDNN 2.6's kernel set-up takes: room for other threads' allocations meanwhile. */
+#define LOAD_HEADROOM ((size_t)16 << 20)
+
+/* oneDNN's first call, on an 8 x 8 x 8 product, while LOAD_HEADROOM bytes were free. */
+static bool set_up_kernels(void) {
+    void *headroom = malloc(LOAD_HEADROOM);
+    if (!headroom) return false;
+    free(headroom);
+    float a[64] = {0}, b[64] = {0}, c[64];
+    int omp_threads = get_omp_threads ? get_omp_threads() : 1;
+    if (omp_threads != 1) set_omp_threads(1);
+    int status = sgemm('N', 'N', 8, 8, 8, 1.0f, a, 8, b, 8, 0.0f, c, 8);
+    if (omp_threads != 1) set_omp_threads(omp_threads);
+    return status == DNNL_SUCCESS;
+}
+
 static void load(void) {
     const char *off = getenv("TG_ONEDNN");
     if (off && strcmp(off, "0") == 0) {
@@ -50,7 +75,7 @@ static void load(void) {
     get_omp_threads = handle ? (omp_get_max_threads_fn)dlsym(handle, "omp_get_max_threads") : NULL;
     if (!set_omp_threads || !get_omp_threads) /* a build without OpenMP: one thread anyway */
         set_omp_threads = NULL, get_omp_threads = NULL;
-    atomic_store(&state, sgemm ? 1 : 2);
+    atomic_store(&state, sgemm && set_up_kernels() ? 1 : 2);
 }
 
 bool tg_onednn_available(void) {

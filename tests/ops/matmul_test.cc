@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -233,5 +234,33 @@ TEST_F(TgTest, OneDnnProductUnderAMemoryLimitFailsOrRunsRight) {
                                           << "values, 4: setrlimit failed, 6: failed without room to spare or not "
                                           << "as out of memory";
     }
+}
+
+/* oneDNN's first product makes its JIT kernels (about 6 MB) under a std::call_once, where a
+ * failed allocation throws std::bad_alloc that nothing catches: the process aborted when the
+ * first large product came under `ulimit -v` (ulimit_test, 1 run in 6 at 400000 KiB). Now
+ * loading makes that first call, and leaves oneDNN unused when there is no room: with 3 MiB
+ * of address space left after oneDNN's library is mapped, its first use must not abort. A
+ * death test, so that the child re-runs this test alone with oneDNN not yet used. */
+static void first_onednn_use_with_3_mib_of_room() {
+    const int n = 512;
+    std::vector<float> a((size_t)n * n, 1.0f), b((size_t)n * n, 1.0f), c((size_t)n * n);
+    struct rlimit limit = {(rlim_t)address_space_bytes() + ((rlim_t)3 << 20), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(4);
+    if (!tg_onednn_available()) _exit(0); /* refused for want of room: products stay on OpenBLAS */
+    if (tg_onednn_sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n))
+        _exit(c[0] == (float)n && c[(size_t)n * n - 1] == (float)n ? 0 : 3);
+    const char *why = tg_kernel_failure_take();
+    _exit(why && strstr(why, "out of memory") ? 0 : 6);
+}
+
+TEST(OneDnnLoadTest, FirstUseWithLittleAddressSpaceLeftDoesNotAbort) {
+    void *library = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!library) library = dlopen("libdnnl.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!library) GTEST_SKIP() << "oneDNN (libdnnl2) is not installed";
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(first_onednn_use_with_3_mib_of_room(), testing::ExitedWithCode(0), "")
+        << "3: wrong values, 4: setrlimit failed, 6: failed but not as out of memory";
+    dlclose(library);
 }
 #endif

@@ -331,8 +331,9 @@ TEST_F(GradScalerTest, CheckpointKeepsTheNonFiniteCountAndOldFilesLoad) {
     ASSERT_EQ(tg_tensor_map_merge(stripped, ck, nullptr), TG_OK);
     for (int64_t i = 0; i < tg_tensor_map_metadata_size(ck); i++) {
         std::string key = tg_tensor_map_metadata_key(ck, i);
-        if (key != "scaler.nonfinite_steps" && key != "scaler.max_consecutive_nonfinite")
+        if (key != "scaler.nonfinite_steps" && key != "scaler.max_consecutive_nonfinite") {
             ASSERT_EQ(tg_tensor_map_set_metadata(stripped, key.c_str(), tg_tensor_map_metadata_value(ck, i)), TG_OK);
+        }
     }
     ASSERT_EQ(tg_safetensors_save(stripped, old.c_str()), TG_OK) << tg_last_error();
     tg_tensor_map_free(stripped);
