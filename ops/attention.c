@@ -10,7 +10,10 @@
  * The fused op sees q, k, v (and the mask) as `batch` problems after broadcasting
  * their leading dims (tg_attn_plan, ops/attention_formulas.h): one int64 offset per
  * problem and operand, so broadcast batches, grouped query heads and transposed views
- * (any row stride, contiguous last dim) cost no copy. float16/bfloat16 inputs are
+ * (any row stride, contiguous last dim) cost no copy. Results of 4-D and larger calls
+ * are [B, H, n, w] views of [B, n, H, w] memory, as PyTorch's CPU flash attention
+ * returns them (tg_attn_result_start): a GPT's transpose(1, 2) and reshape back to
+ * [B, n, H w] cost no copy, and neither do its gradients on the way in. float16/bfloat16 inputs are
  * computed in float32 (TG_LOW_PRECISION_IN_FLOAT32: cast on the way in, the output
  * rounded once, as PyTorch's CPU math path). See ops/attention.h. */
 #include "ops/attention.h"
@@ -31,6 +34,7 @@
 #include "ops/cuda/attention.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/inplace.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -234,13 +238,15 @@ static tg_tensor *make_plan(const sdpa_args *a, tg_tensor *q, tg_tensor *k, tg_t
                             tg_attn_plan *p) {
     int qn = q->shape.ndim, kn = k->shape.ndim, vn = v->shape.ndim;
     int64_t batch = tg_shape_numel(a->batch);
-    *p = (tg_attn_plan){.batch = batch,
-                        .l = q->shape.dims[qn - 2],
-                        .s = k->shape.dims[kn - 2],
-                        .e = q->shape.dims[qn - 1],
-                        .ev = v->shape.dims[vn - 1],
-                        .causal = a->is_causal,
-                        .scale = a->scale};
+    *p = (tg_attn_plan){
+        .batch = batch,
+        .l = q->shape.dims[qn - 2],
+        .s = k->shape.dims[kn - 2],
+        .e = q->shape.dims[qn - 1],
+        .ev = v->shape.dims[vn - 1],
+        .heads = a->batch.ndim >= 2 && a->batch.dims[a->batch.ndim - 1] > 1 ? a->batch.dims[a->batch.ndim - 1] : 1,
+        .causal = a->is_causal,
+        .scale = a->scale};
     p->q_row = p->l > 1 ? q->strides[qn - 2] : (p->e > 1 ? p->e : 1);
     p->k_row = p->s > 1 ? k->strides[kn - 2] : (p->e > 1 ? p->e : 1);
     p->v_row = p->s > 1 ? v->strides[vn - 2] : (p->ev > 1 ? p->ev : 1);
@@ -273,6 +279,34 @@ static tg_shape batch_shape(const sdpa_args *a, int n, int64_t d0, int64_t d1) {
     return s;
 }
 
+/* A result [batch..., n, w] in the kernels' layout (tg_attn_result_start): with heads
+ * interleaved, [batch[:-1]..., n, heads, w] memory seen as [batch..., n, w]. */
+static tg_tensor *result_tensor(const sdpa_args *a, const tg_attn_plan *p, int64_t n, int64_t w, tg_opts o) {
+    if (p->heads == 1) return tg_empty(batch_shape(a, 2, n, w), o);
+    tg_shape s = a->batch;
+    s.dims[s.ndim - 1] = n;
+    s.dims[s.ndim++] = p->heads;
+    s.dims[s.ndim++] = w;
+    tg_tensor *t = tg_empty(s, o);
+    return t ? tg_transpose(t, -3, -2) : NULL;
+}
+
+/* Whether t (the result's shape) is laid out as `like`, a result_tensor. */
+static bool same_layout(const tg_tensor *t, const tg_tensor *like) {
+    for (int d = 0; d < t->shape.ndim; d++)
+        if (t->shape.dims[d] > 1 && t->strides[d] != like->strides[d]) return false;
+    return true;
+}
+
+/* The output's gradient in the output's layout: g itself when it is (a GPT's, whose heads
+ * came from a transposed [B, n, H w]), else a copy. */
+static tg_tensor *dout_in_layout(const sdpa_args *a, const tg_attn_plan *p, tg_tensor *g, const tg_tensor *out) {
+    if (g && g->dtype != out->dtype) g = tg_cast(g, out->dtype);
+    if (!g || same_layout(g, out)) return g;
+    tg_tensor *d = result_tensor(a, p, p->l, p->ev, (tg_opts){.dtype = out->dtype, .device = out->storage->device});
+    return d && tg_copy_(d, g) == TG_OK ? d : NULL;
+}
+
 static tg_tensor *sdpa_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const sdpa_args *a = tg_ctx_attrs(ctx);
     tg_tensor *q = rows_ready(in[0]), *k = rows_ready(in[1]), *v = rows_ready(in[2]);
@@ -281,7 +315,7 @@ static tg_tensor *sdpa_forward(tg_ctx *ctx, tg_tensor *const *in) {
     tg_attn_plan p;
     tg_tensor *offsets = make_plan(a, q, k, v, mask, &p);
     tg_opts o = {.dtype = q->dtype, .device = q->storage->device};
-    tg_tensor *out = tg_empty(batch_shape(a, 2, p.l, p.ev), o), *lse = tg_empty(batch_shape(a, 1, p.l, 0), o);
+    tg_tensor *out = result_tensor(a, &p, p.l, p.ev, o), *lse = tg_empty(batch_shape(a, 1, p.l, 0), o);
     if (!offsets || !out || !lse || !(offsets = tg_tensor_to(offsets, o.device))) return NULL; /* the kernels' */
     if (TG_DEVICE_DISPATCH(q, TG_CUDA_CALL(OP, tg_cuda_attention_forward, &p, offsets, q, k, v, mask, out, lse),
                            tg_cpu_attention_forward_f32, tg_cpu_attention_forward_f64, &p, tg_data_ptr(offsets),
@@ -335,14 +369,14 @@ static void sdpa_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     if (tg_is_grad_enabled()) return composed_backward(a, ctx, in, g, grad_in);
     tg_tensor *lse = tg_ctx_saved(ctx, n), *out = tg_ctx_saved(ctx, n + 1);
     tg_tensor *q = rows_ready(in[0]), *k = rows_ready(in[1]), *v = rows_ready(in[2]), *mask = in[3];
-    tg_tensor *dout = tg_contiguous(g->dtype == out->dtype ? g : tg_cast(g, out->dtype));
-    if (!lse || !out || !q || !k || !v || !dout) return;
+    if (!lse || !out || !q || !k || !v) return;
     tg_attn_plan p;
     tg_tensor *offsets = make_plan(a, q, k, v, mask, &p);
     tg_opts o = {.dtype = q->dtype, .device = q->storage->device};
-    tg_tensor *delta = tg_empty(batch_shape(a, 1, p.l, 0), o), *dq = tg_empty(batch_shape(a, 2, p.l, p.e), o);
-    tg_tensor *dk = tg_empty(batch_shape(a, 2, p.s, p.e), o), *dv = tg_empty(batch_shape(a, 2, p.s, p.ev), o);
-    if (!offsets || !delta || !dq || !dk || !dv || !(offsets = tg_tensor_to(offsets, o.device))) return;
+    tg_tensor *dout = dout_in_layout(a, &p, g, out);
+    tg_tensor *delta = tg_empty(batch_shape(a, 1, p.l, 0), o), *dq = result_tensor(a, &p, p.l, p.e, o);
+    tg_tensor *dk = result_tensor(a, &p, p.s, p.e, o), *dv = result_tensor(a, &p, p.s, p.ev, o);
+    if (!offsets || !dout || !delta || !dq || !dk || !dv || !(offsets = tg_tensor_to(offsets, o.device))) return;
     if (TG_DEVICE_DISPATCH(
             q,
             TG_CUDA_CALL(OP, tg_cuda_attention_backward, &p, offsets, q, k, v, mask, out, dout, lse, delta, dq, dk, dv),

@@ -289,6 +289,7 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
     const af_kernels *kn = w->kn;
     const tg_attn_plan *p = j->p;
     int64_t e = p->e, ev = p->ev, nk = (p->s + AF_BK - 1) / AF_BK;
+    int64_t ld_e = tg_attn_result_row(p, e), ld_ev = tg_attn_result_row(p, ev); /* rows of the results */
     float *s = malloc(sizeof(float) * (2 * AF_BQ * AF_BK + AF_BK * (e + ev)));
     if (!s) return tg_kernel_fail("out of memory for the attention's score block");
     float *ds = s + AF_BQ * AF_BK, *kt = ds + AF_BQ * AF_BK, *vt = kt + AF_BK * e;
@@ -298,13 +299,20 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
         int64_t b = t / w->parts, g = t % w->parts;
         const float *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
         const void *mask = mask_of_f32(j, b);
-        float *dq = g == 0 ? j->dq + b * p->l * e : w->dq_part + ((g - 1) * p->batch + b) * p->l * e;
-        for (int64_t x = 0; x < p->l * e; x++) dq[x] = 0;
+        const float *dout = j->dout + tg_attn_result_start(p, b, p->l, ev);
+        int64_t ldq = g == 0 ? ld_e : e; /* part 0 is dq itself, the others are contiguous */
+        float *dq =
+            g == 0 ? j->dq + tg_attn_result_start(p, b, p->l, e) : w->dq_part + ((g - 1) * p->batch + b) * p->l * e;
+        for (int64_t r = 0; r < p->l; r++)
+            for (int64_t x = 0; x < e; x++) dq[r * ldq + x] = 0;
         for (int64_t kb = g; kb < nk; kb += w->parts) {
             int64_t j0 = kb * AF_BK, bj = p->s - j0 < AF_BK ? p->s - j0 : AF_BK;
-            float *dk = j->dk + (b * p->s + j0) * e, *dv = j->dv + (b * p->s + j0) * ev;
-            for (int64_t x = 0; x < bj * e; x++) dk[x] = 0;
-            for (int64_t x = 0; x < bj * ev; x++) dv[x] = 0;
+            float *dk = j->dk + tg_attn_result_start(p, b, p->s, e) + j0 * ld_e;
+            float *dv = j->dv + tg_attn_result_start(p, b, p->s, ev) + j0 * ld_ev;
+            for (int64_t r = 0; r < bj; r++) {
+                for (int64_t x = 0; x < e; x++) dk[r * ld_e + x] = 0;
+                for (int64_t x = 0; x < ev; x++) dv[r * ld_ev + x] = 0;
+            }
             af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
             af_pack_t(v + j0 * p->v_row, p->v_row, bj, ev, vt);
             int64_t first = p->causal ? j0 / AF_BQ * AF_BQ : 0; /* query i sees key j only if i >= j */
@@ -313,21 +321,23 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
                 int64_t seen = p->causal ? tg_attn_causal_end(i0 + bi - 1, p->s) - j0 : bj; /* keys this block sees */
                 seen = seen < bj ? seen : bj;
                 if (seen <= 0) continue;
-                const float *qi = q + i0 * p->q_row, *dout = j->dout + (b * p->l + i0) * ev;
+                const float *qi = q + i0 * p->q_row, *douti = dout + i0 * ld_ev;
                 kn->gemm(bi, af_pad16(seen), e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false,
                          scores, diag);
                 mask_block_f32(p, mask, i0, bi, j0, seen, s, AF_BK);
-                kn->gemm(bi, af_pad16(seen), ev, 1.0f, dout, ev, 1, vt, 16, 16 * ev, ds, AF_BK, false, scores, diag);
+                kn->gemm(bi, af_pad16(seen), ev, 1.0f, douti, ld_ev, 1, vt, 16, 16 * ev, ds, AF_BK, false, scores,
+                         diag);
                 for (int64_t r = 0; r < bi; r++) {
                     int64_t n = row_keys_f32(p, i0 + r, j0, seen);
                     kn->dscore_row(s + r * AF_BK, ds + r * AF_BK, n, j->lse[b * p->l + i0 + r],
                                    j->delta[b * p->l + i0 + r]);
                     for (int64_t c = n; c < seen; c++) s[r * AF_BK + c] = ds[r * AF_BK + c] = 0; /* hidden: p = 0 */
                 }
-                kn->gemm(seen, ev, bi, 1.0f, s, 1, AF_BK, dout, ev, 16, dv, ev, true, sum_queries, diag);
-                kn->gemm(seen, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, e, true, sum_queries, diag);
-                kn->gemm(bi, e, seen, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * e, e,
-                         true, sum_keys, diag);
+                kn->gemm(seen, ev, bi, 1.0f, s, 1, AF_BK, douti, ld_ev, 16, dv, ld_ev, true, sum_queries, diag);
+                kn->gemm(seen, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, ld_e, true, sum_queries,
+                         diag);
+                kn->gemm(bi, e, seen, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * ldq,
+                         ldq, true, sum_keys, diag);
             }
         }
     }
@@ -338,10 +348,13 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
 static void af_sum_parts(int64_t begin, int64_t end, void *ctx) {
     const af_bwd_job *w = ctx;
     const tg_attn_plan *p = w->j->p;
-    int64_t e = p->e, part = p->batch * p->l * e;
-    for (int64_t g = 1; g < w->parts; g++) {
-        const float *src = w->dq_part + (g - 1) * part;
-        for (int64_t x = begin * e; x < end * e; x++) w->j->dq[x] += src[x];
+    int64_t e = p->e, part = p->batch * p->l * e, ld_e = tg_attn_result_row(p, e);
+    for (int64_t r = begin; r < end; r++) {
+        float *dq = w->j->dq + tg_attn_result_start(p, r / p->l, p->l, e) + r % p->l * ld_e;
+        for (int64_t g = 1; g < w->parts; g++) {
+            const float *src = w->dq_part + (g - 1) * part + r * e;
+            for (int64_t x = 0; x < e; x++) dq[x] += src[x];
+        }
     }
 }
 

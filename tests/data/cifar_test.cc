@@ -26,7 +26,9 @@ class CifarTest : public TgTempDirTest {
     void write(const std::string &name, const std::vector<uint8_t> &bytes) {
         FILE *f = fopen((dir_ + "/" + name).c_str(), "wb");
         ASSERT_NE(f, nullptr);
-        if (!bytes.empty()) ASSERT_EQ(fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+        if (!bytes.empty()) {
+            ASSERT_EQ(fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+        }
         fclose(f);
     }
 };

@@ -22,6 +22,7 @@ struct Case {
     int mask = 0;                 // 0 none, 1 bool, 2 additive
     std::vector<int64_t> mask_shape = {};
     bool causal = false, transposed = false, gqa = false;
+    bool merge_heads = false; // the loss reads y as a GPT does: [B, L, H * ev] = y.transpose(1, 2)
     double scale = 0;
 };
 
@@ -56,6 +57,14 @@ Outcome run(const Case &c, tg_dtype dt, bool fused) {
                              : tg_scaled_dot_product_attention_composed(in[0], in[1], in[2], so);
         EXPECT_NE(y, nullptr) << c.name << ": " << tg_last_error();
         if (!y) break;
+        if (c.merge_heads) {
+            tg_tensor *heads_last = tg_transpose(y, 1, 2); /* the fused output's memory order: no copy */
+            if (fused) {
+                EXPECT_TRUE(tg_is_contiguous(heads_last)) << c.name;
+            }
+            int64_t b = tg_size(y, 0), l = tg_size(y, 2);
+            y = tg_reshape(heads_last, TG_SHAPE(b, l, -1));
+        }
         tg_tensor *w = tg_cast(tg_randn(tg_shape_of(y), tg_opts{}), dt);
         EXPECT_EQ(tg_backward(tg_sum(tg_mul(y, w))), TG_OK) << tg_last_error();
         r.y = values(y);
@@ -124,6 +133,13 @@ const std::vector<Case> &cases() {
         Case causal_32 = {"causal_head_dims_32_24", {1, 3, 150, 32}, {1, 3, 150, 32}, {1, 3, 150, 24}};
         causal_32.causal = true;
         v.push_back(causal_32);
+        // a GPT's: heads merged back after the op, so its gradient comes in the output's layout
+        Case gpt = {"gpt_merged_heads", {2, 4, 129, 32}, {2, 4, 129, 32}, {2, 4, 129, 32}};
+        gpt.causal = gpt.transposed = gpt.merge_heads = true;
+        v.push_back(gpt);
+        Case merged = {"merged_heads_16_8", {3, 2, 70, 16}, {3, 2, 90, 16}, {3, 2, 90, 8}};
+        merged.merge_heads = true;
+        v.push_back(merged);
         return v;
     }();
     return all;

@@ -17,7 +17,8 @@ tg_tensor *gpt_split_heads(tg_tensor *x, int n_head) {
 
 tg_tensor *gpt_merge_heads(tg_tensor *y) {
     int64_t B = tg_size(y, 0), H = tg_size(y, 1), T = tg_size(y, 2), hs = tg_size(y, 3);
-    return tg_reshape(tg_transpose(y, 1, 2), TG_SHAPE(B, T, H * hs)); /* copies: heads side by side again */
+    /* no copy: the fused attention writes its output heads-last, [B, T, H, hs] in memory */
+    return tg_reshape(tg_transpose(y, 1, 2), TG_SHAPE(B, T, H * hs));
 }
 
 /* CausalSelfAttention.forward: one Linear makes q, k and v side by side; each is split
