@@ -307,6 +307,35 @@ static tg_tensor *dout_in_layout(const sdpa_args *a, const tg_attn_plan *p, tg_t
     return d && tg_copy_(d, g) == TG_OK ? d : NULL;
 }
 
+/* Whether q, k and v are as a GPT splits them from one qkv projection [B, L, 3 H E]: 4-D
+ * views [B, H, L, E] of one storage with strides (L R, E, R, 1), R = 3 H E, at offsets o,
+ * o + H E, o + 2 H E. */
+static bool split_from_one_qkv(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v) {
+    if (q->shape.ndim != 4 || !tg_shape_equal(q->shape, k->shape) || !tg_shape_equal(q->shape, v->shape)) return false;
+    if (q->storage != k->storage || q->storage != v->storage) return false;
+    int64_t heads = q->shape.dims[1], l = q->shape.dims[2], e = q->shape.dims[3], row = 3 * heads * e;
+    const int64_t want[4] = {l * row, e, row, 1};
+    for (int d = 0; d < 4; d++)
+        if (q->strides[d] != want[d] || k->strides[d] != want[d] || v->strides[d] != want[d]) return false;
+    return k->offset == q->offset + heads * e && v->offset == k->offset + heads * e;
+}
+
+/* dq, dk, dv packed as q, k and v were (split_from_one_qkv): views of one [B, L, 3 H E]
+ * buffer, so that the split's backward takes that buffer as its gradient (ops/slice.c)
+ * instead of concatenating three. Sets the plan's grad_row. */
+static bool packed_grads(tg_tensor *q, tg_attn_plan *p, tg_opts o, tg_tensor **dq, tg_tensor **dk, tg_tensor **dv) {
+    int64_t b = q->shape.dims[0], heads = q->shape.dims[1], l = q->shape.dims[2], e = q->shape.dims[3];
+    int64_t row = 3 * heads * e;
+    tg_tensor *buffer = tg_empty(TG_SHAPE(b, l, row), o);
+    if (!buffer) return false;
+    const int64_t strides[4] = {l * row, e, row, 1};
+    *dq = tg_make_view(OP, buffer, q->shape, strides, 0);
+    *dk = tg_make_view(OP, buffer, q->shape, strides, heads * e);
+    *dv = tg_make_view(OP, buffer, q->shape, strides, 2 * heads * e);
+    p->grad_row = row;
+    return *dq && *dk && *dv;
+}
+
 static tg_tensor *sdpa_forward(tg_ctx *ctx, tg_tensor *const *in) {
     const sdpa_args *a = tg_ctx_attrs(ctx);
     tg_tensor *q = rows_ready(in[0]), *k = rows_ready(in[1]), *v = rows_ready(in[2]);
@@ -373,9 +402,14 @@ static void sdpa_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     tg_attn_plan p;
     tg_tensor *offsets = make_plan(a, q, k, v, mask, &p);
     tg_opts o = {.dtype = q->dtype, .device = q->storage->device};
-    tg_tensor *dout = dout_in_layout(a, &p, g, out);
-    tg_tensor *delta = tg_empty(batch_shape(a, 1, p.l, 0), o), *dq = result_tensor(a, &p, p.l, p.e, o);
-    tg_tensor *dk = result_tensor(a, &p, p.s, p.e, o), *dv = result_tensor(a, &p, p.s, p.ev, o);
+    tg_tensor *dout = dout_in_layout(a, &p, g, out), *delta = tg_empty(batch_shape(a, 1, p.l, 0), o);
+    tg_tensor *dq = NULL, *dk = NULL, *dv = NULL;
+    if (!a->gqa && split_from_one_qkv(q, k, v)) {
+        if (!packed_grads(q, &p, o, &dq, &dk, &dv)) return;
+    } else {
+        dq = result_tensor(a, &p, p.l, p.e, o), dk = result_tensor(a, &p, p.s, p.e, o);
+        dv = result_tensor(a, &p, p.s, p.ev, o);
+    }
     if (!offsets || !dout || !delta || !dq || !dk || !dv || !(offsets = tg_tensor_to(offsets, o.device))) return;
     if (TG_DEVICE_DISPATCH(
             q,

@@ -24,24 +24,34 @@ enum { TG_ATTN_MASK_NONE = 0, TG_ATTN_MASK_BOOL = 1, TG_ATTN_MASK_ADD = 2 };
  * dims and grouped query heads cost no copy. The mask element (i, j) of problem b is
  * at offsets[3][b] + i * mask_row + j * mask_col (strides 0 where it broadcasts).
  * lse [batch, l] is contiguous. The results out, dout, dq, dk and dv ([batch, n, w]:
- * n = l or s, w = e or ev) are laid out by `heads` (tg_attn_result_start below). */
+ * n = l or s, w = e or ev) are laid out by `heads` and `grad_row` (tg_attn_result_start
+ * below). */
 typedef struct {
-    int64_t batch, l, s, e, ev, heads;
+    int64_t batch, l, s, e, ev, heads, grad_row;
     int64_t q_row, k_row, v_row, mask_row, mask_col;
     int mask_kind;
     bool causal;
     double scale;
 } tg_attn_plan;
 
-/* Where problem b's rows of a result [batch, n, w] start, and how far apart they are.
- * The `heads` problems of one batch entry interleave row by row, [batch / heads, n, heads,
- * w] in memory, as PyTorch's CPU flash attention lays out its output: a 4-D result
+/* Where problem b's rows of a result [batch, n, w] start, given their stride `row`. The
+ * `heads` problems of one batch entry interleave row by row, [batch / heads, n, heads, w]
+ * in memory, as PyTorch's CPU flash attention lays out its output: a 4-D result
  * [B, H, n, w] transposed to [B, n, H, w] is contiguous, so merging the heads back (and
  * splitting a [B, n, H w] gradient into them) costs no copy. heads 1: contiguous. */
-TG_HD_INLINE int64_t tg_attn_result_start(const tg_attn_plan *p, int64_t b, int64_t n, int64_t w) {
-    return ((b / p->heads) * n * p->heads + b % p->heads) * w;
+TG_HD_INLINE int64_t tg_attn_result_start(const tg_attn_plan *p, int64_t b, int64_t n, int64_t w, int64_t row) {
+    return (b / p->heads) * n * row + (b % p->heads) * w;
 }
-TG_HD_INLINE int64_t tg_attn_result_row(const tg_attn_plan *p, int64_t w) { return p->heads * w; }
+
+/* The rows of out and dout: heads * ev apart. */
+TG_HD_INLINE int64_t tg_attn_out_row(const tg_attn_plan *p) { return p->heads * p->ev; }
+
+/* The rows of dq, dk, dv (w = e or ev): heads * w apart, or grad_row apart when the op
+ * packs the three into one [B, n, 3, H, e] buffer, the layout of the q, k and v that a
+ * GPT splits from one qkv projection: then their split's gradient is that buffer, no cat. */
+TG_HD_INLINE int64_t tg_attn_grad_row(const tg_attn_plan *p, int64_t w) {
+    return p->grad_row ? p->grad_row : p->heads * w;
+}
 
 /* is_causal: query i sees keys 0..i (the top-left triangle of [l, s], as PyTorch). */
 TG_HD_INLINE bool tg_attn_causal_hidden(int64_t i, int64_t j) { return j > i; }

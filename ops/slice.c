@@ -208,11 +208,32 @@ static tg_tensor *split_forward(tg_ctx *ctx, tg_tensor *const *in) {
     return split_piece(in[0], a, 0);
 }
 
+/* The pieces' gradients joined without a copy when they already are the consecutive parts
+ * of one contiguous tensor along dim (the fused attention writes a GPT's dq, dk and dv so,
+ * ops/attention.c): that tensor, a view. NULL otherwise. */
+static tg_tensor *joined_in_place(tg_tensor *const *grads, int count, int dim) {
+    tg_tensor *first = grads[0];
+    tg_shape shape = first->shape;
+    for (int i = 1; i < count; i++) {
+        const tg_tensor *prev = grads[i - 1], *t = grads[i];
+        if (t->storage != first->storage || t->dtype != first->dtype || t->shape.ndim != shape.ndim ||
+            t->offset != prev->offset + prev->shape.dims[dim] * prev->strides[dim])
+            return NULL;
+        for (int d = 0; d < shape.ndim; d++)
+            if (t->strides[d] != first->strides[d] || (d != dim && t->shape.dims[d] != shape.dims[d])) return NULL;
+        shape.dims[dim] += t->shape.dims[dim];
+    }
+    tg_tensor *joined = tg_make_view("split", first, shape, first->strides, first->offset);
+    return joined && tg_is_contiguous(joined) ? joined : NULL;
+}
+
 static void split_backward(tg_ctx *ctx, tg_tensor *g, tg_tensor **grad_in) {
     const split_args *a = tg_ctx_attrs(ctx);
     tg_tensor *grads[TG_MAX_OP_OUTPUTS];
-    for (int i = 0; i < a->count; i++) grads[i] = tg_ctx_grad_output(ctx, i); /* zeros where none flowed */
-    grad_in[0] = tg_cat(grads, a->count, a->dim);
+    for (int i = 0; i < a->count; i++)
+        if (!(grads[i] = tg_ctx_grad_output(ctx, i))) return; /* zeros where none flowed */
+    tg_tensor *joined = joined_in_place(grads, a->count, a->dim);
+    grad_in[0] = joined ? joined : tg_cat(grads, a->count, a->dim);
 }
 
 static tg_status split_onnx(tg_onnx_op *op) { /* one Slice per piece, as narrow's */

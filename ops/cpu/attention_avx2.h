@@ -289,7 +289,7 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
     const af_kernels *kn = w->kn;
     const tg_attn_plan *p = j->p;
     int64_t e = p->e, ev = p->ev, nk = (p->s + AF_BK - 1) / AF_BK;
-    int64_t ld_e = tg_attn_result_row(p, e), ld_ev = tg_attn_result_row(p, ev); /* rows of the results */
+    int64_t ld_o = tg_attn_out_row(p), ld_k = tg_attn_grad_row(p, e), ld_v = tg_attn_grad_row(p, ev);
     float *s = malloc(sizeof(float) * (2 * AF_BQ * AF_BK + AF_BK * (e + ev)));
     if (!s) return tg_kernel_fail("out of memory for the attention's score block");
     float *ds = s + AF_BQ * AF_BK, *kt = ds + AF_BQ * AF_BK, *vt = kt + AF_BK * e;
@@ -299,19 +299,19 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
         int64_t b = t / w->parts, g = t % w->parts;
         const float *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
         const void *mask = mask_of_f32(j, b);
-        const float *dout = j->dout + tg_attn_result_start(p, b, p->l, ev);
-        int64_t ldq = g == 0 ? ld_e : e; /* part 0 is dq itself, the others are contiguous */
-        float *dq =
-            g == 0 ? j->dq + tg_attn_result_start(p, b, p->l, e) : w->dq_part + ((g - 1) * p->batch + b) * p->l * e;
+        const float *dout = j->dout + tg_attn_result_start(p, b, p->l, ev, ld_o);
+        int64_t ldq = g == 0 ? ld_k : e; /* part 0 is dq itself, the others are contiguous */
+        float *dq = g == 0 ? j->dq + tg_attn_result_start(p, b, p->l, e, ld_k)
+                           : w->dq_part + ((g - 1) * p->batch + b) * p->l * e;
         for (int64_t r = 0; r < p->l; r++)
             for (int64_t x = 0; x < e; x++) dq[r * ldq + x] = 0;
         for (int64_t kb = g; kb < nk; kb += w->parts) {
             int64_t j0 = kb * AF_BK, bj = p->s - j0 < AF_BK ? p->s - j0 : AF_BK;
-            float *dk = j->dk + tg_attn_result_start(p, b, p->s, e) + j0 * ld_e;
-            float *dv = j->dv + tg_attn_result_start(p, b, p->s, ev) + j0 * ld_ev;
+            float *dk = j->dk + tg_attn_result_start(p, b, p->s, e, ld_k) + j0 * ld_k;
+            float *dv = j->dv + tg_attn_result_start(p, b, p->s, ev, ld_v) + j0 * ld_v;
             for (int64_t r = 0; r < bj; r++) {
-                for (int64_t x = 0; x < e; x++) dk[r * ld_e + x] = 0;
-                for (int64_t x = 0; x < ev; x++) dv[r * ld_ev + x] = 0;
+                for (int64_t x = 0; x < e; x++) dk[r * ld_k + x] = 0;
+                for (int64_t x = 0; x < ev; x++) dv[r * ld_v + x] = 0;
             }
             af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
             af_pack_t(v + j0 * p->v_row, p->v_row, bj, ev, vt);
@@ -321,20 +321,19 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
                 int64_t seen = p->causal ? tg_attn_causal_end(i0 + bi - 1, p->s) - j0 : bj; /* keys this block sees */
                 seen = seen < bj ? seen : bj;
                 if (seen <= 0) continue;
-                const float *qi = q + i0 * p->q_row, *douti = dout + i0 * ld_ev;
+                const float *qi = q + i0 * p->q_row, *douti = dout + i0 * ld_o;
                 kn->gemm(bi, af_pad16(seen), e, (float)p->scale, qi, p->q_row, 1, kt, 16, 16 * e, s, AF_BK, false,
                          scores, diag);
                 mask_block_f32(p, mask, i0, bi, j0, seen, s, AF_BK);
-                kn->gemm(bi, af_pad16(seen), ev, 1.0f, douti, ld_ev, 1, vt, 16, 16 * ev, ds, AF_BK, false, scores,
-                         diag);
+                kn->gemm(bi, af_pad16(seen), ev, 1.0f, douti, ld_o, 1, vt, 16, 16 * ev, ds, AF_BK, false, scores, diag);
                 for (int64_t r = 0; r < bi; r++) {
                     int64_t n = row_keys_f32(p, i0 + r, j0, seen);
                     kn->dscore_row(s + r * AF_BK, ds + r * AF_BK, n, j->lse[b * p->l + i0 + r],
                                    j->delta[b * p->l + i0 + r]);
                     for (int64_t c = n; c < seen; c++) s[r * AF_BK + c] = ds[r * AF_BK + c] = 0; /* hidden: p = 0 */
                 }
-                kn->gemm(seen, ev, bi, 1.0f, s, 1, AF_BK, douti, ld_ev, 16, dv, ld_ev, true, sum_queries, diag);
-                kn->gemm(seen, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, ld_e, true, sum_queries,
+                kn->gemm(seen, ev, bi, 1.0f, s, 1, AF_BK, douti, ld_o, 16, dv, ld_v, true, sum_queries, diag);
+                kn->gemm(seen, e, bi, (float)p->scale, ds, 1, AF_BK, qi, p->q_row, 16, dk, ld_k, true, sum_queries,
                          diag);
                 kn->gemm(bi, e, seen, (float)p->scale, ds, AF_BK, 1, k + j0 * p->k_row, p->k_row, 16, dq + i0 * ldq,
                          ldq, true, sum_keys, diag);
@@ -348,9 +347,9 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
 static void af_sum_parts(int64_t begin, int64_t end, void *ctx) {
     const af_bwd_job *w = ctx;
     const tg_attn_plan *p = w->j->p;
-    int64_t e = p->e, part = p->batch * p->l * e, ld_e = tg_attn_result_row(p, e);
+    int64_t e = p->e, part = p->batch * p->l * e, ldq = tg_attn_grad_row(p, e);
     for (int64_t r = begin; r < end; r++) {
-        float *dq = w->j->dq + tg_attn_result_start(p, r / p->l, p->l, e) + r % p->l * ld_e;
+        float *dq = w->j->dq + tg_attn_result_start(p, r / p->l, p->l, e, ldq) + r % p->l * ldq;
         for (int64_t g = 1; g < w->parts; g++) {
             const float *src = w->dq_part + (g - 1) * part + r * e;
             for (int64_t x = 0; x < e; x++) dq[x] += src[x];

@@ -124,8 +124,8 @@ static inline void ATT_FN(online_rows)(const tg_attn_plan *p, int64_t i0, int64_
 static void ATT_FN(finish_rows)(const ATT_FN(attn_job) *j, int64_t b, int64_t i0, int64_t bi, const double *m,
                                 const double *l, const ATT_T *acc) {
     const tg_attn_plan *p = j->p;
-    int64_t ldo = tg_attn_result_row(p, p->ev);
-    ATT_T *out = j->res + tg_attn_result_start(p, b, p->l, p->ev) + i0 * ldo;
+    int64_t ldo = tg_attn_out_row(p);
+    ATT_T *out = j->res + tg_attn_result_start(p, b, p->l, p->ev, ldo) + i0 * ldo;
     for (int64_t r = 0; r < bi; r++) {
         ATT_T inv = (ATT_T)(1.0 / l[r]); /* 1 / 0 = inf: a fully masked row gives 0 * inf = NaN */
         for (int64_t x = 0; x < p->ev; x++) out[r * ldo + x] = l[r] == 0 ? (ATT_T)NAN : acc[r * p->ev + x] * inv;
@@ -169,8 +169,8 @@ static void ATT_FN(grad_block)(const ATT_FN(attn_job) *j, int64_t b, int64_t i0,
     const tg_attn_plan *p = j->p;
     const ATT_T *q = j->q + j->off[b], *k = j->k + j->off[p->batch + b], *v = j->v + j->off[2 * p->batch + b];
     ATT_FN(score_block)(p, q, k, ATT_FN(mask_of)(j, b), i0, bi, j0, bj, s);
-    int64_t ldo = tg_attn_result_row(p, p->ev);
-    const ATT_T *dout = j->dout + tg_attn_result_start(p, b, p->l, p->ev) + i0 * ldo;
+    int64_t ldo = tg_attn_out_row(p);
+    const ATT_T *dout = j->dout + tg_attn_result_start(p, b, p->l, p->ev, ldo) + i0 * ldo;
     ATT_GEMM(false, true, bi, bj, p->ev, (ATT_T)1, dout, ldo, v + j0 * p->v_row, p->v_row, (ATT_T)0, ds, ATTN_BLOCK_K);
     for (int64_t r = 0; r < bi; r++) ATT_FN(dscore_row)
     (s + r * ATTN_BLOCK_K, ds + r * ATTN_BLOCK_K, bj, j->lse[b * p->l + i0 + r], j->delta[b * p->l + i0 + r]);
@@ -180,9 +180,9 @@ static void ATT_FN(grad_block)(const ATT_FN(attn_job) *j, int64_t b, int64_t i0,
 static void ATT_FN(delta_chunk)(int64_t begin, int64_t end, void *ctx) {
     const ATT_FN(attn_job) *j = ctx;
     const tg_attn_plan *p = j->p;
-    int64_t ev = p->ev, ldo = tg_attn_result_row(p, ev);
+    int64_t ev = p->ev, ldo = tg_attn_out_row(p);
     for (int64_t r = begin; r < end; r++) {
-        int64_t at = tg_attn_result_start(p, r / p->l, p->l, ev) + r % p->l * ldo;
+        int64_t at = tg_attn_result_start(p, r / p->l, p->l, ev, ldo) + r % p->l * ldo;
         ATT_T d = 0;
         for (int64_t x = 0; x < ev; x++) d += j->dout[at + x] * j->out[at + x];
         j->delta[r] = d;
@@ -198,9 +198,9 @@ static void ATT_FN(dkdv_chunk)(int64_t begin, int64_t end, void *ctx) {
     if (!s) return tg_kernel_fail("out of memory for the attention's score block");
     for (int64_t t = begin; t < end; t++) {
         int64_t b = t / nk, j0 = t % nk * ATTN_BLOCK_K, bj = p->s - j0 < ATTN_BLOCK_K ? p->s - j0 : ATTN_BLOCK_K;
-        int64_t ldk = tg_attn_result_row(p, p->e), ldv = tg_attn_result_row(p, p->ev);
-        ATT_T *dk = j->dk + tg_attn_result_start(p, b, p->s, p->e) + j0 * ldk;
-        ATT_T *dv = j->dv + tg_attn_result_start(p, b, p->s, p->ev) + j0 * ldv;
+        int64_t ldk = tg_attn_grad_row(p, p->e), ldv = tg_attn_grad_row(p, p->ev), ldo = tg_attn_out_row(p);
+        ATT_T *dk = j->dk + tg_attn_result_start(p, b, p->s, p->e, ldk) + j0 * ldk;
+        ATT_T *dv = j->dv + tg_attn_result_start(p, b, p->s, p->ev, ldv) + j0 * ldv;
         for (int64_t r = 0; r < bj; r++) {
             for (int64_t x = 0; x < p->e; x++) dk[r * ldk + x] = 0;
             for (int64_t x = 0; x < p->ev; x++) dv[r * ldv + x] = 0;
@@ -210,8 +210,8 @@ static void ATT_FN(dkdv_chunk)(int64_t begin, int64_t end, void *ctx) {
         for (int64_t i0 = first; i0 < p->l; i0 += ATTN_BLOCK_Q) {
             int64_t bi = p->l - i0 < ATTN_BLOCK_Q ? p->l - i0 : ATTN_BLOCK_Q;
             ATT_FN(grad_block)(j, b, i0, bi, j0, bj, s, ds);
-            const ATT_T *dout = j->dout + tg_attn_result_start(p, b, p->l, p->ev) + i0 * ldv;
-            ATT_GEMM(true, false, bj, p->ev, bi, (ATT_T)1, s, ATTN_BLOCK_K, dout, ldv, (ATT_T)1, dv, ldv);
+            const ATT_T *dout = j->dout + tg_attn_result_start(p, b, p->l, p->ev, ldo) + i0 * ldo;
+            ATT_GEMM(true, false, bj, p->ev, bi, (ATT_T)1, s, ATTN_BLOCK_K, dout, ldo, (ATT_T)1, dv, ldv);
             ATT_GEMM(true, false, bj, p->e, bi, (ATT_T)p->scale, ds, ATTN_BLOCK_K, q + i0 * p->q_row, p->q_row,
                      (ATT_T)1, dk, ldk);
         }
@@ -228,8 +228,8 @@ static void ATT_FN(dq_chunk)(int64_t begin, int64_t end, void *ctx) {
     if (!s) return tg_kernel_fail("out of memory for the attention's score block");
     for (int64_t t = begin; t < end; t++) {
         int64_t b = t / nq, i0 = t % nq * ATTN_BLOCK_Q, bi = p->l - i0 < ATTN_BLOCK_Q ? p->l - i0 : ATTN_BLOCK_Q;
-        int64_t ldq = tg_attn_result_row(p, p->e);
-        ATT_T *dq = j->dq + tg_attn_result_start(p, b, p->l, p->e) + i0 * ldq;
+        int64_t ldq = tg_attn_grad_row(p, p->e);
+        ATT_T *dq = j->dq + tg_attn_result_start(p, b, p->l, p->e, ldq) + i0 * ldq;
         for (int64_t r = 0; r < bi; r++)
             for (int64_t x = 0; x < p->e; x++) dq[r * ldq + x] = 0;
         const ATT_T *k = j->k + j->off[p->batch + b];

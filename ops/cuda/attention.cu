@@ -106,7 +106,7 @@ __global__ void attn_forward_kernel(tg_attn_plan p, const int64_t *off, const T 
     if (!active) return;
     for (int t = 0; t < ATTN_MAX_DIM / 32; t++)
         if (lane + 32 * t < p.ev)
-            out[tg_attn_result_start(&p, b, p.l, p.ev) + i * tg_attn_result_row(&p, p.ev) + lane + 32 * t] =
+            out[tg_attn_result_start(&p, b, p.l, p.ev, tg_attn_out_row(&p)) + i * tg_attn_out_row(&p) + lane + 32 * t] =
                 l == 0 ? T(NAN) : acc[t] / (T)l;
     if (lane == 0) lse[b * p.l + i] = (T)tg_attn_row_lse(m, l);
 }
@@ -116,7 +116,7 @@ template <typename T> __global__ void attn_delta_kernel(tg_attn_plan p, const T 
     int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     int lane = threadIdx.x & 31;
     if (r >= p.batch * p.l) return;
-    int64_t at = tg_attn_result_start(&p, r / p.l, p.l, p.ev) + r % p.l * tg_attn_result_row(&p, p.ev);
+    int64_t at = tg_attn_result_start(&p, r / p.l, p.l, p.ev, tg_attn_out_row(&p)) + r % p.l * tg_attn_out_row(&p);
     double d = 0;
     for (int64_t x = lane; x < p.ev; x += 32) d += (double)dout[at + x] * (double)out[at + x];
     d = warp_sum(d);
@@ -136,7 +136,7 @@ __global__ void attn_dq_kernel(tg_attn_plan p, const int64_t *off, const T *q, c
     const T *qb = q + off[b], *kb = k + off[p.batch + b], *vb = v + off[2 * p.batch + b];
     bool active = i < p.l;
     for (int64_t x = lane; x < p.e; x += 32) qs[warp * p.e + x] = active ? qb[i * p.q_row + x] : T(0);
-    const T *dout_i = dout + tg_attn_result_start(&p, b, p.l, p.ev) + i * tg_attn_result_row(&p, p.ev);
+    const T *dout_i = dout + tg_attn_result_start(&p, b, p.l, p.ev, tg_attn_out_row(&p)) + i * tg_attn_out_row(&p);
     for (int64_t x = lane; x < p.ev; x += 32) dos[warp * p.ev + x] = active ? dout_i[x] : T(0);
     T row_lse = active ? lse[b * p.l + i] : T(0), row_delta = active ? delta[b * p.l + i] : T(0);
     int64_t last = i0 + ATTN_WARPS - 1 < p.l ? i0 + ATTN_WARPS - 1 : p.l - 1;
@@ -164,8 +164,8 @@ __global__ void attn_dq_kernel(tg_attn_plan p, const int64_t *off, const T *q, c
     if (!active) return;
     for (int t = 0; t < ATTN_MAX_DIM / 32; t++)
         if (lane + 32 * t < p.e)
-            dq[tg_attn_result_start(&p, b, p.l, p.e) + i * tg_attn_result_row(&p, p.e) + lane + 32 * t] =
-                acc[t] * (T)p.scale;
+            dq[tg_attn_result_start(&p, b, p.l, p.e, tg_attn_grad_row(&p, p.e)) + i * tg_attn_grad_row(&p, p.e) + lane +
+               32 * t] = acc[t] * (T)p.scale;
 }
 
 // dk, dv: one warp per key row, over query tiles. Shared: k and v rows, a q and a dout tile, their lse and delta.
@@ -188,7 +188,8 @@ __global__ void attn_dkdv_kernel(tg_attn_plan p, const int64_t *off, const T *q,
     for (int64_t r0 = first; r0 < p.l; r0 += BQ) {
         __syncthreads();
         load_tile(qs, qb, r0, BQ, p.e, p.q_row, p.l);
-        load_tile(dos, dout + tg_attn_result_start(&p, b, p.l, p.ev), r0, BQ, p.ev, tg_attn_result_row(&p, p.ev), p.l);
+        load_tile(dos, dout + tg_attn_result_start(&p, b, p.l, p.ev, tg_attn_out_row(&p)), r0, BQ, p.ev,
+                  tg_attn_out_row(&p), p.l);
         for (int x = threadIdx.x; x < BQ; x += blockDim.x) {
             ls[x] = r0 + x < p.l ? lse[b * p.l + r0 + x] : T(0);
             ds_[x] = r0 + x < p.l ? delta[b * p.l + r0 + x] : T(0);
@@ -213,10 +214,11 @@ __global__ void attn_dkdv_kernel(tg_attn_plan p, const int64_t *off, const T *q,
     if (!active) return;
     for (int t = 0; t < ATTN_MAX_DIM / 32; t++) {
         if (lane + 32 * t < p.ev)
-            dv[tg_attn_result_start(&p, b, p.s, p.ev) + j * tg_attn_result_row(&p, p.ev) + lane + 32 * t] = acc_v[t];
+            dv[tg_attn_result_start(&p, b, p.s, p.ev, tg_attn_grad_row(&p, p.ev)) + j * tg_attn_grad_row(&p, p.ev) +
+               lane + 32 * t] = acc_v[t];
         if (lane + 32 * t < p.e)
-            dk[tg_attn_result_start(&p, b, p.s, p.e) + j * tg_attn_result_row(&p, p.e) + lane + 32 * t] =
-                acc_k[t] * (T)p.scale;
+            dk[tg_attn_result_start(&p, b, p.s, p.e, tg_attn_grad_row(&p, p.e)) + j * tg_attn_grad_row(&p, p.e) + lane +
+               32 * t] = acc_k[t] * (T)p.scale;
     }
 }
 

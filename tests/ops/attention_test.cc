@@ -6,6 +6,8 @@
 // masked row, errors, gradcheck and gradgradcheck (the latter through the composed
 // path), thread-count independence, and the memory bound at T = 4096.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -289,4 +291,60 @@ TEST_F(AttentionFusedTest, MemoryAtT4096IsUnderATenthOfTheComposed) {
                 fused / 1048576.0, composed / 1048576.0);
     EXPECT_LT(fused * 10, composed);
     EXPECT_LT(fused, (size_t)16 << 20); // O(T): outputs, gradients, statistics, never [T, T]
+}
+
+// A GPT's attention: q, k and v split from one qkv projection [B, T, 3 C] and heads
+// merged back after. The fused op packs dq, dk and dv into one [B, T, 3 C] buffer, so the
+// split's gradient is that buffer, no cat (the profile has no cat row); qkv's gradient
+// matches the composed formula's, whose backward does concatenate.
+namespace {
+struct GptRun {
+    std::vector<double> y, dqkv;
+    bool concatenated = false;
+};
+
+GptRun gpt_attention(bool fused) {
+    GptRun r;
+    TG_SCOPE {
+        tg_manual_seed(11);
+        const int64_t B = 2, T = 129, H = 4, D = 32, C = H * D;
+        tg_tensor *qkv = tg_requires_grad_(tg_randn(TG_SHAPE(B, T, 3 * C), tg_opts{}), true);
+        tg_tensor *w = tg_randn(TG_SHAPE(B, T, C), tg_opts{});
+        tg_tensor *parts[3];
+        EXPECT_EQ(tg_split(qkv, C, 2, parts, 3), 3) << tg_last_error();
+        tg_tensor *heads[3];
+        for (int i = 0; i < 3; i++) heads[i] = tg_transpose(tg_reshape(parts[i], TG_SHAPE(B, T, H, D)), 1, 2);
+        tg_sdpa_opts so = {};
+        so.is_causal = true;
+        tg_profile_reset();
+        tg_profile_enable(true);
+        tg_tensor *y = fused ? tg_scaled_dot_product_attention_opts(heads[0], heads[1], heads[2], so)
+                             : tg_scaled_dot_product_attention_composed(heads[0], heads[1], heads[2], so);
+        EXPECT_NE(y, nullptr) << tg_last_error();
+        if (!y) break;
+        y = tg_reshape(tg_transpose(y, 1, 2), TG_SHAPE(B, T, C));
+        EXPECT_EQ(tg_backward(tg_sum(tg_mul(y, w))), TG_OK) << tg_last_error();
+        tg_profile_enable(false);
+        char *buf = nullptr;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        tg_profile_print(f);
+        fclose(f);
+        r.concatenated = std::string(buf).find("\ncat ") != std::string::npos;
+        free(buf);
+        tg_profile_reset();
+        r.y = values(y);
+        r.dqkv = values(tg_grad(qkv));
+    }
+    return r;
+}
+} // namespace
+
+TEST_F(AttentionFusedTest, GptSplitQkvGradientNeedsNoCat) {
+    GptRun fused = gpt_attention(true), composed = gpt_attention(false);
+    ASSERT_FALSE(composed.y.empty());
+    EXPECT_TRUE(near(fused.y, composed.y, 2e-5, 2e-4)) << "output";
+    EXPECT_TRUE(near(fused.dqkv, composed.dqkv, 2e-5, 2e-4)) << "qkv's gradient";
+    EXPECT_FALSE(fused.concatenated) << "the split's backward concatenated the fused op's gradients";
+    EXPECT_TRUE(composed.concatenated) << "the composed path's split no longer concatenates: the check above is moot";
 }
