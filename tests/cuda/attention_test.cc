@@ -2,7 +2,8 @@
 // CPU (tg_scaled_dot_product_attention_composed): values and the gradients of q, k and
 // v, float32 and float64, plain, bool and additive masks, is_causal with L != S, odd
 // lengths, transposed views, broadcast batch dims, grouped query heads, bfloat16 (cast
-// to float32 by the op). SKIPPED without a GPU.
+// to float32 by the op); a GPT's q, k, v split from one qkv (heads-last results, packed
+// gradients). SKIPPED without a GPU.
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -75,4 +76,31 @@ TEST_F(TgTest, CudaFusedAttentionMatchesComposedCpu) {
         check(c, TG_FLOAT64, 1e-10);
     }
     check(cases[0], TG_BFLOAT16, 0.08);
+}
+
+// A GPT's attention on CUDA: q, k, v split from one qkv [B, T, 3C] (the op then packs dq,
+// dk, dv into one buffer, tg_attn_plan.grad_row, and the split takes it as its gradient),
+// heads merged back after (the output heads-last). qkv's gradient and the output against
+// the composed formula on the CPU.
+TEST_F(TgTest, CudaFusedAttentionGptSplitQkvMatchesComposedCpu) {
+    if (!tg_cuda_available()) GTEST_SKIP() << "no CUDA device";
+    const int64_t B = 2, T = 70, H = 4, D = 32, C = H * D;
+    tg_tensor *qkv = random_cpu(TG_SHAPE(B, T, 3 * C), TG_FLOAT32, 5);
+    tg_tensor *w = random_cpu(TG_SHAPE(B, T, C), TG_FLOAT32, 6);
+    tg_tensor *y[2] = {nullptr, nullptr},
+              *leaf[2] = {tg_requires_grad_(tg_clone(qkv), true), tg_requires_grad_(on_cuda(qkv), true)};
+    for (int dev = 0; dev < 2; dev++) {
+        tg_tensor *parts[3], *heads[3];
+        ASSERT_EQ(tg_split(leaf[dev], C, 2, parts, 3), 3) << tg_last_error();
+        for (int i = 0; i < 3; i++) heads[i] = tg_transpose(tg_reshape(parts[i], TG_SHAPE(B, T, H, D)), 1, 2);
+        tg_sdpa_opts o = {};
+        o.is_causal = true;
+        tg_tensor *att = dev == 1 ? tg_scaled_dot_product_attention_opts(heads[0], heads[1], heads[2], o)
+                                  : tg_scaled_dot_product_attention_composed(heads[0], heads[1], heads[2], o);
+        ASSERT_NE(att, nullptr) << tg_last_error();
+        y[dev] = tg_reshape(tg_transpose(att, 1, 2), TG_SHAPE(B, T, C));
+        ASSERT_EQ(tg_backward(tg_sum(tg_mul(y[dev], dev == 1 ? on_cuda(w) : w))), TG_OK) << tg_last_error();
+    }
+    EXPECT_TRUE(same_values(y[0], y[1], 1e-4, 1e-4)) << "output";
+    EXPECT_TRUE(same_values(tg_grad(leaf[0]), tg_grad(leaf[1]), 1e-4, 1e-4)) << "qkv's gradient";
 }
