@@ -303,16 +303,13 @@ AF_TARGET static void af_backward_chunk(int64_t begin, int64_t end, void *ctx) {
         int64_t ldq = g == 0 ? ld_k : e; /* part 0 is dq itself, the others are contiguous */
         float *dq = g == 0 ? j->dq + tg_attn_result_start(p, b, p->l, e, ld_k)
                            : w->dq_part + ((g - 1) * p->batch + b) * p->l * e;
-        for (int64_t r = 0; r < p->l; r++)
-            for (int64_t x = 0; x < e; x++) dq[r * ldq + x] = 0;
+        zero_rows_f32(dq, p->l, e, ldq);
         for (int64_t kb = g; kb < nk; kb += w->parts) {
             int64_t j0 = kb * AF_BK, bj = p->s - j0 < AF_BK ? p->s - j0 : AF_BK;
             float *dk = j->dk + tg_attn_result_start(p, b, p->s, e, ld_k) + j0 * ld_k;
             float *dv = j->dv + tg_attn_result_start(p, b, p->s, ev, ld_v) + j0 * ld_v;
-            for (int64_t r = 0; r < bj; r++) {
-                for (int64_t x = 0; x < e; x++) dk[r * ld_k + x] = 0;
-                for (int64_t x = 0; x < ev; x++) dv[r * ld_v + x] = 0;
-            }
+            zero_rows_f32(dk, bj, e, ld_k);
+            zero_rows_f32(dv, bj, ev, ld_v);
             af_pack_t(k + j0 * p->k_row, p->k_row, bj, e, kt);
             af_pack_t(v + j0 * p->v_row, p->v_row, bj, ev, vt);
             int64_t first = p->causal ? j0 / AF_BQ * AF_BQ : 0; /* query i sees key j only if i >= j */

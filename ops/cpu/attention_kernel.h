@@ -68,6 +68,12 @@ static inline void ATT_FN(dscore_row)(ATT_T *restrict pr, ATT_T *restrict dr, in
     for (int64_t c = 0; c < n; c++) dr[c] = pr[c] * (dr[c] - delta);
 }
 
+/* rows x width elements, rows ld apart, set to 0 (a gradient block in its result layout). */
+static inline void ATT_FN(zero_rows)(ATT_T *p, int64_t rows, int64_t width, int64_t ld) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < width; x++) p[r * ld + x] = 0;
+}
+
 typedef struct ATT_FN(attn_job_s) {
     const tg_attn_plan *p;
     const int64_t *off;
@@ -201,10 +207,8 @@ static void ATT_FN(dkdv_chunk)(int64_t begin, int64_t end, void *ctx) {
         int64_t ldk = tg_attn_grad_row(p, p->e), ldv = tg_attn_grad_row(p, p->ev), ldo = tg_attn_out_row(p);
         ATT_T *dk = j->dk + tg_attn_result_start(p, b, p->s, p->e, ldk) + j0 * ldk;
         ATT_T *dv = j->dv + tg_attn_result_start(p, b, p->s, p->ev, ldv) + j0 * ldv;
-        for (int64_t r = 0; r < bj; r++) {
-            for (int64_t x = 0; x < p->e; x++) dk[r * ldk + x] = 0;
-            for (int64_t x = 0; x < p->ev; x++) dv[r * ldv + x] = 0;
-        }
+        ATT_FN(zero_rows)(dk, bj, p->e, ldk);
+        ATT_FN(zero_rows)(dv, bj, p->ev, ldv);
         const ATT_T *q = j->q + j->off[b];
         int64_t first = p->causal ? j0 / ATTN_BLOCK_Q * ATTN_BLOCK_Q : 0; /* query i sees key j only if i >= j */
         for (int64_t i0 = first; i0 < p->l; i0 += ATTN_BLOCK_Q) {
@@ -230,8 +234,7 @@ static void ATT_FN(dq_chunk)(int64_t begin, int64_t end, void *ctx) {
         int64_t b = t / nq, i0 = t % nq * ATTN_BLOCK_Q, bi = p->l - i0 < ATTN_BLOCK_Q ? p->l - i0 : ATTN_BLOCK_Q;
         int64_t ldq = tg_attn_grad_row(p, p->e);
         ATT_T *dq = j->dq + tg_attn_result_start(p, b, p->l, p->e, ldq) + i0 * ldq;
-        for (int64_t r = 0; r < bi; r++)
-            for (int64_t x = 0; x < p->e; x++) dq[r * ldq + x] = 0;
+        ATT_FN(zero_rows)(dq, bi, p->e, ldq);
         const ATT_T *k = j->k + j->off[p->batch + b];
         int64_t kend = ATT_FN(keys_end)(p, i0, bi);
         for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BLOCK_K) {

@@ -48,17 +48,23 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Twice and a half what oneDNN 2.6's kernel set-up takes: room for other threads' allocations meanwhile. */
 #define LOAD_HEADROOM ((size_t)16 << 20)
 
+/* dnnl_sgemm with the calling thread's OpenMP count at 1, put back after; its status. */
+static int sgemm_one_thread(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                            int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    int omp_threads = get_omp_threads ? get_omp_threads() : 1;
+    if (omp_threads != 1) set_omp_threads(1);
+    int status = sgemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (omp_threads != 1) set_omp_threads(omp_threads);
+    return status;
+}
+
 /* oneDNN's first call, on an 8 x 8 x 8 product, while LOAD_HEADROOM bytes were free. */
 static bool set_up_kernels(void) {
     void *headroom = malloc(LOAD_HEADROOM);
     if (!headroom) return false;
     free(headroom);
     float a[64] = {0}, b[64] = {0}, c[64];
-    int omp_threads = get_omp_threads ? get_omp_threads() : 1;
-    if (omp_threads != 1) set_omp_threads(1);
-    int status = sgemm('N', 'N', 8, 8, 8, 1.0f, a, 8, b, 8, 0.0f, c, 8);
-    if (omp_threads != 1) set_omp_threads(omp_threads);
-    return status == DNNL_SUCCESS;
+    return sgemm_one_thread('N', 'N', 8, 8, 8, 1.0f, a, 8, b, 8, 0.0f, c, 8) == DNNL_SUCCESS;
 }
 
 static void load(void) {
@@ -91,10 +97,8 @@ bool tg_onednn_available(void) {
 
 bool tg_onednn_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    int omp_threads = get_omp_threads ? get_omp_threads() : 1;
-    if (omp_threads != 1) set_omp_threads(1);
-    int status = sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    if (omp_threads != 1) set_omp_threads(omp_threads);
+    int status =
+        sgemm_one_thread(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (status == DNNL_SUCCESS) return true;
     tg_kernel_fail(status == DNNL_OUT_OF_MEMORY ? "out of memory: oneDNN could not allocate its GEMM's packing buffers"
                                                 : "oneDNN's dnnl_sgemm failed");
